@@ -1,0 +1,220 @@
+"""Collections: named groups of tensors with their own save schedule and reductions."""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable, List, Optional, Set
+
+from smdebug.core.reduction_config import ReductionConfig, _as_bool
+from smdebug.core.save_config import SaveConfig
+from smdebug.exceptions import CollectionFileCorrupted, SMDebugTypeError
+
+
+class CollectionKeys:
+    DEFAULT = "default"
+    ALL = "all"
+
+    INPUTS = "inputs"
+    OUTPUTS = "outputs"
+    WEIGHTS = "weights"
+    GRADIENTS = "gradients"
+    LOSSES = "losses"
+    BIASES = "biases"
+    LAYERS = "layers"
+    SCALARS = "scalars"
+
+    # TensorFlow
+    OPTIMIZER_VARIABLES = "optimizer_variables"
+    TENSORFLOW_SUMMARIES = "tensorflow_summaries"
+    METRICS = "metrics"
+    SM_METRICS = "sm_metrics"
+    SEARCHABLE_SCALARS = "sm_metrics"  # the name the documentation uses for sm_metrics
+
+    # XGBoost
+    HYPERPARAMETERS = "hyperparameters"
+    PREDICTIONS = "predictions"
+    LABELS = "labels"
+    FEATURE_IMPORTANCE = "feature_importance"
+    AVERAGE_SHAP = "average_shap"
+    FULL_SHAP = "full_shap"
+    TREES = "trees"
+
+
+# Collections whose tensors are scalars: never reduced, no histograms, scalar TensorBoard summaries.
+SCALAR_COLLECTIONS = frozenset(
+    {
+        CollectionKeys.LOSSES,
+        CollectionKeys.METRICS,
+        CollectionKeys.FEATURE_IMPORTANCE,
+        CollectionKeys.AVERAGE_SHAP,
+        CollectionKeys.SM_METRICS,
+        CollectionKeys.SCALARS,
+    }
+)
+NON_REDUCTION_COLLECTIONS = SCALAR_COLLECTIONS | {CollectionKeys.TENSORFLOW_SUMMARIES}
+NON_HISTOGRAM_COLLECTIONS = NON_REDUCTION_COLLECTIONS
+SM_METRIC_COLLECTIONS = frozenset({CollectionKeys.LOSSES, CollectionKeys.METRICS, CollectionKeys.SM_METRICS})
+# Never saved in EVAL/PREDICT: there is no backward pass there.
+TRAIN_ONLY_COLLECTIONS = frozenset({CollectionKeys.GRADIENTS, CollectionKeys.OPTIMIZER_VARIABLES})
+
+_COLLECTION_KEYS = {"name", "include_regex", "tensor_names", "reduction_config", "save_config", "save_histogram"}
+
+
+class Collection:
+    """A named group of tensors: explicit ``tensor_names`` plus every tensor matching ``include_regex``
+    (``re.search``, anywhere in the name)."""
+
+    def __init__(
+        self,
+        name: str,
+        include_regex: Optional[Iterable[str]] = None,
+        tensor_names: Optional[Iterable[str]] = None,
+        reduction_config: Optional[ReductionConfig] = None,
+        save_config=None,
+        save_histogram: bool = True,
+    ):
+        if not isinstance(name, str) or not name:
+            raise SMDebugTypeError(f"A collection name must be a non-empty string, got {name!r}")
+        self.name = name
+        self._include_regex: List[str] = []
+        self._compiled = None
+        self._tensor_names: Set[str] = set()
+        self._version = 0  # bumped on every membership change; lets hooks cache matches
+        self.include(include_regex or [])
+        for t in tensor_names or []:
+            self.add_tensor_name(t)
+        self.reduction_config = reduction_config
+        self.save_config = save_config
+        self.save_histogram = save_histogram
+
+    # --- membership -------------------------------------------------------------------------
+    @property
+    def include_regex(self) -> List[str]:
+        return list(self._include_regex)
+
+    @include_regex.setter
+    def include_regex(self, value):
+        self._include_regex = []
+        self._compiled = None
+        self._version += 1
+        self.include(value or [])
+
+    def include(self, regex) -> None:
+        regexes = [regex] if isinstance(regex, str) else list(regex)
+        for r in regexes:
+            if not isinstance(r, str):
+                raise SMDebugTypeError(f"include_regex entries must be strings, got {r!r}")
+            try:
+                re.compile(r)
+            except re.error as e:
+                raise SMDebugTypeError(f"Invalid regex {r!r} for collection {self.name}: {e}") from None
+            if r not in self._include_regex:
+                self._include_regex.append(r)
+        self._compiled = None
+        self._version += 1
+
+    @property
+    def tensor_names(self) -> Set[str]:
+        return self._tensor_names
+
+    @tensor_names.setter
+    def tensor_names(self, value):
+        self._tensor_names = set(value or [])
+        self._version += 1
+
+    def add_tensor_name(self, name: str) -> None:
+        if name not in self._tensor_names:
+            self._tensor_names.add(name)
+            self._version += 1
+
+    def remove_tensor_name(self, name: str) -> None:
+        if name in self._tensor_names:
+            self._tensor_names.discard(name)
+            self._version += 1
+
+    def has_tensor_name(self, name: str) -> bool:
+        return name in self._tensor_names
+
+    def has_regex(self) -> bool:
+        return bool(self._include_regex)
+
+    def matches_regex(self, name: str) -> bool:
+        if not self._include_regex:
+            return False
+        if self._compiled is None:
+            self._compiled = re.compile("|".join(f"(?:{r})" for r in self._include_regex))
+        return self._compiled.search(name) is not None
+
+    def matches(self, name: str) -> bool:
+        return name in self._tensor_names or self.matches_regex(name)
+
+    # --- configs ----------------------------------------------------------------------------
+    @property
+    def save_config(self) -> Optional[SaveConfig]:
+        return self._save_config
+
+    @save_config.setter
+    def save_config(self, value):
+        self._save_config = None if value is None else SaveConfig.parse(value)
+
+    @property
+    def reduction_config(self) -> Optional[ReductionConfig]:
+        return self._reduction_config
+
+    @reduction_config.setter
+    def reduction_config(self, value):
+        if value is not None and not isinstance(value, ReductionConfig):
+            value = ReductionConfig.from_dict(value)
+        self._reduction_config = value
+
+    # --- serialisation ----------------------------------------------------------------------
+    def to_json_dict(self) -> dict:
+        return {
+            "name": self.name,
+            "include_regex": list(self._include_regex),
+            "tensor_names": sorted(self._tensor_names),
+            "reduction_config": self.reduction_config.to_json_dict() if self.reduction_config else None,
+            "save_config": self.save_config.to_json_dict() if self.save_config else None,
+            "save_histogram": self.save_histogram,
+        }
+
+    @classmethod
+    def from_dict(cls, params: dict, path=None) -> "Collection":
+        if not isinstance(params, dict) or "name" not in params:
+            raise CollectionFileCorrupted(f"A collection entry must be an object with a name, got {params!r}", path)
+        unknown = set(params) - _COLLECTION_KEYS
+        if unknown:
+            # Newer writers may add keys; keep loading but never silently drop data we understand.
+            import logging
+
+            logging.getLogger("smdebug").debug("Ignoring unknown collection keys %s in %s", sorted(unknown), path)
+        try:
+            include = params.get("include_regex") or []
+            if isinstance(include, str):
+                include = [include]
+            return cls(
+                params["name"],
+                include_regex=include,
+                tensor_names=params.get("tensor_names") or [],
+                reduction_config=ReductionConfig.from_dict(params.get("reduction_config")),
+                save_config=SaveConfig.from_dict(params["save_config"]) if params.get("save_config") else None,
+                save_histogram=_as_bool(params.get("save_histogram", True), "save_histogram"),
+            )
+        except CollectionFileCorrupted:
+            raise
+        except Exception as e:  # noqa: BLE001 - any bad value becomes one specific error
+            raise CollectionFileCorrupted(f"Invalid collection {params.get('name')!r}: {e}", path) from e
+
+    def __eq__(self, other):
+        if not isinstance(other, Collection):
+            return NotImplemented
+        return self.to_json_dict() == other.to_json_dict()
+
+    def __hash__(self):
+        return hash(self.name)
+
+    def __repr__(self):
+        return (
+            f"<Collection {self.name} include_regex={self._include_regex} "
+            f"tensor_names={sorted(self._tensor_names)[:10]}{'...' if len(self._tensor_names) > 10 else ''}>"
+        )

@@ -1,0 +1,102 @@
+"""A set of collections plus the run metadata stored beside them (``_meta.num_workers``)."""
+
+from __future__ import annotations
+
+import json
+from typing import Dict, Optional
+
+from smdebug.core.collection import Collection
+from smdebug.exceptions import CollectionFileCorrupted, SMDebugTypeError
+
+_TOP_LEVEL_KEYS = {"collections", "_meta"}
+
+
+class CollectionManager:
+    collection_class = Collection
+
+    def __init__(self, collections: Optional[Dict[str, Collection]] = None, create_default: bool = False):
+        self.collections: Dict[str, Collection] = dict(collections or {})
+        self._num_workers = 1
+        if create_default:
+            self.get("default")
+
+    # --- access -----------------------------------------------------------------------------
+    def get(self, name: str, create: bool = True) -> Collection:
+        coll = self.collections.get(name)
+        if coll is None:
+            if not create:
+                raise KeyError(name)
+            coll = self.collection_class(name)
+            self.collections[name] = coll
+        return coll
+
+    def add(self, coll) -> None:
+        if isinstance(coll, str):
+            coll = self.collection_class(coll)
+        if not isinstance(coll, Collection):
+            raise SMDebugTypeError(f"Expected a Collection, got {type(coll).__name__}")
+        self.collections[coll.name] = coll
+
+    def get_collections(self) -> Dict[str, Collection]:
+        return self.collections
+
+    def __contains__(self, name) -> bool:
+        return name in self.collections
+
+    def __iter__(self):
+        return iter(self.collections.values())
+
+    def __len__(self):
+        return len(self.collections)
+
+    # --- metadata ---------------------------------------------------------------------------
+    def get_num_workers(self) -> int:
+        return self._num_workers
+
+    def set_num_workers(self, n: int) -> None:
+        self._num_workers = int(n)
+
+    # --- serialisation ----------------------------------------------------------------------
+    def to_json_dict(self) -> dict:
+        return {
+            "collections": {name: c.to_json_dict() for name, c in sorted(self.collections.items())},
+            "_meta": {"num_workers": self._num_workers},
+        }
+
+    def dumps(self) -> str:
+        return json.dumps(self.to_json_dict())
+
+    @classmethod
+    def loads(cls, text, path=None) -> "CollectionManager":
+        try:
+            data = json.loads(text)
+        except (ValueError, UnicodeDecodeError) as e:
+            raise CollectionFileCorrupted(f"Collections file is not valid JSON: {e}", path) from None
+        if not isinstance(data, dict):
+            raise CollectionFileCorrupted("Collections file must hold a JSON object", path)
+        unknown = set(data) - _TOP_LEVEL_KEYS
+        if unknown:
+            raise CollectionFileCorrupted(f"Collections file has unknown top-level keys {sorted(unknown)}", path)
+        colls = data.get("collections") or {}
+        if not isinstance(colls, dict):
+            raise CollectionFileCorrupted("'collections' must be an object of name -> collection", path)
+        cm = cls()
+        for name, params in colls.items():
+            cm.collections[name] = cls.collection_class.from_dict(params, path)
+        meta = data.get("_meta") or {}
+        try:
+            n = int(meta.get("num_workers", 1)) if isinstance(meta, dict) else 1
+        except (TypeError, ValueError):
+            raise CollectionFileCorrupted(f"_meta.num_workers must be an integer, got {meta!r}", path) from None
+        if n < 1:
+            raise CollectionFileCorrupted(f"_meta.num_workers must be >= 1, got {n}", path)
+        cm._num_workers = n
+        return cm
+
+    def __eq__(self, other):
+        if not isinstance(other, CollectionManager):
+            return NotImplemented
+        return self.to_json_dict() == other.to_json_dict()
+
+    def __repr__(self):
+        return f"<CollectionManager collections={sorted(self.collections)} num_workers={self._num_workers}>"

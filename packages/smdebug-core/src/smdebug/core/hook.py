@@ -1,0 +1,720 @@
+"""The framework-neutral hook: step and mode bookkeeping, deciding what is due, and saving it.
+
+Framework plugins subclass :class:`BaseHook` and only translate framework events into four calls:
+:meth:`BaseHook.begin_step` at a step boundary, :meth:`BaseHook.record` for each candidate tensor
+(cheap when the tensor is not due: check :meth:`BaseHook.is_due` first to skip the conversion),
+:meth:`BaseHook.end_step`, and :meth:`BaseHook.close` at the end.
+
+Two promises to users:
+* Saving never stalls training: tensors are snapshotted on the training thread and encoded/written on
+  a background thread, with a bounded byte budget (back-pressure, not unbounded memory).
+* The hook never breaks training: an internal error is logged once, clearly, and the hook disables
+  itself; the training loop carries on. Bad configuration fails at construction with a specific error.
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import os
+import re
+import threading
+from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
+
+import numpy as np
+
+from smdebug.core import singleton
+from smdebug.core.collection import (
+    NON_HISTOGRAM_COLLECTIONS,
+    NON_REDUCTION_COLLECTIONS,
+    TRAIN_ONLY_COLLECTIONS,
+    Collection,
+    CollectionKeys,
+)
+from smdebug.core.collection_manager import CollectionManager
+from smdebug.core.locations import CLAIM_FILE, END_OF_JOB_FILE, collections_file_name
+from smdebug.core.logger import get_logger
+from smdebug.core.modes import ModeKeys
+from smdebug.core.reduction_config import ReductionConfig
+from smdebug.core.reductions import compute_reduction, reduction_tensor_name
+from smdebug.core.save_config import SaveConfig, SaveConfigMode
+from smdebug.core.storage.base import Storage, get_storage, is_s3_path
+from smdebug.core.tfevent.tensor_codec import make_numpy_array
+from smdebug.core.writer import BackgroundWriter
+from smdebug.exceptions import (
+    InvalidCollectionConfiguration,
+    InvalidConfigurationError,
+    SMDebugError,
+    SMDebugRuntimeError,
+    SMDebugTypeError,
+    SMDebugValueError,
+)
+
+SCALAR_PREFIX = "scalar/"
+logger = get_logger()
+
+
+def _guarded(default=None):
+    """Wrap a public hook method so an error inside smdebug never reaches the training loop.
+
+    Misuse of the API (an :class:`SMDebugError` from validating the caller's arguments) is logged and
+    the call is skipped; anything else is an internal failure: logged once with its traceback, and the
+    hook disables itself for the rest of the run.
+    """
+
+    def wrap(fn):
+        @functools.wraps(fn)
+        def inner(self, *args, **kwargs):
+            if self._disabled:
+                return default
+            try:
+                return fn(self, *args, **kwargs)
+            except SMDebugError as e:
+                logger.error("smdebug: %s() ignored: %s", fn.__name__, e)
+                return default
+            except Exception as e:  # noqa: BLE001 - the whole point: never crash training
+                self._fail(f"{fn.__name__}()", e)
+                return default
+
+        return inner
+
+    return wrap
+
+
+class BaseHook:
+    """Base class of every framework hook (PyTorch/MXNet/XGBoost ``Hook``, Keras ``KerasHook``...)."""
+
+    #: name used for plugin look-ups and in messages
+    framework_name: str = "generic"
+    #: collections saved whatever ``include_collections`` says
+    default_include_collections: Sequence[str] = ()
+    #: default save interval when no SaveConfig is given (XGBoost uses 10)
+    default_save_interval: Optional[int] = None
+    #: collections class; plugins subclass Collection to add helpers such as ``add_module_tensors``
+    collection_class = Collection
+    #: first step number minus one (callback hooks count from 0)
+    init_step: int = -1
+    #: keep ``:0`` device suffixes in reduction names (TF does)
+    keep_device_suffix_in_reductions: bool = False
+
+    def __init__(
+        self,
+        out_dir: Optional[str] = None,
+        export_tensorboard: bool = False,
+        tensorboard_dir: Optional[str] = None,
+        dry_run: bool = False,
+        reduction_config: Optional[ReductionConfig] = None,
+        save_config=None,
+        include_regex: Optional[Iterable[str]] = None,
+        include_collections: Optional[Iterable[str]] = None,
+        save_all: bool = False,
+        include_workers: str = "one",
+    ):
+        self._disabled = False
+        self._closed = False
+        self._failure: Optional[str] = None
+        self.out_dir = self._validate_out_dir(out_dir, dry_run)
+        if include_workers not in ("one", "all"):
+            raise InvalidConfigurationError(f"include_workers must be 'one' or 'all', got {include_workers!r}")
+        if reduction_config is not None and not isinstance(reduction_config, ReductionConfig):
+            raise InvalidConfigurationError(
+                f"reduction_config must be a ReductionConfig, got {type(reduction_config).__name__}"
+            )
+        if save_config is None and self.default_save_interval is not None:
+            save_config = SaveConfig(save_interval=self.default_save_interval)
+        try:
+            self.save_config = SaveConfig.parse(save_config)
+        except SMDebugValueError as e:
+            raise InvalidConfigurationError(f"Invalid save_config: {e}") from None
+        self.reduction_config = reduction_config or ReductionConfig(save_raw_tensor=True)
+        self.dry_run = bool(dry_run)
+        self.include_workers = include_workers
+        self.export_tensorboard = bool(export_tensorboard)
+        self.tensorboard_dir = self._resolve_tensorboard_dir(export_tensorboard, tensorboard_dir)
+        self.save_all = bool(save_all)
+
+        # step bookkeeping
+        self.mode = ModeKeys.GLOBAL
+        self.step = self.init_step
+        self.mode_steps: Dict[ModeKeys, int] = {m: self.init_step for m in ModeKeys}
+        self._in_step = False
+        self._wrote_this_step = False
+        self.last_saved_step: Optional[int] = None
+
+        # collections
+        self.collection_manager = CollectionManager()
+        self.collection_manager.collection_class = self.collection_class
+        for coll in self._core_collections() + list(self.default_collections()):
+            self.collection_manager.add(coll)
+        if include_regex:
+            regexes = [include_regex] if isinstance(include_regex, str) else list(include_regex)
+            self.collection_manager.get(CollectionKeys.DEFAULT).include(regexes)
+        if save_all:
+            self.collection_manager.get(CollectionKeys.ALL).include(".*")
+        if include_collections is not None:
+            if isinstance(include_collections, str) or not all(isinstance(c, str) for c in include_collections):
+                raise InvalidConfigurationError("include_collections must be a list of collection names")
+        self.include_collections: List[str] = list(include_collections or [])
+        for name in self.default_include_collections:
+            if name not in self.include_collections:
+                self.include_collections.append(name)
+        if include_regex and CollectionKeys.DEFAULT not in self.include_collections:
+            self.include_collections.append(CollectionKeys.DEFAULT)
+        if save_all and CollectionKeys.ALL not in self.include_collections:
+            self.include_collections.append(CollectionKeys.ALL)
+        self._prepared_token = None
+        self._included: List[Collection] = []
+        self._match_cache: Dict[str, Tuple[Collection, ...]] = {}
+        self._due: Set[str] = set()
+        self._pending_user_tensors: List[Tuple[str, object]] = []
+
+        # workers and writing (worker is detected at the first step: distributed runtimes are often
+        # initialised after the hook is built)
+        self.worker: Optional[str] = None
+        self.rank = 0
+        self.num_workers = 1
+        self._is_writer = True
+        self._storage: Optional[Storage] = None
+        self._writer: Optional[BackgroundWriter] = None
+        self._claimed = False
+        self._exported_collections = 0
+
+        singleton.set_hook(self)
+        atexit.register(self._atexit_close)
+        self._notify("smdebug_hook_created", hook=self)
+
+    # ------------------------------------------------------------------------------------------
+    # construction helpers
+    # ------------------------------------------------------------------------------------------
+    @staticmethod
+    def _validate_out_dir(out_dir, dry_run) -> str:
+        if out_dir is None or (isinstance(out_dir, str) and not out_dir.strip()):
+            raise InvalidConfigurationError("out_dir is required: the directory (or s3:// path) to save to")
+        if not isinstance(out_dir, (str, os.PathLike)):
+            raise InvalidConfigurationError(f"out_dir must be a path string, got {type(out_dir).__name__}")
+        out_dir = os.fspath(out_dir).strip()
+        if is_s3_path(out_dir):
+            return out_dir
+        out_dir = os.path.abspath(os.path.expanduser(out_dir))
+        if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+            raise InvalidConfigurationError(f"out_dir {out_dir} exists and is not a directory")
+        if os.path.exists(os.path.join(out_dir, END_OF_JOB_FILE)):
+            raise SMDebugRuntimeError(
+                f"out_dir {out_dir} already holds a finished run ({END_OF_JOB_FILE} exists). "
+                "Use a new directory so that run's data is not mixed with this one."
+            )
+        if not dry_run:
+            try:
+                os.makedirs(out_dir, exist_ok=True)
+            except OSError as e:
+                raise InvalidConfigurationError(f"Cannot create out_dir {out_dir}: {e.strerror}") from None
+            if not os.access(out_dir, os.W_OK | os.X_OK):
+                raise InvalidConfigurationError(f"out_dir {out_dir} is not writable")
+        return out_dir
+
+    def _resolve_tensorboard_dir(self, export_tensorboard, tensorboard_dir) -> Optional[str]:
+        if tensorboard_dir:
+            return tensorboard_dir if is_s3_path(tensorboard_dir) else os.path.expanduser(tensorboard_dir)
+        if export_tensorboard:
+            return self.out_dir.rstrip("/") + "/tensorboard"
+        return None
+
+    def _core_collections(self) -> List[Collection]:
+        return [
+            self.collection_class(CollectionKeys.DEFAULT),
+            self.collection_class(CollectionKeys.ALL),
+            self.collection_class(CollectionKeys.SCALARS, include_regex=["^" + re.escape(SCALAR_PREFIX)]),
+        ]
+
+    def default_collections(self) -> List[Collection]:
+        """Collections a framework creates with their default regexes. Plugins override this."""
+        return []
+
+    @classmethod
+    def create_from_json_file(cls, json_file_path: Optional[str] = None):
+        """Build a hook from the SageMaker JSON contract (``SMDEBUG_CONFIG_FILE_PATH``)."""
+        from smdebug.core.json_config import load_hook_config
+
+        kwargs = load_hook_config(json_file_path, default_save_interval=cls.default_save_interval)
+        coll_configs = kwargs.pop("collection_configs", {})
+        hook = cls(**kwargs)
+        for name, cfg in coll_configs.items():
+            coll = hook.get_collection(name)
+            if "include_regex" in cfg:
+                coll.include(cfg["include_regex"])
+            for attr in ("save_histogram", "reduction_config", "save_config"):
+                if attr in cfg:
+                    setattr(coll, attr, cfg[attr])
+        return hook
+
+    # ------------------------------------------------------------------------------------------
+    # failure handling
+    # ------------------------------------------------------------------------------------------
+    def _fail(self, where: str, exc: BaseException) -> None:
+        if self._disabled:
+            return
+        self._disabled = True
+        self._failure = f"{where}: {type(exc).__name__}: {exc}"
+        logger.error(
+            "smdebug hook disabled after an internal error in %s (%s: %s). Training continues; steps "
+            "saved so far in %s are intact.",
+            where, type(exc).__name__, exc, self.out_dir, exc_info=exc,
+        )
+        if self._writer is not None:
+            try:
+                self._writer.close(timeout=30)
+            except Exception:  # noqa: BLE001
+                pass
+        self._release_claim()
+
+    @property
+    def disabled(self) -> bool:
+        return self._disabled
+
+    def _check_writer(self) -> None:
+        if self._writer is not None and self._writer.error is not None:
+            err = self._writer.error
+            self._writer = None
+            self._fail(f"writing to {self.out_dir}", err)
+
+    def _notify(self, hook_name: str, **kwargs) -> None:
+        try:
+            from smdebug.core.plugins import manager
+
+            loaded = getattr(manager, "plugins_loaded", lambda: False)()
+            pm = manager.get_plugin_manager() if loaded else None
+        except Exception:  # noqa: BLE001 - plugins must not stop the hook
+            return
+        if pm is None:
+            return
+        try:
+            getattr(pm.hook, hook_name)(**kwargs)
+        except Exception as e:  # noqa: BLE001
+            logger.warning("A plugin failed in %s: %s", hook_name, e)
+
+    # ------------------------------------------------------------------------------------------
+    # collections
+    # ------------------------------------------------------------------------------------------
+    def get_collection(self, name: str, create: bool = True) -> Collection:
+        coll = self.collection_manager.get(name, create=create)
+        self._prepared_token = None
+        return coll
+
+    def get_collections(self) -> Dict[str, Collection]:
+        return self.collection_manager.get_collections()
+
+    def add_collection(self, collection: Collection) -> None:
+        if not isinstance(collection, Collection):
+            raise SMDebugTypeError(f"add_collection expects a Collection, got {type(collection).__name__}")
+        self.collection_manager.add(collection)
+        self._prepared_token = None
+
+    def add_to_collection(self, collection_name: str, args) -> None:
+        """Add tensor names (a name or a list of names) to a collection, creating it if needed."""
+        coll = self.get_collection(collection_name)
+        names = [args] if isinstance(args, str) else list(args)
+        for n in names:
+            coll.add_tensor_name(n)
+        if collection_name not in self.include_collections:
+            self.include_collections.append(collection_name)
+        self._prepared_token = None
+
+    def _token(self):
+        colls = self.collection_manager.collections
+        return tuple(self.include_collections), tuple((n, id(c), c._version) for n, c in colls.items())
+
+    def _prepare_collections(self) -> None:
+        """Give every collection a full save config and reduction config; pick the included ones."""
+        token = self._token()
+        if token == self._prepared_token:
+            return
+        included = []
+        for name in self.include_collections:
+            coll = self.collection_manager.collections.get(name)
+            if coll is None:
+                coll = self.collection_manager.get(name)
+            if not coll.has_regex() and not coll.tensor_names:
+                if name in (CollectionKeys.DEFAULT, CollectionKeys.ALL):
+                    continue  # empty built-ins simply match nothing
+                logger.error("smdebug: %s; it is skipped.", InvalidCollectionConfiguration(name))
+                continue
+            included.append(coll)
+        for coll in self.collection_manager.collections.values():
+            if coll.save_config is None:
+                coll.save_config = SaveConfig(
+                    mode_save_configs={m: self.save_config.get_save_config(m) for m in ModeKeys}
+                )
+            coll.save_config.merge_default(self.save_config)
+            if coll.name in NON_REDUCTION_COLLECTIONS:
+                coll.reduction_config = ReductionConfig(save_raw_tensor=True)
+            if coll.name in NON_HISTOGRAM_COLLECTIONS:
+                coll.save_histogram = False
+        self._included = included
+        self._match_cache.clear()
+        self._prepared_token = self._token()
+
+    def _matching(self, name: str) -> Tuple[Collection, ...]:
+        colls = self._match_cache.get(name)
+        if colls is None:
+            colls = tuple(c for c in self._included if c.matches(name))
+            if len(self._match_cache) > 100_000:
+                self._match_cache.clear()
+            self._match_cache[name] = colls
+        return colls
+
+    def _compute_due(self) -> Set[str]:
+        mode, mode_step = self.mode, self.mode_steps[self.mode]
+        train_only_skip = mode in (ModeKeys.EVAL, ModeKeys.PREDICT)
+        return {
+            c.name
+            for c in self._included
+            if c.save_config.should_save_step(mode, mode_step)
+            and not (train_only_skip and c.name in TRAIN_ONLY_COLLECTIONS)
+        }
+
+    def has_default_hook_configuration(self) -> bool:
+        return set(self.include_collections) == set(self.default_include_collections)
+
+    def should_save_tensor_or_collection(self, tensor_name: str, collection_name: str) -> bool:
+        if self._prepared_token is None:
+            return False
+        if collection_name in self._due:
+            return True
+        return self.is_due(tensor_name)
+
+    # ------------------------------------------------------------------------------------------
+    # modes and steps
+    # ------------------------------------------------------------------------------------------
+    @_guarded()
+    def set_mode(self, mode) -> None:
+        if not isinstance(mode, ModeKeys):
+            raise SMDebugValueError(f"Invalid mode {mode!r}: use smd.modes.TRAIN/EVAL/PREDICT/GLOBAL")
+        self.mode = mode
+
+    @_guarded()
+    def begin_step(self) -> None:
+        """Start the next step of the current mode (closing the previous one if still open)."""
+        if self._in_step:
+            self._finish_step()
+        self._check_writer()
+        if self._disabled:
+            return
+        self.step += 1
+        self.mode_steps[self.mode] += 1
+        self.mode_steps[ModeKeys.GLOBAL] = self.step
+        self._in_step = True
+        self._wrote_this_step = False
+        if self.worker is None:
+            self._init_worker()
+        self._prepare_collections()
+        self._due = self._compute_due() if self._is_writer else set()
+        if self._due and self._writer is None and not self.dry_run and self._is_writer:
+            self._start_writing()
+        if self._pending_user_tensors:
+            pending, self._pending_user_tensors = self._pending_user_tensors, []
+            for name, value in pending:
+                self._record(name, value)
+
+    @_guarded()
+    def end_step(self) -> None:
+        """Finish the current step: its files are completed in the background."""
+        if self._in_step:
+            self._finish_step()
+        self._check_writer()
+
+    def _finish_step(self) -> None:
+        self._in_step = False
+        if self._wrote_this_step and self._writer is not None:
+            self._writer.close_step(self.step)
+            self.last_saved_step = self.step
+            if self._exported_collections < 2:
+                self._export_collections()
+        self._due = set()
+        self._notify("smdebug_step_end", hook=self, step=self.step, mode=self.mode, mode_step=self.mode_steps[self.mode])
+
+    @property
+    def is_writing(self) -> bool:
+        """True if anything is due at the current step (plugins use it to skip all work quickly)."""
+        return bool(self._due) and not self._disabled
+
+    # ------------------------------------------------------------------------------------------
+    # workers and files
+    # ------------------------------------------------------------------------------------------
+    def _detect_worker(self):
+        """(rank, size, name) of this process, from the plugins' ``smdebug_detect_worker``."""
+        try:
+            from smdebug.core.plugins import manager
+
+            return manager.detect_worker(self.framework_name)
+        except ImportError as e:  # plugin system unavailable: behave as a single worker
+            logger.warning("smdebug: worker detection unavailable (%s); assuming a single worker", e)
+            return _SingleWorker()
+
+    def _init_worker(self) -> None:
+        info = self._detect_worker()
+        self.rank, size = info.rank, info.size
+        self.worker = info.name or f"worker_{info.rank}"
+        if self.include_workers == "one":
+            self._is_writer = self.rank == 0
+            self.num_workers = 1
+        else:
+            self._is_writer = True
+            self.num_workers = size
+
+    def _start_writing(self) -> None:
+        self._storage = get_storage(self.out_dir)
+        if not is_s3_path(self.out_dir) and self.num_workers == 1:
+            # Several processes sharing out_dir that each believe they are the only worker would
+            # overwrite each other's files: the first to claim the directory writes, others don't.
+            if not self._claim():
+                self._is_writer = False
+                self._due = set()
+                return
+        self._writer = BackgroundWriter(self._storage, self.worker)
+        self._export_collections()
+
+    def _claim(self) -> bool:
+        data = str(os.getpid()).encode()
+        if self._storage.create_exclusive(CLAIM_FILE, data):
+            self._claimed = True
+            return True
+        try:
+            owner = int(self._storage.read(CLAIM_FILE).strip() or 0)
+        except (OSError, ValueError):
+            owner = 0
+        if owner and owner != os.getpid() and _pid_alive(owner):
+            logger.warning(
+                "smdebug: another process (pid %s) is already writing to %s as the only worker; this "
+                "process (pid %s) will not write. Use a distinct out_dir per process or include_workers='all' "
+                "with a distributed runtime.", owner, self.out_dir, os.getpid(),
+            )
+            return False
+        # Stale claim from a dead process: take it over.
+        self._storage.remove(CLAIM_FILE)
+        self._claimed = self._storage.create_exclusive(CLAIM_FILE, data)
+        return self._claimed
+
+    def _release_claim(self) -> None:
+        if self._claimed and self._storage is not None:
+            try:
+                self._storage.remove(CLAIM_FILE)
+            except OSError:
+                pass
+            self._claimed = False
+
+    def _export_collections(self) -> None:
+        if self._writer is None:
+            return
+        self.collection_manager.set_num_workers(self.num_workers)
+        payload = self.collection_manager.dumps().encode("utf-8")
+        self._writer.call(self._storage.write_atomic, collections_file_name(self.worker), payload)
+        self._exported_collections += 1
+
+    def export_collections(self) -> None:
+        self._export_collections()
+
+    # ------------------------------------------------------------------------------------------
+    # saving
+    # ------------------------------------------------------------------------------------------
+    def is_due(self, tensor_name: str) -> bool:
+        """Would a tensor of this name be saved at the current step?"""
+        if not self._due or self._disabled:
+            return False
+        due = self._due
+        return any(c.name in due for c in self._matching(tensor_name))
+
+    def to_numpy(self, value) -> np.ndarray:
+        """Convert a framework tensor to numpy (through the plugins' ``smdebug_tensor_to_numpy``)."""
+        if isinstance(value, np.ndarray):
+            return value
+        if isinstance(value, (list, tuple, int, float, bool, np.generic, str)):
+            return make_numpy_array(value)
+        from smdebug.core.plugins import manager
+
+        return make_numpy_array(manager.tensor_to_numpy(value))
+
+    @_guarded(default=False)
+    def record(self, tensor_name: str, value) -> bool:
+        """Save ``value`` as ``tensor_name`` if a due collection includes it. Returns True if saved."""
+        return self._record(tensor_name, value)
+
+    def _record(self, tensor_name: str, value, force_collections: Sequence[Collection] = ()) -> bool:
+        if not self._in_step or not self._due:
+            return False
+        due = self._due
+        colls = [c for c in self._matching(tensor_name) if c.name in due]
+        colls += [c for c in force_collections if c not in colls]
+        if not colls:
+            return False
+        write_raw, ops, save_shape = self._what_to_write(colls)
+        for c in colls:
+            c._tensor_names.add(tensor_name)  # no version bump: membership by match is unchanged
+        if self.dry_run or self._writer is None:
+            return True
+        arr = self.to_numpy(value)
+        # Snapshot now: the caller may update the tensor in place (optimizer steps) before we write.
+        arr = np.array(arr, copy=True, order="C")
+        self._writer.submit(
+            self._write_on_writer_thread,
+            self.step, self.mode, self.mode_steps[self.mode], tensor_name, arr, write_raw, ops, save_shape,
+            nbytes=arr.nbytes,
+        )
+        self._wrote_this_step = True
+        return True
+
+    def _what_to_write(self, colls: Sequence[Collection]):
+        write_raw, save_shape = False, False
+        ops: List[Tuple[str, bool]] = []
+        for c in colls:
+            rc = c.reduction_config or self.reduction_config
+            # Raw if asked for, or if the config asks for nothing else (no reductions, no shape).
+            write_raw = write_raw or rc.save_raw_tensor or not (rc.has_reductions or rc.save_shape)
+            for op in rc.reduction_ops():
+                if op not in ops:
+                    ops.append(op)
+            save_shape = save_shape or rc.save_shape
+        return write_raw, tuple(ops), save_shape
+
+    def _write_on_writer_thread(self, step, mode, mode_step, name, arr, write_raw, ops, save_shape):
+        w = self._writer.step_writer(step, mode, mode_step)
+        if save_shape:
+            w.write_shape(name, arr.shape)
+        for op, is_abs in ops:
+            try:
+                value = compute_reduction(arr, op, is_abs)
+            except (TypeError, ValueError) as e:
+                logger.warning("Skipping reduction %s of %s at step %s: %s", op, name, step, e)
+                continue
+            rname = reduction_tensor_name(name, op, is_abs, self.keep_device_suffix_in_reductions)
+            w.write_tensor(rname, np.array([value]), mode, mode_step)
+        if write_raw:
+            w.write_tensor(name, arr, mode, mode_step)
+
+    @_guarded()
+    def save_scalar(self, name: str, value, sm_metric: bool = False, timestamp: Optional[float] = None) -> None:
+        """Save a scalar as ``scalar/<name>`` at the current step, whatever the save schedule says."""
+        if not isinstance(name, str) or not name:
+            raise SMDebugTypeError("save_scalar needs a non-empty name")
+        arr = make_numpy_array(self.to_numpy(value))
+        if arr.size != 1:
+            raise SMDebugTypeError(f"save_scalar({name!r}) needs a single value, got shape {arr.shape}")
+        if self.dry_run or not self._is_writer:
+            return
+        if self.worker is None:
+            self._init_worker()
+        if self._writer is None:
+            self._prepare_collections()
+            self._start_writing()
+            if self._writer is None:
+                return
+        tname = SCALAR_PREFIX + name
+        self.collection_manager.get(CollectionKeys.SCALARS)._tensor_names.add(tname)
+        step = max(self.step, 0)
+        self._writer.submit(
+            self._write_scalar_on_writer_thread, step, self.mode, max(self.mode_steps[self.mode], 0), tname,
+            np.array(arr, copy=True), timestamp,
+        )
+        if self._in_step:
+            self._wrote_this_step = True
+        else:
+            self._writer.close_step(step)
+
+    def _write_scalar_on_writer_thread(self, step, mode, mode_step, name, arr, timestamp):
+        self._writer.step_writer(step, mode, mode_step).write_tensor(name, arr, mode, mode_step, timestamp)
+
+    @_guarded()
+    def save_tensor(self, tensor_name: str, tensor_value, collections_to_write="default") -> None:
+        """Save a tensor of the user's into one or more collections (created if missing).
+
+        It is written at the current step if one of those collections is due (or at the next step if
+        called between steps). Unlike the original, the name is added to *every* listed collection.
+        """
+        if not isinstance(tensor_name, str) or not tensor_name:
+            raise SMDebugTypeError("save_tensor needs a non-empty tensor name")
+        names = [collections_to_write] if isinstance(collections_to_write, str) else list(collections_to_write)
+        for cname in names:
+            self.add_to_collection(cname, tensor_name)
+        if self._in_step:
+            self._prepare_collections()
+            self._due = self._compute_due() if self._is_writer else set()
+            if self._due and self._writer is None and not self.dry_run:
+                self._start_writing()
+            self._record(tensor_name, tensor_value)
+        else:
+            arr = np.array(self.to_numpy(tensor_value), copy=True)
+            self._pending_user_tensors.append((tensor_name, arr))
+
+    # ------------------------------------------------------------------------------------------
+    # closing
+    # ------------------------------------------------------------------------------------------
+    def flush(self, timeout: Optional[float] = None) -> bool:
+        """Wait until everything recorded so far is on storage."""
+        if self._writer is None:
+            return True
+        ok = self._writer.flush(timeout)
+        self._check_writer()
+        return ok
+
+    def close(self) -> None:
+        """Finish the last step, write everything, export collections and mark the run as ended."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if not self._disabled:
+                if self._in_step:
+                    self._finish_step()
+                if self._writer is not None:
+                    self._export_collections()
+                    ok = self._writer.close()
+                    err = self._writer.error
+                    self._writer = None
+                    if err is not None:
+                        self._fail(f"writing to {self.out_dir}", err)
+                    elif not ok:
+                        logger.warning("smdebug: some tensors could not be written before close")
+            self._mark_end()
+        except Exception as e:  # noqa: BLE001
+            self._fail("close()", e)
+        finally:
+            self._release_claim()
+            try:
+                atexit.unregister(self._atexit_close)
+            except Exception:  # noqa: BLE001
+                pass
+            self._notify("smdebug_hook_closed", hook=self)
+
+    def _mark_end(self) -> None:
+        # On SageMaker the platform writes the end marker itself.
+        if "TRAINING_JOB_NAME" in os.environ or self.dry_run or not self._is_writer:
+            return
+        if self._storage is None and self.worker is None:
+            return  # nothing was ever written: leave no trace
+        storage = self._storage or get_storage(self.out_dir)
+        storage.write_atomic(END_OF_JOB_FILE, b"")
+
+    def _atexit_close(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+    def __repr__(self):
+        return (
+            f"<{type(self).__name__} out_dir={self.out_dir} step={self.step} mode={self.mode.name} "
+            f"include_collections={self.include_collections}{' DISABLED' if self._disabled else ''}>"
+        )
+
+
+class _SingleWorker:
+    rank, size, name = 0, 1, "worker_0"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -1,0 +1,217 @@
+"""The SageMaker hook configuration file (``debughookconfig.json``) turned into hook arguments.
+
+```
+{"LocalPath": "/opt/ml/output/tensors",
+ "HookParameters": {"save_interval": "10", "train.save_interval": "5", "reductions": "mean,abs_l2_norm", ...},
+ "CollectionConfigurations": [{"CollectionName": "weights", "CollectionParameters": {"save_interval": "2"}}]}
+```
+
+Every value may be a string, as SageMaker passes them. Differences from the original, on purpose:
+``save_steps`` may be a JSON list as well as a comma string; ``dry_run`` and ``include_collections`` in
+HookParameters are honoured; ``save_raw_tensor``/``save_shape`` work without ``reductions``; collections
+listed without their own interval inherit the hook's interval (for XGBoost that is 10, not 500);
+unknown keys are reported in a warning instead of being silently dropped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Dict, Optional
+
+from smdebug.core.collection import CollectionKeys
+from smdebug.core.logger import get_logger
+from smdebug.core.modes import ModeKeys
+from smdebug.core.reduction_config import ReductionConfig, _as_bool
+from smdebug.core.save_config import SaveConfig, SaveConfigMode
+from smdebug.exceptions import InvalidConfigurationError
+
+DEFAULT_CONFIG_FILE_PATH = "/opt/ml/input/config/debughookconfig.json"
+DEFAULT_LOCAL_PATH = "/opt/ml/output/tensors"
+CONFIG_FILE_PATH_ENV = "SMDEBUG_CONFIG_FILE_PATH"
+TENSORBOARD_CONFIG_FILE_PATH_ENV = "TENSORBOARD_CONFIG_FILE_PATH"
+DEFAULT_TENSORBOARD_CONFIG_FILE_PATH = "/opt/ml/input/config/tensorboardoutputconfig.json"
+
+_SCHEDULE_KEYS = ("save_interval", "save_steps", "start_step", "end_step")
+_MODE_PREFIXES = {"train.": ModeKeys.TRAIN, "eval.": ModeKeys.EVAL, "predict.": ModeKeys.PREDICT,
+                  "global.": ModeKeys.GLOBAL}
+_HOOK_KEYS = {"save_all", "include_regex", "include_workers", "export_tensorboard", "tensorboard_dir",
+              "reductions", "save_raw_tensor", "save_shape", "dry_run", "include_collections"}
+_COLLECTION_KEYS = {"include_regex", "save_histogram", "reductions", "save_raw_tensor", "save_shape"}
+
+
+def config_file_path(json_file_path: Optional[str] = None) -> str:
+    return json_file_path or os.environ.get(CONFIG_FILE_PATH_ENV) or DEFAULT_CONFIG_FILE_PATH
+
+
+def _csv_list(value, what: str):
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [v.strip() for v in value.split(",") if v.strip()]
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return [v.strip() for v in value]
+    raise InvalidConfigurationError(f"{what} must be a comma-separated string, got {value!r}")
+
+
+def _bool(value, what: str) -> bool:
+    try:
+        return _as_bool(value, what)
+    except Exception:
+        raise InvalidConfigurationError(f"{what} must be true or false, got {value!r}") from None
+
+
+def _check_keys(params: dict, where: str) -> None:
+    allowed = set(_SCHEDULE_KEYS) | {p + k for p in _MODE_PREFIXES for k in _SCHEDULE_KEYS}
+    allowed |= _HOOK_KEYS if where == "HookParameters" else _COLLECTION_KEYS
+    unknown = sorted(set(params) - allowed)
+    if unknown:
+        get_logger().warning("Ignoring unknown keys %s in %s of the hook configuration", unknown, where)
+
+
+def _schedule(params: dict, mode: ModeKeys) -> Dict[str, Any]:
+    """The schedule keys set in ``params`` for ``mode`` (mode-prefixed keys win over plain ones)."""
+    prefix = mode.name.lower() + "."
+    out = {}
+    for key in _SCHEDULE_KEYS:
+        if prefix + key in params:
+            out[key] = params[prefix + key]
+        elif key in params:
+            out[key] = params[key]
+    return out
+
+
+def _save_config(layers, default_interval: Optional[int]) -> Optional[SaveConfig]:
+    """Resolve the schedule of each mode from ``layers`` (lowest priority first). None if nothing set."""
+    if not any(layers):
+        return None
+    modes = {}
+    for mode in ModeKeys:
+        merged: Dict[str, Any] = {}
+        for layer in layers:
+            merged.update(_schedule(layer, mode))
+        if "save_interval" not in merged and default_interval is not None:
+            merged["save_interval"] = default_interval
+        try:
+            modes[mode] = SaveConfigMode(**merged)
+        except Exception as e:
+            raise InvalidConfigurationError(f"Invalid save schedule for mode {mode.name}: {e}") from None
+    return SaveConfig(mode_save_configs=modes)
+
+
+def _reduction_config(params: dict, where: str) -> Optional[ReductionConfig]:
+    if not any(k in params for k in ("reductions", "save_raw_tensor", "save_shape")):
+        return None
+    reductions = params.get("reductions") or ""
+    if not isinstance(reductions, str):
+        reductions = ",".join(_csv_list(reductions, f"{where}.reductions"))
+    raw_default = not reductions  # without reductions the raw tensor is what there is to save
+    try:
+        return ReductionConfig.from_csv(
+            reductions,
+            save_raw_tensor=_bool(params.get("save_raw_tensor", raw_default), f"{where}.save_raw_tensor"),
+            save_shape=_bool(params.get("save_shape", False), f"{where}.save_shape"),
+        )
+    except InvalidConfigurationError:
+        raise
+    except Exception as e:
+        raise InvalidConfigurationError(f"Invalid reductions in {where}: {e}") from None
+
+
+def parse_hook_config(data: dict, default_save_interval: Optional[int] = None, source: str = "hook config") -> dict:
+    """Turn the parsed JSON document into keyword arguments for a hook constructor.
+
+    Returns the hook kwargs plus ``collection_configs``: name -> dict of Collection attributes to set.
+    """
+    if not isinstance(data, dict):
+        raise InvalidConfigurationError(f"{source}: the configuration must be a JSON object")
+    params = data.get("HookParameters") or {}
+    if not isinstance(params, dict):
+        raise InvalidConfigurationError(f"{source}: HookParameters must be an object")
+    _check_keys(params, "HookParameters")
+    out_dir = data.get("LocalPath") or DEFAULT_LOCAL_PATH
+    if not isinstance(out_dir, str):
+        raise InvalidConfigurationError(f"{source}: LocalPath must be a string")
+    kwargs: Dict[str, Any] = {"out_dir": out_dir}
+    kwargs["include_regex"] = _csv_list(params.get("include_regex"), "include_regex") or None
+    kwargs["save_all"] = _bool(params.get("save_all", False), "save_all")
+    kwargs["dry_run"] = _bool(params.get("dry_run", False), "dry_run")
+    workers = str(params.get("include_workers", "one")).strip().lower()
+    if workers not in ("one", "all"):
+        raise InvalidConfigurationError(f"{source}: include_workers must be 'one' or 'all', got {workers!r}")
+    kwargs["include_workers"] = workers
+    kwargs["export_tensorboard"] = _bool(params.get("export_tensorboard", False), "export_tensorboard")
+    kwargs["tensorboard_dir"] = params.get("tensorboard_dir")
+    kwargs["reduction_config"] = _reduction_config(params, "HookParameters")
+    hook_save_config = _save_config([params], default_save_interval)
+    kwargs["save_config"] = hook_save_config
+    include_collections = _csv_list(params.get("include_collections"), "include_collections")
+
+    coll_configs: Dict[str, dict] = {}
+    entries = data.get("CollectionConfigurations") or []
+    if not isinstance(entries, list):
+        raise InvalidConfigurationError(f"{source}: CollectionConfigurations must be a list")
+    for entry in entries:
+        if not isinstance(entry, dict) or not entry.get("CollectionName"):
+            raise InvalidConfigurationError(f"{source}: every CollectionConfigurations entry needs a CollectionName")
+        name = entry["CollectionName"]
+        cparams = entry.get("CollectionParameters") or {}
+        if not isinstance(cparams, dict):
+            raise InvalidConfigurationError(f"{source}: CollectionParameters of {name} must be an object")
+        _check_keys(cparams, f"collection {name}")
+        cfg: Dict[str, Any] = {}
+        regex = _csv_list(cparams.get("include_regex"), f"{name}.include_regex")
+        if regex:
+            cfg["include_regex"] = regex
+        if "save_histogram" in cparams:
+            cfg["save_histogram"] = _bool(cparams["save_histogram"], f"{name}.save_histogram")
+        rc = _reduction_config(cparams, f"collection {name}")
+        if rc is not None:
+            cfg["reduction_config"] = rc
+        # Every listed collection gets a full schedule: its own keys over the hook's.
+        cfg["save_config"] = _save_config([params, cparams], default_save_interval) or SaveConfig(
+            save_interval=default_save_interval
+        )
+        coll_configs[name] = cfg
+        if name not in include_collections:
+            include_collections.append(name)
+    if kwargs["include_regex"] and CollectionKeys.DEFAULT not in include_collections:
+        include_collections.append(CollectionKeys.DEFAULT)
+    if kwargs["save_all"] and CollectionKeys.ALL not in include_collections:
+        include_collections.append(CollectionKeys.ALL)
+    kwargs["include_collections"] = include_collections or None
+    kwargs["collection_configs"] = coll_configs
+    return kwargs
+
+
+def load_hook_config(json_file_path: Optional[str] = None, default_save_interval: Optional[int] = None) -> dict:
+    path = config_file_path(json_file_path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"Hook configuration file not found: {path}")
+    with open(path, "rb") as f:
+        raw = f.read()
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise InvalidConfigurationError(f"Hook configuration {path} is not valid JSON: {e}") from None
+    kwargs = parse_hook_config(data, default_save_interval, source=path)
+    _apply_sagemaker_tensorboard(kwargs)
+    return kwargs
+
+
+def _apply_sagemaker_tensorboard(kwargs: dict) -> None:
+    """On SageMaker (TRAINING_JOB_NAME set) the TensorBoard location comes from its own config file."""
+    if "TRAINING_JOB_NAME" not in os.environ:
+        return
+    kwargs["export_tensorboard"] = False
+    kwargs["tensorboard_dir"] = None
+    path = os.environ.get(TENSORBOARD_CONFIG_FILE_PATH_ENV, DEFAULT_TENSORBOARD_CONFIG_FILE_PATH)
+    if os.path.exists(path):
+        try:
+            with open(path) as f:
+                local = json.load(f).get("LocalPath")
+        except (ValueError, OSError, AttributeError) as e:
+            raise InvalidConfigurationError(f"TensorBoard configuration {path} is invalid: {e}") from None
+        if local:
+            kwargs["export_tensorboard"] = True
+            kwargs["tensorboard_dir"] = local

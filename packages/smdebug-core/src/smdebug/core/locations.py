@@ -1,0 +1,91 @@
+"""Where each file of a run lives, relative to the run's root (the trial directory).
+
+```
+collections/000000000/<worker>_collections.json
+events/<STEP12>/<STEP12>_<worker>.tfevents
+index/<STEP//1000 as 9 digits>/<STEP12>_<worker>.json
+training_job_end.ts
+```
+"""
+
+from __future__ import annotations
+
+import re
+
+from smdebug.exceptions import IndexReaderException
+
+DEFAULT_WORKER_NAME = "worker_0"
+COLLECTIONS_DIR = "collections/000000000"
+DEFAULT_COLLECTIONS_FILE_NAME = "worker_0_collections.json"
+END_OF_JOB_FILE = "training_job_end.ts"
+CLAIM_FILE = "claim.smd"
+INDEX_DIR = "index"
+EVENTS_DIR = "events"
+INDEX_STEPS_PER_FOLDER = 1000
+
+_STEP_FILE_RE = re.compile(r"(?:^|/)(\d+)_(.+)\.(json|csv|tfevents)$")
+_COLLECTION_FILE_RE = re.compile(r"(?:^|/)collections/[^/]+/(.+)_collections\.(json|ts)$")
+# TF MirroredStrategy device names, serialised for file names ("/" -> "_", ":" -> "-").
+_SERIALIZED_DEVICE_RE = re.compile(r"^_job-[^_/]+_replica-\d+_task-\d+_device-[A-Za-z_]+-\d+$")
+
+
+def step_str(step: int) -> str:
+    return format(step, "012")
+
+
+def serialize_worker_name(worker: str) -> str:
+    """Make a worker name safe for file names. Only device strings (with '/' or ':') change."""
+    if "/" in worker or ":" in worker:
+        return worker.replace("/", "_").replace(":", "-")
+    return worker
+
+
+def deserialize_worker_name(name: str) -> str:
+    """Undo :func:`serialize_worker_name` for device strings only.
+
+    The original de-serialised every name containing ``__`` or starting with ``_``, which corrupted
+    names that legitimately contain ``_`` or ``-``; we only touch names shaped like a serialised TF
+    device (``_job-worker_replica-0_task-1_device-GPU-6``).
+    """
+    if _SERIALIZED_DEVICE_RE.match(name):
+        head, _, index = name.rpartition("-")
+        parts = head.split("_")  # ['', 'job-worker', 'replica-0', 'task-1', 'device-GPU']
+        return "/".join(p.replace("-", ":", 1) if p else "" for p in parts) + ":" + index
+    return name
+
+
+def event_file_name(step: int, worker: str) -> str:
+    s = step_str(step)
+    return f"{EVENTS_DIR}/{s}/{s}_{serialize_worker_name(worker)}.tfevents"
+
+
+def index_file_name(step: int, worker: str) -> str:
+    return f"{INDEX_DIR}/{format(step // INDEX_STEPS_PER_FOLDER, '09')}/{step_str(step)}_{serialize_worker_name(worker)}.json"
+
+
+def index_prefix_for_step(step: int) -> str:
+    """The key of an index file of ``step`` with an empty worker name: sorts before every worker's file."""
+    return f"{INDEX_DIR}/{format(step // INDEX_STEPS_PER_FOLDER, '09')}/{step_str(step)}_"
+
+
+def collections_file_name(worker: str) -> str:
+    return f"{COLLECTIONS_DIR}/{serialize_worker_name(worker)}_collections.json"
+
+
+def parse_step_file_name(path: str):
+    """(global step, worker) from an index or event file path; IndexReaderException if it is not one."""
+    m = _STEP_FILE_RE.search(path)
+    if m is None:
+        raise IndexReaderException("Invalid File Found", path)
+    return int(m.group(1)), deserialize_worker_name(m.group(2))
+
+
+def parse_collection_file_name(path: str) -> str:
+    m = _COLLECTION_FILE_RE.search(path)
+    if m is None:
+        raise IndexReaderException("Invalid collections file name", path)
+    return deserialize_worker_name(m.group(1))
+
+
+def is_index_file(path: str) -> bool:
+    return path.endswith(".json") or path.endswith(".csv")

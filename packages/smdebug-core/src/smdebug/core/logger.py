@@ -1,0 +1,88 @@
+"""The ``smdebug`` logger, configured from SMDEBUG_LOG_* environment variables.
+
+SMDEBUG_LOG_LEVEL (debug|info|warning|error|critical|off), SMDEBUG_LOG_PATH (also log to a file),
+SMDEBUG_LOG_ALL_TO_STDOUT ("false": errors to stderr, the rest to stdout), SMDEBUG_LOG_CONTEXT (a tag
+shown in each line; default host:pid). Repeated identical messages are shown at most 3 times.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import sys
+import threading
+
+_LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+    "off": logging.CRITICAL + 10,
+}
+_configured = False
+_lock = threading.Lock()
+MAX_REPEATS = 3
+
+
+class _RepeatFilter(logging.Filter):
+    """Stop a message that repeats verbatim from flooding the training log."""
+
+    def __init__(self):
+        super().__init__()
+        self._counts = {}
+
+    def filter(self, record):
+        key = (record.levelno, record.getMessage())
+        n = self._counts.get(key, 0) + 1
+        if len(self._counts) > 10_000:
+            self._counts.clear()
+        self._counts[key] = n
+        return n <= MAX_REPEATS
+
+
+class _MaxLevelFilter(logging.Filter):
+    def __init__(self, max_level):
+        super().__init__()
+        self.max_level = max_level
+
+    def filter(self, record):
+        return record.levelno <= self.max_level
+
+
+def _configure(logger: logging.Logger) -> None:
+    level = _LEVELS.get(os.environ.get("SMDEBUG_LOG_LEVEL", "info").strip().lower(), logging.INFO)
+    context = os.environ.get("SMDEBUG_LOG_CONTEXT") or f"{socket.gethostname()}:{os.getpid()}"
+    fmt = logging.Formatter(f"[%(asctime)s.%(msecs)03d {context} %(levelname)s %(filename)s:%(lineno)d] %(message)s",
+                            "%Y-%m-%d %H:%M:%S")
+    handlers = []
+    if os.environ.get("SMDEBUG_LOG_ALL_TO_STDOUT", "true").strip().lower() == "false":
+        out = logging.StreamHandler(sys.stdout)
+        out.addFilter(_MaxLevelFilter(logging.WARNING))
+        err = logging.StreamHandler(sys.stderr)
+        err.setLevel(logging.ERROR)
+        handlers += [out, err]
+    else:
+        handlers.append(logging.StreamHandler(sys.stdout))
+    log_path = os.environ.get("SMDEBUG_LOG_PATH")
+    if log_path:
+        handlers.append(logging.FileHandler(log_path))
+    repeat = _RepeatFilter()
+    for h in handlers:
+        h.setFormatter(fmt)
+        h.addFilter(repeat)
+        logger.addHandler(h)
+    logger.setLevel(level)
+    logger.propagate = False
+
+
+def get_logger(name: str = "smdebug") -> logging.Logger:
+    global _configured
+    root = logging.getLogger("smdebug")
+    if not _configured:
+        with _lock:
+            if not _configured:
+                _configure(root)
+                _configured = True
+    return root if name == "smdebug" else logging.getLogger(name if name.startswith("smdebug") else f"smdebug.{name}")

@@ -1,0 +1,35 @@
+"""Training modes. Values are part of the on-disk format (event plugin metadata)."""
+
+from enum import Enum
+
+
+class ModeKeys(Enum):
+    TRAIN = 1
+    EVAL = 2
+    PREDICT = 3
+    GLOBAL = 4
+
+    @classmethod
+    def parse(cls, value) -> "ModeKeys":
+        """Accept a ModeKeys, its name (any case) or its integer value."""
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, str):
+            try:
+                return cls[value.strip().upper()]
+            except KeyError:
+                pass
+        elif isinstance(value, int):
+            try:
+                return cls(value)
+            except ValueError:
+                pass
+        from smdebug.exceptions import SMDebugValueError
+
+        raise SMDebugValueError(f"Invalid mode {value!r}; expected one of {[m.name for m in cls]}")
+
+
+ALLOWED_MODES = list(ModeKeys)
+ALLOWED_MODE_NAMES = [m.name for m in ModeKeys]
+MODE_STEP_PLUGIN_NAME = "mode_step"
+MODE_PLUGIN_NAME = "mode"

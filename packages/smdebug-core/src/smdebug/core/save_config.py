@@ -1,0 +1,200 @@
+"""When to save: ``SaveConfigMode`` is the schedule of one mode, ``SaveConfig`` maps modes to schedules.
+
+Semantics (kept from the original so configurations mean the same thing): a mode step ``n`` is saved if
+it is listed in ``save_steps``, or if ``start_step <= n < end_step`` and ``n % save_interval == 0``.
+The interval is aligned to 0, not to ``start_step``, and ``end_step`` is exclusive.
+
+Fixed on purpose: a zero or negative interval, negative start/end steps and non-integer ``save_steps``
+are rejected at construction with a specific message (the original failed later, or divided by zero).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Iterable, Optional
+
+from smdebug.core.modes import ModeKeys
+from smdebug.exceptions import SMDebugValueError
+
+DEFAULT_SAVE_INTERVAL = 500
+_SCM_KEYS = ("save_interval", "start_step", "end_step", "save_steps")
+
+
+def _as_int(name: str, value, *, allow_none: bool = False, minimum: int = 0) -> Optional[int]:
+    if value is None:
+        if allow_none:
+            return None
+        raise SMDebugValueError(f"{name} must be an integer, got None")
+    if isinstance(value, bool):
+        raise SMDebugValueError(f"{name} must be an integer, got a bool ({value!r})")
+    try:
+        if isinstance(value, str):
+            value = value.strip()
+            if allow_none and value.lower() in ("", "none", "null"):
+                return None
+        as_int = int(value)
+        if isinstance(value, float) and value != as_int:
+            raise ValueError
+    except (TypeError, ValueError):
+        raise SMDebugValueError(f"{name} must be an integer, got {value!r}") from None
+    if as_int < minimum:
+        raise SMDebugValueError(f"{name} must be >= {minimum}, got {as_int}")
+    return as_int
+
+
+def _as_steps(value) -> list:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        value = [v for v in value.split(",") if v.strip()]
+    if isinstance(value, (int,)) and not isinstance(value, bool):
+        value = [value]
+    if not isinstance(value, Iterable):
+        raise SMDebugValueError(f"save_steps must be a list of integers, got {value!r}")
+    return sorted({_as_int("save_steps entry", v) for v in value})
+
+
+class SaveConfigMode:
+    """Save schedule for one mode."""
+
+    __slots__ = ("save_interval", "start_step", "end_step", "save_steps", "_save_steps_set")
+
+    def __init__(self, save_interval=None, start_step=None, end_step=None, save_steps=None):
+        self.save_interval = _as_int(
+            "save_interval", DEFAULT_SAVE_INTERVAL if save_interval is None else save_interval, minimum=1
+        )
+        self.start_step = _as_int("start_step", 0 if start_step is None else start_step)
+        self.end_step = _as_int("end_step", end_step, allow_none=True)
+        self.save_steps = _as_steps(save_steps)
+        self._save_steps_set = frozenset(self.save_steps)
+
+    def should_save_step(self, step_num: int) -> bool:
+        if step_num in self._save_steps_set:
+            return True
+        if step_num < self.start_step:
+            return False
+        if self.end_step is not None and step_num >= self.end_step:
+            return False
+        return step_num % self.save_interval == 0
+
+    def to_json_dict(self) -> Dict[str, Any]:
+        return {
+            "save_interval": self.save_interval,
+            "save_steps": list(self.save_steps),
+            "start_step": self.start_step,
+            "end_step": self.end_step,
+        }
+
+    @classmethod
+    def from_dict(cls, params: Optional[dict]) -> Optional["SaveConfigMode"]:
+        if params is None:
+            return None
+        if isinstance(params, SaveConfigMode):
+            return params
+        if not isinstance(params, dict):
+            raise SMDebugValueError(f"A save config for one mode must be a dict, got {params!r}")
+        # Unknown keys (e.g. the historical "when_nan") are ignored so old files still load.
+        return cls(**{k: params.get(k) for k in _SCM_KEYS})
+
+    def __eq__(self, other):
+        if not isinstance(other, SaveConfigMode):
+            return NotImplemented
+        return self.to_json_dict() == other.to_json_dict()
+
+    def __hash__(self):
+        return hash((self.save_interval, self.start_step, self.end_step, tuple(self.save_steps)))
+
+    def __repr__(self):
+        return (
+            f"<SaveConfigMode save_interval={self.save_interval} start_step={self.start_step} "
+            f"end_step={self.end_step} save_steps={self.save_steps}>"
+        )
+
+
+class SaveConfig:
+    """Save schedule for every mode.
+
+    ``SaveConfig(save_interval=10)`` applies the same schedule to all modes;
+    ``SaveConfig(mode_save_configs={ModeKeys.TRAIN: SaveConfigMode(...)})`` sets modes one by one (modes
+    left out are filled from the hook's configuration when the hook prepares its collections).
+    """
+
+    def __init__(
+        self,
+        mode_save_configs: Optional[Dict[Any, Optional[SaveConfigMode]]] = None,
+        save_interval=None,
+        start_step=None,
+        end_step=None,
+        save_steps=None,
+    ):
+        if mode_save_configs is None:
+            scm = SaveConfigMode(save_interval, start_step, end_step, save_steps)
+            self.mode_save_configs = {mode: scm for mode in ModeKeys}
+        else:
+            if not isinstance(mode_save_configs, dict):
+                raise SMDebugValueError("mode_save_configs must be a dict of mode -> SaveConfigMode")
+            if any(v is not None for v in (save_interval, start_step, end_step, save_steps)):
+                raise SMDebugValueError(
+                    "Pass either mode_save_configs or save_interval/start_step/end_step/save_steps, not both"
+                )
+            self.mode_save_configs = {mode: None for mode in ModeKeys}
+            for key, value in mode_save_configs.items():
+                mode = ModeKeys.parse(key)
+                if value is not None and not isinstance(value, SaveConfigMode):
+                    value = SaveConfigMode.from_dict(value)
+                self.mode_save_configs[mode] = value
+
+    def get_save_config(self, mode) -> Optional[SaveConfigMode]:
+        return self.mode_save_configs[ModeKeys.parse(mode)]
+
+    def set_save_config(self, mode, save_config_mode: Optional[SaveConfigMode]) -> None:
+        self.mode_save_configs[ModeKeys.parse(mode)] = save_config_mode
+
+    def should_save_step(self, mode, step_num: int) -> bool:
+        scm = self.mode_save_configs[mode]
+        return scm is not None and scm.should_save_step(step_num)
+
+    def merge_default(self, default: "SaveConfig") -> None:
+        """Fill modes left as None from ``default`` (used when a hook prepares its collections)."""
+        for mode in ModeKeys:
+            if self.mode_save_configs.get(mode) is None:
+                self.mode_save_configs[mode] = default.mode_save_configs.get(mode) or SaveConfigMode()
+
+    def to_json_dict(self) -> Dict[str, Optional[dict]]:
+        return {
+            mode.name: (scm.to_json_dict() if scm is not None else None)
+            for mode, scm in self.mode_save_configs.items()
+        }
+
+    @classmethod
+    def from_dict(cls, params) -> "SaveConfig":
+        if params is None:
+            return cls()
+        if not isinstance(params, dict):
+            raise SMDebugValueError(f"A save config must be a dict of mode -> schedule, got {params!r}")
+        if params and all(k in _SCM_KEYS for k in params):
+            # A flat schedule given where a per-mode one was expected: apply it to every mode.
+            return cls(**{k: params.get(k) for k in _SCM_KEYS})
+        return cls(mode_save_configs={ModeKeys.parse(k): SaveConfigMode.from_dict(v) for k, v in params.items()})
+
+    @classmethod
+    def parse(cls, obj) -> "SaveConfig":
+        if obj is None:
+            return cls()
+        if isinstance(obj, SaveConfig):
+            return obj
+        if isinstance(obj, SaveConfigMode):
+            return cls(mode_save_configs={mode: obj for mode in ModeKeys})
+        if isinstance(obj, dict):
+            return cls.from_dict(obj)
+        raise SMDebugValueError(
+            f"save_config must be a SaveConfig, SaveConfigMode or dict of mode -> SaveConfigMode, got {obj!r}"
+        )
+
+    def __eq__(self, other):
+        if not isinstance(other, SaveConfig):
+            return NotImplemented
+        return self.to_json_dict() == other.to_json_dict()
+
+    def __repr__(self):
+        inner = ", ".join(f"{m.name}: {scm!r}" for m, scm in self.mode_save_configs.items())
+        return f"<SaveConfig {inner}>"

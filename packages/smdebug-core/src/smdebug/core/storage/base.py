@@ -1,0 +1,112 @@
+"""The storage interface used by writers and readers. Keys are '/'-separated paths relative to a run."""
+
+from __future__ import annotations
+
+import abc
+import os
+from typing import Iterable, List, Optional, Sequence, Tuple
+
+from smdebug.exceptions import SMDebugNotImplementedError
+
+
+class StorageWriter(abc.ABC):
+    """A file being written. Nothing is visible under its final key until :meth:`commit`."""
+
+    @abc.abstractmethod
+    def write(self, data: bytes) -> None: ...
+
+    @abc.abstractmethod
+    def tell(self) -> int: ...
+
+    @abc.abstractmethod
+    def commit(self) -> None:
+        """Make the file visible under its final key (atomically)."""
+
+    @abc.abstractmethod
+    def abort(self) -> None:
+        """Drop what was written."""
+
+
+class Storage(abc.ABC):
+    """A run's root directory on some backend."""
+
+    #: a path users recognise, for messages (``/tmp/run`` or ``s3://bucket/prefix/``)
+    display_path: str
+
+    @abc.abstractmethod
+    def list(self, prefix: str, start_after: Optional[str] = None) -> List[str]:
+        """Sorted keys of committed files under ``prefix`` (recursive), strictly after ``start_after``."""
+
+    @abc.abstractmethod
+    def read(self, key: str, offset: int = 0, length: Optional[int] = None) -> bytes:
+        """Bytes of a file, or of ``[offset, offset+length)``. FileNotFoundError if missing."""
+
+    def read_many(self, requests: Sequence[Tuple[str, int, Optional[int]]]) -> List[bytes]:
+        """Several reads; backends with per-request latency override this to batch and parallelise."""
+        return [self.read(k, o, n) for k, o, n in requests]
+
+    @abc.abstractmethod
+    def exists(self, key: str) -> bool: ...
+
+    def age(self, key: str) -> Optional[float]:
+        """Seconds since ``key`` was last modified, or None if unknown."""
+        return None
+
+    @abc.abstractmethod
+    def open_writer(self, key: str) -> StorageWriter: ...
+
+    def write_atomic(self, key: str, data: bytes) -> None:
+        w = self.open_writer(key)
+        try:
+            w.write(data)
+        except BaseException:
+            w.abort()
+            raise
+        w.commit()
+
+    @abc.abstractmethod
+    def create_exclusive(self, key: str, data: bytes) -> bool:
+        """Create ``key`` only if it does not exist; True if we created it."""
+
+    @abc.abstractmethod
+    def remove(self, key: str) -> None: ...
+
+    def full_path(self, key: str) -> str:
+        return self.display_path.rstrip("/") + "/" + key
+
+
+def is_s3_path(path: str) -> bool:
+    return isinstance(path, str) and path.strip().startswith("s3://")
+
+
+def parse_s3_path(path: str) -> Tuple[str, str]:
+    rest = path.strip()[len("s3://"):]
+    bucket, _, key = rest.partition("/")
+    return bucket, key
+
+
+def get_storage(path: str) -> Storage:
+    """Storage for a run at ``path`` (local directory or ``s3://bucket/prefix``)."""
+    if is_s3_path(path):
+        try:
+            from smdebug.core.storage.s3 import S3Storage  # type: ignore[import-not-found]
+        except ImportError:
+            raise SMDebugNotImplementedError(
+                f"Cannot open {path}: S3 storage is not available in this installation "
+                "(install boto3: pip install 'smdebug-core[s3]')"
+            ) from None
+        return S3Storage(path)
+    from smdebug.core.storage.local import LocalStorage
+
+    return LocalStorage(os.path.expanduser(path.strip()))
+
+
+def iter_chunks(items: Iterable, size: int):
+    chunk = []
+    for it in items:
+        chunk.append(it)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk

@@ -1,0 +1,111 @@
+"""Local file system storage: files are written as ``<name>.tmp`` and renamed when complete."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import List, Optional
+
+from smdebug.core.storage.base import Storage, StorageWriter
+
+TMP_SUFFIX = ".tmp"
+
+
+class LocalWriter(StorageWriter):
+    __slots__ = ("_final", "_tmp", "_f", "_pos")
+
+    def __init__(self, final_path: str):
+        self._final = final_path
+        self._tmp = final_path + TMP_SUFFIX
+        os.makedirs(os.path.dirname(final_path), exist_ok=True)
+        self._f = open(self._tmp, "wb", buffering=1 << 20)
+        self._pos = 0
+
+    def write(self, data: bytes) -> None:
+        self._f.write(data)
+        self._pos += len(data)
+
+    def tell(self) -> int:
+        return self._pos
+
+    def commit(self) -> None:
+        self._f.close()
+        os.replace(self._tmp, self._final)
+
+    def abort(self) -> None:
+        try:
+            self._f.close()
+        finally:
+            try:
+                os.remove(self._tmp)
+            except FileNotFoundError:
+                pass
+
+
+class LocalStorage(Storage):
+    def __init__(self, root: str):
+        self.root = os.path.abspath(root)
+        self.display_path = self.root
+
+    def _path(self, key: str) -> str:
+        return os.path.join(self.root, key)
+
+    def list(self, prefix: str, start_after: Optional[str] = None) -> List[str]:
+        base = self._path(prefix)
+        out: List[str] = []
+        self._walk(base, prefix.rstrip("/"), start_after, out)
+        return out
+
+    def _walk(self, path: str, key: str, start_after: Optional[str], out: List[str]) -> None:
+        try:
+            entries = sorted(os.scandir(path), key=lambda e: e.name)
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        for e in entries:
+            child = f"{key}/{e.name}" if key else e.name
+            if e.is_dir(follow_symlinks=False):
+                # Skip folders whose every key sorts before start_after (zero-padded names sort by step).
+                if start_after is not None and child + "/\uffff" <= start_after:
+                    continue
+                self._walk(e.path, child, start_after, out)
+            elif not e.name.endswith(TMP_SUFFIX):
+                if start_after is None or child > start_after:
+                    out.append(child)
+
+    def read(self, key: str, offset: int = 0, length: Optional[int] = None) -> bytes:
+        with open(self._path(key), "rb") as f:
+            if offset:
+                f.seek(offset)
+            return f.read() if length is None else f.read(length)
+
+    def exists(self, key: str) -> bool:
+        return os.path.exists(self._path(key))
+
+    def age(self, key: str) -> Optional[float]:
+        try:
+            return max(0.0, time.time() - os.stat(self._path(key)).st_mtime)
+        except OSError:
+            return None
+
+    def open_writer(self, key: str) -> LocalWriter:
+        return LocalWriter(self._path(key))
+
+    def create_exclusive(self, key: str, data: bytes) -> bool:
+        path = self._path(key)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            return False
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        return True
+
+    def remove(self, key: str) -> None:
+        try:
+            os.remove(self._path(key))
+        except FileNotFoundError:
+            pass
+
+    def full_path(self, key: str) -> str:
+        return self._path(key)

@@ -1,0 +1,142 @@
+"""A tensor of a trial: its steps, values, reductions and shapes across modes and workers."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from smdebug.core.modes import ModeKeys
+from smdebug.core.reductions import compute_reduction
+from smdebug.exceptions import (
+    SMDebugNotImplementedError,
+    ShapeUnavailableForStep,
+    TensorUnavailableForStep,
+)
+
+if TYPE_CHECKING:
+    from smdebug.trials.trial import Trial
+
+
+class StepState(Enum):
+    UNAVAILABLE = 0
+    AVAILABLE = 1
+    NOT_YET_AVAILABLE = 2
+
+
+class Tensor:
+    def __init__(self, name: str, trial: "Trial", cache: bool = False):
+        self.name = name
+        self.original_name = name
+        self.trial = trial
+        self.cache = cache
+        self._values: Dict[Tuple[int, str], np.ndarray] = {}
+
+    # --- steps --------------------------------------------------------------------------------
+    def steps(self, mode=ModeKeys.GLOBAL, show_incomplete_steps: bool = False) -> List[int]:
+        """Steps (global, or mode steps for a mode) at which anything of this tensor was saved."""
+        self.trial.maybe_refresh()
+        return self.trial._tensor_steps(self.name, mode, show_incomplete_steps)
+
+    def prev_steps(self, step, n=None, mode=ModeKeys.GLOBAL) -> List[int]:
+        steps = [s for s in self.steps(mode) if s <= step]
+        return steps[-n:] if n else steps
+
+    def step(self, *args, **kwargs):
+        raise SMDebugNotImplementedError("Tensor.step() was removed; use tensor.value(step) and tensor.steps()")
+
+    def workers(self, step_num, mode=ModeKeys.GLOBAL) -> List[str]:
+        files = self.trial._files_with_tensor(self.name, step_num, mode)
+        return sorted(f.worker for f in files)
+
+    # --- values -------------------------------------------------------------------------------
+    def value(self, step_num, mode=ModeKeys.GLOBAL, worker: Optional[str] = None) -> np.ndarray:
+        f = self.trial._file_for(self.name, step_num, mode, worker)
+        entry = f.entries.get(self.name)
+        if entry is None or entry.location is None:
+            raise TensorUnavailableForStep(self.name, step_num, mode, has_reductions=self.name in f.reductions)
+        key = (f.step, f.worker)
+        if self.cache and key in self._values:
+            return self._values[key]
+        value = self.trial._read_value(f, self.name, entry)
+        if self.cache:
+            self._values[key] = value
+        return value
+
+    def values(self, mode=ModeKeys.GLOBAL, worker: Optional[str] = None) -> Dict[int, np.ndarray]:
+        steps = self.steps(mode)
+        return dict(zip(steps, self.trial._read_values(self.name, steps, mode, worker)))
+
+    def reduction_value(self, step_num, reduction_name: str, mode=ModeKeys.GLOBAL, worker=None, abs=False):
+        """A stored reduction if one was saved, else computed from the raw value (same definitions)."""
+        f = self.trial._file_for(self.name, step_num, mode, worker)
+        stored = f.reductions.get(self.name, {}).get((reduction_name, abs))
+        if stored is not None:
+            return self.trial._read_value(f, self.name, stored)
+        entry = f.entries.get(self.name)
+        if entry is not None and entry.location is not None:
+            return compute_reduction(self.value(step_num, mode, f.worker), reduction_name, abs)
+        raise TensorUnavailableForStep(self.name, step_num, mode, has_reductions=self.name in f.reductions)
+
+    def reduction_values(self, step_num, mode=ModeKeys.GLOBAL, worker=None) -> Dict[Tuple[str, bool], np.ndarray]:
+        """All reductions saved for this step: {(name, abs): value}."""
+        f = self.trial._file_for(self.name, step_num, mode, worker)
+        return {k: self.trial._read_value(f, self.name, e) for k, e in f.reductions.get(self.name, {}).items()}
+
+    def shape(self, step_num, mode=ModeKeys.GLOBAL, worker=None) -> Tuple[int, ...]:
+        f = self.trial._file_for(self.name, step_num, mode, worker)
+        entry = f.entries.get(self.name)
+        if entry is not None and entry.shape is not None:
+            return tuple(entry.shape)
+        if entry is not None and entry.location is not None:
+            return tuple(self.value(step_num, mode, f.worker).shape)
+        raise ShapeUnavailableForStep(self.name, step_num, mode)
+
+    def shapes(self, mode=ModeKeys.GLOBAL, worker=None) -> Dict[int, Tuple[int, ...]]:
+        return {s: self.shape(s, mode, worker) for s in self.steps(mode)}
+
+    # --- analysis helpers ---------------------------------------------------------------------
+    def to_dataframe(self, mode=ModeKeys.GLOBAL, workers=None, reduction: Optional[str] = None, abs: bool = False):
+        """Values over steps as a pandas DataFrame with columns step, mode, mode_step, worker, value.
+
+        ``workers``: None = the default worker of each step, "all" = one row per worker, or a list.
+        ``reduction``: store that reduction (stored or computed) instead of the value. One-element
+        values become plain numbers; larger values are kept as arrays.
+        """
+        try:
+            import pandas as pd
+        except ImportError:
+            raise ImportError("to_dataframe needs pandas: pip install 'smdebug-core[analysis]'") from None
+        rows = []
+        for step in self.steps(mode):
+            gstep = self.trial.global_step(mode, step) if mode != ModeKeys.GLOBAL else step
+            if workers is None:
+                wlist = [None]
+            elif workers == "all":
+                wlist = self.workers(step, mode)
+            else:
+                wlist = list(workers)
+            for w in wlist:
+                try:
+                    if reduction:
+                        v = self.reduction_value(step, reduction, mode, w, abs)
+                    else:
+                        v = self.value(step, mode, w)
+                except TensorUnavailableForStep:
+                    continue
+                v = np.asarray(v)
+                f = self.trial._file_for(self.name, step, mode, w)
+                rows.append(
+                    {
+                        "step": gstep,
+                        "mode": f.mode.name,
+                        "mode_step": f.mode_step,
+                        "worker": f.worker,
+                        "value": v.reshape(-1)[0].item() if v.size == 1 else v,
+                    }
+                )
+        return pd.DataFrame(rows, columns=["step", "mode", "mode_step", "worker", "value"])
+
+    def __repr__(self):
+        return f"<Tensor {self.name} of trial {self.trial.name}>"

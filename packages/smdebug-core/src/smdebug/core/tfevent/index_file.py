@@ -1,0 +1,166 @@
+"""Index files: one JSON object per (global step, worker) saying where each tensor's record is.
+
+```
+{"meta": {"mode": "TRAIN", "mode_step": 1, "event_file_name": "events/000000000003/000000000003_worker_0.tfevents"},
+ "tensor_payload": [{"tensorname": "w", "start_idx": 0, "length": 118}, ...],
+ "shape_payload": [{"tensorname": "w", "originalname": "w", "shape": [2, 3]}, ...]}
+```
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
+
+from smdebug.core.modes import ModeKeys
+from smdebug.core.reductions import REDUCTION_PREFIX, parse_reduction_tensor_name
+from smdebug.exceptions import IndexReaderException
+
+
+@dataclass
+class IndexEntry:
+    """Everything one index file says about one tensor."""
+
+    location: Optional[Tuple[int, int]] = None  # (start, length) in the event file
+    shape: Optional[Tuple[int, ...]] = None
+    original_name: Optional[str] = None
+
+
+def build_index(mode: ModeKeys, mode_step: int, event_file: Optional[str], tensors, shapes) -> bytes:
+    meta = {"mode": mode.name, "mode_step": mode_step}
+    if event_file is not None and tensors:
+        meta["event_file_name"] = event_file
+    doc = {"meta": meta, "tensor_payload": tensors}
+    if shapes:
+        doc["shape_payload"] = shapes
+    return json.dumps(doc, separators=(", ", ": ")).encode("utf-8")
+
+
+# The writer always puts "meta" first; reading it with a regex lets a trial learn every step's mode
+# without parsing each file's (possibly large) payload until a tensor of that step is asked for.
+_META_RE = re.compile(rb'^\s*\{\s*"meta"\s*:\s*(\{[^{}]*\})')
+
+
+@dataclass
+class IndexFile:
+    """One index file. Its payload is parsed on first use, so opening a trial costs little."""
+
+    key: str
+    step: int
+    worker: str
+    mode: ModeKeys
+    mode_step: int
+    event_file: Optional[str]
+    _raw: Optional[bytes] = None
+    _entries: Optional[Dict[str, IndexEntry]] = field(default=None, repr=False)
+    _reductions: Optional[Dict[str, Dict[Tuple[str, bool], IndexEntry]]] = field(default=None, repr=False)
+
+    def _parse(self) -> None:
+        doc = _load_json(self._raw, self.key, self.step)
+        self._entries, self._reductions = _parse_payload(doc, self.key, self.step)
+        self._raw = None
+
+    @property
+    def parsed(self) -> bool:
+        return self._entries is not None
+
+    @property
+    def entries(self) -> Dict[str, IndexEntry]:
+        """Tensor name -> entry, for raw tensors and shapes."""
+        if self._entries is None:
+            self._parse()
+        return self._entries
+
+    @property
+    def reductions(self) -> Dict[str, Dict[Tuple[str, bool], IndexEntry]]:
+        """Tensor name -> {(reduction, abs): entry} for reductions stored at this step."""
+        if self._reductions is None:
+            self._parse()
+        return self._reductions
+
+    def tensor_names(self):
+        """Names of tensors with anything (raw, shape or a reduction) in this file."""
+        entries, reds = self.entries, self.reductions
+        return entries.keys() | reds.keys() if reds else entries.keys()
+
+    def has_tensor(self, name: str) -> bool:
+        return name in self.entries or name in self.reductions
+
+
+def _load_json(raw: bytes, key: str, step: int) -> dict:
+    try:
+        doc = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        raise IndexReaderException("Empty/Corrupt Index File", key, step) from None
+    if not isinstance(doc, dict):
+        raise IndexReaderException("Index file does not hold a JSON object", key, step)
+    return doc
+
+
+def _parse_meta(meta, key: str, step: int):
+    if not isinstance(meta, dict) or not meta:
+        raise IndexReaderException("Index file has no meta", key, step)
+    try:
+        mode = ModeKeys[meta["mode"]]
+        mode_step = int(meta["mode_step"])
+    except (KeyError, TypeError, ValueError):
+        raise IndexReaderException(f"Index file has an invalid meta {meta!r}", key, step) from None
+    event_file = meta.get("event_file_name")
+    if event_file is not None and not isinstance(event_file, str):
+        raise IndexReaderException("Index meta.event_file_name must be a string", key, step)
+    return mode, mode_step, event_file
+
+
+def _parse_payload(doc: dict, key: str, step: int):
+    if "tensor_payload" not in doc and "shape_payload" not in doc:
+        raise IndexReaderException("Index file has neither tensor_payload nor shape_payload", key, step)
+    entries: Dict[str, IndexEntry] = {}
+    reductions: Dict[str, Dict[Tuple[str, bool], IndexEntry]] = {}
+    try:
+        for item in doc.get("tensor_payload") or []:
+            name = item["tensorname"]
+            start, length = int(item["start_idx"]), int(item["length"])
+            if start < 0 or length <= 0:
+                raise ValueError(f"bad location {start}+{length}")
+            if name.startswith(REDUCTION_PREFIX):
+                parsed = parse_reduction_tensor_name(name)
+                if parsed is not None:
+                    tname, op, is_abs = parsed
+                    reductions.setdefault(tname, {})[(op, is_abs)] = IndexEntry(location=(start, length))
+                    continue
+            entry = entries.get(name)
+            if entry is None:
+                entries[name] = IndexEntry(location=(start, length))
+            else:
+                entry.location = (start, length)
+        # The original kept only the shape when a tensor had both a location and a shape (dropping the
+        # location); we merge them.
+        for item in doc.get("shape_payload") or []:
+            name = item["tensorname"]
+            shape = tuple(int(d) for d in item["shape"])
+            entry = entries.setdefault(name, IndexEntry())
+            entry.shape = shape
+            entry.original_name = item.get("originalname", name)
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise IndexReaderException(f"Index file has a malformed payload entry ({e})", key, step) from None
+    return entries, reductions
+
+
+def parse_index_file(key: str, step: int, worker: str, raw: bytes, lazy: bool = True) -> IndexFile:
+    m = _META_RE.match(raw) if lazy else None
+    meta = None
+    if m is not None:
+        try:
+            meta = json.loads(m.group(1))
+        except ValueError:
+            meta = None
+    if meta is None:
+        doc = _load_json(raw, key, step)
+        mode, mode_step, event_file = _parse_meta(doc.get("meta"), key, step)
+        entries, reductions = _parse_payload(doc, key, step)
+        return IndexFile(key, step, worker, mode, mode_step, event_file, None, entries, reductions)
+    mode, mode_step, event_file = _parse_meta(meta, key, step)
+    return IndexFile(key, step, worker, mode, mode_step, event_file, raw, None)
+

@@ -1,0 +1,65 @@
+"""Writes one saved step of one worker: its event file, then its index file.
+
+The index file is written last and atomically, so a step becomes visible to readers only once all its
+tensor records are in place (the event file is committed first).
+"""
+
+from __future__ import annotations
+
+from typing import List, Optional, Sequence
+
+import numpy as np
+
+from smdebug.core.locations import event_file_name, index_file_name
+from smdebug.core.modes import ModeKeys
+from smdebug.core.storage.base import Storage, StorageWriter
+from smdebug.core.tfevent.index_file import build_index
+from smdebug.core.tfevent.records import encode_record
+from smdebug.core.tfevent.tensor_codec import encode_tensor_event
+
+
+class StepWriter:
+    def __init__(self, storage: Storage, step: int, worker: str, mode: ModeKeys, mode_step: int):
+        self.storage = storage
+        self.step = step
+        self.worker = worker
+        self.mode = mode
+        self.mode_step = mode_step
+        self.event_key = event_file_name(step, worker)
+        self.index_key = index_file_name(step, worker)
+        self._events: Optional[StorageWriter] = None
+        self._tensors: List[dict] = []
+        self._shapes: List[dict] = []
+
+    def write_tensor(self, name: str, value: np.ndarray, mode: ModeKeys, mode_step: int, wall_time=None) -> None:
+        record = encode_record(encode_tensor_event(name, value, self.step, mode, mode_step, wall_time))
+        if self._events is None:
+            self._events = self.storage.open_writer(self.event_key)
+        start = self._events.tell()
+        self._events.write(record)
+        self._tensors.append({"tensorname": name, "start_idx": start, "length": len(record)})
+
+    def write_shape(self, name: str, shape: Sequence[int], original_name: Optional[str] = None) -> None:
+        self._shapes.append(
+            {"tensorname": name, "originalname": original_name or name, "shape": [int(d) for d in shape]}
+        )
+
+    @property
+    def empty(self) -> bool:
+        return not self._tensors and not self._shapes
+
+    def close(self) -> None:
+        if self._events is not None:
+            self._events.commit()
+            self._events = None
+        if self.empty:
+            return
+        self.storage.write_atomic(
+            self.index_key,
+            build_index(self.mode, self.mode_step, self.event_key, self._tensors, self._shapes),
+        )
+
+    def abort(self) -> None:
+        if self._events is not None:
+            self._events.abort()
+            self._events = None

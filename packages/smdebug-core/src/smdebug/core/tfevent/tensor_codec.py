@@ -1,0 +1,160 @@
+"""numpy array <-> TensorProto, and tensor Events (one tensor per event, mode in plugin metadata)."""
+
+from __future__ import annotations
+
+import time
+from typing import Optional
+
+import numpy as np
+
+from smdebug.core.modes import MODE_PLUGIN_NAME, MODE_STEP_PLUGIN_NAME, ModeKeys
+from smdebug.core.tfevent.proto.event_pb2 import Event
+from smdebug.core.tfevent.proto.tensor_pb2 import TensorProto
+from smdebug.exceptions import SMDebugTypeError, SMDebugValueError
+
+# numpy dtype -> TF DataType number (types.proto)
+_NP_TO_DT = {
+    np.dtype(np.float16): 19,
+    np.dtype(np.float32): 1,
+    np.dtype(np.float64): 2,
+    np.dtype(np.int8): 6,
+    np.dtype(np.int16): 5,
+    np.dtype(np.int32): 3,
+    np.dtype(np.int64): 9,
+    np.dtype(np.uint8): 4,
+    np.dtype(np.uint16): 17,
+    np.dtype(np.uint32): 22,
+    np.dtype(np.uint64): 23,
+    np.dtype(np.complex64): 8,
+    np.dtype(np.complex128): 18,
+    np.dtype(np.bool_): 10,
+}
+# Reading decodes every type we write (the original decoded INT8 as uint8 and failed on
+# INT16/UINT16/UINT32/UINT64/COMPLEX64).
+_DT_TO_NP = {dt: npdt.newbyteorder("<") for npdt, dt in _NP_TO_DT.items()}
+_DT_STRING = 7
+_DT_INVALID = 0
+_DT_REF_OFFSET = 100
+
+# Values of TensorProto's typed repeated fields, used when tensor_content is absent (TF-written files).
+_FIELD_FOR_DT = {1: "float_val", 2: "double_val", 3: "int_val", 4: "int_val", 5: "int_val", 6: "int_val",
+                 9: "int64_val", 10: "bool_val", 17: "int_val", 19: "half_val", 22: "int64_val", 23: "int64_val"}
+
+
+def make_numpy_array(value) -> np.ndarray:
+    """Normalise what a user or plugin handed us into an ndarray (the on-disk conventions).
+
+    ndarrays keep their shape (0-d stays 0-d); Python/numpy scalars become shape (1,) as in the original;
+    lists/tuples go through ``np.asarray``; strings become 1-element string arrays.
+    """
+    if isinstance(value, np.ndarray):
+        return value
+    if isinstance(value, (bool, int, float, complex, np.generic)):
+        return np.array([value])
+    if isinstance(value, (str, bytes)):
+        return np.array([value])
+    if isinstance(value, (list, tuple)):
+        return np.asarray(value)
+    if isinstance(value, dict):
+        raise SMDebugTypeError("A dict cannot be saved as a tensor; save its values one by one")
+    raise SMDebugTypeError(f"Cannot save a value of type {type(value).__name__} as a tensor")
+
+
+def numpy_to_tensor_proto(arr: np.ndarray, tag: str, out: Optional[TensorProto] = None) -> TensorProto:
+    tp = TensorProto() if out is None else out
+    dims = tp.tensor_shape.dim
+    for d in arr.shape:
+        dim = dims.add()
+        dim.size = d
+        dim.name = f"{tag}_{d}"
+    kind = arr.dtype.kind
+    if kind in "USO":
+        tp.dtype = _DT_INVALID  # the original leaves strings as DT_INVALID + string_val; keep that
+        tp.string_val.extend(
+            (v if isinstance(v, bytes) else str(v).encode("utf-8")) for v in arr.reshape(-1).tolist()
+        )
+        return tp
+    native = arr.dtype if arr.dtype.byteorder in ("=", "|") else arr.dtype.newbyteorder("=")
+    dt = _NP_TO_DT.get(native)
+    if dt is None:
+        raise SMDebugTypeError(f"Cannot save tensor {tag!r}: unsupported dtype {arr.dtype}")
+    tp.dtype = dt
+    if arr.dtype.byteorder == ">":
+        arr = arr.astype(arr.dtype.newbyteorder("<"))
+    tp.tensor_content = np.ascontiguousarray(arr).tobytes()
+    return tp
+
+
+def tensor_proto_to_numpy(tp: TensorProto) -> np.ndarray:
+    shape = tuple(d.size for d in tp.tensor_shape.dim)
+    dt = tp.dtype
+    if dt >= _DT_REF_OFFSET:
+        dt -= _DT_REF_OFFSET
+    if dt in (_DT_INVALID, _DT_STRING):
+        values = [v.decode("utf-8", errors="replace") for v in tp.string_val]
+        arr = np.array(values) if values else np.array([], dtype=str)
+        if shape and int(np.prod(shape)) == arr.size:
+            arr = arr.reshape(shape)
+        return arr
+    npdt = _DT_TO_NP.get(dt)
+    if npdt is None:
+        raise SMDebugTypeError(f"Unsupported tensor dtype number {tp.dtype}")
+    count = int(np.prod(shape)) if shape else 1
+    if tp.tensor_content:
+        if len(tp.tensor_content) != count * npdt.itemsize:
+            raise SMDebugValueError(
+                f"Tensor content has {len(tp.tensor_content)} bytes, shape {shape} of {npdt} needs {count * npdt.itemsize}"
+            )
+        return np.frombuffer(tp.tensor_content, dtype=npdt).astype(npdt.newbyteorder("="), copy=False).reshape(shape)
+    if count == 0:
+        return np.zeros(shape, dtype=npdt)
+    field = _FIELD_FOR_DT.get(dt)
+    if field is None:
+        raise SMDebugTypeError(f"Tensor of dtype number {tp.dtype} has no content")
+    raw = list(getattr(tp, field))
+    if dt == 19:
+        vals = np.array(raw, dtype=np.uint16).view(np.float16)
+    else:
+        vals = np.array(raw, dtype=npdt.newbyteorder("="))
+    if vals.size == 1 and count > 1:  # TF's splat encoding
+        vals = np.full(count, vals[0], dtype=vals.dtype)
+    return vals.reshape(shape)
+
+
+def encode_tensor_event(
+    tag: str, arr: np.ndarray, step: int, mode: ModeKeys, mode_step: int, wall_time: Optional[float] = None
+) -> bytes:
+    ev = Event()
+    ev.wall_time = time.time() if wall_time is None else wall_time
+    ev.step = step
+    value = ev.summary.value.add()
+    value.tag = tag
+    plugin_data = value.metadata.plugin_data
+    pd = plugin_data.add()
+    pd.plugin_name = MODE_STEP_PLUGIN_NAME
+    pd.content = str(mode_step)
+    pd = plugin_data.add()
+    pd.plugin_name = MODE_PLUGIN_NAME
+    pd.content = str(mode.value)
+    numpy_to_tensor_proto(arr, tag, value.tensor)
+    return ev.SerializeToString()
+
+
+
+
+def decode_tensor_event(payload: bytes):
+    """Yield ``(tag, ndarray, global_step, mode, mode_step)`` for each tensor value of an event."""
+    ev = Event()
+    ev.ParseFromString(payload)
+    if not ev.HasField("summary"):
+        return
+    for value in ev.summary.value:
+        if value.WhichOneof("value") != "tensor":
+            raise SMDebugValueError(f"Event for {value.tag!r} does not hold a tensor")
+        mode, mode_step = ModeKeys.GLOBAL, ev.step
+        for pd in value.metadata.plugin_data:
+            if pd.plugin_name == MODE_STEP_PLUGIN_NAME:
+                mode_step = int(pd.content)
+            elif pd.plugin_name == MODE_PLUGIN_NAME:
+                mode = ModeKeys(int(pd.content))
+        yield value.tag, tensor_proto_to_numpy(value.tensor), ev.step, mode, mode_step

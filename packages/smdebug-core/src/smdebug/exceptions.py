@@ -1,0 +1,229 @@
+"""Exceptions raised by smdebug.
+
+Every exception derives from :class:`SMDebugError`, so ``except SMDebugError`` catches anything the
+library raises on purpose. Names and constructor arguments match the original smdebug 1.0.x so that
+existing analysis code and rules keep working.
+"""
+
+from __future__ import annotations
+
+
+def _mode_name(mode) -> str:
+    return getattr(mode, "name", str(mode))
+
+
+class SMDebugError(Exception):
+    """Base class of every error smdebug raises on purpose."""
+
+
+class SMDebugTypeError(SMDebugError, TypeError):
+    pass
+
+
+class SMDebugValueError(SMDebugError, ValueError):
+    pass
+
+
+class SMDebugRuntimeError(SMDebugError, RuntimeError):
+    pass
+
+
+class SMDebugNotImplementedError(SMDebugError, NotImplementedError):
+    pass
+
+
+class SMDebugCustomerError(SMDebugError):
+    """An error caused by user input (configuration, paths) rather than by smdebug itself."""
+
+
+class InvalidConfigurationError(SMDebugValueError):
+    """A hook or collection configuration that can never work (raised at hook construction)."""
+
+
+class TensorUnavailable(SMDebugError):
+    def __init__(self, tname):
+        super().__init__(tname)
+        self.tname = tname
+
+    def __str__(self):
+        return f"Tensor {self.tname} was not saved."
+
+
+class TensorUnavailableForStep(SMDebugError):
+    def __init__(self, tname, step, mode=None, has_reductions=False):
+        super().__init__(tname, step, mode, has_reductions)
+        from smdebug.core.modes import ModeKeys
+
+        self.tname = tname
+        self.step = step
+        self.mode = ModeKeys.GLOBAL if mode is None else mode
+        self.has_reductions = has_reductions
+
+    def __str__(self):
+        msg = (
+            f"Value for tensor {self.tname} is not available for step {self.step} "
+            f"with mode {_mode_name(self.mode)} as it was not saved."
+        )
+        if self.has_reductions:
+            msg += " This tensor has reductions saved for this step; use trial.tensor(name).reduction_value(...)"
+        return msg
+
+
+class MissingEventFile(TensorUnavailableForStep):
+    """An index file points at an event file that does not exist (or stopped existing)."""
+
+    def __init__(self, tname, step, mode=None, path=None):
+        super().__init__(tname, step, mode)
+        self.path = path
+
+    def __str__(self):
+        return f"Event file {self.path} holding tensor {self.tname} of step {self.step} is missing"
+
+
+class ShapeUnavailableForStep(SMDebugError):
+    def __init__(self, tname, step, mode=None):
+        super().__init__(tname, step, mode)
+        from smdebug.core.modes import ModeKeys
+
+        self.tname = tname
+        self.step = step
+        self.mode = ModeKeys.GLOBAL if mode is None else mode
+
+    def __str__(self):
+        return (
+            f"Shape for tensor {self.tname} is not available for step {self.step} "
+            f"with mode {_mode_name(self.mode)} as it was not saved."
+        )
+
+
+class StepUnavailable(SMDebugError):
+    def __init__(self, step, mode=None):
+        super().__init__(step, mode)
+        from smdebug.core.modes import ModeKeys
+
+        self.step = step
+        self.mode = ModeKeys.GLOBAL if mode is None else mode
+
+    def __str__(self):
+        return f"Step {self.step} of mode {_mode_name(self.mode)} is not available as it was not saved"
+
+
+class StepNotYetAvailable(SMDebugError):
+    def __init__(self, step, mode=None):
+        super().__init__(step, mode)
+        from smdebug.core.modes import ModeKeys
+
+        self.step = step
+        self.mode = ModeKeys.GLOBAL if mode is None else mode
+
+    def __str__(self):
+        return f"Step {self.step} of mode {_mode_name(self.mode)} not yet available"
+
+
+class NoMoreData(SMDebugError):
+    def __init__(self, step=None, mode=None, last_step=None):
+        super().__init__(step, mode, last_step)
+        self.step = step
+        self.mode = mode
+        self.last_step = last_step
+
+    def __str__(self):
+        return (
+            f"Looking for step {self.step} of mode {_mode_name(self.mode)} and reached end of training. "
+            f"Max step available is {self.last_step}"
+        )
+
+
+class MissingCollectionFiles(SMDebugError):
+    def __str__(self):
+        return (
+            "Training has ended but not all collection files were found. "
+            + (self.args[0] if self.args else "")
+        ).strip()
+
+
+class IndexReaderException(SMDebugError):
+    """An index file is corrupt, truncated or has an unexpected name."""
+
+    def __init__(self, message, path=None, step=None):
+        super().__init__(message)
+        self.message = message
+        self.path = path
+        self.step = step
+
+    def __str__(self):
+        parts = [self.message]
+        if self.path is not None:
+            parts.append(f"file={self.path}")
+        if self.step is not None:
+            parts.append(f"step={self.step}")
+        return " | ".join(parts)
+
+
+class EventFileCorrupted(IndexReaderException):
+    """A record of an event file cannot be read: truncated, bad checksum or undecodable payload."""
+
+
+
+
+class CollectionFileCorrupted(SMDebugValueError):
+    """A collections JSON file cannot be parsed or has unknown keys."""
+
+    def __init__(self, message, path=None):
+        super().__init__(message)
+        self.message = message
+        self.path = path
+
+    def __str__(self):
+        return self.message if self.path is None else f"{self.message} | file={self.path}"
+
+
+class InvalidWorker(SMDebugError):
+    def __init__(self, worker):
+        super().__init__(worker)
+        self.worker = worker
+
+    def __str__(self):
+        return f"Invalid Worker: {self.worker}"
+
+
+class InvalidCollectionConfiguration(SMDebugError):
+    def __init__(self, c_name):
+        super().__init__(c_name)
+        self.c_name = c_name
+
+    def __str__(self):
+        return (
+            f"Collection {self.c_name} has no include_regex and no tensor_names, "
+            "so it can never match a tensor. Give it a regex or tensor names."
+        )
+
+
+class RuleEvaluationConditionMet(SMDebugError):
+    def __init__(self, rule_name, step, end_of_rule=False):
+        super().__init__(rule_name, step, end_of_rule)
+        self.rule_name = rule_name
+        self.step = step
+        self.end_of_rule = end_of_rule
+
+    def __str__(self):
+        return f"Evaluation of the rule {self.rule_name} at step {self.step} resulted in the condition being met"
+
+
+class InsufficientInformationForRuleInvocation(SMDebugError):
+    def __init__(self, rule_name, message):
+        super().__init__(rule_name, message)
+        self.rule_name = rule_name
+        self.message = message
+
+    def __str__(self):
+        return f"Insufficient information to invoke rule {self.rule_name}: {self.message}"
+
+
+class NoMoreProfilerData(SMDebugError):
+    def __init__(self, timestamp):
+        super().__init__(timestamp)
+        self.timestamp = timestamp
+
+    def __str__(self):
+        return f"Looking for timestamp {self.timestamp} and reached end of training."

@@ -1,0 +1,636 @@
+"""Reading a run back: steps, modes, workers, collections and tensors, also while it is written.
+
+Opening a trial lists the index files and reads only their ``meta`` (mode and mode step); a step's
+tensor payload is parsed when something of that step is asked for, and a tensor value is one ranged
+read of one record. So the cost of an analysis grows with what it asks, not with the size of the run.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import re
+import time
+from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
+
+import numpy as np
+
+from smdebug.core.collection import Collection
+from smdebug.core.collection_manager import CollectionManager
+from smdebug.core.locations import (
+    COLLECTIONS_DIR,
+    END_OF_JOB_FILE,
+    INDEX_DIR,
+    index_prefix_for_step,
+    is_index_file,
+    parse_collection_file_name,
+    parse_step_file_name,
+)
+from smdebug.core.logger import get_logger
+from smdebug.core.modes import ModeKeys
+from smdebug.core.storage.base import Storage, get_storage
+from smdebug.core.tensor import StepState, Tensor
+from smdebug.core.tfevent.index_file import IndexEntry, IndexFile, parse_index_file
+from smdebug.core.tfevent.records import decode_record
+from smdebug.core.tfevent.tensor_codec import decode_tensor_event
+from smdebug.exceptions import (
+    EventFileCorrupted,
+    IndexReaderException,
+    InvalidWorker,
+    MissingCollectionFiles,
+    MissingEventFile,
+    NoMoreData,
+    SMDebugValueError,
+    StepNotYetAvailable,
+    StepUnavailable,
+    TensorUnavailable,
+    TensorUnavailableForStep,
+)
+
+logger = get_logger()
+
+
+def _env_int(name: str, default: int) -> int:
+    try:
+        return int(os.environ.get(name, default))
+    except ValueError:
+        return default
+
+
+def _env_float(name: str, default: float) -> float:
+    try:
+        return float(os.environ.get(name, default))
+    except ValueError:
+        return default
+
+
+class Trial:
+    """A run written by a hook, at a local path or ``s3://bucket/prefix``.
+
+    :param range_steps: ``(begin, end)``: only global steps ``begin <= step < end`` are loaded.
+    :param cache: keep fetched tensor values in memory.
+    :param wait_for_collections: seconds to wait for the run's collection files to appear (None:
+        wait until they appear or the run ends).
+    :param skip_damaged: skip corrupt index files with a warning instead of raising.
+    :param poll_interval: seconds between looks for new data while waiting.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        path: str,
+        storage: Optional[Storage] = None,
+        range_steps: Optional[Tuple[Optional[int], Optional[int]]] = None,
+        cache: bool = False,
+        wait_for_collections: Optional[float] = None,
+        skip_damaged: bool = False,
+        poll_interval: float = 2.0,
+        **_ignored,
+    ):
+        self.name = name
+        self.path = path
+        self.storage = storage or get_storage(path)
+        self.range_steps = self._validate_range(range_steps)
+        self.cache = cache
+        self.skip_damaged = skip_damaged
+        self.poll_interval = poll_interval
+        self.dynamic_refresh = True
+        self.loaded_all_steps = False
+        self.last_complete_step = -1
+        self.last_index_token: Optional[str] = None
+        self.num_workers = 1
+        self.worker_set: Set[str] = set()
+        self.collection_manager = CollectionManager()
+        self.index_reader = self  # compatibility: the original exposed an index reader object
+        self.incomplete_wait_window = _env_int("SMDEBUG_INCOMPLETE_STEP_WAIT_WINDOW", 1000)
+        self.missing_event_retry_limit = _env_int("SMDEBUG_MISSING_EVENT_FILE_RETRY_LIMIT", 100)
+        self.end_delay_refresh = _env_float("SMDEBUG_TRAINING_END_DELAY_REFRESH", 1.0)
+
+        self._files: Dict[int, Dict[str, IndexFile]] = {}  # global step -> worker -> index file
+        self._steps: List[int] = []  # sorted global steps
+        self._read_keys: Set[str] = set()
+        self._mode_to_global: Dict[ModeKeys, Dict[int, int]] = {}
+        self._global_to_mode: Dict[int, Tuple[ModeKeys, int]] = {}
+        self._tensor_names: Set[str] = set()
+        self._unparsed: List[IndexFile] = []  # files whose payload was not read yet, in step order
+        self._tensors: Dict[str, Tensor] = {}
+        self._generation = 0
+        self._assumed_ended = False
+
+        self._load_collections(wait_for_collections)
+        self.refresh_data()
+
+    # ------------------------------------------------------------------------------------------
+    # set-up
+    # ------------------------------------------------------------------------------------------
+    @staticmethod
+    def _validate_range(range_steps):
+        if range_steps is None:
+            return None
+        try:
+            begin, end = range_steps
+        except (TypeError, ValueError):
+            raise SMDebugValueError("range_steps must be a (begin, end) pair") from None
+        for v in (begin, end):
+            if v is not None and (not isinstance(v, int) or v < 0):
+                raise SMDebugValueError(f"range_steps bounds must be non-negative ints or None, got {v!r}")
+        if begin is not None and end is not None and end <= begin:
+            raise SMDebugValueError(f"range_steps end ({end}) must be greater than begin ({begin})")
+        return (begin, end)
+
+    def _in_range(self, step: int) -> bool:
+        if self.range_steps is None:
+            return True
+        begin, end = self.range_steps
+        return (begin is None or step >= begin) and (end is None or step < end)
+
+    def _collection_files(self) -> List[str]:
+        return [k for k in self.storage.list(COLLECTIONS_DIR) if re.search(r"_?collections\.json$", k)]
+
+    def _load_collections(self, timeout: Optional[float]) -> None:
+        start = time.monotonic()
+        warned_at = start
+        while True:
+            files = self._collection_files()
+            if files:
+                first = self.collection_manager.loads(self.storage.read(files[0]), self.storage.full_path(files[0]))
+                self.collection_manager = first
+                self.num_workers = first.get_num_workers()
+                if len(files) >= self.num_workers:
+                    break
+            ended = self.storage.exists(END_OF_JOB_FILE)
+            if ended:
+                if not files and self.storage.list(INDEX_DIR):
+                    # A run whose collections were never exported (e.g. killed early): readable anyway.
+                    logger.warning("No collection files in %s; assuming a single worker", self.path)
+                    break
+                raise MissingCollectionFiles(
+                    f"{self.path}: found {len(files)} collection file(s), expected {max(self.num_workers, 1)}"
+                )
+            if timeout is not None and time.monotonic() - start >= timeout:
+                if files or self.storage.list(INDEX_DIR):
+                    logger.warning(
+                        "Only %d of %d collection files in %s after %.0fs; continuing with what is there",
+                        len(files), self.num_workers, self.path, timeout,
+                    )
+                    break
+                raise MissingCollectionFiles(f"{self.path}: no collection files after waiting {timeout}s")
+            if time.monotonic() - warned_at > 20:
+                logger.warning("Waiting for the collection files of %s to appear...", self.path)
+                warned_at = time.monotonic()
+            time.sleep(min(self.poll_interval, 0.2 if timeout is not None else self.poll_interval))
+        self.worker_set = set()
+        for f in files:
+            try:
+                self.worker_set.add(parse_collection_file_name(f))
+            except IndexReaderException:
+                continue
+
+    # ------------------------------------------------------------------------------------------
+    # refresh
+    # ------------------------------------------------------------------------------------------
+    def maybe_refresh(self, name=None) -> None:
+        if self.loaded_all_steps or not self.dynamic_refresh:
+            return
+        self.refresh_data()
+
+    def refresh_data(self) -> None:
+        ended = self._assumed_ended or self.storage.exists(END_OF_JOB_FILE)
+        self._read_new_index_files()
+        if ended and not self.loaded_all_steps:
+            # Give workers that were still finishing a moment, then read once more.
+            age = self.storage.age(END_OF_JOB_FILE) if not self._assumed_ended else None
+            delay = self.end_delay_refresh - (age or 0.0)
+            if delay > 0 and not self._assumed_ended:
+                time.sleep(delay)
+                self._read_new_index_files()
+            self.loaded_all_steps = True
+            if self._steps:
+                self.last_complete_step = max(self.last_complete_step, self._steps[-1])
+
+    def treat_as_ended(self) -> None:
+        """Consider the run finished even without its end marker (e.g. a crashed or killed job):
+        waits end instead of polling, and every step seen counts as complete."""
+        self._assumed_ended = True
+        self.loaded_all_steps = False
+        self.refresh_data()
+
+    def _read_new_index_files(self) -> None:
+        start_after = self.last_index_token
+        keys = [
+            k for k in self.storage.list(INDEX_DIR, start_after=start_after)
+            if is_index_file(k) and k not in self._read_keys
+        ]
+        if not keys:
+            return
+        parsed: List[Tuple[str, int, str]] = []
+        for k in keys:
+            try:
+                step, worker = parse_step_file_name(k)
+            except IndexReaderException as e:
+                if self.skip_damaged:
+                    logger.warning("Skipping %s", e)
+                    self._read_keys.add(k)
+                    continue
+                raise IndexReaderException("Invalid File Found", self.storage.full_path(k)) from None
+            if self._in_range(step):
+                parsed.append((k, step, worker))
+            else:
+                self._read_keys.add(k)
+        raws = self.storage.read_many([(k, 0, None) for k, _, _ in parsed]) if parsed else []
+        for (k, step, worker), raw in zip(parsed, raws):
+            try:
+                f = parse_index_file(self.storage.full_path(k), step, worker, raw)
+            except IndexReaderException as e:
+                if self.skip_damaged:
+                    logger.warning("Skipping damaged index file: %s", e)
+                    self._read_keys.add(k)
+                    continue
+                raise
+            self._add_file(k, f)
+        self._generation += 1
+        self._update_token()
+
+    def _add_file(self, key: str, f: IndexFile) -> None:
+        self._read_keys.add(key)
+        workers = self._files.get(f.step)
+        if workers is None:
+            workers = self._files[f.step] = {}
+            bisect.insort(self._steps, f.step)
+        workers[f.worker] = f
+        self._unparsed.append(f)
+        if f.mode != ModeKeys.GLOBAL:
+            self._mode_to_global.setdefault(f.mode, {}).setdefault(f.mode_step, f.step)
+        self._global_to_mode.setdefault(f.step, (f.mode, f.mode_step))
+        if len(workers) >= self.num_workers and f.step > self.last_complete_step:
+            self.last_complete_step = f.step
+
+    def _update_token(self) -> None:
+        # Re-list from just after the last complete step, so files of partially written later steps
+        # are still found when their other workers catch up.
+        window = self.incomplete_wait_window
+        if self._steps and self._steps[-1] - self.last_complete_step > window and self.num_workers > 1:
+            # Too many incomplete steps: stop waiting for the oldest ones.
+            self.last_complete_step = self.last_complete_step + window // 2
+            logger.warning(
+                "Giving up on incomplete steps up to %d of %s (some workers never wrote them)",
+                self.last_complete_step, self.path,
+            )
+        if self.last_complete_step >= 0:
+            self.last_index_token = index_prefix_for_step(self.last_complete_step + 1)
+        # Keep the memo of read keys small: keys before the token are never listed again.
+        if self.last_index_token and len(self._read_keys) > 2000:
+            self._read_keys = {k for k in self._read_keys if k > self.last_index_token}
+
+    # ------------------------------------------------------------------------------------------
+    # payload parsing (lazy)
+    # ------------------------------------------------------------------------------------------
+    def _parse_pending(self, until_name: Optional[str] = None) -> None:
+        """Parse payloads of not-yet-parsed files; stop early once ``until_name`` has been seen."""
+        while self._unparsed:
+            f = self._unparsed.pop(0) if until_name else None
+            if f is None:
+                pending, self._unparsed = self._unparsed, []
+                for g in pending:
+                    self._absorb(g)
+                return
+            self._absorb(f)
+            if until_name in self._tensor_names:
+                return
+
+    def _absorb(self, f: IndexFile) -> None:
+        try:
+            self._tensor_names.update(f.tensor_names())
+        except IndexReaderException as e:
+            if not self.skip_damaged:
+                self._unparsed.insert(0, f)
+                raise
+            logger.warning("Skipping damaged index file: %s", e)
+            f._entries, f._reductions = {}, {}
+
+    # ------------------------------------------------------------------------------------------
+    # steps and modes
+    # ------------------------------------------------------------------------------------------
+    def _is_complete(self, step: int) -> bool:
+        return (
+            self.loaded_all_steps
+            or step <= self.last_complete_step
+            or len(self._files.get(step, ())) >= self.num_workers
+        )
+
+    def steps(self, mode=ModeKeys.GLOBAL, show_incomplete_steps: bool = False) -> List[int]:
+        self.maybe_refresh()
+        return self._steps_for(mode, show_incomplete_steps)
+
+    def _steps_for(self, mode, show_incomplete_steps: bool) -> List[int]:
+        if mode == ModeKeys.GLOBAL:
+            return [s for s in self._steps if show_incomplete_steps or self._is_complete(s)]
+        mapping = self._mode_to_global.get(mode, {})
+        return sorted(ms for ms, g in mapping.items() if show_incomplete_steps or self._is_complete(g))
+
+    def modes(self):
+        return {m for m in self._mode_to_global}
+
+    def mode(self, global_step: int) -> Optional[ModeKeys]:
+        return self._global_to_mode.get(global_step, (None, None))[0]
+
+    def mode_step(self, global_step: int) -> Optional[int]:
+        return self._global_to_mode.get(global_step, (None, None))[1]
+
+    def mode_modestep(self, global_step: int):
+        return self._global_to_mode.get(global_step, (None, None))
+
+    def global_step(self, mode, mode_step: int) -> Optional[int]:
+        if mode == ModeKeys.GLOBAL:
+            return mode_step
+        return self._mode_to_global.get(mode, {}).get(mode_step)
+
+    def workers(self) -> List[str]:
+        return sorted(self.worker_set)
+
+    def has_passed_step(self, step: int, mode=ModeKeys.GLOBAL) -> StepState:
+        all_steps = self._steps_for(mode, show_incomplete_steps=True)
+        i = bisect.bisect_left(all_steps, step)
+        if i < len(all_steps):
+            g = all_steps[i] if mode == ModeKeys.GLOBAL else self.global_step(mode, all_steps[i])
+            if all_steps[i] > step:
+                return StepState.UNAVAILABLE if self.last_complete_step >= g or self.loaded_all_steps else StepState.NOT_YET_AVAILABLE
+            return StepState.AVAILABLE if self._is_complete(g) else StepState.NOT_YET_AVAILABLE
+        return StepState.UNAVAILABLE if self.loaded_all_steps else StepState.NOT_YET_AVAILABLE
+
+    def last_step(self, mode=ModeKeys.GLOBAL) -> Optional[int]:
+        steps = self._steps_for(mode, True)
+        return steps[-1] if steps else None
+
+    def wait_for_steps(self, required_steps: Sequence[int], mode=ModeKeys.GLOBAL, timeout: Optional[float] = None):
+        """Block until every step in ``required_steps`` is available.
+
+        Raises StepUnavailable for a step that will never exist, NoMoreData once the run ended before
+        reaching it, and TimeoutError after ``timeout`` seconds (None: no limit).
+        """
+        start = time.monotonic()
+        for step in sorted(required_steps):
+            while True:
+                state = self.has_passed_step(step, mode)
+                if state == StepState.AVAILABLE:
+                    break
+                if state == StepState.UNAVAILABLE:
+                    last = self.last_step(mode)
+                    if self.loaded_all_steps and (last is None or step > last):
+                        raise NoMoreData(step, mode, last)
+                    raise StepUnavailable(step, mode)
+                if timeout is not None and time.monotonic() - start >= timeout:
+                    raise TimeoutError(f"Step {step} of mode {mode.name} not available after {timeout}s")
+                self.refresh_data()
+                if self.has_passed_step(step, mode) == StepState.NOT_YET_AVAILABLE:
+                    time.sleep(self.poll_interval)
+
+    # ------------------------------------------------------------------------------------------
+    # tensors and collections
+    # ------------------------------------------------------------------------------------------
+    def tensor_names(self, show_prefixed_tensors: bool = False, *, step=None, mode=ModeKeys.GLOBAL,
+                     regex=None, collection=None) -> List[str]:
+        self.maybe_refresh()
+        if regex is not None and collection is not None:
+            raise ValueError("Pass either regex or collection to tensor_names, not both")
+        if step is None:
+            if mode == ModeKeys.GLOBAL:
+                self._parse_pending()
+                names = set(self._tensor_names)
+            else:
+                names = set()
+                for g in self._mode_to_global.get(mode, {}).values():
+                    for f in self._files[g].values():
+                        names.update(self._names_of(f))
+        else:
+            g = self.global_step(mode, step)
+            if g is None or g not in self._files:
+                if self.has_passed_step(step, mode) == StepState.NOT_YET_AVAILABLE:
+                    raise StepNotYetAvailable(step, mode)
+                raise StepUnavailable(step, mode)
+            names = set()
+            for f in self._files[g].values():
+                names.update(self._names_of(f))
+        if regex is not None:
+            regexes = [regex] if isinstance(regex, str) else list(regex)
+            compiled = [re.compile(r) for r in regexes]
+            names = {n for n in names if any(c.search(n) for c in compiled)}
+        elif collection is not None:
+            coll = collection if isinstance(collection, Collection) else self.collection(collection)
+            names = {n for n in names if coll.matches(n)}
+        if not names and (regex is not None or collection is not None):
+            logger.warning("No tensors matched %s", regex if regex is not None else collection)
+        return sorted(names)
+
+    def _names_of(self, f: IndexFile):
+        try:
+            return f.tensor_names()
+        except IndexReaderException as e:
+            if not self.skip_damaged:
+                raise
+            logger.warning("Skipping damaged index file: %s", e)
+            f._entries, f._reductions = {}, {}
+            return ()
+
+    def has_tensor(self, tname: str) -> bool:
+        if tname in self._tensor_names:
+            return True
+        self._parse_pending(until_name=tname)
+        if tname not in self._tensor_names and not self.loaded_all_steps and self.dynamic_refresh:
+            self.refresh_data()
+            self._parse_pending(until_name=tname)
+        return tname in self._tensor_names
+
+    def tensor(self, tname: str) -> Tensor:
+        t = self._tensors.get(tname)
+        if t is not None:
+            return t
+        if not self.has_tensor(tname):
+            raise TensorUnavailable(tname)
+        t = self._tensors[tname] = Tensor(tname, self, cache=self.cache)
+        return t
+
+    def collections(self) -> Dict[str, Collection]:
+        return self.collection_manager.get_collections()
+
+    def collection(self, coll_name: str) -> Collection:
+        """The named collection. A name the run does not have gives an empty collection (not stored)."""
+        coll = self.collection_manager.collections.get(coll_name)
+        return coll if coll is not None else Collection(coll_name)
+
+    def _values_of_collection(self, step, mode, names: Iterable[str]) -> List[np.ndarray]:
+        def suffix(n):
+            m = re.search(r"(\d+)$", n)
+            return (int(m.group(1)) if m else -1, n)
+
+        out = []
+        for n in sorted(names, key=suffix):
+            try:
+                out.append(self.tensor(n).value(step, mode))
+            except TensorUnavailableForStep:
+                continue
+        return out
+
+    def inputs(self, step, mode=ModeKeys.GLOBAL):
+        return self._values_of_collection(step, mode, self.tensor_names(collection="inputs"))
+
+    def labels(self, step, mode=ModeKeys.GLOBAL):
+        return self._values_of_collection(step, mode, self.tensor_names(regex="^labels"))
+
+    def predictions(self, step, mode=ModeKeys.GLOBAL):
+        return self._values_of_collection(step, mode, self.tensor_names(regex="^predictions"))
+
+    # ------------------------------------------------------------------------------------------
+    # used by Tensor
+    # ------------------------------------------------------------------------------------------
+    def _tensor_steps(self, name: str, mode, show_incomplete: bool) -> List[int]:
+        out = []
+        if mode == ModeKeys.GLOBAL:
+            for s in self._steps:
+                if (show_incomplete or self._is_complete(s)) and any(
+                    f.has_tensor(name) for f in self._files[s].values()
+                ):
+                    out.append(s)
+            return out
+        for ms, g in sorted(self._mode_to_global.get(mode, {}).items()):
+            if (show_incomplete or self._is_complete(g)) and any(f.has_tensor(name) for f in self._files[g].values()):
+                out.append(ms)
+        return out
+
+    def _step_files(self, step: int, mode) -> Dict[str, IndexFile]:
+        g = step if mode == ModeKeys.GLOBAL else self.global_step(mode, step)
+        files = self._files.get(g) if g is not None else None
+        if files is None:
+            self.maybe_refresh()
+            g = step if mode == ModeKeys.GLOBAL else self.global_step(mode, step)
+            files = self._files.get(g) if g is not None else None
+        if files is None:
+            state = self.has_passed_step(step, mode)
+            if state == StepState.UNAVAILABLE:
+                raise StepUnavailable(step, mode)
+            if self.loaded_all_steps:
+                raise NoMoreData(step, mode, self.last_step(mode))
+            raise StepNotYetAvailable(step, mode)
+        return files
+
+    def _files_with_tensor(self, name: str, step: int, mode) -> List[IndexFile]:
+        files = [f for f in self._step_files(step, mode).values() if f.has_tensor(name)]
+        if not files:
+            raise TensorUnavailableForStep(name, step, mode)
+        return files
+
+    def _file_for(self, name: str, step: int, mode, worker: Optional[str]) -> IndexFile:
+        files = self._step_files(step, mode)
+        if worker is not None:
+            f = files.get(worker)
+            if f is None:
+                raise InvalidWorker(worker)
+            if not f.has_tensor(name):
+                raise TensorUnavailableForStep(name, step, mode)
+            return f
+        for w in sorted(files):
+            if files[w].has_tensor(name):
+                return files[w]
+        raise TensorUnavailableForStep(name, step, mode)
+
+    def _event_path(self, f: IndexFile) -> str:
+        if f.event_file is None:
+            raise TensorUnavailableForStep("<any>", f.step, f.mode)
+        # The index stores the event file relative to the run root (last three path components).
+        return "/".join(f.event_file.replace("\\", "/").split("/")[-3:])
+
+    def _decode(self, f: IndexFile, name: str, raw: bytes, path: str) -> np.ndarray:
+        payload, _ = decode_record(raw, 0, path)
+        for tag, value, _step, _mode, _ms in decode_tensor_event(payload):
+            return value
+        raise EventFileCorrupted(f"Record for {name} holds no tensor", path, f.step)
+
+    def _read_value(self, f: IndexFile, name: str, entry: IndexEntry) -> np.ndarray:
+        key = self._event_path(f)
+        start, length = entry.location
+        raw = self._read_event_bytes(f, name, key, start, length)
+        path = self.storage.full_path(key)
+        try:
+            return self._decode(f, name, raw, path)
+        except EventFileCorrupted as e:
+            e.step = f.step
+            raise
+        except Exception as e:  # noqa: BLE001 - undecodable payload
+            raise EventFileCorrupted(f"Cannot decode tensor {name}: {e}", path, f.step) from None
+
+    def _read_event_bytes(self, f: IndexFile, name: str, key: str, start: int, length: int) -> bytes:
+        attempts = 0
+        while True:
+            try:
+                raw = self.storage.read(key, start, length)
+                break
+            except FileNotFoundError:
+                attempts += 1
+                later_exists = any(
+                    s > f.step and f.worker in self._files[s] for s in self._steps[bisect.bisect_right(self._steps, f.step):][:1]
+                )
+                if (self.loaded_all_steps or later_exists or self._assumed_ended
+                        or attempts > self.missing_event_retry_limit
+                        or self.storage.exists(END_OF_JOB_FILE)):
+                    raise MissingEventFile(name, f.step, f.mode, self.storage.full_path(key)) from None
+                time.sleep(self.poll_interval)
+        if len(raw) < length:
+            raise EventFileCorrupted(
+                f"Index points past the end of the event file (wants bytes {start}..{start + length}, "
+                f"file has {start + len(raw)})", self.storage.full_path(key), f.step,
+            )
+        return raw
+
+    def _read_values(self, name: str, steps: Sequence[int], mode, worker: Optional[str]) -> List[np.ndarray]:
+        """Values of one tensor at many steps, reading neighbouring records in as few requests as possible."""
+        tensor = self.tensor(name)
+        plan = []
+        for s in steps:
+            f = self._file_for(name, s, mode, worker)
+            entry = f.entries.get(name)
+            if entry is None or entry.location is None:
+                raise TensorUnavailableForStep(name, s, mode, has_reductions=name in f.reductions)
+            plan.append((f, entry))
+        if tensor.cache and all((f.step, f.worker) in tensor._values for f, _ in plan):
+            return [tensor._values[(f.step, f.worker)] for f, _ in plan]
+        requests = [(self._event_path(f), e.location[0], e.location[1]) for f, e in plan]
+        try:
+            raws = self.storage.read_many(requests)
+        except FileNotFoundError:
+            return [tensor.value(s, mode, worker) for s in steps]
+        out = []
+        for (f, e), raw, (key, start, length) in zip(plan, raws, requests):
+            if len(raw) < length:
+                raise EventFileCorrupted("Index points past the end of the event file",
+                                         self.storage.full_path(key), f.step)
+            try:
+                value = self._decode(f, name, raw, self.storage.full_path(key))
+            except EventFileCorrupted:
+                raise
+            except Exception as ex:  # noqa: BLE001
+                raise EventFileCorrupted(f"Cannot decode tensor {name}: {ex}", self.storage.full_path(key), f.step) from None
+            if tensor.cache:
+                tensor._values[(f.step, f.worker)] = value
+            out.append(value)
+        return out
+
+    # ------------------------------------------------------------------------------------------
+    def __eq__(self, other):
+        return isinstance(other, Trial) and (self.name, self.path) == (other.name, other.path)
+
+    def __hash__(self):
+        return hash((self.name, self.path))
+
+    def __repr__(self):
+        return (
+            f"<{type(self).__name__} name={self.name} path={self.path} steps={len(self._steps)} "
+            f"workers={self.workers()} ended={self.loaded_all_steps}>"
+        )
+
+
+class LocalTrial(Trial):
+    """A trial on the local file system (kept as a class for ``isinstance`` checks)."""
+
+
+class S3Trial(Trial):
+    """A trial on S3 (kept as a class for ``isinstance`` checks)."""
