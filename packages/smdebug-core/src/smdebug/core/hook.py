@@ -139,6 +139,11 @@ class BaseHook:
         self.mode_steps: Dict[ModeKeys, int] = {m: self.init_step for m in ModeKeys}
         self._in_step = False
         self._wrote_this_step = False
+        # The last step with data stays open until the next step begins (or flush/close), so values
+        # logged between steps (e.g. save_scalar after end_step) still land in it.
+        self._open_step: Optional[int] = None
+        self._last_closed_step = -1
+        self._pending_scalars: List[tuple] = []
         self.last_saved_step: Optional[int] = None
 
         # collections
@@ -396,6 +401,7 @@ class BaseHook:
         """Start the next step of the current mode (closing the previous one if still open)."""
         if self._in_step:
             self._finish_step()
+        self._close_open_step()
         self._check_writer()
         if self._disabled:
             return
@@ -414,6 +420,10 @@ class BaseHook:
             pending, self._pending_user_tensors = self._pending_user_tensors, []
             for name, value in pending:
                 self._record(name, value)
+        if self._pending_scalars:
+            pending, self._pending_scalars = self._pending_scalars, []
+            for args in pending:
+                self._write_scalar(*args)
 
     @_guarded()
     def end_step(self) -> None:
@@ -425,12 +435,18 @@ class BaseHook:
     def _finish_step(self) -> None:
         self._in_step = False
         if self._wrote_this_step and self._writer is not None:
-            self._writer.close_step(self.step)
+            self._open_step = self.step
             self.last_saved_step = self.step
-            if self._exported_collections < 2:
-                self._export_collections()
         self._due = set()
         self._notify("smdebug_step_end", hook=self, step=self.step, mode=self.mode, mode_step=self.mode_steps[self.mode])
+
+    def _close_open_step(self) -> None:
+        if self._open_step is not None and self._writer is not None:
+            self._writer.close_step(self._open_step)
+            self._last_closed_step = self._open_step
+            if self._exported_collections < 2:
+                self._export_collections()
+        self._open_step = None
 
     @property
     def is_writing(self) -> bool:
@@ -463,6 +479,12 @@ class BaseHook:
 
     def _start_writing(self) -> None:
         self._storage = get_storage(self.out_dir)
+        if self._storage.exists(END_OF_JOB_FILE):
+            logger.warning("smdebug: %s was marked as a finished run by another process; this hook will not "
+                           "write to it.", self.out_dir)
+            self._is_writer = False
+            self._due = set()
+            return
         if not is_s3_path(self.out_dir) and self.num_workers == 1:
             # Several processes sharing out_dir that each believe they are the only worker would
             # overwrite each other's files: the first to claim the directory writes, others don't.
@@ -609,15 +631,18 @@ class BaseHook:
                 return
         tname = SCALAR_PREFIX + name
         self.collection_manager.get(CollectionKeys.SCALARS)._tensor_names.add(tname)
-        step = max(self.step, 0)
-        self._writer.submit(
-            self._write_scalar_on_writer_thread, step, self.mode, max(self.mode_steps[self.mode], 0), tname,
-            np.array(arr, copy=True), timestamp,
-        )
+        self._write_scalar(tname, np.array(arr, copy=True), timestamp)
+
+    def _write_scalar(self, tname, arr, timestamp):
+        if not self._in_step and self._open_step is None:
+            # Between steps, after the last step's files were completed: keep it for the next step
+            # rather than rewrite a finished step.
+            self._pending_scalars.append((tname, arr, timestamp))
+            return
+        self._writer.submit(self._write_scalar_on_writer_thread, max(self.step, 0), self.mode,
+                            max(self.mode_steps[self.mode], 0), tname, arr, timestamp)
         if self._in_step:
             self._wrote_this_step = True
-        else:
-            self._writer.close_step(step)
 
     def _write_scalar_on_writer_thread(self, step, mode, mode_step, name, arr, timestamp):
         self._writer.step_writer(step, mode, mode_step).write_tensor(name, arr, mode, mode_step, timestamp)
@@ -651,6 +676,7 @@ class BaseHook:
         """Wait until everything recorded so far is on storage."""
         if self._writer is None:
             return True
+        self._close_open_step()
         ok = self._writer.flush(timeout)
         self._check_writer()
         return ok
@@ -664,6 +690,17 @@ class BaseHook:
             if not self._disabled:
                 if self._in_step:
                     self._finish_step()
+                if self._pending_scalars and self._writer is not None:
+                    # Values logged after the last step: they get a step of their own.
+                    self.step += 1
+                    self.mode_steps[self.mode] += 1
+                    self.mode_steps[ModeKeys.GLOBAL] = self.step
+                    self._in_step = True
+                    pending, self._pending_scalars = self._pending_scalars, []
+                    for args in pending:
+                        self._write_scalar(*args)
+                    self._finish_step()
+                self._close_open_step()
                 if self._writer is not None:
                     self._export_collections()
                     ok = self._writer.close()

@@ -94,6 +94,16 @@ def encode_record(payload: bytes, compat_footer: bool = True) -> bytes:
     return b"".join((header, _pack_u32(masked_crc(header)), payload, _pack_u32(footer)))
 
 
+def _is_original_payload(payload: bytes) -> bool:
+    """A payload written by smdebug 1.0.x, whose constant footer says nothing about its bytes.
+
+    Ours always end with the 5-byte steering field (tag byte 0x7D), so a payload with the constant
+    footer and our tag whose CRC does not match is corrupted. The original's tensor events end with
+    the "mode" plugin data (``...de\x12\x01<digit>``), so their byte at -5 is never 0x7D.
+    """
+    return len(payload) < 5 or payload[-5] != _FORGE_TAG[0]
+
+
 def decode_record(buf, offset: int = 0, path=None, verify: bool = True):
     """Decode the record starting at ``offset`` of ``buf``; returns ``(payload, next_offset)``.
 
@@ -116,7 +126,7 @@ def decode_record(buf, offset: int = 0, path=None, verify: bool = True):
     payload = bytes(buf[start:stop])
     if verify:
         (footer,) = _unpack_u32(buf, stop)
-        if footer != MAGIC_FOOTER and footer != masked_crc(payload):
+        if footer != masked_crc(payload) and not (footer == MAGIC_FOOTER and _is_original_payload(payload)):
             raise EventFileCorrupted(f"Record data checksum mismatch at byte {offset}", path)
     return payload, stop + FOOTER_SIZE
 

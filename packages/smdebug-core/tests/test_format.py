@@ -1,0 +1,168 @@
+"""Byte-level format: record framing, CRCs, tensor encoding of every dtype, index files."""
+
+import json
+import struct
+
+import numpy as np
+import pytest
+from crc32c import crc32c
+
+from smdebug.core.modes import ModeKeys
+from smdebug.core.tfevent.index_file import build_index, parse_index_file
+from smdebug.core.tfevent.records import (
+    MAGIC_FOOTER,
+    decode_record,
+    encode_record,
+    iter_records,
+    masked_crc,
+)
+from smdebug.core.tfevent.tensor_codec import (
+    decode_tensor_event,
+    encode_tensor_event,
+    make_numpy_array,
+    numpy_to_tensor_proto,
+    tensor_proto_to_numpy,
+)
+from smdebug.exceptions import EventFileCorrupted, IndexReaderException, SMDebugTypeError
+
+
+def test_crc32c_check_value_and_length_vector():
+    assert crc32c(b"123456789") == 0xE3069283
+    header = struct.pack("<Q", 97)
+    assert masked_crc(header) == 0x64908F00
+    assert MAGIC_FOOTER == 0x062DC0B3
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 97, 4096, 100_000])
+def test_records_have_magic_footer_that_is_also_the_true_crc(n):
+    payload = bytes(range(256)) * (n // 256) + bytes(n % 256)
+    rec = encode_record(payload)
+    (footer,) = struct.unpack("<I", rec[-4:])
+    assert footer == MAGIC_FOOTER
+    decoded, end = decode_record(rec)
+    assert end == len(rec)
+    assert decoded.startswith(payload)
+    assert masked_crc(decoded) == footer  # TensorBoard's check
+
+
+def test_plain_records_use_real_crc():
+    rec = encode_record(b"hello", compat_footer=False)
+    assert struct.unpack("<I", rec[-4:])[0] == masked_crc(b"hello")
+    assert decode_record(rec)[0] == b"hello"
+
+
+def test_reader_accepts_original_constant_footer():
+    # smdebug 1.0.x writes the constant without steering bytes: the payload CRC does not match it.
+    payload = b"written by the original"
+    header = struct.pack("<Q", len(payload))
+    rec = header + struct.pack("<I", masked_crc(header)) + payload + struct.pack("<I", MAGIC_FOOTER)
+    assert decode_record(rec)[0] == payload
+
+
+def test_corruptions_are_detected():
+    rec = encode_record(encode_tensor_event("w", np.arange(6, dtype=np.float32), 3, ModeKeys.TRAIN, 1))
+    flipped = bytearray(rec)
+    flipped[30] ^= 0x01
+    with pytest.raises(EventFileCorrupted, match="checksum"):
+        decode_record(bytes(flipped), path="f.tfevents")
+    bad_len = bytearray(rec)
+    bad_len[0] ^= 0x01
+    with pytest.raises(EventFileCorrupted, match="length checksum"):
+        decode_record(bytes(bad_len))
+    with pytest.raises(EventFileCorrupted, match="Truncated"):
+        decode_record(rec[:-3], path="f.tfevents")
+    with pytest.raises(EventFileCorrupted, match="Truncated record header"):
+        decode_record(rec[:5])
+    with pytest.raises(EventFileCorrupted) as info:
+        list(iter_records(rec + rec[:20], path="x.tfevents"))
+    assert info.value.path == "x.tfevents"
+
+
+DTYPES = [np.float16, np.float32, np.float64, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
+          np.uint32, np.uint64, np.complex64, np.complex128, np.bool_]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("shape", [(), (1,), (2, 3), (0,), (3, 0, 2), (2, 1, 2, 2)])
+def test_tensor_roundtrip_every_dtype_and_shape(dtype, shape):
+    rng = np.random.default_rng(1)
+    arr = (rng.normal(size=shape) * 100).astype(dtype)
+    payload = encode_tensor_event("layer/w:0", arr, 12, ModeKeys.EVAL, 4, wall_time=1.5)
+    (tag, value, step, mode, mode_step), = list(decode_tensor_event(payload))
+    assert (tag, step, mode, mode_step) == ("layer/w:0", 12, ModeKeys.EVAL, 4)
+    assert value.dtype == np.dtype(dtype)
+    assert value.shape == shape
+    np.testing.assert_array_equal(value, arr)
+
+
+def test_big_endian_and_non_contiguous_arrays():
+    arr = np.arange(12, dtype=">f4").reshape(3, 4)[:, ::2]
+    value = tensor_proto_to_numpy(numpy_to_tensor_proto(arr, "t"))
+    np.testing.assert_array_equal(value, arr)
+    assert value.dtype == np.float32
+
+
+def test_strings():
+    arr = np.array(["a", "héllo", ""])
+    value = tensor_proto_to_numpy(numpy_to_tensor_proto(arr, "s"))
+    assert value.tolist() == ["a", "héllo", ""]
+    value2 = tensor_proto_to_numpy(numpy_to_tensor_proto(np.array([["x", "y"], ["z", "w"]]), "s"))
+    assert value2.shape == (2, 2)
+
+
+def test_make_numpy_array_conventions():
+    assert make_numpy_array(np.float64(2.5)).shape == (1,)
+    assert make_numpy_array(3).shape == (1,)
+    assert make_numpy_array(np.array(3.0)).shape == ()
+    assert make_numpy_array([1, 2]).shape == (2,)
+    with pytest.raises(SMDebugTypeError):
+        make_numpy_array({"a": 1})
+    with pytest.raises(SMDebugTypeError):
+        make_numpy_array(object())
+    with pytest.raises(SMDebugTypeError, match="unsupported dtype"):
+        numpy_to_tensor_proto(np.array(["2020-01-01"], dtype="datetime64[D]"), "d")
+
+
+def test_worked_example_event_length():
+    # float32 2x3 tensor "w", TRAIN, mode_step 1, global step 3: a 97-byte Event in the original;
+    # ours adds the 5 checksum-steering bytes.
+    payload = encode_tensor_event("w", np.zeros((2, 3), np.float32), 3, ModeKeys.TRAIN, 1, wall_time=1.0)
+    assert len(payload) == 97
+    rec = encode_record(payload)
+    assert len(rec) == 113 + 5
+
+
+def test_index_roundtrip_and_lazy_meta():
+    raw = build_index(ModeKeys.TRAIN, 1, "events/000000000003/000000000003_worker_0.tfevents",
+                      [{"tensorname": "w", "start_idx": 0, "length": 113},
+                       {"tensorname": "smdebug/reductions/abs_l2/w", "start_idx": 113, "length": 90}],
+                      [{"tensorname": "w", "originalname": "w", "shape": [2, 3]}])
+    doc = json.loads(raw)
+    assert list(doc) == ["meta", "tensor_payload", "shape_payload"]
+    f = parse_index_file("idx.json", 3, "worker_0", raw)
+    assert (f.mode, f.mode_step, f.parsed) == (ModeKeys.TRAIN, 1, False)
+    assert f.entries["w"].location == (0, 113)
+    assert f.entries["w"].shape == (2, 3)  # merged, not replaced (original quirk)
+    assert f.reductions["w"][("l2", True)].location == (113, 90)
+    assert set(f.tensor_names()) == {"w"}
+
+
+@pytest.mark.parametrize(
+    "raw, match",
+    [
+        (b"", "Empty/Corrupt"),
+        (b"{not json", "Empty/Corrupt"),
+        (b"[]", "JSON object"),
+        (b'{"meta": {}}', "no meta"),
+        (b'{"meta": {"mode": "TRAINING", "mode_step": 1}, "tensor_payload": []}', "invalid meta"),
+        (b'{"meta": {"mode": "TRAIN", "mode_step": 1}}', "neither"),
+        (b'{"meta": {"mode": "TRAIN", "mode_step": 1}, "tensor_payload": [{"tensorname": "w"}]}', "malformed"),
+        (b'{"meta": {"mode": "TRAIN", "mode_step": 1}, "tensor_payload": [{"tensorname": "w", "start_idx": -1, "length": 3}]}', "malformed"),
+    ],
+)
+def test_corrupt_index_files_raise_specific_error(raw, match):
+    with pytest.raises(IndexReaderException, match=match) as info:
+        f = parse_index_file("index/000000000/000000000007_worker_0.json", 7, "worker_0", raw)
+        f.entries
+    assert info.value.path == "index/000000000/000000000007_worker_0.json"
+    assert info.value.step == 7
