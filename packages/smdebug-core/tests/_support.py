@@ -71,3 +71,38 @@ def train_logistic_regression(hook, steps=10, seed=0, mode=None, lr=0.5, on_step
             on_step(step)
         hook.end_step()
     return history
+
+
+def write_run(root, steps, workers=("worker_0",), num_workers=None, mode_of=None, tensors=None, end=True,
+              skip=None):
+    """Write a run with the real writers, step by step, for reader scenarios.
+
+    ``mode_of(step) -> (mode, mode_step)``; ``tensors(step, worker) -> {name: array}``;
+    ``skip(step, worker) -> bool`` leaves a step out for a worker.
+    """
+    from smdebug.core.collection import Collection
+    from smdebug.core.collection_manager import CollectionManager
+    from smdebug.core.locations import END_OF_JOB_FILE, collections_file_name
+    from smdebug.core.modes import ModeKeys
+    from smdebug.core.storage.local import LocalStorage
+    from smdebug.core.tfevent.step_writer import StepWriter
+
+    storage = LocalStorage(str(root))
+    cm = CollectionManager()
+    cm.add(Collection("weights", include_regex=["^w"]))
+    cm.set_num_workers(num_workers or len(workers))
+    for w in workers:
+        storage.write_atomic(collections_file_name(w), cm.dumps().encode())
+    for step in steps:
+        mode, mode_step = mode_of(step) if mode_of else (ModeKeys.GLOBAL, step)
+        for w in workers:
+            if skip and skip(step, w):
+                continue
+            sw = StepWriter(storage, step, w, mode, mode_step)
+            values = tensors(step, w) if tensors else {"w": np.full(3, step, np.float32)}
+            for name, arr in values.items():
+                sw.write_tensor(name, arr, mode, mode_step)
+            sw.close()
+    if end:
+        storage.write_atomic(END_OF_JOB_FILE, b"")
+    return storage
