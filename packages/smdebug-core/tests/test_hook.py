@@ -339,3 +339,48 @@ def test_json_config_creates_configured_hook(tmp_path, monkeypatch):
     (tmp_path / "bad.json").write_text("{oops")
     with pytest.raises(InvalidConfigurationError, match="not valid JSON"):
         NumpyHook.create_from_json_file(str(tmp_path / "bad.json"))
+
+
+def test_get_hook_singleton_and_use_smdebug(tmp_path, monkeypatch):
+    from smdebug.core import singleton
+
+    singleton.del_hook()
+    assert singleton.get_hook(NumpyHook) is None
+    cfg = tmp_path / "hook.json"
+    cfg.write_text('{"LocalPath": "%s"}' % (tmp_path / "zcc"))
+    monkeypatch.setenv("SMDEBUG_CONFIG_FILE_PATH", str(cfg))
+    hook = singleton.get_hook(NumpyHook, create_if_not_exists=True)
+    assert isinstance(hook, NumpyHook) and singleton.get_hook(NumpyHook) is hook
+    monkeypatch.setenv("USE_SMDEBUG", "0")
+    assert singleton.get_hook(NumpyHook) is None
+    monkeypatch.delenv("USE_SMDEBUG")
+    monkeypatch.setenv("SMDEBUG_CONFIG_FILE_PATH", str(tmp_path / "absent.json"))
+    singleton.del_hook()
+    assert singleton.get_hook(NumpyHook, create_if_not_exists=True) is None
+    hook.close()
+
+
+def test_step_numbering_resumes_after_restart_from_checkpoint(tmp_path, monkeypatch):
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    cfg = tmp_path / "checkpointconfig.json"
+    cfg.write_text('{"LocalPath": "%s"}' % ckpt)
+    monkeypatch.setenv("CHECKPOINT_CONFIG_FILE_PATH", str(cfg))
+    out = str(tmp_path / "run")
+
+    def checkpoint(step):
+        if step == 4:
+            (ckpt / "model.ckpt").write_bytes(b"x" * 10)
+
+    hook = NumpyHook(out_dir=out, save_config=SaveConfig(save_interval=1))
+    train_logistic_regression(hook, steps=7, mode=modes.TRAIN, on_step=checkpoint)
+    hook._closed = True  # simulate a crash: no close, no end marker
+    hook._writer.close()
+    # restart: training resumes from the checkpoint taken at step 4
+    hook2 = NumpyHook(out_dir=out, save_config=SaveConfig(save_interval=1))
+    assert hook2.training_run == 1 and hook2.step == 4
+    train_logistic_regression(hook2, steps=2, mode=modes.TRAIN)
+    hook2.close()
+    trial = create_trial(out)
+    assert trial.steps() == list(range(7))  # steps 5, 6 were redone, nothing before was overwritten
+    assert trial.steps(modes.TRAIN) == list(range(7))

@@ -38,6 +38,7 @@ from smdebug.core.modes import ModeKeys
 from smdebug.core.reduction_config import ReductionConfig
 from smdebug.core.reductions import compute_reduction, reduction_tensor_name
 from smdebug.core.save_config import SaveConfig, SaveConfigMode
+from smdebug.core.state_store import StateStore
 from smdebug.core.storage.base import Storage, get_storage, is_s3_path
 from smdebug.core.tfevent.tensor_codec import make_numpy_array
 from smdebug.core.writer import BackgroundWriter
@@ -145,6 +146,18 @@ class BaseHook:
         self._last_closed_step = -1
         self._pending_scalars: List[tuple] = []
         self.last_saved_step: Optional[int] = None
+
+        # resume numbering after a restart from a checkpoint (spot training)
+        self._state_store = StateStore()
+        self.training_run = 0
+        latest = self._state_store.latest() if self._state_store.active else None
+        if latest is not None:
+            self.training_run = int(latest.get("training-run", 0)) + 1
+            self.step = int(latest.get("latest-global-step-seen", self.init_step))
+            for name, value in (latest.get("latest-mode-step") or {}).items():
+                if name in ModeKeys.__members__ and value is not None:
+                    self.mode_steps[ModeKeys[name]] = int(value)
+            logger.info("smdebug: resuming from checkpoint state at global step %d", self.step)
 
         # collections
         self.collection_manager = CollectionManager()
@@ -410,6 +423,11 @@ class BaseHook:
         self.mode_steps[ModeKeys.GLOBAL] = self.step
         self._in_step = True
         self._wrote_this_step = False
+        if self._state_store.active and self._state_store.checkpoint_updated():
+            # The user just checkpointed: the previous step is what a restart resumes after.
+            self._state_store.record(self.training_run, self.step - 1, self.last_saved_step,
+                                     {m: s - (1 if m in (self.mode, ModeKeys.GLOBAL) else 0)
+                                      for m, s in self.mode_steps.items()})
         if self.worker is None:
             self._init_worker()
         self._prepare_collections()
