@@ -100,12 +100,13 @@ def tensor_proto_to_numpy(tp: TensorProto) -> np.ndarray:
     if npdt is None:
         raise SMDebugTypeError(f"Unsupported tensor dtype number {tp.dtype}")
     count = int(np.prod(shape)) if shape else 1
-    if tp.tensor_content:
-        if len(tp.tensor_content) != count * npdt.itemsize:
+    content = tp.tensor_content  # each attribute access copies the bytes: read it once
+    if content:
+        if len(content) != count * npdt.itemsize:
             raise SMDebugValueError(
-                f"Tensor content has {len(tp.tensor_content)} bytes, shape {shape} of {npdt} needs {count * npdt.itemsize}"
+                f"Tensor content has {len(content)} bytes, shape {shape} of {npdt} needs {count * npdt.itemsize}"
             )
-        return np.frombuffer(tp.tensor_content, dtype=npdt).astype(npdt.newbyteorder("="), copy=False).reshape(shape)
+        return np.frombuffer(content, dtype=npdt).astype(npdt.newbyteorder("="), copy=False).reshape(shape)
     if count == 0:
         return np.zeros(shape, dtype=npdt)
     field = _FIELD_FOR_DT.get(dt)

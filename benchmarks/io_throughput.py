@@ -1,0 +1,184 @@
+"""Write and read throughput: ours vs the original smdebug 1.0.34, small and large tensors.
+
+Each case is measured in the same run for both libraries (the original in its own venv, driven as a
+subprocess) and, for large tensors, against the raw sequential write speed of the same disk
+(``numpy.tofile`` of the same bytes). Best of ``--repeat`` runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+
+import numpy as np
+
+from smdebug import SaveConfig, modes
+from smdebug.core.collection import Collection
+from smdebug.core.hook import BaseHook
+from smdebug.trials import create_trial
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class BenchHook(BaseHook):
+    framework_name = "bench"
+
+    def default_collections(self):
+        return [Collection("weights", include_regex=["weight|big"])]
+
+
+def _fresh(base, name):
+    path = os.path.join(base, name)
+    shutil.rmtree(path, ignore_errors=True)
+    return path
+
+
+def ours_write_small(out, steps, tensors, elems):
+    arr = np.arange(elems, dtype=np.float32)
+    names = [f"layer{i}/weight" for i in range(tensors)]
+    t0 = time.perf_counter()
+    hook = BenchHook(out_dir=out, save_config=SaveConfig(save_interval=1), include_collections=["weights"])
+    hook.set_mode(modes.TRAIN)
+    for _ in range(steps):
+        hook.begin_step()
+        for n in names:
+            hook.record(n, arr)
+        hook.end_step()
+    hook.close()
+    return {"seconds": time.perf_counter() - t0, "tensors": steps * tensors}
+
+
+def ours_write_large(out, nbytes, repeat):
+    arr = np.ones(nbytes // 4, dtype=np.float32)
+    t0 = time.perf_counter()
+    hook = BenchHook(out_dir=out, save_config=SaveConfig(save_interval=1), include_collections=["weights"])
+    for _ in range(repeat):
+        hook.begin_step()
+        hook.record("big", arr)
+        hook.end_step()
+    hook.close()
+    return {"seconds": time.perf_counter() - t0, "bytes": nbytes * repeat}
+
+
+def raw_write_large(out, nbytes, repeat):
+    os.makedirs(out, exist_ok=True)
+    arr = np.ones(nbytes // 4, dtype=np.float32)
+    t0 = time.perf_counter()
+    for i in range(repeat):
+        arr.tofile(os.path.join(out, f"{i}.bin"))
+    return {"seconds": time.perf_counter() - t0, "bytes": nbytes * repeat}
+
+
+def ours_read(run):
+    t0 = time.perf_counter()
+    trial = create_trial(run)
+    steps = trial.steps()
+    t_open = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    n = nbytes = 0
+    for name in trial.tensor_names():
+        for v in trial.tensor(name).values().values():
+            n += 1
+            nbytes += v.nbytes
+    return {"open_seconds": t_open, "fetch_seconds": time.perf_counter() - t1, "values": n, "bytes": nbytes,
+            "steps": len(steps)}
+
+
+def original(python, *args):
+    env = {**os.environ, "SMDEBUG_TRAINING_END_DELAY_REFRESH": "0", "PYTHONPATH": ""}
+    res = subprocess.run([python, os.path.join(HERE, "io_original.py"), *map(str, args)], capture_output=True,
+                         text=True, env=env, check=False)
+    if res.returncode != 0:
+        raise RuntimeError(f"original smdebug failed: {res.stderr[-2000:]}")
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def best(fn, repeat, key="seconds"):
+    results = [fn() for _ in range(repeat)]
+    return min(results, key=lambda r: r[key])
+
+
+def run(original_python, base, repeat=3, quick=False):
+    os.environ["SMDEBUG_TRAINING_END_DELAY_REFRESH"] = "0"
+    rows = []
+    steps, tensors, elems = (50, 100, 16) if quick else (200, 100, 16)
+
+    def small(which):
+        out = _fresh(base, f"small_{which}")
+        return (ours_write_small(out, steps, tensors, elems) if which == "ours"
+                else original(original_python, "write_small", out, steps, tensors, elems))
+
+    o = best(lambda: small("ours"), repeat)
+    g = best(lambda: small("orig"), repeat)
+    rows.append(("write small tensors (64 B), tensors/s", None, o["tensors"] / o["seconds"],
+                 g["tensors"] / g["seconds"]))
+
+    sizes = [1 << 10, 64 << 10, 1 << 20, 16 << 20, 64 << 20]
+    if quick:
+        sizes = [1 << 10, 1 << 20, 16 << 20]
+    for nbytes in sizes:
+        rep = max(2, min(200, (256 << 20) // nbytes // (4 if quick else 1)))
+
+        def large(which, nbytes=nbytes, rep=rep):
+            out = _fresh(base, f"large_{which}")
+            if which == "ours":
+                return ours_write_large(out, nbytes, rep)
+            if which == "raw":
+                return raw_write_large(out, nbytes, rep)
+            return original(original_python, "write_large", out, nbytes, rep)
+
+        r = best(lambda: large("raw"), repeat)
+        o = best(lambda: large("ours"), repeat)
+        g = best(lambda: large("orig"), repeat)
+        mb = lambda x: x["bytes"] / x["seconds"] / 1e6  # noqa: E731
+        rows.append((f"write {_human(nbytes)} tensors, MB/s", mb(r), mb(o), mb(g)))
+
+    # reads: the same run (written by ours, which both can read)
+    small_run = _fresh(base, "read_small")
+    ours_write_small(small_run, steps, tensors, elems)
+    o = best(lambda: ours_read(small_run), repeat, "fetch_seconds")
+    g = best(lambda: original(original_python, "read", small_run), repeat, "fetch_seconds")
+    rows.append((f"open trial ({steps} steps x {tensors} tensors), s", None, o["open_seconds"], g["open_seconds"]))
+    rows.append(("read small tensors, values/s", None, o["values"] / o["fetch_seconds"],
+                 g["values"] / g["fetch_seconds"]))
+    large_run = _fresh(base, "read_large")
+    ours_write_large(large_run, 16 << 20, 8)
+    o = best(lambda: ours_read(large_run), repeat, "fetch_seconds")
+    g = best(lambda: original(original_python, "read", large_run), repeat, "fetch_seconds")
+    rows.append(("read 16 MiB tensors, MB/s", None, o["bytes"] / o["fetch_seconds"] / 1e6,
+                 g["bytes"] / g["fetch_seconds"] / 1e6))
+    return rows
+
+
+def _human(n):
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024:
+            return f"{n:g} {unit}"
+        n /= 1024
+    return f"{n:g} TiB"
+
+
+def format_table(rows):
+    lines = ["| case | raw disk | ours | original 1.0.34 | ours / original |", "|---|---:|---:|---:|---:|"]
+    for case, raw, ours, orig in rows:
+        lower_is_better = case.endswith(", s")
+        ratio = (orig / ours) if lower_is_better else (ours / orig)
+        raw_s = f"{raw:,.1f}" if raw is not None else "-"
+        pct = f" ({ours / raw * 100:.0f}% of raw)" if raw else ""
+        lines.append(f"| {case} | {raw_s} | {ours:,.3f}{pct} | {orig:,.3f} | {ratio:.2f}x |")
+    return "\n".join(lines)
+
+
+def main(quick=False, repeat=3):
+    from original_env import original_python
+
+    python = original_python()
+    base = tempfile.mkdtemp(prefix="smdebug-bench-")
+    try:
+        return run(python, base, repeat=repeat, quick=quick)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
