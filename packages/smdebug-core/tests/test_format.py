@@ -18,6 +18,7 @@ from smdebug.core.tfevent.records import (
 )
 from smdebug.core.tfevent.tensor_codec import (
     decode_tensor_event,
+    encode_tensor_event_parts,
     encode_tensor_event,
     make_numpy_array,
     numpy_to_tensor_proto,
@@ -40,6 +41,7 @@ def test_records_have_magic_footer_that_is_also_the_true_crc(n):
     (footer,) = struct.unpack("<I", rec[-4:])
     assert footer == MAGIC_FOOTER
     decoded, end = decode_record(rec)
+    decoded = bytes(decoded)
     assert end == len(rec)
     assert decoded.startswith(payload)
     assert masked_crc(decoded) == footer  # TensorBoard's check
@@ -48,7 +50,7 @@ def test_records_have_magic_footer_that_is_also_the_true_crc(n):
 def test_plain_records_use_real_crc():
     rec = encode_record(b"hello", compat_footer=False)
     assert struct.unpack("<I", rec[-4:])[0] == masked_crc(b"hello")
-    assert decode_record(rec)[0] == b"hello"
+    assert bytes(decode_record(rec)[0]) == b"hello"
 
 
 def test_reader_accepts_original_constant_footer():
@@ -56,7 +58,7 @@ def test_reader_accepts_original_constant_footer():
     payload = b"written by the original"
     header = struct.pack("<Q", len(payload))
     rec = header + struct.pack("<I", masked_crc(header)) + payload + struct.pack("<I", MAGIC_FOOTER)
-    assert decode_record(rec)[0] == payload
+    assert bytes(decode_record(rec)[0]) == payload
 
 
 def test_corruptions_are_detected():
@@ -166,3 +168,22 @@ def test_corrupt_index_files_raise_specific_error(raw, match):
         f.entries
     assert info.value.path == "index/000000000/000000000007_worker_0.json"
     assert info.value.step == 7
+
+
+@pytest.mark.parametrize("dtype", DTYPES + [np.str_], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("shape", [(), (1,), (3, 5), (0, 2)])
+def test_zero_copy_encoding_is_the_same_event(dtype, shape):
+    from smdebug.core.tfevent.proto.event_pb2 import Event
+    from smdebug.core.tfevent.records import encode_record_parts
+
+    arr = (np.arange(int(np.prod(shape))) % 7).reshape(shape).astype(dtype)
+    canonical = encode_tensor_event("a/b", arr, 9, ModeKeys.PREDICT, 2, wall_time=3.0)
+    head, body = encode_tensor_event_parts("a/b", arr, 9, ModeKeys.PREDICT, 2, wall_time=3.0)
+    assert Event.FromString(bytes(head) + bytes(body)) == Event.FromString(canonical)
+    record = b"".join(bytes(p) for p in encode_record_parts(bytes(head), body))
+    payload, end = decode_record(record)
+    assert end == len(record) and masked_crc(payload) == MAGIC_FOOTER
+    (tag, value, step, mode, mode_step), = list(decode_tensor_event(payload))
+    assert (tag, step, mode, mode_step) == ("a/b", 9, ModeKeys.PREDICT, 2)
+    np.testing.assert_array_equal(value, arr)
+    assert value.shape == shape

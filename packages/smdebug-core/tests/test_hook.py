@@ -286,12 +286,17 @@ def test_no_end_marker_on_sagemaker(tmp_path, monkeypatch):
 
 def test_two_processes_sharing_out_dir_only_one_writes(tmp_path):
     out = tmp_path / "shared"
+    barrier = tmp_path / "barrier"
+    barrier.mkdir()
     code = f"""
-        import sys, time
+        import os, time
         from _support import NumpyHook, train_logistic_regression
         from smdebug import SaveConfig
         hook = NumpyHook(out_dir={str(out)!r}, save_config=SaveConfig(save_interval=1))
-        train_logistic_regression(hook, steps=3, on_step=lambda s: time.sleep(1.0))
+        open(os.path.join({str(barrier)!r}, str(os.getpid())), "w").close()
+        while len(os.listdir({str(barrier)!r})) < 2:  # both processes train at the same time
+            time.sleep(0.01)
+        train_logistic_regression(hook, steps=3, on_step=lambda s: time.sleep(0.5))
         hook.close()
         """
     procs = [subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)],

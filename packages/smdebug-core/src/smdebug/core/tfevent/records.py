@@ -94,6 +94,16 @@ def encode_record(payload: bytes, compat_footer: bool = True) -> bytes:
     return b"".join((header, _pack_u32(masked_crc(header)), payload, _pack_u32(footer)))
 
 
+def encode_record_parts(head: bytes, body) -> tuple:
+    """Like ``encode_record(head + body)`` (compat footer) without joining the parts: returns the
+    pieces to write in order, so a large ``body`` (a memoryview of an array) is never copied."""
+    crc = crc32c(body, crc32c(head)) if len(body) else crc32c(head)
+    crc = crc32c(_FORGE_TAG, crc)
+    suffix = _FORGE_TAG + _forge_suffix(crc, MAGIC_CRC)
+    header = _pack_header(len(head) + len(body) + len(suffix))
+    return (header + _pack_u32(masked_crc(header)) + head, body, suffix + _pack_u32(MAGIC_FOOTER))
+
+
 def _is_original_payload(payload: bytes) -> bool:
     """A payload written by smdebug 1.0.x, whose constant footer says nothing about its bytes.
 
@@ -101,11 +111,13 @@ def _is_original_payload(payload: bytes) -> bool:
     footer and our tag whose CRC does not match is corrupted. The original's tensor events end with
     the "mode" plugin data (``...de\x12\x01<digit>``), so their byte at -5 is never 0x7D.
     """
-    return len(payload) < 5 or payload[-5] != _FORGE_TAG[0]
+    return len(payload) < 5 or payload[len(payload) - 5] != _FORGE_TAG[0]
 
 
 def decode_record(buf, offset: int = 0, path=None, verify: bool = True):
     """Decode the record starting at ``offset`` of ``buf``; returns ``(payload, next_offset)``.
+
+    ``payload`` is a memoryview into ``buf`` (``bytes(payload)`` for a copy).
 
     Accepts a true payload CRC, or the original's constant footer (files written by smdebug 1.0.x,
     whose payloads cannot be verified). Raises :class:`EventFileCorrupted` naming the file and offset.
@@ -123,7 +135,8 @@ def decode_record(buf, offset: int = 0, path=None, verify: bool = True):
             f"Truncated record at byte {offset}: needs {length + RECORD_OVERHEAD} bytes, file has {end - offset}",
             path,
         )
-    payload = bytes(buf[start:stop])
+    # A view, not a copy: for a large tensor the payload is most of the bytes we read.
+    payload = memoryview(buf)[start:stop]
     if verify:
         (footer,) = _unpack_u32(buf, stop)
         if footer != masked_crc(payload) and not (footer == MAGIC_FOOTER and _is_original_payload(payload)):

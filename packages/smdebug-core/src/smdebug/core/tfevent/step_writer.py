@@ -14,8 +14,8 @@ from smdebug.core.locations import event_file_name, index_file_name
 from smdebug.core.modes import ModeKeys
 from smdebug.core.storage.base import Storage, StorageWriter
 from smdebug.core.tfevent.index_file import build_index
-from smdebug.core.tfevent.records import encode_record
-from smdebug.core.tfevent.tensor_codec import encode_tensor_event
+from smdebug.core.tfevent.records import encode_record_parts
+from smdebug.core.tfevent.tensor_codec import encode_tensor_event_parts
 
 
 class StepWriter:
@@ -32,12 +32,14 @@ class StepWriter:
         self._shapes: List[dict] = []
 
     def write_tensor(self, name: str, value: np.ndarray, mode: ModeKeys, mode_step: int, wall_time=None) -> None:
-        record = encode_record(encode_tensor_event(name, value, self.step, mode, mode_step, wall_time))
+        head, body = encode_tensor_event_parts(name, value, self.step, mode, mode_step, wall_time)
         if self._events is None:
             self._events = self.storage.open_writer(self.event_key)
         start = self._events.tell()
-        self._events.write(record)
-        self._tensors.append({"tensorname": name, "start_idx": start, "length": len(record)})
+        for piece in encode_record_parts(head, body):
+            if len(piece):
+                self._events.write(piece)
+        self._tensors.append({"tensorname": name, "start_idx": start, "length": self._events.tell() - start})
 
     def write_shape(self, name: str, shape: Sequence[int], original_name: Optional[str] = None) -> None:
         self._shapes.append(

@@ -60,28 +60,37 @@ def make_numpy_array(value) -> np.ndarray:
     raise SMDebugTypeError(f"Cannot save a value of type {type(value).__name__} as a tensor")
 
 
-def numpy_to_tensor_proto(arr: np.ndarray, tag: str, out: Optional[TensorProto] = None) -> TensorProto:
-    tp = TensorProto() if out is None else out
+def _numeric_dtype(arr: np.ndarray, tag: str) -> int:
+    native = arr.dtype if arr.dtype.byteorder in ("=", "|") else arr.dtype.newbyteorder("=")
+    dt = _NP_TO_DT.get(native)
+    if dt is None:
+        raise SMDebugTypeError(f"Cannot save tensor {tag!r}: unsupported dtype {arr.dtype}")
+    return dt
+
+
+def _fill_shape(tp: TensorProto, shape, tag: str) -> None:
     dims = tp.tensor_shape.dim
-    for d in arr.shape:
+    for d in shape:
         dim = dims.add()
         dim.size = d
         dim.name = f"{tag}_{d}"
-    kind = arr.dtype.kind
-    if kind in "USO":
+
+
+def _little_endian(arr: np.ndarray) -> np.ndarray:
+    return arr.astype(arr.dtype.newbyteorder("<")) if arr.dtype.byteorder == ">" else arr
+
+
+def numpy_to_tensor_proto(arr: np.ndarray, tag: str, out: Optional[TensorProto] = None) -> TensorProto:
+    tp = TensorProto() if out is None else out
+    _fill_shape(tp, arr.shape, tag)
+    if arr.dtype.kind in "USO":
         tp.dtype = _DT_INVALID  # the original leaves strings as DT_INVALID + string_val; keep that
         tp.string_val.extend(
             (v if isinstance(v, bytes) else str(v).encode("utf-8")) for v in arr.reshape(-1).tolist()
         )
         return tp
-    native = arr.dtype if arr.dtype.byteorder in ("=", "|") else arr.dtype.newbyteorder("=")
-    dt = _NP_TO_DT.get(native)
-    if dt is None:
-        raise SMDebugTypeError(f"Cannot save tensor {tag!r}: unsupported dtype {arr.dtype}")
-    tp.dtype = dt
-    if arr.dtype.byteorder == ">":
-        arr = arr.astype(arr.dtype.newbyteorder("<"))
-    tp.tensor_content = np.ascontiguousarray(arr).tobytes()
+    tp.dtype = _numeric_dtype(arr, tag)
+    tp.tensor_content = np.ascontiguousarray(_little_endian(arr)).tobytes()
     return tp
 
 
@@ -93,7 +102,7 @@ def tensor_proto_to_numpy(tp: TensorProto) -> np.ndarray:
     if dt in (_DT_INVALID, _DT_STRING):
         values = [v.decode("utf-8", errors="replace") for v in tp.string_val]
         arr = np.array(values) if values else np.array([], dtype=str)
-        if shape and int(np.prod(shape)) == arr.size:
+        if int(np.prod(shape)) == arr.size:
             arr = arr.reshape(shape)
         return arr
     npdt = _DT_TO_NP.get(dt)
@@ -141,6 +150,70 @@ def encode_tensor_event(
     return ev.SerializeToString()
 
 
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _length_delimited(field_number: int, length: int) -> bytes:
+    """Key and length of a length-delimited protobuf field (wire type 2)."""
+    return _varint((field_number << 3) | 2) + _varint(length)
+
+
+# Field numbers from event.proto / summary.proto / tensor.proto.
+_EVENT_SUMMARY, _SUMMARY_VALUE, _VALUE_TENSOR, _TENSOR_CONTENT = 5, 1, 8, 4
+
+
+def encode_tensor_event_parts(
+    tag: str, arr: np.ndarray, step: int, mode: ModeKeys, mode_step: int, wall_time: Optional[float] = None
+):
+    """The same Event as :func:`encode_tensor_event`, as ``(head, body)`` with ``payload = head + body``.
+
+    ``body`` is the array's raw bytes as a memoryview, so a large tensor is written to disk without
+    being copied into a protobuf message and out again. protobuf serialises every part except the
+    enclosing length prefixes; the tensor bytes are placed as the last field of each enclosing message,
+    which any protobuf parser reads exactly like the canonical order. Strings use the plain path.
+    """
+    if arr.dtype.kind in "USO":
+        return encode_tensor_event(tag, arr, step, mode, mode_step, wall_time), b""
+    tensor = TensorProto()
+    tensor.dtype = _numeric_dtype(arr, tag)
+    _fill_shape(tensor, arr.shape, tag)
+    arr = np.ascontiguousarray(_little_endian(arr))
+    body = memoryview(arr.reshape(-1)).cast("B") if arr.size else memoryview(b"")
+    n = body.nbytes
+    tensor_head = tensor.SerializeToString() + _length_delimited(_TENSOR_CONTENT, n)
+    tensor_len = len(tensor_head) + n
+
+    value = Event().summary.value.add()
+    value.tag = tag
+    pd = value.metadata.plugin_data.add()
+    pd.plugin_name = MODE_STEP_PLUGIN_NAME
+    pd.content = str(mode_step)
+    pd = value.metadata.plugin_data.add()
+    pd.plugin_name = MODE_PLUGIN_NAME
+    pd.content = str(mode.value)
+    value_head = value.SerializeToString() + _length_delimited(_VALUE_TENSOR, tensor_len)
+    value_len = len(value_head) + tensor_len
+
+    summary_head = _length_delimited(_SUMMARY_VALUE, value_len)
+    summary_len = len(summary_head) + value_len
+    ev = Event()
+    ev.wall_time = time.time() if wall_time is None else wall_time
+    ev.step = step
+    head = b"".join(
+        (ev.SerializeToString(), _length_delimited(_EVENT_SUMMARY, summary_len), summary_head, value_head, tensor_head)
+    )
+    return head, body
 
 
 def decode_tensor_event(payload: bytes):

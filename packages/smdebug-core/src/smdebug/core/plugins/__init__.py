@@ -1,0 +1,85 @@
+"""smdebug's plugin system (pluggy project ``"smdebug"``).
+
+Plugin authors need::
+
+    from smdebug.core.plugins import hookimpl, FrameworkInfo, RuleInfo, WorkerInfo
+
+The hook specifications are in :mod:`smdebug.core.plugins.hookspecs`; discovery and the helpers the core
+uses (:func:`frameworks`, :func:`tensor_to_numpy`, :func:`detect_worker`...) in
+:mod:`smdebug.core.plugins.manager`.
+
+Names are loaded on first access so that ``import smdebug`` (which imports
+:mod:`smdebug.core.plugins.missing`) stays cheap and never imports pluggy or numpy.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from smdebug.core.plugins.info import FrameworkInfo, RuleInfo, WorkerInfo
+    from smdebug.core.plugins.manager import (
+        DISABLE_ENV,
+        ENTRY_POINT_GROUPS,
+        FRAMEWORKS_GROUP,
+        LOAD_ENV,
+        RULES_GROUP,
+        PluginStatus,
+        SmdebugPluginManager,
+        detect_worker,
+        framework_plugin,
+        frameworks,
+        get_plugin_manager,
+        load_plugins,
+        plugin_report,
+        plugins_loaded,
+        reset_for_tests,
+        rule_plugin,
+        rules,
+        tensor_to_numpy,
+    )
+    from smdebug.core.plugins.markers import hookimpl, hookspec
+    from smdebug.core.plugins.missing import install_missing_plugin_finder
+
+_EXPORTS = {
+    "hookimpl": "smdebug.core.plugins.markers",
+    "hookspec": "smdebug.core.plugins.markers",
+    "FrameworkInfo": "smdebug.core.plugins.info",
+    "RuleInfo": "smdebug.core.plugins.info",
+    "WorkerInfo": "smdebug.core.plugins.info",
+    "install_missing_plugin_finder": "smdebug.core.plugins.missing",
+    "DISABLE_ENV": "smdebug.core.plugins.manager",
+    "LOAD_ENV": "smdebug.core.plugins.manager",
+    "ENTRY_POINT_GROUPS": "smdebug.core.plugins.manager",
+    "FRAMEWORKS_GROUP": "smdebug.core.plugins.manager",
+    "RULES_GROUP": "smdebug.core.plugins.manager",
+    "PluginStatus": "smdebug.core.plugins.manager",
+    "SmdebugPluginManager": "smdebug.core.plugins.manager",
+    "detect_worker": "smdebug.core.plugins.manager",
+    "framework_plugin": "smdebug.core.plugins.manager",
+    "frameworks": "smdebug.core.plugins.manager",
+    "get_plugin_manager": "smdebug.core.plugins.manager",
+    "load_plugins": "smdebug.core.plugins.manager",
+    "plugin_report": "smdebug.core.plugins.manager",
+    "plugins_loaded": "smdebug.core.plugins.manager",
+    "reset_for_tests": "smdebug.core.plugins.manager",
+    "rule_plugin": "smdebug.core.plugins.manager",
+    "rules": "smdebug.core.plugins.manager",
+    "tensor_to_numpy": "smdebug.core.plugins.manager",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_EXPORTS))
