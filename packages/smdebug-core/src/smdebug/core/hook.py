@@ -596,6 +596,7 @@ class BaseHook:
         arr = np.array(arr, copy=True, order="C")
         self._writer.submit(
             self._write_on_writer_thread,
+            self._writer,
             self.step, self.mode, self.mode_steps[self.mode], tensor_name, arr, write_raw, ops, save_shape,
             nbytes=arr.nbytes,
         )
@@ -615,8 +616,8 @@ class BaseHook:
             save_shape = save_shape or rc.save_shape
         return write_raw, tuple(ops), save_shape
 
-    def _write_on_writer_thread(self, step, mode, mode_step, name, arr, write_raw, ops, save_shape):
-        w = self._writer.step_writer(step, mode, mode_step)
+    def _write_on_writer_thread(self, writer, step, mode, mode_step, name, arr, write_raw, ops, save_shape):
+        w = writer.step_writer(step, mode, mode_step)
         if save_shape:
             w.write_shape(name, arr.shape)
         for op, is_abs in ops:
@@ -657,13 +658,14 @@ class BaseHook:
             # rather than rewrite a finished step.
             self._pending_scalars.append((tname, arr, timestamp))
             return
-        self._writer.submit(self._write_scalar_on_writer_thread, max(self.step, 0), self.mode,
+        self._writer.submit(self._write_scalar_on_writer_thread, self._writer, max(self.step, 0), self.mode,
                             max(self.mode_steps[self.mode], 0), tname, arr, timestamp)
         if self._in_step:
             self._wrote_this_step = True
 
-    def _write_scalar_on_writer_thread(self, step, mode, mode_step, name, arr, timestamp):
-        self._writer.step_writer(step, mode, mode_step).write_tensor(name, arr, mode, mode_step, timestamp)
+    @staticmethod
+    def _write_scalar_on_writer_thread(writer, step, mode, mode_step, name, arr, timestamp):
+        writer.step_writer(step, mode, mode_step).write_tensor(name, arr, mode, mode_step, timestamp)
 
     @_guarded()
     def save_tensor(self, tensor_name: str, tensor_value, collections_to_write="default") -> None:
