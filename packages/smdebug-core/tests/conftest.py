@@ -1,0 +1,166 @@
+"""Shared fixtures of the smdebug-core tests.
+
+Plugin tests go through the real discovery code: :func:`fake_dist` writes installed-looking
+distributions (``*.dist-info`` with METADATA and entry_points.txt, plus their modules) into temporary
+directories put on ``sys.path``, exactly what ``importlib.metadata`` finds for a pip-installed package.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Dict, Iterable, Optional
+
+import pytest
+
+
+@pytest.fixture
+def fresh_plugins(monkeypatch):
+    """The plugin manager module, reset before and after the test; plugin env variables cleared."""
+    from smdebug.core.plugins import manager
+
+    monkeypatch.delenv("SMDEBUG_DISABLE_PLUGINS", raising=False)
+    monkeypatch.delenv("SMDEBUG_LOAD_PLUGINS", raising=False)
+    manager.reset_for_tests()
+    yield manager
+    manager.reset_for_tests()
+
+
+class _ListHandler(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.records = []
+
+    def emit(self, record):
+        self.records.append(record)
+
+
+class PluginLog:
+    """Log records of the plugin system, by level."""
+
+    def __init__(self, handler: _ListHandler):
+        self._handler = handler
+
+    def messages(self, level: Optional[int] = None):
+        return [r.getMessage() for r in self._handler.records if level is None or r.levelno == level]
+
+    @property
+    def warnings(self):
+        return self.messages(logging.WARNING)
+
+    @property
+    def debug(self):
+        return self.messages(logging.DEBUG)
+
+    def clear(self):
+        self._handler.records.clear()
+
+
+@pytest.fixture
+def plugin_log():
+    """Capture what the plugin system logs (the smdebug logger does not propagate to pytest's caplog)."""
+    logger = logging.getLogger("smdebug.plugins")
+    handler = _ListHandler()
+    saved = logger.level, logger.propagate
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    logger.propagate = False
+    yield PluginLog(handler)
+    logger.removeHandler(handler)
+    logger.setLevel(saved[0])
+    logger.propagate = saved[1]
+
+
+class FakeSite:
+    """Directories of fake installed distributions, put on ``sys.path``."""
+
+    def __init__(self, root: Path, monkeypatch):
+        self.root = root
+        self._monkeypatch = monkeypatch
+        self.dirs: Dict[str, Path] = {}
+
+    def site(self, name: str = "site") -> Path:
+        """A site directory; each new one goes to the *front* of sys.path (searched first)."""
+        if name not in self.dirs:
+            path = self.root / name
+            path.mkdir(parents=True)
+            self._monkeypatch.syspath_prepend(str(path))
+            self.dirs[name] = path
+        return self.dirs[name]
+
+    def make(
+        self,
+        dist: str,
+        entry_points: Dict[str, Dict[str, str]],
+        modules: Optional[Dict[str, str]] = None,
+        version: str = "1.0",
+        requires: Iterable[str] = (),
+        site: str = "site",
+    ) -> Path:
+        """Install ``dist`` with ``entry_points`` ({group: {name: target}}) and ``modules`` ({path: source})."""
+        where = self.site(site)
+        info = where / f"{dist.replace('-', '_')}-{version}.dist-info"
+        info.mkdir()
+        metadata = [f"Metadata-Version: 2.1", f"Name: {dist}", f"Version: {version}"]
+        metadata += [f"Requires-Dist: {r}" for r in requires]
+        (info / "METADATA").write_text("\n".join(metadata) + "\n")
+        lines = []
+        for group, eps in entry_points.items():
+            lines.append(f"[{group}]")
+            lines += [f"{name} = {target}" for name, target in eps.items()]
+            lines.append("")
+        (info / "entry_points.txt").write_text("\n".join(lines))
+        for rel, source in (modules or {}).items():
+            path = where / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(textwrap.dedent(source))
+        importlib.invalidate_caches()
+        return info
+
+    def pythonpath(self) -> str:
+        """For child processes: the site directories, in the order sys.path has them."""
+        ordered = sorted(self.dirs.values(), key=lambda p: sys.path.index(str(p)))
+        return os.pathsep.join([str(p) for p in ordered] + [os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+
+    def forget_modules(self) -> None:
+        roots = [str(p) for p in self.dirs.values()]
+        for name, module in list(sys.modules.items()):
+            file = getattr(module, "__file__", None) or ""
+            if any(file.startswith(root) for root in roots):
+                del sys.modules[name]
+
+
+@pytest.fixture
+def fake_dist(tmp_path, monkeypatch):
+    """Factory for fake installed distributions: ``fake_dist.make(dist, entry_points, modules, ...)``."""
+    site = FakeSite(tmp_path / "fake-sites", monkeypatch)
+    yield site
+    site.forget_modules()
+    importlib.invalidate_caches()
+
+
+def smdebug_command() -> list:
+    """The ``smdebug`` console script of this environment, or ``python -m smdebug.cli`` without one."""
+    exe = Path(sys.executable).parent / ("smdebug.exe" if os.name == "nt" else "smdebug")
+    if exe.exists():
+        return [str(exe)]
+    found = shutil.which("smdebug")
+    return [found] if found else [sys.executable, "-m", "smdebug.cli"]
+
+
+def run_smdebug(*args: str, env: Optional[Dict[str, str]] = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    return subprocess.run(smdebug_command() + list(args), capture_output=True, text=True, env=full_env, timeout=timeout)
+
+
+@pytest.fixture
+def smdebug_cli():
+    """Run the ``smdebug`` command: ``smdebug_cli("plugins", "--json", env={...})``."""
+    return run_smdebug
