@@ -1,0 +1,47 @@
+"""smdebug for PyTorch (the smdebug-torch plugin).
+
+Skeleton: ``Hook`` and the singleton helpers are added by a later issue. For now the package re-exports
+the framework-neutral API from smdebug-core, loaded on first access (PEP 562) so that
+``import smdebug.pytorch`` imports neither torch nor the core's heavier modules.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+from smdebug.pytorch._version import __version__
+
+if TYPE_CHECKING:
+    from smdebug.core.collection import Collection, CollectionKeys
+    from smdebug.core.modes import ModeKeys as modes
+    from smdebug.core.reduction_config import ReductionConfig
+    from smdebug.core.save_config import SaveConfig, SaveConfigMode
+    from smdebug.trials import create_trial
+
+#: public name -> "module:attribute" it is loaded from
+_LAZY = {
+    "SaveConfig": "smdebug.core.save_config:SaveConfig",
+    "SaveConfigMode": "smdebug.core.save_config:SaveConfigMode",
+    "ReductionConfig": "smdebug.core.reduction_config:ReductionConfig",
+    "Collection": "smdebug.core.collection:Collection",
+    "CollectionKeys": "smdebug.core.collection:CollectionKeys",
+    "modes": "smdebug.core.modes:ModeKeys",
+    "create_trial": "smdebug.trials:create_trial",
+}
+
+__all__ = ["__version__", *_LAZY]
+
+
+def __getattr__(name: str):
+    target = _LAZY.get(name)
+    if target is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module_name, _, attr = target.partition(":")
+    value = getattr(importlib.import_module(module_name), attr)
+    globals()[name] = value  # later look-ups skip __getattr__
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
