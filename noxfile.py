@@ -1,0 +1,215 @@
+"""Test sessions of the smdebug monorepo.
+
+    nox                  # every test session (core + one per plugin package)
+    nox -s core          # smdebug-core, the plugin/CLI tests and the cross-package integration tests
+    nox -s torch         # one plugin package: torch, tf, mxnet, xgboost, rules
+    nox -s demo          # python examples/demo.py
+    nox -s bench         # python benchmarks/run.py
+    nox -s core -- -k plugins -x     # extra pytest arguments go after --
+
+Every session builds its virtualenv with uv and installs the monorepo's packages *editable*, all in
+one resolver call, so a plugin's ``smdebug-core>=0.1,<1`` is satisfied by the checkout, never by PyPI;
+a guard fails the session if a non-editable smdebug-* distribution slipped in anyway. uv is pointed at
+pip's find-links folder (``pip config get global.find-links``, else /opt/wheels) so that torch resolves
+to the local CPU wheel instead of a multi-gigabyte CUDA download.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from typing import List, Sequence
+
+import nox
+
+ROOT = Path(__file__).resolve().parent
+PYTHON = "3.11"
+
+CORE = "packages/smdebug-core"
+PLUGINS = {
+    "torch": "packages/smdebug-torch",
+    "tf": "packages/smdebug-tf",
+    "mxnet": "packages/smdebug-mxnet",
+    "xgboost": "packages/smdebug-xgboost",
+    "rules": "packages/smdebug-rules",
+}
+NUMPY_PLUGIN_FIXTURE = "tests/fixtures/smdebug-numpy-plugin"
+
+TEST_TOOLS = ["pytest", "pytest-xdist"]
+CORE_TEST_DEPS = TEST_TOOLS + ["hypothesis", "pandas", "tensorboard", "boto3", "moto[server]"]
+# The demo and the benchmarks are numpy-only today; add their extra requirements here.
+DEMO_DEPS: List[str] = []
+BENCH_DEPS: List[str] = []
+TORCH_VERSION = "2.13.0"
+FALLBACK_FIND_LINKS = "/opt/wheels"
+
+nox.options.default_venv_backend = "uv"
+nox.options.reuse_venv = "yes"  # installs still run every time; uv's cache makes them quick
+nox.options.error_on_external_run = True
+nox.options.sessions = ["core", *PLUGINS]  # `nox` alone: every test session, not demo/bench
+
+
+# --------------------------------------------------------------------------------------------------
+# uv configuration
+# --------------------------------------------------------------------------------------------------
+def _pip_find_links() -> List[str]:
+    """pip's configured find-links locations (several may be configured)."""
+    commands = (
+        [sys.executable, "-m", "pip", "config", "get", "global.find-links"],
+        [sys.executable, "-m", "pip", "config", "list"],
+    )
+    for command in commands:
+        try:
+            out = subprocess.run(command, capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.SubprocessError):
+            continue
+        if out.returncode != 0 or not out.stdout.strip():
+            continue
+        if command[-1] == "list":
+            values = [line.split("=", 1)[1] for line in out.stdout.splitlines() if "find-links=" in line]
+        else:
+            values = [out.stdout]
+        links = [link for value in values for link in shlex.split(value.strip().strip("'\""))]
+        if links:
+            return links
+    return [FALLBACK_FIND_LINKS] if os.path.isdir(FALLBACK_FIND_LINKS) else []
+
+
+def _configure_uv() -> List[str]:
+    if "UV_FIND_LINKS" in os.environ:
+        return os.environ["UV_FIND_LINKS"].split()
+    links = _pip_find_links()
+    if links:
+        os.environ["UV_FIND_LINKS"] = " ".join(links)  # inherited by every uv call of every session
+    return links
+
+
+FIND_LINKS = _configure_uv()
+
+
+def _torch_requirement() -> str:
+    """``torch==2.13.0``, pinned to the local build (e.g. ``+cpu``) when the find-links folder has one."""
+    for link in FIND_LINKS:
+        folder = Path(link.removeprefix("file://"))
+        if not folder.is_dir():
+            continue
+        for wheel in sorted(folder.glob(f"torch-{TORCH_VERSION}+*.whl")):
+            local = wheel.name.split("-")[1]  # 2.13.0+cpu
+            return f"torch=={local}"
+    return f"torch=={TORCH_VERSION}"
+
+
+# --------------------------------------------------------------------------------------------------
+# helpers
+# --------------------------------------------------------------------------------------------------
+def _editable(*paths: str) -> List[str]:
+    args: List[str] = []
+    for path in paths:
+        args += ["-e", path]
+    return args
+
+
+def _install(session: nox.Session, editable: Sequence[str], requirements: Sequence[str] = ()) -> None:
+    """One resolver call for everything, then the guard against PyPI copies of our own packages."""
+    session.install(*_editable(*editable), *requirements)
+    _guard_no_pypi_smdebug(session)
+
+
+def _guard_no_pypi_smdebug(session: nox.Session) -> None:
+    """Fail if any smdebug-* distribution is installed non-editable (a PyPI copy of a sibling)."""
+    python = os.path.join(session.virtualenv.bin, "python")
+    listing = session.run(
+        "uv", "pip", "list", "--quiet", "--exclude-editable", "--format", "json", "--python", python,
+        silent=True, external=True,
+    ) or ""
+    # silent output may carry uv's stderr notes too: the JSON document is the line starting with "["
+    document = next((line for line in listing.splitlines() if line.startswith("[")), "[]")
+    installed = {item["name"].lower() for item in json.loads(document)}
+    strays = sorted(name for name in installed if name.replace("_", "-").startswith("smdebug-"))
+    if strays:
+        session.error(
+            f"non-editable smdebug packages were installed (a sibling came from an index instead of "
+            f"this checkout): {', '.join(strays)}"
+        )
+
+
+def _pytest(session: nox.Session, *paths: str) -> None:
+    """``pytest -n auto <paths> <posargs>``; posargs that name tests replace the default paths."""
+    posargs = list(session.posargs)
+    names_tests = any((ROOT / arg.split("::")[0]).exists() for arg in posargs if not arg.startswith("-"))
+    session.run("pytest", "-n", "auto", *([] if names_tests else paths), *posargs)
+
+
+# --------------------------------------------------------------------------------------------------
+# test sessions
+# --------------------------------------------------------------------------------------------------
+@nox.session(python=PYTHON, tags=["test"])
+def core(session: nox.Session) -> None:
+    """smdebug-core's tests, plus cross-package tests with every plugin (and a third-party one) installed."""
+    _install(session, [CORE, NUMPY_PLUGIN_FIXTURE, *PLUGINS.values()], CORE_TEST_DEPS)
+    _pytest(session, f"{CORE}/tests", "tests")
+
+
+@nox.session(python=PYTHON, tags=["test", "plugin"])
+def torch(session: nox.Session) -> None:
+    """smdebug-torch with PyTorch (CPU wheel from the find-links folder)."""
+    _install(session, [CORE, PLUGINS["torch"]], [*TEST_TOOLS, _torch_requirement()])
+    _pytest(session, f"{PLUGINS['torch']}/tests")
+
+
+@nox.session(python=PYTHON, tags=["test", "plugin"])
+def tf(session: nox.Session) -> None:
+    """smdebug-tf: skeleton tests only for now."""
+    # TensorFlow itself is added here (e.g. "tensorflow-cpu>=2.16") by the issue that writes the TF hooks.
+    _install(session, [CORE, PLUGINS["tf"]], TEST_TOOLS)
+    _pytest(session, f"{PLUGINS['tf']}/tests")
+
+
+@nox.session(python=PYTHON, tags=["test", "plugin"])
+def mxnet(session: nox.Session) -> None:
+    """smdebug-mxnet: skeleton tests only for now."""
+    # MXNet itself ("mxnet>=1.9") is added here by the issue that writes the Gluon hook.
+    _install(session, [CORE, PLUGINS["mxnet"]], TEST_TOOLS)
+    _pytest(session, f"{PLUGINS['mxnet']}/tests")
+
+
+@nox.session(python=PYTHON, tags=["test", "plugin"])
+def xgboost(session: nox.Session) -> None:
+    """smdebug-xgboost: skeleton tests only for now."""
+    # XGBoost itself ("xgboost>=1.7") is added here by the issue that writes the XGBoost hook.
+    _install(session, [CORE, PLUGINS["xgboost"]], TEST_TOOLS)
+    _pytest(session, f"{PLUGINS['xgboost']}/tests")
+
+
+@nox.session(python=PYTHON, tags=["test", "plugin"])
+def rules(session: nox.Session) -> None:
+    """smdebug-rules, the built-in rule pack."""
+    _install(session, [CORE, PLUGINS["rules"]], TEST_TOOLS)
+    _pytest(session, f"{PLUGINS['rules']}/tests")
+
+
+# --------------------------------------------------------------------------------------------------
+# demo and benchmarks (not run by plain `nox`)
+# --------------------------------------------------------------------------------------------------
+def _run_script(session: nox.Session, script: str) -> None:
+    if not (ROOT / script).exists():
+        session.error(f"{script} does not exist yet")
+    session.run("python", script, *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def demo(session: nox.Session) -> None:
+    """Run examples/demo.py with every package installed."""
+    _install(session, [CORE, *PLUGINS.values()], DEMO_DEPS)
+    _run_script(session, "examples/demo.py")
+
+
+@nox.session(python=PYTHON)
+def bench(session: nox.Session) -> None:
+    """Run benchmarks/run.py with every package installed."""
+    _install(session, [CORE, *PLUGINS.values()], BENCH_DEPS)
+    _run_script(session, "benchmarks/run.py")
