@@ -107,7 +107,7 @@ class FakeSite:
         where = self.site(site)
         info = where / f"{dist.replace('-', '_')}-{version}.dist-info"
         info.mkdir()
-        metadata = [f"Metadata-Version: 2.1", f"Name: {dist}", f"Version: {version}"]
+        metadata = ["Metadata-Version: 2.1", f"Name: {dist}", f"Version: {version}"]
         metadata += [f"Requires-Dist: {r}" for r in requires]
         (info / "METADATA").write_text("\n".join(metadata) + "\n")
         lines = []

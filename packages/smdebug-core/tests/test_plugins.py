@@ -158,7 +158,7 @@ def test_entry_point_to_a_module_that_does_not_exist_is_a_failure(fresh_plugins,
 
 def test_plugin_failing_in_its_register_hook_is_failed_and_unregistered(fresh_plugins, fake_dist, plugin_log):
     name = uid("badreg")
-    source = f"""
+    source = """
         from smdebug.core.plugins import hookimpl
 
         @hookimpl

@@ -43,7 +43,7 @@ def _table(headers: Sequence[str], rows: List[Sequence[str]]) -> str:
         return "  (none)"
     cells = [list(headers)] + [["" if c is None else str(c) for c in row] for row in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
-    lines = ["  " + "  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells]
+    lines = ["  " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells]
     lines.insert(1, "  " + "  ".join("-" * w for w in widths))
     return "\n".join(lines)
 

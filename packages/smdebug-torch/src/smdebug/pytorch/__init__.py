@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING
 from smdebug.pytorch._version import __version__
 
 if TYPE_CHECKING:
-    from smdebug.core.collection import Collection, CollectionKeys
-    from smdebug.core.modes import ModeKeys as modes
-    from smdebug.core.reduction_config import ReductionConfig
-    from smdebug.core.save_config import SaveConfig, SaveConfigMode
-    from smdebug.trials import create_trial
+    from smdebug.core.collection import Collection, CollectionKeys  # noqa: F401
+    from smdebug.core.modes import ModeKeys as modes  # noqa: F401
+    from smdebug.core.reduction_config import ReductionConfig  # noqa: F401
+    from smdebug.core.save_config import SaveConfig, SaveConfigMode  # noqa: F401
+    from smdebug.trials import create_trial  # noqa: F401
 
 #: public name -> "module:attribute" it is loaded from
 _LAZY = {

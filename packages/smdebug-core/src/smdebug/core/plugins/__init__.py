@@ -18,8 +18,8 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from smdebug.core.plugins.info import FrameworkInfo, RuleInfo, WorkerInfo
-    from smdebug.core.plugins.manager import (
+    from smdebug.core.plugins.info import FrameworkInfo, RuleInfo, WorkerInfo  # noqa: F401
+    from smdebug.core.plugins.manager import (  # noqa: F401 - re-exported lazily
         DISABLE_ENV,
         ENTRY_POINT_GROUPS,
         FRAMEWORKS_GROUP,
@@ -39,8 +39,8 @@ if TYPE_CHECKING:
         rules,
         tensor_to_numpy,
     )
-    from smdebug.core.plugins.markers import hookimpl, hookspec
-    from smdebug.core.plugins.missing import install_missing_plugin_finder
+    from smdebug.core.plugins.markers import hookimpl, hookspec  # noqa: F401
+    from smdebug.core.plugins.missing import install_missing_plugin_finder  # noqa: F401
 
 _EXPORTS = {
     "hookimpl": "smdebug.core.plugins.markers",

@@ -137,6 +137,7 @@ _loading = False
 _statuses: List[PluginStatus] = []
 _entry_point_plugins: Dict[str, int] = {}  # pluggy name -> index in _statuses, for loaded plugins
 _env_blocked: Set[str] = set()
+_runtime_failures: Dict[str, str] = {}  # plugins registered by code that failed in a register hook
 _registry_generation = -1
 _frameworks: Dict[str, FrameworkInfo] = {}
 _framework_owner: Dict[str, str] = {}
@@ -437,8 +438,6 @@ def _mark_failed(plugin_name: str, detail: str) -> None:
     else:
         _runtime_failures[plugin_name] = detail
 
-
-_runtime_failures: Dict[str, str] = {}
 
 
 def plugin_report() -> List[PluginStatus]:
