@@ -26,6 +26,7 @@ import numpy as np
 from smdebug.core import singleton
 from smdebug.core.collection import (
     NON_HISTOGRAM_COLLECTIONS,
+    SCALAR_COLLECTIONS,
     NON_REDUCTION_COLLECTIONS,
     TRAIN_ONLY_COLLECTIONS,
     Collection,
@@ -40,6 +41,7 @@ from smdebug.core.reductions import compute_reduction, reduction_tensor_name
 from smdebug.core.save_config import SaveConfig, SaveConfigMode
 from smdebug.core.state_store import StateStore
 from smdebug.core.storage.base import Storage, get_storage, is_s3_path
+from smdebug.core.tensorboard import TensorBoardWriter
 from smdebug.core.tfevent.tensor_codec import make_numpy_array
 from smdebug.core.writer import BackgroundWriter
 from smdebug.exceptions import (
@@ -194,6 +196,7 @@ class BaseHook:
         self._is_writer = True
         self._storage: Optional[Storage] = None
         self._writer: Optional[BackgroundWriter] = None
+        self._tb: Optional[TensorBoardWriter] = None
         self._claimed = False
         self._exported_collections = 0
 
@@ -461,6 +464,8 @@ class BaseHook:
     def _close_open_step(self) -> None:
         if self._open_step is not None and self._writer is not None:
             self._writer.close_step(self._open_step)
+            if self._tb is not None:
+                self._writer.call(self._tb.flush)
             self._last_closed_step = self._open_step
             if self._exported_collections < 2:
                 self._export_collections()
@@ -511,6 +516,11 @@ class BaseHook:
                 self._due = set()
                 return
         self._writer = BackgroundWriter(self._storage, self.worker)
+        if self.tensorboard_dir and self._tb is None:
+            if is_s3_path(self.tensorboard_dir):
+                logger.warning("smdebug: TensorBoard output to S3 is not supported; no TensorBoard files written")
+            else:
+                self._tb = TensorBoardWriter(self.tensorboard_dir)
         self._export_collections()
 
     def _claim(self) -> bool:
@@ -587,6 +597,7 @@ class BaseHook:
         if not colls:
             return False
         write_raw, ops, save_shape = self._what_to_write(colls)
+        tb = self._tb_actions(colls) if self._tb is not None else None
         for c in colls:
             c._tensor_names.add(tensor_name)  # no version bump: membership by match is unchanged
         if self.dry_run or self._writer is None:
@@ -597,7 +608,7 @@ class BaseHook:
         self._writer.submit(
             self._write_on_writer_thread,
             self._writer,
-            self.step, self.mode, self.mode_steps[self.mode], tensor_name, arr, write_raw, ops, save_shape,
+            self.step, self.mode, self.mode_steps[self.mode], tensor_name, arr, write_raw, ops, save_shape, tb,
             nbytes=arr.nbytes,
         )
         self._wrote_this_step = True
@@ -616,7 +627,19 @@ class BaseHook:
             save_shape = save_shape or rc.save_shape
         return write_raw, tuple(ops), save_shape
 
-    def _write_on_writer_thread(self, writer, step, mode, mode_step, name, arr, write_raw, ops, save_shape):
+    def _tb_actions(self, colls):
+        """(write a scalar?, histogram collection name or None) for TensorBoard."""
+        scalar = any(c.name in SCALAR_COLLECTIONS for c in colls)
+        hist = next((c.name for c in colls if c.save_histogram and c.name not in NON_HISTOGRAM_COLLECTIONS), None)
+        return scalar, hist
+
+    def _write_on_writer_thread(self, writer, step, mode, mode_step, name, arr, write_raw, ops, save_shape, tb):
+        if tb is not None and self._tb is not None:
+            scalar, hist = tb
+            if scalar and arr.size == 1 and arr.dtype.kind in "iufb":
+                self._tb.write_scalar(mode, step, name, arr)
+            elif hist is not None:
+                self._tb.write_histogram(mode, step, f"{hist}/{name}", arr)
         w = writer.step_writer(step, mode, mode_step)
         if save_shape:
             w.write_shape(name, arr.shape)
@@ -663,8 +686,9 @@ class BaseHook:
         if self._in_step:
             self._wrote_this_step = True
 
-    @staticmethod
-    def _write_scalar_on_writer_thread(writer, step, mode, mode_step, name, arr, timestamp):
+    def _write_scalar_on_writer_thread(self, writer, step, mode, mode_step, name, arr, timestamp):
+        if self._tb is not None:
+            self._tb.write_scalar(mode, step, name, arr, timestamp)
         writer.step_writer(step, mode, mode_step).write_tensor(name, arr, mode, mode_step, timestamp)
 
     @_guarded()
@@ -723,6 +747,8 @@ class BaseHook:
                 self._close_open_step()
                 if self._writer is not None:
                     self._export_collections()
+                    if self._tb is not None:
+                        self._writer.call(self._tb.close)
                     ok = self._writer.close()
                     err = self._writer.error
                     self._writer = None

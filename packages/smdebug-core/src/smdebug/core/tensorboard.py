@@ -1,0 +1,111 @@
+"""TensorBoard output: scalars and histograms of saved tensors, one event file per mode.
+
+Files are ``<tensorboard_dir>/<MODE>/<STEP12>_<pid>_<hostname>.tfevents`` (the global step at which
+the file was opened), plain TensorFlow records with real CRCs. The file of a mode stays open for the
+run and is flushed at every step boundary, so TensorBoard can follow a run live.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import time
+from typing import Dict, Optional
+
+import numpy as np
+
+from smdebug.core.locations import step_str
+from smdebug.core.modes import ModeKeys
+from smdebug.core.tfevent.proto.event_pb2 import Event
+from smdebug.core.tfevent.records import encode_record
+
+_TAG_RE = re.compile(r"[^-/\w.]")
+
+
+def sanitize_tag(tag: str) -> str:
+    return _TAG_RE.sub("_", tag).lstrip("/")
+
+
+def _default_bucket_edges() -> np.ndarray:
+    # TensorFlow's default histogram buckets: +-1e-12 * 1.1^k up to 1e20, plus 0 and +-DBL_MAX.
+    pos = []
+    v = 1e-12
+    while v < 1e20:
+        pos.append(v)
+        v *= 1.1
+    pos = np.array(pos)
+    big = np.finfo(np.float64).max
+    return np.concatenate([[-big], -pos[::-1], [0.0], pos, [big]])
+
+
+_EDGES = _default_bucket_edges()
+
+
+def fill_histogram(histo, values: np.ndarray) -> None:
+    """Fill a HistogramProto from ``values`` (finite values only)."""
+    x = np.asarray(values, dtype=np.float64).reshape(-1)
+    x = x[np.isfinite(x)]
+    if x.size == 0:
+        return
+    counts, _ = np.histogram(x, bins=_EDGES)
+    nonzero = np.nonzero(counts)[0]
+    first, last = max(nonzero[0] - 1, 0), nonzero[-1]
+    histo.min = float(x.min())
+    histo.max = float(x.max())
+    histo.num = float(x.size)
+    histo.sum = float(x.sum())
+    histo.sum_squares = float(np.dot(x, x))
+    histo.bucket_limit.extend(_EDGES[first + 1 : last + 2].tolist())
+    histo.bucket.extend(counts[first : last + 1].astype(np.float64).tolist())
+
+
+class TensorBoardWriter:
+    """Writes scalar and histogram summaries (on the hook's writer thread)."""
+
+    def __init__(self, directory: str):
+        self.directory = os.path.expanduser(directory)
+        self._files: Dict[ModeKeys, object] = {}
+
+    def _file(self, mode: ModeKeys, step: int):
+        f = self._files.get(mode)
+        if f is None:
+            folder = os.path.join(self.directory, mode.name)
+            os.makedirs(folder, exist_ok=True)
+            name = f"{step_str(step)}_{os.getpid()}_{socket.gethostname()}.tfevents"
+            f = self._files[mode] = open(os.path.join(folder, name), "ab")
+        return f
+
+    def _write(self, mode, step, fill, wall_time: Optional[float] = None) -> None:
+        ev = Event()
+        ev.wall_time = time.time() if wall_time is None else wall_time
+        ev.step = step
+        fill(ev.summary.value.add())
+        self._file(mode, step).write(encode_record(ev.SerializeToString(), compat_footer=False))
+
+    def write_scalar(self, mode: ModeKeys, step: int, tag: str, value, wall_time=None) -> None:
+        def fill(v):
+            v.tag = sanitize_tag(tag)
+            v.simple_value = float(np.asarray(value).reshape(-1)[0])
+
+        self._write(mode, step, fill, wall_time)
+
+    def write_histogram(self, mode: ModeKeys, step: int, tag: str, values: np.ndarray) -> None:
+        arr = np.asarray(values)
+        if arr.size == 0 or arr.dtype == np.bool_ or arr.dtype.kind not in "iuf":
+            return
+
+        def fill(v):
+            v.tag = sanitize_tag(tag)
+            fill_histogram(v.histo, arr)
+
+        self._write(mode, step, fill)
+
+    def flush(self) -> None:
+        for f in self._files.values():
+            f.flush()
+
+    def close(self) -> None:
+        for f in self._files.values():
+            f.close()
+        self._files.clear()
