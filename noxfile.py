@@ -50,7 +50,7 @@ FALLBACK_FIND_LINKS = "/opt/wheels"
 nox.options.default_venv_backend = "uv"
 nox.options.reuse_venv = "yes"  # installs still run every time; uv's cache makes them quick
 nox.options.error_on_external_run = True
-nox.options.sessions = ["core", *PLUGINS]  # `nox` alone: every test session, not demo/bench
+nox.options.sessions = ["core", "compat", *PLUGINS]  # `nox` alone: every test session, not demo/bench
 
 
 # --------------------------------------------------------------------------------------------------
@@ -152,6 +152,25 @@ def core(session: nox.Session) -> None:
     """smdebug-core's tests, plus cross-package tests with every plugin (and a third-party one) installed."""
     _install(session, [CORE, NUMPY_PLUGIN_FIXTURE, *PLUGINS.values()], CORE_TEST_DEPS)
     _pytest(session, f"{CORE}/tests", "tests")
+
+
+# The oldest and newest runtimes smdebug-core supports: generated protobuf code must load on 4.x..7.x
+# and the core must work from numpy 1.23 (MXNet's ceiling) to 2.x.
+COMPAT_MATRIX = [
+    nox.param("4.21.12", "1.23.5", id="protobuf4-numpy1.23"),
+    nox.param("5.29.5", "1.26.4", id="protobuf5-numpy1.26"),
+    nox.param("6.33.6", "2.2.6", id="protobuf6-numpy2.2"),
+    nox.param("7.36.2", "2.4.6", id="protobuf7-numpy2.4"),
+]
+
+
+@nox.session(python=PYTHON, tags=["test"])
+@nox.parametrize("protobuf,numpy", COMPAT_MATRIX)
+def compat(session: nox.Session, protobuf: str, numpy: str) -> None:
+    """The format, hook and trial tests of smdebug-core on old and new protobuf/numpy releases."""
+    _install(session, [CORE], [*TEST_TOOLS, "pandas", f"protobuf=={protobuf}", f"numpy=={numpy}"])
+    tests = [f"{CORE}/tests/{name}" for name in ("test_format.py", "test_config.py", "test_hook.py", "test_trial.py")]
+    session.run("pytest", "-n", "auto", "-W", "error::DeprecationWarning:google.protobuf", *tests, *session.posargs)
 
 
 @nox.session(python=PYTHON, tags=["test", "plugin"])
