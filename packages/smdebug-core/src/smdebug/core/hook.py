@@ -349,6 +349,7 @@ class BaseHook:
         token = self._token()
         if token == self._prepared_token:
             return
+        self._before_prepare()
         included = []
         for name in self.include_collections:
             coll = self.collection_manager.collections.get(name)
@@ -373,6 +374,13 @@ class BaseHook:
         self._included = included
         self._match_cache.clear()
         self._prepared_token = self._token()
+        self._after_prepare()
+
+    def _before_prepare(self) -> None:
+        """Plugins: resolve framework objects in collections (e.g. modules) before they are prepared."""
+
+    def _after_prepare(self) -> None:
+        """Plugins: react to the included collections having changed (e.g. attach framework hooks)."""
 
     def _matching(self, name: str) -> Tuple[Collection, ...]:
         colls = self._match_cache.get(name)
@@ -602,17 +610,37 @@ class BaseHook:
             c._tensor_names.add(tensor_name)  # no version bump: membership by match is unchanged
         if self.dry_run or self._writer is None:
             return True
-        arr = self.to_numpy(value)
-        # Snapshot now: the caller may update the tensor in place (optimizer steps) before we write.
-        arr = np.array(arr, copy=True, order="C")
+        # Reductions on the tensor's own device when the framework can (no copy of the whole tensor
+        # to the host if only reductions are wanted); otherwise they are computed on the writer thread.
+        reductions = self._device_reductions(value, ops) if ops else None
+        need_array = write_raw or (ops and reductions is None) or (tb is not None and tb != (False, None))
+        arr = shape = None
+        if need_array:
+            # Snapshot now: the caller may update the tensor in place (optimizer steps) before we write.
+            arr = np.array(self.to_numpy(value), copy=True, order="C")
+        elif save_shape:
+            shape = self._shape_of(value)
         self._writer.submit(
             self._write_on_writer_thread,
             self._writer,
             self.step, self.mode, self.mode_steps[self.mode], tensor_name, arr, write_raw, ops, save_shape, tb,
-            nbytes=arr.nbytes,
+            reductions, shape,
+            nbytes=arr.nbytes if arr is not None else 0,
         )
         self._wrote_this_step = True
         return True
+
+    def _device_reductions(self, value, ops) -> Optional[Dict[Tuple[str, bool], np.ndarray]]:
+        """Framework plugins override this to compute ``ops`` where the tensor lives.
+
+        Return ``{(op, abs): value}`` with the definitions of :mod:`smdebug.core.reductions`, or None
+        to let the core compute them from a host copy.
+        """
+        return None
+
+    def _shape_of(self, value) -> Tuple[int, ...]:
+        shape = getattr(value, "shape", None)
+        return tuple(int(d) for d in shape) if shape is not None else tuple(self.to_numpy(value).shape)
 
     def _what_to_write(self, colls: Sequence[Collection]):
         write_raw, save_shape = False, False
@@ -633,8 +661,9 @@ class BaseHook:
         hist = next((c.name for c in colls if c.save_histogram and c.name not in NON_HISTOGRAM_COLLECTIONS), None)
         return scalar, hist
 
-    def _write_on_writer_thread(self, writer, step, mode, mode_step, name, arr, write_raw, ops, save_shape, tb):
-        if tb is not None and self._tb is not None:
+    def _write_on_writer_thread(self, writer, step, mode, mode_step, name, arr, write_raw, ops, save_shape, tb,
+                                reductions=None, shape=None):
+        if tb is not None and self._tb is not None and arr is not None:
             scalar, hist = tb
             if scalar and arr.size == 1 and arr.dtype.kind in "iufb":
                 self._tb.write_scalar(mode, step, name, arr)
@@ -642,15 +671,18 @@ class BaseHook:
                 self._tb.write_histogram(mode, step, f"{hist}/{name}", arr)
         w = writer.step_writer(step, mode, mode_step)
         if save_shape:
-            w.write_shape(name, arr.shape)
+            w.write_shape(name, arr.shape if arr is not None else shape)
         for op, is_abs in ops:
-            try:
-                value = compute_reduction(arr, op, is_abs)
-            except (TypeError, ValueError) as e:
-                logger.warning("Skipping reduction %s of %s at step %s: %s", op, name, step, e)
-                continue
+            if reductions is not None and (op, is_abs) in reductions:
+                value = reductions[(op, is_abs)]
+            else:
+                try:
+                    value = compute_reduction(arr, op, is_abs)
+                except (TypeError, ValueError) as e:
+                    logger.warning("Skipping reduction %s of %s at step %s: %s", op, name, step, e)
+                    continue
             rname = reduction_tensor_name(name, op, is_abs, self.keep_device_suffix_in_reductions)
-            w.write_tensor(rname, np.array([value]), mode, mode_step)
+            w.write_tensor(rname, np.array([value]).reshape(1), mode, mode_step)
         if write_raw:
             w.write_tensor(name, arr, mode, mode_step)
 
