@@ -22,7 +22,7 @@ def test_lazy_reexports_are_the_core_objects():
         "SaveConfig": ("smdebug.core.save_config", "SaveConfig"),
         "SaveConfigMode": ("smdebug.core.save_config", "SaveConfigMode"),
         "ReductionConfig": ("smdebug.core.reduction_config", "ReductionConfig"),
-        "Collection": ("smdebug.core.collection", "Collection"),
+        "Collection": ("smdebug.pytorch.collection", "Collection"),
         "CollectionKeys": ("smdebug.core.collection", "CollectionKeys"),
         "modes": ("smdebug.core.modes", "ModeKeys"),
         "create_trial": ("smdebug.trials", "create_trial"),

@@ -766,6 +766,9 @@ class BaseHook:
             if not self._disabled:
                 if self._in_step:
                     self._finish_step()
+                if self._writer is None and self.worker is not None and self._is_writer and not self.dry_run:
+                    # Nothing was due during the run: still leave a valid, empty run behind.
+                    self._start_writing()
                 if self._pending_scalars and self._writer is not None:
                     # Values logged after the last step: they get a step of their own.
                     self.step += 1

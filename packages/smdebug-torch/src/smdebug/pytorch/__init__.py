@@ -1,8 +1,8 @@
 """smdebug for PyTorch (the smdebug-torch plugin).
 
-Skeleton: ``Hook`` and the singleton helpers are added by a later issue. For now the package re-exports
-the framework-neutral API from smdebug-core, loaded on first access (PEP 562) so that
-``import smdebug.pytorch`` imports neither torch nor the core's heavier modules.
+``import smdebug.pytorch as smd`` gives ``smd.Hook``, ``smd.get_hook`` and the framework-neutral API
+(``SaveConfig``, ``ReductionConfig``, ``Collection``, ``modes``, ``create_trial``...). Names load on
+first access (PEP 562), so importing the package does not import torch.
 """
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING
 from smdebug.pytorch._version import __version__
 
 if TYPE_CHECKING:
-    from smdebug.core.collection import Collection, CollectionKeys  # noqa: F401
+    from smdebug.core.collection import CollectionKeys  # noqa: F401
+    from smdebug.pytorch.collection import Collection  # noqa: F401
+    from smdebug.pytorch.hook import Hook, del_hook, get_hook, set_hook  # noqa: F401
     from smdebug.core.modes import ModeKeys as modes  # noqa: F401
     from smdebug.core.reduction_config import ReductionConfig  # noqa: F401
     from smdebug.core.save_config import SaveConfig, SaveConfigMode  # noqa: F401
@@ -24,7 +26,11 @@ _LAZY = {
     "SaveConfig": "smdebug.core.save_config:SaveConfig",
     "SaveConfigMode": "smdebug.core.save_config:SaveConfigMode",
     "ReductionConfig": "smdebug.core.reduction_config:ReductionConfig",
-    "Collection": "smdebug.core.collection:Collection",
+    "Hook": "smdebug.pytorch.hook:Hook",
+    "get_hook": "smdebug.pytorch.hook:get_hook",
+    "set_hook": "smdebug.pytorch.hook:set_hook",
+    "del_hook": "smdebug.pytorch.hook:del_hook",
+    "Collection": "smdebug.pytorch.collection:Collection",
     "CollectionKeys": "smdebug.core.collection:CollectionKeys",
     "modes": "smdebug.core.modes:ModeKeys",
     "create_trial": "smdebug.trials:create_trial",
