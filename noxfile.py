@@ -222,8 +222,8 @@ def _run_script(session: nox.Session, script: str) -> None:
 
 @nox.session(python=PYTHON)
 def demo(session: nox.Session) -> None:
-    """Run examples/demo.py with every package installed."""
-    _install(session, [CORE, *PLUGINS.values()], DEMO_DEPS)
+    """Run examples/demo.py (a PyTorch model) with every package installed."""
+    _install(session, [CORE, *PLUGINS.values()], [*DEMO_DEPS, _torch_requirement()])
     _run_script(session, "examples/demo.py")
 
 

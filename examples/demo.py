@@ -1,7 +1,6 @@
 """smdebug demo: train a small real model with a hook, analyse the run, report what went wrong.
 
-A two-layer ReLU network (numpy, hand-written backprop) is trained twice on a synthetic
-classification task: once with a sound set-up and once with a learning rate that is far too high.
+A two-layer ReLU network (PyTorch, CPU) is trained twice on a synthetic classification task: once with a sound set-up and once with a learning rate that is far too high.
 A hook saves weights, gradients, activations and losses; a trial reads each run back and a few
 checks (the kind the built-in rules make) report what they find.
 
@@ -17,80 +16,56 @@ import sys
 import tempfile
 
 import numpy as np
+import torch
+import torch.nn as nn
 
 import smdebug
-from smdebug import ReductionConfig, SaveConfig, modes
-from smdebug.core.collection import Collection
-from smdebug.core.hook import BaseHook
+import smdebug.pytorch as smd
 from smdebug.trials import create_trial
 
 
-class NumpyHook(BaseHook):
-    """A hook for hand-written numpy training loops."""
-
-    framework_name = "numpy-demo"
-    default_include_collections = ("losses",)
-
-    def default_collections(self):
-        return [
-            Collection("weights", include_regex=[r"^(?!gradient).*\.weight$"]),
-            Collection("biases", include_regex=[r"^(?!gradient).*\.bias$"]),
-            Collection("gradients", include_regex=["^gradient/"]),
-            Collection("losses", include_regex=["[Ll]oss"]),
-            Collection("relu_output", include_regex=["relu_output"]),
-        ]
-
-
-def make_data(rng, n=512):
-    x = rng.normal(size=(n, 8)).astype(np.float32)
-    w = rng.normal(size=(8, 3)).astype(np.float32)
-    y = np.argmax(x @ w + 0.3 * rng.normal(size=(n, 3)), axis=1)
+def make_data(n=512, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, 8, generator=g)
+    w = torch.randn(8, 3, generator=g)
+    y = torch.argmax(x @ w + 0.3 * torch.randn(n, 3, generator=g), dim=1)
     return x, y
 
 
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(8, 32)
+        self.relu = nn.ReLU()
+        self.fc2 = nn.Linear(32, 3)
+
+    def forward(self, x):
+        return self.fc2(self.relu(self.fc1(x)))
+
+
 def train(out_dir, lr, steps=60, seed=0):
-    rng = np.random.default_rng(seed)
-    x, y = make_data(rng)
-    params = {
-        "fc1.weight": (rng.normal(size=(8, 32)) * np.sqrt(2 / 8)).astype(np.float32),
-        "fc1.bias": np.zeros(32, np.float32),
-        "fc2.weight": (rng.normal(size=(32, 3)) * np.sqrt(2 / 32)).astype(np.float32),
-        "fc2.bias": np.zeros(3, np.float32),
-    }
-    hook = NumpyHook(
+    torch.manual_seed(seed)
+    x, y = make_data(seed=seed)
+    model, loss_fn = Net(), nn.CrossEntropyLoss()
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+    hook = smd.Hook(
         out_dir=out_dir,
-        save_config=SaveConfig(save_interval=5),
+        save_config=smd.SaveConfig(save_interval=5),
         include_collections=["weights", "biases", "gradients", "losses", "relu_output"],
     )
-    hook.get_collection("gradients").reduction_config = ReductionConfig(
+    hook.get_collection("relu_output").add_module_tensors(model.relu)
+    hook.get_collection("gradients").reduction_config = smd.ReductionConfig(
         norms=["l2"], abs_reductions=["mean"], save_raw_tensor=True
     )
-    hook.set_mode(modes.TRAIN)
-    for _ in range(steps):
-        hook.begin_step()
-        idx = rng.choice(len(x), 64, replace=False)
-        xb, yb = x[idx], y[idx]
-        for name, p in params.items():
-            hook.record(name, p)
-        h_pre = xb @ params["fc1.weight"] + params["fc1.bias"]
-        h = np.maximum(h_pre, 0)
-        hook.record("relu_output_0", h)
-        logits = h @ params["fc2.weight"] + params["fc2.bias"]
-        logits = logits - logits.max(axis=1, keepdims=True)
-        probs = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
-        loss = -np.mean(np.log(probs[np.arange(len(yb)), yb] + 1e-9))
-        hook.record("CrossEntropyLoss_output_0", np.array([loss], np.float32))
-        d_logits = probs
-        d_logits[np.arange(len(yb)), yb] -= 1
-        d_logits /= len(yb)
-        grads = {"fc2.weight": h.T @ d_logits, "fc2.bias": d_logits.sum(0)}
-        d_h = (d_logits @ params["fc2.weight"].T) * (h_pre > 0)
-        grads["fc1.weight"] = xb.T @ d_h
-        grads["fc1.bias"] = d_h.sum(0)
-        for name, g in grads.items():
-            hook.record("gradient/" + name, g.astype(np.float32))
-            params[name] -= lr * g.astype(np.float32)
-        hook.end_step()
+    hook.register_module(model)
+    hook.register_loss(loss_fn)
+    hook.set_mode(smd.modes.TRAIN)
+    for step in range(steps):
+        idx = torch.randperm(len(x))[:64]
+        optimizer.zero_grad()
+        loss = loss_fn(model(x[idx]), y[idx])
+        loss.backward()
+        optimizer.step()
     hook.close()
 
 
@@ -99,7 +74,7 @@ def analyse(out_dir):
     trial = create_trial(out_dir)
     findings = []
     loss = trial.tensor("CrossEntropyLoss_output_0")
-    values = [float(loss.value(s)[0]) for s in loss.steps()]
+    values = [float(loss.value(s)) for s in loss.steps()]
     print(f"  steps saved: {trial.steps()}")
     print(f"  tensors: {len(trial.tensor_names())} ({', '.join(trial.tensor_names()[:6])}, ...)")
     print(f"  loss: {values[0]:.3f} -> {values[-1]:.3f}")
@@ -110,7 +85,7 @@ def analyse(out_dir):
     for name in trial.tensor_names(collection="gradients"):
         t = trial.tensor(name)
         last = t.steps()[-1]
-        mean_abs = float(t.reduction_value(last, "mean", abs=True)[0])
+        mean_abs = float(np.asarray(t.reduction_value(last, "mean", abs=True)).reshape(-1)[0])
         if mean_abs < 1e-7:
             findings.append(f"VanishingGradient: mean |{name}| = {mean_abs:.2e} at step {last}")
         if not np.isfinite(mean_abs) or mean_abs > 1e3:
@@ -132,7 +107,7 @@ def main(argv=None):
     base = args.out or tempfile.mkdtemp(prefix="smdebug-demo-")
     print(f"smdebug {smdebug.__version__}: runs are written under {base}")
     ok = True
-    for label, lr in (("healthy", 0.5), ("learning rate too high", 60.0)):
+    for label, lr in (("healthy", 0.5), ("learning rate too high", 200.0)):
         out_dir = os.path.join(base, label.replace(" ", "_"))
         shutil.rmtree(out_dir, ignore_errors=True)
         print(f"\n== run '{label}' (lr={lr}) ==")
