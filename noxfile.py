@@ -41,7 +41,7 @@ NUMPY_PLUGIN_FIXTURE = "tests/fixtures/smdebug-numpy-plugin"
 
 TEST_TOOLS = ["pytest", "pytest-xdist"]
 CORE_TEST_DEPS = TEST_TOOLS + ["hypothesis", "pandas", "tensorboard", "boto3", "moto[server]"]
-# The demo and the benchmarks are numpy-only today; add their extra requirements here.
+# Extra requirements of the demo and the benchmarks (both also get torch, pinned by _torch_requirement()).
 DEMO_DEPS: List[str] = []
 BENCH_DEPS: List[str] = []
 TORCH_VERSION = "2.13.0"
@@ -229,6 +229,10 @@ def demo(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def bench(session: nox.Session) -> None:
-    """Run benchmarks/run.py with every package installed."""
-    _install(session, [CORE, *PLUGINS.values()], BENCH_DEPS)
+    """Run benchmarks/run.py (I/O throughput and PyTorch hook overhead) with every package and torch installed.
+
+    The original smdebug's side runs in its own cached venvs (benchmarks/original_env.py); the torch
+    one gets the same local torch wheel.
+    """
+    _install(session, [CORE, *PLUGINS.values()], [*BENCH_DEPS, _torch_requirement()])
     _run_script(session, "benchmarks/run.py")

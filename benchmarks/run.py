@@ -1,6 +1,10 @@
-"""Run the benchmarks, print the table and append it to benchmarks/RESULTS.md.
+"""Run the benchmarks, print the tables and append them to benchmarks/RESULTS.md.
 
-    python benchmarks/run.py [--quick] [--repeat N] [--no-record]
+    python benchmarks/run.py [--quick] [--repeat N] [--no-record] [--only io|torch]
+
+``io``: write/read throughput, ours vs the original smdebug 1.0.34 (io_throughput.py).
+``torch``: step-time overhead of the PyTorch hook, ours vs the original (torch_overhead.py).
+Both by default.
 """
 
 from __future__ import annotations
@@ -37,31 +41,82 @@ def versions() -> str:
     return f"smdebug-core {smdebug.__version__}, numpy {numpy.__version__}, protobuf {google.protobuf.__version__}"
 
 
+def torch_versions(report) -> str:
+    from importlib import metadata
+
+    def version(dist):
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            return "not installed"
+
+    ours = report["ours"]
+    orig = report["original"]
+    orig_s = (f"original smdebug {orig['smdebug']} with torch {orig['torch']} in its own venv" if "error" not in orig
+              else f"original unavailable ({orig['error']})")
+    return (f"smdebug-core {version('smdebug-core')}, smdebug-torch {version('smdebug-torch')}, "
+            f"torch {ours['torch']}; {orig_s}")
+
+
+TORCH_METHOD = (
+    "CPU, `torch.set_num_threads(1)` in each process; each library in its own process runs the same "
+    "code (benchmarks/torch_overhead.py) with its own no-hook baseline; per pass, fresh models (same "
+    "initial weights, same batches) for every configuration, warmed up, then timed in interleaved "
+    "blocks (order rotating each round); a hooked block includes waiting for the hook to write what it "
+    "saved (ours: `hook.flush()`; the original writes synchronously), and starts after `os.sync()` (not "
+    "timed) so write-back of earlier blocks does not throttle it; `close()` timed on its own. "
+    "Values: mean over all timed blocks of all passes; +-: standard error of the added ms/step between passes."
+)
+
+
+def _section(title: str, lines) -> str:
+    return f"\n## {title} — {datetime.date.today().isoformat()}\n\n" + "\n".join(lines) + "\n"
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes (for a smoke run)")
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=3, help="I/O: best of N runs; torch: 2N passes")
     parser.add_argument("--no-record", action="store_true", help="do not append to RESULTS.md")
+    parser.add_argument("--only", choices=("io", "torch"), help="run one benchmark only")
     args = parser.parse_args(argv)
 
-    import io_throughput
+    extra = [a for a, on in (("--quick", args.quick), (f"--repeat {args.repeat}", args.repeat != 3),
+                             (f"--only {args.only}", args.only)) if on]
+    command = "nox -s bench" + (" -- " + " ".join(extra) if extra else "")
+    sections = []
+    if args.only in (None, "io"):
+        import io_throughput
 
-    rows = io_throughput.run_main = io_throughput.main(quick=args.quick, repeat=args.repeat)
-    table = io_throughput.format_table(rows)
-    command = "nox -s bench" + (" -- --quick" if args.quick else "")
-    report = (
-        f"\n## I/O throughput — {datetime.date.today().isoformat()}\n\n"
-        f"- machine: {machine()}\n- versions: {versions()}; original smdebug 1.0.34 in its own venv\n"
-        f"- command: `{command}` (best of {args.repeat})\n\n{table}\n"
-    )
-    print(report)
+        rows = io_throughput.main(quick=args.quick, repeat=args.repeat)
+        sections.append(_section("I/O throughput", [
+            f"- machine: {machine()}",
+            f"- versions: {versions()}; original smdebug 1.0.34 in its own venv",
+            f"- command: `{command}` (best of {args.repeat})",
+            "",
+            io_throughput.format_table(rows),
+        ]))
+        print(sections[-1])
+    if args.only in (None, "torch"):
+        import torch_overhead
+
+        report = torch_overhead.main(quick=args.quick, repeat=args.repeat)
+        sections.append(_section("PyTorch hook step-time overhead", [
+            f"- machine: {machine()}",
+            f"- versions: {torch_versions(report)}",
+            f"- command: `{command}` ({max(1, args.repeat) * torch_overhead.PASSES_PER_REPEAT} passes)",
+            f"- method: {TORCH_METHOD}",
+            "",
+            torch_overhead.format_table(report),
+        ]))
+        print(sections[-1])
     if not args.no_record:
         path = os.path.join(HERE, "RESULTS.md")
         new = not os.path.exists(path)
         with open(path, "a") as f:
             if new:
                 f.write("# Benchmark results\n\nEach section is appended by `benchmarks/run.py`.\n")
-            f.write(report)
+            f.write("".join(sections))
     return 0
 
 
