@@ -57,6 +57,16 @@ SM_METRIC_COLLECTIONS = frozenset({CollectionKeys.LOSSES, CollectionKeys.METRICS
 # Never saved in EVAL/PREDICT: there is no backward pass there.
 TRAIN_ONLY_COLLECTIONS = frozenset({CollectionKeys.GRADIENTS, CollectionKeys.OPTIMIZER_VARIABLES})
 
+class _Mutations:
+    """Counts every change to any collection, so a hook can tell in O(1) whether to re-prepare."""
+
+    count = 0
+
+
+def mutation_count() -> int:
+    return _Mutations.count
+
+
 _COLLECTION_KEYS = {"name", "include_regex", "tensor_names", "reduction_config", "save_config", "save_histogram"}
 
 
@@ -87,6 +97,10 @@ class Collection:
         self.save_config = save_config
         self.save_histogram = save_histogram
 
+    def _touch(self) -> None:
+        self._version += 1
+        _Mutations.count += 1
+
     # --- membership -------------------------------------------------------------------------
     @property
     def include_regex(self) -> List[str]:
@@ -96,7 +110,7 @@ class Collection:
     def include_regex(self, value):
         self._include_regex = []
         self._compiled = None
-        self._version += 1
+        self._touch()
         self.include(value or [])
 
     def include(self, regex) -> None:
@@ -111,7 +125,7 @@ class Collection:
             if r not in self._include_regex:
                 self._include_regex.append(r)
         self._compiled = None
-        self._version += 1
+        self._touch()
 
     @property
     def tensor_names(self) -> Set[str]:
@@ -120,17 +134,17 @@ class Collection:
     @tensor_names.setter
     def tensor_names(self, value):
         self._tensor_names = set(value or [])
-        self._version += 1
+        self._touch()
 
     def add_tensor_name(self, name: str) -> None:
         if name not in self._tensor_names:
             self._tensor_names.add(name)
-            self._version += 1
+            self._touch()
 
     def remove_tensor_name(self, name: str) -> None:
         if name in self._tensor_names:
             self._tensor_names.discard(name)
-            self._version += 1
+            self._touch()
 
     def has_tensor_name(self, name: str) -> bool:
         return name in self._tensor_names

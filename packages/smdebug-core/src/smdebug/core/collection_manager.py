@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Dict, Optional
 
-from smdebug.core.collection import Collection
+from smdebug.core.collection import Collection, _Mutations
 from smdebug.exceptions import CollectionFileCorrupted, SMDebugTypeError
 
 _TOP_LEVEL_KEYS = {"collections", "_meta"}
@@ -28,6 +28,7 @@ class CollectionManager:
                 raise KeyError(name)
             coll = self.collection_class(name)
             self.collections[name] = coll
+            _Mutations.count += 1
         return coll
 
     def add(self, coll) -> None:
@@ -36,6 +37,7 @@ class CollectionManager:
         if not isinstance(coll, Collection):
             raise SMDebugTypeError(f"Expected a Collection, got {type(coll).__name__}")
         self.collections[coll.name] = coll
+        _Mutations.count += 1
 
     def get_collections(self) -> Dict[str, Collection]:
         return self.collections

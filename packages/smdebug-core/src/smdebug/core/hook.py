@@ -25,6 +25,7 @@ import numpy as np
 
 from smdebug.core import singleton
 from smdebug.core.collection import (
+    mutation_count,
     NON_HISTOGRAM_COLLECTIONS,
     SCALAR_COLLECTIONS,
     NON_REDUCTION_COLLECTIONS,
@@ -298,18 +299,28 @@ class BaseHook:
             self._writer = None
             self._fail(f"writing to {self.out_dir}", err)
 
-    def _notify(self, hook_name: str, **kwargs) -> None:
-        try:
-            from smdebug.core.plugins import manager
+    _NOTIFICATIONS = ("smdebug_hook_created", "smdebug_step_end", "smdebug_hook_closed")
 
-            loaded = getattr(manager, "plugins_loaded", lambda: False)()
-            pm = manager.get_plugin_manager() if loaded else None
-        except Exception:  # noqa: BLE001 - plugins must not stop the hook
-            return
-        if pm is None:
+    def _notify(self, hook_name: str, **kwargs) -> None:
+        """Tell plugins about a hook event. Runs every step, so which notifications have listeners is
+        looked up once, after plugin discovery (plugins registered later are not notified)."""
+        listeners = self.__dict__.get("_listeners")
+        if listeners is None:
+            try:
+                from smdebug.core.plugins import manager
+
+                if not manager.plugins_loaded():
+                    return
+                pm = manager.get_plugin_manager()
+                listeners = {n: getattr(pm.hook, n) for n in self._NOTIFICATIONS if getattr(pm.hook, n).get_hookimpls()}
+            except Exception:  # noqa: BLE001 - plugins must not stop the hook
+                return
+            self._listeners = listeners
+        caller = listeners.get(hook_name)
+        if caller is None:
             return
         try:
-            getattr(pm.hook, hook_name)(**kwargs)
+            caller(**kwargs)
         except Exception as e:  # noqa: BLE001
             logger.warning("A plugin failed in %s: %s", hook_name, e)
 
@@ -341,8 +352,8 @@ class BaseHook:
         self._prepared_token = None
 
     def _token(self):
-        colls = self.collection_manager.collections
-        return tuple(self.include_collections), tuple((n, id(c), c._version) for n, c in colls.items())
+        # Cheap on purpose (it runs every step): any change to any collection bumps mutation_count().
+        return tuple(self.include_collections), mutation_count(), id(self.collection_manager.collections)
 
     def _prepare_collections(self) -> None:
         """Give every collection a full save config and reduction config; pick the included ones."""

@@ -23,7 +23,7 @@ class Collection(_CoreCollection):
         before or after ``hook.register_module``.
         """
         self._modules.append((weakref.ref(module), inputs, outputs))
-        self._version += 1
+        self._touch()
 
     def _resolve_modules(self, name_of: Callable[[object], Optional[str]]) -> None:
         pending = []
