@@ -549,8 +549,10 @@ class BaseHook:
             return True
         try:
             owner = int(self._storage.read(CLAIM_FILE).strip() or 0)
+        except FileNotFoundError:
+            owner = None  # released since we looked: just try again
         except (OSError, ValueError):
-            owner = 0
+            owner = 0  # unreadable: treat as stale
         if owner and owner != os.getpid() and _pid_alive(owner):
             logger.warning(
                 "smdebug: another process (pid %s) is already writing to %s as the only worker; this "
@@ -558,9 +560,12 @@ class BaseHook:
                 "with a distributed runtime.", owner, self.out_dir, os.getpid(),
             )
             return False
-        # Stale claim from a dead process: take it over.
-        self._storage.remove(CLAIM_FILE)
+        if owner is not None:
+            self._storage.remove(CLAIM_FILE)  # a claim left by a dead process
         self._claimed = self._storage.create_exclusive(CLAIM_FILE, data)
+        if not self._claimed:
+            logger.warning("smdebug: another process claimed %s first; this process (pid %s) will not write.",
+                           self.out_dir, os.getpid())
         return self._claimed
 
     def _release_claim(self) -> None:

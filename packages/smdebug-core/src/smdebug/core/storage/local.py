@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
 from typing import List, Optional
 
@@ -103,13 +104,18 @@ class LocalStorage(Storage):
     def create_exclusive(self, key: str, data: bytes) -> bool:
         path = self._path(key)
         os.makedirs(os.path.dirname(path), exist_ok=True)
+        # Write the content under a private name, then hard-link it into place: the link fails if the
+        # file exists, and a reader never sees the file without its content.
+        tmp = f"{path}.{os.getpid()}.{threading.get_ident()}{TMP_SUFFIX}"
+        with open(tmp, "wb") as f:
+            f.write(data)
         try:
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            os.link(tmp, path)
+            return True
         except FileExistsError:
             return False
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        return True
+        finally:
+            os.remove(tmp)
 
     def remove(self, key: str) -> None:
         try:
