@@ -10,8 +10,16 @@ from smdebug.core.plugins import RuleInfo, hookimpl
 
 PACK = "builtin"
 
-#: the rules of this pack; filled by a later issue
-RULES: Tuple[RuleInfo, ...] = ()
+_GENERIC = "smdebug.rules.generic"
+
+#: the rules of this pack, as import strings (imported only when a rule is used)
+RULES: Tuple[RuleInfo, ...] = (
+    RuleInfo("VanishingGradient", f"{_GENERIC}:VanishingGradient", PACK, "mean |gradient| below a threshold"),
+    RuleInfo("ExplodingTensor", f"{_GENERIC}:ExplodingTensor", PACK, "NaN or infinite values"),
+    RuleInfo("AllZero", f"{_GENERIC}:AllZero", PACK, "tensors (almost) entirely zero"),
+    RuleInfo("UnchangedTensor", f"{_GENERIC}:UnchangedTensor", PACK, "tensors that stopped changing"),
+    RuleInfo("TensorVariance", f"{_GENERIC}:TensorVariance", PACK, "variance outside [min, max]"),
+)
 
 
 @hookimpl

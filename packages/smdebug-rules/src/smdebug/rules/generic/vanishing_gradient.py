@@ -1,0 +1,27 @@
+from __future__ import annotations
+
+from smdebug.exceptions import TensorUnavailableForStep
+from smdebug.rules.generic.selection import scalar
+from smdebug.rules.params import as_float
+from smdebug.rules.rule import Rule
+
+
+class VanishingGradient(Rule):
+    """Fires when the mean absolute value of any gradient (collection ``gradients``) at a step is below
+    ``threshold`` (default 1e-7). Uses a stored ``abs mean`` reduction when only reductions were saved."""
+
+    def __init__(self, base_trial, threshold="0.0000001", other_trials=None, action_str=None):
+        super().__init__(base_trial, other_trials=other_trials, action_str=action_str)
+        self.threshold = as_float(self.rule_name, "threshold", threshold)
+
+    def invoke_at_step(self, step):
+        for name in self.base_trial.tensor_names(collection="gradients"):
+            try:
+                mean_abs = scalar(self.base_trial.tensor(name).reduction_value(step, "mean", abs=True))
+            except TensorUnavailableForStep:
+                continue
+            if mean_abs < self.threshold:
+                self.logger.info("%s: mean |%s| = %g < %g at step %d", self.rule_name, name, mean_abs,
+                                 self.threshold, step)
+                return True
+        return False

@@ -1,0 +1,51 @@
+"""Rule parameters arrive as strings (SageMaker's RuleParameters, the command line); convert them with
+errors that name the rule and the parameter."""
+
+from __future__ import annotations
+
+from typing import List, Optional
+
+from smdebug.exceptions import SMDebugValueError
+
+
+def as_list(rule: str, name: str, value) -> List[str]:
+    if value is None or value == "":
+        return []
+    if isinstance(value, str):
+        return [v.strip() for v in value.split(",") if v.strip()]
+    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        return list(value)
+    raise SMDebugValueError(f"{rule}: {name} must be a comma-separated string or a list of strings, got {value!r}")
+
+
+def as_float(rule: str, name: str, value, allow_none: bool = False) -> Optional[float]:
+    if value is None or (allow_none and isinstance(value, str) and value.strip().lower() in ("", "none")):
+        if allow_none:
+            return None
+        raise SMDebugValueError(f"{rule}: {name} is required")
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise SMDebugValueError(f"{rule}: {name} must be a number, got {value!r}") from None
+
+
+def as_int(rule: str, name: str, value, minimum: Optional[int] = None) -> int:
+    try:
+        result = int(str(value).strip()) if isinstance(value, str) else int(value)
+        if isinstance(value, float) and value != result:
+            raise ValueError
+    except (TypeError, ValueError):
+        raise SMDebugValueError(f"{rule}: {name} must be an integer, got {value!r}") from None
+    if minimum is not None and result < minimum:
+        raise SMDebugValueError(f"{rule}: {name} must be >= {minimum}, got {result}")
+    return result
+
+
+def as_bool(rule: str, name: str, value) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0", "yes", "no"):
+        return value.strip().lower() in ("true", "1", "yes")
+    if value in (0, 1):
+        return bool(value)
+    raise SMDebugValueError(f"{rule}: {name} must be true or false, got {value!r}")
