@@ -4,24 +4,14 @@ import numpy as np
 import pytest
 
 from smdebug import ReductionConfig, SaveConfig
-from smdebug.core.collection import Collection
-from smdebug.core.hook import BaseHook
 from smdebug.exceptions import SMDebugValueError
 from smdebug.rules.generic import AllZero, ExplodingTensor, TensorVariance, UnchangedTensor, VanishingGradient
 from smdebug.rules.rule_invoker import invoke_rule
 from smdebug.trials import create_trial
 
-
-@pytest.fixture(autouse=True)
-def fast_end(monkeypatch):
-    monkeypatch.setenv("SMDEBUG_TRAINING_END_DELAY_REFRESH", "0")
+from _hooks import NumpyHook
 
 
-class NumpyHook(BaseHook):
-    framework_name = "rules-test"
-
-    def default_collections(self):
-        return [Collection("weights", include_regex=["^w/"]), Collection("gradients", include_regex=["^gradient/"])]
 
 
 def run(path, steps, reduction_config=None):

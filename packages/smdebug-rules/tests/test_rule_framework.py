@@ -4,25 +4,15 @@ import numpy as np
 import pytest
 
 from smdebug import SaveConfig
-from smdebug.core.collection import Collection
-from smdebug.core.hook import BaseHook
 from smdebug.exceptions import RuleEvaluationConditionMet, TensorUnavailable
 from smdebug.rules import Rule as ExportedRule
 from smdebug.rules.rule import Rule
 from smdebug.rules.rule_invoker import invoke_rule
 from smdebug.trials import create_trial
 
-
-@pytest.fixture(autouse=True)
-def fast_end(monkeypatch):
-    monkeypatch.setenv("SMDEBUG_TRAINING_END_DELAY_REFRESH", "0")
+from _hooks import NumpyHook
 
 
-class NumpyHook(BaseHook):
-    framework_name = "rules-test"
-
-    def default_collections(self):
-        return [Collection("weights", include_regex=["^w"]), Collection("losses", include_regex=["loss"])]
 
 
 def write_run(path, values, save_steps=None):
