@@ -11,7 +11,8 @@ import bisect
 import os
 import re
 import time
-from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from collections import deque
+from typing import Deque, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
@@ -112,7 +113,7 @@ class Trial:
         self._mode_to_global: Dict[ModeKeys, Dict[int, int]] = {}
         self._global_to_mode: Dict[int, Tuple[ModeKeys, int]] = {}
         self._tensor_names: Set[str] = set()
-        self._unparsed: List[IndexFile] = []  # files whose payload was not read yet, in step order
+        self._unparsed: Deque[IndexFile] = deque()  # files whose payload was not read yet, in step order
         self._tensors: Dict[str, Tensor] = {}
         self._generation = 0
         self._assumed_ended = False
@@ -288,9 +289,9 @@ class Trial:
     def _parse_pending(self, until_name: Optional[str] = None) -> None:
         """Parse payloads of not-yet-parsed files; stop early once ``until_name`` has been seen."""
         while self._unparsed:
-            f = self._unparsed.pop(0) if until_name else None
+            f = self._unparsed.popleft() if until_name else None
             if f is None:
-                pending, self._unparsed = self._unparsed, []
+                pending, self._unparsed = self._unparsed, deque()
                 for g in pending:
                     self._absorb(g)
                 return
@@ -303,7 +304,7 @@ class Trial:
             self._tensor_names.update(f.tensor_names())
         except IndexReaderException as e:
             if not self.skip_damaged:
-                self._unparsed.insert(0, f)
+                self._unparsed.appendleft(f)
                 raise
             logger.warning("Skipping damaged index file: %s", e)
             f._entries, f._reductions = {}, {}
