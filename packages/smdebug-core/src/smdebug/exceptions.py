@@ -200,14 +200,17 @@ class InvalidCollectionConfiguration(SMDebugError):
 
 
 class RuleEvaluationConditionMet(SMDebugError):
-    def __init__(self, rule_name, step, end_of_rule=False):
+    def __init__(self, rule_name, step, end_of_rule=False, reason=None):
         super().__init__(rule_name, step, end_of_rule)
         self.rule_name = rule_name
         self.step = step
         self.end_of_rule = end_of_rule
+        #: why the rule fired, in words (None when the rule did not say)
+        self.reason = reason
 
     def __str__(self):
-        return f"Evaluation of the rule {self.rule_name} at step {self.step} resulted in the condition being met"
+        text = f"Evaluation of the rule {self.rule_name} at step {self.step} resulted in the condition being met"
+        return f"{text}: {self.reason}" if self.reason else text
 
 
 class InsufficientInformationForRuleInvocation(SMDebugError):

@@ -10,15 +10,33 @@ from smdebug.core.plugins import RuleInfo, hookimpl
 
 PACK = "builtin"
 
-_GENERIC = "smdebug.rules.generic"
 
-#: the rules of this pack, as import strings (imported only when a rule is used)
+def _rule(name: str, module: str, description: str) -> RuleInfo:
+    return RuleInfo(name, f"smdebug.rules.generic.{module}:{name}", PACK, description)
+
+
+#: the rules of this pack (the 17 of the original's documentation, then the three its users also had)
 RULES: Tuple[RuleInfo, ...] = (
-    RuleInfo("VanishingGradient", f"{_GENERIC}:VanishingGradient", PACK, "mean |gradient| below a threshold"),
-    RuleInfo("ExplodingTensor", f"{_GENERIC}:ExplodingTensor", PACK, "NaN or infinite values"),
-    RuleInfo("AllZero", f"{_GENERIC}:AllZero", PACK, "tensors (almost) entirely zero"),
-    RuleInfo("UnchangedTensor", f"{_GENERIC}:UnchangedTensor", PACK, "tensors that stopped changing"),
-    RuleInfo("TensorVariance", f"{_GENERIC}:TensorVariance", PACK, "variance outside [min, max]"),
+    _rule("VanishingGradient", "vanishing_gradient", "mean |gradient| below a threshold"),
+    _rule("AllZero", "tensor_rules", "tensors (almost) entirely zero"),
+    _rule("CheckInputImages", "input_rules", "input images not normalised (mean far from 0)"),
+    _rule("SimilarAcrossRuns", "similar_across_runs", "tensors differ from the same tensors of another run"),
+    _rule("WeightUpdateRatio", "weight_update_ratio", "weight updates too large or too small for the weights"),
+    _rule("ExplodingTensor", "tensor_rules", "NaN or infinite values"),
+    _rule("UnchangedTensor", "tensor_rules", "tensors that stopped changing"),
+    _rule("LossNotDecreasing", "loss_rules", "loss not decreasing (or rising) over num_steps"),
+    _rule("DeadRelu", "activation_rules", "too many ReLU units never active"),
+    _rule("Confusion", "classification_rules", "confusion matrix off its diagonal"),
+    _rule("Overfit", "loss_rules", "validation loss drifting above training loss"),
+    _rule("TreeDepth", "xgboost_rules", "XGBoost trees deeper than a limit"),
+    _rule("TensorVariance", "tensor_rules", "variance outside [min, max]"),
+    _rule("Overtraining", "loss_rules", "training or validation loss stopped improving"),
+    _rule("PoorWeightInitialization", "poor_weight_initialization", "badly scaled initial weights"),
+    _rule("SaturatedActivation", "activation_rules", "tanh/sigmoid units saturated"),
+    _rule("NLPSequenceRatio", "input_rules", "too many padding/unknown tokens in input sequences"),
+    _rule("ClassImbalance", "classification_rules", "imbalanced classes or classes mostly mispredicted"),
+    _rule("FeatureImportanceOverweight", "xgboost_rules", "a few features carry almost all importance"),
+    _rule("StalledTrainingRule", "stalled_training", "no new data written for a while"),
 )
 
 

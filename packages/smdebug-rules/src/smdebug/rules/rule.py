@@ -12,10 +12,16 @@ from smdebug.rules.req_tensors import RequiredTensors
 
 
 class Rule(ABC):
-    """Subclass it and implement :meth:`invoke_at_step`; return a truthy value when the condition is met.
+    """Subclass it and implement :meth:`invoke_at_step`.
 
-    Extra constructor parameters should accept strings (rule runners pass parameters as strings).
-    ``action_str`` is accepted for compatibility; actions arrive with the rule runner.
+    ``invoke_at_step`` returns a falsy value when all is well, and ``True`` -- or better, a sentence saying
+    what is wrong (``"gradient/fc1_weight: mean |g| = 3e-09 < 1e-07"``) -- when the condition is met. The
+    sentence becomes the reason reported by :class:`RuleEvaluationConditionMet`, the rule runner's results
+    and the actions' messages.
+
+    Extra constructor parameters should accept strings (SageMaker and the rule runner pass parameters as
+    strings; see :mod:`smdebug.rules.params`). ``action_str`` is the JSON action string of the original
+    (:mod:`smdebug.rules.action`): the actions run every time the condition is met.
     """
 
     def __init__(self, base_trial, other_trials: Optional[List] = None, action_str: Optional[str] = None):
@@ -27,13 +33,18 @@ class Rule(ABC):
         self.logger = get_logger()
         self.action_str = action_str
         self.report = {"RuleTriggered": 0, "Violations": 0, "Details": {}, "Datapoints": 0, "RuleParameters": ""}
+        #: reason of the last time the condition was met
+        self.last_reason: Optional[str] = None
+        from smdebug.rules.action import Actions  # local: actions pull in nothing heavy until used
+
+        self.actions = Actions(action_str, rule_name=self.rule_name, trial=base_trial)
 
     def set_required_tensors(self, step: int) -> None:
         """Optionally declare what the rule needs at ``step`` with ``self.req_tensors.add(...)``."""
 
     @abstractmethod
     def invoke_at_step(self, step: int):
-        """Evaluate the condition at global step ``step``; truthy means the condition is met."""
+        """Evaluate the condition at global step ``step``; truthy (ideally a reason string) means met."""
 
     def invoke(self, step: int) -> None:
         """Wait for ``step``, fetch what the rule declared, evaluate; raise RuleEvaluationConditionMet if met."""
@@ -44,6 +55,15 @@ class Rule(ABC):
             self.req_tensors.fetch()
             met = self.invoke_at_step(step)
         if met:
-            self.report["RuleTriggered"] += 1
-            self.report["Violations"] += 1
-            raise RuleEvaluationConditionMet(self.rule_name, step)
+            self.condition_met(step, met if isinstance(met, str) else None)
+
+    def condition_met(self, step: int, reason: Optional[str] = None, end_of_rule: bool = False) -> None:
+        """Record a finding, run the actions and raise :class:`RuleEvaluationConditionMet`.
+
+        Rules that evaluate on their own schedule (not via :meth:`invoke_at_step`) call this directly.
+        """
+        self.last_reason = reason
+        self.report["RuleTriggered"] += 1
+        self.report["Violations"] += 1
+        self.actions.invoke(step, reason)
+        raise RuleEvaluationConditionMet(self.rule_name, step, end_of_rule=end_of_rule, reason=reason)
