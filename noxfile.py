@@ -38,9 +38,11 @@ PLUGINS = {
     "rules": "packages/smdebug-rules",
 }
 NUMPY_PLUGIN_FIXTURE = "tests/fixtures/smdebug-numpy-plugin"
+RULE_PACK_FIXTURE = "packages/smdebug-rules/tests/fixtures/smdebug-example-rules"
 
 TEST_TOOLS = ["pytest", "pytest-xdist"]
 CORE_TEST_DEPS = TEST_TOOLS + ["hypothesis", "pandas", "tensorboard", "boto3", "moto[server]"]
+RULES_TEST_DEPS = ["boto3", "moto[server]"]
 # Extra requirements of the demo and the benchmarks (both also get torch, pinned by _torch_requirement()).
 DEMO_DEPS: List[str] = []
 BENCH_DEPS: List[str] = []
@@ -206,8 +208,9 @@ def xgboost(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON, tags=["test", "plugin"])
 def rules(session: nox.Session) -> None:
-    """smdebug-rules, the built-in rule pack."""
-    _install(session, [CORE, PLUGINS["rules"]], TEST_TOOLS)
+    """smdebug-rules: the rule framework, the built-in rules on hand-made and real PyTorch runs, the runner."""
+    _install(session, [CORE, PLUGINS["rules"], PLUGINS["torch"], RULE_PACK_FIXTURE],
+             [*TEST_TOOLS, *RULES_TEST_DEPS, _torch_requirement()])
     _pytest(session, f"{PLUGINS['rules']}/tests")
 
 

@@ -26,7 +26,7 @@ class Rule(ABC):
 
     def __init__(self, base_trial, other_trials: Optional[List] = None, action_str: Optional[str] = None):
         self.base_trial = base_trial
-        self.other_trials = list(other_trials or [])
+        self.other_trials = _as_trials(other_trials)
         self.trials = [base_trial, *self.other_trials]
         self.req_tensors = RequiredTensors(base_trial, self.other_trials)
         self.rule_name = type(self).__name__
@@ -45,6 +45,11 @@ class Rule(ABC):
     @abstractmethod
     def invoke_at_step(self, step: int):
         """Evaluate the condition at global step ``step``; truthy (ideally a reason string) means met."""
+
+    def check_idle(self) -> Optional[str]:
+        """Called by the rule runner while it waits for new steps; return a reason if the condition is met
+        without any new step (e.g. training stalled). Most rules only look at steps and keep this no-op."""
+        return None
 
     def invoke(self, step: int) -> None:
         """Wait for ``step``, fetch what the rule declared, evaluate; raise RuleEvaluationConditionMet if met."""
@@ -67,3 +72,19 @@ class Rule(ABC):
         self.report["Violations"] += 1
         self.actions.invoke(step, reason)
         raise RuleEvaluationConditionMet(self.rule_name, step, end_of_rule=end_of_rule, reason=reason)
+
+
+def _as_trials(other_trials) -> list:
+    """``other_trials`` as trials: SageMaker and the command line pass paths (a comma-separated string)."""
+    if not other_trials:
+        return []
+    if isinstance(other_trials, str):
+        other_trials = [p.strip() for p in other_trials.split(",") if p.strip()]
+    trials = []
+    for item in other_trials:
+        if isinstance(item, str):
+            from smdebug.trials import create_trial
+
+            item = create_trial(item)
+        trials.append(item)
+    return trials

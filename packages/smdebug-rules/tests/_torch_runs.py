@@ -1,0 +1,94 @@
+"""Real (tiny) PyTorch training runs written with the smdebug hook, for the rules' real-run tests.
+
+Every test that needs "a run that exhibits the problem" builds a model and data, then calls
+:func:`train_torch`; the returned path is the trial directory.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable, Optional, Sequence, Tuple
+
+import torch
+import torch.nn as nn
+
+import smdebug.pytorch as smd
+
+
+def train_torch(
+    out_dir,
+    model: nn.Module,
+    data: Tuple[torch.Tensor, torch.Tensor],
+    *,
+    steps: int,
+    lr: float = 0.1,
+    optimizer: str = "sgd",
+    batch_size: Optional[int] = None,
+    loss_fn: Optional[nn.Module] = None,
+    include_collections: Sequence[str] = ("weights", "gradients", "losses"),
+    include_regex: Optional[Iterable[str]] = None,
+    save_interval: int = 1,
+    reduction_config=None,
+    eval_data: Optional[Tuple[torch.Tensor, torch.Tensor]] = None,
+    eval_every: int = 1,
+    before_step: Optional[Callable[[int], None]] = None,
+) -> str:
+    """Train ``model`` for ``steps`` optimizer steps with a hook saving to ``out_dir``; return ``out_dir``.
+
+    ``batch_size`` cycles through the data in mini-batches (full batch when None). With ``eval_data`` an
+    EVAL-mode forward pass (loss included) runs after every ``eval_every`` training steps.
+    """
+    out_dir = str(out_dir)
+    hook = smd.Hook(
+        out_dir=out_dir,
+        save_config=smd.SaveConfig(save_interval=save_interval),
+        include_collections=list(include_collections),
+        include_regex=list(include_regex) if include_regex else None,
+        reduction_config=reduction_config,
+    )
+    loss_fn = loss_fn or nn.CrossEntropyLoss()
+    hook.register_module(model)
+    hook.register_loss(loss_fn)
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.Adam(params, lr=lr) if optimizer == "adam" else torch.optim.SGD(params, lr=lr)
+    x, y = data
+    n = len(x)
+    bs = batch_size or n
+    for step in range(steps):
+        if before_step is not None:
+            before_step(step)
+        hook.set_mode(smd.modes.TRAIN)
+        start = (step * bs) % n
+        xb, yb = x[start:start + bs], y[start:start + bs]
+        opt.zero_grad()
+        loss = loss_fn(model(xb), yb)
+        loss.backward()
+        opt.step()
+        if eval_data is not None and (step + 1) % eval_every == 0:
+            hook.set_mode(smd.modes.EVAL)
+            with torch.no_grad():
+                loss_fn(model(eval_data[0]), eval_data[1])
+    hook.close()
+    return out_dir
+
+
+def classification_data(n: int = 128, features: int = 10, classes: int = 3, seed: int = 0, scale: float = 1.0):
+    """A learnable classification problem: the class depends on the signs of the first two features."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, features, generator=g) * scale
+    y = ((x[:, 0] > 0).long() + (x[:, 1] > 0).long()).clamp(max=classes - 1)
+    return x, y
+
+
+def mlp(features: int = 10, hidden: int = 16, classes: int = 3, depth: int = 1, activation=nn.ReLU, seed: int = 0):
+    """Linear/activation blocks; activation modules are named ``relu``/``sigmoid``/``tanh`` + index so the
+    saved names (``relu0_output_0``) match the rules' default regexes."""
+    torch.manual_seed(seed)
+    width = features
+    act_name = activation.__name__.lower()
+    model = nn.Sequential()
+    for i in range(depth):
+        model.add_module(f"fc{i}", nn.Linear(width, hidden))
+        model.add_module(f"{act_name}{i}", activation())
+        width = hidden
+    model.add_module("out", nn.Linear(width, classes))
+    return model
