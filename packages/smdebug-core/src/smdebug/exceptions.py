@@ -199,6 +199,20 @@ class InvalidCollectionConfiguration(SMDebugError):
         )
 
 
+class TrainingStopRequested(SMDebugError):
+    """Raised out of a hook call at a step boundary when a rule asked the training job to stop.
+
+    The hook has already written and closed everything, so the run is complete and readable. Loops that
+    prefer a flag set ``hook.on_stop = "flag"`` and test ``hook.stop_requested`` instead.
+    """
+
+    def __init__(self, message, rule=None, step=None, reason=None):
+        super().__init__(message)
+        self.rule = rule
+        self.step = step
+        self.reason = reason
+
+
 class RuleEvaluationConditionMet(SMDebugError):
     def __init__(self, rule_name, step, end_of_rule=False, reason=None):
         super().__init__(rule_name, step, end_of_rule)

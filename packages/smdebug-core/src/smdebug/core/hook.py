@@ -40,7 +40,9 @@ from smdebug.core.modes import ModeKeys
 from smdebug.core.reduction_config import ReductionConfig
 from smdebug.core.reductions import compute_reduction, reduction_tensor_name
 from smdebug.core.save_config import SaveConfig, SaveConfigMode
+from smdebug.core import stop_signal
 from smdebug.core.state_store import StateStore
+from smdebug.core.stop_signal import StopSignalWatcher
 from smdebug.core.storage.base import Storage, get_storage, is_s3_path
 from smdebug.core.tensorboard import TensorBoardWriter
 from smdebug.core.tfevent.tensor_codec import make_numpy_array
@@ -52,6 +54,7 @@ from smdebug.exceptions import (
     SMDebugRuntimeError,
     SMDebugTypeError,
     SMDebugValueError,
+    TrainingStopRequested,
 )
 
 SCALAR_PREFIX = "scalar/"
@@ -73,6 +76,8 @@ def _guarded(default=None):
                 return default
             try:
                 return fn(self, *args, **kwargs)
+            except TrainingStopRequested:
+                raise  # not a failure: a rule asked the loop to stop, and the hook already closed cleanly
             except SMDebugError as e:
                 logger.error("smdebug: %s() ignored: %s", fn.__name__, e)
                 return default
@@ -100,6 +105,10 @@ class BaseHook:
     init_step: int = -1
     #: keep ``:0`` device suffixes in reduction names (TF does)
     keep_device_suffix_in_reductions: bool = False
+    #: what a stop signal from a rule does at the next step boundary: "raise" closes the hook and raises
+    #: TrainingStopRequested out of the hook call (loops the hook cannot end any other way); "flag" only
+    #: sets ``stop_requested`` (callback frameworks end training their own way; user loops may poll it)
+    on_stop: str = "raise"
 
     def __init__(
         self,
@@ -149,6 +158,10 @@ class BaseHook:
         self._last_closed_step = -1
         self._pending_scalars: List[tuple] = []
         self.last_saved_step: Optional[int] = None
+        #: set when a rule asked this job to stop (see smdebug.core.stop_signal)
+        self.stop_requested = False
+        self.stop_reason: Optional[str] = None
+        self._stop_watcher = None if dry_run else StopSignalWatcher(self.out_dir)
 
         # resume numbering after a restart from a checkpoint (spot training)
         self._state_store = StateStore()
@@ -440,6 +453,8 @@ class BaseHook:
         self._check_writer()
         if self._disabled:
             return
+        if self._stop_watcher is not None and not self.stop_requested:
+            self._check_stop_signal()
         self.step += 1
         self.mode_steps[self.mode] += 1
         self.mode_steps[ModeKeys.GLOBAL] = self.step
@@ -471,6 +486,27 @@ class BaseHook:
         if self._in_step:
             self._finish_step()
         self._check_writer()
+
+    def _check_stop_signal(self) -> None:
+        signal = self._stop_watcher.poll()
+        if signal is None:
+            return
+        self.stop_requested = True
+        self.stop_reason = stop_signal.describe(signal)
+        logger.warning("smdebug: %s; stopping training at step %d", self.stop_reason, self.step)
+        self._on_stop_requested(signal)
+
+    def _on_stop_requested(self, signal: dict) -> None:
+        """React to a stop signal at a step boundary. Plugins override this to stop their framework's
+        loop their own way (Keras: ``model.stop_training``; XGBoost: the callback returns True)."""
+        if self.on_stop == "flag":
+            return
+        self.close()
+        self._disabled = True  # the run is complete: later hook calls (if the loop goes on) are no-ops
+        raise TrainingStopRequested(
+            f"{self.stop_reason}. smdebug stopped the training loop; everything up to step {self.step} is "
+            f"saved in {self.out_dir}.", rule=signal.get("rule"), step=signal.get("step"),
+            reason=signal.get("reason"))
 
     def _finish_step(self) -> None:
         self._in_step = False

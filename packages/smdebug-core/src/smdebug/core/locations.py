@@ -5,6 +5,7 @@ collections/000000000/<worker>_collections.json
 events/<STEP12>/<STEP12>_<worker>.tfevents
 index/<STEP//1000 as 9 digits>/<STEP12>_<worker>.json
 training_job_end.ts
+stop_training.json          (only when a rule asked the job to stop)
 ```
 """
 
@@ -19,6 +20,8 @@ COLLECTIONS_DIR = "collections/000000000"
 DEFAULT_COLLECTIONS_FILE_NAME = "worker_0_collections.json"
 END_OF_JOB_FILE = "training_job_end.ts"
 CLAIM_FILE = "claim.smd"
+#: written by the rule runner's StopTraining action; hooks stop at the next step boundary
+STOP_SIGNAL_FILE = "stop_training.json"
 INDEX_DIR = "index"
 EVENTS_DIR = "events"
 INDEX_STEPS_PER_FOLDER = 1000

@@ -35,7 +35,7 @@ class Rule(ABC):
         self.report = {"RuleTriggered": 0, "Violations": 0, "Details": {}, "Datapoints": 0, "RuleParameters": ""}
         #: reason of the last time the condition was met
         self.last_reason: Optional[str] = None
-        from smdebug.rules.action import Actions  # local: actions pull in nothing heavy until used
+        from smdebug.rules.action.actions import Actions  # boto3 is imported only when an action runs
 
         self.actions = Actions(action_str, rule_name=self.rule_name, trial=base_trial)
 

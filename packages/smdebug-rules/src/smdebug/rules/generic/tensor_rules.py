@@ -42,10 +42,10 @@ class ExplodingTensor(_TensorRule):
 
     def invoke_at_step(self, step):
         for name, value in self.values(step):
-            bad = np.isnan(value).any() if self.only_nan else not np.isfinite(value).all()
-            if bad:
-                self.logger.info("%s: %s is not finite at step %d", self.rule_name, name, step)
-                return True
+            nans = int(np.isnan(value).sum())
+            infs = 0 if self.only_nan else int(np.isinf(value).sum())
+            if nans or infs:
+                return f"{name} has {nans} NaN and {infs} infinite values out of {value.size}"
         return False
 
 
@@ -61,8 +61,9 @@ class AllZero(_TensorRule):
 
     def invoke_at_step(self, step):
         for name, value in self.values(step):
-            if value.size and (value == 0).mean() * 100 >= self.threshold:
-                return True
+            zero_percent = (value == 0).mean() * 100 if value.size else 0.0
+            if value.size and zero_percent >= self.threshold:
+                return f"{name} is {zero_percent:.4g}% zeros (threshold {self.threshold:g}%)"
         return False
 
 
@@ -90,7 +91,7 @@ class UnchangedTensor(_TensorRule):
                 continue
             if all(np.allclose(values[-1], v, rtol=self.rtol, atol=self.atol, equal_nan=self.equal_nan)
                    for v in values[:-1]):
-                return True
+                return f"{name} unchanged over steps {', '.join(map(str, steps))}"
         return False
 
 
@@ -114,7 +115,7 @@ class TensorVariance(_TensorRule):
             except Exception:  # noqa: BLE001 - not saved at this step
                 continue
             if self.max_threshold is not None and variance > self.max_threshold:
-                return True
+                return f"{name}: variance {variance:.4g} > max_threshold {self.max_threshold:g}"
             if self.min_threshold is not None and variance < self.min_threshold:
-                return True
+                return f"{name}: variance {variance:.4g} < min_threshold {self.min_threshold:g}"
         return False

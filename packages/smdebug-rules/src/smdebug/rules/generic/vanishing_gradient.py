@@ -21,7 +21,5 @@ class VanishingGradient(Rule):
             except TensorUnavailableForStep:
                 continue
             if mean_abs < self.threshold:
-                self.logger.info("%s: mean |%s| = %g < %g at step %d", self.rule_name, name, mean_abs,
-                                 self.threshold, step)
-                return True
+                return f"{name}: mean |gradient| {mean_abs:.3g} < threshold {self.threshold:g}"
         return False
