@@ -16,6 +16,7 @@ from typing import Dict, List, Optional
 #: subcommand name -> module implementing it
 COMMANDS: Dict[str, str] = {
     "plugins": "smdebug.cli.plugins_cmd",
+    "rules": "smdebug.cli.rules_cmd",
 }
 
 

@@ -1,12 +1,16 @@
-"""Rules: conditions evaluated over a trial (the smdebug-rules plugin).
+"""Rules: conditions evaluated over a trial, step by step (the smdebug-rules plugin).
 
 ``from smdebug.rules.rule import Rule`` and ``from smdebug.rules.rule_invoker import invoke_rule`` work as in
-smdebug 1.0.x; the same names are available here. The built-in rules and the rule runner come next.
+smdebug 1.0.x. :func:`list_rules` shows every rule of every installed rule pack; :func:`run_rules` (also
+``smdebug rules run``) evaluates rules by name over a finished run or follows a live one.
 """
 
 from smdebug.rules._version import __version__
+from smdebug.rules.registry import build_rule, find_rule, list_rules
 from smdebug.rules.req_tensors import RequiredTensors, RequiredTensorsForTrial
 from smdebug.rules.rule import Rule
 from smdebug.rules.rule_invoker import invoke_rule
+from smdebug.rules.runner import run_rules
 
-__all__ = ["__version__", "Rule", "invoke_rule", "RequiredTensors", "RequiredTensorsForTrial"]
+__all__ = ["__version__", "Rule", "invoke_rule", "RequiredTensors", "RequiredTensorsForTrial", "list_rules",
+           "find_rule", "build_rule", "run_rules"]

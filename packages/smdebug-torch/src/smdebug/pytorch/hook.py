@@ -22,7 +22,7 @@ from smdebug.core import singleton
 from smdebug.core.collection import CollectionKeys
 from smdebug.core.hook import BaseHook, logger
 from smdebug.core.modes import ModeKeys
-from smdebug.exceptions import SMDebugTypeError, SMDebugValueError
+from smdebug.exceptions import SMDebugTypeError, SMDebugValueError, TrainingStopRequested
 from smdebug.pytorch.collection import Collection
 from smdebug.pytorch.reductions import device_reductions
 
@@ -219,6 +219,8 @@ class Hook(BaseHook):
                 for name, p in self._params:
                     if self.is_due(name):
                         self.record(name, p)
+        except TrainingStopRequested:
+            raise  # a rule stopped training: the hook is closed, the exception ends the user's loop
         except Exception as e:  # noqa: BLE001
             self._fail("the model's forward pre-hook", e)
         return None

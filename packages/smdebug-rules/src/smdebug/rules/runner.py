@@ -1,0 +1,221 @@
+"""The rule runner: evaluate rules over a finished run, or follow a run while it trains.
+
+>>> from smdebug.rules.runner import run_rules
+>>> result = run_rules("/tmp/run", ["vanishing_gradient", ("exploding_tensor", {"only_nan": "true"})])
+>>> result.status, [(r.name, r.status) for r in result.rules]
+
+Rules are evaluated step by step, all rules at a step before the next step, in the order of the run's
+global steps (steps that were not saved are skipped rather than waited for). With ``follow=True`` the
+runner keeps polling the run for new steps until training ends, so a verdict arrives within about
+``poll_interval`` seconds of the step's index file landing; rules with a time-based condition (stalled
+training) are asked between polls through :meth:`Rule.check_idle`.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+
+from smdebug.core.logger import get_logger
+from smdebug.exceptions import (
+    NoMoreData,
+    RuleEvaluationConditionMet,
+    SMDebugError,
+    StepUnavailable,
+    TensorUnavailable,
+    TensorUnavailableForStep,
+)
+from smdebug.rules.action.builders import StopTraining
+from smdebug.rules.registry import build_rule, find_rule
+from smdebug.rules.results import ERROR, IN_PROGRESS, ISSUES, NO_ISSUES, Finding, RuleResult, RunResult
+
+logger = get_logger()
+
+RuleRequest = Union[str, Tuple[str, Mapping[str, object]], Tuple[str, Mapping[str, object], Optional[str]]]
+#: called with (event, rule_result, finding_or_None): "finding", "error", "done"
+EventCallback = Callable[[str, RuleResult, Optional[Finding]], None]
+
+# Conditions that mean "nothing to evaluate at this step for this rule", not an error.
+_SKIP = (TensorUnavailableForStep, StepUnavailable, TensorUnavailable)
+
+
+class _Active:
+    """A rule being evaluated, with its result."""
+
+    def __init__(self, rule, result: RuleResult):
+        self.rule = rule
+        self.result = result
+        self.done = False
+
+
+def _normalise(request: RuleRequest) -> Tuple[str, dict, Optional[str]]:
+    if isinstance(request, (str, type)):
+        return request, {}, None
+    name, params, *rest = request
+    return name, dict(params or {}), (rest[0] if rest else None)
+
+
+def run_rules(
+    trial,
+    rules: Sequence[RuleRequest],
+    *,
+    other_trials: Optional[Sequence] = None,
+    start_step: int = 0,
+    end_step: Optional[int] = None,
+    follow: bool = False,
+    timeout: Optional[float] = None,
+    poll_interval: float = 0.5,
+    stop_training_on_issue: bool = False,
+    max_findings: int = 100,
+    on_event: Optional[EventCallback] = None,
+    on_progress: Optional[Callable[[RunResult], None]] = None,
+) -> RunResult:
+    """Evaluate ``rules`` over ``trial`` (a path or a Trial) and return a :class:`RunResult`.
+
+    :param rules: rule names (``"vanishing_gradient"``, ``"VanishingGradient"``) or Rule subclasses, or
+        ``(rule, params)`` / ``(rule, params, action_str)`` tuples; parameter values may be strings.
+    :param other_trials: paths or trials for rules comparing runs (SimilarAcrossRuns).
+    :param end_step: first step *not* evaluated (None: to the end of the run).
+    :param follow: keep evaluating new steps until training ends (or ``timeout`` seconds pass).
+    :param stop_training_on_issue: give every rule a StopTraining action (stops the job writing the trial
+        at its next step boundary when any rule fires).
+    :param max_findings: findings kept per rule (the rest are only counted).
+    """
+    from smdebug.trials import create_trial
+
+    if isinstance(trial, str):
+        trial = create_trial(trial, range_steps=(start_step, end_step) if (start_step or end_step) else None)
+    others = [create_trial(t) if isinstance(t, str) else t for t in (other_trials or [])]
+    result = RunResult(trial=str(trial.path), rules=[], follow=follow)
+    active: List[_Active] = []
+    for request in rules:
+        name, params, action_str = _normalise(request)
+        if isinstance(name, type):  # a Rule subclass of the caller's, not registered by any pack
+            rr = RuleResult(name=name.__name__, requested_as=name.__name__, pack=None, params=params)
+        else:
+            rr = RuleResult(name=name, requested_as=name, params=params)
+        result.rules.append(rr)
+        try:
+            if isinstance(name, type):
+                rule_class = name
+            else:
+                info = find_rule(name)
+                rr.name, rr.pack = info.name, info.pack
+                rule_class = info.load()
+            if stop_training_on_issue:
+                action_str = _with_stop_training(action_str)
+            rule = build_rule(rule_class, trial, params, other_trials=others, action_str=action_str)
+        except (SMDebugError, ImportError, TypeError, ValueError) as e:
+            rr.status, rr.error = ERROR, f"{type(e).__name__}: {e}"
+            _emit(on_event, "error", rr, None)
+            continue
+        active.append(_Active(rule, rr))
+
+    deadline = None if timeout is None else time.monotonic() + timeout
+    next_step = start_step or 0
+    try:
+        while any(not a.done for a in active):
+            steps = [s for s in trial.steps() if s >= next_step and (end_step is None or s < end_step)]
+            for step in steps:
+                _evaluate_step(active, step, max_findings, on_event)
+                result.steps_evaluated += 1
+                result.last_step = step
+                next_step = step + 1
+                if on_progress is not None:
+                    on_progress(result)
+            if end_step is not None and next_step >= end_step:
+                break
+            if trial.loaded_all_steps:
+                # Index files that arrived while evaluating: one more pass picks them up.
+                if not [s for s in trial.steps() if s >= next_step and (end_step is None or s < end_step)]:
+                    break
+                continue
+            if not follow:
+                break
+            if deadline is not None and time.monotonic() >= deadline:
+                break
+            if not steps:
+                _check_idle(active, result.last_step, max_findings, on_event)
+                time.sleep(poll_interval)
+    except KeyboardInterrupt:
+        result.interrupted = True
+    result.training_ended = bool(trial.loaded_all_steps)
+    for a in active:
+        r = a.result
+        if r.status != ERROR:
+            r.status = ISSUES if r.findings_total else (NO_ISSUES if result.training_ended else IN_PROGRESS)
+        _emit(on_event, "done", r, None)
+    result.finished = time.time()
+    return result
+
+
+def _with_stop_training(action_str: Optional[str]) -> str:
+    from smdebug.rules.action.actions import parse_action_str
+    import json
+
+    actions = parse_action_str(action_str)
+    if not any(str(a.get("name", "")).lower() == "stoptraining" for a in actions):
+        actions.append(StopTraining().params)
+    return json.dumps(actions)
+
+
+def _evaluate_step(active: Iterable[_Active], step: int, max_findings: int, on_event) -> None:
+    for a in active:
+        if a.done:
+            continue
+        try:
+            a.rule.invoke(step)
+        except RuleEvaluationConditionMet as e:
+            _record(a, step, e.reason, max_findings, on_event)
+            if e.end_of_rule:
+                a.done = True
+        except _SKIP as e:
+            logger.debug("%s: nothing to evaluate at step %d: %s", a.result.name, step, e)
+        except NoMoreData:
+            a.done = True
+        except Exception as e:  # noqa: BLE001 - a broken rule is reported, the others go on
+            a.result.status, a.result.error = ERROR, f"{type(e).__name__} at step {step}: {e}"
+            a.done = True
+            logger.exception("%s failed at step %d", a.result.name, step)
+            _emit(on_event, "error", a.result, None)
+            continue
+        a.result.steps_evaluated += 1
+
+
+def _check_idle(active: Iterable[_Active], last_step: Optional[int], max_findings: int, on_event) -> None:
+    for a in active:
+        if a.done:
+            continue
+        try:
+            reason = a.rule.check_idle()
+            if reason:
+                a.rule.condition_met(last_step if last_step is not None else -1, reason)
+        except RuleEvaluationConditionMet as e:
+            _record(a, e.step, e.reason, max_findings, on_event)
+            if e.end_of_rule:
+                a.done = True
+        except Exception as e:  # noqa: BLE001
+            a.result.status, a.result.error = ERROR, f"{type(e).__name__} while idle: {e}"
+            a.done = True
+            _emit(on_event, "error", a.result, None)
+
+
+def _record(a: _Active, step: int, reason: Optional[str], max_findings: int, on_event) -> None:
+    trial = a.rule.base_trial
+    mode, mode_step = None, None
+    try:
+        mode_enum, mode_step = trial.mode_modestep(step)
+        mode = getattr(mode_enum, "name", None)
+    except Exception:  # noqa: BLE001 - a step found while idle may not be a saved step
+        pass
+    finding = Finding(step=step, reason=reason, mode=mode, mode_step=mode_step)
+    a.result.findings_total += 1
+    a.result.status = ISSUES
+    if len(a.result.findings) < max_findings:
+        a.result.findings.append(finding)
+    _emit(on_event, "finding", a.result, finding)
+
+
+def _emit(on_event, event: str, rule_result: RuleResult, finding: Optional[Finding]) -> None:
+    if on_event is not None:
+        on_event(event, rule_result, finding)
