@@ -80,15 +80,16 @@ def classification_data(n: int = 128, features: int = 10, classes: int = 3, seed
 
 
 def mlp(features: int = 10, hidden: int = 16, classes: int = 3, depth: int = 1, activation=nn.ReLU, seed: int = 0):
-    """Linear/activation blocks; activation modules are named ``relu``/``sigmoid``/``tanh`` + index so the
-    saved names (``relu0_output_0``) match the rules' default regexes."""
+    """Linear/activation blocks named ``fc<i>`` and ``layer<i>_<activation>``, so the saved names of the
+    activations (``layer0_relu_output_0``, ``layer0_tanh_input_0``) match the rules' default regexes
+    (``.*relu_output``, ``.*tanh_input``)."""
     torch.manual_seed(seed)
     width = features
     act_name = activation.__name__.lower()
     model = nn.Sequential()
     for i in range(depth):
         model.add_module(f"fc{i}", nn.Linear(width, hidden))
-        model.add_module(f"{act_name}{i}", activation())
+        model.add_module(f"layer{i}_{act_name}", activation())
         width = hidden
     model.add_module("out", nn.Linear(width, classes))
     return model
