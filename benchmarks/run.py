@@ -1,10 +1,12 @@
 """Run the benchmarks, print the tables and append them to benchmarks/RESULTS.md.
 
-    python benchmarks/run.py [--quick] [--repeat N] [--no-record] [--only io|torch]
+    python benchmarks/run.py [--quick] [--repeat N] [--no-record] [--only io|torch|rules]
 
 ``io``: write/read throughput, ours vs the original smdebug 1.0.34 (io_throughput.py).
 ``torch``: step-time overhead of the PyTorch hook, ours vs the original (torch_overhead.py).
-Both by default.
+``rules``: evaluation time of the built-in rules over a 1,000-step run, and of user-written rules
+ours vs the original (rules_eval.py).
+All by default.
 """
 
 from __future__ import annotations
@@ -78,7 +80,7 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="smaller sizes (for a smoke run)")
     parser.add_argument("--repeat", type=int, default=3, help="I/O: best of N runs; torch: 2N passes")
     parser.add_argument("--no-record", action="store_true", help="do not append to RESULTS.md")
-    parser.add_argument("--only", choices=("io", "torch"), help="run one benchmark only")
+    parser.add_argument("--only", choices=("io", "torch", "rules"), help="run one benchmark only")
     args = parser.parse_args(argv)
 
     extra = [a for a, on in (("--quick", args.quick), (f"--repeat {args.repeat}", args.repeat != 3),
@@ -108,6 +110,19 @@ def main(argv=None):
             f"- method: {TORCH_METHOD}",
             "",
             torch_overhead.format_table(report),
+        ]))
+        print(sections[-1])
+    if args.only in (None, "rules"):
+        import rules_eval
+
+        report = rules_eval.main(quick=args.quick, repeat=args.repeat)
+        sections.append(_section("Rule evaluation time", [
+            f"- machine: {machine()}",
+            f"- versions: {versions()}; original smdebug 1.0.34 in its own venv",
+            f"- command: `{command}` (best of {args.repeat}; each time includes opening the trial)",
+            f"- writing the run took {report['write_seconds']:.2f} s",
+            "",
+            rules_eval.format_table(report),
         ]))
         print(sections[-1])
     if not args.no_record:
