@@ -41,10 +41,12 @@ def compute_reduction(value: np.ndarray, op: str, abs: bool = False):
         return np.amax(x)
     if op == "mean":
         return np.mean(x)
-    if op == "std":
-        return np.std(x)
-    if op == "variance":
-        return np.var(x)
+    if op in ("std", "variance"):
+        # Accumulate in float64: squaring float32 values above ~1e19 overflows (the tensors rules look at
+        # are often the ones that blew up). The result keeps the tensor's dtype; inf if it does not fit.
+        with np.errstate(over="ignore"):
+            result = np.std(x, dtype=np.float64) if op == "std" else np.var(x, dtype=np.float64)
+            return result.astype(x.dtype) if x.dtype.kind == "f" else result
     if op == "sum":
         return np.sum(x)
     if op == "prod":
