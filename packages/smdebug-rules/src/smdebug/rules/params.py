@@ -49,3 +49,51 @@ def as_bool(rule: str, name: str, value) -> bool:
     if value in (0, 1):
         return bool(value)
     raise SMDebugValueError(f"{rule}: {name} must be true or false, got {value!r}")
+
+
+def as_float_list(rule: str, name: str, value) -> List[float]:
+    """A comma-separated string (or a list) of numbers as floats."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return [float(value)]
+    items = value if isinstance(value, (list, tuple)) else as_list(rule, name, value)
+    out = []
+    for item in items:
+        try:
+            out.append(float(item))
+        except (TypeError, ValueError):
+            raise SMDebugValueError(f"{rule}: {name} must be a comma-separated list of numbers, got {value!r}") from None
+    return out
+
+
+def as_int_list(rule: str, name: str, value) -> List[int]:
+    """A comma-separated string (or a list) of integers."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return [value]
+    items = value if isinstance(value, (list, tuple)) else as_list(rule, name, value)
+    out = []
+    for item in items:
+        try:
+            number = int(item.strip()) if isinstance(item, str) else int(item)
+            if isinstance(item, float) and item != number:
+                raise ValueError
+        except (TypeError, ValueError):
+            raise SMDebugValueError(f"{rule}: {name} must be a comma-separated list of integers, got {value!r}") from None
+        out.append(number)
+    return out
+
+
+def as_optional_int(rule: str, name: str, value, minimum: Optional[int] = None) -> Optional[int]:
+    """Like :func:`as_int`, but None, "" and "None" (any case) give None."""
+    if value is None or (isinstance(value, str) and value.strip().lower() in ("", "none")):
+        return None
+    return as_int(rule, name, value, minimum=minimum)
+
+
+def in_range(rule: str, name: str, value: float, minimum: Optional[float] = None,
+             maximum: Optional[float] = None) -> float:
+    """``value`` itself if ``minimum <= value <= maximum`` (bounds optional); else SMDebugValueError."""
+    if value != value or (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+        low = "-inf" if minimum is None else f"{minimum:g}"
+        high = "inf" if maximum is None else f"{maximum:g}"
+        raise SMDebugValueError(f"{rule}: {name} must be in [{low}, {high}], got {value:g}")
+    return value

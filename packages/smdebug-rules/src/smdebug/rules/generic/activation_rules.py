@@ -1,0 +1,188 @@
+"""Rules on activations: ReLU units that never fire, tanh/sigmoid units stuck in their flat regions.
+
+Both rules look at one batch of activations at a time: axis 0 of a saved tensor is the batch (the samples),
+every other index is a *unit* (a neuron; for a convolution's output, one channel at one position). When
+several workers saved the tensor at the same step, their batches are pooled.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import List
+
+import numpy as np
+
+from smdebug.exceptions import SMDebugValueError, TensorUnavailableForStep
+from smdebug.rules.generic.selection import select_tensors
+from smdebug.rules.params import as_float, as_list, in_range
+from smdebug.rules.rule import Rule
+
+
+def batches_at(trial, name: str, step: int) -> List[np.ndarray]:
+    """The tensor's values at ``step`` from every worker that saved it, pooled along axis 0 when their other
+    dimensions agree (one array), else one array per worker. Empty if it was not saved at ``step``."""
+    tensor = trial.tensor(name)
+    try:
+        workers = tensor.workers(step)
+    except TensorUnavailableForStep:
+        return []
+    values = []
+    for worker in workers:
+        try:
+            values.append(np.asarray(tensor.value(step, worker=worker)))
+        except TensorUnavailableForStep:  # only reductions or a shape saved by that worker
+            continue
+    if len(values) > 1 and all(v.ndim >= 1 and v.shape[1:] == values[0].shape[1:] for v in values):
+        return [np.concatenate(values, axis=0)]
+    return values
+
+
+def units_by_samples(value: np.ndarray) -> np.ndarray:
+    """``value`` as a 2-D (samples, units) array: axis 0 is the batch, the other axes are flattened. A 1-D
+    value is a batch of one unit."""
+    return value.reshape(value.shape[0], -1)
+
+
+class DeadRelu(Rule):
+    """Fires when too many ReLU units of a layer are (almost) never active.
+
+    For every tensor whose name matches ``tensor_regex`` (``re.search``) and that was saved at the step, with
+    axis 0 the batch of ``n`` samples and every other index a unit::
+
+        active_percent(unit) = 100 * #{samples with value > 0} / n
+        dead(unit)           = active_percent(unit) < threshold_inactivity
+        dead_percent         = 100 * #dead units / #units
+
+    The condition is met when ``dead_percent > threshold_layer`` for some tensor. Tensors with no values,
+    scalars and non-numeric tensors are skipped; NaN counts as inactive.
+
+    :param tensor_regex: comma-separated regexes of the ReLU outputs (default ``".*relu\\d*_output"``: the
+        original's ``.*relu_output`` widened to also match numbered module names such as PyTorch's
+        ``relu0_output_0``).
+    :param threshold_inactivity: percent of samples (default 1.0) under which a unit counts as dead.
+    :param threshold_layer: percent of a layer's units (default 50.0) that may be dead.
+    """
+
+    def __init__(self, base_trial, tensor_regex=r".*relu\d*_output", threshold_inactivity="1.0",
+                 threshold_layer="50.0", other_trials=None, action_str=None):
+        super().__init__(base_trial, other_trials=other_trials, action_str=action_str)
+        rule = self.rule_name
+        self.tensor_regex = as_list(rule, "tensor_regex", tensor_regex)
+        if not self.tensor_regex:
+            raise SMDebugValueError(f"{rule}: tensor_regex is required")
+        _check_regexes(rule, "tensor_regex", self.tensor_regex)
+        self.threshold_inactivity = in_range(rule, "threshold_inactivity",
+                                             as_float(rule, "threshold_inactivity", threshold_inactivity), 0, 100)
+        self.threshold_layer = in_range(rule, "threshold_layer", as_float(rule, "threshold_layer", threshold_layer),
+                                        0, 100)
+
+    def invoke_at_step(self, step):
+        for name in select_tensors(self.base_trial, [], self.tensor_regex):
+            for value in batches_at(self.base_trial, name, step):
+                if value.ndim == 0 or value.size == 0 or value.dtype.kind not in "fiub":
+                    continue
+                units = units_by_samples(value)
+                active_percent = (units > 0).mean(axis=0) * 100
+                dead = int((active_percent < self.threshold_inactivity).sum())
+                dead_percent = 100.0 * dead / units.shape[1]
+                if dead_percent > self.threshold_layer:
+                    return (f"{name}: {dead} of {units.shape[1]} units ({dead_percent:.4g}%) active in "
+                            f"< {self.threshold_inactivity:g}% of {units.shape[0]} samples "
+                            f"(threshold_layer {self.threshold_layer:g}%)")
+        return False
+
+
+class SaturatedActivation(Rule):
+    """Fires when too many tanh or sigmoid units of a layer are saturated (their input is so large in
+    magnitude that the activation is flat and passes almost no gradient).
+
+    The inspected tensors are the *inputs* of the activations: the union of the tensors of
+    ``collection_names`` and of those matching ``tensor_regex`` (``re.search``). A tensor whose name contains
+    ``tanh`` (case-insensitive) is judged with the tanh bounds, one whose name contains ``sigmoid`` with the
+    sigmoid bounds (``tanh`` wins if both appear); any other selected tensor is skipped with a warning logged
+    once. With axis 0 the batch of ``n`` samples and every other index a unit::
+
+        saturated_percent(unit) = 100 * #{samples with x < min or x > max} / n
+        saturated(unit)         = saturated_percent(unit) > 100 - threshold_inactivity
+        layer_percent           = 100 * #saturated units / #units
+
+    The condition is met when ``layer_percent > threshold_layer`` for some tensor (NaN is not saturated).
+
+    :param collection_names: comma-separated collections to inspect (default None).
+    :param tensor_regex: comma-separated regexes (default ``".*tanh\\d*_input|.*sigmoid\\d*_input"``: the
+        original's ``.*tanh_input`` / ``.*sigmoid_input`` widened to numbered module names such as
+        ``tanh0_input_0``). Give an empty string to inspect only ``collection_names``.
+    :param threshold_tanh_min: lower bound of the unsaturated tanh input (default -9.4999).
+    :param threshold_tanh_max: upper bound of the unsaturated tanh input (default 9.4999).
+    :param threshold_sigmoid_min: lower bound of the unsaturated sigmoid input (default -23).
+    :param threshold_sigmoid_max: upper bound of the unsaturated sigmoid input (default 16.99999).
+    :param threshold_inactivity: percent (default 1.0): a unit is saturated when it is out of bounds in more
+        than ``100 - threshold_inactivity`` percent of the samples.
+    :param threshold_layer: percent of a layer's units (default 50.0) that may be saturated.
+    """
+
+    def __init__(self, base_trial, collection_names=None, tensor_regex=r".*tanh\d*_input|.*sigmoid\d*_input",
+                 threshold_tanh_min="-9.4999", threshold_tanh_max="9.4999", threshold_sigmoid_min="-23",
+                 threshold_sigmoid_max="16.99999", threshold_inactivity="1.0", threshold_layer="50.0",
+                 other_trials=None, action_str=None):
+        super().__init__(base_trial, other_trials=other_trials, action_str=action_str)
+        rule = self.rule_name
+        self.collection_names = as_list(rule, "collection_names", collection_names)
+        self.tensor_regex = as_list(rule, "tensor_regex", tensor_regex)
+        if not (self.collection_names or self.tensor_regex):
+            raise SMDebugValueError(f"{rule}: give collection_names or tensor_regex")
+        _check_regexes(rule, "tensor_regex", self.tensor_regex)
+        self.threshold_tanh_min = as_float(rule, "threshold_tanh_min", threshold_tanh_min)
+        self.threshold_tanh_max = as_float(rule, "threshold_tanh_max", threshold_tanh_max)
+        self.threshold_sigmoid_min = as_float(rule, "threshold_sigmoid_min", threshold_sigmoid_min)
+        self.threshold_sigmoid_max = as_float(rule, "threshold_sigmoid_max", threshold_sigmoid_max)
+        for kind in ("tanh", "sigmoid"):
+            low, high = getattr(self, f"threshold_{kind}_min"), getattr(self, f"threshold_{kind}_max")
+            if not low < high:
+                raise SMDebugValueError(f"{rule}: threshold_{kind}_min ({low:g}) must be below "
+                                        f"threshold_{kind}_max ({high:g})")
+        self.threshold_inactivity = in_range(rule, "threshold_inactivity",
+                                             as_float(rule, "threshold_inactivity", threshold_inactivity), 0, 100)
+        self.threshold_layer = in_range(rule, "threshold_layer", as_float(rule, "threshold_layer", threshold_layer),
+                                        0, 100)
+        self._warned = set()
+
+    def bounds(self, name: str):
+        """(kind, min, max) for a tensor name, or None if it is neither a tanh nor a sigmoid input."""
+        lowered = name.lower()
+        if "tanh" in lowered:
+            return "tanh", self.threshold_tanh_min, self.threshold_tanh_max
+        if "sigmoid" in lowered:
+            return "sigmoid", self.threshold_sigmoid_min, self.threshold_sigmoid_max
+        return None
+
+    def invoke_at_step(self, step):
+        for name in select_tensors(self.base_trial, self.collection_names, self.tensor_regex):
+            bounds = self.bounds(name)
+            if bounds is None:
+                if name not in self._warned:
+                    self._warned.add(name)
+                    self.logger.warning("%s: skipping %s: its name says neither tanh nor sigmoid", self.rule_name,
+                                        name)
+                continue
+            kind, low, high = bounds
+            for value in batches_at(self.base_trial, name, step):
+                if value.ndim == 0 or value.size == 0 or value.dtype.kind not in "fiub":
+                    continue
+                units = units_by_samples(value)
+                out_percent = ((units < low) | (units > high)).mean(axis=0) * 100
+                saturated = int((out_percent > 100 - self.threshold_inactivity).sum())
+                layer_percent = 100.0 * saturated / units.shape[1]
+                if layer_percent > self.threshold_layer:
+                    return (f"{name}: {saturated} of {units.shape[1]} {kind} units ({layer_percent:.4g}%) "
+                            f"outside [{low:g}, {high:g}] in > {100 - self.threshold_inactivity:g}% of "
+                            f"{units.shape[0]} samples (threshold_layer {self.threshold_layer:g}%)")
+        return False
+
+
+def _check_regexes(rule: str, name: str, regexes: List[str]) -> None:
+    for regex in regexes:
+        try:
+            re.compile(regex)
+        except re.error as e:
+            raise SMDebugValueError(f"{rule}: {name} has an invalid regex {regex!r}: {e}") from None

@@ -1,0 +1,284 @@
+"""Rules on a classifier's labels and predictions: the confusion matrix, imbalanced or mispredicted classes.
+
+Labels and predictions are saved tensors (e.g. ``hook.save_tensor("labels", y, "labels")``). Class ids are
+taken as follows: a tensor with one more dimension than its partner holds scores (probabilities, logits,
+one-hot vectors) and becomes its ``argmax`` over the last axis; other values are rounded to the nearest
+integer (so binary probabilities become 0/1 at 0.5); negative ids are ignored. When several label tensors
+(``labels_0``, ``labels_1``...) are selected, they are paired in order of their trailing number with the
+prediction tensors; values saved by several workers are pooled.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+
+from smdebug.exceptions import SMDebugValueError
+from smdebug.rules.generic.activation_rules import _check_regexes, batches_at
+from smdebug.rules.generic.selection import select_tensors
+from smdebug.rules.params import as_bool, as_float, as_int, as_list, as_optional_int, in_range
+from smdebug.rules.rule import Rule
+
+
+def _numbered(names) -> List[str]:
+    """Names in order of their trailing number (``labels_2`` before ``labels_10``), then by name."""
+
+    def key(name):
+        m = re.search(r"(\d+)$", name)
+        return (int(m.group(1)) if m else -1, name)
+
+    return sorted(names, key=key)
+
+
+def _class_ids(scores: np.ndarray) -> np.ndarray:
+    """Integer class ids of values that are already ids (possibly as floats)."""
+    if scores.dtype.kind == "f":
+        return np.floor(scores + 0.5).astype(np.int64)
+    return scores.astype(np.int64)
+
+
+def _pooled(trial, name: str, step: int) -> Optional[np.ndarray]:
+    values = [v for v in batches_at(trial, name, step) if v.dtype.kind in "fiub"]
+    if not values:
+        return None
+    if len(values) == 1:
+        return values[0]
+    try:  # workers' values whose shapes differ beyond axis 0: pool them flattened
+        return np.concatenate([v.reshape(-1) for v in values])
+    except ValueError:
+        return values[0]
+
+
+class _LabelsAndPredictions(Rule):
+    """What both rules share: reading (labels, predictions) class-id pairs at a step."""
+
+    def _pairs(self, step: int, label_names: List[str], prediction_names: List[str],
+               argmax: Optional[bool]) -> Tuple[Optional[np.ndarray], Optional[np.ndarray]]:
+        """``(labels, predictions)`` as 1-D integer arrays of equal length for ``step`` (``predictions`` None
+        when none were saved or they cannot be paired). ``argmax``: None picks it from the dimensions."""
+        labels_out, predictions_out, paired = [], [], True
+        label_names, prediction_names = _numbered(label_names), _numbered(prediction_names)
+        if prediction_names and len(prediction_names) != len(label_names):
+            self._warn_once("count", "%s: %d label tensors and %d prediction tensors cannot be paired",
+                            self.rule_name, len(label_names), len(prediction_names))
+            prediction_names = []
+        for i, lname in enumerate(label_names):
+            labels = _pooled(self.base_trial, lname, step)
+            if labels is None:
+                continue
+            predictions = _pooled(self.base_trial, prediction_names[i], step) if prediction_names else None
+            if predictions is not None and argmax is None and labels.ndim == predictions.ndim + 1:
+                labels = np.argmax(labels, axis=-1)  # one-hot labels
+            if predictions is not None:
+                if argmax or (argmax is None and predictions.ndim == labels.ndim + 1):
+                    predictions = np.argmax(predictions, axis=-1) if predictions.ndim else predictions
+                predictions = _class_ids(predictions).reshape(-1)
+            labels = _class_ids(labels).reshape(-1)
+            if predictions is not None and predictions.size != labels.size:
+                self._warn_once(("size", lname), "%s: %s has %d class ids but %s has %d; not paired",
+                                self.rule_name, lname, labels.size, prediction_names[i], predictions.size)
+                predictions = None
+            labels_out.append(labels)
+            if predictions is None:
+                paired = False
+            else:
+                predictions_out.append(predictions)
+        if not labels_out:
+            return None, None
+        labels = np.concatenate(labels_out)
+        predictions = np.concatenate(predictions_out) if paired and predictions_out else None
+        return labels, predictions
+
+    def _warn_once(self, key, message, *args):
+        warned = self.__dict__.setdefault("_warned", set())
+        if key not in warned:
+            warned.add(key)
+            self.logger.warning(message, *args)
+
+
+class Confusion(_LabelsAndPredictions):
+    """Fires when the confusion matrix of a step's labels and predictions is too far from diagonal.
+
+    At each step where both were saved: ``confusion[label][prediction] += 1`` for every pair (the matrix of
+    that step alone), of size ``category_no`` (or, when None, ``max(labels, predictions) + 1`` of the step's
+    data; pairs outside ``[0, category_no)`` are ignored with a warning). Ratios are taken per *true* class
+    ``i`` (row ``i``, i.e. recall; classes with no sample at the step are skipped)::
+
+        row_i = sum_j confusion[i][j]
+        confusion[i][i] / row_i < min_diag          (class i too often mispredicted)
+        confusion[i][j] / row_i > max_off_diag      (j != i: class i too often taken for j)
+
+    Either inequality met for some class means the condition is met. (The original's documentation divides by
+    column sums and once by the sum of the diagonal, which looks like a typo; recall per class is used here.)
+
+    The labels are the tensor named ``labels`` if the run has it, else the tensors of ``labels_collection``;
+    likewise for predictions. Predictions with one more dimension than the labels are ``argmax``-ed over
+    their last axis.
+
+    :param category_no: number of classes (default None: inferred from the data at each step).
+    :param labels: name of the labels tensor (default ``"labels"``).
+    :param predictions: name of the predictions tensor (default ``"predictions"``).
+    :param labels_collection: collection of the labels when there is no ``labels`` tensor (default
+        ``"labels"``).
+    :param predictions_collection: likewise for predictions (default ``"predictions"``).
+    :param min_diag: smallest allowed fraction of a class predicted correctly (default 0.9).
+    :param max_off_diag: largest allowed fraction of a class predicted as one other class (default 0.1).
+    """
+
+    def __init__(self, base_trial, category_no=None, labels="labels", predictions="predictions",
+                 labels_collection="labels", predictions_collection="predictions", min_diag="0.9",
+                 max_off_diag="0.1", other_trials=None, action_str=None):
+        super().__init__(base_trial, other_trials=other_trials, action_str=action_str)
+        rule = self.rule_name
+        self.category_no = as_optional_int(rule, "category_no", category_no, minimum=1)
+        self.labels = _name(rule, "labels", labels)
+        self.predictions = _name(rule, "predictions", predictions)
+        self.labels_collection = _name(rule, "labels_collection", labels_collection)
+        self.predictions_collection = _name(rule, "predictions_collection", predictions_collection)
+        self.min_diag = in_range(rule, "min_diag", as_float(rule, "min_diag", min_diag), 0, 1)
+        self.max_off_diag = in_range(rule, "max_off_diag", as_float(rule, "max_off_diag", max_off_diag), 0, 1)
+
+    def _names(self, name: str, collection: str) -> List[str]:
+        if self.base_trial.has_tensor(name):
+            return [name]
+        coll = self.base_trial.collection(collection)
+        return [n for n in self.base_trial.tensor_names() if coll.matches(n)]
+
+    def confusion_matrix(self, step: int) -> Optional[np.ndarray]:
+        """The step's confusion matrix (rows: labels, columns: predictions), None if nothing to pair."""
+        label_names = self._names(self.labels, self.labels_collection)
+        prediction_names = self._names(self.predictions, self.predictions_collection)
+        if not label_names or not prediction_names:
+            return None
+        labels, predictions = self._pairs(step, label_names, prediction_names, argmax=None)
+        if labels is None or predictions is None:
+            return None
+        valid = (labels >= 0) & (predictions >= 0)
+        if self.category_no is not None:
+            valid &= (labels < self.category_no) & (predictions < self.category_no)
+        if not valid.all():
+            self._warn_once("range", "%s: ignoring %d label/prediction pairs outside [0, %s) at step %d",
+                            self.rule_name, int((~valid).sum()), self.category_no or "inf", step)
+        labels, predictions = labels[valid], predictions[valid]
+        if labels.size == 0:
+            return None
+        n = self.category_no or int(max(labels.max(), predictions.max())) + 1
+        matrix = np.zeros((n, n), dtype=np.int64)
+        np.add.at(matrix, (labels, predictions), 1)
+        return matrix
+
+    def invoke_at_step(self, step):
+        matrix = self.confusion_matrix(step)
+        if matrix is None:
+            return False
+        for i, row in enumerate(matrix):
+            total = int(row.sum())
+            if total == 0:
+                continue
+            if row[i] / total < self.min_diag:
+                return (f"class {i}: {row[i]} of {total} samples predicted correctly ({row[i] / total:.4g} "
+                        f"< min_diag {self.min_diag:g})")
+            for j, count in enumerate(row):
+                if j != i and count / total > self.max_off_diag:
+                    return (f"class {i} predicted as {j} in {count} of {total} samples ({count / total:.4g} "
+                            f"> max_off_diag {self.max_off_diag:g})")
+        return False
+
+
+class ClassImbalance(_LabelsAndPredictions):
+    """Fires when the classes seen so far are too imbalanced, or a class is mostly mispredicted.
+
+    At step ``s`` the counts cover every step ``<= s`` at which a label tensor was saved (the run as seen live
+    up to ``s``, whatever step the evaluation started at). Labels are the tensors matching ``labels_regex``,
+    predictions those matching ``predictions_regex`` (``re.search``, paired in order); with ``argmax`` the
+    predictions are ``argmax``-ed over their last axis, otherwise they must already be class ids. Per class
+    ``c`` seen at least once among the labels::
+
+        count_c         = #labels equal to c
+        mispredicted_c  = #{labels equal to c whose prediction differs} / #{such labels with a prediction}
+
+    Once ``sum_c count_c >= samples``, the condition is met at a step where labels were saved when
+    ``max_c count_c / min_c count_c > threshold_imbalance`` or ``mispredicted_c > threshold_misprediction``
+    for some class. Classes that never occur among the labels are unknown to the rule (it is not told how
+    many classes there are) and do not count as a minimum of 0.
+
+    :param threshold_imbalance: largest allowed ratio of the most to the least frequent class (default 10).
+    :param threshold_misprediction: largest allowed fraction of a class mispredicted (default 0.7).
+    :param samples: labels to see before judging (default 500).
+    :param argmax: ``argmax`` the predictions over their last axis (default False).
+    :param labels_regex: comma-separated regexes of the label tensors (default ``".*labels"``).
+    :param predictions_regex: comma-separated regexes of the prediction tensors (default ``".*predictions"``).
+    """
+
+    def __init__(self, base_trial, threshold_imbalance="10", threshold_misprediction="0.7", samples="500",
+                 argmax="False", labels_regex=".*labels", predictions_regex=".*predictions", other_trials=None,
+                 action_str=None):
+        super().__init__(base_trial, other_trials=other_trials, action_str=action_str)
+        rule = self.rule_name
+        self.threshold_imbalance = in_range(rule, "threshold_imbalance",
+                                            as_float(rule, "threshold_imbalance", threshold_imbalance), 1)
+        self.threshold_misprediction = in_range(
+            rule, "threshold_misprediction", as_float(rule, "threshold_misprediction", threshold_misprediction),
+            0, 1)
+        self.samples = as_int(rule, "samples", samples, minimum=0)
+        self.argmax = as_bool(rule, "argmax", argmax)
+        self.labels_regex = as_list(rule, "labels_regex", labels_regex)
+        self.predictions_regex = as_list(rule, "predictions_regex", predictions_regex)
+        if not self.labels_regex:
+            raise SMDebugValueError(f"{rule}: labels_regex is required")
+        _check_regexes(rule, "labels_regex", self.labels_regex)
+        _check_regexes(rule, "predictions_regex", self.predictions_regex)
+        #: step -> (labels per class, mispredicted per class, labels with a prediction per class)
+        self._per_step: Dict[int, Optional[Tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
+
+    def _contribution(self, step, label_names, prediction_names):
+        labels, predictions = self._pairs(step, label_names, prediction_names, argmax=self.argmax)
+        if labels is None:
+            return None
+        keep = labels >= 0
+        if not keep.all():
+            self._warn_once("negative", "%s: ignoring negative labels", self.rule_name)
+        labels = labels[keep]
+        n = int(labels.max()) + 1 if labels.size else 0
+        counts = np.bincount(labels, minlength=n)
+        if predictions is None:
+            return counts, np.zeros(n, np.int64), np.zeros(n, np.int64)
+        wrong = np.bincount(labels[predictions[keep] != labels], minlength=n)
+        return counts, wrong, counts.copy()
+
+    def invoke_at_step(self, step):
+        label_names = select_tensors(self.base_trial, [], self.labels_regex)
+        if not label_names:
+            return False
+        prediction_names = select_tensors(self.base_trial, [], self.predictions_regex)
+        steps = sorted({s for n in label_names for s in self.base_trial.tensor(n).steps() if s <= step})
+        for s in steps:
+            if s not in self._per_step:
+                self._per_step[s] = self._contribution(s, label_names, prediction_names)
+        if self._per_step.get(step) is None:
+            return False
+        parts = [c for s, c in self._per_step.items() if s <= step and c is not None]
+        n = max(len(c[0]) for c in parts)
+        counts, wrong, compared = (sum(np.pad(c[k], (0, n - len(c[k]))) for c in parts) for k in range(3))
+        total = int(counts.sum())
+        if total < self.samples or total == 0:
+            return False
+        present = np.flatnonzero(counts)
+        most, least = present[np.argmax(counts[present])], present[np.argmin(counts[present])]
+        ratio = counts[most] / counts[least]
+        if ratio > self.threshold_imbalance:
+            return (f"class {most} has {counts[most]} samples, class {least} {counts[least]}: ratio {ratio:.4g} "
+                    f"> threshold_imbalance {self.threshold_imbalance:g} ({total} labels)")
+        for c in present:
+            if compared[c] and wrong[c] / compared[c] > self.threshold_misprediction:
+                return (f"class {c}: {wrong[c]} of {compared[c]} samples mispredicted ({wrong[c] / compared[c]:.4g} "
+                        f"> threshold_misprediction {self.threshold_misprediction:g})")
+        return False
+
+
+def _name(rule: str, param: str, value) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise SMDebugValueError(f"{rule}: {param} must be a non-empty tensor or collection name, got {value!r}")
+    return value.strip()

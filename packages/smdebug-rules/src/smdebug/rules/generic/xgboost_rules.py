@@ -1,0 +1,192 @@
+"""Rules on XGBoost runs: trees grown too deep, importance concentrated on a few features.
+
+They read what the XGBoost hook saves: ``trees/<column>`` (one 1-D array per column of the booster's tree
+table for the tree(s) of the step's iteration: ``trees/Tree``, ``trees/Node``, ``trees/ID``, ``trees/Yes``,
+``trees/No``...) and ``feature_importance/<type>/<feature>`` (one number per feature).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from typing import Dict, List, Optional
+
+import numpy as np
+
+from smdebug.exceptions import SMDebugValueError
+from smdebug.rules.generic.activation_rules import _check_regexes
+from smdebug.rules.generic.selection import select_tensors, value_at
+from smdebug.rules.params import as_float, as_int, as_list, in_range
+from smdebug.rules.rule import Rule
+
+_CHILD = re.compile(r"^\s*(?:\d+-)?(\d+)\s*$")
+
+
+def _child(value) -> Optional[int]:
+    """A node id from a ``Yes``/``No`` cell: ``"3-7"`` (tree-node), ``"7"`` or 7; None for a leaf's empty
+    cell (NaN, ``""``, ``"nan"``)."""
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "replace")
+    if isinstance(value, str):
+        m = _CHILD.match(value)
+        return int(m.group(1)) if m else None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return int(number) if math.isfinite(number) and number >= 0 else None
+
+
+def _depth_from_links(nodes: List[int], yes: List[Optional[int]], no: List[Optional[int]]) -> Optional[int]:
+    """Edges from the root to the deepest node, following the ``Yes``/``No`` links; None if they do not form
+    a tree (no root)."""
+    children: Dict[int, List[int]] = {}
+    for node, y, n in zip(nodes, yes, no):
+        children[node] = [c for c in (y, n) if c is not None]
+    linked = {c for cs in children.values() for c in cs}
+    roots = [n for n in children if n not in linked]
+    if not roots:
+        return None
+    depth, level, seen = 0, sorted(roots)[:1], set()
+    while level:
+        seen.update(level)
+        following = [c for n in level for c in children.get(n, ()) if c not in seen]
+        if not following:
+            break
+        depth, level = depth + 1, following
+    return depth
+
+
+def _depth_from_ids(nodes: List[int]) -> int:
+    """Depth implied by the largest node id when ids follow the complete-binary-tree layout (root 0,
+    children of ``k`` at ``2k+1`` and ``2k+2``): ``floor(log2(max id + 1))``."""
+    largest = max(nodes)
+    return int(math.floor(math.log2(largest + 1))) if largest >= 0 else 0
+
+
+class TreeDepth(Rule):
+    """Fires when a tree of the step is deeper than ``depth``.
+
+    The depth of a tree is the number of edges from its root to its deepest node (a tree that is a single
+    leaf has depth 0; XGBoost's ``max_depth`` counts the same way). From the saved columns at the step,
+    grouped by ``trees/Tree`` (one tree if absent):
+
+    * when ``trees/Yes`` and ``trees/No`` were saved, the depth is found by following those links from the
+      root (exact for any numbering of the nodes);
+    * otherwise it is the original's estimate from the node ids alone,
+      ``floor(log2(max(trees/Node) + 1))``, exact when the ids follow the complete-binary-tree layout (root 0,
+      children of ``k`` at ``2k+1``, ``2k+2``) and an under-estimate otherwise.
+
+    The condition is met when the deepest tree of the step has ``depth(tree) > depth``.
+
+    :param depth: largest allowed tree depth (default 4).
+    """
+
+    def __init__(self, base_trial, depth="4", other_trials=None, action_str=None):
+        super().__init__(base_trial, other_trials=other_trials, action_str=action_str)
+        self.depth = as_int(self.rule_name, "depth", depth, minimum=0)
+        self._warned = False
+
+    def _column(self, column: str, step: int, length: int):
+        name = f"trees/{column}"
+        if not self.base_trial.has_tensor(name):
+            return None
+        value = value_at(self.base_trial, name, step)
+        if value is None or value.size != length:
+            return None
+        return value.reshape(-1).tolist()
+
+    def tree_depths(self, step: int) -> Optional[Dict[int, int]]:
+        """{tree index: depth} of the trees saved at ``step`` (None if none were)."""
+        if not self.base_trial.has_tensor("trees/Node"):
+            if not self._warned:
+                self._warned = True
+                self.logger.warning("%s: the run has no trees/Node tensor (save the trees collection)",
+                                    self.rule_name)
+            return None
+        node_value = value_at(self.base_trial, "trees/Node", step)
+        if node_value is None or node_value.size == 0:
+            return None
+        nodes = [int(n) for n in np.asarray(node_value, dtype=np.float64).reshape(-1)]
+        trees = self._column("Tree", step, len(nodes)) or [0] * len(nodes)
+        yes, no = self._column("Yes", step, len(nodes)), self._column("No", step, len(nodes))
+        rows = defaultdict(list)
+        for i, tree in enumerate(trees):
+            rows[int(float(tree))].append(i)
+        depths = {}
+        for tree, idx in sorted(rows.items()):
+            tree_nodes = [nodes[i] for i in idx]
+            depth = None
+            if yes is not None and no is not None:
+                depth = _depth_from_links(tree_nodes, [_child(yes[i]) for i in idx], [_child(no[i]) for i in idx])
+            depths[tree] = depth if depth is not None else _depth_from_ids(tree_nodes)
+        return depths
+
+    def invoke_at_step(self, step):
+        depths = self.tree_depths(step)
+        if not depths:
+            return False
+        tree, deepest = max(depths.items(), key=lambda item: (item[1], -item[0]))
+        if deepest > self.depth:
+            return f"tree {tree} has depth {deepest} > depth {self.depth}"
+        return False
+
+
+class FeatureImportanceOverweight(Rule):
+    """Fires when a few features carry almost all of the model's importance.
+
+    The features are the tensors matching ``tensor_regex`` (``re.search``; e.g.
+    ``feature_importance/weight/f0``...), each holding one number. At a step where at least one of them was
+    saved (a feature known from other steps but absent at this one counts as 0: XGBoost leaves unused
+    features out)::
+
+        top = (sum of the nfeatures largest importances) / (sum of all importances)
+
+    The condition is met when ``top > threshold``. With ``nfeatures`` or fewer known features ``top`` is 1,
+    so the rule fires whenever ``threshold < 1``: a model using that few features is what it looks for.
+    Negative values count as 0.
+
+    :param threshold: largest allowed share of the top features (default 0.8).
+    :param nfeatures: how many of the largest shares to add up (default 3).
+    :param tensor_regex: comma-separated regexes of the importance tensors (default
+        ``".*feature_importance/weight"``).
+    """
+
+    def __init__(self, base_trial, threshold="0.8", nfeatures="3", tensor_regex=".*feature_importance/weight",
+                 other_trials=None, action_str=None):
+        super().__init__(base_trial, other_trials=other_trials, action_str=action_str)
+        rule = self.rule_name
+        self.threshold = in_range(rule, "threshold", as_float(rule, "threshold", threshold), 0, 1)
+        self.nfeatures = as_int(rule, "nfeatures", nfeatures, minimum=1)
+        self.tensor_regex = as_list(rule, "tensor_regex", tensor_regex)
+        if not self.tensor_regex:
+            raise SMDebugValueError(f"{rule}: tensor_regex is required")
+        _check_regexes(rule, "tensor_regex", self.tensor_regex)
+
+    def importances(self, step: int) -> Optional[Dict[str, float]]:
+        """{tensor name: importance} at ``step`` (None if none was saved there or all are 0)."""
+        values, saved = {}, False
+        for name in select_tensors(self.base_trial, [], self.tensor_regex):
+            value = value_at(self.base_trial, name, step)
+            if value is None or value.size != 1 or value.dtype.kind not in "fiub":
+                values[name] = 0.0
+                continue
+            saved = True
+            values[name] = max(float(np.asarray(value, dtype=np.float64).reshape(-1)[0]), 0.0)
+        if not saved or not sum(values.values()) > 0:
+            return None
+        return values
+
+    def invoke_at_step(self, step):
+        values = self.importances(step)
+        if values is None:
+            return False
+        total = sum(values.values())
+        ranked = sorted(values.items(), key=lambda item: (-item[1], item[0]))[: self.nfeatures]
+        top = sum(v for _, v in ranked) / total
+        if top > self.threshold:
+            listed = ", ".join(f"{name.rsplit('/', 1)[-1]} {v / total:.3g}" for name, v in ranked)
+            return (f"the {len(ranked)} most important of {len(values)} features carry {top:.4g} of the importance "
+                    f"({listed}) > threshold {self.threshold:g}")
+        return False
