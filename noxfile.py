@@ -198,11 +198,18 @@ def mxnet(session: nox.Session) -> None:
     _pytest(session, f"{PLUGINS['mxnet']}/tests")
 
 
+XGBOOST_TEST_DEPS = [
+    # xgboost-cpu: the same module and API as "xgboost", without the ~350 MB NCCL/CUDA libraries.
+    "xgboost-cpu>=3.0,<4",
+    "scikit-learn",  # the sklearn estimators' callbacks=
+    "pandas",  # Booster.trees_to_dataframe, categorical data
+]
+
+
 @nox.session(python=PYTHON, tags=["test", "plugin"])
 def xgboost(session: nox.Session) -> None:
-    """smdebug-xgboost: skeleton tests only for now."""
-    # XGBoost itself ("xgboost>=1.7") is added here by the issue that writes the XGBoost hook.
-    _install(session, [CORE, PLUGINS["xgboost"]], TEST_TOOLS)
+    """smdebug-xgboost with XGBoost 3.x (CPU build), scikit-learn and pandas."""
+    _install(session, [CORE, PLUGINS["xgboost"]], [*TEST_TOOLS, *XGBOOST_TEST_DEPS])
     _pytest(session, f"{PLUGINS['xgboost']}/tests")
 
 

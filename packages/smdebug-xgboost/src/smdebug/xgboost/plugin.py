@@ -2,10 +2,13 @@
 
 This module is imported during plugin discovery, even where XGBoost is not installed: it must
 import nothing but smdebug's plugin API. smdebug checks ``FRAMEWORK_IMPORT`` and skips the plugin when
-that module cannot be found.
+that module cannot be found. Worker detection looks XGBoost up in ``sys.modules``: its collective can
+only be running if something else imported xgboost already.
 """
 
-from smdebug.core.plugins import FrameworkInfo, hookimpl
+import sys
+
+from smdebug.core.plugins import FrameworkInfo, WorkerInfo, hookimpl
 
 FRAMEWORK_IMPORT = "xgboost"
 
@@ -23,3 +26,19 @@ FRAMEWORK = FrameworkInfo(
 @hookimpl
 def smdebug_register_frameworks(register):
     register(FRAMEWORK)
+
+
+@hookimpl
+def smdebug_detect_worker(framework):
+    """``worker_<rank>`` of a distributed XGBoost job (``xgboost.collective``: a tracker, Dask, Spark...)."""
+    if framework not in (None, FRAMEWORK.name):
+        return None
+    collective = sys.modules.get("xgboost.collective")
+    if collective is None:
+        return None
+    try:
+        if not collective.is_distributed():
+            return None
+        return WorkerInfo(rank=collective.get_rank(), size=collective.get_world_size())
+    except Exception:  # noqa: BLE001 - a communicator being torn down: answer as a single worker
+        return None
