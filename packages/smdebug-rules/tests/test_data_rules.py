@@ -55,10 +55,10 @@ def active(n_samples, active_counts):
 # --------------------------------------------------------------------------------------------------------
 def test_dead_relu_thresholds(tmp_path):
     steps = [
-        {"relu0_output_0": active(100, [100, 50, 10, 100])},
-        {"relu0_output_0": active(100, [1, 1, 1, 100])},   # active in exactly 1%: not dead
-        {"relu0_output_0": active(100, [0, 0, 1, 100])},   # 2 of 4 dead: 50%, not more
-        {"relu0_output_0": active(100, [0, 0, 0, 100])},   # 3 of 4 dead
+        {"layer0_relu_output_0": active(100, [100, 50, 10, 100])},
+        {"layer0_relu_output_0": active(100, [1, 1, 1, 100])},   # active in exactly 1%: not dead
+        {"layer0_relu_output_0": active(100, [0, 0, 1, 100])},   # 2 of 4 dead: 50%, not more
+        {"layer0_relu_output_0": active(100, [0, 0, 0, 100])},   # 3 of 4 dead
     ]
     trial = run(tmp_path, steps)
     assert invoke_rule(DeadRelu(trial)) == [3]
@@ -67,7 +67,8 @@ def test_dead_relu_thresholds(tmp_path):
     assert invoke_rule(DeadRelu(trial, threshold_layer="75")) == []
     rule = DeadRelu(trial)
     assert invoke_rule(rule, start_step=3) == [3]
-    assert rule.last_reason == "relu0_output_0: 3 of 4 units (75%) active in < 1% of 100 samples (threshold_layer 50%)"
+    assert rule.last_reason == ("layer0_relu_output_0: 3 of 4 units (75%) active in < 1% of 100 samples "
+                                "(threshold_layer 50%)")
 
 
 def test_dead_relu_names_and_shapes(tmp_path):
@@ -76,18 +77,20 @@ def test_dead_relu_names_and_shapes(tmp_path):
     conv[:, 1, 0, :] = 0.0  # ... plus 3 of the 9 positions of channel 1
     steps = [
         {"relu_output": active(10, [0, 0, 0, 10]), "fc0_output_0": np.zeros((10, 4), np.float32)},
-        {"block.relu12_output_0": conv},
-        {"fc0_output_0": np.zeros((10, 4), np.float32)},
+        {"block.relu_output_0": conv},
+        {"fc0_output_0": np.zeros((10, 4), np.float32), "relu0_output_0": np.zeros((10, 4), np.float32)},
     ]
     trial = run(tmp_path, steps)
-    # the original's name (relu_output) and numbered module names both match the default; fc0 is not a ReLU
+    # the default .*relu_output finds relu_output in a name (re.search); fc0 is not a ReLU, and
+    # relu0_output_0 (a module named relu0) does not contain it: those need a tensor_regex
     assert invoke_rule(DeadRelu(trial)) == [0, 1]
     assert invoke_rule(DeadRelu(trial, threshold_layer="67")) == [0]  # conv: 12 of 18 units = 66.7%
     assert invoke_rule(DeadRelu(trial, tensor_regex="fc0_output")) == [0, 2]
+    assert invoke_rule(DeadRelu(trial, tensor_regex="relu0_output")) == [2]
 
 
 def test_dead_relu_bad_parameters(tmp_path):
-    trial = run(tmp_path, [{"relu0_output_0": active(2, [1])}])
+    trial = run(tmp_path, [{"layer0_relu_output_0": active(2, [1])}])
     with pytest.raises(SMDebugValueError, match="threshold_layer must be a number"):
         DeadRelu(trial, threshold_layer="half")
     with pytest.raises(SMDebugValueError, match=r"threshold_inactivity must be in \[0, 100\]"):
@@ -113,7 +116,7 @@ def test_dead_relu_pools_the_batches_of_all_workers(tmp_path):
         for rank in (0, 1)]
     for hook, counts in zip(hooks, ([1, 1], [0, 100])):
         hook.begin_step()
-        hook.record("relu0_output_0", active(100, counts))
+        hook.record("layer0_relu_output_0", active(100, counts))
         hook.end_step()
     for hook in hooks:
         hook.close()
@@ -136,10 +139,10 @@ def saturated(n_samples, out_counts, inside, outside):
 
 def test_saturated_activation_tanh_bounds_and_thresholds(tmp_path):
     steps = [
-        {"tanh0_input_0": saturated(100, [100, 100], 0.0, 9.4999)},   # on the bound: not outside
-        {"tanh0_input_0": saturated(100, [99, 99], 0.0, 9.5)},        # 99% of samples: not more than 99%
-        {"tanh0_input_0": saturated(100, [100, 0], 0.0, -9.5)},       # 1 of 2 units: 50%, not more
-        {"tanh0_input_0": saturated(100, [100, 100], 0.0, -9.5)},
+        {"layer0_tanh_input_0": saturated(100, [100, 100], 0.0, 9.4999)},   # on the bound: not outside
+        {"layer0_tanh_input_0": saturated(100, [99, 99], 0.0, 9.5)},        # 99% of samples: not more than 99%
+        {"layer0_tanh_input_0": saturated(100, [100, 0], 0.0, -9.5)},       # 1 of 2 units: 50%, not more
+        {"layer0_tanh_input_0": saturated(100, [100, 100], 0.0, -9.5)},
     ]
     trial = run(tmp_path, steps)
     assert invoke_rule(SaturatedActivation(trial)) == [3]
@@ -148,15 +151,15 @@ def test_saturated_activation_tanh_bounds_and_thresholds(tmp_path):
     assert invoke_rule(SaturatedActivation(trial, threshold_tanh_max="9.4998")) == [0, 3]
     rule = SaturatedActivation(trial)
     invoke_rule(rule)
-    assert rule.last_reason == ("tanh0_input_0: 2 of 2 tanh units (100%) outside [-9.4999, 9.4999] in > 99% of "
-                                "100 samples (threshold_layer 50%)")
+    assert rule.last_reason == ("layer0_tanh_input_0: 2 of 2 tanh units (100%) outside [-9.4999, 9.4999] in "
+                                "> 99% of 100 samples (threshold_layer 50%)")
 
 
 def test_saturated_activation_sigmoid_bounds_and_selection(tmp_path):
     steps = [
-        {"sigmoid1_input_0": saturated(10, [10, 10], 0.0, -23.0), "other_input_0": np.full((10, 2), 1e6)},
-        {"sigmoid1_input_0": saturated(10, [10, 10], 0.0, 17.0)},
-        {"sigmoid1_input_0": saturated(10, [10, 10], 0.0, -23.01)},
+        {"layer1_sigmoid_input_0": saturated(10, [10, 10], 0.0, -23.0), "other_input_0": np.full((10, 2), 1e6)},
+        {"layer1_sigmoid_input_0": saturated(10, [10, 10], 0.0, 17.0)},
+        {"layer1_sigmoid_input_0": saturated(10, [10, 10], 0.0, -23.01)},
         {"net.tanh_input": saturated(10, [10, 10], 0.0, 10.0)},
     ]
     trial = run(tmp_path, steps, collections={"activations": "_input"})
@@ -168,7 +171,7 @@ def test_saturated_activation_sigmoid_bounds_and_selection(tmp_path):
 
 
 def test_saturated_activation_bad_parameters(tmp_path):
-    trial = run(tmp_path, [{"tanh0_input_0": np.zeros((2, 2))}])
+    trial = run(tmp_path, [{"layer0_tanh_input_0": np.zeros((2, 2))}])
     with pytest.raises(SMDebugValueError, match="threshold_tanh_min .* must be below threshold_tanh_max"):
         SaturatedActivation(trial, threshold_tanh_min="10")
     with pytest.raises(SMDebugValueError, match="threshold_sigmoid_max must be a number"):

@@ -56,14 +56,13 @@ class DeadRelu(Rule):
     The condition is met when ``dead_percent > threshold_layer`` for some tensor. Tensors with no values,
     scalars and non-numeric tensors are skipped; NaN counts as inactive.
 
-    :param tensor_regex: comma-separated regexes of the ReLU outputs (default ``".*relu\\d*_output"``: the
-        original's ``.*relu_output`` widened to also match numbered module names such as PyTorch's
-        ``relu0_output_0``).
+    :param tensor_regex: comma-separated regexes of the ReLU outputs (default ``".*relu_output"``; a PyTorch
+        module named ``layer0_relu`` saves ``layer0_relu_output_0``, which it matches).
     :param threshold_inactivity: percent of samples (default 1.0) under which a unit counts as dead.
     :param threshold_layer: percent of a layer's units (default 50.0) that may be dead.
     """
 
-    def __init__(self, base_trial, tensor_regex=r".*relu\d*_output", threshold_inactivity="1.0",
+    def __init__(self, base_trial, tensor_regex=".*relu_output", threshold_inactivity="1.0",
                  threshold_layer="50.0", other_trials=None, action_str=None):
         super().__init__(base_trial, other_trials=other_trials, action_str=action_str)
         rule = self.rule_name
@@ -109,9 +108,8 @@ class SaturatedActivation(Rule):
     The condition is met when ``layer_percent > threshold_layer`` for some tensor (NaN is not saturated).
 
     :param collection_names: comma-separated collections to inspect (default None).
-    :param tensor_regex: comma-separated regexes (default ``".*tanh\\d*_input|.*sigmoid\\d*_input"``: the
-        original's ``.*tanh_input`` / ``.*sigmoid_input`` widened to numbered module names such as
-        ``tanh0_input_0``). Give an empty string to inspect only ``collection_names``.
+    :param tensor_regex: comma-separated regexes (default ``".*tanh_input|.*sigmoid_input"``, e.g.
+        ``layer0_tanh_input_0``). Give an empty string to inspect only ``collection_names``.
     :param threshold_tanh_min: lower bound of the unsaturated tanh input (default -9.4999).
     :param threshold_tanh_max: upper bound of the unsaturated tanh input (default 9.4999).
     :param threshold_sigmoid_min: lower bound of the unsaturated sigmoid input (default -23).
@@ -121,7 +119,7 @@ class SaturatedActivation(Rule):
     :param threshold_layer: percent of a layer's units (default 50.0) that may be saturated.
     """
 
-    def __init__(self, base_trial, collection_names=None, tensor_regex=r".*tanh\d*_input|.*sigmoid\d*_input",
+    def __init__(self, base_trial, collection_names=None, tensor_regex=".*tanh_input|.*sigmoid_input",
                  threshold_tanh_min="-9.4999", threshold_tanh_max="9.4999", threshold_sigmoid_min="-23",
                  threshold_sigmoid_max="16.99999", threshold_inactivity="1.0", threshold_layer="50.0",
                  other_trials=None, action_str=None):
