@@ -23,9 +23,11 @@ from smdebug.trials import create_trial
 from _hooks import NumpyHook
 
 
-def write(path, steps, collections=None, hook_class=NumpyHook, **hook_args):
-    """``steps``: one {name: array} per step, every step saved (a ``loss`` scalar keeps empty steps)."""
-    hook = hook_class(out_dir=str(path), save_config=SaveConfig(save_interval=1), include_regex=[".*"], **hook_args)
+def write(path, steps, collections=None, hook_class=NumpyHook, save_interval=1, **hook_args):
+    """``steps``: one {name: array} per step, every ``save_interval``-th step saved (a ``loss`` scalar keeps
+    empty steps)."""
+    hook = hook_class(out_dir=str(path), save_config=SaveConfig(save_interval=save_interval), include_regex=[".*"],
+                      **hook_args)
     for name, regex in (collections or {}).items():
         hook.get_collection(name).include(regex)
     for tensors in steps:
@@ -37,8 +39,8 @@ def write(path, steps, collections=None, hook_class=NumpyHook, **hook_args):
     hook.close()
 
 
-def run(path, steps, collections=None):
-    write(path, steps, collections)
+def run(path, steps, collections=None, save_interval=1):
+    write(path, steps, collections, save_interval=save_interval)
     return create_trial(str(path))
 
 
@@ -392,6 +394,30 @@ def test_class_imbalance_counts_accumulate_until_samples(tmp_path):
     assert invoke_rule(ClassImbalance(trial)) == [5, 6]  # 500 labels seen at step 5
     assert invoke_rule(ClassImbalance(trial, samples="100")) == [0, 1, 2, 4, 5, 6]
     assert invoke_rule(ClassImbalance(trial), start_step=6) == [6]
+
+
+@pytest.mark.parametrize("save_interval", [1, 3])
+def test_accumulating_rules_in_any_order_of_evaluation(tmp_path, save_interval):
+    """CheckInputImages and ClassImbalance judge the steps <= s: the same findings whether the steps are
+    evaluated in order, from a late start, after a long jump, or again after going back."""
+    rng = np.random.default_rng(0)
+    steps = []
+    for i in range(200):
+        stretch = 120 <= i < 132  # un-normalised images and only class-0 labels for a while
+        steps.append({"hybridsequential0_input_0": rng.normal(3.0 if stretch else 0.0, 1.0, (8, 2, 2, 2)),
+                      "labels": np.zeros(40, np.int64) if stretch else rng.integers(0, 3, 40)})
+    trial = run(tmp_path, steps, save_interval=save_interval)
+    for make in (lambda: CheckInputImages(trial, threshold_samples="200", threshold_mean="0.25"),
+                 lambda: ClassImbalance(trial, threshold_imbalance="1.3", samples="400")):
+        expected = invoke_rule(make())
+        assert expected and expected[0] > 120 and expected[-1] < 190  # fires, and recovers
+        assert all(s % save_interval == 0 for s in expected)
+        assert invoke_rule(make(), start_step=130) == [s for s in expected if s >= 130]
+        rule = make()
+        assert invoke_rule(rule, start_step=10, end_step=20) == [s for s in expected if 10 <= s < 20]
+        assert invoke_rule(rule, start_step=140) == [s for s in expected if s >= 140]  # jumped 120 steps
+        assert invoke_rule(rule) == expected  # back to the start
+        assert invoke_rule(rule, start_step=100) == [s for s in expected if s >= 100]
 
 
 def test_class_imbalance_mispredictions(tmp_path):

@@ -12,7 +12,7 @@ from typing import List
 
 import numpy as np
 
-from smdebug.exceptions import SMDebugValueError, TensorUnavailableForStep
+from smdebug.exceptions import SMDebugValueError, StepUnavailable, TensorUnavailableForStep
 from smdebug.rules.generic.selection import select_tensors
 from smdebug.rules.params import as_float, as_list, in_range
 from smdebug.rules.rule import Rule
@@ -20,11 +20,12 @@ from smdebug.rules.rule import Rule
 
 def batches_at(trial, name: str, step: int) -> List[np.ndarray]:
     """The tensor's values at ``step`` from every worker that saved it, pooled along axis 0 when their other
-    dimensions agree (one array), else one array per worker. Empty if it was not saved at ``step``."""
+    dimensions agree (one array), else one array per worker. Empty if it was not saved at ``step`` (or the
+    run has no such step)."""
     tensor = trial.tensor(name)
     try:
         workers = tensor.workers(step)
-    except TensorUnavailableForStep:
+    except (TensorUnavailableForStep, StepUnavailable):
         return []
     values = []
     for worker in workers:

@@ -11,12 +11,13 @@ prediction tensors; values saved by several workers are pooled.
 from __future__ import annotations
 
 import re
-from typing import Dict, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
 import numpy as np
 
 from smdebug.exceptions import SMDebugValueError
 from smdebug.rules.generic.activation_rules import _check_regexes, batches_at
+from smdebug.rules.generic.input_rules import StepSums
 from smdebug.rules.generic.selection import select_tensors
 from smdebug.rules.params import as_bool, as_float, as_int, as_list, as_optional_int, in_range
 from smdebug.rules.rule import Rule
@@ -230,8 +231,8 @@ class ClassImbalance(_LabelsAndPredictions):
             raise SMDebugValueError(f"{rule}: labels_regex is required")
         _check_regexes(rule, "labels_regex", self.labels_regex)
         _check_regexes(rule, "predictions_regex", self.predictions_regex)
-        #: step -> (labels per class, mispredicted per class, labels with a prediction per class)
-        self._per_step: Dict[int, Optional[Tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
+        #: per step: (labels per class, mispredicted per class, labels with a prediction per class)
+        self._counts = StepSums(_add_class_counts)
 
     def _contribution(self, step, label_names, prediction_names):
         labels, predictions = self._pairs(step, label_names, prediction_names, argmax=self.argmax)
@@ -253,15 +254,15 @@ class ClassImbalance(_LabelsAndPredictions):
         if not label_names:
             return False
         prediction_names = select_tensors(self.base_trial, [], self.predictions_regex)
-        steps = sorted({s for n in label_names for s in self.base_trial.tensor(n).steps() if s <= step})
-        for s in steps:
-            if s not in self._per_step:
-                self._per_step[s] = self._contribution(s, label_names, prediction_names)
-        if self._per_step.get(step) is None:
+
+        def saved_steps():
+            return sorted({s for n in label_names for s in self.base_trial.tensor(n).steps()})
+
+        for s in self._counts.steps_to_read(saved_steps, step):
+            self._counts.add(s, self._contribution(s, label_names, prediction_names))
+        if self._counts.parts.get(step) is None:
             return False
-        parts = [c for s, c in self._per_step.items() if s <= step and c is not None]
-        n = max(len(c[0]) for c in parts)
-        counts, wrong, compared = (sum(np.pad(c[k], (0, n - len(c[k]))) for c in parts) for k in range(3))
+        counts, wrong, compared = self._counts.total(step)
         total = int(counts.sum())
         if total < self.samples or total == 0:
             return False
@@ -276,6 +277,13 @@ class ClassImbalance(_LabelsAndPredictions):
                 return (f"class {c}: {wrong[c]} of {compared[c]} samples mispredicted ({wrong[c] / compared[c]:.4g} "
                         f"> threshold_misprediction {self.threshold_misprediction:g})")
         return False
+
+
+def _add_class_counts(total, part):
+    if total is None:
+        return part
+    n = max(len(total[0]), len(part[0]))
+    return tuple(np.pad(t, (0, n - len(t))) + np.pad(p, (0, n - len(p))) for t, p in zip(total, part))
 
 
 def _name(rule: str, param: str, value) -> str:

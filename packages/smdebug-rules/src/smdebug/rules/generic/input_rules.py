@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Dict, Optional, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 import numpy as np
 
@@ -16,13 +16,78 @@ from smdebug.rules.rule import Rule
 _Stats = Tuple[np.ndarray, np.ndarray, int]
 
 
+class StepSums:
+    """The per-step contributions of a rule that judges everything seen up to a step, and their sum.
+
+    ``add(step, part)`` records what a step contributes (None: nothing usable there); ``total(step)`` folds
+    the parts of all steps ``<= step`` with ``combine(total_or_None, part)``. Rules evaluate steps in
+    increasing order, so both only touch the new steps; going back to an earlier step recomputes the sum.
+    """
+
+    #: largest gap between evaluated steps that is walked step by step instead of listing the saved steps
+    WALK = 64
+
+    def __init__(self, combine: Callable):
+        self.combine = combine
+        self.parts: Dict[int, object] = {}
+        self._looked_upto: Optional[int] = None  # every step <= this one has its part recorded
+        self._sum = None
+        self._sum_upto: Optional[int] = None
+        self._unsummed: List[int] = []
+
+    def steps_to_read(self, saved_steps: Callable[[], Iterable[int]], step: int) -> List[int]:
+        """The steps ``<= step`` whose part is still unknown (``saved_steps()`` lists the steps where the
+        data was saved; called only when evaluation jumped or went back)."""
+        upto = self._looked_upto
+        if upto is not None and upto <= step <= upto + self.WALK:
+            candidates = range(upto + 1, step + 1)
+        else:
+            candidates = [s for s in saved_steps() if s <= step]
+        self._looked_upto = step if upto is None else max(upto, step)
+        return [s for s in candidates if s not in self.parts]
+
+    def add(self, step: int, part) -> None:
+        self.parts[step] = part
+        if part is None:
+            return
+        if self._sum_upto is not None and step <= self._sum_upto:
+            self._sum_upto = None  # below the running sum: recompute it
+        else:
+            self._unsummed.append(step)
+
+    def total(self, step: int):
+        """``combine`` over the parts of the steps ``<= step`` (None if there are none)."""
+        if self._sum_upto is None or step < self._sum_upto:
+            self._sum = None
+            pending = [s for s, part in self.parts.items() if part is not None]
+        else:
+            pending = self._unsummed
+        self._unsummed = [s for s in pending if s > step]
+        for s in sorted(s for s in pending if s <= step):
+            self._sum = self.combine(self._sum, self.parts[s])
+        self._sum_upto = step
+        return self._sum
+
+
+def _add_channel_stats(total: Optional[dict], part: _Stats) -> dict:
+    """Running (sums, counts, samples) per channel layout (parts of another shape are summed apart)."""
+    total = {} if total is None else total
+    key = part[0].shape
+    if key in total:
+        sums, counts, samples = total[key]
+        total[key] = (sums + part[0], counts + part[1], samples + part[2])
+    else:
+        total[key] = part
+    return total
+
+
 class CheckInputImages(Rule):
     """Fires when the input images do not look normalised: the mean of some channel is far from 0.
 
     Inspects the tensors whose name matches ``regex`` (``re.search``) and that have at least 3 dimensions
     (axis 0 the batch, ``channel`` the channel axis; others are skipped). At step ``s`` the statistics of a
-    tensor cover every step ``<= s`` at which it was saved (the run as seen live up to ``s``, whatever step
-    the evaluation started at); per channel ``c``::
+    tensor cover every step ``<= s`` at which it was saved with the same number of channels as at ``s`` (the
+    run as seen live up to ``s``, whatever step the evaluation started at); per channel ``c``::
 
         mean_c  = sum of all values of channel c / number of those values
         samples = sum of the batch sizes (axis 0) over those steps
@@ -51,13 +116,13 @@ class CheckInputImages(Rule):
         self.channel = as_int(rule, "channel", channel)
         if self.channel == 0:
             raise SMDebugValueError(f"{rule}: channel must not be 0 (axis 0 is the batch)")
-        self._stats: Dict[str, Dict[int, Optional[_Stats]]] = {}
+        self._stats: Dict[str, StepSums] = {}
         self._warned = set()
 
     def _contribution(self, name: str, step: int) -> Optional[_Stats]:
         sums, counts, samples = None, None, 0
         for value in batches_at(self.base_trial, name, step):
-            if value.ndim < 3 or value.dtype.kind not in "fiub":
+            if value.ndim < 3 or value.size == 0 or value.dtype.kind not in "fiub":
                 continue
             axis = self.channel if self.channel > 0 else value.ndim + self.channel
             if not 1 <= axis < value.ndim:
@@ -80,17 +145,13 @@ class CheckInputImages(Rule):
 
     def invoke_at_step(self, step):
         for name in select_tensors(self.base_trial, [], self.regex):
-            per_step = self._stats.setdefault(name, {})
-            for s in self.base_trial.tensor(name).steps():
-                if s <= step and s not in per_step:
-                    per_step[s] = self._contribution(name, s)
-            current = per_step.get(step)
+            stats = self._stats.setdefault(name, StepSums(_add_channel_stats))
+            for s in stats.steps_to_read(self.base_trial.tensor(name).steps, step):
+                stats.add(s, self._contribution(name, s))
+            current = stats.parts.get(step)
             if current is None:
                 continue
-            sums, counts, samples = np.zeros_like(current[0]), np.zeros_like(current[1]), 0
-            for s, stats in per_step.items():
-                if s <= step and stats is not None and stats[0].shape == sums.shape:
-                    sums, counts, samples = sums + stats[0], counts + stats[1], samples + stats[2]
+            sums, counts, samples = stats.total(step)[current[0].shape]
             if samples < self.threshold_samples:
                 continue
             means = sums / np.maximum(counts, 1)
