@@ -499,6 +499,17 @@ def test_tree_depth_follows_yes_no_links(tmp_path):
     assert invoke_rule(TreeDepth(trial, depth="2")) == [0, 1]
 
 
+def test_tree_depth_from_the_hooks_depth_column(tmp_path):
+    nodes, yes, no = chain_tree()
+    depths = np.array([0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5])
+    steps = [{"trees/Node": nodes, "trees/Yes": yes, "trees/No": no, "trees/Depth": depths},
+             {"trees/Node": nodes, "trees/Depth": np.minimum(depths, 4)},  # the column wins over the ids
+             {"trees/Node": nodes, "trees/Yes": yes, "trees/No": no, "trees/Depth": np.full(11, -1)}]
+    trial = run(tmp_path, steps)
+    assert invoke_rule(TreeDepth(trial)) == [0, 2]  # step 2: no known depth, the links say 5
+    assert invoke_rule(TreeDepth(trial, depth="3")) == [0, 1, 2]
+
+
 def test_tree_depth_several_trees_per_step(tmp_path):
     nodes = np.concatenate([complete_tree(2), complete_tree(5), complete_tree(1)])
     trees = np.repeat([3, 4, 5], [7, 63, 3])

@@ -72,8 +72,10 @@ class TreeDepth(Rule):
     leaf has depth 0; XGBoost's ``max_depth`` counts the same way). From the saved columns at the step,
     grouped by ``trees/Tree`` (one tree if absent):
 
-    * when ``trees/Yes`` and ``trees/No`` were saved, the depth is found by following those links from the
-      root (exact for any numbering of the nodes);
+    * when ``trees/Depth`` (each node's depth, added by the XGBoost hook) was saved, the largest depth of
+      the tree's nodes;
+    * else when ``trees/Yes`` and ``trees/No`` were saved, the depth is found by following those links from
+      the root (exact for any numbering of the nodes);
     * otherwise it is the original's estimate from the node ids alone,
       ``floor(log2(max(trees/Node) + 1))``, exact when the ids follow the complete-binary-tree layout (root 0,
       children of ``k`` at ``2k+1``, ``2k+2``) and an under-estimate otherwise.
@@ -110,6 +112,7 @@ class TreeDepth(Rule):
             return None
         nodes = [int(n) for n in np.asarray(node_value, dtype=np.float64).reshape(-1)]
         trees = self._column("Tree", step, len(nodes)) or [0] * len(nodes)
+        node_depths = self._column("Depth", step, len(nodes))
         yes, no = self._column("Yes", step, len(nodes)), self._column("No", step, len(nodes))
         rows = defaultdict(list)
         for i, tree in enumerate(trees):
@@ -118,7 +121,10 @@ class TreeDepth(Rule):
         for tree, idx in sorted(rows.items()):
             tree_nodes = [nodes[i] for i in idx]
             depth = None
-            if yes is not None and no is not None:
+            if node_depths is not None:
+                known = [int(node_depths[i]) for i in idx if node_depths[i] >= 0]
+                depth = max(known) if known else None
+            if depth is None and yes is not None and no is not None:
                 depth = _depth_from_links(tree_nodes, [_child(yes[i]) for i in idx], [_child(no[i]) for i in idx])
             depths[tree] = depth if depth is not None else _depth_from_ids(tree_nodes)
         return depths
