@@ -1,0 +1,106 @@
+"""WeightUpdateRatio: weight updates far too large or far too small for the weights they change."""
+
+from __future__ import annotations
+
+import bisect
+from typing import Optional
+
+import numpy as np
+
+from smdebug.core.modes import ModeKeys
+from smdebug.exceptions import SMDebugValueError, TensorUnavailableForStep
+from smdebug.rules.generic.loss_rules import SavedSteps, contains, mode_label, step_in_mode
+from smdebug.rules.params import as_float, as_int
+from smdebug.rules.rule import Rule
+
+WEIGHTS = "weights"
+
+
+class WeightUpdateRatio(Rule):
+    """Fires when the update of a weight between two saved steps is too large or too small relative to the
+    weight.
+
+    For each tensor of the ``weights`` collection saved at the current step ``s``::
+
+        ratio = ||w[s] - w[p]||_2 / (||w[p]||_2 + epsilon)
+
+    where ``p`` is the weight's previous saved step when ``num_steps`` is None, or else the *oldest* saved
+    step with ``s - num_steps <= p < s``; with no such ``p`` (first save, or saves further apart than
+    ``num_steps``) the weight is skipped. The rule fires when ``ratio > large_threshold`` or
+    ``ratio < small_threshold``, and when the ratio is not finite (NaN or infinite weights).
+
+    Steps are TRAIN-mode steps when the weight has TRAIN-mode saves (weights do not change during
+    evaluation, so EVAL saves are ignored), GLOBAL steps otherwise; ``num_steps`` counts steps of that mode.
+    The rule needs weights saved at close steps: a save interval of 1, or equal to ``num_steps``.
+
+    :param num_steps: furthest distance, in steps, of the compared save (>= 1); None: the previous save.
+        Default None.
+    :param large_threshold: the largest tolerated ratio. Default ``"10.0"``.
+    :param small_threshold: the smallest tolerated ratio. Default ``"0.00000001"`` (1e-8).
+    :param epsilon: added to the norm of the older weight (>= 0). Default ``"0.000000001"`` (1e-9).
+    """
+
+    def __init__(self, base_trial, num_steps=None, large_threshold="10.0", small_threshold="0.00000001",
+                 epsilon="0.000000001", other_trials=None, action_str=None):
+        super().__init__(base_trial, other_trials=other_trials, action_str=action_str)
+        name = self.rule_name
+        if num_steps is None or (isinstance(num_steps, str) and num_steps.strip().lower() in ("", "none")):
+            self.num_steps: Optional[int] = None
+        else:
+            self.num_steps = as_int(name, "num_steps", num_steps, minimum=1)
+        self.large_threshold = as_float(name, "large_threshold", large_threshold)
+        self.small_threshold = as_float(name, "small_threshold", small_threshold)
+        self.epsilon = as_float(name, "epsilon", epsilon)
+        if not self.epsilon >= 0:
+            raise SMDebugValueError(f"{name}: epsilon must be >= 0, got {self.epsilon!r}")
+        if not self.small_threshold < self.large_threshold:
+            raise SMDebugValueError(
+                f"{name}: small_threshold ({self.small_threshold:g}) must be below large_threshold "
+                f"({self.large_threshold:g})")
+        self._saved = SavedSteps(base_trial)
+        self._warned_no_weights = False
+
+    def _weights(self):
+        coll = self.base_trial.collections().get(WEIGHTS)
+        names = [n for n in self.base_trial.tensor_names() if coll.matches(n)] if coll is not None else []
+        if not names and not self._warned_no_weights:
+            self.logger.warning("%s: the run has no tensors in the %r collection", self.rule_name, WEIGHTS)
+            self._warned_no_weights = True
+        return names
+
+    def _previous(self, steps, s) -> Optional[int]:
+        i = bisect.bisect_left(steps, s)
+        if self.num_steps is None:
+            return steps[i - 1] if i > 0 else None
+        j = bisect.bisect_left(steps, s - self.num_steps)
+        return steps[j] if j < i else None
+
+    def invoke_at_step(self, step):
+        for name in self._weights():
+            mode = ModeKeys.TRAIN if self._saved.steps(name, ModeKeys.TRAIN) else ModeKeys.GLOBAL
+            s = step_in_mode(self.base_trial, step, mode)
+            steps = self._saved.steps(name, mode)
+            if s is None or not contains(steps, s):
+                continue
+            p = self._previous(steps, s)
+            if p is None:
+                continue
+            tensor = self.base_trial.tensor(name)
+            try:
+                now = np.asarray(tensor.value(s, mode=mode), dtype=np.float64)
+                before = np.asarray(tensor.value(p, mode=mode), dtype=np.float64)
+            except TensorUnavailableForStep:  # only reductions saved
+                continue
+            if now.shape != before.shape:
+                self.logger.debug("%s: %s changed shape between steps %d and %d", self.rule_name, name, p, s)
+                continue
+            with np.errstate(all="ignore"):
+                ratio = float(np.linalg.norm((now - before).ravel()) / (np.linalg.norm(before.ravel()) + self.epsilon))
+            where = f"between {mode_label(mode)}s {p} and {s}"
+            if not np.isfinite(ratio):
+                return f"{name}: update/weight ratio is {ratio} {where}"
+            if ratio > self.large_threshold:
+                return f"{name}: update/weight ratio {ratio:.4g} > large_threshold {self.large_threshold:g} {where}"
+            if ratio < self.small_threshold:
+                return f"{name}: update/weight ratio {ratio:.4g} < small_threshold {self.small_threshold:g} {where}"
+        return False
