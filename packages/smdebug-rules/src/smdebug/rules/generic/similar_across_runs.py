@@ -1,0 +1,117 @@
+"""SimilarAcrossRuns: a run's tensors must equal the same tensors of other runs, step by step."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from smdebug.core.modes import ModeKeys
+from smdebug.exceptions import (
+    NoMoreData,
+    SMDebugValueError,
+    StepUnavailable,
+    TensorUnavailable,
+    TensorUnavailableForStep,
+)
+from smdebug.rules.params import as_float, as_list
+from smdebug.rules.rule import Rule
+
+
+class SimilarAcrossRuns(Rule):
+    """Fires when a tensor of the base run differs from the same tensor of another run at the same step.
+
+    Steps are matched by mode: a step saved as ``(TRAIN, 7)`` in the base run is compared with ``(TRAIN, 7)``
+    of the other run, whatever their global step numbers; steps saved without a mode are matched by global
+    step. The rule waits for the other run to reach the step (it may lag behind); steps and tensors the other
+    run does not have are skipped (logged at debug level), as are tensors saved only as reductions.
+
+    A tensor differs when the shapes differ, or when any value differs: for numbers, ``not numpy.isclose(a,
+    b, rtol, atol, equal_nan=True)``, i.e. ``|a - b| > atol + rtol * |b|`` (NaN matches NaN); with the
+    default ``rtol = atol = 0`` values must be exactly equal. Other types are compared with ``==``.
+
+    :param other_trials: the runs to compare with (trials or paths, one or more). Required.
+    :param collection_names: collections to compare (list or comma-separated string). Default None.
+    :param tensor_regex: regexes of tensor names to compare. Default None. With neither, every tensor of
+        the base run is compared; with both, their union.
+    :param rtol: relative tolerance (>= 0). Default ``"0"``.
+    :param atol: absolute tolerance (>= 0). Default ``"0"``.
+    """
+
+    def __init__(self, base_trial, collection_names=None, tensor_regex=None, rtol="0", atol="0", other_trials=None,
+                 action_str=None):
+        super().__init__(base_trial, other_trials=other_trials, action_str=action_str)
+        name = self.rule_name
+        if not self.other_trials:
+            raise SMDebugValueError(f"{name}: other_trials is required (the run(s) to compare with)")
+        self.collection_names = as_list(name, "collection_names", collection_names)
+        self.tensor_regex = as_list(name, "tensor_regex", tensor_regex)
+        try:
+            self._regexes = [re.compile(r) for r in self.tensor_regex]
+        except re.error as e:
+            raise SMDebugValueError(f"{name}: tensor_regex is not a valid regular expression: {e}") from None
+        self.rtol = as_float(name, "rtol", rtol)
+        self.atol = as_float(name, "atol", atol)
+        for pname, value in (("rtol", self.rtol), ("atol", self.atol)):
+            if not value >= 0:
+                raise SMDebugValueError(f"{name}: {pname} must be >= 0, got {value!r}")
+
+    def _selected(self, names):
+        if not (self.collection_names or self._regexes):
+            return sorted(names)
+        collections = self.base_trial.collections()
+        colls = [collections[c] for c in self.collection_names if c in collections]
+        return sorted(n for n in names
+                      if any(c.matches(n) for c in colls) or any(r.search(n) for r in self._regexes))
+
+    def _other_value(self, other, name, mode, mode_step):
+        """The other run's value of ``name`` at ``(mode, mode_step)``, or None if it has none there."""
+        try:
+            other.wait_for_steps([mode_step], mode=mode)
+            if not other.has_tensor(name):
+                self.logger.debug("%s: %s has no tensor %s", self.rule_name, other.name, name)
+                return None
+            return other.tensor(name).value(mode_step, mode=mode)
+        except (StepUnavailable, NoMoreData, TensorUnavailable, TensorUnavailableForStep) as e:
+            self.logger.debug("%s: nothing to compare in %s for %s: %s", self.rule_name, other.name, name, e)
+            return None
+
+    def invoke_at_step(self, step):
+        base = self.base_trial
+        mode, mode_step = base.mode_modestep(step)
+        if mode is None or mode == ModeKeys.GLOBAL:
+            mode, mode_step = ModeKeys.GLOBAL, step
+        where = f"step {step}" if mode == ModeKeys.GLOBAL else f"{mode.name} step {mode_step}"
+        for name in self._selected(base.tensor_names(step=step)):
+            try:
+                mine = np.asarray(base.tensor(name).value(step))
+            except TensorUnavailableForStep:
+                continue
+            for other in self.other_trials:
+                theirs = self._other_value(other, name, mode, mode_step)
+                if theirs is None:
+                    continue
+                theirs = np.asarray(theirs)
+                difference = self._difference(mine, theirs)
+                if difference:
+                    return f"{name} at {where} differs from run {other.name}: {difference}"
+        return False
+
+    def _difference(self, a: np.ndarray, b: np.ndarray):
+        """A description of how ``a`` differs from ``b``, or None if they match."""
+        if a.shape != b.shape:
+            return f"shape {a.shape} vs {b.shape}"
+        if a.dtype.kind in "fciu" and b.dtype.kind in "fciu":
+            with np.errstate(all="ignore"):
+                differ = ~np.isclose(a, b, rtol=self.rtol, atol=self.atol, equal_nan=True)
+                count = int(differ.sum())
+                if not count:
+                    return None
+                kind = np.complex128 if "c" in (a.dtype.kind, b.dtype.kind) else np.float64
+                gaps = np.abs(a[differ].astype(kind) - b[differ].astype(kind))
+                gaps = gaps[~np.isnan(gaps)]
+                largest = float(gaps.max()) if gaps.size else float("nan")
+            return f"{count} of {a.size} values differ (largest difference {largest:.4g})"
+        differ = a != b
+        count = int(np.sum(differ))
+        return f"{count} of {a.size} values differ" if count else None
