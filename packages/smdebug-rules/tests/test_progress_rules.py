@@ -1,0 +1,513 @@
+"""Training-progress rules (WeightUpdateRatio, LossNotDecreasing, Overfit, Overtraining, SimilarAcrossRuns,
+StalledTrainingRule, PoorWeightInitialization) on hand-made runs: each fires exactly at the steps where it
+should, thresholds are pinned on both sides, parameters arrive as strings and bad ones are refused."""
+
+import os
+import time
+
+import numpy as np
+import pytest
+
+from smdebug import SaveConfig
+from smdebug.core.modes import ModeKeys
+from smdebug.exceptions import RuleEvaluationConditionMet, SMDebugValueError
+from smdebug.rules.generic import (
+    LossNotDecreasing,
+    Overfit,
+    Overtraining,
+    PoorWeightInitialization,
+    SimilarAcrossRuns,
+    StalledTrainingRule,
+    WeightUpdateRatio,
+)
+from smdebug.rules.rule_invoker import invoke_rule
+from smdebug.trials import create_trial
+
+from _hooks import NumpyHook
+
+TRAIN, EVAL = ModeKeys.TRAIN, ModeKeys.EVAL
+
+
+def write(path, steps, include_regex=None, close=True):
+    """Write a run; ``steps`` holds one entry per global step: ``{name: value}`` (no mode) or
+    ``(mode, {name: value})``. An empty dict leaves the step unsaved. Values are saved as float64."""
+    hook = NumpyHook(out_dir=str(path), save_config=SaveConfig(save_interval=1),
+                     include_collections=["weights", "gradients", "losses"], include_regex=include_regex)
+    for item in steps:
+        mode, tensors = item if isinstance(item, tuple) else (None, item)
+        if mode is not None:
+            hook.set_mode(mode)
+        hook.begin_step()
+        for name, value in tensors.items():
+            hook.record(name, np.asarray(value, dtype=np.float64))
+        hook.end_step()
+    if close:
+        hook.close()
+    else:
+        hook.flush()
+    return hook
+
+
+def run(path, steps, include_regex=None, **trial_kwargs):
+    write(path, steps, include_regex)
+    return create_trial(str(path), **trial_kwargs)
+
+
+def reason_at(rule, step):
+    with pytest.raises(RuleEvaluationConditionMet) as e:
+        rule.invoke(step)
+    return e.value.reason
+
+
+# --- WeightUpdateRatio -------------------------------------------------------------------------------------
+def test_weight_update_ratio_large_threshold_is_strict(tmp_path):
+    # ||w1 - w0|| = ||(30, 40)|| = 50, ||w0|| = 5: ratio exactly 10 with epsilon 0.
+    trial = run(tmp_path, [{"w/a": [3, 4]}, {"w/a": [33, 44]}])
+    assert invoke_rule(WeightUpdateRatio(trial, epsilon="0")) == []
+    assert invoke_rule(WeightUpdateRatio(trial, epsilon="0", large_threshold="9.999")) == [1]
+    # epsilon is added to the older weight's norm: the ratio is then just below 10
+    assert invoke_rule(WeightUpdateRatio(trial, large_threshold="9.9999999999")) == []
+    assert reason_at(WeightUpdateRatio(trial, epsilon="0", large_threshold="9.999"), 1) == (
+        "w/a: update/weight ratio 10 > large_threshold 9.999 between steps 0 and 1")
+
+
+def test_weight_update_ratio_small_threshold_is_strict(tmp_path):
+    # ||w1 - w0|| = ||(3, 4)|| = 5, ||w0|| = 5 * 2**30: ratio 2**-30 (about 9.3e-10), exactly
+    w0, w1 = [3.0 * 2**30, 4.0 * 2**30], [3.0 * 2**30 + 3, 4.0 * 2**30 + 4]
+    trial = run(tmp_path, [{"w/a": w0}, {"w/a": w1}, {"w/a": w1}])
+    assert invoke_rule(WeightUpdateRatio(trial)) == [1, 2]  # 9.3e-10 < 1e-8; then unchanged: 0
+    assert invoke_rule(WeightUpdateRatio(trial, small_threshold=repr(2.0**-30), epsilon="0")) == [2]
+    assert invoke_rule(WeightUpdateRatio(trial, small_threshold=repr(2.0**-30 * 1.0001), epsilon="0")) == [1, 2]
+    reason = reason_at(WeightUpdateRatio(trial), 2)
+    assert reason == "w/a: update/weight ratio 0 < small_threshold 1e-08 between steps 1 and 2"
+
+
+def test_weight_update_ratio_num_steps_compares_with_oldest_save_in_reach(tmp_path):
+    steps = [{"w/a": [1.0]}, {"w/a": [1.0]}, {"w/a": [20.0]}, {"w/a": [30.0]}, {}, {}, {}, {"w/a": [300.0]}]
+    trial = run(tmp_path, steps)
+    # previous save: 1->1 (0), 1->20 (19), 20->30 (0.5), 30->300 at step 7 (9)
+    assert invoke_rule(WeightUpdateRatio(trial, small_threshold="0")) == [2]
+    # num_steps 2: step 2 vs 0 (19), step 3 vs 1 (29); step 7 has no save in [5, 7): skipped
+    assert invoke_rule(WeightUpdateRatio(trial, small_threshold="0", num_steps="2")) == [2, 3]
+    # num_steps 5: step 7 vs 2 (14)
+    assert invoke_rule(WeightUpdateRatio(trial, small_threshold="0", num_steps="5")) == [2, 3, 7]
+    assert invoke_rule(WeightUpdateRatio(trial, small_threshold="0", num_steps="")) == [2]  # empty: None
+
+
+def test_weight_update_ratio_uses_train_steps_when_there_are_any(tmp_path):
+    steps = [(TRAIN, {"w/a": [1.0]}), (EVAL, {"w/a": [100.0]}), (TRAIN, {"w/a": [1.5]}), (TRAIN, {"w/a": [1.6]})]
+    trial = run(tmp_path, steps)
+    # TRAIN steps 0 -> 1 (global 0 -> 2): 0.5; 1 -> 2: 0.0667; the EVAL save is not looked at
+    assert invoke_rule(WeightUpdateRatio(trial, large_threshold="0.4")) == [2]
+    assert reason_at(WeightUpdateRatio(trial, large_threshold="0.4"), 2) == (
+        "w/a: update/weight ratio 0.5 > large_threshold 0.4 between TRAIN steps 0 and 1")
+    # num_steps counts TRAIN steps: TRAIN step 2 (global 3) vs TRAIN step 0
+    assert invoke_rule(WeightUpdateRatio(trial, large_threshold="0.55", num_steps="2")) == [3]
+
+
+def test_weight_update_ratio_non_finite_ratio_fires(tmp_path):
+    trial = run(tmp_path, [{"w/a": [1.0]}, {"w/a": [np.inf]}])
+    assert "ratio is inf" in reason_at(WeightUpdateRatio(trial), 1)
+
+
+def test_weight_update_ratio_parameters(tmp_path):
+    trial = run(tmp_path, [{"w/a": [1.0]}])
+    rule = WeightUpdateRatio(trial, num_steps="3", large_threshold="5", small_threshold="0.001", epsilon="0")
+    assert (rule.num_steps, rule.large_threshold, rule.small_threshold, rule.epsilon) == (3, 5.0, 0.001, 0.0)
+    with pytest.raises(SMDebugValueError, match="num_steps must be >= 1"):
+        WeightUpdateRatio(trial, num_steps="0")
+    with pytest.raises(SMDebugValueError, match="large_threshold must be a number"):
+        WeightUpdateRatio(trial, large_threshold="big")
+    with pytest.raises(SMDebugValueError, match="small_threshold .* must be below large_threshold"):
+        WeightUpdateRatio(trial, small_threshold="20")
+    with pytest.raises(SMDebugValueError, match="epsilon must be >= 0"):
+        WeightUpdateRatio(trial, epsilon="-1")
+
+
+# --- LossNotDecreasing -------------------------------------------------------------------------------------
+RECORDED_LOSSES = [0.3, 0.33, 0.31, 0.30, 0.28, 0.2, 0.42]  # saved at global steps 0, 4, ..., 24
+
+
+def every_fourth(name):
+    return [{name: RECORDED_LOSSES[i // 4]} if i % 4 == 0 else {} for i in range(25)]
+
+
+def test_loss_not_decreasing_recorded_expectations(tmp_path):
+    trial = run(tmp_path, every_fourth("loss"))
+    # 12 vs 0: 0.30 -> 0.30 (not decreased); next evaluation at >= 22: 24 vs 12: 0.30 -> 0.42
+    assert invoke_rule(LossNotDecreasing(trial)) == [12, 24]
+    assert invoke_rule(LossNotDecreasing(trial), start_step=13, end_step=17) == []
+    assert invoke_rule(LossNotDecreasing(trial, diff_percent="20")) == [24]  # 0.42 >= 0.30 * 1.2
+    assert reason_at(LossNotDecreasing(trial), 12) == (
+        "loss did not decrease over 10 steps: 0.3 at step 0 -> 0.3 at step 12 (+0%)")
+    assert reason_at(LossNotDecreasing(trial, diff_percent="20"), 24) == (
+        "loss rose by at least 20% over 10 steps: 0.3 at step 12 -> 0.42 at step 24 (+40%)")
+
+
+def test_loss_not_decreasing_schedule_does_not_depend_on_the_start(tmp_path):
+    trial = run(tmp_path, every_fourth("loss"))
+    # evaluations are at 12 and 24 only; 16 (0.28 vs 0.33 at step 4) and 20 are never evaluated
+    assert invoke_rule(LossNotDecreasing(trial), start_step=13) == [24]
+    # num_steps 4: every save against the previous one: 0.30 -> 0.33 and 0.20 -> 0.42 are rises
+    assert invoke_rule(LossNotDecreasing(trial, num_steps="4")) == [4, 24]
+
+
+def test_loss_not_decreasing_without_losses_inspects_every_scalar(tmp_path):
+    steps = [{"metric": RECORDED_LOSSES[i // 4], "w/vector": [1.0, 2.0]} if i % 4 == 0 else {} for i in range(25)]
+    trial = run(tmp_path, steps, include_regex=["metric"])
+    assert trial.tensor_names(collection="losses") == []
+    assert invoke_rule(LossNotDecreasing(trial)) == [12, 24]
+    # an explicit selection that finds nothing is not widened to all scalars
+    assert invoke_rule(LossNotDecreasing(trial, tensor_regex="no_such_loss")) == []
+
+
+def test_loss_not_decreasing_tolerance_is_pinned_both_ways(tmp_path):
+    trial = run(tmp_path, [{"loss": 1.0}, {"loss": 1.25}, {"loss": 0.5}, {"loss": 0.45}])
+    # num_steps 1: every save against the previous one
+    assert invoke_rule(LossNotDecreasing(trial, num_steps="1")) == [1]
+    assert invoke_rule(LossNotDecreasing(trial, num_steps="1", diff_percent="25")) == [1]  # +25% exactly
+    assert invoke_rule(LossNotDecreasing(trial, num_steps="1", diff_percent="25.01")) == []
+    # a negative tolerance demands a decrease of more than |diff_percent| percent: 0.5 -> 0.45 is -10%
+    assert invoke_rule(LossNotDecreasing(trial, num_steps="1", diff_percent="-10")) == [1, 3]
+    assert invoke_rule(LossNotDecreasing(trial, num_steps="1", diff_percent="-9.99")) == [1]
+    assert reason_at(LossNotDecreasing(trial, num_steps="1", diff_percent="-10"), 3) == (
+        "loss did not decrease by more than 10% over 1 steps: 0.5 at step 2 -> 0.45 at step 3 (-10%)")
+    # increase_threshold_percent is the same tolerance under its newer name
+    assert invoke_rule(LossNotDecreasing(trial, num_steps="1", increase_threshold_percent="25.01")) == []
+    assert invoke_rule(LossNotDecreasing(trial, num_steps="1", diff_percent="-10",
+                                         increase_threshold_percent="-10")) == [1, 3]
+    with pytest.raises(SMDebugValueError, match="diff_percent .* increase_threshold_percent"):
+        LossNotDecreasing(trial, diff_percent="5", increase_threshold_percent="10")
+
+
+def test_loss_not_decreasing_negative_losses(tmp_path):
+    trial = run(tmp_path, [{"loss": -1.0}, {"loss": -1.0}, {"loss": -1.5}, {"loss": -1.35}])
+    assert invoke_rule(LossNotDecreasing(trial, num_steps="1")) == [1, 3]
+    # |loss| keeps the meaning: -1.5 -> -1.35 is a 10 % rise
+    assert invoke_rule(LossNotDecreasing(trial, num_steps="1", diff_percent="10")) == [3]
+    assert invoke_rule(LossNotDecreasing(trial, num_steps="1", diff_percent="10.01")) == []
+
+
+def test_loss_not_decreasing_modes(tmp_path):
+    steps = []
+    for i in range(6):
+        steps.append((TRAIN, {"loss": 1.0 - 0.1 * i}))
+        steps.append((EVAL, {"loss": 2.0}))
+    trial = run(tmp_path, steps)
+    assert invoke_rule(LossNotDecreasing(trial, num_steps="2")) == []  # automatic: TRAIN, which decreases
+    assert invoke_rule(LossNotDecreasing(trial, num_steps="2", mode="TRAIN")) == []
+    # EVAL steps 2 (global 5) vs 0 and 4 (global 9) vs 2; num_steps counts EVAL steps
+    assert invoke_rule(LossNotDecreasing(trial, num_steps="2", mode="eval")) == [5, 9]
+    assert reason_at(LossNotDecreasing(trial, num_steps="2", mode="eval"), 5) == (
+        "loss did not decrease over 2 steps: 2 at EVAL step 0 -> 2 at EVAL step 2 (+0%)")
+    # GLOBAL: every save against the previous global save; each EVAL 2.0 is a rise over TRAIN
+    assert invoke_rule(LossNotDecreasing(trial, num_steps="1", mode="GLOBAL")) == [1, 3, 5, 7, 9, 11]
+
+
+def test_loss_not_decreasing_selection(tmp_path):
+    steps = [{"loss": 1.0, "w/acc": 3.0 - i} for i in range(3)]
+    trial = run(tmp_path, steps, include_regex=["acc"])
+    assert invoke_rule(LossNotDecreasing(trial, num_steps="1")) == [1, 2]
+    assert invoke_rule(LossNotDecreasing(trial, num_steps="1", tensor_regex="acc")) == [1, 2]  # + losses
+    assert invoke_rule(LossNotDecreasing(trial, num_steps="1", tensor_regex="acc",
+                                         use_losses_collection="false")) == []
+    assert invoke_rule(LossNotDecreasing(trial, num_steps="1", collection_names="weights",
+                                         use_losses_collection="0")) == []
+
+
+def test_loss_not_decreasing_parameters(tmp_path):
+    trial = run(tmp_path, [{"loss": 1.0}])
+    rule = LossNotDecreasing(trial, collection_names="a,b", tensor_regex="x", use_losses_collection="false",
+                             num_steps="3", diff_percent="0.5", mode="train")
+    assert (rule.collection_names, rule.tensor_regex, rule.use_losses_collection) == (["a", "b"], ["x"], False)
+    assert (rule.num_steps, rule.tolerance_percent, rule.mode) == (3, 0.5, TRAIN)
+    for kwargs, message in [({"num_steps": "0"}, "num_steps must be >= 1"),
+                            ({"num_steps": "ten"}, "num_steps must be an integer"),
+                            ({"diff_percent": "lots"}, "diff_percent must be a number"),
+                            ({"use_losses_collection": "maybe"}, "use_losses_collection must be true or false"),
+                            ({"mode": "testing"}, "mode must be one of"),
+                            ({"tensor_regex": "(["}, "tensor_regex")]:
+        with pytest.raises(SMDebugValueError, match=message):
+            LossNotDecreasing(trial, **kwargs)
+
+
+# --- Overfit -----------------------------------------------------------------------------------------------
+def passes(train_means, evals):
+    """Two TRAIN saves (mean +-0.5 around each ``train_means`` value) then the EVAL saves of one pass."""
+    steps = []
+    for mean, pass_values in zip(train_means, evals):
+        steps += [(TRAIN, {"loss": mean - 0.5}), (TRAIN, {"loss": mean + 0.5})]
+        steps += [(EVAL, {"loss": v}) for v in pass_values]
+    return steps
+
+
+def test_overfit_ratio_threshold_is_strict_and_patience_counts_evaluations(tmp_path):
+    # EVAL saves at global steps 2, 5, 8, 11, 14; train mean 1.0 each time
+    trial = run(tmp_path, passes([1.0] * 5, [[1.25], [1.5], [1.5], [1.0], [2.0]]))
+    assert invoke_rule(Overfit(trial, ratio_threshold="0.25")) == [5, 8, 14]  # 1.25 is not above 1.25
+    assert invoke_rule(Overfit(trial, ratio_threshold="0.2499")) == [2, 5, 8, 14]
+    assert invoke_rule(Overfit(trial, ratio_threshold="0.25", patience="2")) == [8]
+    assert invoke_rule(Overfit(trial, ratio_threshold="0.2499", patience="3")) == [8]
+    # the streak depends on the data, not on where the rule was started ...
+    assert invoke_rule(Overfit(trial, ratio_threshold="0.25", patience="2"), start_step=6) == [8]
+    # ... but start_step is where evaluations begin
+    assert invoke_rule(Overfit(trial, ratio_threshold="0.25", patience="2", start_step="6")) == []
+    assert invoke_rule(Overfit(trial, ratio_threshold="0.25", start_step="6")) == [8, 14]
+    assert reason_at(Overfit(trial, ratio_threshold="0.25"), 5) == (
+        "loss: validation loss 1.5 is 50.0% above training loss 1 (ratio_threshold 0.25) for 1 evaluation(s)")
+
+
+def test_overfit_default_threshold(tmp_path):
+    trial = run(tmp_path, passes([1.0, 1.0, 1.0], [[1.0], [1.0 + 0.1 + 1e-9], [1.0 + 0.1 - 1e-9]]))
+    assert invoke_rule(Overfit(trial)) == [5]
+
+
+def test_overfit_multi_step_eval_pass_uses_the_running_mean(tmp_path):
+    trial = run(tmp_path, passes([1.0, 1.0], [[1.0, 2.0, 1.5], [1.0]]))
+    # pass 1 at global steps 2, 3, 4: running means 1.0, 1.5, 1.5; pass 2 at 7
+    assert invoke_rule(Overfit(trial, ratio_threshold="0.4")) == [3, 4]
+    assert invoke_rule(Overfit(trial, ratio_threshold="0.4", patience="2")) == [4]
+
+
+def test_overfit_skips_evaluations_without_training_loss(tmp_path):
+    steps = [(EVAL, {"loss": 5.0}), (TRAIN, {"loss": 1.0}), (EVAL, {"loss": 5.0}), (TRAIN, {"loss": 0.0}),
+             (EVAL, {"loss": 5.0})]
+    trial = run(tmp_path, steps)
+    assert invoke_rule(Overfit(trial)) == [2]  # step 0: no training loss yet; step 4: training loss 0
+    assert invoke_rule(Overfit(trial, patience="2")) == []
+    # runs without modes never have EVAL losses
+    assert invoke_rule(Overfit(run(tmp_path / "plain", [{"loss": 1.0}, {"loss": 9.0}]))) == []
+
+
+def test_overfit_tensor_regex(tmp_path):
+    steps = [(TRAIN, {"loss": 1.0, "w/other": 1.0}), (EVAL, {"loss": 1.0, "w/other": 3.0})]
+    trial = run(tmp_path, steps)
+    assert invoke_rule(Overfit(trial)) == []
+    assert invoke_rule(Overfit(trial, tensor_regex="w/other")) == [1]
+
+
+def test_overfit_parameters(tmp_path):
+    trial = run(tmp_path, [{"loss": 1.0}])
+    rule = Overfit(trial, tensor_regex="a,b", start_step="3", patience="2", ratio_threshold="0.5")
+    assert (rule.tensor_regex, rule.start_step, rule.patience, rule.ratio_threshold) == (["a", "b"], 3, 2, 0.5)
+    with pytest.raises(SMDebugValueError, match="patience must be >= 1"):
+        Overfit(trial, patience="0")
+    with pytest.raises(SMDebugValueError, match="start_step must be >= 0"):
+        Overfit(trial, start_step="-1")
+    with pytest.raises(SMDebugValueError, match="ratio_threshold must be a number"):
+        Overfit(trial, ratio_threshold="ten percent")
+
+
+# --- Overtraining ------------------------------------------------------------------------------------------
+def test_overtraining_training_loss_with_absolute_delta(tmp_path):
+    values = [2.0, 1.75, 1.75, 1.625, 1.5, 1.5, 1.5, 1.5]
+    trial = run(tmp_path, [{"loss": v} for v in values])  # no modes: training losses
+    # delta 0.25: improvements at 1 (by exactly 0.25) and 4 (1.75 -> 1.5); 1.625 is not one
+    assert invoke_rule(Overtraining(trial, patience_train="2", delta="0.25")) == [3, 6, 7]
+    # delta 0: any strictly lower loss improves (1, 3, 4); equal losses do not
+    assert invoke_rule(Overtraining(trial, patience_train="2", delta="0")) == [6, 7]
+    assert invoke_rule(Overtraining(trial, patience_train="3", delta="0.25")) == [7]
+    assert invoke_rule(Overtraining(trial, delta="0.25")) == []  # default patience_train 5
+    assert invoke_rule(Overtraining(trial, patience_train="2", delta="0.25"), start_step=5) == [6, 7]
+    assert reason_at(Overtraining(trial, patience_train="2", delta="0.25"), 3) == (
+        "loss: training loss has not improved by 0.25 for 2 saves (best 1.75 at step 1; patience 2)")
+
+
+def test_overtraining_validation_loss(tmp_path):
+    steps = []
+    for i in range(6):
+        steps += [(TRAIN, {"loss": 6.0 - i}), (EVAL, {"loss": 1.0})]
+    trial = run(tmp_path, steps)
+    # EVAL saves at global 1, 3, ..., 11; the 3rd save without improvement is EVAL step 3 (global 7)
+    assert invoke_rule(Overtraining(trial, patience_train="1", patience_validation="3")) == [7, 9, 11]
+    assert invoke_rule(Overtraining(trial, patience_train="1")) == []  # default patience_validation 10
+    assert reason_at(Overtraining(trial, patience_validation="3"), 7) == (
+        "loss: validation loss has not improved by 0.01 for 3 saves (best 1 at EVAL step 0; patience 3)")
+
+
+def test_overtraining_default_delta(tmp_path):
+    values = [1.0, 0.9, 0.895, 0.892, 0.8925, 0.894, 0.8999]  # all within 0.01 of the best, 0.9
+    trial = run(tmp_path, [(TRAIN, {"loss": v}) for v in values])
+    assert invoke_rule(Overtraining(trial)) == [6]
+
+
+def test_overtraining_parameters(tmp_path):
+    trial = run(tmp_path, [{"loss": 1.0}])
+    rule = Overtraining(trial, patience_train="2", patience_validation="4", delta="0.5")
+    assert (rule.patience_train, rule.patience_validation, rule.delta) == (2, 4, 0.5)
+    with pytest.raises(SMDebugValueError, match="patience_train must be >= 1"):
+        Overtraining(trial, patience_train="0")
+    with pytest.raises(SMDebugValueError, match="patience_validation must be an integer"):
+        Overtraining(trial, patience_validation="1.5")
+    with pytest.raises(SMDebugValueError, match="delta must be a finite number >= 0"):
+        Overtraining(trial, delta="-0.1")
+
+
+# --- SimilarAcrossRuns -------------------------------------------------------------------------------------
+def test_similar_across_runs_exact_by_default(tmp_path):
+    steps = [{"w/a": [1.0, 2.0], "gradient/w/a": [0.5, np.nan]} for _ in range(4)]
+    base = run(tmp_path / "base", steps)
+    same = run(tmp_path / "same", steps)
+    changed = [dict(s) for s in steps]
+    changed[2] = {"w/a": [1.0, 2.0 + 1e-12], "gradient/w/a": [0.5, np.nan]}
+    other = run(tmp_path / "other", changed)
+    assert invoke_rule(SimilarAcrossRuns(base, other_trials=[same])) == []  # NaN matches NaN
+    assert invoke_rule(SimilarAcrossRuns(base, other_trials=[same, other])) == [2]
+    assert invoke_rule(SimilarAcrossRuns(base, other_trials=str(tmp_path / "other"))) == [2]  # a path
+    assert reason_at(SimilarAcrossRuns(base, other_trials=[other]), 2) == (
+        "w/a at step 2 differs from run other: 1 of 2 values differ (largest difference 1e-12)")
+    # only the chosen tensors are compared
+    assert invoke_rule(SimilarAcrossRuns(base, collection_names="gradients", other_trials=[other])) == []
+    assert invoke_rule(SimilarAcrossRuns(base, tensor_regex="^w/", other_trials=[other])) == [2]
+
+
+def test_similar_across_runs_tolerances(tmp_path):
+    base = run(tmp_path / "base", [{"w/a": [1.5]}])
+    other = run(tmp_path / "other", [{"w/a": [1.0]}])
+    # |a - b| <= atol + rtol * |b|, b being the other run's value
+    assert invoke_rule(SimilarAcrossRuns(base, atol="0.5", other_trials=[other])) == []
+    assert invoke_rule(SimilarAcrossRuns(base, atol="0.4999", other_trials=[other])) == [0]
+    assert invoke_rule(SimilarAcrossRuns(base, rtol="0.5", other_trials=[other])) == []
+    assert invoke_rule(SimilarAcrossRuns(base, rtol="0.4999", other_trials=[other])) == [0]
+    assert invoke_rule(SimilarAcrossRuns(base, rtol="0.25", atol="0.25", other_trials=[other])) == []
+
+
+def test_similar_across_runs_shapes_missing_tensors_and_shorter_runs(tmp_path):
+    base = run(tmp_path / "base", [{"w/a": [1.0], "w/b": [1.0]}] * 4)
+    other = run(tmp_path / "other", [{"w/a": [1.0]}, {"w/a": [1.0, 1.0]}, {"w/a": [1.0]}])
+    # w/b is missing from the other run; it has no step 3; step 1 differs in shape
+    assert invoke_rule(SimilarAcrossRuns(base, other_trials=[other])) == [1]
+    assert reason_at(SimilarAcrossRuns(base, other_trials=[other]), 1) == (
+        "w/a at step 1 differs from run other: shape (1,) vs (2,)")
+
+
+def test_similar_across_runs_matches_steps_by_mode(tmp_path):
+    steps = [(TRAIN, {"w/a": [1.0]}), (TRAIN, {"w/a": [2.0]}), (EVAL, {"w/a": [2.0]}), (TRAIN, {"w/a": [3.0]})]
+    base = run(tmp_path / "base", steps)
+    # the other run evaluated once more at the start: same mode steps, other global steps
+    other = run(tmp_path / "other", [(EVAL, {"w/a": [0.0]})] + steps)
+    assert invoke_rule(SimilarAcrossRuns(other, other_trials=[base])) == [0]  # EVAL step 0 differs
+    assert invoke_rule(SimilarAcrossRuns(other, other_trials=[base]), start_step=1) == []
+    assert reason_at(SimilarAcrossRuns(base, other_trials=[other]), 2) == (
+        "w/a at EVAL step 0 differs from run other: 1 of 1 values differ (largest difference 2)")
+
+
+def test_similar_across_runs_parameters(tmp_path):
+    base = run(tmp_path, [{"w/a": [1.0]}])
+    with pytest.raises(SMDebugValueError, match="other_trials is required"):
+        SimilarAcrossRuns(base)
+    with pytest.raises(SMDebugValueError, match="atol must be >= 0"):
+        SimilarAcrossRuns(base, atol="-1", other_trials=[base])
+    with pytest.raises(SMDebugValueError, match="rtol must be a number"):
+        SimilarAcrossRuns(base, rtol="close", other_trials=[base])
+
+
+# --- StalledTrainingRule -----------------------------------------------------------------------------------
+def test_stalled_training_check_idle_fires_once_per_stall(tmp_path):
+    hook = write(tmp_path, [{"w/a": [1.0]}] * 3, close=False)
+    trial = create_trial(str(tmp_path))
+    rule = StalledTrainingRule(trial, threshold="0.3")
+    assert rule.check_idle() is None
+    time.sleep(0.35)
+    reason = rule.check_idle()
+    assert reason.startswith("no new step for 0.") and reason.endswith("s after step 2 (threshold 0.3 s)")
+    assert rule.check_idle() is None  # reported once
+    hook.begin_step()
+    hook.record("w/a", np.ones(1))
+    hook.end_step()
+    hook.flush()
+    assert rule.check_idle() is None  # progress
+    time.sleep(0.35)
+    assert "after step 3" in rule.check_idle()
+    hook.close()
+    time.sleep(0.35)
+    assert rule.check_idle() is None  # training ended
+
+
+def test_stalled_training_uses_the_age_of_the_newest_index_file(tmp_path):
+    write(tmp_path, [{"w/a": [1.0]}] * 2, close=False)
+    hour_ago = time.time() - 3600
+    for folder, _, files in os.walk(tmp_path / "index"):
+        for name in files:
+            os.utime(os.path.join(folder, name), (hour_ago, hour_ago))
+    trial = create_trial(str(tmp_path))
+    assert StalledTrainingRule(trial, threshold="3590").check_idle().startswith("no new step for 360")
+    assert StalledTrainingRule(trial, threshold="3610").check_idle() is None
+
+
+def test_stalled_training_never_fires_on_a_finished_run(tmp_path):
+    trial = run(tmp_path, [{"w/a": [1.0]}] * 2)
+    rule = StalledTrainingRule(trial, threshold="0.01")
+    time.sleep(0.05)
+    assert rule.check_idle() is None
+    assert invoke_rule(rule) == []
+
+
+def test_stalled_training_invoke_waits_at_most_threshold(tmp_path):
+    write(tmp_path, [{"w/a": [1.0]}, {}, {"w/a": [1.0]}], close=False)  # step 1 not saved
+    trial = create_trial(str(tmp_path), poll_interval=0.05)
+    rule = StalledTrainingRule(trial, threshold="0.5")
+    start = time.monotonic()
+    assert invoke_rule(rule, end_step=4) == [3]
+    assert 0.4 < time.monotonic() - start < 3
+    assert rule.last_reason.endswith("after step 2 (threshold 0.5 s)")
+
+
+def test_stalled_training_parameters(tmp_path):
+    trial = run(tmp_path, [{"w/a": [1.0]}])
+    rule = StalledTrainingRule(trial, threshold="60", stop_training_on_fire="true", training_job_name_prefix="job-1")
+    assert (rule.threshold, rule.stop_training_on_fire, rule.training_job_name_prefix) == (60.0, True, "job-1")
+    assert StalledTrainingRule(trial).threshold == 1800 and StalledTrainingRule(trial).stop_training_on_fire is False
+    with pytest.raises(SMDebugValueError, match="threshold must be a positive number"):
+        StalledTrainingRule(trial, threshold="0")
+    with pytest.raises(SMDebugValueError, match="stop_training_on_fire must be true or false"):
+        StalledTrainingRule(trial, stop_training_on_fire="sometimes")
+
+
+# --- PoorWeightInitialization ------------------------------------------------------------------------------
+def test_poor_weight_initialization_activation_variance_ratio(tmp_path):
+    # variances 1 and 16; a tensor not matching the regex is ignored
+    step = {"a_relu_input": [-1.0, 1.0], "b_relu_input": [-4.0, 4.0], "c_tanh_input": [0.0, 1000.0]}
+    trial = run(tmp_path, [step] * 3, include_regex=["_input"])
+    assert invoke_rule(PoorWeightInitialization(trial, threshold="16")) == []
+    assert invoke_rule(PoorWeightInitialization(trial, threshold="15.99")) == [0, 1, 2]
+    assert invoke_rule(PoorWeightInitialization(trial, threshold="15.99", steps="2")) == [0, 1]  # first 2 steps
+    assert reason_at(PoorWeightInitialization(trial), 0) == (
+        "activation inputs: variance ratio 16 > threshold 10 at step 0 "
+        "(b_relu_input: 16, a_relu_input: 1)")
+    assert invoke_rule(PoorWeightInitialization(trial, activation_inputs_regex="tanh_input|a_relu")) == [0, 1, 2]
+
+
+def test_poor_weight_initialization_gradient_spread(tmp_path):
+    # percentiles 5 and 95 of (0, 0.002): 0.0001 and 0.0019 -> spread 0.0018
+    steps = [{"gradient/w/a": [0.0, 0.002], "gradient/w/b": [5.0]}] * 2
+    trial = run(tmp_path, steps)
+    assert invoke_rule(PoorWeightInitialization(trial)) == []
+    assert invoke_rule(PoorWeightInitialization(trial, distribution_range="0.0019")) == [0, 1]
+    assert reason_at(PoorWeightInitialization(trial, distribution_range="0.0019"), 1) == (
+        "gradients: gradient/w/a spans only 0.0018 between its 5th and 95th percentiles "
+        "(< distribution_range 0.0019) at step 1")
+
+
+def test_poor_weight_initialization_loss_patience(tmp_path):
+    values = [1.0, 0.9, 0.95, 0.92, 0.8, 0.8, 0.85, 0.9, 0.8, 0.7, 0.7, 0.7]
+    trial = run(tmp_path, [{"loss": v} for v in values])
+    assert invoke_rule(PoorWeightInitialization(trial, patience="2")) == [3, 6, 7, 8]  # not 10, 11: after steps
+    assert invoke_rule(PoorWeightInitialization(trial, patience="4")) == [8]
+    assert invoke_rule(PoorWeightInitialization(trial)) == []
+    assert invoke_rule(PoorWeightInitialization(trial, patience="2", steps="12")) == [3, 6, 7, 8, 11]
+    assert reason_at(PoorWeightInitialization(trial, patience="2"), 3) == (
+        "loss: loss has not gone below 0.9 (step 1) for 2 saves (patience 2) at step 3")
+
+
+def test_poor_weight_initialization_parameters(tmp_path):
+    trial = run(tmp_path, [{"loss": 1.0}])
+    rule = PoorWeightInitialization(trial, threshold="5", distribution_range="0.01", patience="3", steps="20")
+    assert (rule.threshold, rule.distribution_range, rule.patience, rule.steps) == (5.0, 0.01, 3, 20)
+    for kwargs, message in [({"threshold": "0"}, "threshold must be > 0"),
+                            ({"distribution_range": "-1"}, "distribution_range must be >= 0"),
+                            ({"patience": "0"}, "patience must be >= 1"),
+                            ({"steps": "ten"}, "steps must be an integer"),
+                            ({"activation_inputs_regex": "(["}, "activation_inputs_regex")]:
+        with pytest.raises(SMDebugValueError, match=message):
+            PoorWeightInitialization(trial, **kwargs)

@@ -1,0 +1,198 @@
+"""Training-progress rules on real (tiny) PyTorch runs: each rule fires on a run that has the problem and
+stays quiet on a healthy one."""
+
+import threading
+import time
+from collections import OrderedDict
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("smdebug.pytorch")
+
+import torch.nn as nn  # noqa: E402
+
+from smdebug.rules.generic import (  # noqa: E402
+    LossNotDecreasing,
+    Overfit,
+    Overtraining,
+    PoorWeightInitialization,
+    SimilarAcrossRuns,
+    StalledTrainingRule,
+    WeightUpdateRatio,
+)
+from smdebug.rules.rule_invoker import invoke_rule  # noqa: E402
+from smdebug.rules.results import NO_ISSUES  # noqa: E402
+from smdebug.rules.runner import run_rules  # noqa: E402
+from smdebug.trials import create_trial  # noqa: E402
+
+from _torch_runs import classification_data, mlp, train_torch  # noqa: E402
+
+
+@pytest.fixture(scope="module", autouse=True)
+def warm_torch(tmp_path_factory):
+    """The first training step of a process is slow (lazy imports); pay for it before timing anything."""
+    train_torch(tmp_path_factory.mktemp("warm"), mlp(), classification_data(16), steps=1)
+
+
+def trial_of(path):
+    return create_trial(str(path))
+
+
+# --- WeightUpdateRatio -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("lr, fired, words", [(1e4, True, "> large_threshold 10"),
+                                             (1e-12, True, "< small_threshold 1e-08"),
+                                             (0.05, False, None)])
+def test_weight_update_ratio(tmp_path, lr, fired, words):
+    trial = trial_of(train_torch(tmp_path, mlp(), classification_data(), steps=4, lr=lr,
+                                 include_collections=["weights"]))
+    rule = WeightUpdateRatio(trial)
+    steps = invoke_rule(rule)
+    if fired:
+        assert steps == [1, 2, 3] and words in rule.last_reason and "between TRAIN steps 2 and 3" in rule.last_reason
+    else:
+        assert steps == []
+
+
+# --- LossNotDecreasing -------------------------------------------------------------------------------------
+def test_loss_not_decreasing_fires_when_nothing_learns(tmp_path):
+    trial = trial_of(train_torch(tmp_path, mlp(), classification_data(), steps=21, lr=0.0,
+                                 include_collections=["losses"]))
+    rule = LossNotDecreasing(trial)
+    assert invoke_rule(rule) == [10, 20]
+    assert rule.last_reason.startswith("CrossEntropyLoss_output_0 did not decrease over 10 steps")
+
+
+def test_loss_not_decreasing_quiet_on_a_learning_model(tmp_path):
+    trial = trial_of(train_torch(tmp_path, mlp(), classification_data(), steps=21, lr=0.1,
+                                 include_collections=["losses"]))
+    assert invoke_rule(LossNotDecreasing(trial)) == []
+    # ... but it did not decrease by 20 % in 10 steps
+    assert invoke_rule(LossNotDecreasing(trial, diff_percent="-20")) == [10, 20]
+
+
+# --- Overfit and Overtraining ------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def memorising_run(tmp_path_factory):
+    """A large MLP memorising 8 samples; evaluated on 128 held-out samples every 3 steps."""
+    return train_torch(tmp_path_factory.mktemp("memorising"), mlp(hidden=64, depth=2), classification_data(8),
+                       steps=30, lr=0.01, optimizer="adam", include_collections=["losses"],
+                       eval_data=classification_data(128, seed=1), eval_every=3)
+
+
+@pytest.fixture(scope="module")
+def healthy_eval_run(tmp_path_factory):
+    """A small MLP on 512 samples, evaluated on 512 other samples of the same distribution every 5 steps."""
+    return train_torch(tmp_path_factory.mktemp("healthy"), mlp(), classification_data(512), steps=30, lr=0.1,
+                       include_collections=["losses"], eval_data=classification_data(512, seed=1), eval_every=5)
+
+
+def test_overfit_fires_on_a_memorising_model(memorising_run):
+    trial = trial_of(memorising_run)
+    rule = Overfit(trial, patience="3")
+    steps = invoke_rule(rule)
+    eval_steps = [s for s in trial.steps() if trial.mode(s).name == "EVAL"]
+    assert steps and set(steps) <= set(eval_steps)
+    assert "validation loss" in rule.last_reason and "above training loss" in rule.last_reason
+
+
+def test_overfit_quiet_on_a_healthy_model(healthy_eval_run):
+    assert invoke_rule(Overfit(trial_of(healthy_eval_run))) == []
+
+
+def test_overtraining_fires_when_validation_loss_stops_improving(memorising_run):
+    trial = trial_of(memorising_run)
+    rule = Overtraining(trial, patience_train="1000", patience_validation="5")
+    steps = invoke_rule(rule)
+    assert steps and all(trial.mode(s).name == "EVAL" for s in steps)
+    assert "validation loss has not improved by 0.01 for" in rule.last_reason
+    assert invoke_rule(Overtraining(trial, patience_train="1000", patience_validation="10")) == []  # 10 saves
+
+
+def test_overtraining_fires_when_training_loss_is_flat(tmp_path):
+    trial = trial_of(train_torch(tmp_path, mlp(), classification_data(), steps=8, lr=0.0,
+                                 include_collections=["losses"]))
+    rule = Overtraining(trial)
+    assert invoke_rule(rule) == [5, 6, 7]
+    assert "training loss has not improved by 0.01 for 7 saves" in rule.last_reason
+
+
+def test_overtraining_quiet_on_a_healthy_model(healthy_eval_run):
+    assert invoke_rule(Overtraining(trial_of(healthy_eval_run))) == []
+
+
+# --- SimilarAcrossRuns -------------------------------------------------------------------------------------
+def test_similar_across_runs(tmp_path):
+    def run(name, seed):
+        return trial_of(train_torch(tmp_path / name, mlp(seed=seed), classification_data(), steps=4))
+
+    base, same, other = run("base", 0), run("same", 0), run("other", 1)
+    assert invoke_rule(SimilarAcrossRuns(base, other_trials=[same])) == []
+    rule = SimilarAcrossRuns(base, other_trials=[other])
+    assert invoke_rule(rule) == [0, 1, 2, 3]
+    assert "differs from run other" in rule.last_reason
+
+
+# --- PoorWeightInitialization ------------------------------------------------------------------------------
+def relu_mlp():
+    """Modules named ``*_relu`` so that their inputs (``a_relu_input_0``) match the default regex."""
+    torch.manual_seed(0)
+    return nn.Sequential(OrderedDict([("fc0", nn.Linear(10, 16)), ("a_relu", nn.ReLU()),
+                                      ("fc1", nn.Linear(16, 16)), ("b_relu", nn.ReLU()),
+                                      ("out", nn.Linear(16, 3))]))
+
+
+@pytest.mark.parametrize("init, check", [("default", None), ("one layer x100", "activation inputs"),
+                                         ("zero weights", "gradients")])
+def test_poor_weight_initialization(tmp_path, init, check):
+    model = relu_mlp()
+    with torch.no_grad():
+        if init == "one layer x100":
+            model.fc1.weight.mul_(100)
+        elif init == "zero weights":
+            for layer in (model.fc0, model.fc1, model.out):
+                layer.weight.zero_()
+    trial = trial_of(train_torch(tmp_path, model, classification_data(), steps=12,
+                                 include_collections=["gradients", "losses"], include_regex=[".*relu_input"]))
+    assert trial.tensor_names(regex="relu_input") == ["a_relu_input_0", "b_relu_input_0"]
+    rule = PoorWeightInitialization(trial)
+    steps = invoke_rule(rule)
+    if check is None:
+        assert steps == []
+    else:
+        assert steps == list(range(10))  # only the first 10 steps are examined
+        assert rule.last_reason.startswith(check)
+
+
+# --- StalledTrainingRule -----------------------------------------------------------------------------------
+def follow_live_run(path, pause_at=None, pause=0.0, threshold="0.5"):
+    def before_step(step):
+        if step == pause_at:
+            time.sleep(pause)
+
+    training = threading.Thread(target=train_torch, args=(path, mlp(), classification_data()),
+                                kwargs={"steps": 15, "include_collections": ["losses"], "before_step": before_step})
+    training.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not (path / "collections").exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        trial = create_trial(str(path), poll_interval=0.05)
+        result = run_rules(trial, [("StalledTrainingRule", {"threshold": threshold})], follow=True,
+                           poll_interval=0.05, timeout=30)
+    finally:
+        training.join()
+    assert result.training_ended
+    return result.rules[0]
+
+
+def test_stalled_training_fires_once_while_a_live_run_pauses(tmp_path):
+    rule = follow_live_run(tmp_path / "live", pause_at=6, pause=1.2)
+    assert len(rule.findings) == 1
+    assert rule.findings[0].reason.startswith("no new step for ")
+    assert rule.findings[0].reason.endswith("(threshold 0.5 s)")
+
+
+def test_stalled_training_quiet_on_a_steady_live_run(tmp_path):
+    rule = follow_live_run(tmp_path / "live", threshold="1")
+    assert rule.findings == [] and rule.status == NO_ISSUES
