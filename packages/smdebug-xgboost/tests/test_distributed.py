@@ -16,12 +16,13 @@ import smdebug.xgboost as smd
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def launch(out_dir, include_workers, world=2):
+def launch(out_dir, include_workers, world=2, stop_at=-1, env=None):
     tracker = RabitTracker(n_workers=world, host_ip="127.0.0.1", timeout=120)
     tracker.start()
     args = json.dumps(tracker.worker_args())
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": HERE}
-    procs = [subprocess.Popen([sys.executable, os.path.join(HERE, "dist_worker.py"), args, out_dir, include_workers],
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": HERE, **(env or {})}
+    procs = [subprocess.Popen([sys.executable, os.path.join(HERE, "dist_worker.py"), args, out_dir, include_workers,
+                               str(stop_at)],
                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for _ in range(world)]
     outs = [p.communicate(timeout=180) for p in procs]
@@ -57,10 +58,14 @@ def test_every_worker_writes_its_own_files(tmp_path):
         trial.tensor("average_shap/f0").value(1, worker="worker_1")
 
 
-def test_only_worker_0_writes_by_default(tmp_path):
+def test_only_worker_0_writes_by_default_and_a_stop_signal_stops_every_worker(tmp_path):
     out = str(tmp_path / "run")
-    results = launch(out, "one")
+    # Worker 0 plays a rule asking to stop at iteration 2. Worker 1 polls for the signal only every 30 s:
+    # without the hooks agreeing it would carry on alone and fail in its next allreduce.
+    results = launch(out, "one", stop_at=2)
     assert [r["worker"] for r in results] == ["worker_0", "worker_1"]
+    assert [r["rounds"] for r in results] == [3, 3]  # of 50
+    assert results[0]["stop_requested"]
     trial = smd.create_trial(out)
     assert trial.workers() == ["worker_0"] and trial.num_workers == 1
     assert trial.steps() == [0, 1, 2]

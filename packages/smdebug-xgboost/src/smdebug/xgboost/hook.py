@@ -63,6 +63,16 @@ def _booster_kind(model) -> str:
     return "linear" if name == "gblinear" else "tree"
 
 
+def _collective_world_size() -> int:
+    """Workers in this process's XGBoost collective (1 when it is not distributed)."""
+    try:
+        import xgboost.collective as collective
+
+        return collective.get_world_size() if collective.is_distributed() else 1
+    except Exception:  # noqa: BLE001
+        return 1
+
+
 def _hyperparameter_array(value) -> Optional[np.ndarray]:
     """A hyperparameter's value as a tensor: numbers and strings as 1-element arrays, lists as 1-D
     arrays, anything else as its JSON text. None is not saved."""
@@ -202,6 +212,7 @@ class Hook(TrainingCallback, BaseHook):
         self._skipped: Dict[str, str] = {}  # kind of data -> why it is no longer saved
         self._warned: Set[str] = set()
         self._started = False
+        self._distributed = False  # xgboost.collective running with several workers (set per training run)
         # Hyperparameters do not change during training: saved once, at the first step. The schedule
         # is replaced at the first iteration if that is not step 0 (training continued from a model),
         # unless the user (or the JSON configuration) gave the collection a schedule of its own.
@@ -266,6 +277,8 @@ class Hook(TrainingCallback, BaseHook):
             logger.warning("smdebug: this hook was restored from a pickle and records nothing; create a new "
                            "smdebug.xgboost.Hook for a new training run")
             return model
+        # Decided for every hook, disabled or not: all workers' hooks must make the same collective calls.
+        self._distributed = _collective_world_size() > 1
         if self._disabled:
             return model
         try:
@@ -285,7 +298,23 @@ class Hook(TrainingCallback, BaseHook):
             except Exception as e:  # noqa: BLE001 - never break training
                 self._fail("after_iteration()", e)
         # True makes XGBoost end training, as its own early stopping does.
-        return bool(getattr(self, "stop_requested", False))
+        stop = bool(getattr(self, "stop_requested", False))
+        if self._distributed:
+            stop = self._agree_on_stop(stop)
+        return stop
+
+    def _agree_on_stop(self, stop: bool) -> bool:
+        """Stop every worker at the same iteration: workers poll the stop signal at their own moments, and
+        a worker that leaves the ring early makes the others' next allreduce fail. One tiny allreduce per
+        iteration, made by every worker's hook whatever its state (disabled ones too), settles it."""
+        try:
+            import xgboost.collective as collective
+
+            agreed = collective.allreduce(np.array([1 if stop else 0], dtype=np.int32), collective.Op.MAX)
+            return bool(agreed[0])
+        except Exception as e:  # noqa: BLE001 - a failing communicator is XGBoost's to report
+            self._warn_once("agree-stop", "smdebug: could not agree on stopping with the other workers (%s)", e)
+            return stop
 
     def after_training(self, model):
         if not getattr(self, "_inactive", False) and not self._closed:
@@ -458,7 +487,7 @@ def _inactive_hook(out_dir: str) -> Hook:
     hook.__dict__.update(
         _inactive=True, _disabled=True, _closed=True, _failure=None, out_dir=out_dir, stop_requested=False,
         stop_reason=None, step=Hook.init_step, mode=ModeKeys.GLOBAL, include_collections=[],
-        _hyperparameters=None, _train_data=None, _validation_data=None,
+        _hyperparameters=None, _train_data=None, _validation_data=None, _distributed=False, _warned=set(),
     )
     return hook
 
