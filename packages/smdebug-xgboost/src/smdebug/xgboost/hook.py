@@ -4,8 +4,8 @@ One step is one boosting iteration, numbered as XGBoost numbers it for the callb
 in every ``xgboost.train`` call, also when it continues an ``xgb_model``), in mode GLOBAL unless
 ``set_mode`` says otherwise. At every iteration where something is due the hook saves, as the collections ask:
 
-* ``hyperparameters/<name>``: the ``hyperparameters`` dict given to the hook (at the first step only,
-  unless the collection has its own save config);
+* ``hyperparameters/<name>``: the ``hyperparameters`` dict given to the hook (at step 0 only, unless
+  the collection has its own save config);
 * ``<evals name>-<metric>`` (``train-rmse``, ``validation_0-logloss``): the latest value of each
   evaluation metric (``metrics``; those that are losses also in ``losses``);
 * ``predictions`` / ``labels``: the model's predictions on ``validation_data`` and its labels;
@@ -211,14 +211,10 @@ class Hook(TrainingCallback, BaseHook):
         self._booster = None  # "tree" | "linear" | "cv", known at the first callback
         self._skipped: Dict[str, str] = {}  # kind of data -> why it is no longer saved
         self._warned: Set[str] = set()
-        self._started = False
         self._distributed = False  # xgboost.collective running with several workers (set per training run)
-        # Hyperparameters do not change during training: saved once, at the first step. The schedule
-        # is replaced at the first iteration if that is not step 0 (training continued from a model),
-        # unless the user (or the JSON configuration) gave the collection a schedule of its own.
-        hp = self.collection_manager.get(CollectionKeys.HYPERPARAMETERS)
-        hp.save_config = SaveConfig(save_steps=[0], end_step=1)
-        self._auto_hp_schedule = hp.save_config
+        # Hyperparameters do not change during training: saved once, at step 0 (every xgboost.train call
+        # starts there), unless the user (or the JSON configuration) gives the collection a schedule.
+        self.collection_manager.get(CollectionKeys.HYPERPARAMETERS).save_config = SaveConfig(save_steps=[0], end_step=1)
         # Trees are structure, not values to summarise: raw, whatever the hook's reduction_config says.
         self.collection_manager.get(CollectionKeys.TREES).reduction_config = ReductionConfig(save_raw_tensor=True)
 
@@ -331,12 +327,6 @@ class Hook(TrainingCallback, BaseHook):
     def _after_iteration(self, model, epoch: int, evals_log) -> None:
         if self._booster is None:
             self._booster = _booster_kind(model)
-        if not self._started:
-            self._started = True
-            hp = self.collection_manager.get(CollectionKeys.HYPERPARAMETERS)
-            if hp.save_config is self._auto_hp_schedule and epoch != 0:
-                hp.save_config = SaveConfig(save_steps=[epoch], end_step=epoch + 1)
-                self._prepared_token = None
         # The step is XGBoost's iteration number: begin_step() adds one.
         self.step = epoch - 1
         self.mode_steps[self.mode] = epoch - 1
