@@ -184,3 +184,24 @@ def test_an_unreachable_sns_endpoint_does_not_stop_the_rule(tmp_path, monkeypatc
     with caplog.at_level(logging.ERROR, logger="smdebug"):
         assert invoke_rule(ExplodingTensor(trial, action_str=SMS("+15555550100").serialize())) == [0, 2]
     assert "MessageAction failed" in caplog.text
+
+
+def test_stalled_training_with_stop_training_on_fire_stops_the_job(tmp_path, monkeypatch):
+    """The runner finds the stall while idle; the stop signal ends the loop at its next step."""
+    from smdebug.rules import run_rules
+
+    monkeypatch.setenv("SMDEBUG_STOP_CHECK_INTERVAL", "0")
+    out = str(tmp_path / "run")
+    hook = NumpyHook(out_dir=out, save_config=SaveConfig(save_interval=1), include_collections=["weights"])
+    for _ in range(3):
+        hook.begin_step()
+        hook.record("w", np.ones(2, np.float32))
+        hook.end_step()
+    hook.flush()
+    result = run_rules(out, [("stalled_training", {"threshold": "0.5", "stop_training_on_fire": "true"})],
+                       follow=True, timeout=2, poll_interval=0.1)
+    assert result.rules[0].status == "IssuesFound"
+    assert read_stop_signal(out)["rule"] == "StalledTrainingRule"
+    with pytest.raises(TrainingStopRequested, match="StalledTrainingRule asked to stop training"):
+        hook.begin_step()  # the job wakes up: stopped at once, its run closed
+    assert create_trial(out).loaded_all_steps

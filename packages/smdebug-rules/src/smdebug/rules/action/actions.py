@@ -41,6 +41,7 @@ class Actions:
         from smdebug.rules.action.stop_training import StopTrainingAction
 
         self.rule_name = rule_name
+        self.trial = trial
         self.actions = []
         for spec in parse_action_str(action_str):
             name = str(spec.get("name", "")).lower()
@@ -55,6 +56,13 @@ class Actions:
                     raise SMDebugValueError(f"unknown action {spec.get('name')!r} (use stoptraining, email or sms)")
             except SMDebugValueError as e:
                 logger.error("%s: action skipped: %s", rule_name, e)
+
+    def add_stop_training(self, training_job_prefix: Optional[str] = None) -> None:
+        """Add a StopTraining action unless there already is one (rules with a stop option use this)."""
+        from smdebug.rules.action.stop_training import StopTrainingAction
+
+        if not any(isinstance(a, StopTrainingAction) for a in self.actions):
+            self.actions.append(StopTrainingAction(self.rule_name, self.trial, training_job_prefix))
 
     def __len__(self):
         return len(self.actions)

@@ -27,9 +27,8 @@ class StalledTrainingRule(Rule):
     :meth:`invoke_at_step` itself never fires -- a step that exists is progress.
 
     :param threshold: seconds without a new step (> 0). Default ``"1800"``.
-    :param stop_training_on_fire: ask the training job to stop when the rule fires. Stored as the attribute
-        ``stop_training_on_fire`` for the actions machinery, which adds the stop action; the rule itself does
-        not stop anything. Default ``"False"``.
+    :param stop_training_on_fire: ask the training job to stop when the rule fires (adds a StopTraining
+        action, as if ``{"name": "stoptraining"}`` were in the action string). Default ``"False"``.
     :param training_job_name_prefix: which SageMaker training job to stop (the StopTraining action's
         ``training_job_prefix``); stored as ``training_job_name_prefix``. Default None.
     """
@@ -45,6 +44,8 @@ class StalledTrainingRule(Rule):
         if training_job_name_prefix is not None and not isinstance(training_job_name_prefix, str):
             raise SMDebugValueError(f"{name}: training_job_name_prefix must be a string, got {training_job_name_prefix!r}")
         self.training_job_name_prefix = training_job_name_prefix or None
+        if self.stop_training_on_fire:
+            self.actions.add_stop_training(self.training_job_name_prefix)
         self._created = time.time()
         self._newest: Optional[int] = None
         self._newest_written = self._created  # wall-clock time the newest step was written
