@@ -9,6 +9,10 @@ from smdebug.core.stop_signal import write_stop_signal
 
 logger = get_logger()
 
+# Runs this process already asked to stop, and which rule did: when several rules fire, the first one's
+# signal (the earliest problem) is what the training job reports, not whichever wrote last.
+_ASKED = {}
+
 
 class StopTrainingAction:
     """Writes the stop signal into the trial's directory; every smdebug hook writing there stops at its
@@ -26,9 +30,14 @@ class StopTrainingAction:
             return
         self.stopped = True
         if self.trial is not None:
-            write_stop_signal(self.trial.path, self.rule_name, step, reason)
-            logger.warning("%s: asked the training job writing %s to stop (step %s)", self.rule_name,
-                           self.trial.path, step)
+            first = _ASKED.setdefault(self.trial.path, self.rule_name)
+            if first != self.rule_name:
+                logger.info("%s: %s already asked the job writing %s to stop", self.rule_name, first,
+                            self.trial.path)
+            else:
+                write_stop_signal(self.trial.path, self.rule_name, step, reason)
+                logger.warning("%s: asked the training job writing %s to stop (step %s)", self.rule_name,
+                               self.trial.path, step)
         if self.training_job_prefix:
             self._stop_sagemaker_job()
 
