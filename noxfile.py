@@ -216,8 +216,8 @@ def xgboost(session: nox.Session) -> None:
 @nox.session(python=PYTHON, tags=["test", "plugin"])
 def rules(session: nox.Session) -> None:
     """smdebug-rules: the rule framework, the built-in rules on hand-made and real PyTorch runs, the runner."""
-    _install(session, [CORE, PLUGINS["rules"], PLUGINS["torch"], RULE_PACK_FIXTURE],
-             [*TEST_TOOLS, *RULES_TEST_DEPS, _torch_requirement()])
+    _install(session, [CORE, PLUGINS["rules"], PLUGINS["torch"], PLUGINS["xgboost"], RULE_PACK_FIXTURE],
+             [*TEST_TOOLS, *RULES_TEST_DEPS, *XGBOOST_TEST_DEPS, _torch_requirement()])
     _pytest(session, f"{PLUGINS['rules']}/tests")
 
 
