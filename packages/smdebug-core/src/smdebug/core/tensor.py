@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import bisect
+
 from enum import Enum
 from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
@@ -40,8 +42,10 @@ class Tensor:
         return self.trial._tensor_steps(self.name, mode, show_incomplete_steps)
 
     def prev_steps(self, step, n=None, mode=ModeKeys.GLOBAL) -> List[int]:
-        steps = [s for s in self.steps(mode) if s <= step]
-        return steps[-n:] if n else steps
+        """The saved steps up to and including ``step`` (the last ``n`` of them if ``n`` is given)."""
+        steps = self.steps(mode)
+        end = bisect.bisect_right(steps, step)
+        return steps[max(0, end - n):end] if n else steps[:end]
 
     def step(self, *args, **kwargs):
         raise SMDebugNotImplementedError("Tensor.step() was removed; use tensor.value(step) and tensor.steps()")

@@ -113,6 +113,9 @@ class Trial:
         self._mode_to_global: Dict[ModeKeys, Dict[int, int]] = {}
         self._global_to_mode: Dict[int, Tuple[ModeKeys, int]] = {}
         self._tensor_names: Set[str] = set()
+        # tensor name -> sorted global steps with anything of it, kept up to date as index files are parsed,
+        # so Tensor.steps() does not scan the whole run (rules ask for it at every step)
+        self._tensor_step_index: Dict[str, List[int]] = {}
         self._unparsed: Deque[IndexFile] = deque()  # files whose payload was not read yet, in step order
         self._tensors: Dict[str, Tensor] = {}
         self._generation = 0
@@ -301,7 +304,18 @@ class Trial:
 
     def _absorb(self, f: IndexFile) -> None:
         try:
-            self._tensor_names.update(f.tensor_names())
+            names = f.tensor_names()
+            self._tensor_names.update(names)
+            for name in names:
+                steps = self._tensor_step_index.get(name)
+                if steps is None:
+                    self._tensor_step_index[name] = [f.step]
+                elif steps[-1] < f.step:
+                    steps.append(f.step)  # the usual case: files arrive in step order
+                else:
+                    i = bisect.bisect_left(steps, f.step)
+                    if i == len(steps) or steps[i] != f.step:
+                        steps.insert(i, f.step)
         except IndexReaderException as e:
             if not self.skip_damaged:
                 self._unparsed.appendleft(f)
@@ -485,18 +499,16 @@ class Trial:
     # used by Tensor
     # ------------------------------------------------------------------------------------------
     def _tensor_steps(self, name: str, mode, show_incomplete: bool) -> List[int]:
-        out = []
+        self._parse_pending()
+        steps = self._tensor_step_index.get(name, ())
+        if not (show_incomplete or self.loaded_all_steps):
+            # Steps up to the last complete one are complete; only the few after it need a look.
+            cut = bisect.bisect_right(steps, self.last_complete_step)
+            steps = list(steps[:cut]) + [s for s in steps[cut:] if self._is_complete(s)]
         if mode == ModeKeys.GLOBAL:
-            for s in self._steps:
-                if (show_incomplete or self._is_complete(s)) and any(
-                    f.has_tensor(name) for f in self._files[s].values()
-                ):
-                    out.append(s)
-            return out
-        for ms, g in sorted(self._mode_to_global.get(mode, {}).items()):
-            if (show_incomplete or self._is_complete(g)) and any(f.has_tensor(name) for f in self._files[g].values()):
-                out.append(ms)
-        return out
+            return list(steps)
+        to_mode = self._global_to_mode
+        return sorted(ms for g in steps for m, ms in (to_mode.get(g, (None, None)),) if m == mode)
 
     def _step_files(self, step: int, mode) -> Dict[str, IndexFile]:
         g = step if mode == ModeKeys.GLOBAL else self.global_step(mode, step)

@@ -78,6 +78,17 @@ class UnchangedTensor(_TensorRule):
         self.rtol = as_float(self.rule_name, "rtol", rtol)
         self.atol = as_float(self.rule_name, "atol", atol)
         self.equal_nan = as_bool(self.rule_name, "equal_nan", equal_nan)
+        # the values read at recent steps, per tensor: consecutive evaluations share num_steps - 1 of them
+        self._recent = {}
+
+    def _value(self, tensor, step):
+        recent = self._recent.setdefault(tensor.name, {})
+        if step not in recent:
+            if len(recent) >= 2 * self.num_steps:
+                for old in sorted(recent)[: self.num_steps]:
+                    del recent[old]
+            recent[step] = tensor.value(step)
+        return recent[step]
 
     def invoke_at_step(self, step):
         for name in self.tensors():
@@ -86,7 +97,7 @@ class UnchangedTensor(_TensorRule):
             if len(steps) < self.num_steps or steps[-1] != step:
                 continue
             try:
-                values = [tensor.value(s) for s in steps]
+                values = [self._value(tensor, s) for s in steps]
             except Exception:  # noqa: BLE001 - only reductions saved for some step
                 continue
             if all(np.allclose(values[-1], v, rtol=self.rtol, atol=self.atol, equal_nan=self.equal_nan)
