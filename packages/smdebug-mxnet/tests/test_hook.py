@@ -424,3 +424,57 @@ def test_api_misuse_is_reported(out_dir, smd_log):
     hook.set_mode("train")  # not a ModeKeys: logged, ignored
     assert hook.mode == smd.modes.GLOBAL
     hook.close()
+
+
+def test_trainer_steps_with_eval_in_between(out_dir):
+    net, loss_fn = mlp(), gluon.loss.SoftmaxCrossEntropyLoss()
+    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1})
+    hook = make_hook(out_dir, save_config=smd.SaveConfig(save_interval=1))
+    hook.register_block(net)
+    hook.register_block(loss_fn)
+    hook.register_trainer(trainer)
+    by_hand = ByHand(net)
+    x, y = mlp_data()
+    hook.set_mode(TRAIN)
+    train(net, 2, loss_fn=loss_fn, trainer=trainer, record=by_hand)
+    hook.set_mode(EVAL)
+    for _ in range(2):
+        loss_fn(net(x), y)
+    hook.set_mode(TRAIN)
+    train(net, 1, loss_fn=loss_fn, trainer=trainer, record=by_hand)
+    hook.close()
+    trial = smd.create_trial(out_dir)
+    assert trial.steps(TRAIN) == [0, 1, 2] and trial.steps(EVAL) == [0, 1]
+    assert [trial.mode(s) for s in trial.steps()] == [TRAIN, TRAIN, EVAL, EVAL, TRAIN]
+    grad = trial.tensor("gradient/dense1_weight")
+    assert grad.steps() == [0, 1, 4]
+    np.testing.assert_array_equal(grad.value(2, mode=TRAIN), by_hand.grads[2]["dense1_weight"])
+    np.testing.assert_array_equal(trial.tensor("dense1_weight").value(4), by_hand.weights[2]["dense1_weight"])
+
+
+def test_tensorboard_export(out_dir):
+    trial, _, _, _ = run_mlp(out_dir, steps=2, save_config=smd.SaveConfig(save_interval=1), export_tensorboard=True)
+    tb_files = [f for _, _, files in os.walk(os.path.join(out_dir, "tensorboard")) for f in files]
+    assert tb_files and all(f.endswith(".tfevents") for f in tb_files)
+    assert trial.steps() == [0, 1]
+
+
+def test_an_internal_failure_never_stops_training(out_dir, monkeypatch, smd_log):
+    net = mlp()
+    hook = make_hook(out_dir, save_config=smd.SaveConfig(save_interval=1), include_collections=["weights"])
+    hook.register_block(net)
+    calls = {"n": 0}
+    real = hook._save_parameters
+
+    def broken():
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise RuntimeError("boom")
+        real()
+
+    monkeypatch.setattr(hook, "_save_parameters", broken)
+    losses = train(net, 5)
+    assert len(losses) == 5 and hook.disabled
+    assert "boom" in smd_log.text
+    hook.close()
+    assert smd.create_trial(out_dir).steps() == [0, 1]  # what was saved before the failure is intact
