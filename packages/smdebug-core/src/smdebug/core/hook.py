@@ -34,7 +34,13 @@ from smdebug.core.collection import (
     CollectionKeys,
 )
 from smdebug.core.collection_manager import CollectionManager
-from smdebug.core.locations import CLAIM_FILE, END_OF_JOB_FILE, collections_file_name
+from smdebug.core.locations import (
+    CLAIM_FILE,
+    END_OF_JOB_FILE,
+    WORKERS_ENDED_DIR,
+    collections_file_name,
+    worker_end_file_name,
+)
 from smdebug.core.logger import get_logger
 from smdebug.core.modes import ModeKeys
 from smdebug.core.reduction_config import ReductionConfig
@@ -233,7 +239,9 @@ class BaseHook:
         out_dir = os.path.abspath(os.path.expanduser(out_dir))
         if os.path.exists(out_dir) and not os.path.isdir(out_dir):
             raise InvalidConfigurationError(f"out_dir {out_dir} exists and is not a directory")
-        if os.path.exists(os.path.join(out_dir, END_OF_JOB_FILE)):
+        if os.path.exists(os.path.join(out_dir, END_OF_JOB_FILE)) and not _launched_as_one_of_many():
+            # (In a multi-process job a slow worker may start after a fast one finished the run; it is
+            # not refused here but at its first write, where non-writers never get.)
             raise SMDebugRuntimeError(
                 f"out_dir {out_dir} already holds a finished run ({END_OF_JOB_FILE} exists). "
                 "Use a new directory so that run's data is not mixed with this one."
@@ -861,6 +869,14 @@ class BaseHook:
         if self._storage is None and self.worker is None:
             return  # nothing was ever written: leave no trace
         storage = self._storage or get_storage(self.out_dir)
+        if self.num_workers > 1:
+            # Every worker of a multi-worker run says it is done; the last one to finish marks the run
+            # ended. (The original let the first worker to finish mark it, so readers treated the others'
+            # later steps as missing, and late starters refused to write.) Writing before listing means
+            # at least one of several workers finishing together sees them all.
+            storage.write_atomic(worker_end_file_name(self.worker), b"")
+            if len(storage.list(WORKERS_ENDED_DIR)) < self.num_workers:
+                return
         storage.write_atomic(END_OF_JOB_FILE, b"")
 
     def _atexit_close(self) -> None:
@@ -874,6 +890,13 @@ class BaseHook:
             f"<{type(self).__name__} out_dir={self.out_dir} step={self.step} mode={self.mode.name} "
             f"include_collections={self.include_collections}{' DISABLED' if self._disabled else ''}>"
         )
+
+
+def _launched_as_one_of_many() -> bool:
+    from smdebug.core.plugins.worker_env import worker_from_env
+
+    info = worker_from_env()
+    return info is not None and info.size > 1
 
 
 class _SingleWorker:

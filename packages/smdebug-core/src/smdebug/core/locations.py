@@ -6,6 +6,7 @@ events/<STEP12>/<STEP12>_<worker>.tfevents
 index/<STEP//1000 as 9 digits>/<STEP12>_<worker>.json
 training_job_end.ts
 stop_training.json          (only when a rule asked the job to stop)
+workers_ended/<worker>      (multi-worker runs: each worker at close; the last one writes training_job_end.ts)
 ```
 """
 
@@ -22,6 +23,7 @@ END_OF_JOB_FILE = "training_job_end.ts"
 CLAIM_FILE = "claim.smd"
 #: written by the rule runner's StopTraining action; hooks stop at the next step boundary
 STOP_SIGNAL_FILE = "stop_training.json"
+WORKERS_ENDED_DIR = "workers_ended"
 INDEX_DIR = "index"
 EVENTS_DIR = "events"
 INDEX_STEPS_PER_FOLDER = 1000
@@ -55,6 +57,10 @@ def deserialize_worker_name(name: str) -> str:
         parts = head.split("_")  # ['', 'job-worker', 'replica-0', 'task-1', 'device-GPU']
         return "/".join(p.replace("-", ":", 1) if p else "" for p in parts) + ":" + index
     return name
+
+
+def worker_end_file_name(worker: str) -> str:
+    return f"{WORKERS_ENDED_DIR}/{serialize_worker_name(worker)}"
 
 
 def event_file_name(step: int, worker: str) -> str:

@@ -37,6 +37,7 @@ import pluggy
 from smdebug.core.plugins import hookspecs
 from smdebug.core.plugins.info import FrameworkInfo, RuleInfo, WorkerInfo
 from smdebug.core.plugins.markers import PROJECT_NAME
+from smdebug.core.plugins.worker_env import apply_overrides, worker_from_env
 
 __all__ = [
     "FRAMEWORKS_GROUP",
@@ -599,29 +600,34 @@ def _conversion_error(value: Any) -> str:
 
 
 def detect_worker(framework: Optional[str] = None) -> WorkerInfo:
-    """Who this process is in a distributed job, as told by the first plugin that knows.
+    """Who this process is in a distributed job.
+
+    The first plugin that knows answers (framework APIs); if none does, launcher environment variables
+    decide; ``SMDEBUG_WORKER_NAME``/``SMDEBUG_NUM_WORKERS`` override either (see
+    :mod:`smdebug.core.plugins.worker_env`). A plugin that raises or answers nonsense is logged and ignored.
 
     :param framework: the framework asking (``"pytorch"``), passed on to the plugins.
-    :return: the plugin's answer, or ``WorkerInfo(0, 1, "worker_0")`` when none answers. A plugin that
-        raises or answers nonsense is logged and ignored.
+    :return: the worker; ``WorkerInfo(0, 1, "worker_0")`` when nothing says otherwise.
     """
+    return apply_overrides(_plugin_worker(framework) or worker_from_env() or _DEFAULT_WORKER)
+
+
+def _plugin_worker(framework: Optional[str]) -> Optional[WorkerInfo]:
     pm = get_plugin_manager()
     try:
         answer = pm.hook.smdebug_detect_worker(framework=framework)
     except Exception as e:  # noqa: BLE001
-        _log().warning("smdebug: worker detection failed in a plugin (%s: %s); assuming a single worker",
+        _log().warning("smdebug: worker detection failed in a plugin (%s: %s); using the environment",
                        type(e).__name__, e)
-        return _DEFAULT_WORKER
-    if answer is None:
-        return _DEFAULT_WORKER
-    if isinstance(answer, WorkerInfo):
+        return None
+    if answer is None or isinstance(answer, WorkerInfo):
         return answer
     try:
         return WorkerInfo(answer.rank, answer.size, getattr(answer, "name", None))
     except Exception as e:  # noqa: BLE001
-        _log().warning("smdebug: a plugin answered smdebug_detect_worker with %r (%s); assuming a single worker",
+        _log().warning("smdebug: a plugin answered smdebug_detect_worker with %r (%s); using the environment",
                        answer, e)
-        return _DEFAULT_WORKER
+        return None
 
 
 # --------------------------------------------------------------------------------------------------
