@@ -52,7 +52,7 @@ FALLBACK_FIND_LINKS = "/opt/wheels"
 nox.options.default_venv_backend = "uv"
 nox.options.reuse_venv = "yes"  # installs still run every time; uv's cache makes them quick
 nox.options.error_on_external_run = True
-nox.options.sessions = ["core", "compat", *PLUGINS]  # `nox` alone: every test session, not demo/bench
+nox.options.sessions = ["core", "compat", *PLUGINS, "horovod"]  # `nox` alone: every test session, not demo/bench
 
 
 # --------------------------------------------------------------------------------------------------
@@ -180,6 +180,19 @@ def torch(session: nox.Session) -> None:
     """smdebug-torch with PyTorch (CPU wheel from the find-links folder)."""
     _install(session, [CORE, PLUGINS["torch"]], [*TEST_TOOLS, _torch_requirement()])
     _pytest(session, f"{PLUGINS['torch']}/tests")
+
+
+HOROVOD_BUILD_DEPS = ["pip", "setuptools", "wheel", "cmake", "packaging", "psutil", "pyyaml", "cloudpickle", "cffi"]
+
+
+@nox.session(python=PYTHON, tags=["test", "plugin"])
+def horovod(session: nox.Session) -> None:
+    """smdebug-torch under Horovod: a real `horovodrun -np 2` job. Horovod 0.28.1 is built for PyTorch 2.x
+    once per machine (tools/build_horovod.py, about 4 minutes on 2 cores) and the wheel is cached."""
+    _install(session, [CORE, PLUGINS["torch"]], [*TEST_TOOLS, *HOROVOD_BUILD_DEPS, _torch_requirement()])
+    wheel = session.run("python", "tools/build_horovod.py", silent=True).strip().splitlines()[-1]
+    session.install(wheel)
+    session.run("pytest", f"{PLUGINS['torch']}/tests/test_horovod.py", *session.posargs)
 
 
 @nox.session(python=PYTHON, tags=["test", "plugin"])

@@ -45,10 +45,14 @@ def smdebug_tensor_to_numpy(value):
 
 @hookimpl
 def smdebug_detect_worker(framework):
+    """torch.distributed if initialised, else Horovod for PyTorch if ``hvd.init()`` was called."""
     if framework not in (None, FRAMEWORK.name):
         return None
     torch = sys.modules.get("torch")
     dist = getattr(torch, "distributed", None)
-    if dist is None or not dist.is_available() or not dist.is_initialized():
-        return None
-    return WorkerInfo(rank=dist.get_rank(), size=dist.get_world_size())
+    if dist is not None and dist.is_available() and dist.is_initialized():
+        return WorkerInfo(rank=dist.get_rank(), size=dist.get_world_size())
+    hvd = sys.modules.get("horovod.torch")
+    if hvd is not None and getattr(hvd, "is_initialized", lambda: False)():
+        return WorkerInfo(rank=hvd.rank(), size=hvd.size())
+    return None
