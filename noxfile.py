@@ -203,11 +203,16 @@ def tf(session: nox.Session) -> None:
     _pytest(session, f"{PLUGINS['tf']}/tests")
 
 
+# MXNet 1.9.1 is the last release. Its wheel bundles OpenBLAS and libgfortran, and links against the
+# system's libgomp1 and libquadmath0 (present wherever gcc is). It imports only with numpy<1.24
+# (numpy 1.24 removed the np.bool alias it uses): this pin lives here, never in smdebug-mxnet's metadata.
+MXNET_TEST_DEPS = ["mxnet==1.9.1", "numpy<1.24"]
+
+
 @nox.session(python=PYTHON, tags=["test", "plugin"])
 def mxnet(session: nox.Session) -> None:
-    """smdebug-mxnet: skeleton tests only for now."""
-    # MXNet itself ("mxnet>=1.9") is added here by the issue that writes the Gluon hook.
-    _install(session, [CORE, PLUGINS["mxnet"]], TEST_TOOLS)
+    """smdebug-mxnet with MXNet 1.9.1 (CPU) and numpy 1.23."""
+    _install(session, [CORE, PLUGINS["mxnet"]], [*TEST_TOOLS, *MXNET_TEST_DEPS])
     _pytest(session, f"{PLUGINS['mxnet']}/tests")
 
 
