@@ -240,6 +240,37 @@ def test_gradient_accumulation_counts_optimizer_steps(out_dir):
     assert trial.tensor_names(regex="CrossEntropyLoss_output") == [f"CrossEntropyLoss_output_{i}" for i in range(4)]
 
 
+def test_optimizer_steps_after_evaluation_get_their_own_step(out_dir):
+    """TRAIN, TRAIN, EVAL, EVAL, TRAIN with register_optimizer: the last TRAIN step is not merged into
+    the EVAL step still open before it."""
+    torch.manual_seed(0)
+    model, loss_fn = MLP(), nn.CrossEntropyLoss()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    hook = make_hook(out_dir, save_config=smd.SaveConfig(save_interval=1))
+    hook.register_module(model)
+    hook.register_loss(loss_fn)
+    hook.register_optimizer(opt)
+    x, y = mlp_data()
+    grads = []
+    for mode in ("train", "train", "eval", "eval", "train"):
+        if mode == "eval":
+            hook.set_mode(smd.modes.EVAL)
+            with torch.no_grad():
+                loss_fn(model(x), y)
+            continue
+        hook.set_mode(smd.modes.TRAIN)
+        opt.zero_grad()
+        loss_fn(model(x), y).backward()
+        grads.append(model.fc1.weight.grad.clone().numpy())
+        opt.step()
+    hook.close()
+    trial = smd.create_trial(out_dir)
+    assert trial.steps(mode=smd.modes.TRAIN) == [0, 1, 2] and trial.steps(mode=smd.modes.EVAL) == [0, 1]
+    assert trial.steps() == [0, 1, 2, 3, 4]
+    np.testing.assert_allclose(trial.tensor("gradient/MLP_fc1.weight").value(2, mode=smd.modes.TRAIN), grads[2],
+                               rtol=1e-6)
+
+
 def _hook_counts(model, opt=None):
     counts = sum(len(m._forward_hooks) + len(m._forward_pre_hooks) for m in model.modules())
     counts += sum(len(p._backward_hooks or {}) for p in model.parameters())

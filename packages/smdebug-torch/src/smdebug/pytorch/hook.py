@@ -86,6 +86,7 @@ class Hook(BaseHook):
         self._optimizer_handles: List = []
         self._optimizer = None
         self._io_index: Dict[str, List[int]] = {}
+        self._step_mode = None  # mode of the step the model's forward opened
 
     def default_collections(self):
         return [
@@ -211,9 +212,11 @@ class Hook(BaseHook):
         if self._disabled:
             return None
         try:
-            if self._optimizer is not None and self.mode in _OPTIMIZER_MODES and self._in_step:
+            if (self._optimizer is not None and self.mode in _OPTIMIZER_MODES and self._in_step
+                    and self._step_mode == self.mode):
                 return None  # another micro-batch of the current optimizer step
             self.begin_step()
+            self._step_mode = self.mode
             self._io_index.clear()
             if self.is_writing:
                 for name, p in self._params:
