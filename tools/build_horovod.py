@@ -51,7 +51,7 @@ def cached_wheel(folder: str):
 def build(folder: str) -> str:
     with tempfile.TemporaryDirectory(prefix="horovod-build-") as work:
         subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-                        f"horovod=={VERSION}", "-d", work], check=True)
+                        f"horovod=={VERSION}", "-d", work], check=True, stdout=sys.stderr)
         with tarfile.open(os.path.join(work, f"horovod-{VERSION}.tar.gz")) as tar:
             tar.extractall(work, filter="data")
         src = os.path.join(work, f"horovod-{VERSION}")
