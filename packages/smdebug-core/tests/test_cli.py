@@ -84,6 +84,16 @@ def test_version(smdebug_cli):
     assert out.stdout.strip() == f"smdebug {__version__} (smdebug-core)"
 
 
+def test_help_lists_every_command(smdebug_cli):
+    out = smdebug_cli("--help")
+    assert out.returncode == 0
+    for command in ("ls", "show", "plot", "report", "rules", "plugins"):
+        assert f"    {command} " in out.stdout
+    for command in ("ls", "show", "plot", "report"):
+        out = smdebug_cli(command, "--help")
+        assert out.returncode == 0 and f"usage: smdebug {command}" in out.stdout and "TRIAL" in out.stdout
+
+
 def test_no_command_prints_usage(smdebug_cli):
     out = smdebug_cli()
     assert out.returncode == 2
@@ -100,7 +110,8 @@ def test_main_is_importable_without_heavy_modules():
     import subprocess
     import sys
 
-    code = "import sys; import smdebug.cli.main as m; m.build_parser(); print(sorted(x for x in ('numpy', 'pluggy', 'pandas') if x in sys.modules))"
+    heavy = ('numpy', 'pluggy', 'pandas', 'matplotlib', 'tqdm', 'smdebug.trials')
+    code = f"import sys; import smdebug.cli.main as m; m.build_parser(); print(sorted(x for x in {heavy!r} if x in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"

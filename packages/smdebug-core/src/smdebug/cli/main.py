@@ -15,8 +15,12 @@ from typing import Dict, List, Optional
 
 #: subcommand name -> module implementing it
 COMMANDS: Dict[str, str] = {
-    "plugins": "smdebug.cli.plugins_cmd",
+    "ls": "smdebug.cli.ls_cmd",
+    "show": "smdebug.cli.show_cmd",
+    "plot": "smdebug.cli.plot_cmd",
+    "report": "smdebug.cli.report_cmd",
     "rules": "smdebug.cli.rules_cmd",
+    "plugins": "smdebug.cli.plugins_cmd",
 }
 
 
@@ -32,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="smdebug",
         description="Inspect smdebug runs and installation.",
+        epilog="`smdebug COMMAND --help` describes a command.",
     )
     parser.add_argument("--version", action="version", version=_version())
     parser.add_argument("-v", "--verbose", action="store_true", help="show debug logs (on stderr)")
@@ -69,8 +74,20 @@ def main(argv: Optional[List[str]] = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     _logs_to_stderr(args.verbose)
+    from smdebug.cli._common import CliError
+
     try:
         return int(args._run(args) or 0)
+    except CliError as e:
+        print(f"smdebug {args.command}: {e}", file=sys.stderr)
+        return e.code
+    except Exception as e:  # noqa: BLE001 - smdebug's own errors are messages, not tracebacks
+        from smdebug.exceptions import SMDebugError
+
+        if not isinstance(e, SMDebugError) or args.verbose:
+            raise
+        print(f"smdebug {args.command}: {e}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # `smdebug ... | head`: the reader went away; exit quietly

@@ -1,0 +1,310 @@
+"""Pieces shared by the commands that read a run (ls, show, plot, report).
+
+Nothing heavy is imported at module level: numpy, the trial machinery, tqdm and matplotlib are
+imported inside the functions that need them, so ``smdebug --help`` stays instant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+from typing import Any, Iterable, Iterator, List, Optional, Sequence, Tuple
+
+#: what to install for the commands that draw (plot, report)
+PLOT_EXTRA = "smdebug-core[cli]"
+
+#: exit statuses of ls/show/plot/report
+EXIT_OK = 0
+EXIT_NOT_FOUND = 1  # the run is readable, but the tensor/step/worker asked for is not in it
+EXIT_ERROR = 2  # bad arguments, unreadable run, missing optional dependency
+
+
+class CliError(Exception):
+    """An error shown to the user as ``smdebug <command>: <message>``, exiting with ``code``."""
+
+    def __init__(self, message: str, code: int = EXIT_ERROR):
+        super().__init__(message)
+        self.code = code
+
+
+# --------------------------------------------------------------------------------------------------
+# arguments
+# --------------------------------------------------------------------------------------------------
+def add_trial_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("trial", metavar="TRIAL", help="the run's directory or s3://bucket/prefix")
+    parser.add_argument(
+        "--wait", type=float, default=0.0, metavar="SECONDS",
+        help="wait this long for the run's collection files to appear (a job that is just starting); default 0",
+    )
+
+
+def add_mode_argument(parser: argparse.ArgumentParser, help_text: str) -> None:
+    parser.add_argument("--mode", type=parse_mode, default=None, metavar="MODE", help=help_text)
+
+
+def add_progress_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--progress", dest="progress", action="store_const", const=True, default=None,
+                       help="always show progress bars on stderr (default: only on a terminal, after 1 s)")
+    group.add_argument("--no-progress", "-q", dest="progress", action="store_const", const=False,
+                       help="never show progress bars")
+
+
+def parse_mode(text: str):
+    """``train``/``TRAIN``/``1`` -> ModeKeys.TRAIN (argparse type; smdebug.core.modes is light)."""
+    from smdebug.core.modes import ModeKeys
+
+    try:
+        return ModeKeys.parse(int(text) if text.strip().isdigit() else text)
+    except Exception:  # noqa: BLE001 - SMDebugValueError; argparse wants ArgumentTypeError
+        raise argparse.ArgumentTypeError(
+            f"invalid mode {text!r} (choose from {', '.join(m.name.lower() for m in ModeKeys)})"
+        ) from None
+
+
+# --------------------------------------------------------------------------------------------------
+# opening a run
+# --------------------------------------------------------------------------------------------------
+def open_trial(path: str, wait: float = 0.0):
+    """``create_trial(path)`` for the CLI: a missing directory or a run with no data is a CliError, and
+    a run whose collection files are not there yet is waited for at most ``wait`` seconds."""
+    from smdebug.core.storage.base import is_s3_path
+    from smdebug.exceptions import SMDebugError
+    from smdebug.trials import create_trial
+
+    if not is_s3_path(path):
+        local = os.path.expanduser(path.strip())
+        if not os.path.isdir(local):
+            raise CliError(f"{path}: no such directory")
+    try:
+        return create_trial(path, wait_for_collections=max(wait, 0.0))
+    except SMDebugError as e:
+        raise CliError(f"cannot read {path}: {e}") from None
+    except (OSError, ImportError) as e:  # an S3 backend without boto3, permissions...
+        raise CliError(f"cannot read {path}: {e}") from None
+
+
+def display_path(trial) -> str:
+    """The run's path for output: absolute for a local run, as given for s3://."""
+    path = str(trial.path)
+    return path if path.startswith("s3://") else os.path.abspath(path)
+
+
+def run_state(trial) -> str:
+    return "finished" if trial.loaded_all_steps else "still training"
+
+
+def mode_name(mode) -> str:
+    return mode.name if mode is not None else "?"
+
+
+def resolve_tensor_names(trial, patterns: Sequence[str], collections: Sequence[str] = ()) -> List[str]:
+    """Tensor names for command-line patterns: an exact name, else a regular expression that must match
+    whole names (``'gradient/.*'``); plus every tensor of the given collections. Order: as asked."""
+    import re
+
+    all_names = trial.tensor_names()
+    out: List[str] = []
+    missing = []
+    for pattern in patterns:
+        if pattern in all_names:
+            found = [pattern]
+        else:
+            try:
+                rx = re.compile(pattern)
+            except re.error as e:
+                raise CliError(f"{pattern!r} is neither a tensor of the run nor a valid regex ({e})") from None
+            found = [n for n in all_names if rx.fullmatch(n)]
+        if not found:
+            missing.append(pattern)
+        out += [n for n in found if n not in out]
+    for cname in collections:
+        coll = trial.collections().get(cname)
+        if coll is None:
+            raise CliError(f"no collection {cname!r} in the run (it has: {', '.join(sorted(trial.collections())) or 'none'})",
+                           EXIT_NOT_FOUND)
+        out += [n for n in all_names if coll.matches(n) and n not in out]
+    if missing:
+        raise CliError(f"no tensor matches {', '.join(repr(m) for m in missing)}{suggest(missing[0], all_names)}",
+                       EXIT_NOT_FOUND)
+    return out
+
+
+def suggest(name: str, names: Iterable[str]) -> str:
+    """`` (did you mean 'a', 'b'?)`` or ''."""
+    import difflib
+
+    close = difflib.get_close_matches(name, list(names), n=3, cutoff=0.5)
+    return f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
+
+
+# --------------------------------------------------------------------------------------------------
+# steps
+# --------------------------------------------------------------------------------------------------
+def step_runs(steps: Sequence[int]) -> List[Tuple[int, int, int]]:
+    """Split sorted steps into arithmetic runs ``(first, last, stride)``, greedily, longest first.
+
+    ``[0, 10, 20, 30, 35]`` -> ``[(0, 30, 10), (35, 35, 1)]``; a lone pair stays two single steps.
+    """
+    runs: List[Tuple[int, int, int]] = []
+    i, n = 0, len(steps)
+    while i < n:
+        if i + 2 < n and steps[i + 1] - steps[i] == steps[i + 2] - steps[i + 1] > 0:
+            stride = steps[i + 1] - steps[i]
+            j = i + 2
+            while j + 1 < n and steps[j + 1] - steps[j] == stride:
+                j += 1
+            runs.append((steps[i], steps[j], stride))
+            i = j + 1
+        elif i + 1 < n and steps[i + 1] - steps[i] == 1:
+            runs.append((steps[i], steps[i + 1], 1))
+            i += 2
+        else:
+            runs.append((steps[i], steps[i], 1))
+            i += 1
+    return runs
+
+
+def compact_steps(steps: Sequence[int]) -> str:
+    """Saved steps as compact ranges: ``0-90/10`` (0, 10, ..., 90), ``0-4`` (every step), ``3,7``."""
+    if not steps:
+        return "-"
+    parts = []
+    for first, last, stride in step_runs(list(steps)):
+        if first == last:
+            parts.append(str(first))
+        elif stride == 1:
+            parts.append(f"{first}-{last}")
+        else:
+            parts.append(f"{first}-{last}/{stride}")
+    return ",".join(parts)
+
+
+def expand_steps(text: str) -> List[int]:
+    """Inverse of :func:`compact_steps`."""
+    if text in ("", "-"):
+        return []
+    out: List[int] = []
+    for part in text.split(","):
+        rng, _, stride = part.partition("/")
+        first, sep, last = rng.partition("-")
+        if not sep:
+            out.append(int(first))
+        else:
+            out += list(range(int(first), int(last) + 1, int(stride or 1)))
+    return out
+
+
+def subsample(items: Sequence[Any], max_points: Optional[int]) -> List[Any]:
+    """At most ``max_points`` items, evenly spread, first and last kept (None/0: all)."""
+    items = list(items)
+    if not max_points or len(items) <= max_points:
+        return items
+    if max_points == 1:
+        return [items[-1]]
+    last = len(items) - 1
+    picks = sorted({round(i * last / (max_points - 1)) for i in range(max_points)})
+    return [items[i] for i in picks]
+
+
+# --------------------------------------------------------------------------------------------------
+# progress
+# --------------------------------------------------------------------------------------------------
+def progress(iterable: Iterable, total: Optional[int] = None, desc: str = "", enabled: Optional[bool] = None) -> Iterator:
+    """``iterable`` with a tqdm progress bar on stderr.
+
+    ``enabled``: None (default) shows the bar only on a terminal and only once the work has taken more
+    than a second; True always shows it; False never. Without tqdm installed: no bar.
+    """
+    if enabled is False:
+        return iter(iterable)
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return iter(iterable)
+    if enabled is None and not (hasattr(sys.stderr, "isatty") and sys.stderr.isatty()):
+        return iter(iterable)
+    # forced (--progress): shown at once and left on screen; automatic: after 1 s, erased when done
+    return iter(tqdm(iterable, total=total, desc=desc, unit="read", file=sys.stderr, leave=bool(enabled),
+                     delay=0 if enabled else 1.0, dynamic_ncols=True))
+
+
+# --------------------------------------------------------------------------------------------------
+# optional dependencies
+# --------------------------------------------------------------------------------------------------
+def need_matplotlib(command: str):
+    """Import matplotlib (Agg canvas, no pyplot) or raise a CliError saying what to install."""
+    try:
+        import matplotlib
+        from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: F401
+        from matplotlib.figure import Figure  # noqa: F401
+    except ImportError as e:
+        raise CliError(
+            f"{command} needs matplotlib ({e}); install it with: pip install '{PLOT_EXTRA}'"
+        ) from None
+    return matplotlib
+
+
+# --------------------------------------------------------------------------------------------------
+# output
+# --------------------------------------------------------------------------------------------------
+def jsonable(value: Any) -> Any:
+    """numpy values and arrays as JSON-friendly data; non-finite floats as the strings nan/inf/-inf
+    (strict JSON has no NaN)."""
+    import numpy as np
+
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return jsonable(value.tolist())
+    if isinstance(value, np.generic):
+        return jsonable(value.item())
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, (bytes, bytearray)):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, complex):
+        return [jsonable(value.real), jsonable(value.imag)]
+    return value
+
+
+def print_json(document: Any) -> None:
+    import json
+
+    json.dump(jsonable(document), sys.stdout, indent=2, allow_nan=False)
+    sys.stdout.write("\n")
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], indent: str = "  ",
+          align_right: Sequence[int] = ()) -> str:
+    """A plain-text table; ``align_right``: column indexes aligned right (numbers)."""
+    cells = [list(headers)] + [["" if c is None else str(c) for c in row] for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+
+    def fmt(row):
+        return indent + "  ".join(
+            (c.rjust(w) if i in align_right else c.ljust(w)) for i, (c, w) in enumerate(zip(row, widths))
+        ).rstrip()
+
+    lines = [fmt(cells[0]), indent + "  ".join("-" * w for w in widths)]
+    lines += [fmt(row) for row in cells[1:]]
+    return "\n".join(lines)
+
+
+def fmt_number(x: Any) -> str:
+    """Short, readable float formatting for tables (``0.1235``, ``1.2e-08``, ``nan``)."""
+    try:
+        f = float(x)
+    except (TypeError, ValueError):
+        return str(x)
+    if math.isnan(f):
+        return "nan"
+    if math.isinf(f):
+        return "inf" if f > 0 else "-inf"
+    if f == int(f) and abs(f) < 1e15:
+        return str(int(f))
+    return f"{f:.6g}"

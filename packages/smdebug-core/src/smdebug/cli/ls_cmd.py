@@ -1,0 +1,149 @@
+"""Summarise a run: steps per mode, workers, collections, tensors and the steps they were saved at.
+
+  smdebug ls /tmp/run
+  smdebug ls s3://bucket/prefix --json
+  smdebug ls /tmp/run --collection gradients
+
+Saved steps are written as compact ranges: 0-90/10 is 0, 10, ..., 90; 0-4 is every step from 0 to 4;
+ranges are separated by commas. Steps are mode steps per mode (TRAIN, EVAL, PREDICT) and global
+steps for data saved in GLOBAL mode. Only the run's index is read, never a tensor value, so this is
+quick even on long runs. Exit status: 0, 1 (no tensor matches the filter), 2 (unreadable run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from smdebug.cli import _common as c
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    c.add_trial_argument(parser)
+    parser.add_argument("--json", action="store_true", help="print a JSON document (with every saved step)")
+    filters = parser.add_mutually_exclusive_group()
+    filters.add_argument("--collection", metavar="NAME", help="only the tensors of this collection")
+    filters.add_argument("--regex", metavar="REGEX", help="only tensors whose name matches (re.search)")
+    parser.add_argument("--no-tensors", action="store_true", help="leave out the list of tensors")
+
+
+MODE_ORDER = ("TRAIN", "EVAL", "PREDICT", "GLOBAL")
+
+
+def _steps_by_mode(trial, global_steps):
+    """{mode name: [mode steps]} for a list of global steps."""
+    from smdebug.core.modes import ModeKeys
+
+    out = {}
+    for g in global_steps:
+        m, ms = trial.mode_modestep(g)
+        if m is None:
+            m, ms = ModeKeys.GLOBAL, g
+        out.setdefault(m.name, []).append(ms)
+    return {m: sorted(out[m]) for m in MODE_ORDER if m in out}
+
+
+def _summary(steps):
+    return {
+        "count": len(steps),
+        "first": steps[0] if steps else None,
+        "last": steps[-1] if steps else None,
+        "ranges": c.compact_steps(steps),
+        "steps": list(steps),
+    }
+
+
+def collect(trial, collection=None, regex=None, tensors=True) -> dict:
+    """Everything ``smdebug ls`` shows, as plain data (no tensor value is read)."""
+    import re
+
+    global_steps = trial.steps()
+    incomplete = len(trial.steps(show_incomplete_steps=True)) - len(global_steps)
+    by_mode = _steps_by_mode(trial, global_steps)
+    names = trial.tensor_names()
+    colls = trial.collections()
+    coll_names = sorted(colls)
+    membership = {n: [cn for cn in coll_names if colls[cn].matches(n)] for n in names}
+
+    shown = names
+    if collection is not None:
+        if collection not in colls:
+            raise c.CliError(f"no collection {collection!r} in the run (it has: {', '.join(coll_names) or 'none'})",
+                             c.EXIT_NOT_FOUND)
+        shown = [n for n in names if collection in membership[n]]
+    elif regex is not None:
+        try:
+            rx = re.compile(regex)
+        except re.error as e:
+            raise c.CliError(f"invalid regex {regex!r}: {e}") from None
+        shown = [n for n in names if rx.search(n)]
+        if not shown:
+            raise c.CliError(f"no tensor matches {regex!r}", c.EXIT_NOT_FOUND)
+
+    tensor_docs = []
+    if tensors:
+        for n in shown:
+            steps = _steps_by_mode(trial, trial.tensor(n).steps())
+            tensor_docs.append({"name": n, "collections": membership[n],
+                                "modes": {m: _summary(s) for m, s in steps.items()}})
+    return {
+        "trial": trial.name,
+        "path": c.display_path(trial),
+        "state": c.run_state(trial),
+        "finished": bool(trial.loaded_all_steps),
+        "workers": trial.workers(),
+        "num_workers": trial.num_workers,
+        "global_steps": _summary(global_steps),
+        "incomplete_steps": incomplete,
+        "modes": {m: _summary(s) for m, s in by_mode.items()},
+        "collections": [
+            {"name": cn, "tensors": sum(1 for n in names if cn in membership[n]),
+             "include_regex": colls[cn].include_regex}
+            for cn in coll_names
+        ],
+        "tensor_count": len(names),
+        "tensors": tensor_docs,
+    }
+
+
+def render(doc: dict) -> str:
+    out = [f"Run          {doc['path']}  ({doc['state']})"]
+    workers = doc["workers"]
+    shown_workers = ", ".join(workers[:8]) + (f", ... ({len(workers) - 8} more)" if len(workers) > 8 else "")
+    out.append(f"Workers      {doc['num_workers']}: {shown_workers or '-'}")
+    g = doc["global_steps"]
+    span = f"{g['first']}-{g['last']}" if g["count"] else "none"
+    extra = f", {doc['incomplete_steps']} more not complete yet" if doc["incomplete_steps"] else ""
+    out.append(f"Global steps {g['count']} ({span}{extra})")
+    out.append("")
+    out.append("Steps per mode:")
+    rows = [(m, s["count"], s["first"], s["last"], s["ranges"]) for m, s in doc["modes"].items()]
+    out.append(c.table(("MODE", "STEPS", "FIRST", "LAST", "SAVED"), rows, align_right=(1, 2, 3)) if rows else "  (none)")
+    out.append("")
+    out.append(f"Collections ({len(doc['collections'])}):")
+    rows = [(col["name"], col["tensors"]) for col in doc["collections"]]
+    out.append(c.table(("NAME", "TENSORS"), rows, align_right=(1,)) if rows else "  (none)")
+    if doc["tensors"] or doc["tensor_count"] == 0:
+        out.append("")
+        modes = [m for m in MODE_ORDER if any(m in t["modes"] for t in doc["tensors"])]
+        heading = f"Tensors ({len(doc['tensors'])}"
+        heading += f" of {doc['tensor_count']}):" if len(doc["tensors"]) != doc["tensor_count"] else "):"
+        out.append(heading)
+        if doc["tensors"]:
+            headers = ["NAME"] + [f"{m} STEPS" for m in modes]
+            rows = [[t["name"]] + [t["modes"][m]["ranges"] if m in t["modes"] else "-" for m in modes]
+                    for t in doc["tensors"]]
+            out.append(c.table(headers, rows))
+        else:
+            out.append("  (none)")
+    return "\n".join(out)
+
+
+def run(args: argparse.Namespace) -> int:
+    trial = c.open_trial(args.trial, args.wait)
+    doc = collect(trial, collection=args.collection, regex=args.regex, tensors=not args.no_tensors)
+    if args.json:
+        c.print_json(doc)
+    else:
+        sys.stdout.write(render(doc) + "\n")
+    return c.EXIT_OK

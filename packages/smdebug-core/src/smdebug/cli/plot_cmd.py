@@ -1,0 +1,132 @@
+"""Plot tensors over steps into an image file (PNG, SVG or PDF, from the file name), with matplotlib.
+
+  smdebug plot /tmp/run loss -o loss.png                       # one line per mode (and per worker)
+  smdebug plot /tmp/run 'gradient/.*' -o grads.png --logy      # a regex over whole tensor names
+  smdebug plot /tmp/run --collection weights -o w.png --reduction max --abs --mode train
+  smdebug plot /tmp/run loss accuracy -o curves.png --subplots
+
+Single values (losses, metrics, scalars) are drawn as they are. A larger tensor is drawn as a
+reduction: its l2 norm unless --reduction says otherwise; the legend says which ("l2(gradient/w)").
+A reduction the hook saved is used as stored, otherwise it is computed from the saved value. The x axis
+is the global step, or the step of --mode when one is given; EVAL lines are dashed. Needs matplotlib:
+pip install 'smdebug-core[cli]'. Exit status: 0, 1 (nothing matched or nothing to draw), 2 (error).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from smdebug.cli import _common as c
+from smdebug.cli._series import REDUCTIONS
+
+
+def _size(text: str):
+    try:
+        w, h = (float(v) for v in text.lower().split("x"))
+        if w <= 0 or h <= 0:
+            raise ValueError
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid size {text!r}: use WIDTHxHEIGHT in inches, e.g. 10x6") from None
+    return w, h
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    c.add_trial_argument(parser)
+    parser.add_argument("tensors", nargs="*", metavar="TENSOR",
+                        help="tensor names, or regular expressions matching whole names ('gradient/.*')")
+    parser.add_argument("-o", "--output", required=True, metavar="FILE", help="image to write (.png, .svg, .pdf)")
+    parser.add_argument("--collection", action="append", default=[], metavar="NAME",
+                        help="also plot every tensor of this collection (repeatable)")
+    parser.add_argument("--reduction", choices=REDUCTIONS, metavar="NAME",
+                        help=f"plot this reduction of every tensor ({', '.join(REDUCTIONS)}); "
+                             "default: values of scalars, l2 norm of anything larger")
+    parser.add_argument("--abs", action="store_true", help="with --reduction: of the absolute values")
+    c.add_mode_argument(parser, "only this mode (train, eval, predict, global); x is then its step")
+    parser.add_argument("--worker", metavar="NAME", help="only this worker (default: one line per worker)")
+    parser.add_argument("--max-points", type=int, default=0, metavar="N",
+                        help="read at most N steps per tensor, evenly spread (default: every saved step)")
+    parser.add_argument("--subplots", action="store_true", help="one panel per tensor instead of one shared plot")
+    parser.add_argument("--logy", action="store_true", help="logarithmic y axis")
+    parser.add_argument("--title", help="figure title (default: the run's name)")
+    parser.add_argument("--size", type=_size, default=(10.0, 6.0), metavar="WxH",
+                        help="figure size in inches (default 10x6; with --subplots the height of each panel is 3)")
+    parser.add_argument("--dpi", type=int, default=100, help="pixels per inch (default 100)")
+    parser.add_argument("--json", action="store_true", help="print the plotted data as JSON on stdout")
+    c.add_progress_arguments(parser)
+
+
+def collect(trial, names, *, mode=None, reduction=None, is_abs=False, worker=None, max_points=None, progress=None):
+    """{tensor: [Series]} for every name, reading with one progress bar over all of them."""
+    from smdebug.cli._series import collect_series, count_points
+
+    total = count_points(trial, names, mode, max_points, worker)
+    bar = c.progress(range(total), total=total, desc="reading steps", enabled=progress)
+    ticks = iter(bar)
+
+    def tick(_n):
+        next(ticks, None)
+
+    out = {}
+    for name in names:
+        out[name] = collect_series(trial, name, mode=mode, reduction=reduction, abs=is_abs, worker=worker,
+                                   max_points=max_points, tick=tick)
+    for _ in ticks:  # finish (and close) the bar
+        pass
+    return out
+
+
+def draw(by_tensor, output: str, *, title: str, x_label: str, subplots: bool, logy: bool, size, dpi: int) -> None:
+    from smdebug.cli._series import draw_axes, new_figure
+
+    names = [n for n, s in by_tensor.items() if s]
+    width, height = size
+    if subplots and len(names) > 1:
+        fig = new_figure(width, 3.0 * len(names), dpi)
+        axes = fig.subplots(len(names), 1, sharex=True, squeeze=False)[:, 0]
+        for ax, name in zip(axes, names):
+            series = by_tensor[name]
+            draw_axes(ax, series, x_label=x_label if ax is axes[-1] else "", title=series[0].quantity,
+                      logy=logy, with_tensor=False)
+    else:
+        fig = new_figure(width, height, dpi)
+        ax = fig.add_subplot()
+        all_series = [s for n in names for s in by_tensor[n]]
+        y_label = all_series[0].quantity if len({s.quantity for s in all_series}) == 1 else ""
+        draw_axes(ax, all_series, x_label=x_label, y_label=y_label, logy=logy)
+    fig.suptitle(title)
+    directory = os.path.dirname(os.path.abspath(output))
+    os.makedirs(directory, exist_ok=True)
+    fig.savefig(output, dpi=dpi)
+
+
+def run(args: argparse.Namespace) -> int:
+    if not args.tensors and not args.collection:
+        raise c.CliError("name at least one TENSOR (or --collection)")
+    if args.abs and not args.reduction:
+        raise c.CliError("--abs goes with --reduction")
+    if args.max_points < 0 or args.dpi <= 0:
+        raise c.CliError("--max-points and --dpi must be positive")
+    c.need_matplotlib("smdebug plot")
+    trial = c.open_trial(args.trial, args.wait)
+    names = c.resolve_tensor_names(trial, args.tensors, args.collection)
+    if args.worker is not None and args.worker not in trial.workers():
+        raise c.CliError(f"no worker {args.worker!r} in the run (workers: {', '.join(trial.workers())})",
+                         c.EXIT_NOT_FOUND)
+    by_tensor = collect(trial, names, mode=args.mode, reduction=args.reduction, is_abs=args.abs,
+                        worker=args.worker, max_points=args.max_points or None, progress=args.progress)
+    lines = sum(len(s) for s in by_tensor.values())
+    if not lines:
+        raise c.CliError(f"nothing to plot: {', '.join(names)} have no readable values"
+                         + (f" in mode {args.mode.name}" if args.mode is not None else ""), c.EXIT_NOT_FOUND)
+    x_label = "global step" if args.mode is None else f"{args.mode.name} step"
+    draw(by_tensor, args.output, title=args.title or f"smdebug run {trial.name}", x_label=x_label,
+         subplots=args.subplots, logy=args.logy, size=args.size, dpi=args.dpi)
+    points = sum(len(s.y) for series in by_tensor.values() for s in series)
+    if args.json:
+        c.print_json({"trial": trial.name, "path": c.display_path(trial), "output": os.path.abspath(args.output),
+                      "x": "global_step" if args.mode is None else "mode_step",
+                      "series": [s.to_dict() for series in by_tensor.values() for s in series]})
+    else:
+        print(f"wrote {args.output}: {len(names)} tensor(s), {lines} line(s), {points} point(s)")
+    return c.EXIT_OK

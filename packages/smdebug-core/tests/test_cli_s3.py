@@ -1,0 +1,79 @@
+"""``smdebug ls/show/plot/report`` on an ``s3://`` run (a real run uploaded to a moto server over HTTP)
+give the same answers as on the local copy."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from _cli_runs import mlp_run, upload_dir  # noqa: F401 - mlp_run is a fixture
+
+pytest.importorskip("boto3", reason="S3 needs boto3 (smdebug-core[s3])")
+pytest.importorskip("moto.server", reason="the S3 tests need moto[server]")
+pytest.importorskip("smdebug.core.storage.s3", reason="this smdebug-core has no S3 storage")
+
+
+@pytest.fixture(scope="module")
+def s3_env():
+    from smdebug.core.testing import MotoServer
+
+    with MotoServer() as server:
+        # quick retries against the local endpoint
+        yield {**server.env, "SMDEBUG_S3_RETRY_ATTEMPTS": "2", "SMDEBUG_S3_RETRY_BASE_DELAY": "0.05"}
+
+
+@pytest.fixture(scope="module")
+def s3_run(mlp_run, s3_env):
+    import os
+
+    import boto3
+
+    path, losses = mlp_run
+    saved = {k: os.environ.get(k) for k in s3_env}
+    os.environ.update(s3_env)
+    try:
+        boto3.client("s3").create_bucket(Bucket="cli-runs")
+        upload_dir(path, "cli-runs", "runs/mlp")
+        boto3.client("s3").put_object(Bucket="cli-runs", Key="runs/mlp/rule_results.json", Body=json.dumps({
+            "trial": "mlp", "status": "NoIssuesFound", "rules": [
+                {"name": "LossNotDecreasing", "status": "NoIssuesFound", "findings": [], "findings_total": 0}]}))
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return "s3://cli-runs/runs/mlp", path, losses
+
+
+def test_ls_on_s3_matches_local(s3_run, s3_env, smdebug_cli):
+    url, local, _ = s3_run
+    remote = smdebug_cli("ls", url, "--json", env=s3_env)
+    assert remote.returncode == 0, remote.stderr
+    here = json.loads(smdebug_cli("ls", str(local), "--json").stdout)
+    doc = json.loads(remote.stdout)
+    assert doc["path"].startswith("s3://cli-runs/runs/mlp") and doc["finished"] is True
+    for key in ("modes", "tensors", "collections", "workers", "global_steps"):
+        assert doc[key] == here[key], key
+
+
+def test_show_and_plot_on_s3(s3_run, s3_env, smdebug_cli, tmp_path):
+    url, _, losses = s3_run
+    out = smdebug_cli("show", url, "loss", "--mode", "eval", "--json", env=s3_env)
+    assert out.returncode == 0, out.stderr
+    assert [r["value"] for r in json.loads(out.stdout)["rows"]] == pytest.approx([float(v) for v in losses["EVAL"]])
+    pytest.importorskip("matplotlib")
+    out = smdebug_cli("plot", url, "loss", "-o", str(tmp_path / "loss.png"), "--json", env=s3_env)
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "loss.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_report_on_s3_reads_rule_results_from_the_bucket(s3_run, s3_env, smdebug_cli, tmp_path):
+    pytest.importorskip("matplotlib")
+    url, _, _ = s3_run
+    out = smdebug_cli("report", url, "-o", str(tmp_path / "r.html"), env=s3_env)
+    assert out.returncode == 0, out.stderr
+    assert "rule verdicts from s3://cli-runs/runs/mlp/rule_results.json" in out.stdout
+    page = (tmp_path / "r.html").read_text()
+    assert "s3://cli-runs/runs/mlp" in page and "LossNotDecreasing" in page and page.count("<img ") == 4
