@@ -195,11 +195,20 @@ def horovod(session: nox.Session) -> None:
     session.run("pytest", f"{PLUGINS['torch']}/tests/test_horovod.py", *session.posargs)
 
 
+TF_TEST_DEPS = [
+    # The CPU build: the same module and API as "tensorflow", without the CUDA libraries. TF 2.21
+    # brings Keras 3 as tf.keras.
+    "tensorflow-cpu==2.21.0",
+    "keras==3.15.1",
+]
+
+
 @nox.session(python=PYTHON, tags=["test", "plugin"])
 def tf(session: nox.Session) -> None:
-    """smdebug-tf: skeleton tests only for now."""
-    # TensorFlow itself is added here (e.g. "tensorflow-cpu>=2.16") by the issue that writes the TF hooks.
-    _install(session, [CORE, PLUGINS["tf"]], TEST_TOOLS)
+    """smdebug-tf with TensorFlow 2.21 (CPU build) and Keras 3."""
+    _install(session, [CORE, PLUGINS["tf"]], [*TEST_TOOLS, *TF_TEST_DEPS])
+    # TF's start-up chatter (oneDNN notes, CPU feature banners) drowns pytest's output.
+    session.env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     _pytest(session, f"{PLUGINS['tf']}/tests")
 
 

@@ -1,8 +1,70 @@
-"""smdebug for TensorFlow (the smdebug-tf plugin).
+"""smdebug for TensorFlow 2 and Keras 3 (the smdebug-tf plugin).
 
-Skeleton: the hooks are added by a later issue. Importing this package never imports tensorflow.
+``import smdebug.tensorflow as smd`` gives ``smd.KerasHook`` (a Keras callback, also for
+``GradientTape`` loops), ``smd.SessionHook`` (``tf.compat.v1.train.MonitoredSession``; ``smd.EstimatorHook``
+is the same class), ``smd.get_hook`` and the framework-neutral API (``SaveConfig``, ``ReductionConfig``,
+``Collection``, ``CollectionKeys``, ``modes``, ``create_trial``...). Names load on first access (PEP
+562), so importing the package does not import TensorFlow; without TensorFlow, using a hook raises a
+``ModuleNotFoundError`` that says what to install.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
 
 from smdebug.tensorflow._version import __version__
 
-__all__ = ["__version__"]
+if TYPE_CHECKING:
+    from smdebug.core.collection import CollectionKeys  # noqa: F401
+    from smdebug.core.modes import ModeKeys as modes  # noqa: F401
+    from smdebug.core.reduction_config import ReductionConfig  # noqa: F401
+    from smdebug.core.save_config import SaveConfig, SaveConfigMode  # noqa: F401
+    from smdebug.tensorflow.api import del_hook, get_hook, set_hook  # noqa: F401
+    from smdebug.tensorflow.collection import Collection  # noqa: F401
+    from smdebug.tensorflow.keras import KerasHook  # noqa: F401
+    from smdebug.tensorflow.session import EstimatorHook, SessionHook  # noqa: F401
+    from smdebug.trials import create_trial  # noqa: F401
+
+#: public name -> "module:attribute" it is loaded from
+_LAZY = {
+    "SaveConfig": "smdebug.core.save_config:SaveConfig",
+    "SaveConfigMode": "smdebug.core.save_config:SaveConfigMode",
+    "ReductionConfig": "smdebug.core.reduction_config:ReductionConfig",
+    "KerasHook": "smdebug.tensorflow.keras:KerasHook",
+    "SessionHook": "smdebug.tensorflow.session:SessionHook",
+    "EstimatorHook": "smdebug.tensorflow.session:EstimatorHook",
+    "get_hook": "smdebug.tensorflow.api:get_hook",
+    "set_hook": "smdebug.tensorflow.api:set_hook",
+    "del_hook": "smdebug.tensorflow.api:del_hook",
+    "Collection": "smdebug.tensorflow.collection:Collection",
+    "CollectionKeys": "smdebug.core.collection:CollectionKeys",
+    "modes": "smdebug.core.modes:ModeKeys",
+    "create_trial": "smdebug.trials:create_trial",
+}
+
+__all__ = ["__version__", *_LAZY]
+
+
+def __getattr__(name: str):
+    target = _LAZY.get(name)
+    if target is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module_name, _, attr = target.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as e:
+        if e.name in ("tensorflow", "keras"):
+            raise ModuleNotFoundError(
+                f"smdebug.tensorflow.{name} needs TensorFlow 2.16 or later (with Keras 3), which is not "
+                f"installed: pip install 'smdebug-tf[framework]' (or tensorflow / tensorflow-cpu)",
+                name=e.name,
+            ) from e
+        raise
+    value = getattr(module, attr)
+    globals()[name] = value  # later look-ups skip __getattr__
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

@@ -1,0 +1,211 @@
+"""Capturing tensors that only exist inside a training step: layer inputs/outputs, gradients, the model's
+inputs, labels and predictions.
+
+A :class:`Recorder` is active on one thread while a step's Python code runs: while tracing a
+``tf.function`` (compiled ``fit``) or, eagerly, inside a ``GradientTape`` step. Every Keras layer call
+goes through ``Layer.__call__``; while at least one recorder is active anywhere, that method is
+replaced by a thin wrapper that hands the call's tensors to the current thread's recorder (replica
+threads of a ``MirroredStrategy`` each get their own). The optimizer's ``apply`` is wrapped on the
+instance the same way, for the gradients it receives. Outside those windows nothing is patched, so
+steps that save nothing run Keras' own code untouched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from typing import Callable, Dict, Iterable, List, Optional, Set
+
+import tensorflow as tf
+
+from smdebug.tensorflow.utils import flatten_tensors, structure_names, variable_name
+
+_state = threading.local()
+_patch_lock = threading.RLock()
+_patch_count = 0
+_original_call = None
+
+
+def _layer_class():
+    from keras.src.layers.layer import Layer
+
+    return Layer
+
+
+def current() -> Optional["Recorder"]:
+    return getattr(_state, "recorder", None)
+
+
+def _patched_call(self, *args, **kwargs):
+    rec = getattr(_state, "recorder", None)
+    outputs = _original_call(self, *args, **kwargs)
+    if rec is not None:
+        try:
+            rec.on_layer_call(self, args, outputs)
+        except Exception as e:  # noqa: BLE001 - capturing must never break the step
+            rec.errors.append(e)
+    return outputs
+
+
+@contextlib.contextmanager
+def patched_layers():
+    """Route Keras layer calls through the recorders while the context is open (re-entrant)."""
+    global _patch_count, _original_call
+    layer_cls = _layer_class()
+    with _patch_lock:
+        if _patch_count == 0:
+            _original_call = layer_cls.__dict__["__call__"]
+            layer_cls.__call__ = _patched_call
+        _patch_count += 1
+    try:
+        yield
+    finally:
+        with _patch_lock:
+            _patch_count -= 1
+            if _patch_count == 0:
+                layer_cls.__call__ = _original_call
+
+
+@contextlib.contextmanager
+def patched_optimizer(optimizer):
+    """Hand the gradients ``optimizer.apply`` receives to the current thread's recorder."""
+    if optimizer is None or "apply" in vars(optimizer):
+        yield
+        return
+    original = optimizer.apply
+
+    def apply(grads, trainable_variables=None):
+        rec = getattr(_state, "recorder", None)
+        if rec is not None:
+            try:
+                rec.on_apply(optimizer, grads, trainable_variables)
+            except Exception as e:  # noqa: BLE001
+                rec.errors.append(e)
+        return original(grads, trainable_variables)
+
+    object.__setattr__(optimizer, "apply", apply)
+    try:
+        yield
+    finally:
+        object.__delattr__(optimizer, "apply")
+
+
+class Recorder:
+    """Collects the tensors of one step (on one replica) whose names ``want`` accepts.
+
+    ``offered`` keeps every name seen, wanted or not, so the hook learns which tensors a step has.
+    """
+
+    def __init__(self, want: Callable[[str], bool], layer_names: Optional[Dict[int, str]], model=None,
+                 optimizer=None):
+        self.want = want
+        self.layer_names = layer_names
+        self.model = model
+        self.optimizer = optimizer
+        self.tensors: Dict[str, object] = {}
+        self.offered: List[str] = []
+        self.errors: List[BaseException] = []
+        self._io_counts: Dict[str, int] = {}
+        self._model_called = False
+
+    # --- activation ---------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def active(self):
+        previous = getattr(_state, "recorder", None)
+        _state.recorder = self
+        try:
+            yield self
+        finally:
+            _state.recorder = previous
+
+    # --- adding -------------------------------------------------------------------------------
+    def offer(self, name: str, tensor) -> None:
+        if name in self.tensors:
+            return
+        self.offered.append(name)
+        if self.want(name):
+            self.tensors[name] = tensor
+
+    def _io(self, base: str, kind: str, tensors: List) -> None:
+        if not tensors:
+            return
+        key = f"{base}/{kind}"
+        start = self._io_counts.get(key, 0)
+        self._io_counts[key] = start + len(tensors)
+        if start == 0 and len(tensors) == 1:
+            self.offer(key, tensors[0])
+            return
+        for i, t in enumerate(tensors, start=start):
+            self.offer(f"{key}_{i}", t)
+
+    def on_layer_call(self, layer, args, outputs) -> None:
+        if layer is self.model:
+            if not self._model_called:
+                self._model_called = True
+                for name, t in structure_names("predictions", outputs):
+                    self.offer(name, t)
+            return
+        if self.layer_names is None:  # no registered model: every layer, by its Keras path
+            if type(layer).__name__ == "InputLayer":
+                return
+            name = getattr(layer, "path", None) or layer.name
+        else:
+            name = self.layer_names.get(id(layer))
+        if name is None:
+            return
+        self._io(name, "inputs", flatten_tensors(args))
+        self._io(name, "outputs", flatten_tensors(outputs))
+
+    def on_apply(self, optimizer, grads, trainable_variables) -> None:
+        if trainable_variables is None:
+            trainable_variables = getattr(optimizer, "_trainable_variables", None) or []
+        scale = None
+        if hasattr(optimizer, "inner_optimizer") and hasattr(optimizer, "dynamic_scale"):
+            scale = optimizer.dynamic_scale  # LossScaleOptimizer: record gradients unscaled
+        for g, v in zip(grads, trainable_variables):
+            if g is None:
+                continue
+            name = "gradients/" + variable_name(v)
+            if name in self.tensors or not self.want(name):
+                self.offered.append(name)
+                continue
+            if isinstance(g, tf.IndexedSlices):
+                g = tf.convert_to_tensor(g)
+            if scale is not None:
+                g = tf.cast(g, tf.float32) / tf.cast(tf.convert_to_tensor(scale), tf.float32)
+            self.offer(name, g)
+
+    def add_data(self, x, y) -> None:
+        for name, t in structure_names("inputs", x):
+            self.offer(name, t)
+        for name, t in structure_names("labels", y):
+            self.offer(name, t)
+
+
+def layer_names(model) -> Dict[int, str]:
+    """``id(layer) -> name`` for every layer inside ``model`` (nested ones too), named by their Keras path
+    (``sequential/dense``) when built, else by their name; duplicates get ``_<n>``."""
+    names: Dict[int, str] = {}
+    used: Set[str] = set()
+    for layer in _flatten_layers(model):
+        if id(layer) in names or layer is model:
+            continue
+        if type(layer).__name__ == "InputLayer":
+            continue
+        base = getattr(layer, "path", None) or layer.name
+        name, n = base, 1
+        while name in used:
+            name, n = f"{base}_{n}", n + 1
+        used.add(name)
+        names[id(layer)] = name
+    return names
+
+
+def _flatten_layers(model) -> Iterable:
+    flatten = getattr(model, "_flatten_layers", None)
+    if flatten is not None:
+        try:
+            return list(flatten(include_self=False, recursive=True))
+        except TypeError:
+            pass
+    return list(getattr(model, "layers", []))

@@ -1,0 +1,710 @@
+"""The Keras hook: a Keras 3 callback for ``model.fit/evaluate/predict`` that also serves custom
+``GradientTape`` loops.
+
+How tensors that only exist inside a compiled step (gradients, layer inputs/outputs, the model's inputs,
+labels and predictions) are saved without slowing down steps that save nothing:
+
+* At ``on_train_begin`` (``on_test_begin``, ``on_predict_begin``) the hook replaces
+  ``model.train_function`` (``test_function``, ``predict_function``) — the attribute Keras calls once
+  per batch — by a thin wrapper, and puts Keras' own function back at the end.
+* At each batch begin the hook starts a step and decides, from the save configs, whether anything
+  that lives in the graph is due. If not, the wrapper calls Keras' own compiled function: the step
+  costs a few Python calls more than without the hook.
+* If something is due, the wrapper takes the batch from the iterator and runs a second compiled
+  function instead: the model's own ``train_step`` (so overridden ``train_step`` methods work) traced
+  while a recorder is active, which returns the due tensors as extra outputs. Layer calls are seen
+  through ``Layer.__call__``, gradients through the optimizer's ``apply`` (unscaled under mixed
+  precision). One such function is traced per distinct set of captured tensors and cached.
+* Weights, biases and optimizer variables are read from the variables at batch begin (before the
+  update of that batch, so they match that step's gradients); losses and metrics from the function's
+  outputs. Both only when due.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from smdebug.core import singleton
+from smdebug.core.collection import CollectionKeys
+from smdebug.core.hook import BaseHook, logger
+from smdebug.core.modes import ModeKeys
+from smdebug.exceptions import SMDebugTypeError
+from smdebug.tensorflow import capture
+from smdebug.tensorflow.base import LOSS_RE, TFHookMixin
+from smdebug.tensorflow.utils import device_reductions, flatten_tensors, is_bias, variable_name
+
+#: collections whose tensors the hook reads outside the compiled step
+_HOST_COLLECTIONS = frozenset({
+    CollectionKeys.LOSSES, CollectionKeys.METRICS, CollectionKeys.SM_METRICS, CollectionKeys.SCALARS,
+    CollectionKeys.WEIGHTS, CollectionKeys.BIASES, CollectionKeys.OPTIMIZER_VARIABLES,
+})
+_DISCOVER = "discover"
+_KINDS = {  # kind -> (model attribute Keras calls per batch, step method, mode)
+    "train": ("train_function", "train_step", ModeKeys.TRAIN),
+    "test": ("test_function", "test_step", ModeKeys.EVAL),
+    "predict": ("predict_function", "predict_step", ModeKeys.PREDICT),
+}
+
+
+def _reduce_per_replica(values, strategy, reduction):
+    try:
+        from keras.src.backend.tensorflow.trainer import reduce_per_replica
+    except ImportError:  # pragma: no cover - a Keras without it: only the default strategy works
+        return values
+    return reduce_per_replica(values, strategy, reduction=reduction)
+
+
+def _strategy_devices(model) -> Tuple[str, ...]:
+    """The devices of the model's distribution strategy in this process (none for the default one)."""
+    strategy = getattr(model, "distribute_strategy", None)
+    if strategy is None or not tf.distribute.has_strategy() and strategy is tf.distribute.get_strategy():
+        return ()
+    try:
+        return tuple(strategy.extended.worker_devices)
+    except (RuntimeError, AttributeError, NotImplementedError):
+        return ()
+
+
+def _callback(fn):
+    """Keras callback methods: any internal failure disables the hook, never the training."""
+
+    @functools.wraps(fn)
+    def inner(self, *args, **kwargs):
+        if self._disabled:
+            return None
+        try:
+            return fn(self, *args, **kwargs)
+        except Exception as e:  # noqa: BLE001
+            self._fail(f"KerasHook.{fn.__name__}()", e)
+            return None
+
+    return inner
+
+
+class _WrappedTape:
+    """A ``tf.GradientTape`` that reports to the hook (see :meth:`KerasHook.wrap_tape`)."""
+
+    def __init__(self, hook: "KerasHook", tape):
+        self._hook = hook
+        self._tape = tape
+
+    def __enter__(self):
+        self._hook._tape_enter()
+        self._tape.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        result = self._tape.__exit__(*exc)
+        self._hook._tape_exit()
+        return result
+
+    def gradient(self, target, sources, output_gradients=None, **kwargs):
+        grads = self._tape.gradient(target, sources, output_gradients=output_gradients, **kwargs)
+        self._hook._tape_gradient(target, sources, grads)
+        return grads
+
+    def __getattr__(self, name):
+        return getattr(self._tape, name)
+
+
+class KerasHook(keras.callbacks.Callback, TFHookMixin):
+    """smdebug's hook for Keras 3 on TensorFlow: ``model.fit(..., callbacks=[hook])``.
+
+    Also for custom training loops: ``hook.wrap_tape(tf.GradientTape())``, ``hook.wrap_optimizer(opt)``,
+    ``hook.register_model(model)``.
+    """
+
+    def __init__(
+        self,
+        out_dir: Optional[str] = None,
+        export_tensorboard: bool = False,
+        tensorboard_dir: Optional[str] = None,
+        dry_run: bool = False,
+        reduction_config=None,
+        save_config=None,
+        include_regex=None,
+        include_collections=None,
+        save_all: bool = False,
+        include_workers: str = "one",
+    ):
+        keras.callbacks.Callback.__init__(self)
+        self._tf_init()
+        BaseHook.__init__(
+            self,
+            out_dir=out_dir,
+            export_tensorboard=export_tensorboard,
+            tensorboard_dir=tensorboard_dir,
+            dry_run=dry_run,
+            reduction_config=reduction_config,
+            save_config=save_config,
+            include_regex=include_regex,
+            include_collections=include_collections,
+            save_all=save_all,
+            include_workers=include_workers,
+        )
+        self._registered = None  # the model whose names are known
+        self._layer_map: Dict[int, str] = {}
+        self._variables: List[Tuple[str, object]] = []
+        self._n_weights = -1
+        self._opt_names: Dict[int, str] = {}
+        self._installed: Dict[str, Tuple[object, Callable]] = {}
+        self._keras_depth = 0  # inside fit/evaluate/predict
+        self._fit_depth = 0
+        self._kind: Optional[str] = None
+        self._plan = None  # frozenset of names to capture in this step, _DISCOVER, or None
+        self._offered: Dict[str, set] = {}  # kind -> every in-graph tensor name a step offered
+        self._capture_fns: Dict[tuple, Callable] = {}
+        self._plain_fns: Dict[str, Callable] = {}
+        self._tape_stack: Optional[contextlib.ExitStack] = None
+        self._tape_recorder: Optional[capture.Recorder] = None
+        self._tape_passthrough = False
+        self._warned = set()
+        self._wrapped_optimizers = []
+
+    # ------------------------------------------------------------------------------------------
+    # model registration and names
+    # ------------------------------------------------------------------------------------------
+    def set_model(self, model):
+        keras.callbacks.Callback.set_model(self, model)
+
+    def register_model(self, model) -> None:
+        """Tell the hook which model a custom training loop trains: its weights, biases and layers get
+        their names (``<layer path>/<variable>``, ``<layer path>/inputs|outputs``). ``fit`` does this
+        by itself."""
+        if not isinstance(model, keras.layers.Layer):
+            raise SMDebugTypeError(f"register_model expects a Keras model or layer, got {type(model).__name__}")
+        keras.callbacks.Callback.set_model(self, model)
+        self._register(model)
+
+    def _register(self, model) -> None:
+        if model is None:
+            return
+        if model is self._registered and len(model.weights) == self._n_weights:
+            return
+        if model is not self._registered:
+            self._capture_fns.clear()
+            self._plain_fns.clear()
+            self._offered.clear()
+        self._registered = model
+        self._layer_map = capture.layer_names(model)
+        self._variables = []
+        for v in model.weights:
+            name = variable_name(v)
+            coll = CollectionKeys.BIASES if is_bias(name) else CollectionKeys.WEIGHTS
+            self.collection_manager.get(coll).add_tensor_name(name)
+            self._variables.append((name, v))
+        self._n_weights = len(model.weights)
+        self._set_devices(_strategy_devices(model))
+        self._prepared_token = None
+
+    def _layer_path(self, layer) -> Optional[str]:
+        return self._layer_map.get(id(layer))
+
+    def _before_prepare(self) -> None:
+        for coll in self.collection_manager.collections.values():
+            resolve = getattr(coll, "_resolve_layers", None)
+            if resolve is not None:
+                resolve(self._layer_path)
+
+    # ------------------------------------------------------------------------------------------
+    # stop signal: Keras stops its loops through model.stop_training
+    # ------------------------------------------------------------------------------------------
+    def _on_stop_requested(self, signal: dict) -> None:
+        if self._keras_depth > 0 and self.model is not None:
+            logger.warning("smdebug: stopping model.fit after this batch (%s)", self.stop_reason)
+            self.model.stop_training = True
+            if hasattr(self.model, "stop_evaluating"):
+                self.model.stop_evaluating = True
+            return
+        super()._on_stop_requested(signal)
+
+    # ------------------------------------------------------------------------------------------
+    # Keras callbacks
+    # ------------------------------------------------------------------------------------------
+    @_callback
+    def on_train_begin(self, logs=None):
+        self._keras_depth += 1
+        self._fit_depth += 1
+        self._start_loop("train")
+
+    @_callback
+    def on_train_end(self, logs=None):
+        self._keras_depth = max(0, self._keras_depth - 1)
+        self._fit_depth = max(0, self._fit_depth - 1)
+        self._end_loop("train")
+
+    @_callback
+    def on_test_begin(self, logs=None):
+        self._keras_depth += 1
+        self._start_loop("test")
+
+    @_callback
+    def on_test_end(self, logs=None):
+        if logs and self._in_step and self.mode == ModeKeys.EVAL:
+            # The evaluation's final loss and metrics, whatever the schedule: val_<name> during fit.
+            prefix = "val_" if self._fit_depth > 0 else ""
+            for key, value in logs.items():
+                self._save_log(prefix + key, value, force=True)
+        self._keras_depth = max(0, self._keras_depth - 1)
+        self._end_loop("test")
+
+    @_callback
+    def on_predict_begin(self, logs=None):
+        self._keras_depth += 1
+        self._start_loop("predict")
+
+    @_callback
+    def on_predict_end(self, logs=None):
+        self._keras_depth = max(0, self._keras_depth - 1)
+        self._end_loop("predict")
+
+    @_callback
+    def on_train_batch_begin(self, batch, logs=None):
+        self._begin_batch("train")
+
+    @_callback
+    def on_test_batch_begin(self, batch, logs=None):
+        self._begin_batch("test")
+
+    @_callback
+    def on_predict_batch_begin(self, batch, logs=None):
+        self._begin_batch("predict")
+
+    # on_*_batch_end are deliberately not implemented: a callback that has them makes Keras convert the
+    # logs to Python floats after every batch (a device sync) and turns off its asynchronous dispatch.
+    # The wrapper around the step function sees the logs instead, and reads them only when due.
+
+    def _start_loop(self, kind: str) -> None:
+        self._register(self.model)
+        self._install(kind)
+
+    def _end_loop(self, kind: str) -> None:
+        mode = _KINDS[kind][2]
+        if self.mode == mode and self._in_step:
+            self.end_step()
+        self._uninstall(kind)
+        self._kind = None
+        self._plan = None
+        if kind == "test" and self._fit_depth > 0:
+            BaseHook.set_mode(self, ModeKeys.TRAIN)
+        if self._keras_depth == 0:
+            self.flush()
+
+    def _begin_batch(self, kind: str) -> None:
+        self._switch_mode(_KINDS[kind][2])
+        self._kind = kind
+        self._plan = None
+        self.begin_step()
+        if self._disabled or not self.is_writing:
+            return
+        self._register(self.model)
+        self._save_variables()
+        self._plan = self._capture_plan(kind)
+
+    # ------------------------------------------------------------------------------------------
+    # variables
+    # ------------------------------------------------------------------------------------------
+    def _save_variables(self) -> None:
+        for name, var in self._variables:
+            if self.is_due(name) and name not in self._logged_names:
+                self._logged_names.add(name)
+                self._record_variable(name, var)
+        optimizer = getattr(self.model, "optimizer", None)
+        if optimizer is not None and self.mode in (ModeKeys.TRAIN, ModeKeys.GLOBAL):
+            self._save_optimizer_variables(optimizer)
+
+    def _save_optimizer_variables(self, optimizer) -> None:
+        variables = getattr(optimizer, "variables", None) or []
+        if len(variables) != len(self._opt_names):
+            coll = self.collection_manager.get(CollectionKeys.OPTIMIZER_VARIABLES)
+            self._opt_names = {id(v): variable_name(v) for v in variables}
+            for name in self._opt_names.values():
+                coll.add_tensor_name(name)
+        if not (self._collection_due(CollectionKeys.OPTIMIZER_VARIABLES) or self.is_writing):
+            return
+        for v in variables:
+            name = self._opt_names.get(id(v)) or variable_name(v)
+            self._save_named_variable(name, v, CollectionKeys.OPTIMIZER_VARIABLES)
+
+    def _save_named_variable(self, name, var, collection) -> None:
+        coll = self.collection_manager.get(collection)
+        if not coll.matches(name):
+            coll.add_tensor_name(name)
+        if name in self._logged_names:
+            return
+        if self._collection_due(collection):
+            if self._writer is None and self._is_writer and not self.dry_run:
+                self._start_writing()
+            if collection not in self._due:
+                self._due = set(self._due) | {collection}
+            self._logged_names.add(name)
+            self._record_variable(name, var, (coll,))
+        elif self.is_due(name):
+            self._logged_names.add(name)
+            self._record_variable(name, var)
+
+    def _record_variable(self, name: str, var, force: Sequence = ()) -> None:
+        value = getattr(var, "value", var)
+        if self._devices and isinstance(value, tf.distribute.DistributedValues):
+            strategy = self.model.distribute_strategy
+            self._record_replicas(name, strategy.experimental_local_results(value), force)
+        else:
+            self._record(name, value, force)
+
+    # ------------------------------------------------------------------------------------------
+    # logs
+    # ------------------------------------------------------------------------------------------
+    def _save_log(self, name: str, value, force: bool = False) -> None:
+        if isinstance(value, dict):  # nested logs (compile_metrics): flatten as Keras does
+            for key, v in value.items():
+                self._save_log(key, v, force)
+            return
+        if isinstance(value, (int, float, np.number)):
+            value = np.asarray(value, dtype=np.float32)  # the shape batch logs have: a 0-d tensor
+        collection = CollectionKeys.LOSSES if LOSS_RE.search(name) else CollectionKeys.METRICS
+        self._save_named(name, value, collection, force=force)
+
+    def _save_logs(self, logs) -> None:
+        if not isinstance(logs, dict) or not self._in_step:
+            return
+        if not (self._due or self._collection_due(CollectionKeys.METRICS)
+                or self._collection_due(CollectionKeys.LOSSES)):
+            return
+        for key, value in logs.items():
+            self._save_log(key, value)
+
+    # ------------------------------------------------------------------------------------------
+    # the per-batch function wrappers
+    # ------------------------------------------------------------------------------------------
+    def _install(self, kind: str) -> None:
+        attr = _KINDS[kind][0]
+        model = self.model
+        if model is None or attr in self._installed:
+            return
+        original = getattr(model, attr, None)
+        if original is None or getattr(original, "_smdebug_hook", None) is not None:
+            return
+        hook = self
+
+        def run(arg):
+            return hook._run(kind, original, arg)
+
+        run._smdebug_hook = self
+        run._smdebug_original = original
+        setattr(model, attr, run)
+        self._installed[attr] = (model, original)
+
+    def _uninstall(self, kind: str) -> None:
+        attr = _KINDS[kind][0]
+        entry = self._installed.pop(attr, None)
+        if entry is None:
+            return
+        model, original = entry
+        current = getattr(model, attr, None)
+        if getattr(current, "_smdebug_hook", None) is self:
+            setattr(model, attr, original)
+
+    def _run(self, kind: str, original: Callable, arg):
+        plan = self._plan if (self._kind == kind and not self._disabled) else None
+        if plan is None:
+            outputs = original(arg)
+        else:
+            self._plan = None
+            outputs = self._run_capture(kind, plan, original, arg)
+        if not self._disabled and self._kind == kind and self._in_step:
+            try:
+                if kind == "predict":
+                    if outputs is not None and self.is_writing:
+                        from smdebug.tensorflow.utils import structure_names
+
+                        for name, t in structure_names("predictions", outputs):
+                            if name not in self._logged_names and self.is_due(name):
+                                self._logged_names.add(name)
+                                self._record_everywhere(name, t)
+                else:
+                    self._save_logs(outputs)
+            except Exception as e:  # noqa: BLE001
+                self._fail(f"saving the outputs of model.{_KINDS[kind][0]}", e)
+        return outputs
+
+    def _capture_plan(self, kind: str):
+        offered = self._offered.get(kind)
+        if offered is None:
+            if not (set(self._due) - _HOST_COLLECTIONS):
+                return None
+            return _DISCOVER
+        names = frozenset(n for n in offered if self.is_due(n) and n not in self._logged_names)
+        return names or None
+
+    def _next_batches(self, kind: str, arg):
+        """The batches this call consumes: the iterator's next element(s) (train/test), or the list
+        ``predict`` passes."""
+        if kind == "predict":
+            return list(arg)
+        return [next(arg)]
+
+    def _run_capture(self, kind: str, plan, original: Callable, arg):
+        batches = self._next_batches(kind, arg)  # StopIteration/OutOfRange go to Keras as usual
+        try:
+            fn, holder = self._capture_function(kind, plan)
+            data = batches[0] if kind != "predict" else batches[0]
+            outputs, extras = fn(data)
+            self._after_capture(kind, plan, holder, extras)
+        except Exception as e:  # noqa: BLE001 - the batch still trains, through Keras' own function
+            self._fail(f"capturing tensors of model.{_KINDS[kind][1]}", e)
+            return original(batches if kind == "predict" else iter(batches))
+        rest = self.model.steps_per_execution - 1 if kind != "predict" else 0
+        if kind == "predict" and len(batches) > 1:
+            more = original(batches[1:])
+            outputs = tf.nest.map_structure(lambda a, b: tf.concat([a, b], axis=0), outputs, more)
+        elif rest > 0:
+            # steps_per_execution > 1: the other batches of this execution, without capturing
+            consumed = []
+            for _ in range(rest):
+                try:
+                    consumed.append(next(arg))
+                except (StopIteration, tf.errors.OutOfRangeError):
+                    break
+            if consumed:
+                outputs = original(iter(consumed))
+        return outputs
+
+    def _capture_function(self, kind: str, plan):
+        key = (kind, plan if plan is _DISCOVER else frozenset(plan))
+        cached = self._capture_fns.get(key)
+        if cached is not None:
+            return cached
+        model = self.model
+        strategy = model.distribute_strategy
+        step_method = getattr(model, _KINDS[kind][1])
+        layer_map = self._layer_map
+        holder: Dict[str, object] = {"recorders": [], "fixed": None if plan is _DISCOVER else frozenset(plan)}
+        hook = self
+
+        def want(name: str) -> bool:
+            fixed = holder["fixed"]
+            return name in fixed if fixed is not None else hook.is_due(name)
+
+        def replica_step(data):
+            data = tf.nest.map_structure(
+                lambda i: None if isinstance(i, tf.experimental.Optional) else i, data)
+            rec = capture.Recorder(want, layer_map, model)
+            with rec.active():
+                outputs = step_method(data)
+                x, y, _ = keras.utils.unpack_x_y_sample_weight(data)
+                rec.add_data(x, y)
+            holder["recorders"].append(rec)
+            return outputs, dict(rec.tensors)
+
+        optimizer = model.optimizer if kind == "train" else None
+
+        def step(data):
+            with capture.patched_layers(), capture.patched_optimizer(optimizer):
+                outputs, extras = strategy.run(replica_step, args=(data,))
+            outputs = _reduce_per_replica(outputs, strategy, "concat" if kind == "predict" else "auto")
+            return outputs, strategy.experimental_local_results(extras)
+
+        if not model.run_eagerly:
+            step = tf.function(step, reduce_retracing=True, jit_compile=bool(model.jit_compile))
+        self._capture_fns[key] = (step, holder)
+        return step, holder
+
+    def _after_capture(self, kind: str, plan, holder, extras) -> None:
+        recorders = holder["recorders"]
+        if recorders:
+            holder["recorders"] = []
+            offered = self._offered.setdefault(kind, set())
+            captured = set()
+            for rec in recorders:
+                offered.update(rec.offered)
+                captured.update(rec.tensors)
+                for err in rec.errors:
+                    self._warn_once(f"capture:{type(err).__name__}", "smdebug: a tensor could not be captured "
+                                    "in %s (%s: %s); the others are saved", _KINDS[kind][1], type(err).__name__, err)
+            if holder["fixed"] is None:
+                holder["fixed"] = frozenset(captured)
+                # the same function serves later steps that want exactly these tensors
+                self._capture_fns[(kind, holder["fixed"])] = self._capture_fns[(kind, _DISCOVER)]
+                del self._capture_fns[(kind, _DISCOVER)]
+        if not extras:
+            return
+        names = list(extras[0].keys())
+        for name in names:
+            if name in self._logged_names:
+                continue
+            self._logged_names.add(name)
+            self._record_replicas(name, [replica[name] for replica in extras])
+
+    def _warn_once(self, key: str, message: str, *args) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            logger.warning(message, *args)
+
+    # ------------------------------------------------------------------------------------------
+    # custom training loops
+    # ------------------------------------------------------------------------------------------
+    def wrap_tape(self, tape):
+        """Wrap a ``tf.GradientTape`` for an eager custom training loop::
+
+            with hook.wrap_tape(tf.GradientTape()) as tape:
+                loss = loss_fn(y, model(x, training=True))
+            grads = tape.gradient(loss, model.trainable_variables)
+
+        Entering the tape starts a step (mode TRAIN unless ``set_mode`` said otherwise). When the step
+        is due, the layer inputs/outputs of calls made inside the tape, ``tape.gradient``'s sources
+        (as weights/biases, before the update) and gradients (``gradients/<variable>``) and its
+        target (``loss``) are saved. A stop signal from a rule closes the hook and raises
+        ``TrainingStopRequested`` from the ``with`` statement.
+        """
+        if not isinstance(tape, tf.GradientTape):
+            raise SMDebugTypeError(f"wrap_tape expects a tf.GradientTape, got {type(tape).__name__}")
+        return _WrappedTape(self, tape)
+
+    def _tape_enter(self) -> None:
+        if self._disabled:
+            return
+        self._tape_passthrough = not tf.executing_eagerly()
+        if self._tape_passthrough:
+            self._warn_once("tape-graph", "smdebug: wrap_tape() inside a tf.function is not followed (the "
+                            "Python code runs only while tracing); use model.fit with KerasHook or an eager loop")
+            return
+        if self.mode == ModeKeys.GLOBAL and not self._mode_set_by_user:
+            BaseHook.set_mode(self, ModeKeys.TRAIN)
+        self.begin_step()  # a rule's stop request raises TrainingStopRequested here
+        if self._disabled or not self.is_writing:
+            return
+        try:
+            if self.model is not None:
+                self._register(self.model)
+                self._save_variables()
+            rec = capture.Recorder(self.is_due, self._layer_map if self.model is not None else None, self.model)
+            stack = contextlib.ExitStack()
+            stack.enter_context(capture.patched_layers())
+            stack.enter_context(rec.active())
+            self._tape_stack, self._tape_recorder = stack, rec
+        except Exception as e:  # noqa: BLE001
+            self._fail("wrap_tape (entering the tape)", e)
+
+    def _tape_exit(self) -> None:
+        stack, rec = self._tape_stack, self._tape_recorder
+        self._tape_stack = self._tape_recorder = None
+        if stack is None:
+            return
+        try:
+            stack.close()
+            if not self._disabled and self._in_step:
+                for name, t in rec.tensors.items():
+                    if name not in self._logged_names:
+                        self._logged_names.add(name)
+                        self._record(name, t)
+        except Exception as e:  # noqa: BLE001
+            self._fail("wrap_tape (leaving the tape)", e)
+
+    def _tape_gradient(self, target, sources, grads) -> None:
+        if self._disabled or self._tape_passthrough or not self._in_step or not tf.executing_eagerly():
+            return
+        try:
+            if flatten_tensors(target):
+                self._save_named("loss", target, CollectionKeys.LOSSES)
+            for var, grad in zip(tf.nest.flatten(sources), tf.nest.flatten(grads)):
+                if not isinstance(var, tf.Variable) and not hasattr(var, "path"):
+                    continue
+                name = variable_name(var)
+                known = self.collection_manager.get(
+                    CollectionKeys.BIASES if is_bias(name) else CollectionKeys.WEIGHTS)
+                self._save_named_variable(name, var, known.name)
+                if grad is not None:
+                    gname = "gradients/" + name
+                    if gname not in self._logged_names and self.is_due(gname):
+                        self._logged_names.add(gname)
+                        self._record(gname, grad)
+        except Exception as e:  # noqa: BLE001
+            self._fail("wrap_tape (tape.gradient)", e)
+
+    def wrap_optimizer(self, optimizer):
+        """Follow a Keras 3 optimizer in a custom loop: the gradients it applies (when ``wrap_tape`` did
+        not already save them) and its variables (``optimizer_variables``) are saved when due. Returns
+        the same optimizer. Under ``fit`` the model's optimizer is followed without this."""
+        if not isinstance(optimizer, keras.optimizers.Optimizer):
+            raise SMDebugTypeError(
+                f"wrap_optimizer expects a Keras optimizer, got {type(optimizer).__name__} (for a "
+                "tf.compat.v1.train.Optimizer use SessionHook.wrap_optimizer)")
+        if "apply" in vars(optimizer):
+            return optimizer
+        original = optimizer.apply
+        hook = self
+
+        def apply(grads, trainable_variables=None):
+            rec = capture.current()
+            if rec is not None:
+                try:
+                    rec.on_apply(optimizer, grads, trainable_variables)
+                except Exception as e:  # noqa: BLE001
+                    rec.errors.append(e)
+            eager = rec is None and tf.executing_eagerly() and not hook._disabled and hook._in_step
+            grads = list(grads)
+            if eager:
+                hook._optimizer_gradients(optimizer, grads, trainable_variables)
+            result = original(grads, trainable_variables)
+            if eager:
+                try:
+                    hook._save_optimizer_variables(optimizer)
+                except Exception as e:  # noqa: BLE001
+                    hook._fail("wrap_optimizer (optimizer variables)", e)
+            return result
+
+        object.__setattr__(optimizer, "apply", apply)
+        self._wrapped_optimizers.append(optimizer)
+        return optimizer
+
+    def _optimizer_gradients(self, optimizer, grads, trainable_variables) -> None:
+        try:
+            if not self.is_writing:
+                return
+            rec = capture.Recorder(lambda n: n not in self._logged_names and self.is_due(n), None)
+            rec.on_apply(optimizer, grads, trainable_variables or optimizer._trainable_variables)
+            for name, g in rec.tensors.items():
+                self._logged_names.add(name)
+                self._record(name, g)
+        except Exception as e:  # noqa: BLE001
+            self._fail("wrap_optimizer (gradients)", e)
+
+    def save_tensor(self, tensor_name: str, tensor_value, collections_to_write="default") -> None:
+        BaseHook.save_tensor(self, tensor_name, tensor_value, collections_to_write)
+
+    # ------------------------------------------------------------------------------------------
+    # conversions
+    # ------------------------------------------------------------------------------------------
+    def _device_reductions(self, value, ops):
+        return device_reductions(value, ops)
+
+    def _shape_of(self, value):
+        shape = getattr(value, "shape", None)
+        if shape is not None:
+            try:
+                return tuple(int(d) for d in shape)
+            except TypeError:
+                pass
+        return super()._shape_of(value)
+
+    def close(self) -> None:
+        for kind in list(_KINDS):
+            try:
+                self._uninstall(kind)
+            except Exception:  # noqa: BLE001
+                pass
+        for optimizer in self._wrapped_optimizers:
+            if "apply" in vars(optimizer):
+                object.__delattr__(optimizer, "apply")
+        self._wrapped_optimizers = []
+        TFHookMixin.close(self)
+
+
+def get_keras_hook(json_config_path=None, create_if_not_exists=False):
+    return singleton.get_hook(KerasHook, json_config_path, create_if_not_exists)
