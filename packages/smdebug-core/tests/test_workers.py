@@ -26,7 +26,7 @@ def clean_env(monkeypatch):
     return monkeypatch
 
 
-def launch(out, size, env_for_rank, steps=10, tensors=3, extra_args=()):
+def launch(out, size, env_for_rank, steps=10, tensors=3, extra_args=lambda rank: [], crashing=()):
     """Start ``size`` real processes, as a launcher would, each with its own environment."""
     base = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARS}
     procs = [subprocess.Popen([sys.executable, str(JOB), str(out), "--steps", str(steps), "--tensors", str(tensors),
@@ -34,8 +34,12 @@ def launch(out, size, env_for_rank, steps=10, tensors=3, extra_args=()):
                               stderr=subprocess.PIPE, text=True)
              for rank in range(size)]
     results = []
-    for p in procs:
+    for rank, p in enumerate(procs):
         out_text, err = p.communicate(timeout=300)
+        if rank in crashing:
+            assert p.returncode == 3, err[-3000:]
+            results.append(None)
+            continue
         assert p.returncode == 0, err[-3000:]
         results.append(json.loads(out_text.strip().splitlines()[-1]))
     return results
@@ -128,3 +132,22 @@ def test_stress_four_processes_hundreds_of_steps(tmp_path):
             for r in range(size):
                 np.testing.assert_array_equal(tensor.value(step, worker=f"worker_{r}"),
                                               np.full(8, r * 1_000_000 + step * 100 + t, dtype=np.float64))
+
+
+def test_a_worker_that_dies_mid_run(tmp_path):
+    """Its last steps never complete: the trial says so, waits are bounded, and the run can be read as
+    ended on request."""
+    out = tmp_path / "run"
+    launch(out, 2, lambda r: {"RANK": str(r), "WORLD_SIZE": "2"},
+           extra_args=lambda r: ["--die-at", "6", "--step-time", "0.1"] if r == 1 else [], crashing={1})
+    trial = create_trial(str(out))
+    assert not trial.loaded_all_steps  # the last worker never finished: no end marker
+    complete = trial.steps()
+    assert complete == list(range(len(complete))) and 3 <= len(complete) <= 6  # the dead worker's last write
+    assert trial.steps(show_incomplete_steps=True) == list(range(10))
+    with pytest.raises(TimeoutError):
+        trial.wait_for_steps([9], timeout=1)
+    assert trial.tensor("w0").workers(9) == ["worker_0"]
+    trial.treat_as_ended()
+    assert trial.steps() == list(range(10))
+    np.testing.assert_array_equal(trial.tensor("w0").value(9), np.full(8, 900.0))

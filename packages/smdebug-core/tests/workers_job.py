@@ -3,6 +3,8 @@ launcher sets (no framework), values are a function of (rank, step, tensor) so t
 
 import argparse
 import json
+import os
+import time
 
 import numpy as np
 
@@ -31,16 +33,21 @@ def main():
     parser.add_argument("--tensors", type=int, default=3)
     parser.add_argument("--include-workers", default="all")
     parser.add_argument("--skip-steps", default="", help="comma-separated steps this worker does not save")
+    parser.add_argument("--die-at", type=int, default=None, help="crash (no close, no flush) when this step begins")
+    parser.add_argument("--step-time", type=float, default=0.0, help="seconds of 'training' per step")
     args = parser.parse_args()
     skip = {int(s) for s in args.skip_steps.split(",") if s}
     hook = EnvHook(out_dir=args.out_dir, save_config=SaveConfig(save_interval=1), include_collections=["weights"],
                    include_workers=args.include_workers)
     for step in range(args.steps):
+        if step == args.die_at:
+            os._exit(3)  # a crash: nothing flushed, no close, no end marker
         hook.begin_step()
         if step not in skip:
             for t in range(args.tensors):
                 hook.record(f"w{t}", expected(hook.rank, step, t))
         hook.end_step()
+        time.sleep(args.step_time)
     hook.close()
     print(json.dumps({"worker": hook.worker, "rank": hook.rank, "num_workers": hook.num_workers}))
 
