@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from typing import Callable, Dict, Iterable, List, Optional, Set
+from typing import Callable, Dict, Iterable, List, Optional
 
 import tensorflow as tf
 
@@ -105,12 +105,16 @@ class Recorder:
         self.tensors: Dict[str, object] = {}
         self.offered: List[str] = []
         self.errors: List[BaseException] = []
+        self.graph = None
         self._io_counts: Dict[str, int] = {}
         self._model_called = False
 
     # --- activation ---------------------------------------------------------------------------
     @contextlib.contextmanager
     def active(self):
+        # Only tensors of the graph being traced (or eager ones) can be returned: Keras also calls
+        # layers inside scratch graphs (shape inference while building) and control-flow branches.
+        self.graph = None if tf.executing_eagerly() else tf.compat.v1.get_default_graph()
         previous = getattr(_state, "recorder", None)
         _state.recorder = self
         try:
@@ -138,7 +142,15 @@ class Recorder:
         for i, t in enumerate(tensors, start=start):
             self.offer(f"{key}_{i}", t)
 
+    def _reachable(self, tensors: List) -> List:
+        if self.graph is None:
+            return [t for t in tensors if not hasattr(t, "graph") or tf.executing_eagerly()]
+        return [t for t in tensors if getattr(t, "graph", None) is self.graph]
+
     def on_layer_call(self, layer, args, outputs) -> None:
+        out = flatten_tensors(outputs)
+        if not out or len(self._reachable(out)) != len(out):
+            return  # a call in another graph (shape inference, a tf.cond branch): not this step's
         if layer is self.model:
             if not self._model_called:
                 self._model_called = True
@@ -148,13 +160,14 @@ class Recorder:
         if self.layer_names is None:  # no registered model: every layer, by its Keras path
             if type(layer).__name__ == "InputLayer":
                 return
-            name = getattr(layer, "path", None) or layer.name
+            name = layer_name(layer)
         else:
-            name = self.layer_names.get(id(layer))
-        if name is None:
-            return
-        self._io(name, "inputs", flatten_tensors(args))
-        self._io(name, "outputs", flatten_tensors(outputs))
+            fallback = self.layer_names.get(id(layer))
+            if fallback is None:
+                return
+            name = layer_name(layer, fallback)
+        self._io(name, "inputs", self._reachable(flatten_tensors(args)))
+        self._io(name, "outputs", out)
 
     def on_apply(self, optimizer, grads, trainable_variables) -> None:
         if trainable_variables is None:
@@ -183,22 +196,24 @@ class Recorder:
 
 
 def layer_names(model) -> Dict[int, str]:
-    """``id(layer) -> name`` for every layer inside ``model`` (nested ones too), named by their Keras path
-    (``sequential/dense``) when built, else by their name; duplicates get ``_<n>``."""
-    names: Dict[int, str] = {}
-    used: Set[str] = set()
-    for layer in _flatten_layers(model):
-        if id(layer) in names or layer is model:
-            continue
-        if type(layer).__name__ == "InputLayer":
-            continue
-        base = getattr(layer, "path", None) or layer.name
-        name, n = base, 1
-        while name in used:
-            name, n = f"{base}_{n}", n + 1
-        used.add(name)
-        names[id(layer)] = name
-    return names
+    """``id(layer) -> fallback name`` for every layer inside ``model`` (nested ones too).
+
+    A layer is named by its Keras path (``sequential/dense``, the prefix of its variables' paths) as
+    soon as it is built; the fallback, for layers Keras gives no path, is the layer's name under the
+    prefix its built siblings share (``cnn/pool``).
+    """
+    layers = [l for l in _flatten_layers(model) if l is not model and type(l).__name__ != "InputLayer"]
+    prefix = ""
+    for layer in layers:
+        path = getattr(layer, "path", None)
+        if path and path.endswith("/" + layer.name):
+            prefix = path[: -len(layer.name)]
+            break
+    return {id(layer): prefix + layer.name for layer in layers}
+
+
+def layer_name(layer, fallback: Optional[str] = None) -> str:
+    return getattr(layer, "path", None) or fallback or layer.name
 
 
 def _flatten_layers(model) -> Iterable:

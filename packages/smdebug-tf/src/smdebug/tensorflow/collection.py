@@ -6,8 +6,6 @@ Importing this module does not import TensorFlow; the helpers read names from th
 from __future__ import annotations
 
 import re
-import weakref
-from typing import Callable, Optional
 
 from smdebug.core.collection import Collection as _CoreCollection
 from smdebug.core.collection import CollectionKeys
@@ -35,7 +33,6 @@ class Collection(_CoreCollection):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self._layers = []  # (weak reference or name, inputs, outputs)
         self._mode_names = {}  # ModeKeys -> set of names added with add_for_mode
 
     # --- TF objects ---------------------------------------------------------------------------
@@ -69,32 +66,17 @@ class Collection(_CoreCollection):
         """Save the inputs and/or outputs of a Keras layer (by default its outputs) in this collection:
         tensors ``<layer path>/inputs`` and ``<layer path>/outputs`` (``_<i>`` when there are several).
 
-        ``layer`` is a Keras layer or a layer name. The layer's path is resolved when the hook meets the
-        model, so this can be called before the model is built.
+        ``layer`` is a Keras layer or a layer name; it is matched by its name as the last component of
+        the layer path, so this works before the model is built.
         """
-        ref = layer if isinstance(layer, str) else weakref.ref(layer)
-        self._layers.append((ref, inputs, outputs))
-        self._touch()
-
-    def _resolve_layers(self, path_of: Callable[[object], Optional[str]]) -> None:
-        pending = []
-        for ref, inputs, outputs in self._layers:
-            if isinstance(ref, str):
-                prefix = r"(^|/)" + re.escape(ref)
-            else:
-                layer = ref()
-                if layer is None:
-                    continue
-                path = path_of(layer)
-                if path is None:
-                    pending.append((ref, inputs, outputs))  # not met yet
-                    continue
-                prefix = "^" + re.escape(path)
-            if inputs:
-                self.include(prefix + "/inputs" + IO_SUFFIX)
-            if outputs:
-                self.include(prefix + "/outputs" + IO_SUFFIX)
-        self._layers = pending
+        name = layer if isinstance(layer, str) else getattr(layer, "name", None)
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"add_keras_layer expects a Keras layer or a layer name, got {layer!r}")
+        prefix = r"(^|/)" + re.escape(name)
+        if inputs:
+            self.include(prefix + "/inputs" + IO_SUFFIX)
+        if outputs:
+            self.include(prefix + "/outputs" + IO_SUFFIX)
 
 
 def default_collections():

@@ -202,19 +202,24 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
         self._n_weights = len(model.weights)
         self._set_devices(_strategy_devices(model))
         self._prepared_token = None
-
-    def _layer_path(self, layer) -> Optional[str]:
-        return self._layer_map.get(id(layer))
-
-    def _before_prepare(self) -> None:
-        for coll in self.collection_manager.collections.values():
-            resolve = getattr(coll, "_resolve_layers", None)
-            if resolve is not None:
-                resolve(self._layer_path)
+        if self._in_step and self._is_writer and self.worker is not None:
+            # names met in the middle of a step (a model built by its first call) count at once
+            self._prepare_collections()
+            self._due = set(self._due) | self._compute_due()
+            if self._due and self._writer is None and not self.dry_run:
+                self._start_writing()
 
     # ------------------------------------------------------------------------------------------
     # stop signal: Keras stops its loops through model.stop_training
     # ------------------------------------------------------------------------------------------
+    def _fail(self, where: str, exc: BaseException) -> None:
+        super()._fail(where, exc)
+        for kind in list(_KINDS):  # Keras' own step functions back at once
+            try:
+                self._uninstall(kind)
+            except Exception:  # noqa: BLE001
+                pass
+
     def _on_stop_requested(self, signal: dict) -> None:
         if self._keras_depth > 0 and self.model is not None:
             logger.warning("smdebug: stopping model.fit after this batch (%s)", self.stop_reason)
@@ -453,12 +458,20 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
         batches = self._next_batches(kind, arg)  # StopIteration/OutOfRange go to Keras as usual
         try:
             fn, holder = self._capture_function(kind, plan)
-            data = batches[0] if kind != "predict" else batches[0]
-            outputs, extras = fn(data)
-            self._after_capture(kind, plan, holder, extras)
+            if not self._variables and hasattr(fn, "get_concrete_function"):
+                # A model built by its first call (subclassed): trace now, so that its weights exist
+                # and are saved as they are before this step updates them.
+                fn.get_concrete_function(batches[0])
+                self._register(self.model)
+                self._save_variables()
+            outputs, extras = fn(batches[0])
         except Exception as e:  # noqa: BLE001 - the batch still trains, through Keras' own function
             self._fail(f"capturing tensors of model.{_KINDS[kind][1]}", e)
             return original(batches if kind == "predict" else iter(batches))
+        try:
+            self._after_capture(kind, plan, holder, extras)
+        except Exception as e:  # noqa: BLE001 - the step ran; only saving failed
+            self._fail(f"saving the tensors of model.{_KINDS[kind][1]}", e)
         rest = self.model.steps_per_execution - 1 if kind != "predict" else 0
         if kind == "predict" and len(batches) > 1:
             more = original(batches[1:])
