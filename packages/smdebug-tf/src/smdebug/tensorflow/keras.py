@@ -455,18 +455,26 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
         return [next(arg)]
 
     def _run_capture(self, kind: str, plan, original: Callable, arg):
-        batches = self._next_batches(kind, arg)  # StopIteration/OutOfRange go to Keras as usual
+        # A tf.data (or distributed) iterator is read inside the compiled function, as Keras does;
+        # other iterators (train_on_batch's generator) and predict's list of batches are read here.
+        in_graph = kind != "predict" and isinstance(arg, (tf.data.Iterator, tf.distribute.DistributedIterator))
+        batches = None if in_graph else self._next_batches(kind, arg)
+        call_arg = arg if in_graph else batches[0]
         try:
-            fn, holder = self._capture_function(kind, plan)
+            fn, holder = self._capture_function(kind, plan, in_graph)
             if not self._variables and hasattr(fn, "get_concrete_function"):
                 # A model built by its first call (subclassed): trace now, so that its weights exist
                 # and are saved as they are before this step updates them.
-                fn.get_concrete_function(batches[0])
+                fn.get_concrete_function(call_arg)
                 self._register(self.model)
                 self._save_variables()
-            outputs, extras = fn(batches[0])
+            outputs, extras = fn(call_arg)
+        except (StopIteration, tf.errors.OutOfRangeError):
+            raise  # the end of the data: Keras ends the epoch
         except Exception as e:  # noqa: BLE001 - the batch still trains, through Keras' own function
             self._fail(f"capturing tensors of model.{_KINDS[kind][1]}", e)
+            if in_graph:
+                return original(arg)
             return original(batches if kind == "predict" else iter(batches))
         try:
             self._after_capture(kind, plan, holder, extras)
@@ -488,8 +496,8 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
                 outputs = original(iter(consumed))
         return outputs
 
-    def _capture_function(self, kind: str, plan):
-        key = (kind, plan if plan is _DISCOVER else frozenset(plan))
+    def _capture_function(self, kind: str, plan, in_graph: bool = False):
+        key = (kind, plan if plan is _DISCOVER else frozenset(plan), in_graph)
         cached = self._capture_fns.get(key)
         if cached is not None:
             return cached
@@ -525,6 +533,14 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
 
         if not model.run_eagerly:
             step = tf.function(step, reduce_retracing=True, jit_compile=bool(model.jit_compile))
+        if in_graph:
+            step_on_data = step
+
+            def step(iterator):
+                return step_on_data(iterator.get_next())
+
+            if not model.run_eagerly:
+                step = tf.function(step, reduce_retracing=True)
         self._capture_fns[key] = (step, holder)
         return step, holder
 
@@ -543,8 +559,10 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
             if holder["fixed"] is None:
                 holder["fixed"] = frozenset(captured)
                 # the same function serves later steps that want exactly these tensors
-                self._capture_fns[(kind, holder["fixed"])] = self._capture_fns[(kind, _DISCOVER)]
-                del self._capture_fns[(kind, _DISCOVER)]
+                for in_graph in (False, True):
+                    entry = self._capture_fns.pop((kind, _DISCOVER, in_graph), None)
+                    if entry is not None and entry[1] is holder:
+                        self._capture_fns[(kind, holder["fixed"], in_graph)] = entry
         if not extras:
             return
         names = list(extras[0].keys())
