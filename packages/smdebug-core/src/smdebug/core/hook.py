@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import atexit
 import functools
+import json
 import os
 import re
+import socket
 import threading
+import time
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
@@ -49,10 +52,11 @@ from smdebug.core.save_config import SaveConfig, SaveConfigMode
 from smdebug.core import stop_signal
 from smdebug.core.state_store import StateStore
 from smdebug.core.stop_signal import StopSignalWatcher
-from smdebug.core.storage.base import Storage, get_storage, is_s3_path
+from smdebug.core.storage.base import Storage, get_storage, is_s3_path, parse_s3_path
+from smdebug.core.storage.errors import StorageError, StorageUnavailable
 from smdebug.core.tensorboard import TensorBoardWriter
 from smdebug.core.tfevent.tensor_codec import make_numpy_array
-from smdebug.core.writer import BackgroundWriter
+from smdebug.core.writer import BackgroundWriter, format_steps
 from smdebug.exceptions import (
     InvalidCollectionConfiguration,
     InvalidConfigurationError,
@@ -167,7 +171,7 @@ class BaseHook:
         #: set when a rule asked this job to stop (see smdebug.core.stop_signal)
         self.stop_requested = False
         self.stop_reason: Optional[str] = None
-        self._stop_watcher = None if dry_run else StopSignalWatcher(self.out_dir)
+        self._stop_watcher = None if dry_run else _make_stop_watcher(self.out_dir)
 
         # resume numbering after a restart from a checkpoint (spot training)
         self._state_store = StateStore()
@@ -218,7 +222,10 @@ class BaseHook:
         self._writer: Optional[BackgroundWriter] = None
         self._tb: Optional[TensorBoardWriter] = None
         self._claimed = False
+        self._claim_payload = b""
+        self._claim_refreshed = 0.0
         self._exported_collections = 0
+        self._unsaved_steps: List[int] = []
 
         singleton.set_hook(self)
         atexit.register(self._atexit_close)
@@ -235,6 +242,9 @@ class BaseHook:
             raise InvalidConfigurationError(f"out_dir must be a path string, got {type(out_dir).__name__}")
         out_dir = os.fspath(out_dir).strip()
         if is_s3_path(out_dir):
+            bucket, _ = parse_s3_path(out_dir)
+            if not bucket:
+                raise InvalidConfigurationError(f"out_dir {out_dir!r} names no bucket: use s3://bucket/prefix")
             return out_dir
         out_dir = os.path.abspath(os.path.expanduser(out_dir))
         if os.path.exists(out_dir) and not os.path.isdir(out_dir):
@@ -298,11 +308,16 @@ class BaseHook:
             return
         self._disabled = True
         self._failure = f"{where}: {type(exc).__name__}: {exc}"
-        logger.error(
-            "smdebug hook disabled after an internal error in %s (%s: %s). Training continues; steps "
-            "saved so far in %s are intact.",
-            where, type(exc).__name__, exc, self.out_dir, exc_info=exc,
-        )
+        if isinstance(exc, StorageError):
+            # Not a bug of ours: permissions, credentials, a missing bucket. One clear line, no traceback.
+            logger.error("smdebug: cannot save to %s: %s. The hook stops saving; training continues.",
+                         self.out_dir, exc)
+        else:
+            logger.error(
+                "smdebug hook disabled after an internal error in %s (%s: %s). Training continues; steps "
+                "saved so far in %s are intact.",
+                where, type(exc).__name__, exc, self.out_dir, exc_info=exc,
+            )
         if self._writer is not None:
             try:
                 self._writer.close(timeout=30)
@@ -317,8 +332,16 @@ class BaseHook:
     def _check_writer(self) -> None:
         if self._writer is not None and self._writer.error is not None:
             err = self._writer.error
+            self._unsaved_steps = self._writer.unsaved_steps
             self._writer = None
             self._fail(f"writing to {self.out_dir}", err)
+
+    @property
+    def unsaved_steps(self) -> List[int]:
+        """Steps that were due but did not reach storage (remote store unreachable or too slow)."""
+        if self._writer is not None:
+            return self._writer.unsaved_steps
+        return list(self._unsaved_steps)
 
     _NOTIFICATIONS = ("smdebug_hook_created", "smdebug_step_end", "smdebug_hook_closed")
 
@@ -463,6 +486,8 @@ class BaseHook:
             return
         if self._stop_watcher is not None and not self.stop_requested:
             self._check_stop_signal()
+        if self._claimed and self._writer is not None and is_s3_path(self.out_dir):
+            self._refresh_s3_claim()
         self.step += 1
         self.mode_steps[self.mode] += 1
         self.mode_steps[ModeKeys.GLOBAL] = self.step
@@ -496,7 +521,11 @@ class BaseHook:
         self._check_writer()
 
     def _check_stop_signal(self) -> None:
-        signal = self._stop_watcher.poll()
+        try:
+            signal = self._stop_watcher.poll()
+        except Exception as e:  # noqa: BLE001 - an unreadable signal location must not stop training
+            logger.debug("smdebug: could not look for a stop signal in %s: %s", self.out_dir, e)
+            return
         if signal is None:
             return
         self.stop_requested = True
@@ -564,17 +593,34 @@ class BaseHook:
             self.num_workers = size
 
     def _start_writing(self) -> None:
-        self._storage = get_storage(self.out_dir)
-        if self._storage.exists(END_OF_JOB_FILE):
+        s3 = is_s3_path(self.out_dir)
+        try:
+            self._storage = get_storage(self.out_dir)
+            if s3:
+                self._storage.ensure_bucket()
+            finished = self._storage.exists(END_OF_JOB_FILE)
+        except StorageUnavailable as e:
+            # Unreachable right now: save anyway; uploads wait for S3 in the background.
+            logger.warning("smdebug: could not look at %s before saving (%s); saving anyway.", self.out_dir, e)
+            finished = False
+        except StorageError as e:
+            self._fail(f"opening {self.out_dir}", e)
+            return
+        if finished:
             logger.warning("smdebug: %s was marked as a finished run by another process; this hook will not "
                            "write to it.", self.out_dir)
             self._is_writer = False
             self._due = set()
             return
-        if not is_s3_path(self.out_dir) and self.num_workers == 1:
+        if self.num_workers == 1:
             # Several processes sharing out_dir that each believe they are the only worker would
             # overwrite each other's files: the first to claim the directory writes, others don't.
-            if not self._claim():
+            try:
+                claimed = self._claim_s3() if s3 else self._claim()
+            except StorageError as e:
+                self._fail(f"claiming {self.out_dir}", e)
+                return
+            if not claimed:
                 self._is_writer = False
                 self._due = set()
                 return
@@ -611,6 +657,63 @@ class BaseHook:
             logger.warning("smdebug: another process claimed %s first; this process (pid %s) will not write.",
                            self.out_dir, os.getpid())
         return self._claimed
+
+    def _claim_s3(self) -> bool:
+        """The claim on S3: a conditional PUT (``If-None-Match: *``) creates it atomically.
+
+        A process on another machine cannot be asked whether it is alive, so the owner refreshes its
+        claim every ``SMDEBUG_S3_CLAIM_REFRESH`` seconds (60) and a claim left alone for
+        ``SMDEBUG_S3_CLAIM_STALE`` seconds (300) is stale; taking it over is a conditional PUT on the
+        stale claim's ETag, so two processes cannot both take it over.
+        """
+        storage = self._storage
+        host = socket.gethostname()
+        self._claim_payload = json.dumps({"pid": os.getpid(), "host": host}).encode()
+        try:
+            for _ in range(2):
+                if storage.create_exclusive(CLAIM_FILE, self._claim_payload):
+                    return self._claim_taken()
+                stat = storage.stat(CLAIM_FILE)
+                if stat is not None:
+                    break
+            else:
+                return self._claim_taken()  # created and removed under us twice: just write
+            etag, age = stat
+            try:
+                owner = json.loads(storage.read(CLAIM_FILE))
+                owner_pid, owner_host = int(owner.get("pid", 0)), str(owner.get("host", ""))
+            except (FileNotFoundError, ValueError, TypeError, AttributeError):
+                owner_pid, owner_host = 0, ""
+            if owner_host == host and owner_pid == os.getpid():
+                return self._claim_taken()
+            stale_after = float(os.environ.get("SMDEBUG_S3_CLAIM_STALE", 300))
+            alive = age < stale_after and not (owner_host == host and owner_pid and not _pid_alive(owner_pid))
+            if alive:
+                logger.warning(
+                    "smdebug: another process (pid %s on %s) is already writing to %s as the only worker; this "
+                    "process (pid %s on %s) will not write. Use a distinct out_dir per process or "
+                    "include_workers='all' with a distributed runtime.",
+                    owner_pid or "?", owner_host or "?", self.out_dir, os.getpid(), host)
+                return False
+            if storage.replace_if_unchanged(CLAIM_FILE, self._claim_payload, etag):
+                return self._claim_taken()
+            logger.warning("smdebug: another process claimed %s first; this process (pid %s) will not write.",
+                           self.out_dir, os.getpid())
+            return False
+        except StorageUnavailable as e:
+            logger.warning("smdebug: could not claim %s (%s); saving without the claim.", self.out_dir, e)
+            return True
+
+    def _claim_taken(self) -> bool:
+        self._claimed = True
+        self._claim_refreshed = time.monotonic()
+        return True
+
+    def _refresh_s3_claim(self) -> None:
+        now = time.monotonic()
+        if now - self._claim_refreshed >= float(os.environ.get("SMDEBUG_S3_CLAIM_REFRESH", 60)):
+            self._claim_refreshed = now
+            self._writer.call(self._storage.write_atomic, CLAIM_FILE, self._claim_payload)
 
     def _release_claim(self) -> None:
         if self._claimed and self._storage is not None:
@@ -685,7 +788,7 @@ class BaseHook:
             self._writer,
             self.step, self.mode, self.mode_steps[self.mode], tensor_name, arr, write_raw, ops, save_shape, tb,
             reductions, shape,
-            nbytes=arr.nbytes if arr is not None else 0,
+            nbytes=arr.nbytes if arr is not None else 0, step=self.step,
         )
         self._wrote_this_step = True
         return True
@@ -774,7 +877,8 @@ class BaseHook:
             self._pending_scalars.append((tname, arr, timestamp))
             return
         self._writer.submit(self._write_scalar_on_writer_thread, self._writer, max(self.step, 0), self.mode,
-                            max(self.mode_steps[self.mode], 0), tname, arr, timestamp)
+                            max(self.mode_steps[self.mode], 0), tname, arr, timestamp,
+                            nbytes=arr.nbytes, step=max(self.step, 0))
         if self._in_step:
             self._wrote_this_step = True
 
@@ -844,17 +948,23 @@ class BaseHook:
                     self._export_collections()
                     if self._tb is not None:
                         self._writer.call(self._tb.close)
-                    ok = self._writer.close()
-                    err = self._writer.error
+                    writer = self._writer
+                    ok = writer.close(timeout=self._close_timeout())
+                    err = writer.error
                     self._writer = None
+                    self._unsaved_steps = writer.unsaved_steps
                     if err is not None:
                         self._fail(f"writing to {self.out_dir}", err)
+                    elif self._unsaved_steps or writer.lost_other:
+                        self._report_unsaved(writer)
                     elif not ok:
                         logger.warning("smdebug: some tensors could not be written before close")
             self._mark_end()
         except Exception as e:  # noqa: BLE001
             self._fail("close()", e)
         finally:
+            if hasattr(self._stop_watcher, "stop"):
+                self._stop_watcher.stop()
             self._release_claim()
             try:
                 atexit.unregister(self._atexit_close)
@@ -862,7 +972,38 @@ class BaseHook:
                 pass
             self._notify("smdebug_hook_closed", hook=self)
 
+    def _close_timeout(self) -> Optional[float]:
+        """How long close() waits for a remote store that stopped answering (None: local, no limit)."""
+        if not is_s3_path(self.out_dir):
+            return None
+        return float(os.environ.get("SMDEBUG_S3_CLOSE_TIMEOUT", 60))
+
+    def _report_unsaved(self, writer: BackgroundWriter) -> None:
+        parts = []
+        steps = self._unsaved_steps
+        if steps:
+            reasons = set(writer.lost_steps.values())
+            if not reasons:
+                why = "the queue of data to write was full while the store was unreachable or too slow"
+            elif len(reasons) == 1:
+                why = next(iter(reasons))
+            else:
+                why = f"{len(reasons)} different errors, e.g. {sorted(reasons)[0]}"
+            parts.append(f"{len(steps)} saved step(s) did not reach {self.out_dir}: steps {format_steps(steps)} "
+                         f"({why})")
+        for other in writer.lost_other:
+            parts.append(f"not written: {other}")
+        logger.warning("smdebug: %s. Everything else was saved.", "; ".join(parts))
+
     def _mark_end(self) -> None:
+        try:
+            self._write_end_marker()
+        except StorageError as e:
+            logger.warning(
+                "smdebug: could not mark %s as finished (%s); readers will treat the run as still running "
+                "(trial.treat_as_ended() reads it to its end).", self.out_dir, e)
+
+    def _write_end_marker(self) -> None:
         # On SageMaker the platform writes the end marker itself.
         if "TRAINING_JOB_NAME" in os.environ or self.dry_run or not self._is_writer:
             return
@@ -890,6 +1031,43 @@ class BaseHook:
             f"<{type(self).__name__} out_dir={self.out_dir} step={self.step} mode={self.mode.name} "
             f"include_collections={self.include_collections}{' DISABLED' if self._disabled else ''}>"
         )
+
+
+def _make_stop_watcher(out_dir: str):
+    watcher = StopSignalWatcher(out_dir)
+    return _BackgroundStopPoller(watcher) if is_s3_path(out_dir) else watcher
+
+
+class _BackgroundStopPoller:
+    """Looks for the stop signal on a thread of its own, so an S3 request (or an S3 outage) never
+    delays a training step; the step boundary only reads what the thread found."""
+
+    def __init__(self, watcher: StopSignalWatcher):
+        self.watcher = watcher
+        self.signal: Optional[dict] = None
+        self._stop = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+
+    def poll(self) -> Optional[dict]:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="smdebug-stop-signal", daemon=True)
+            self._thread.start()
+        return self.signal
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                signal = self.watcher.poll()
+            except Exception as e:  # noqa: BLE001 - S3 unreachable: look again later
+                logger.debug("smdebug: could not look for a stop signal in %s: %s", self.watcher.out_dir, e)
+                signal = None
+            if signal is not None:
+                self.signal = signal
+                return
+            self._stop.wait(max(self.watcher.interval, 0.05))
+
+    def stop(self) -> None:
+        self._stop.set()
 
 
 def _launched_as_one_of_many() -> bool:

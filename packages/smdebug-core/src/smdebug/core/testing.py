@@ -12,9 +12,11 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 import urllib.request
-from typing import Dict, Optional
+from typing import Dict, Optional, Set
 
 
 def _free_port() -> int:
@@ -23,17 +25,110 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+class _Forwarder:
+    """A TCP forwarder from a public port to moto's port that can be taken down and brought back:
+    while down, connections are refused and open ones are cut, as when a network or endpoint fails."""
+
+    def __init__(self, port: int, target_port: int):
+        self.port = port
+        self.target_port = target_port
+        self._listener: Optional[socket.socket] = None
+        self._sockets: Set[socket.socket] = set()
+        self._lock = threading.Lock()
+        self._up = threading.Event()
+
+    def start(self) -> None:
+        if self._listener is not None:
+            return
+        listener = socket.socket()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                listener.bind(("127.0.0.1", self.port))
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+        listener.listen(128)
+        listener.settimeout(0.1)
+        self._listener = listener
+        self._up.set()
+        threading.Thread(target=self._accept, args=(listener,), name="moto-forwarder", daemon=True).start()
+
+    def stop(self) -> None:
+        self._up.clear()
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            listener.close()
+        with self._lock:
+            sockets, self._sockets = self._sockets, set()
+        for s in sockets:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            s.close()
+
+    def _accept(self, listener: socket.socket) -> None:
+        while self._up.is_set() and self._listener is listener:
+            try:
+                client, _ = listener.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            try:
+                upstream = socket.create_connection(("127.0.0.1", self.target_port), timeout=5)
+            except OSError:
+                client.close()
+                continue
+            client.settimeout(None)
+            upstream.settimeout(None)
+            with self._lock:
+                self._sockets.update((client, upstream))
+            for src, dst in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(src, dst), daemon=True).start()
+
+    def _pump(self, src: socket.socket, dst: socket.socket) -> None:
+        try:
+            while True:
+                data = src.recv(1 << 16)
+                if not data:
+                    break
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (src, dst):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+            with self._lock:
+                self._sockets.discard(src)
+                self._sockets.discard(dst)
+
+
 class MotoServer:
     """``with MotoServer() as server: os.environ.update(server.env)`` -- a moto server for the block.
 
     :meth:`stop` and :meth:`start` may be called in between to simulate an endpoint that goes away and
     comes back (the same port is reused; moto's state is lost on restart).
+
+    ``interruptible=True`` puts a TCP forwarder in front of moto: :meth:`interrupt` makes the endpoint
+    refuse connections (open ones are cut) while moto keeps its buckets, and :meth:`resume` brings it
+    back -- an outage of the endpoint during which nothing stored is lost.
     """
 
-    def __init__(self, port: Optional[int] = None, startup_timeout: float = 30.0):
+    def __init__(self, port: Optional[int] = None, startup_timeout: float = 30.0, interruptible: bool = False):
         self.port = port or _free_port()
         self.startup_timeout = startup_timeout
         self.proc: Optional[subprocess.Popen] = None
+        self.interruptible = interruptible
+        self._backend_port = _free_port() if interruptible else self.port
+        self._forwarder: Optional[_Forwarder] = None
 
     @property
     def endpoint(self) -> str:
@@ -52,12 +147,19 @@ class MotoServer:
         }
 
     def start(self) -> "MotoServer":
-        cmd = [sys.executable, "-c", "from moto.server import main; main()", "-H", "127.0.0.1", "-p", str(self.port)]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        cmd = [sys.executable, "-c", "from moto.server import main; main()", "-H", "127.0.0.1",
+               "-p", str(self._backend_port)]
+        # moto logs every request on stderr: a file, not a pipe nobody reads (a full pipe blocks moto)
+        self._log = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=self._log)
+        if self.interruptible and self._forwarder is None:
+            self._forwarder = _Forwarder(self.port, self._backend_port)
+            self._forwarder.start()
         deadline = time.monotonic() + self.startup_timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                err = self.proc.stderr.read().decode(errors="replace") if self.proc.stderr else ""
+                self._log.seek(0)
+                err = self._log.read().decode(errors="replace")
                 raise RuntimeError(f"moto server exited at start (is moto[server] installed?): {err[-2000:]}")
             try:
                 urllib.request.urlopen(f"{self.endpoint}/moto-api/", timeout=1).close()
@@ -67,7 +169,29 @@ class MotoServer:
         self.stop()
         raise RuntimeError(f"moto server did not answer on {self.endpoint} within {self.startup_timeout:.0f} s")
 
+    def interrupt(self) -> None:
+        """The endpoint stops answering (connections refused); moto's state is kept."""
+        if self._forwarder is None:
+            raise RuntimeError("interrupt() needs MotoServer(interruptible=True)")
+        self._forwarder.stop()
+
+    def resume(self) -> None:
+        """The endpoint answers again, with everything stored before :meth:`interrupt`."""
+        if self._forwarder is None:
+            raise RuntimeError("resume() needs MotoServer(interruptible=True)")
+        self._forwarder.start()
+
+    def set_auth(self, enforced: bool) -> None:
+        """Make moto check credentials and IAM policies (off by default: any credentials work)."""
+        body = b"0" if enforced else b"inf"
+        req = urllib.request.Request(f"{self.endpoint}/moto-api/reset-auth", data=body, method="POST",
+                                     headers={"Content-Type": "text/plain"})
+        urllib.request.urlopen(req, timeout=5).close()
+
     def stop(self) -> None:
+        if self._forwarder is not None:
+            self._forwarder.stop()
+            self._forwarder = None
         if self.proc is not None:
             self.proc.terminate()
             try:
@@ -75,9 +199,10 @@ class MotoServer:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-            if self.proc.stderr:
-                self.proc.stderr.close()
             self.proc = None
+        if getattr(self, "_log", None) is not None:
+            self._log.close()
+            self._log = None
 
     def reset(self) -> None:
         """Forget every resource (buckets, topics...) without restarting."""

@@ -1,31 +1,65 @@
 """Background writing: tensors are encoded and written on a separate thread so training never waits on
-disk or network, with a byte budget so a slow disk applies back-pressure instead of eating memory."""
+disk or network, with a byte budget so a slow disk applies back-pressure instead of eating memory.
+
+Remote storage (S3) never makes training wait: when the budget is used up (the store is slow or
+unreachable) new steps are dropped whole, the data already queued is kept and written once the store
+answers again, and every step that was not saved is reported (:attr:`BackgroundWriter.unsaved_steps`).
+A step is always all-or-nothing: a step that lost any of its data is not written at all.
+"""
 
 from __future__ import annotations
 
 import collections
 import os
 import threading
-from typing import Callable, Dict, Optional
+from typing import Callable, Dict, List, Optional
 
 from smdebug.core.logger import get_logger
 from smdebug.core.storage.base import Storage
+from smdebug.core.storage.errors import StorageAccessDenied, StorageBucketNotFound, StorageError
 from smdebug.core.tfevent.step_writer import StepWriter
 
 DEFAULT_MAX_PENDING_BYTES = int(os.environ.get("SMDEBUG_WRITER_MAX_PENDING_BYTES", 256 << 20))
+_MAX_LOGGED_LOSSES = 3
 
 
 class WriterFailed(Exception):
     pass
 
 
+def _human_bytes(n: int) -> str:
+    for unit in ("bytes", "KiB", "MiB"):
+        if n < 1024 or unit == "MiB":
+            return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GiB"
+
+
+def format_steps(steps) -> str:
+    """``[1, 2, 3, 7]`` -> ``"1-3, 7"``."""
+    steps = sorted(steps)
+    runs: List[str] = []
+    i = 0
+    while i < len(steps):
+        j = i
+        while j + 1 < len(steps) and steps[j + 1] == steps[j] + 1:
+            j += 1
+        runs.append(str(steps[i]) if i == j else f"{steps[i]}-{steps[j]}")
+        i = j + 1
+    return ", ".join(runs)
+
+
 class BackgroundWriter:
     """Owns every StepWriter of a hook and runs their work, in submission order, on one thread."""
 
-    def __init__(self, storage: Storage, worker: str, max_pending_bytes: int = DEFAULT_MAX_PENDING_BYTES):
+    def __init__(self, storage: Storage, worker: str, max_pending_bytes: Optional[int] = None,
+                 drop_when_full: Optional[bool] = None):
         self.storage = storage
         self.worker = worker
+        if max_pending_bytes is None:
+            max_pending_bytes = int(os.environ.get("SMDEBUG_WRITER_MAX_PENDING_BYTES", DEFAULT_MAX_PENDING_BYTES))
         self.max_pending_bytes = max_pending_bytes
+        self.drop_when_full = getattr(storage, "drop_when_full", False) if drop_when_full is None else drop_when_full
         self._queue = collections.deque()
         self._cond = threading.Condition()
         self._pending_bytes = 0
@@ -33,30 +67,69 @@ class BackgroundWriter:
         self._closed = False
         self.error: Optional[BaseException] = None
         self._steps: Dict[int, StepWriter] = {}
+        #: steps dropped because the budget was used up (training thread side)
+        self.dropped_steps: set = set()
+        #: steps whose writing failed (store unreachable when we gave up): step -> reason
+        self.lost_steps: Dict[int, str] = {}
+        #: other writes that failed (collections file...): descriptions
+        self.lost_other: List[str] = []
+        self._dropping_since: Optional[int] = None
+        self._losses_logged = 0
+        self.logger = get_logger()
         self._thread = threading.Thread(target=self._run, name="smdebug-writer", daemon=True)
         self._thread.start()
-        self.logger = get_logger()
 
     # --- training-thread side -----------------------------------------------------------------
-    def submit(self, fn: Callable, *args, nbytes: int = 0) -> None:
+    def submit(self, fn: Callable, *args, nbytes: int = 0, step: Optional[int] = None) -> bool:
+        """Queue ``fn(*args)``. ``step``: the step the data belongs to (may be dropped when full).
+        Returns False if the item was not queued."""
         with self._cond:
             if self.error is not None or self._closed:
-                return
-            # Back-pressure: wait while the budget is exhausted, but always admit one item so a tensor
-            # larger than the whole budget still goes through.
-            while self._pending_bytes and self._pending_bytes + nbytes > self.max_pending_bytes:
-                if self.error is not None or not self._thread.is_alive():
-                    return
-                self._cond.wait(0.5)
+                return False
+            if step is not None and (step in self.dropped_steps or step in self.lost_steps):
+                return False
+            if self._pending_bytes and self._pending_bytes + nbytes > self.max_pending_bytes:
+                if self.drop_when_full:
+                    if step is not None:
+                        self._drop(step)
+                        return False
+                    # small bookkeeping items (step ends, collections) are always admitted
+                else:
+                    # Back-pressure: wait while the budget is exhausted, but always admit one item so a
+                    # tensor larger than the whole budget still goes through.
+                    while self._pending_bytes and self._pending_bytes + nbytes > self.max_pending_bytes:
+                        if self.error is not None or not self._thread.is_alive():
+                            return False
+                        self._cond.wait(0.5)
+            if step is not None and self._dropping_since is not None and nbytes:
+                self._caught_up()
             self._pending_bytes += nbytes
-            self._queue.append((fn, args, nbytes))
+            self._queue.append((fn, args, nbytes, step))
             self._cond.notify_all()
+            return True
+
+    def _drop(self, step: int) -> None:
+        self.dropped_steps.add(step)
+        if self._dropping_since is None:
+            self._dropping_since = step
+            outage = self.storage.outage
+            self.logger.warning(
+                "smdebug: %s of data are waiting to be written to %s (%s); step %d and the steps after it "
+                "are not saved until that drains (training continues).",
+                _human_bytes(self._pending_bytes), self.storage.display_path,
+                outage or "the store is slow or not answering", step)
+
+    def _caught_up(self) -> None:
+        first, self._dropping_since = self._dropping_since, None
+        dropped = [s for s in self.dropped_steps if s >= first]
+        self.logger.warning("smdebug: writing to %s caught up; steps %s were not saved.",
+                            self.storage.display_path, format_steps(dropped))
 
     def write_tensor(self, step, mode, mode_step, name, value, wall_time=None):
-        self.submit(self._write_tensor, step, mode, mode_step, name, value, wall_time, nbytes=value.nbytes)
+        self.submit(self._write_tensor, step, mode, mode_step, name, value, wall_time, nbytes=value.nbytes, step=step)
 
     def write_shape(self, step, mode, mode_step, name, shape, original_name=None):
-        self.submit(self._write_shape, step, mode, mode_step, name, shape, original_name)
+        self.submit(self._write_shape, step, mode, mode_step, name, shape, original_name, step=step)
 
     def close_step(self, step):
         self.submit(self._close_step, step)
@@ -75,31 +148,65 @@ class BackgroundWriter:
             return ok and self.error is None
 
     def close(self, timeout: Optional[float] = None) -> bool:
+        """Write everything queued and stop the thread.
+
+        ``timeout``: how long to wait without progress while the store is unreachable before giving up
+        on what is still queued (None: wait as long as it takes).
+        """
         self.submit(self._close_all)
         ok = self.flush(timeout)
+        while not ok and self.error is None and self._thread.is_alive():
+            if self.storage.outage is not None:
+                with self._cond:
+                    queued = len(self._queue)
+                self.logger.warning(
+                    "smdebug: %s is still unreachable at close (%s); giving up on %d queued writes.",
+                    self.storage.display_path, self.storage.outage, queued)
+                self.storage.cancel_pending()
+                ok = self.flush(60)
+                break
+            ok = self.flush(timeout)  # slow but working: keep waiting
         with self._cond:
             self._closed = True
+            if self._dropping_since is not None:
+                self._dropping_since = None  # reported by the hook's summary at close
             self._cond.notify_all()
         self._thread.join(timeout=5)
-        return ok
+        return ok and not self.lost_steps and not self.lost_other
 
     @property
     def pending_bytes(self) -> int:
         return self._pending_bytes
 
+    @property
+    def unsaved_steps(self) -> List[int]:
+        """Steps that were due but did not reach storage (dropped when full, or failed)."""
+        with self._cond:
+            return sorted(self.dropped_steps | set(self.lost_steps))
+
     # --- writer-thread side -------------------------------------------------------------------
     def _run(self):
+        try:
+            self.storage.serve_background_writer()
+        except Exception:  # noqa: BLE001
+            pass
         while True:
             with self._cond:
                 while not self._queue and not self._closed:
                     self._cond.wait()
                 if not self._queue and self._closed:
                     return
-                fn, args, nbytes = self._queue.popleft()
+                fn, args, nbytes, step = self._queue.popleft()
                 self._busy = True
+                skip = step is not None and (step in self.lost_steps or step in self.dropped_steps)
             try:
-                if self.error is None:
+                if self.error is None and not skip:
                     fn(*args)
+            except (StorageAccessDenied, StorageBucketNotFound) as e:
+                self.error = e  # will not fix itself: the hook reports it and stops saving
+                self._abort_all()
+            except StorageError as e:  # unreachable (given up) or a refused object: lose it, go on
+                self._lose(fn, args, step, e)
             except BaseException as e:  # noqa: BLE001 - report to the hook, never kill training
                 self.error = e
                 self._abort_all()
@@ -111,6 +218,26 @@ class BackgroundWriter:
                         self._queue.clear()
                         self._pending_bytes = 0
                     self._cond.notify_all()
+
+    def _lose(self, fn, args, step, err: BaseException) -> None:
+        if fn == self._close_step and args:
+            step = args[0]
+        if step is not None:
+            with self._cond:
+                self.lost_steps.setdefault(step, str(err))
+            w = self._steps.pop(step, None)
+            if w is not None:
+                try:
+                    w.abort()
+                except Exception:  # noqa: BLE001
+                    pass
+            what = f"step {step}"
+        else:
+            what = getattr(fn, "__name__", "a write")
+            self.lost_other.append(f"{what}: {err}")
+        self._losses_logged += 1
+        if self._losses_logged <= _MAX_LOGGED_LOSSES:
+            self.logger.warning("smdebug: %s was not saved to %s: %s", what, self.storage.display_path, err)
 
     def step_writer(self, step, mode, mode_step) -> StepWriter:
         """The StepWriter of ``step`` (writer thread only)."""
@@ -128,12 +255,23 @@ class BackgroundWriter:
 
     def _close_step(self, step):
         w = self._steps.pop(step, None)
-        if w is not None:
+        if w is None:
+            return
+        with self._cond:
+            incomplete = step in self.dropped_steps or step in self.lost_steps
+        if incomplete:
+            w.abort()  # all or nothing: a step that lost data is not written
+        else:
             w.close()
 
     def _close_all(self):
         for step in sorted(self._steps):
-            self._close_step(step)
+            try:
+                self._close_step(step)
+            except StorageError as e:
+                if isinstance(e, (StorageAccessDenied, StorageBucketNotFound)):
+                    raise
+                self._lose(self._close_step, (step,), step, e)
 
     def _abort_all(self):
         for w in self._steps.values():

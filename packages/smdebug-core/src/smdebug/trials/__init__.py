@@ -14,7 +14,8 @@ def create_trial(path, name=None, profiler=False, output_dir="/opt/ml/processing
     """Open the run at ``path`` (a local directory or ``s3://bucket/prefix``).
 
     Keyword arguments go to :class:`~smdebug.trials.trial.Trial`: ``range_steps``, ``cache``,
-    ``wait_for_collections``, ``skip_damaged``, ``poll_interval``.
+    ``wait_for_collections``, ``skip_damaged``, ``poll_interval``, and for S3 runs ``cache_dir`` (a
+    local directory that keeps downloaded index and tensor data for the next analysis).
     """
     if profiler:
         raise NotImplementedError("Profiler trials are not part of this smdebug")

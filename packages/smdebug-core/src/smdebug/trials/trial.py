@@ -11,7 +11,7 @@ import bisect
 import os
 import re
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from typing import Deque, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
@@ -74,6 +74,8 @@ class Trial:
         wait until they appear or the run ends).
     :param skip_damaged: skip corrupt index files with a warning instead of raising.
     :param poll_interval: seconds between looks for new data while waiting.
+    :param cache_dir: S3 runs: keep downloaded index files and tensor data in this local directory, so
+        opening or analysing the run again does not download them again (see docs/s3.md).
     """
 
     def __init__(
@@ -86,11 +88,12 @@ class Trial:
         wait_for_collections: Optional[float] = None,
         skip_damaged: bool = False,
         poll_interval: float = 2.0,
+        cache_dir: Optional[str] = None,
         **_ignored,
     ):
         self.name = name
         self.path = path
-        self.storage = storage or get_storage(path)
+        self.storage = storage or get_storage(path, cache_dir=cache_dir)
         self.range_steps = self._validate_range(range_steps)
         self.cache = cache
         self.skip_damaged = skip_damaged
@@ -120,6 +123,10 @@ class Trial:
         self._tensors: Dict[str, Tensor] = {}
         self._generation = 0
         self._assumed_ended = False
+        # Byte spans of event files fetched with read-ahead (remote storage): event key -> [(start, bytes)]
+        self._spans: "OrderedDict[str, List[Tuple[int, bytes]]]" = OrderedDict()
+        self._span_bytes = 0
+        self._span_budget = _env_int("SMDEBUG_TRIAL_SPAN_CACHE_BYTES", 64 << 20)
 
         self._load_collections(wait_for_collections)
         self.refresh_data()
@@ -571,11 +578,65 @@ class Trial:
         except Exception as e:  # noqa: BLE001 - undecodable payload
             raise EventFileCorrupted(f"Cannot decode tensor {name}: {e}", path, f.step) from None
 
+    # --- remote reads: one request for neighbouring records ---------------------------------------
+    def _span_lookup(self, key: str, start: int, length: int) -> Optional[bytes]:
+        spans = self._spans.get(key)
+        if not spans:
+            return None
+        for lo, data in spans:
+            if lo <= start and start + length <= lo + len(data):
+                self._spans.move_to_end(key)
+                return data[start - lo:start - lo + length]
+        return None
+
+    def _span_store(self, key: str, lo: int, data: bytes) -> None:
+        if len(data) > self._span_budget:
+            return
+        self._spans.setdefault(key, []).append((lo, data))
+        self._spans.move_to_end(key)
+        self._span_bytes += len(data)
+        while self._span_bytes > self._span_budget and self._spans:
+            _, evicted = self._spans.popitem(last=False)
+            self._span_bytes -= sum(len(d) for _, d in evicted)
+
+    @staticmethod
+    def _neighbourhood(f: IndexFile, start: int, length: int, budget: int) -> Tuple[int, int]:
+        """The byte range of the record at ``start`` plus as many neighbouring records of the same event
+        file as fit in ``budget`` bytes (the records of one step are contiguous)."""
+        locations = sorted({e.location for e in f.entries.values() if e.location is not None}
+                           | {e.location for reds in f.reductions.values() for e in reds.values()
+                              if e.location is not None})
+        i = bisect.bisect_left(locations, (start, length))
+        lo, hi = start, start + length
+        j = i + 1
+        while j < len(locations) and locations[j][0] + locations[j][1] - lo <= budget:
+            hi = max(hi, locations[j][0] + locations[j][1])
+            j += 1
+        j = i - 1
+        while j >= 0 and hi - locations[j][0] <= budget:
+            lo = min(lo, locations[j][0])
+            j -= 1
+        return lo, hi
+
+    def _read_record_bytes(self, f: IndexFile, key: str, start: int, length: int) -> bytes:
+        cached = self._span_lookup(key, start, length)
+        if cached is not None:
+            return cached
+        budget = self.storage.read_ahead
+        if budget <= length:
+            return self.storage.read(key, start, length)
+        lo, hi = self._neighbourhood(f, start, length, budget)
+        if (lo, hi) == (start, start + length):
+            return self.storage.read(key, start, length)
+        data = self.storage.read(key, lo, hi - lo)
+        self._span_store(key, lo, data)
+        return data[start - lo:start - lo + length]
+
     def _read_event_bytes(self, f: IndexFile, name: str, key: str, start: int, length: int) -> bytes:
         attempts = 0
         while True:
             try:
-                raw = self.storage.read(key, start, length)
+                raw = self._read_record_bytes(f, key, start, length)
                 break
             except FileNotFoundError:
                 attempts += 1
@@ -607,8 +668,11 @@ class Trial:
         if tensor.cache and all((f.step, f.worker) in tensor._values for f, _ in plan):
             return [tensor._values[(f.step, f.worker)] for f, _ in plan]
         requests = [(self._event_path(f), e.location[0], e.location[1]) for f, e in plan]
+        raws: List[Optional[bytes]] = [self._span_lookup(*r) for r in requests]
+        missing = [i for i, raw in enumerate(raws) if raw is None]
         try:
-            raws = self.storage.read_many(requests)
+            for i, raw in zip(missing, self.storage.read_many([requests[i] for i in missing]) if missing else []):
+                raws[i] = raw
         except FileNotFoundError:
             return [tensor.value(s, mode, worker) for s in steps]
         out = []

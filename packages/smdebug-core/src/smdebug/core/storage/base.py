@@ -32,6 +32,11 @@ class Storage(abc.ABC):
 
     #: a path users recognise, for messages (``/tmp/run`` or ``s3://bucket/prefix/``)
     display_path: str
+    #: a hook's BackgroundWriter drops new steps instead of waiting when its byte budget is used up
+    #: (remote stores, whose outages must not stall training); local disks apply back-pressure
+    drop_when_full: bool = False
+    #: bytes a trial may read around one requested record to get its neighbours in the same request
+    read_ahead: int = 0
 
     @abc.abstractmethod
     def list(self, prefix: str, start_after: Optional[str] = None) -> List[str]:
@@ -74,6 +79,18 @@ class Storage(abc.ABC):
     def full_path(self, key: str) -> str:
         return self.display_path.rstrip("/") + "/" + key
 
+    def serve_background_writer(self) -> None:
+        """Called on the thread of a hook's BackgroundWriter. Remote backends let writes from that
+        thread retry transient failures for as long as it takes (until :meth:`cancel_pending`)."""
+
+    def cancel_pending(self) -> None:
+        """Stop retrying writes in progress; they fail at once (the hook is closing)."""
+
+    @property
+    def outage(self) -> Optional[str]:
+        """What is failing while the backend cannot be reached, else None."""
+        return None
+
 
 def is_s3_path(path: str) -> bool:
     return isinstance(path, str) and path.strip().startswith("s3://")
@@ -85,8 +102,12 @@ def parse_s3_path(path: str) -> Tuple[str, str]:
     return bucket, key
 
 
-def get_storage(path: str) -> Storage:
-    """Storage for a run at ``path`` (local directory or ``s3://bucket/prefix``)."""
+def get_storage(path: str, cache_dir: Optional[str] = None) -> Storage:
+    """Storage for a run at ``path`` (local directory or ``s3://bucket/prefix``).
+
+    ``cache_dir``: keep downloaded index and event data of a remote run on local disk (ignored for
+    local paths).
+    """
     if is_s3_path(path):
         try:
             from smdebug.core.storage.s3 import S3Storage  # type: ignore[import-not-found]
@@ -95,7 +116,7 @@ def get_storage(path: str) -> Storage:
                 f"Cannot open {path}: S3 storage is not available in this installation "
                 "(install boto3: pip install 'smdebug-core[s3]')"
             ) from None
-        return S3Storage(path)
+        return S3Storage(path, cache_dir=cache_dir)
     from smdebug.core.storage.local import LocalStorage
 
     return LocalStorage(os.path.expanduser(path.strip()))

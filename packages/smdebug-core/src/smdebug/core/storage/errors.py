@@ -1,0 +1,40 @@
+"""Errors of remote storage, shared by every backend (importable without boto3).
+
+They are :class:`OSError` subclasses, so code written for files (``except OSError``) keeps working,
+and :class:`~smdebug.exceptions.SMDebugError` subclasses, so ``except SMDebugError`` catches them too.
+Messages name the bucket, the key and the operation, never credentials.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from smdebug.exceptions import SMDebugError
+
+
+class StorageError(SMDebugError, OSError):
+    """A storage request failed for a reason that retrying will not fix (a bad request, say)."""
+
+    def __init__(self, message: str, *, operation: Optional[str] = None, bucket: Optional[str] = None,
+                 key: Optional[str] = None, code: Optional[str] = None):
+        super().__init__(message)
+        self.message = message
+        self.operation = operation
+        self.bucket = bucket
+        self.key = key
+        self.code = code
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class StorageAccessDenied(StorageError, PermissionError):
+    """The credentials are missing, invalid or expired, or do not allow the operation."""
+
+
+class StorageBucketNotFound(StorageError, FileNotFoundError):
+    """The bucket does not exist."""
+
+
+class StorageUnavailable(StorageError, ConnectionError):
+    """The endpoint could not be reached or kept failing (network, 5xx, throttling) after retries."""

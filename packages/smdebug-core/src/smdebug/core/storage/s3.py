@@ -1,0 +1,675 @@
+"""S3 storage: a run under ``s3://bucket/prefix/`` with the same layout and semantics as a local run.
+
+* boto3 with the standard AWS configuration: the credentials chain, ``AWS_REGION`` (else the default
+  region chain), and ``AWS_ENDPOINT_URL_S3`` / ``AWS_ENDPOINT_URL`` for S3-compatible endpoints.
+* Writes: an object is buffered and uploaded when it is committed (one PUT), or streamed as a
+  multipart upload once it grows past ``SMDEBUG_S3_MULTIPART_THRESHOLD`` (parts uploaded in
+  parallel). Nothing is visible under a key until its upload completes, which is what makes S3's
+  "write whole object" equivalent to the local ``.tmp`` + rename.
+* Exclusive create (the hook's claim file) is a conditional PUT (``If-None-Match: *``).
+* Reads: listing with ``StartAfter``; :meth:`S3Storage.read_many` coalesces neighbouring byte ranges
+  of one object into one ranged GET and runs the GETs on a thread pool; an optional disk cache
+  (:mod:`smdebug.core.storage.cache`).
+* Errors: transient failures are retried by botocore (standard retry mode, with backoff); on the
+  background writer's thread uploads keep retrying until the endpoint is back (or the hook gives up
+  at close). Permission and credential problems raise :class:`StorageAccessDenied` naming the
+  operation, bucket and key, never credentials.
+"""
+
+from __future__ import annotations
+
+import collections
+import concurrent.futures
+import errno
+import hashlib
+import os
+import random
+import re
+import socket
+import threading
+import time
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+import boto3
+from botocore import exceptions as bexc
+from botocore.config import Config
+
+from smdebug._version import __version__
+from smdebug.core.logger import get_logger
+from smdebug.core.storage.base import Storage, StorageWriter, parse_s3_path
+from smdebug.core.storage.cache import DiskCache, cacheable
+from smdebug.core.storage.errors import (
+    StorageAccessDenied,
+    StorageBucketNotFound,
+    StorageError,
+    StorageUnavailable,
+)
+
+logger = get_logger()
+
+MiB = 1 << 20
+MIN_PART_SIZE = 5 * MiB  # S3's minimum for every part but the last
+
+
+def _env_int(name: str, default: int) -> int:
+    try:
+        return int(float(os.environ.get(name, default)))
+    except ValueError:
+        return default
+
+
+def _env_float(name: str, default: float) -> float:
+    try:
+        return float(os.environ.get(name, default))
+    except ValueError:
+        return default
+
+
+# ----------------------------------------------------------------------------------------------
+# clients (one per process and configuration: creating a boto3 client costs ~50-100 ms)
+# ----------------------------------------------------------------------------------------------
+_CLIENT_ENV = (
+    "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_REGION",
+    "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS",
+    "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE", "SMDEBUG_S3_RETRY_ATTEMPTS", "SMDEBUG_S3_CONNECT_TIMEOUT",
+    "SMDEBUG_S3_READ_TIMEOUT", "SMDEBUG_S3_MAX_CONCURRENCY",
+)
+_clients: Dict[str, object] = {}
+_clients_lock = threading.Lock()
+_pools: Dict[int, concurrent.futures.ThreadPoolExecutor] = {}
+
+
+def endpoint_url() -> Optional[str]:
+    """The endpoint named by the environment (None: boto3's own resolution, i.e. AWS)."""
+    if os.environ.get("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "").strip().lower() == "true":
+        return None
+    return os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or None
+
+
+def max_concurrency() -> int:
+    return max(1, _env_int("SMDEBUG_S3_MAX_CONCURRENCY", 16))
+
+
+def get_client():
+    """A boto3 S3 client for the current environment (cached; boto3 clients are thread-safe)."""
+    # The cache key is a digest: credentials never sit in a readable structure of ours.
+    digest = hashlib.sha256("\0".join(os.environ.get(k, "\1") for k in _CLIENT_ENV).encode()).hexdigest()
+    key = f"{os.getpid()}:{digest}"
+    client = _clients.get(key)
+    if client is not None:
+        return client
+    with _clients_lock:
+        client = _clients.get(key)
+        if client is None:
+            config = Config(
+                retries={"mode": "standard", "total_max_attempts": max(1, _env_int("SMDEBUG_S3_RETRY_ATTEMPTS", 4))},
+                connect_timeout=_env_float("SMDEBUG_S3_CONNECT_TIMEOUT", 5),
+                read_timeout=_env_float("SMDEBUG_S3_READ_TIMEOUT", 60),
+                max_pool_connections=max(10, 2 * max_concurrency()),
+                user_agent_extra=f"smdebug/{__version__}",
+            )
+            session = boto3.session.Session()
+            client = session.client("s3", region_name=os.environ.get("AWS_REGION") or None,
+                                    endpoint_url=endpoint_url(), config=config)
+            _clients[key] = client
+    return client
+
+
+def _pool() -> concurrent.futures.ThreadPoolExecutor:
+    pool = _pools.get(os.getpid())
+    if pool is None:
+        with _clients_lock:
+            pool = _pools.get(os.getpid())
+            if pool is None:
+                pool = _pools[os.getpid()] = concurrent.futures.ThreadPoolExecutor(
+                    max_workers=max_concurrency(), thread_name_prefix="smdebug-s3")
+    return pool
+
+
+# ----------------------------------------------------------------------------------------------
+# errors
+# ----------------------------------------------------------------------------------------------
+_ACCESS_CODES = {
+    "AccessDenied", "AllAccessDisabled", "AccountProblem", "InvalidAccessKeyId", "SignatureDoesNotMatch",
+    "ExpiredToken", "InvalidToken", "TokenRefreshRequired", "InvalidSecurity", "AuthorizationHeaderMalformed",
+    "UnauthorizedAccess", "Forbidden", "InvalidClientTokenId", "RequestExpired", "403",
+}
+_CREDENTIAL_CODES = {"InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "InvalidToken",
+                     "TokenRefreshRequired", "InvalidClientTokenId", "RequestExpired"}
+_TRANSIENT_CODES = {
+    "InternalError", "ServiceUnavailable", "SlowDown", "RequestTimeout", "Throttling", "ThrottlingException",
+    "RequestLimitExceeded", "OperationAborted", "500", "502", "503", "504",
+}
+_IAM_ACTION = {
+    "GetObject": "s3:GetObject", "HeadObject": "s3:GetObject", "PutObject": "s3:PutObject",
+    "CreateMultipartUpload": "s3:PutObject", "UploadPart": "s3:PutObject", "CompleteMultipartUpload": "s3:PutObject",
+    "AbortMultipartUpload": "s3:AbortMultipartUpload", "ListObjectsV2": "s3:ListBucket",
+    "HeadBucket": "s3:ListBucket", "DeleteObject": "s3:DeleteObject", "CreateBucket": "s3:CreateBucket",
+}
+_TRANSPORT_ERRORS = (bexc.ConnectionError, bexc.HTTPClientError, socket.timeout, ConnectionError, TimeoutError)
+_CREDENTIAL_ERRORS = tuple(
+    c for c in (getattr(bexc, n, None) for n in (
+        "NoCredentialsError", "PartialCredentialsError", "CredentialRetrievalError", "TokenRetrievalError",
+        "SSOError", "ProfileNotFound", "UnauthorizedSSOTokenError", "RefreshWithMFAUnsupportedError",
+    )) if c is not None
+)
+# failures while a response body streams, which botocore does not retry
+_STREAM_ERRORS = tuple(
+    c for c in (getattr(bexc, n, None) for n in ("ResponseStreamingError", "ReadTimeoutError", "IncompleteReadError"))
+    if c is not None
+)
+_KEY_ID_RE = re.compile(r"\b(?:AKIA|ASIA|AROA|AIDA)[A-Z0-9]{12,}\b")
+
+
+def _scrub(text: str) -> str:
+    """Remove anything that could be a credential from a server or botocore message."""
+    text = _KEY_ID_RE.sub("<access key id>", text or "")
+    for name in ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_ACCESS_KEY_ID"):
+        value = os.environ.get(name)
+        if value and len(value) >= 6:
+            text = text.replace(value, "<redacted>")
+    return text[:300]
+
+
+def _code_of(e: "bexc.ClientError") -> Tuple[str, Optional[int], str]:
+    err = e.response.get("Error", {}) or {}
+    status = (e.response.get("ResponseMetadata") or {}).get("HTTPStatusCode")
+    return str(err.get("Code") or status or ""), status, str(err.get("Message") or "")
+
+
+def translate_error(e: BaseException, operation: str, bucket: str, key: str) -> BaseException:
+    """A clear exception for a failed S3 request. FileNotFoundError for a missing object."""
+    where = f"s3://{bucket}/{key}"
+    action = _IAM_ACTION.get(operation, "s3:" + operation)
+    kw = dict(operation=operation, bucket=bucket, key=key)
+    if isinstance(e, bexc.ClientError):
+        code, status, message = _code_of(e)
+        if code in ("NoSuchKey", "404", "NotFound", "NoSuchUpload"):
+            return FileNotFoundError(errno.ENOENT, "No such S3 object", where)
+        if code == "NoSuchBucket":
+            return StorageBucketNotFound(f"S3 bucket '{bucket}' does not exist ({operation} of {where})",
+                                         code=code, **kw)
+        if code in _ACCESS_CODES or status == 403:
+            if code in _CREDENTIAL_CODES:
+                hint = ("the AWS credentials in use were rejected (invalid or expired); check AWS_PROFILE, "
+                        "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/AWS_SESSION_TOKEN or the instance/container role")
+            else:
+                hint = f"check that the credentials in use are allowed {action} on bucket '{bucket}'"
+            detail = f": {_scrub(message)}" if message and message != code else ""
+            return StorageAccessDenied(
+                f"S3 {operation} of {where} was denied ({code}{detail}); {hint}", code=code, **kw)
+        if code in _TRANSIENT_CODES or (status is not None and status >= 500):
+            return StorageUnavailable(f"S3 {operation} of {where} kept failing ({code}: {_scrub(message)})",
+                                      code=code, **kw)
+        return StorageError(f"S3 {operation} of {where} failed ({code}: {_scrub(message)})", code=code, **kw)
+    if _CREDENTIAL_ERRORS and isinstance(e, _CREDENTIAL_ERRORS):
+        return StorageAccessDenied(
+            f"S3 {operation} of {where} needs AWS credentials and none could be used "
+            f"({type(e).__name__}: {_scrub(str(e))}); configure them through the standard chain "
+            "(environment variables, shared credentials/config files, or an instance/container role)",
+            code=type(e).__name__, **kw)
+    if isinstance(e, _TRANSPORT_ERRORS) or type(e).__name__ in ("ProtocolError", "IncompleteRead"):
+        endpoint = endpoint_url() or "AWS"
+        return StorageUnavailable(
+            f"S3 {operation} of {where} failed: cannot reach the endpoint ({endpoint}): "
+            f"{type(e).__name__}: {_scrub(str(e))}", code=type(e).__name__, **kw)
+    if isinstance(e, bexc.BotoCoreError):
+        return StorageError(f"S3 {operation} of {where} failed: {type(e).__name__}: {_scrub(str(e))}",
+                            code=type(e).__name__, **kw)
+    return e
+
+
+# ----------------------------------------------------------------------------------------------
+# storage
+# ----------------------------------------------------------------------------------------------
+class S3Storage(Storage):
+    """A run under ``s3://bucket/prefix/``. Keys are relative to the prefix."""
+
+    #: a BackgroundWriter on S3 never makes the training thread wait: when its byte budget is used up
+    #: (S3 slow or unreachable) new steps are dropped and reported instead
+    drop_when_full = True
+
+    def __init__(self, path: str, cache_dir: Optional[str] = None):
+        bucket, prefix = parse_s3_path(path)
+        if not bucket:
+            raise StorageError(f"Invalid S3 path {path!r}: no bucket name")
+        prefix = re.sub("/+", "/", prefix).lstrip("/")
+        if prefix and not prefix.endswith("/"):
+            prefix += "/"
+        self.bucket = bucket
+        self.prefix = prefix
+        self.display_path = f"s3://{bucket}/{prefix}"
+        self.multipart_threshold = max(MIN_PART_SIZE, _env_int("SMDEBUG_S3_MULTIPART_THRESHOLD", 8 * MiB))
+        self.part_size = max(MIN_PART_SIZE, _env_int("SMDEBUG_S3_PART_SIZE", 8 * MiB))
+        self.max_parts_in_flight = max(1, _env_int("SMDEBUG_S3_PARTS_IN_FLIGHT", 4))
+        #: neighbouring ranges of one object closer than this are fetched in one GET
+        self.coalesce_gap = max(0, _env_int("SMDEBUG_S3_COALESCE_GAP", 256 << 10))
+        self.coalesce_max = max(1, _env_int("SMDEBUG_S3_COALESCE_MAX", 16 * MiB))
+        #: bytes a trial may fetch around a single requested record (its neighbours in the same event
+        #: object), so asking for several tensors of one step costs one GET
+        self.read_ahead = max(0, _env_int("SMDEBUG_S3_READ_AHEAD", 1 * MiB))
+        self.retry_base_delay = _env_float("SMDEBUG_S3_RETRY_BASE_DELAY", 0.5)
+        self.retry_max_delay = _env_float("SMDEBUG_S3_RETRY_MAX_DELAY", 10.0)
+        self.cache = DiskCache(cache_dir, f"{bucket}/{prefix}") if cache_dir else None
+        self._etags: Dict[str, str] = {}
+        self._cancel = threading.Event()
+        self._background_threads: set = set()
+        self._lock = threading.Lock()
+        self._counts: collections.Counter = collections.Counter()
+        self.bytes_downloaded = 0
+        self._outage_since: Optional[float] = None
+        self._outage_error: Optional[str] = None
+        self._client = None
+
+    # --- plumbing -----------------------------------------------------------------------------
+    @property
+    def client(self):
+        if self._client is None:
+            self._client = get_client()
+        return self._client
+
+    def _key(self, key: str) -> str:
+        return self.prefix + key.lstrip("/") if key else self.prefix
+
+    def request_counts(self) -> Dict[str, int]:
+        """Requests sent by this storage, by operation (retries inside botocore not counted)."""
+        with self._lock:
+            return dict(self._counts)
+
+    def reset_request_counts(self) -> None:
+        with self._lock:
+            self._counts.clear()
+            self.bytes_downloaded = 0
+
+    def serve_background_writer(self) -> None:
+        """Called on a hook's writer thread: uploads from it retry until they succeed (or cancel)."""
+        self._background_threads.add(threading.get_ident())
+        self._cancel.clear()
+
+    def cancel_pending(self) -> None:
+        """Stop retrying: background uploads in progress or queued fail at once (hook close)."""
+        self._cancel.set()
+
+    @property
+    def outage(self) -> Optional[str]:
+        """The last error while S3 is failing (None when the last request succeeded)."""
+        return self._outage_error
+
+    def _call(self, operation: str, key: str, fn: Callable, background: Optional[bool] = None):
+        """Run one S3 request; translate errors; on the writer thread retry transient failures."""
+        if background is None:
+            background = threading.get_ident() in self._background_threads
+        delay = self.retry_base_delay
+        while True:
+            if background and self._cancel.is_set() and self._outage_since is not None:
+                raise StorageUnavailable(
+                    f"S3 {operation} of s3://{self.bucket}/{self._key(key)} not attempted: gave up waiting for "
+                    f"S3 ({self._outage_error})", operation=operation, bucket=self.bucket, key=self._key(key))
+            with self._lock:
+                self._counts[operation] += 1
+            try:
+                result = fn()
+            except Exception as e:  # noqa: BLE001 - translated below
+                err = translate_error(e, operation, self.bucket, self._key(key))
+                if not (background and isinstance(err, StorageUnavailable)):
+                    if isinstance(err, StorageUnavailable):
+                        self._note_outage(err, background=False)
+                    if err is e:
+                        raise
+                    raise err from None
+                self._note_outage(err, background=True)
+                if self._cancel.wait(delay * (0.5 + random.random() / 2)):
+                    raise err from None
+                delay = min(delay * 2, self.retry_max_delay)
+                continue
+            if self._outage_since is not None:
+                self._note_recovered()
+            return result
+
+    def _note_outage(self, err: StorageError, background: bool) -> None:
+        with self._lock:
+            first = self._outage_since is None
+            if first:
+                self._outage_since = time.monotonic()
+            self._outage_error = str(err)
+        if first and background:
+            logger.warning(
+                "smdebug: %s. Saving goes on in the background and retries until S3 answers; training is "
+                "not blocked.", err)
+
+    def _note_recovered(self) -> None:
+        with self._lock:
+            since, self._outage_since, self._outage_error = self._outage_since, None, None
+        if since is not None and self._background_threads:
+            logger.warning("smdebug: S3 is reachable again after %.1f s; uploads to %s resumed.",
+                           time.monotonic() - since, self.display_path)
+
+    # --- listing ------------------------------------------------------------------------------
+    def list(self, prefix: str, start_after: Optional[str] = None) -> List[str]:
+        s3_prefix = self._key(prefix)
+        if s3_prefix and not s3_prefix.endswith("/"):
+            s3_prefix += "/"
+        kwargs = {"Bucket": self.bucket, "Prefix": s3_prefix, "MaxKeys": 1000}
+        if start_after:
+            kwargs["StartAfter"] = self._key(start_after)
+        out: List[str] = []
+        changed = False
+        n = len(self.prefix)
+        while True:
+            page = self._call("ListObjectsV2", prefix, lambda: self.client.list_objects_v2(**kwargs))
+            for item in page.get("Contents") or ():
+                rel = item["Key"][n:]
+                out.append(rel)
+                etag = item.get("ETag")
+                if etag and self.cache is not None and cacheable(rel):
+                    self._etags[rel] = etag
+                    cached = self.cache.etag(rel)
+                    if cached is not None and cached != "unknown" and cached != _plain_etag(etag):
+                        changed = True
+            token = page.get("NextContinuationToken")
+            if not page.get("IsTruncated") or not token:
+                break
+            kwargs.pop("StartAfter", None)
+            kwargs["ContinuationToken"] = token
+        if changed:
+            logger.warning("smdebug: %s was rewritten since it was cached; dropping its disk cache", self.display_path)
+            self.cache.clear()
+        return out
+
+    # --- reading ------------------------------------------------------------------------------
+    def read(self, key: str, offset: int = 0, length: Optional[int] = None) -> bytes:
+        if length is not None and length <= 0:
+            return b""
+        if self.cache is not None:
+            hit = self.cache.get(key, offset, length, etag=self._etags.get(key) if offset == 0 and length is None else None)
+            if hit is not None:
+                return hit
+        data, etag = self._get(key, offset, length)
+        if self.cache is not None and data:
+            if offset == 0 and length is None:
+                self.cache.put_whole(key, data, _plain_etag(etag or self._etags.get(key, "")))
+            else:
+                self.cache.put_span(key, offset, data)
+        return data
+
+    def _get(self, key: str, offset: int, length: Optional[int]) -> Tuple[bytes, Optional[str]]:
+        kwargs = {"Bucket": self.bucket, "Key": self._key(key)}
+        if offset or length is not None:
+            end = "" if length is None else str(offset + length - 1)
+            kwargs["Range"] = f"bytes={offset}-{end}"
+
+        def fetch():
+            # A connection dropped while the body streams is not retried by botocore: retry here.
+            for attempt in range(3):
+                try:
+                    resp = self.client.get_object(**kwargs)
+                    return resp["Body"].read(), resp.get("ETag")
+                except bexc.ClientError as e:
+                    if _code_of(e)[0] == "InvalidRange":  # offset past the end: like reading a file
+                        return b"", None
+                    raise
+                except _STREAM_ERRORS:
+                    if attempt == 2:
+                        raise
+                    time.sleep(0.1 * (attempt + 1))
+            raise AssertionError("unreachable")
+
+        data, etag = self._call("GetObject", key, fetch)
+        with self._lock:
+            self.bytes_downloaded += len(data)
+        return data, etag
+
+    def read_many(self, requests: Sequence[Tuple[str, int, Optional[int]]]) -> List[bytes]:
+        """Many reads: neighbouring ranges of one object become one ranged GET; GETs run in parallel."""
+        results: List[Optional[bytes]] = [None] * len(requests)
+        pending: Dict[str, List[Tuple[int, int, Optional[int]]]] = {}
+        for i, (key, offset, length) in enumerate(requests):
+            if length is not None and length <= 0:
+                results[i] = b""
+                continue
+            if self.cache is not None:
+                hit = self.cache.get(key, offset, length,
+                                     etag=self._etags.get(key) if offset == 0 and length is None else None)
+                if hit is not None:
+                    results[i] = hit
+                    continue
+            pending.setdefault(key, []).append((i, offset, length))
+        jobs = []  # (key, start, length or None, [(index, offset, length)])
+        for key, reqs in pending.items():
+            jobs.extend(self._coalesce(key, reqs))
+        if not jobs:
+            return results  # type: ignore[return-value]
+        if len(jobs) == 1:
+            fetched = [self._fetch_job(jobs[0])]
+        else:
+            futures = [_pool().submit(self._fetch_job, job) for job in jobs]
+            concurrent.futures.wait(futures)
+            fetched = [f.result() for f in futures]  # the first failure (in request order) is raised
+        for (key, start, _length, members), data in zip(jobs, fetched):
+            for i, offset, length in members:
+                rel = offset - start
+                results[i] = data[rel:] if length is None else data[rel:rel + length]
+        return results  # type: ignore[return-value]
+
+    def _coalesce(self, key: str, reqs: List[Tuple[int, int, Optional[int]]]):
+        if any(length is None for _, _, length in reqs):
+            start = min(offset for _, offset, _ in reqs)
+            if start == 0 or len(reqs) == 1:
+                return [(key, start, None, reqs)]
+        reqs = sorted(reqs, key=lambda r: r[1])
+        jobs = []
+        cur: List[Tuple[int, int, Optional[int]]] = []
+        cur_start = cur_end = 0
+        for r in reqs:
+            _, offset, length = r
+            end = offset + (length or 0)
+            if cur and offset <= cur_end + self.coalesce_gap and max(end, cur_end) - cur_start <= self.coalesce_max:
+                cur.append(r)
+                cur_end = max(cur_end, end)
+                continue
+            if cur:
+                jobs.append((key, cur_start, cur_end - cur_start, cur))
+            cur, cur_start, cur_end = [r], offset, end
+        if cur:
+            jobs.append((key, cur_start, cur_end - cur_start, cur))
+        return jobs
+
+    def _fetch_job(self, job) -> bytes:
+        key, start, length, _members = job
+        return self.read(key, start, length)
+
+    def _head(self, key: str) -> Optional[dict]:
+        try:
+            return self._call("HeadObject", key, lambda: self.client.head_object(Bucket=self.bucket, Key=self._key(key)))
+        except FileNotFoundError:
+            return None
+
+    def exists(self, key: str) -> bool:
+        return self._head(key) is not None
+
+    def age(self, key: str) -> Optional[float]:
+        head = self._head(key)
+        if head is None or head.get("LastModified") is None:
+            return None
+        return max(0.0, time.time() - head["LastModified"].timestamp())
+
+    def stat(self, key: str) -> Optional[Tuple[str, float]]:
+        """(ETag, age in seconds) of an object, or None if it does not exist."""
+        head = self._head(key)
+        if head is None:
+            return None
+        modified = head.get("LastModified")
+        return head.get("ETag", ""), (max(0.0, time.time() - modified.timestamp()) if modified else 0.0)
+
+    # --- writing ------------------------------------------------------------------------------
+    def open_writer(self, key: str) -> "S3Writer":
+        return S3Writer(self, key)
+
+    def write_atomic(self, key: str, data: bytes) -> None:
+        if len(data) < self.multipart_threshold:
+            self._put(key, data)
+            return
+        super().write_atomic(key, data)
+
+    def _put(self, key: str, data: bytes, background: Optional[bool] = None, **extra) -> dict:
+        body = bytes(data)
+        return self._call("PutObject", key, lambda: self.client.put_object(
+            Bucket=self.bucket, Key=self._key(key), Body=body, **extra), background=background)
+
+    def create_exclusive(self, key: str, data: bytes) -> bool:
+        """Create ``key`` only if it does not exist: a conditional PUT (``If-None-Match: *``).
+
+        Endpoints without conditional writes fall back to look-then-put, which two processes starting
+        at the same instant can both win (logged at debug level).
+        """
+        try:
+            self._put(key, data, background=False, IfNoneMatch="*")
+            return True
+        except StorageError as e:
+            if e.code in ("PreconditionFailed", "ConditionalRequestConflict", "412", "409"):
+                return False
+            if e.code not in ("NotImplemented", "501", "ParamValidationError", "InvalidArgument"):
+                raise
+        logger.debug("smdebug: %s has no conditional PUT; claiming %s without it", self.display_path, key)
+        if self.exists(key):
+            return False
+        self._put(key, data, background=False)
+        return True
+
+    def replace_if_unchanged(self, key: str, data: bytes, etag: str) -> bool:
+        """Overwrite ``key`` only if its ETag is still ``etag`` (``If-Match``); False if it changed."""
+        try:
+            self._put(key, data, background=False, IfMatch=etag)
+            return True
+        except FileNotFoundError:
+            return False
+        except StorageError as e:
+            if e.code in ("PreconditionFailed", "ConditionalRequestConflict", "412", "409"):
+                return False
+            if e.code not in ("NotImplemented", "501", "ParamValidationError", "InvalidArgument"):
+                raise
+        self._put(key, data, background=False)
+        return True
+
+    def remove(self, key: str) -> None:
+        try:
+            self._call("DeleteObject", key, lambda: self.client.delete_object(Bucket=self.bucket, Key=self._key(key)))
+        except FileNotFoundError:
+            pass
+
+    def ensure_bucket(self) -> bool:
+        """Create the bucket if it does not exist (as the original did). True if it was created.
+
+        A bucket we may not inspect (403) is left alone: the first write says whether we may write.
+        """
+        try:
+            self._call("HeadBucket", "", lambda: self.client.head_bucket(Bucket=self.bucket), background=False)
+            return False
+        except (FileNotFoundError, StorageBucketNotFound):
+            pass
+        except StorageAccessDenied:
+            return False
+        region = self.client.meta.region_name
+        kwargs = {"Bucket": self.bucket}
+        if region and region != "us-east-1":
+            kwargs["CreateBucketConfiguration"] = {"LocationConstraint": region}
+        try:
+            self._call("CreateBucket", "", lambda: self.client.create_bucket(**kwargs), background=False)
+        except StorageError as e:
+            if e.code in ("BucketAlreadyOwnedByYou",):
+                return False
+            raise
+        logger.info("smdebug: created S3 bucket %s", self.bucket)
+        return True
+
+
+def _plain_etag(etag: Optional[str]) -> str:
+    return re.sub(r"[^A-Za-z0-9-]", "", etag or "")
+
+
+class S3Writer(StorageWriter):
+    """An object being written: buffered, or streamed as a multipart upload once it is large.
+
+    Nothing appears under the key until :meth:`commit` (a PUT, or the multipart completion).
+    """
+
+    def __init__(self, storage: S3Storage, key: str):
+        self._s = storage
+        self._key = key
+        self._buf = bytearray()
+        self._pos = 0
+        self._upload_id: Optional[str] = None
+        self._parts: List[concurrent.futures.Future] = []
+        self._background = threading.get_ident() in storage._background_threads
+        self._done = False
+
+    def write(self, data) -> None:
+        if self._done:
+            raise ValueError(f"write to a closed S3 object {self._key}")
+        self._buf += data
+        self._pos += len(data)
+        if len(self._buf) >= (self._s.part_size if self._upload_id else self._s.multipart_threshold):
+            self._send_parts(final=False)
+
+    def tell(self) -> int:
+        return self._pos
+
+    def _send_parts(self, final: bool) -> None:
+        s = self._s
+        if self._upload_id is None:
+            resp = s._call("CreateMultipartUpload", self._key, lambda: s.client.create_multipart_upload(
+                Bucket=s.bucket, Key=s._key(self._key)), background=self._background)
+            self._upload_id = resp["UploadId"]
+        while len(self._buf) >= s.part_size or (final and self._buf):
+            chunk = bytes(self._buf[:s.part_size])
+            del self._buf[:s.part_size]
+            in_flight = [f for f in self._parts if not f.done()]
+            if len(in_flight) >= s.max_parts_in_flight:
+                concurrent.futures.wait(in_flight, return_when=concurrent.futures.FIRST_COMPLETED)
+            failed = next((f for f in self._parts if f.done() and f.exception() is not None), None)
+            if failed is not None:
+                failed.result()
+            self._parts.append(_pool().submit(self._upload_part, len(self._parts) + 1, chunk))
+
+    def _upload_part(self, number: int, chunk: bytes) -> str:
+        s = self._s
+        resp = s._call("UploadPart", self._key, lambda: s.client.upload_part(
+            Bucket=s.bucket, Key=s._key(self._key), UploadId=self._upload_id, PartNumber=number, Body=chunk),
+            background=self._background)
+        return resp["ETag"]
+
+    def commit(self) -> None:
+        if self._done:
+            return
+        s = self._s
+        try:
+            if self._upload_id is None:
+                s._put(self._key, self._buf, background=self._background)
+            else:
+                self._send_parts(final=True)
+                etags = [f.result() for f in self._parts]
+                parts = [{"ETag": e, "PartNumber": i + 1} for i, e in enumerate(etags)]
+                s._call("CompleteMultipartUpload", self._key, lambda: s.client.complete_multipart_upload(
+                    Bucket=s.bucket, Key=s._key(self._key), UploadId=self._upload_id,
+                    MultipartUpload={"Parts": parts}), background=self._background)
+                self._upload_id = None
+        except BaseException:
+            self.abort()
+            raise
+        self._done = True
+        self._buf = bytearray()
+
+    def abort(self) -> None:
+        self._done = True
+        self._buf = bytearray()
+        for f in self._parts:
+            f.cancel()
+        if self._upload_id is not None:
+            upload_id, self._upload_id = self._upload_id, None
+            concurrent.futures.wait(self._parts)
+            s = self._s
+            try:  # best effort: a lifecycle rule cleans up what we could not
+                s._call("AbortMultipartUpload", self._key, lambda: s.client.abort_multipart_upload(
+                    Bucket=s.bucket, Key=s._key(self._key), UploadId=upload_id), background=False)
+            except Exception:  # noqa: BLE001
+                pass
