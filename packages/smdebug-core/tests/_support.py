@@ -75,7 +75,7 @@ def train_logistic_regression(hook, steps=10, seed=0, mode=None, lr=0.5, on_step
 
 def write_run(root, steps, workers=("worker_0",), num_workers=None, mode_of=None, tensors=None, end=True,
               skip=None):
-    """Write a run with the real writers, step by step, for reader scenarios.
+    """Write a run with the real writers, step by step, for reader scenarios (local or S3).
 
     ``mode_of(step) -> (mode, mode_step)``; ``tensors(step, worker) -> {name: array}``;
     ``skip(step, worker) -> bool`` leaves a step out for a worker.
@@ -84,10 +84,13 @@ def write_run(root, steps, workers=("worker_0",), num_workers=None, mode_of=None
     from smdebug.core.collection_manager import CollectionManager
     from smdebug.core.locations import END_OF_JOB_FILE, collections_file_name
     from smdebug.core.modes import ModeKeys
-    from smdebug.core.storage.local import LocalStorage
+    from smdebug.core.storage.base import Storage, get_storage
     from smdebug.core.tfevent.step_writer import StepWriter
 
-    storage = LocalStorage(str(root))
+    # ``root``: a local path, an s3:// path, a Storage, or a test RunLocation (has .storage)
+    storage = getattr(root, "storage", root)
+    if not isinstance(storage, Storage):
+        storage = get_storage(str(root))
     cm = CollectionManager()
     cm.add(Collection("weights", include_regex=["^w"]))
     cm.set_num_workers(num_workers or len(workers))

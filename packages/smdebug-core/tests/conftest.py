@@ -164,3 +164,109 @@ def run_smdebug(*args: str, env: Optional[Dict[str, str]] = None, timeout: float
 def smdebug_cli():
     """Run the ``smdebug`` command: ``smdebug_cli("plugins", "--json", env={...})``."""
     return run_smdebug
+
+
+# --------------------------------------------------------------------------------------------------
+# S3: a moto server over HTTP, and run locations that are either a local directory or an S3 prefix
+# --------------------------------------------------------------------------------------------------
+# Quick retries against the local endpoint (the defaults are tuned for AWS).
+S3_TEST_ENV = {
+    "SMDEBUG_S3_RETRY_ATTEMPTS": "2",
+    "SMDEBUG_S3_RETRY_BASE_DELAY": "0.05",
+    "SMDEBUG_S3_RETRY_MAX_DELAY": "0.3",
+    "SMDEBUG_S3_CONNECT_TIMEOUT": "2",
+    "SMDEBUG_STOP_CHECK_INTERVAL": "0.1",
+}
+
+
+@pytest.fixture(scope="session")
+def moto_server():
+    """One moto server per test process (pytest-xdist worker), its endpoint in the environment.
+
+    Skips where boto3 or moto[server] is not installed (the compat sessions)."""
+    pytest.importorskip("boto3")
+    pytest.importorskip("moto.server")
+    from smdebug.core.testing import MotoServer, apply_env, restore_env
+
+    server = MotoServer(interruptible=True).start()
+    previous = apply_env({**server.env, **S3_TEST_ENV})
+    yield server
+    server.stop()
+    restore_env(previous)
+
+
+_bucket_count = [0]
+
+
+def new_bucket(prefix: str = "smd") -> str:
+    """A fresh bucket on the moto server (unique within the test process)."""
+    import boto3
+
+    _bucket_count[0] += 1
+    name = f"{prefix}-{os.getpid()}-{_bucket_count[0]}"
+    boto3.client("s3").create_bucket(Bucket=name)
+    return name
+
+
+class RunLocation:
+    """Where a test run lives: a local directory or an S3 prefix, with helpers to poke at its files."""
+
+    def __init__(self, kind: str, path: str):
+        from smdebug.core.storage import get_storage
+
+        self.kind = kind
+        self.path = path
+        self.storage = get_storage(path)
+
+    @property
+    def is_s3(self) -> bool:
+        return self.kind == "s3"
+
+    def __str__(self) -> str:
+        return self.path
+
+    def __fspath__(self) -> str:
+        return self.path
+
+    def write(self, key: str, data) -> None:
+        self.storage.write_atomic(key, data.encode() if isinstance(data, str) else data)
+
+    def read(self, key: str) -> bytes:
+        return self.storage.read(key)
+
+    def remove(self, key: str) -> None:
+        self.storage.remove(key)
+
+    def exists(self, key: str) -> bool:
+        return self.storage.exists(key)
+
+    def keys(self, prefix: str = "") -> list:
+        return self.storage.list(prefix)
+
+    def sub(self, name: str) -> "RunLocation":
+        return RunLocation(self.kind, self.path.rstrip("/") + "/" + name)
+
+
+@pytest.fixture
+def s3_run(moto_server):
+    """A run location under a fresh S3 bucket."""
+    return RunLocation("s3", f"s3://{new_bucket()}/run")
+
+
+@pytest.fixture(params=["local", "s3"])
+def run_loc(request, tmp_path):
+    """The same test on a local directory and on S3 (moto over HTTP)."""
+    if request.param == "local":
+        return RunLocation("local", str(tmp_path / "run"))
+    request.getfixturevalue("moto_server")
+    return RunLocation("s3", f"s3://{new_bucket()}/run")
+
+
+@pytest.fixture
+def smdebug_log():
+    """Records of the ``smdebug`` logger (it does not propagate to pytest's caplog)."""
+    logger = logging.getLogger("smdebug")
+    handler = _ListHandler()
+    logger.addHandler(handler)
+    yield PluginLog(handler)
+    logger.removeHandler(handler)

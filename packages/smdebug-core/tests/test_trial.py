@@ -1,4 +1,8 @@
-"""Trials: steps, modes, workers, completeness, live refresh, lazy loading and damaged files."""
+"""Trials: steps, modes, workers, completeness, live refresh, lazy loading and damaged files.
+
+Every test that reads a run takes ``run_loc``: it runs once on a local directory and once on S3 (a moto
+server over HTTP), with the same expectations.
+"""
 
 import os
 import subprocess
@@ -29,7 +33,8 @@ from smdebug.exceptions import (
     TensorUnavailable,
     TensorUnavailableForStep,
 )
-from smdebug.trials import LocalTrial, create_trial
+from smdebug.core.locations import END_OF_JOB_FILE
+from smdebug.trials import LocalTrial, S3Trial, create_trial
 
 HERE = os.path.dirname(__file__)
 
@@ -45,12 +50,12 @@ def open_trial(path, **kw):
     return create_trial(str(path), **kw)
 
 
-def test_create_trial_basics(tmp_path):
-    write_run(tmp_path, range(3))
-    t = create_trial(f"  {tmp_path}  ")
-    assert isinstance(t, LocalTrial) and t.name == os.path.basename(str(tmp_path))
+def test_create_trial_basics(run_loc):
+    write_run(run_loc, range(3))
+    t = create_trial(f"  {run_loc}  ")
+    assert isinstance(t, S3Trial if run_loc.is_s3 else LocalTrial) and t.name == "run"
     assert t.steps() == [0, 1, 2] and t.workers() == ["worker_0"] and t.num_workers == 1
-    assert has_training_ended(str(tmp_path))
+    assert has_training_ended(str(run_loc))
     assert {k: v.tolist() for k, v in t.tensor("w").values().items()} == {0: [0] * 3, 1: [1] * 3, 2: [2] * 3}
     with pytest.raises(TensorUnavailable):
         t.tensor("nope")
@@ -63,9 +68,9 @@ def test_create_trial_basics(tmp_path):
         t.tensor("w").value(1, worker="worker_9")
 
 
-def test_step_errors_on_finished_run(tmp_path):
-    write_run(tmp_path, [0, 1, 2, 3], tensors=lambda s, w: {"w": np.ones(2)} if s % 2 == 0 else {"v": np.ones(1)})
-    t = open_trial(tmp_path)
+def test_step_errors_on_finished_run(run_loc):
+    write_run(run_loc, [0, 1, 2, 3], tensors=lambda s, w: {"w": np.ones(2)} if s % 2 == 0 else {"v": np.ones(1)})
+    t = open_trial(run_loc)
     with pytest.raises(StepUnavailable):
         t.tensor("w").value(10)
     with pytest.raises(TensorUnavailableForStep):
@@ -76,9 +81,9 @@ def test_step_errors_on_finished_run(tmp_path):
     assert t.has_passed_step(10) == StepState.UNAVAILABLE
 
 
-def test_has_passed_step_single_worker_missing_step(tmp_path):
-    write_run(tmp_path, [0, 1, 2, 3, 5, 6], end=False)
-    t = open_trial(tmp_path)
+def test_has_passed_step_single_worker_missing_step(run_loc):
+    write_run(run_loc, [0, 1, 2, 3, 5, 6], end=False)
+    t = open_trial(run_loc)
     assert t.has_passed_step(4) == StepState.UNAVAILABLE
     assert t.has_passed_step(8) == StepState.NOT_YET_AVAILABLE
     assert t.has_passed_step(5) == StepState.AVAILABLE
@@ -88,7 +93,7 @@ def test_has_passed_step_single_worker_missing_step(tmp_path):
         t.wait_for_steps([7], timeout=0.3)
     with pytest.raises(StepNotYetAvailable):
         t.tensor("w").value(7)
-    (tmp_path / "training_job_end.ts").write_bytes(b"")
+    run_loc.write(END_OF_JOB_FILE, b"")
     t.refresh_data()
     assert t.has_passed_step(8) == StepState.UNAVAILABLE
     with pytest.raises(NoMoreData):
@@ -97,12 +102,12 @@ def test_has_passed_step_single_worker_missing_step(tmp_path):
         t.wait_for_steps([4])
 
 
-def test_has_passed_step_two_modes(tmp_path):
+def test_has_passed_step_two_modes(run_loc):
     def mode_of(step):
         return (modes.TRAIN, step) if step <= 30 else (modes.EVAL, step - 40)
 
-    write_run(tmp_path, [0, 10, 20, 30] + list(range(40, 71)), mode_of=mode_of, end=False)
-    t = open_trial(tmp_path)
+    write_run(run_loc, [0, 10, 20, 30] + list(range(40, 71)), mode_of=mode_of, end=False)
+    t = open_trial(run_loc)
     assert t.steps(modes.TRAIN) == [0, 10, 20, 30]
     assert t.has_passed_step(23, modes.TRAIN) == StepState.UNAVAILABLE
     assert t.has_passed_step(40, modes.TRAIN) == StepState.NOT_YET_AVAILABLE
@@ -112,12 +117,12 @@ def test_has_passed_step_two_modes(tmp_path):
     np.testing.assert_array_equal(t.tensor("w").value(5, mode=modes.EVAL), t.tensor("w").value(45))
 
 
-def test_two_workers_missing_steps_and_completeness(tmp_path):
+def test_two_workers_missing_steps_and_completeness(run_loc):
     # worker_1 misses steps 3 and 4 but wrote 5: those steps are complete (a later step completed)
-    write_run(tmp_path, range(6), workers=("worker_0", "worker_1"), end=False,
+    write_run(run_loc, range(6), workers=("worker_0", "worker_1"), end=False,
               skip=lambda s, w: w == "worker_1" and s in (3, 4),
               tensors=lambda s, w: {"w": np.full(2, s * 10 + int(w[-1]), np.float32)})
-    t = open_trial(tmp_path)
+    t = open_trial(run_loc)
     assert t.workers() == ["worker_0", "worker_1"] and t.num_workers == 2
     assert t.steps() == [0, 1, 2, 3, 4, 5]
     assert all(t.has_passed_step(s) == StepState.AVAILABLE for s in range(6))
@@ -127,10 +132,10 @@ def test_two_workers_missing_steps_and_completeness(tmp_path):
     np.testing.assert_array_equal(t.tensor("w").value(5), [50, 50])  # smallest worker by default
 
 
-def test_two_workers_one_stopped(tmp_path):
-    write_run(tmp_path, range(6), workers=("worker_0", "worker_1"), end=False,
+def test_two_workers_one_stopped(run_loc):
+    write_run(run_loc, range(6), workers=("worker_0", "worker_1"), end=False,
               skip=lambda s, w: w == "worker_1" and s > 2)
-    t = open_trial(tmp_path)
+    t = open_trial(run_loc)
     assert t.steps() == [0, 1, 2]
     assert t.last_complete_step == 2
     assert t.steps(show_incomplete_steps=True) == [0, 1, 2, 3, 4, 5]
@@ -139,17 +144,17 @@ def test_two_workers_one_stopped(tmp_path):
     assert t.steps() == [0, 1, 2, 3, 4, 5]
 
 
-def test_three_workers_window_gives_up_on_old_incomplete_steps(tmp_path, monkeypatch):
+def test_three_workers_window_gives_up_on_old_incomplete_steps(run_loc, monkeypatch):
     monkeypatch.setenv("SMDEBUG_INCOMPLETE_STEP_WAIT_WINDOW", "10")
-    write_run(tmp_path, range(20), workers=("a", "b", "c"), end=False, skip=lambda s, w: w != "a")
-    t = open_trial(tmp_path)
+    write_run(run_loc, range(20), workers=("a", "b", "c"), end=False, skip=lambda s, w: w != "a")
+    t = open_trial(run_loc)
     assert t.last_complete_step >= 4
     first = t.last_complete_step
     t.refresh_data()
     assert t.last_complete_step >= first
 
 
-def test_real_multi_process_run_with_missing_step(tmp_path):
+def test_real_multi_process_run_with_missing_step(run_loc):
     """Two worker processes with include_workers='all'; worker 1 skips step 3."""
     code = textwrap.dedent(
         f"""
@@ -157,7 +162,7 @@ def test_real_multi_process_run_with_missing_step(tmp_path):
         from _support import NumpyHook
         from smdebug import SaveConfig
         rank = int(os.environ["SMDEBUG_TEST_RANK"])
-        hook = NumpyHook(out_dir={str(tmp_path)!r}, save_config=SaveConfig(save_interval=1),
+        hook = NumpyHook(out_dir={str(run_loc)!r}, save_config=SaveConfig(save_interval=1),
                          include_collections=["weights"], include_workers="all")
         for step in range(6):
             hook.begin_step()
@@ -174,7 +179,7 @@ def test_real_multi_process_run_with_missing_step(tmp_path):
         for r in range(2)
     ]
     assert [p.wait(timeout=120) for p in procs] == [0, 0]
-    t = open_trial(tmp_path)
+    t = open_trial(run_loc)
     assert t.workers() == ["worker_0", "worker_1"] and t.num_workers == 2
     assert not t.loaded_all_steps
     assert t.steps() == [0, 1, 2, 3, 4, 5]
@@ -186,20 +191,20 @@ def test_real_multi_process_run_with_missing_step(tmp_path):
     assert len(df) == 11 and set(df.worker) == {"worker_0", "worker_1"}
 
 
-def test_live_trial_while_training(tmp_path):
+def test_live_trial_while_training(run_loc):
     code = textwrap.dedent(
         f"""
         import time
         from _support import NumpyHook, train_logistic_regression
         from smdebug import SaveConfig
-        hook = NumpyHook(out_dir={str(tmp_path)!r}, save_config=SaveConfig(save_interval=1))
+        hook = NumpyHook(out_dir={str(run_loc)!r}, save_config=SaveConfig(save_interval=1))
         train_logistic_regression(hook, steps=12, on_step=lambda s: time.sleep(0.25))
         hook.close()
         """
     )
     proc = subprocess.Popen([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": HERE})
     try:
-        t = open_trial(tmp_path, wait_for_collections=60)
+        t = open_trial(run_loc, wait_for_collections=60)
         seen = []
         t.wait_for_steps([3])
         seen.append(len(t.steps()))
@@ -222,9 +227,9 @@ def test_live_trial_while_training(tmp_path):
         proc.kill()
 
 
-def test_refresh_context_managers_restore_state(tmp_path):
-    write_run(tmp_path, range(2))
-    t = open_trial(tmp_path)
+def test_refresh_context_managers_restore_state(run_loc):
+    write_run(run_loc, range(2))
+    t = open_trial(run_loc)
     with no_refresh(t):
         assert not t.dynamic_refresh
     assert t.dynamic_refresh
@@ -233,9 +238,9 @@ def test_refresh_context_managers_restore_state(tmp_path):
     assert t.dynamic_refresh
 
 
-def test_opening_reads_no_payloads_and_value_reads_one_step(tmp_path):
-    write_run(tmp_path, range(50), tensors=lambda s, w: {f"t{i}": np.full(2, s, np.float32) for i in range(20)})
-    t = open_trial(tmp_path)
+def test_opening_reads_no_payloads_and_value_reads_one_step(run_loc):
+    write_run(run_loc, range(50), tensors=lambda s, w: {f"t{i}": np.full(2, s, np.float32) for i in range(20)})
+    t = open_trial(run_loc)
     assert t.steps() == list(range(50))
     files = [f for step in t._files.values() for f in step.values()]
     assert not any(f.parsed for f in files)
@@ -244,12 +249,12 @@ def test_opening_reads_no_payloads_and_value_reads_one_step(tmp_path):
     assert len(t.tensor_names()) == 20
 
 
-def test_tensor_names_filters(tmp_path):
-    hook = NumpyHook(out_dir=str(tmp_path), save_config=SaveConfig(save_interval=1),
+def test_tensor_names_filters(run_loc):
+    hook = NumpyHook(out_dir=str(run_loc), save_config=SaveConfig(save_interval=1),
                      include_collections=["weights", "gradients", "losses", "biases"])
     train_logistic_regression(hook, steps=2)
     hook.close()
-    t = open_trial(tmp_path)
+    t = open_trial(run_loc)
     assert t.tensor_names(regex="^gradient") == ["gradient/biases/b", "gradient/weights/w"]
     assert t.tensor_names(regex=["loss", "^biases"]) == ["biases/b", "loss"]
     assert t.tensor_names(collection="losses") == ["loss"]
@@ -263,21 +268,21 @@ def test_tensor_names_filters(tmp_path):
     assert t.collection("no_such").tensor_names == set() and "no_such" not in t.collections()
 
 
-def test_range_steps(tmp_path):
-    write_run(tmp_path, range(10))
-    t = open_trial(tmp_path, range_steps=(3, 7))
+def test_range_steps(run_loc):
+    write_run(run_loc, range(10))
+    t = open_trial(run_loc, range_steps=(3, 7))
     assert t.steps() == [3, 4, 5, 6]
     for bad in [(5, 2), (-1, 3), ("a", None), 5]:
         with pytest.raises(SMDebugValueError):
-            create_trial(str(tmp_path), range_steps=bad)
+            create_trial(str(run_loc), range_steps=bad)
 
 
-def test_dataframe(tmp_path):
-    hook = NumpyHook(out_dir=str(tmp_path), save_config=SaveConfig(save_interval=2),
+def test_dataframe(run_loc):
+    hook = NumpyHook(out_dir=str(run_loc), save_config=SaveConfig(save_interval=2),
                      include_collections=["weights", "losses"])
     train_logistic_regression(hook, steps=6, mode=modes.TRAIN)
     hook.close()
-    t = open_trial(tmp_path)
+    t = open_trial(run_loc)
     df = t.tensor("loss").to_dataframe()
     assert list(df.step) == [0, 2, 4] and list(df["mode"]) == ["TRAIN"] * 3
     assert df.value.is_monotonic_decreasing
@@ -285,58 +290,54 @@ def test_dataframe(tmp_path):
     assert norms.value.iloc[0] == 0.0 and norms.value.iloc[-1] > 0
 
 
-def test_tmp_files_are_ignored(tmp_path):
-    write_run(tmp_path, range(2))
-    (tmp_path / "index" / "000000000" / "000000000002_worker_0.json.tmp").write_text("{partial")
-    assert open_trial(tmp_path).steps() == [0, 1]
+def test_tmp_files_are_ignored(run_loc):
+    write_run(run_loc, range(2))
+    run_loc.write("index/000000000/000000000002_worker_0.json.tmp", "{partial")
+    assert open_trial(run_loc).steps() == [0, 1]
 
 
 # --- damaged runs ---------------------------------------------------------------------------
 
-def _damaged(tmp_path):
-    write_run(tmp_path, range(4))
-    return tmp_path / "index" / "000000000", tmp_path / "events"
+INDEX = "index/000000000/{:012d}_worker_0.json"
+EVENTS = "events/{0:012d}/{0:012d}_worker_0.tfevents"
 
 
-def test_garbage_index_file(tmp_path):
-    index_dir, _ = _damaged(tmp_path)
-    (index_dir / "000000000002_worker_0.json").write_text("garbage")
+def test_garbage_index_file(run_loc):
+    write_run(run_loc, range(4))
+    run_loc.write(INDEX.format(2), "garbage")
     with pytest.raises(IndexReaderException) as info:
-        open_trial(tmp_path)
+        open_trial(run_loc)
     assert info.value.step == 2 and info.value.path.endswith("000000000002_worker_0.json")
-    t = open_trial(tmp_path, skip_damaged=True)
+    t = open_trial(run_loc, skip_damaged=True)
     assert t.steps() == [0, 1, 3]
 
 
-def test_garbage_index_payload_found_lazily(tmp_path):
-    index_dir, _ = _damaged(tmp_path)
-    (index_dir / "000000000001_worker_0.json").write_text(
-        '{"meta": {"mode": "GLOBAL", "mode_step": 1, "event_file_name": "x"}, "tensor_payload": [{"oops": 1}]}')
-    t = open_trial(tmp_path)
+def test_garbage_index_payload_found_lazily(run_loc):
+    write_run(run_loc, range(4))
+    run_loc.write(INDEX.format(1),
+                  '{"meta": {"mode": "GLOBAL", "mode_step": 1, "event_file_name": "x"}, "tensor_payload": [{"oops": 1}]}')
+    t = open_trial(run_loc)
     with pytest.raises(IndexReaderException, match="malformed") as info:
         t.tensor_names()
     assert info.value.step == 1
-    t2 = open_trial(tmp_path, skip_damaged=True)
+    t2 = open_trial(run_loc, skip_damaged=True)
     assert t2.tensor_names() == ["w"] and t2.tensor("w").steps() == [0, 2, 3]
 
 
-def test_invalid_file_name_in_index(tmp_path):
-    index_dir, _ = _damaged(tmp_path)
-    (index_dir / "notes.json").write_text("{}")
+def test_invalid_file_name_in_index(run_loc):
+    write_run(run_loc, range(4))
+    run_loc.write("index/000000000/notes.json", "{}")
     with pytest.raises(IndexReaderException, match="Invalid File Found"):
-        open_trial(tmp_path)
+        open_trial(run_loc)
 
 
-def test_truncated_and_flipped_event_files(tmp_path):
-    _, events = _damaged(tmp_path)
-    f1 = events / "000000000001" / "000000000001_worker_0.tfevents"
-    data = f1.read_bytes()
-    f1.write_bytes(data[:-10])
-    f2 = events / "000000000002" / "000000000002_worker_0.tfevents"
-    flipped = bytearray(f2.read_bytes())
+def test_truncated_and_flipped_event_files(run_loc):
+    write_run(run_loc, range(4))
+    run_loc.write(EVENTS.format(1), run_loc.read(EVENTS.format(1))[:-10])
+    flipped = bytearray(run_loc.read(EVENTS.format(2)))
     flipped[len(flipped) // 2] ^= 0xFF
-    f2.write_bytes(bytes(flipped))
-    t = open_trial(tmp_path)
+    run_loc.write(EVENTS.format(2), bytes(flipped))
+    t = open_trial(run_loc)
     with pytest.raises(EventFileCorrupted, match="past the end") as info:
         t.tensor("w").value(1)
     assert info.value.step == 1 and info.value.path.endswith("000000000001_worker_0.tfevents")
@@ -346,33 +347,31 @@ def test_truncated_and_flipped_event_files(tmp_path):
     np.testing.assert_array_equal(t.tensor("w").value(3), [3, 3, 3])  # the rest stays usable
 
 
-def test_missing_event_file(tmp_path):
-    _, events = _damaged(tmp_path)
-    os.remove(events / "000000000001" / "000000000001_worker_0.tfevents")
-    t = open_trial(tmp_path)
+def test_missing_event_file(run_loc):
+    write_run(run_loc, range(4))
+    run_loc.remove(EVENTS.format(1))
+    t = open_trial(run_loc)
     with pytest.raises(MissingEventFile) as info:
         t.tensor("w").value(1)
     assert isinstance(info.value, TensorUnavailableForStep)
     assert info.value.path.endswith("000000000001_worker_0.tfevents") and info.value.step == 1
 
 
-def test_bad_collection_files(tmp_path):
-    write_run(tmp_path, range(2))
-    cfile = tmp_path / "collections" / "000000000" / "worker_0_collections.json"
-    cfile.write_text('{"collections": {}, "_meta": {"num_workers": 1}, "surprise": true}')
+def test_bad_collection_files(run_loc):
+    write_run(run_loc, range(2))
+    cfile = "collections/000000000/worker_0_collections.json"
+    run_loc.write(cfile, '{"collections": {}, "_meta": {"num_workers": 1}, "surprise": true}')
     with pytest.raises(CollectionFileCorrupted, match="unknown top-level keys") as info:
-        open_trial(tmp_path)
+        open_trial(run_loc)
     assert info.value.path.endswith("worker_0_collections.json")
-    cfile.write_text("{")
+    run_loc.write(cfile, "{")
     with pytest.raises(CollectionFileCorrupted, match="not valid JSON"):
-        open_trial(tmp_path)
+        open_trial(run_loc)
 
 
-def test_missing_collection_files(tmp_path):
-    write_run(tmp_path, range(2), workers=("worker_0",), num_workers=2)
+def test_missing_collection_files(run_loc):
+    write_run(run_loc, range(2), workers=("worker_0",), num_workers=2)
     with pytest.raises(MissingCollectionFiles):
-        open_trial(tmp_path)
-    empty = tmp_path / "empty"
-    empty.mkdir()
+        open_trial(run_loc)
     with pytest.raises(MissingCollectionFiles):
-        open_trial(empty, wait_for_collections=0.2)
+        open_trial(run_loc.sub("empty"), wait_for_collections=0.2)
