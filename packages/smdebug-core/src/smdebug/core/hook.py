@@ -53,7 +53,7 @@ from smdebug.core import stop_signal
 from smdebug.core.state_store import StateStore
 from smdebug.core.stop_signal import StopSignalWatcher
 from smdebug.core.storage.base import Storage, get_storage, is_s3_path, parse_s3_path
-from smdebug.core.storage.errors import StorageError, StorageUnavailable
+from smdebug.core.storage.errors import StorageAccessDenied, StorageError, StorageUnavailable
 from smdebug.core.tensorboard import TensorBoardWriter
 from smdebug.core.tfevent.tensor_codec import make_numpy_array
 from smdebug.core.writer import BackgroundWriter, format_steps
@@ -599,8 +599,10 @@ class BaseHook:
             if s3:
                 self._storage.ensure_bucket()
             finished = self._storage.exists(END_OF_JOB_FILE)
-        except StorageUnavailable as e:
-            # Unreachable right now: save anyway; uploads wait for S3 in the background.
+        except (StorageUnavailable, StorageAccessDenied) as e:
+            # Unreachable right now (uploads wait for S3 in the background), or credentials that may
+            # write but not read (a HEAD of a missing key is then 403): save anyway; if writing is
+            # refused too, the first write says so.
             logger.warning("smdebug: could not look at %s before saving (%s); saving anyway.", self.out_dir, e)
             finished = False
         except StorageError as e:
@@ -682,7 +684,7 @@ class BaseHook:
             try:
                 owner = json.loads(storage.read(CLAIM_FILE))
                 owner_pid, owner_host = int(owner.get("pid", 0)), str(owner.get("host", ""))
-            except (FileNotFoundError, ValueError, TypeError, AttributeError):
+            except (FileNotFoundError, ValueError, TypeError, AttributeError, StorageAccessDenied):
                 owner_pid, owner_host = 0, ""
             if owner_host == host and owner_pid == os.getpid():
                 return self._claim_taken()
@@ -702,6 +704,11 @@ class BaseHook:
             return False
         except StorageUnavailable as e:
             logger.warning("smdebug: could not claim %s (%s); saving without the claim.", self.out_dir, e)
+            return True
+        except StorageAccessDenied as e:
+            if e.operation == "PutObject":
+                raise  # may not write at all: reported once by the caller
+            logger.warning("smdebug: could not check the claim on %s (%s); saving without it.", self.out_dir, e)
             return True
 
     def _claim_taken(self) -> bool:

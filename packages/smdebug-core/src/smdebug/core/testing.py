@@ -29,9 +29,10 @@ class _Forwarder:
     """A TCP forwarder from a public port to moto's port that can be taken down and brought back:
     while down, connections are refused and open ones are cut, as when a network or endpoint fails."""
 
-    def __init__(self, port: int, target_port: int):
+    def __init__(self, port: int, target_port: int, latency: float = 0.0):
         self.port = port
         self.target_port = target_port
+        self.latency = latency
         self._listener: Optional[socket.socket] = None
         self._sockets: Set[socket.socket] = set()
         self._lock = threading.Lock()
@@ -88,15 +89,17 @@ class _Forwarder:
             upstream.settimeout(None)
             with self._lock:
                 self._sockets.update((client, upstream))
-            for src, dst in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pump, args=(src, dst), daemon=True).start()
+            for src, dst, delay in ((client, upstream, self.latency), (upstream, client, 0.0)):
+                threading.Thread(target=self._pump, args=(src, dst, delay), daemon=True).start()
 
-    def _pump(self, src: socket.socket, dst: socket.socket) -> None:
+    def _pump(self, src: socket.socket, dst: socket.socket, delay: float = 0.0) -> None:
         try:
             while True:
                 data = src.recv(1 << 16)
                 if not data:
                     break
+                if delay:
+                    time.sleep(delay)  # a round trip to a distant endpoint (requests are small)
                 dst.sendall(data)
         except OSError:
             pass
@@ -119,13 +122,17 @@ class MotoServer:
 
     ``interruptible=True`` puts a TCP forwarder in front of moto: :meth:`interrupt` makes the endpoint
     refuse connections (open ones are cut) while moto keeps its buckets, and :meth:`resume` brings it
-    back -- an outage of the endpoint during which nothing stored is lost.
+    back -- an outage of the endpoint during which nothing stored is lost. ``latency`` (seconds, implies
+    the forwarder) delays every request on its way in, like the round trip to a remote endpoint.
     """
 
-    def __init__(self, port: Optional[int] = None, startup_timeout: float = 30.0, interruptible: bool = False):
+    def __init__(self, port: Optional[int] = None, startup_timeout: float = 30.0, interruptible: bool = False,
+                 latency: float = 0.0):
         self.port = port or _free_port()
         self.startup_timeout = startup_timeout
         self.proc: Optional[subprocess.Popen] = None
+        self.latency = latency
+        interruptible = interruptible or latency > 0
         self.interruptible = interruptible
         self._backend_port = _free_port() if interruptible else self.port
         self._forwarder: Optional[_Forwarder] = None
@@ -153,7 +160,7 @@ class MotoServer:
         self._log = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=self._log)
         if self.interruptible and self._forwarder is None:
-            self._forwarder = _Forwarder(self.port, self._backend_port)
+            self._forwarder = _Forwarder(self.port, self._backend_port, self.latency)
             self._forwarder.start()
         deadline = time.monotonic() + self.startup_timeout
         while time.monotonic() < deadline:
