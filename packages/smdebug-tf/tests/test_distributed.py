@@ -10,7 +10,6 @@ import sys
 import numpy as np
 import pytest
 
-import keras
 import tensorflow as tf
 
 import models

@@ -30,7 +30,6 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from smdebug.core import singleton
 from smdebug.core.collection import CollectionKeys
 from smdebug.core.hook import BaseHook, logger
 from smdebug.core.modes import ModeKeys
@@ -160,7 +159,6 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
         self._plan = None  # frozenset of names to capture in this step, _DISCOVER, or None
         self._offered: Dict[str, set] = {}  # kind -> every in-graph tensor name a step offered
         self._capture_fns: Dict[tuple, Callable] = {}
-        self._plain_fns: Dict[str, Callable] = {}
         self._tape_stack: Optional[contextlib.ExitStack] = None
         self._tape_recorder: Optional[capture.Recorder] = None
         self._tape_passthrough = False
@@ -189,7 +187,6 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
             return
         if model is not self._registered:
             self._capture_fns.clear()
-            self._plain_fns.clear()
             self._offered.clear()
         self._registered = model
         self._layer_map = capture.layer_names(model)
@@ -706,9 +703,6 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
         except Exception as e:  # noqa: BLE001
             self._fail("wrap_optimizer (gradients)", e)
 
-    def save_tensor(self, tensor_name: str, tensor_value, collections_to_write="default") -> None:
-        BaseHook.save_tensor(self, tensor_name, tensor_value, collections_to_write)
-
     # ------------------------------------------------------------------------------------------
     # conversions
     # ------------------------------------------------------------------------------------------
@@ -736,6 +730,3 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
         self._wrapped_optimizers = []
         TFHookMixin.close(self)
 
-
-def get_keras_hook(json_config_path=None, create_if_not_exists=False):
-    return singleton.get_hook(KerasHook, json_config_path, create_if_not_exists)
