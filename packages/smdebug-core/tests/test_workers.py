@@ -151,3 +151,15 @@ def test_a_worker_that_dies_mid_run(tmp_path):
     trial.treat_as_ended()
     assert trial.steps() == list(range(10))
     np.testing.assert_array_equal(trial.tensor("w0").value(9), np.full(8, 900.0))
+
+
+def test_a_worker_that_died_before_saving_anything_does_not_hang_the_trial(tmp_path, monkeypatch):
+    monkeypatch.setenv("SMDEBUG_MISSING_WORKERS_WAIT", "1")
+    out = tmp_path / "run"
+    launch(out, 2, lambda r: {"RANK": str(r), "WORLD_SIZE": "2"},
+           extra_args=lambda r: ["--die-at", "0"] if r == 1 else [], crashing={1})
+    trial = create_trial(str(out))  # one collection file of two: bounded wait, then a warning
+    assert trial.workers() == ["worker_0"] and not trial.loaded_all_steps
+    assert trial.steps(show_incomplete_steps=True) == list(range(10))
+    trial.treat_as_ended()
+    assert trial.steps() == list(range(10))
