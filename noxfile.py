@@ -273,3 +273,10 @@ def bench(session: nox.Session) -> None:
     """
     _install(session, [CORE, *PLUGINS.values()], [*BENCH_DEPS, _torch_requirement()])
     _run_script(session, "benchmarks/run.py")
+
+
+@nox.session(python=PYTHON)
+def bench_tf(session: nox.Session) -> None:
+    """Step-time overhead of the Keras hook under compiled fit() (packages/smdebug-tf/benchmarks)."""
+    _install(session, [CORE, PLUGINS["tf"]], TF_TEST_DEPS)
+    session.run("python", "packages/smdebug-tf/benchmarks/keras_overhead.py", *session.posargs)
