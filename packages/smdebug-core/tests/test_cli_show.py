@@ -152,6 +152,8 @@ def test_show_errors(mlp_run, smdebug_cli):
     assert out.returncode == 1 and "EVAL step 12" in out.stderr
     out = smdebug_cli("show", str(path), "loss", "--worker", "worker_7")
     assert out.returncode == 1 and "no worker 'worker_7'" in out.stderr
+    out = smdebug_cli("show", str(path), "gradient/weights/fc1", "--mode", "eval")  # TRAIN only
+    assert out.returncode == 1 and "gradient/weights/fc1 has no saved step in mode EVAL" in out.stderr
     out = smdebug_cli("show", str(path), "loss", "--abs")
     assert out.returncode == 2 and "--abs goes with --reduction" in out.stderr
     out = smdebug_cli("show", str(path), "loss", "--mode", "training")

@@ -41,7 +41,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     c.add_trial_argument(parser)
     parser.add_argument("-o", "--output", required=True, metavar="FILE", help="the HTML file to write")
     parser.add_argument("--rules", metavar="FILE",
-                        help=f"rule runner result (smdebug rules run ... -o FILE); default: TRIAL/{RULE_RESULTS_FILE} if present")
+                        help="rule runner result (smdebug rules run ... -o FILE); "
+                             f"default: TRIAL/{RULE_RESULTS_FILE} if present")
     parser.add_argument("--max-points", type=int, default=500, metavar="N",
                         help="read at most N steps per tensor, evenly spread (default 500; 0: every step)")
     parser.add_argument("--title", help="page title (default: the run's name)")
@@ -349,7 +350,8 @@ def _rules_section(report) -> str:
         if r.get("error"):
             detail = (detail + "<br>" if detail else "") + f"error: {_e(r['error'])}"
         params = ", ".join(f"{k}={v}" for k, v in (r.get("params") or {}).items())
-        rows.append((r.get("name", "?"), _Raw(f'<span class="badge {STATUS_CLASS.get(rstatus, "wait")}">{_e(rstatus)}</span>'),
+        badge = _Raw(f'<span class="badge {STATUS_CLASS.get(rstatus, "wait")}">{_e(rstatus)}</span>')
+        rows.append((r.get("name", "?"), badge,
                      r.get("steps_evaluated", "-"), total, _Raw(detail or "-"), params or "-"))
     return (_kv_table(rows_meta)
             + _table(("rule", "verdict", "steps", "issues", "findings", "parameters"), rows, numeric=(2, 3)))
@@ -391,17 +393,19 @@ def render(report, *, title=None, dpi=100) -> str:
 
     parts = [section("run", "Run", run_html), section("rules", "Rule verdicts", _rules_section(report))]
     losses = groups["losses"]
-    curves = [section("losses", "Losses", _scalar_section(report, losses, dpi) if losses else none_in(LOSS_COLLECTIONS))]
+    body = _scalar_section(report, losses, dpi) if losses else none_in(LOSS_COLLECTIONS)
+    curves = [section("losses", "Losses", body)]
     metrics = groups["metrics"]
     body = _scalar_section(report, metrics, dpi) if metrics else none_in(METRIC_COLLECTIONS)
     if report["omitted_scalars"]:
-        body += f'<p class="note">{report["omitted_scalars"]} more curves left out (the first {MAX_SCALAR_CHARTS} are shown).</p>'
+        body += (f'<p class="note">{report["omitted_scalars"]} more curves left out '
+                 f"(the first {MAX_SCALAR_CHARTS} are shown).</p>")
     curves.append(section("metrics", "Metrics and scalars", body))
     parts.append('<div class="row">' + "".join(curves) + "</div>")
-    parts.append(section("weights", "Weight norms per layer",
-                         _norm_section(report, groups["weights"], "weights", dpi) if groups["weights"] else none_in(WEIGHT_COLLECTIONS)))
-    parts.append(section("gradients", "Gradient norms per layer",
-                         _norm_section(report, groups["gradients"], "gradients", dpi) if groups["gradients"] else none_in(GRADIENT_COLLECTIONS)))
+    for sid, heading, colls in (("weights", "Weight norms per layer", WEIGHT_COLLECTIONS),
+                                ("gradients", "Gradient norms per layer", GRADIENT_COLLECTIONS)):
+        names = groups[sid]
+        parts.append(section(sid, heading, _norm_section(report, names, sid, dpi) if names else none_in(colls)))
     nav = "".join(f'<a href="#{sid}">{_e(label)}</a>' for sid, label in (
         ("run", "Run"), ("rules", "Rules"), ("losses", "Losses"), ("metrics", "Metrics"),
         ("weights", "Weights"), ("gradients", "Gradients")))
@@ -412,7 +416,8 @@ def render(report, *, title=None, dpi=100) -> str:
         '<meta name="generator" content="smdebug report">'
         '<link rel="icon" href="data:,">'
         f"<title>{_e(title)}</title><style>{CSS}</style></head>\n<body>"
-        f"<header><h1>{_e(title)}</h1><p>{_e(c.display_path(trial))} · {_e(c.run_state(trial))} · written {_e(now)}</p></header>"
+        f"<header><h1>{_e(title)}</h1>"
+        f"<p>{_e(c.display_path(trial))} · {_e(c.run_state(trial))} · written {_e(now)}</p></header>"
         f"<nav>{nav}</nav><main>\n" + "\n".join(parts) + "\n</main>"
         f"<footer>smdebug {_e(__version__)} · <code>smdebug report</code></footer></body></html>\n"
     )

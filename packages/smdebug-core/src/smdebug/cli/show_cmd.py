@@ -108,7 +108,6 @@ def _value_row(tensor, g, worker, full_value: bool) -> dict:
 def collect(trial, name: str, *, step=None, mode=None, worker=None, reduction=None, is_abs=False,
             last=None, progress=None) -> dict:
     from smdebug.cli._series import tensor_points
-    from smdebug.core.modes import ModeKeys
 
     if not trial.has_tensor(name):
         raise c.CliError(f"no tensor {name!r} in {trial.path}{c.suggest(name, trial.tensor_names())}",
@@ -261,6 +260,10 @@ def run(args: argparse.Namespace) -> int:
         raise
     except SMDebugError as e:
         raise c.CliError(str(e), c.EXIT_NOT_FOUND) from None
+    if not doc["rows"]:
+        where = f" in mode {args.mode.name}" if args.mode is not None else ""
+        where += f" by {args.worker}" if args.worker else ""
+        raise c.CliError(f"{args.tensor} has no saved step{where}", c.EXIT_NOT_FOUND)
     if args.json:
         c.print_json(doc)
     else:
