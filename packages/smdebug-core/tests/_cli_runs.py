@@ -10,9 +10,13 @@ from pathlib import Path
 from typing import Dict, Optional
 
 import numpy as np
-import pytest
 
 from _support import NumpyHook
+
+try:
+    import pytest
+except ImportError:  # docs/make_screenshots.py uses the training loop without pytest installed
+    pytest = None
 
 
 def _data(rng, n):
@@ -108,13 +112,15 @@ def write_mlp_run(out_dir, save_interval: int = 1, close: bool = True, **kwargs)
     return hook, losses
 
 
-@pytest.fixture(scope="session")
-def mlp_run(tmp_path_factory):
-    """A finished run of :func:`train_mlp` (2 epochs of 20 TRAIN + 5 EVAL steps, every step saved),
-    shared by the tests of a process: (path, losses by mode)."""
-    path = tmp_path_factory.mktemp("cli") / "mlp"
-    _hook, losses = write_mlp_run(path, epochs=2, steps_per_epoch=20, eval_steps=5)
-    return path, losses
+if pytest is not None:
+
+    @pytest.fixture(scope="session")
+    def mlp_run(tmp_path_factory):
+        """A finished run of :func:`train_mlp` (2 epochs of 20 TRAIN + 5 EVAL steps, every step saved),
+        shared by the tests of a process: (path, losses by mode)."""
+        path = tmp_path_factory.mktemp("cli") / "mlp"
+        _hook, losses = write_mlp_run(path, epochs=2, steps_per_epoch=20, eval_steps=5)
+        return path, losses
 
 
 def upload_dir(local: Path, bucket: str, prefix: str) -> None:
