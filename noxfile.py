@@ -3,8 +3,10 @@
     nox                  # every test session (core + one per plugin package)
     nox -s core          # smdebug-core, the plugin/CLI tests and the cross-package integration tests
     nox -s torch         # one plugin package: torch, tf, mxnet, xgboost, rules
+    nox -s horovod       # a real horovodrun job (builds Horovod for PyTorch 2.x once, cached)
     nox -s demo          # python examples/demo.py
-    nox -s bench         # python benchmarks/run.py
+    nox -s bench         # python benchmarks/run.py (bench_tf: the Keras hook overhead)
+    nox -s docs          # regenerate the README's report screenshot (needs chromium)
     nox -s core -- -k plugins -x     # extra pytest arguments go after --
 
 Every session builds its virtualenv with uv and installs the monorepo's packages *editable*, all in
@@ -41,11 +43,11 @@ NUMPY_PLUGIN_FIXTURE = "tests/fixtures/smdebug-numpy-plugin"
 RULE_PACK_FIXTURE = "packages/smdebug-rules/tests/fixtures/smdebug-example-rules"
 
 TEST_TOOLS = ["pytest", "pytest-xdist"]
-CORE_TEST_DEPS = TEST_TOOLS + ["hypothesis", "pandas", "tensorboard", "boto3", "moto[server]"]
+CORE_TEST_DEPS = TEST_TOOLS + ["hypothesis", "pandas", "tensorboard", "boto3", "moto[server]", "matplotlib"]
 RULES_TEST_DEPS = ["boto3", "moto[server]"]
 # Extra requirements of the demo and the benchmarks (both also get torch, pinned by _torch_requirement()).
 DEMO_DEPS: List[str] = []
-BENCH_DEPS: List[str] = []
+BENCH_DEPS: List[str] = ["boto3", "moto[server]"]  # the S3 read benchmark talks to a moto server
 TORCH_VERSION = "2.13.0"
 FALLBACK_FIND_LINKS = "/opt/wheels"
 
@@ -273,6 +275,13 @@ def bench(session: nox.Session) -> None:
     """
     _install(session, [CORE, *PLUGINS.values()], [*BENCH_DEPS, _torch_requirement()])
     _run_script(session, "benchmarks/run.py")
+
+
+@nox.session(python=PYTHON)
+def docs(session: nox.Session) -> None:
+    """Regenerate docs/images/report.png, the README's report screenshot (needs chromium: apt-get install -y chromium)."""
+    _install(session, [CORE, PLUGINS["rules"]], ["matplotlib"])
+    _run_script(session, "docs/make_screenshots.py")
 
 
 @nox.session(python=PYTHON)

@@ -1,11 +1,13 @@
 """Run the benchmarks, print the tables and append them to benchmarks/RESULTS.md.
 
-    python benchmarks/run.py [--quick] [--repeat N] [--no-record] [--only io|torch|rules]
+    python benchmarks/run.py [--quick] [--repeat N] [--no-record] [--only io|torch|rules|s3]
 
 ``io``: write/read throughput, ours vs the original smdebug 1.0.34 (io_throughput.py).
 ``torch``: step-time overhead of the PyTorch hook, ours vs the original (torch_overhead.py).
 ``rules``: evaluation time of the built-in rules over a 1,000-step run, and of user-written rules
 ours vs the original (rules_eval.py).
+``s3``: reading a run from S3 (moto on loopback with a per-request delay), time and HTTP requests,
+ours vs the original (s3_read.py).
 All by default.
 """
 
@@ -80,7 +82,7 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="smaller sizes (for a smoke run)")
     parser.add_argument("--repeat", type=int, default=3, help="I/O: best of N runs; torch: 2N passes")
     parser.add_argument("--no-record", action="store_true", help="do not append to RESULTS.md")
-    parser.add_argument("--only", choices=("io", "torch", "rules"), help="run one benchmark only")
+    parser.add_argument("--only", choices=("io", "torch", "rules", "s3"), help="run one benchmark only")
     args = parser.parse_args(argv)
 
     extra = [a for a, on in (("--quick", args.quick), (f"--repeat {args.repeat}", args.repeat != 3),
@@ -123,6 +125,18 @@ def main(argv=None):
             f"- writing the run took {report['write_seconds']:.2f} s",
             "",
             rules_eval.format_table(report),
+        ]))
+        print(sections[-1])
+    if args.only in (None, "s3"):
+        import s3_read
+
+        report = s3_read.main(quick=args.quick)
+        sections.append(_section("S3 read throughput and request count", [
+            f"- machine: {machine()}",
+            f"- versions: {versions()}; original smdebug 1.0.34 in its own venv; moto server (S3 API) on loopback",
+            f"- command: `{command}`",
+            "",
+            s3_read.format_table(report),
         ]))
         print(sections[-1])
     if not args.no_record:

@@ -9,6 +9,7 @@ implementation.
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -210,6 +211,25 @@ class MotoServer:
         if getattr(self, "_log", None) is not None:
             self._log.close()
             self._log = None
+
+    def requests_served(self) -> Dict[str, int]:
+        """HTTP requests moto has answered so far, by method (from its access log): counts what any
+        client sent, including clients in other processes (benchmarks compare libraries this way)."""
+        counts: Dict[str, int] = {}
+        if getattr(self, "_log", None) is None:
+            return counts
+        # pread: moto shares this file's offset (it writes through a copy of the descriptor); seeking
+        # here would make it overwrite its own log
+        fd, data, offset = self._log.fileno(), [], 0
+        while True:
+            chunk = os.pread(fd, 1 << 20, offset)
+            if not chunk:
+                break
+            data.append(chunk)
+            offset += len(chunk)
+        for method in re.findall(rb'"(GET|PUT|POST|HEAD|DELETE) ', b"".join(data)):
+            counts[method.decode()] = counts.get(method.decode(), 0) + 1
+        return counts
 
     def reset(self) -> None:
         """Forget every resource (buckets, topics...) without restarting."""
