@@ -20,6 +20,7 @@ COMMANDS: Dict[str, str] = {
     "plot": "smdebug.cli.plot_cmd",
     "report": "smdebug.cli.report_cmd",
     "rules": "smdebug.cli.rules_cmd",
+    "run": "smdebug.cli.run_cmd",
     "plugins": "smdebug.cli.plugins_cmd",
 }
 

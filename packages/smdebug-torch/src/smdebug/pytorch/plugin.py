@@ -20,6 +20,7 @@ FRAMEWORK = FrameworkInfo(
     hook_classes={"Hook": "smdebug.pytorch.hook:Hook"},
     default_collections=("losses",),
     description="PyTorch: forward/backward hooks on torch.nn.Module",
+    zero_code="smdebug.pytorch.zero_code:attach",
 )
 
 

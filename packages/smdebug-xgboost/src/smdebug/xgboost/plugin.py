@@ -20,6 +20,7 @@ FRAMEWORK = FrameworkInfo(
     hook_classes={"Hook": "smdebug.xgboost.hook:Hook"},
     default_collections=("metrics",),
     description="XGBoost: a training callback",
+    zero_code="smdebug.xgboost.zero_code:attach",
 )
 
 

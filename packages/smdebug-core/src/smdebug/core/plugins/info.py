@@ -56,6 +56,8 @@ class FrameworkInfo:
         :meth:`load_hook_class` is called.
     :param default_collections: collections the framework's hooks always save.
     :param description: one line for ``smdebug plugins``.
+    :param zero_code: ``"module:function"`` that attaches a hook to an unmodified training script
+        (``smdebug run``); called once, right after the framework is imported. Optional.
     """
 
     name: str
@@ -64,6 +66,7 @@ class FrameworkInfo:
     hook_classes: Mapping[str, str] = field(default_factory=dict)
     default_collections: Tuple[str, ...] = ()
     description: str = ""
+    zero_code: Optional[str] = None
 
     def __post_init__(self) -> None:
         _check_name("framework", self.name)
@@ -76,6 +79,8 @@ class FrameworkInfo:
             if not isinstance(key, str) or not key:
                 raise ValueError(f"framework {self.name!r}: hook class names must be strings, got {key!r}")
             _check_target(f"framework {self.name!r}: hook class {key!r}", target)
+        if self.zero_code is not None:
+            _check_target(f"framework {self.name!r}: zero_code", self.zero_code)
         if isinstance(self.default_collections, str):
             raise ValueError(f"framework {self.name!r}: default_collections must be a sequence of names, not a string")
         # Store read-only copies so a registered record cannot change behind the registry's back.
@@ -84,7 +89,7 @@ class FrameworkInfo:
 
     def __hash__(self) -> int:
         return hash((self.name, self.module, self.import_name, tuple(sorted(self.hook_classes.items())),
-                     self.default_collections, self.description))
+                     self.default_collections, self.description, self.zero_code))
 
     def load_hook_class(self, name: str = "Hook") -> type:
         """Import and return the hook class registered as ``name``."""
@@ -103,6 +108,7 @@ class FrameworkInfo:
             "hook_classes": dict(self.hook_classes),
             "default_collections": list(self.default_collections),
             "description": self.description,
+            "zero_code": self.zero_code,
         }
 
 

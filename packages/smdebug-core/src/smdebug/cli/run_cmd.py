@@ -1,0 +1,73 @@
+"""Run an unmodified training script with a hook attached (PyTorch, XGBoost).
+
+  smdebug run --out-dir /tmp/run --collections weights,gradients,losses --save-interval 10 -- python train.py
+  smdebug run --config hook.json -- python train.py --epochs 3
+
+The hook is built from a JSON hook configuration (--config, else SMDEBUG_CONFIG_FILE_PATH, else one made from
+--out-dir/--collections/--save-interval/--include-regex) and attached when the script imports its
+framework, the way SageMaker's framework containers did it. USE_SMDEBUG=0 runs the script untouched. The
+exit status is the script's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", metavar="FILE", help="a hook JSON configuration (as SageMaker writes it)")
+    parser.add_argument("--out-dir", metavar="DIR", help="where to save (local directory or s3://bucket/prefix)")
+    parser.add_argument("--collections", default="", metavar="NAMES", help="comma-separated collections to save")
+    parser.add_argument("--save-interval", type=int, default=None, metavar="N", help="save every N steps")
+    parser.add_argument("--include-regex", default="", metavar="REGEX", help="also save tensors matching this")
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command to run")
+
+
+def _config_from_args(args) -> dict:
+    params = {}
+    if args.save_interval is not None:
+        params["save_interval"] = str(args.save_interval)
+    if args.include_regex:
+        params["include_regex"] = args.include_regex
+    collections = [c.strip() for c in args.collections.split(",") if c.strip()]
+    return {"LocalPath": args.out_dir, "HookParameters": params,
+            "CollectionConfigurations": [{"CollectionName": c} for c in collections]}
+
+
+def run(args) -> int:
+    command = list(args.command)
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        print("smdebug run: give the command to run after --", file=sys.stderr)
+        return 2
+    env = dict(os.environ)
+    if env.get("USE_SMDEBUG", "").strip().lower() in ("0", "false", "no"):
+        return subprocess.call(command, env=env)
+    tmp = None
+    if args.config:
+        env["SMDEBUG_CONFIG_FILE_PATH"] = os.path.abspath(args.config)
+    elif args.out_dir:
+        tmp = tempfile.NamedTemporaryFile("w", suffix=".json", prefix="smdebug-hook-", delete=False)
+        json.dump(_config_from_args(args), tmp)
+        tmp.close()
+        env["SMDEBUG_CONFIG_FILE_PATH"] = tmp.name
+    elif not env.get("SMDEBUG_CONFIG_FILE_PATH"):
+        print("smdebug run: give --out-dir or --config (or set SMDEBUG_CONFIG_FILE_PATH)", file=sys.stderr)
+        return 2
+    bootstrap = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "zero_code", "bootstrap")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (bootstrap, env.get("PYTHONPATH", "")) if p)
+    env["SMDEBUG_ZERO_CODE"] = "1"
+    try:
+        return subprocess.call(command, env=env)
+    except FileNotFoundError:
+        print(f"smdebug run: command not found: {command[0]}", file=sys.stderr)
+        return 127
+    finally:
+        if tmp is not None:
+            os.unlink(tmp.name)

@@ -1,0 +1,34 @@
+"""Attach the XGBoost hook to an unmodified script (``smdebug run``; see smdebug.zero_code).
+
+``xgboost.train`` is wrapped so that the hook built from the JSON configuration (``SMDEBUG_CONFIG_FILE_PATH``)
+joins its callbacks, unless the script already passes an smdebug hook. One hook records one training run,
+so only the first ``xgboost.train`` call of the script is recorded.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import xgboost
+
+from smdebug.core.hook import logger
+
+
+def attach() -> None:
+    from smdebug.xgboost.hook import Hook, get_hook
+
+    original = xgboost.train
+    used = {"done": False}
+
+    @functools.wraps(original)
+    def train(*args, **kwargs):
+        callbacks = list(kwargs.get("callbacks") or [])
+        if not used["done"] and not any(isinstance(c, Hook) for c in callbacks):
+            hook = get_hook(create_if_not_exists=True)
+            if hook is not None:
+                used["done"] = True
+                kwargs["callbacks"] = [hook, *callbacks]  # first: it must see every iteration
+        return original(*args, **kwargs)
+
+    xgboost.train = train
+    logger.info("smdebug: xgboost.train will run with the smdebug hook")
