@@ -20,6 +20,7 @@ FRAMEWORK = FrameworkInfo(
     hook_classes={"Hook": "smdebug.mxnet.hook:Hook"},
     default_collections=("losses",),
     description="MXNet Gluon: forward hooks on gluon.Block, gradients from Parameter.grad()",
+    zero_code="smdebug.mxnet.zero_code:attach",
 )
 
 
