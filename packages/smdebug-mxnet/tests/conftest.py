@@ -1,4 +1,3 @@
-import logging
 import os
 import sys
 
@@ -29,34 +28,10 @@ def out_dir(tmp_path):
     return str(tmp_path / "run")
 
 
-class _ListHandler(logging.Handler):
-    def __init__(self):
-        super().__init__(logging.DEBUG)
-        self.records = []
-
-    def emit(self, record):
-        self.records.append(record)
-
-
-class SmdebugLog:
-    def __init__(self, handler):
-        self._handler = handler
-
-    @property
-    def text(self) -> str:
-        return "\n".join(r.getMessage() for r in self._handler.records)
-
-
 @pytest.fixture
 def smd_log():
     """What the smdebug logger says during the test (it does not propagate to caplog)."""
-    from smdebug.core.logger import get_logger
+    from smdebug.core.testing import capture_smdebug_log
 
-    logger = get_logger()
-    handler = _ListHandler()
-    saved = logger.level
-    logger.addHandler(handler)
-    logger.setLevel(logging.DEBUG)
-    yield SmdebugLog(handler)
-    logger.removeHandler(handler)
-    logger.setLevel(saved)
+    with capture_smdebug_log() as log:
+        yield log

@@ -1,5 +1,3 @@
-import logging
-
 import numpy as np
 import pytest
 
@@ -43,35 +41,10 @@ def multiclass_data(rows=150, features=4, classes=3, seed=2):
     return X, y
 
 
-class _ListHandler(logging.Handler):
-    def __init__(self):
-        super().__init__(logging.DEBUG)
-        self.records = []
-
-    def emit(self, record):
-        self.records.append(record)
-
-
-class SmdebugLog:
-    def __init__(self, handler):
-        self._handler = handler
-
-    @property
-    def text(self) -> str:
-        return "\n".join(r.getMessage() for r in self._handler.records)
-
-
 @pytest.fixture
 def smd_log():
-    """What the smdebug logger says during the test (it does not propagate to caplog, and its own
-    handlers drop a message after three repeats per process)."""
-    from smdebug.core.logger import get_logger
+    """What the smdebug logger says during the test (it does not propagate to caplog)."""
+    from smdebug.core.testing import capture_smdebug_log
 
-    logger = get_logger()
-    handler = _ListHandler()
-    saved = logger.level
-    logger.addHandler(handler)
-    logger.setLevel(logging.DEBUG)
-    yield SmdebugLog(handler)
-    logger.removeHandler(handler)
-    logger.setLevel(saved)
+    with capture_smdebug_log() as log:
+        yield log

@@ -8,6 +8,8 @@ implementation.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import re
 import socket
@@ -256,3 +258,35 @@ def restore_env(previous: Dict[str, Optional[str]]) -> None:
             os.environ.pop(key, None)
         else:
             os.environ[key] = value
+
+
+class LogCapture(logging.Handler):
+    """Everything the smdebug logger says while installed (it does not propagate to pytest's caplog)."""
+
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.records: list = []
+
+    def emit(self, record):
+        self.records.append(record)
+
+    @property
+    def text(self) -> str:
+        return "\n".join(r.getMessage() for r in self.records)
+
+
+@contextlib.contextmanager
+def capture_smdebug_log():
+    """``with capture_smdebug_log() as log: ...; assert "..." in log.text`` -- debug level and up."""
+    from smdebug.core.logger import get_logger
+
+    logger = get_logger()
+    capture = LogCapture()
+    saved = logger.level
+    logger.addHandler(capture)
+    logger.setLevel(logging.DEBUG)
+    try:
+        yield capture
+    finally:
+        logger.removeHandler(capture)
+        logger.setLevel(saved)
