@@ -20,6 +20,28 @@ from typing import Dict, Iterable, Optional
 import pytest
 
 
+# --------------------------------------------------------------------------------------------------
+# Slow tests (many SIGKILLs, 100,000-input fuzzing): marked ``slow`` and skipped unless asked for with
+# ``--run-slow`` (or SMDEBUG_RUN_SLOW=1). ``pytest --run-slow -m slow`` runs only them.
+# --------------------------------------------------------------------------------------------------
+def pytest_addoption(parser):
+    parser.addoption("--run-slow", action="store_true", default=False,
+                     help="also run tests marked slow (crash loops, long fuzzing); see docs/reliability.md")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: long reliability tests, skipped unless --run-slow is given")
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--run-slow", default=False) or os.environ.get("SMDEBUG_RUN_SLOW", "") not in ("", "0"):
+        return
+    skip = pytest.mark.skip(reason="slow: run with --run-slow (docs/reliability.md)")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
+
+
 @pytest.fixture
 def fresh_plugins(monkeypatch):
     """The plugin manager module, reset before and after the test; plugin env variables cleared."""

@@ -19,9 +19,11 @@ import functools
 import json
 import os
 import re
+import signal
 import socket
 import threading
 import time
+import weakref
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
@@ -69,6 +71,43 @@ from smdebug.exceptions import (
 
 SCALAR_PREFIX = "scalar/"
 logger = get_logger()
+
+
+#: hooks not yet closed, closed by the SIGTERM handler below
+_open_hooks: "weakref.WeakSet" = weakref.WeakSet()
+_sigterm_pid: List[Optional[int]] = [None]  # the process that installed the handler
+
+
+def _on_sigterm(signum, frame) -> None:
+    """SIGTERM (what schedulers, ``docker stop`` and ``kill`` send): close every open hook, so the steps
+    in flight are written and the run is marked as ended, then die of SIGTERM as the sender expects."""
+    if os.getpid() == _sigterm_pid[0]:  # not in a forked child (DataLoader workers inherit handlers)
+        for hook in list(_open_hooks):
+            try:
+                hook.close()
+            except Exception:  # noqa: BLE001
+                pass
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _install_sigterm_handler() -> None:
+    """Install :func:`_on_sigterm` unless the program handles SIGTERM itself (its handler usually ends
+    with ``sys.exit``, which runs the at-exit close) or ``SMDEBUG_HANDLE_SIGTERM=false``."""
+    if os.environ.get("SMDEBUG_HANDLE_SIGTERM", "true").strip().lower() in ("0", "false", "no", "off"):
+        return
+    if not hasattr(signal, "SIGTERM") or threading.current_thread() is not threading.main_thread():
+        return
+    try:
+        current = signal.getsignal(signal.SIGTERM)
+        if current is _on_sigterm and _sigterm_pid[0] == os.getpid():
+            return
+        if current not in (signal.SIG_DFL, None, _on_sigterm):
+            return
+        signal.signal(signal.SIGTERM, _on_sigterm)
+    except (ValueError, OSError, RuntimeError):
+        return
+    _sigterm_pid[0] = os.getpid()
 
 
 def _guarded(default=None):
@@ -229,6 +268,8 @@ class BaseHook:
 
         singleton.set_hook(self)
         atexit.register(self._atexit_close)
+        _open_hooks.add(self)
+        _install_sigterm_handler()
         self._notify("smdebug_hook_created", hook=self)
 
     # ------------------------------------------------------------------------------------------
