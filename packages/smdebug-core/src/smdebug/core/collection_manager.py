@@ -72,14 +72,17 @@ class CollectionManager:
     def loads(cls, text, path=None) -> "CollectionManager":
         try:
             data = json.loads(text)
-        except (ValueError, UnicodeDecodeError) as e:
-            raise CollectionFileCorrupted(f"Collections file is not valid JSON: {e}", path) from None
+        except (ValueError, UnicodeDecodeError, RecursionError) as e:  # RecursionError: absurd nesting
+            raise CollectionFileCorrupted(f"Collections file is not valid JSON: {type(e).__name__}: {e}"[:500],
+                                          path) from None
         if not isinstance(data, dict):
             raise CollectionFileCorrupted("Collections file must hold a JSON object", path)
         unknown = set(data) - _TOP_LEVEL_KEYS
         if unknown:
             raise CollectionFileCorrupted(f"Collections file has unknown top-level keys {sorted(unknown)}", path)
-        colls = data.get("collections") or {}
+        colls = data.get("collections")
+        if colls is None:
+            colls = {}
         if not isinstance(colls, dict):
             raise CollectionFileCorrupted("'collections' must be an object of name -> collection", path)
         cm = cls()

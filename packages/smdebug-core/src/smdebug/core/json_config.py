@@ -192,8 +192,8 @@ def load_hook_config(json_file_path: Optional[str] = None, default_save_interval
         raw = f.read()
     try:
         data = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as e:
-        raise InvalidConfigurationError(f"Hook configuration {path} is not valid JSON: {e}") from None
+    except (ValueError, UnicodeDecodeError, RecursionError) as e:  # RecursionError: absurd nesting
+        raise InvalidConfigurationError(f"Hook configuration {path} is not valid JSON: {e}"[:1000]) from None
     kwargs = parse_hook_config(data, default_save_interval, source=path)
     _apply_sagemaker_tensorboard(kwargs)
     return kwargs

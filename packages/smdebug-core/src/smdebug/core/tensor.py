@@ -9,9 +9,12 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
 import numpy as np
 
+from smdebug.core.logger import get_logger
 from smdebug.core.modes import ModeKeys
 from smdebug.core.reductions import compute_reduction
 from smdebug.exceptions import (
+    EventFileCorrupted,
+    MissingEventFile,
     SMDebugNotImplementedError,
     ShapeUnavailableForStep,
     TensorUnavailableForStep,
@@ -70,7 +73,19 @@ class Tensor:
 
     def values(self, mode=ModeKeys.GLOBAL, worker: Optional[str] = None) -> Dict[int, np.ndarray]:
         steps = self.steps(mode)
-        return dict(zip(steps, self.trial._read_values(self.name, steps, mode, worker)))
+        try:
+            return dict(zip(steps, self.trial._read_values(self.name, steps, mode, worker)))
+        except (EventFileCorrupted, MissingEventFile):
+            if not getattr(self.trial, "skip_damaged", False):
+                raise
+        # skip_damaged: the steps that read back, with a warning for each one that does not
+        out = {}
+        for s in steps:
+            try:
+                out[s] = self.value(s, mode, worker)
+            except (EventFileCorrupted, MissingEventFile) as e:
+                get_logger().warning("Skipping damaged step %s of %s: %s", s, self.name, e)
+        return out
 
     def reduction_value(self, step_num, reduction_name: str, mode=ModeKeys.GLOBAL, worker=None, abs=False):
         """A stored reduction if one was saved, else computed from the raw value (same definitions)."""

@@ -31,10 +31,10 @@ from smdebug.core.logger import get_logger
 from smdebug.core.modes import ModeKeys
 from smdebug.core.storage.base import Storage, get_storage
 from smdebug.core.tensor import StepState, Tensor
-from smdebug.core.tfevent.index_file import IndexEntry, IndexFile, parse_index_file
-from smdebug.core.tfevent.records import decode_record
-from smdebug.core.tfevent.tensor_codec import decode_tensor_event
+from smdebug.core.tfevent.index_file import IndexEntry, IndexFile, event_file_key, parse_index_file
+from smdebug.core.tfevent.tensor_codec import decode_tensor_record
 from smdebug.exceptions import (
+    CollectionFileCorrupted,
     EventFileCorrupted,
     IndexReaderException,
     InvalidWorker,
@@ -158,13 +158,27 @@ class Trial:
     def _collection_files(self) -> List[str]:
         return [k for k in self.storage.list(COLLECTIONS_DIR) if re.search(r"_?collections\.json$", k)]
 
+    def _read_collection_file(self, files: List[str]) -> CollectionManager:
+        """The collections of the run: the first readable collection file. With ``skip_damaged``,
+        damaged files are skipped with a warning (all damaged: no collections, one worker per file)."""
+        for k in files:
+            try:
+                return self.collection_manager.loads(self.storage.read(k), self.storage.full_path(k))
+            except CollectionFileCorrupted as e:
+                if not self.skip_damaged:
+                    raise
+                logger.warning("Skipping damaged collections file: %s", e)
+        cm = CollectionManager()
+        cm.set_num_workers(len(files))
+        return cm
+
     def _load_collections(self, timeout: Optional[float]) -> None:
         start = time.monotonic()
         warned_at = start
         while True:
             files = self._collection_files()
             if files:
-                first = self.collection_manager.loads(self.storage.read(files[0]), self.storage.full_path(files[0]))
+                first = self._read_collection_file(files)
                 self.collection_manager = first
                 self.num_workers = first.get_num_workers()
                 if len(files) >= self.num_workers:
@@ -562,27 +576,21 @@ class Trial:
     def _event_path(self, f: IndexFile) -> str:
         if f.event_file is None:
             raise TensorUnavailableForStep("<any>", f.step, f.mode)
-        # The index stores the event file relative to the run root (last three path components).
-        return "/".join(f.event_file.replace("\\", "/").split("/")[-3:])
+        # The index stores the event file relative to the run root (last three path components);
+        # anything else was refused when the index file was read.
+        key = event_file_key(f.event_file)
+        if key is None:
+            raise IndexReaderException("Index names a file outside the run's events/", f.key, f.step)
+        return key
 
     def _decode(self, f: IndexFile, name: str, raw: bytes, path: str) -> np.ndarray:
-        payload, _ = decode_record(raw, 0, path)
-        for tag, value, _step, _mode, _ms in decode_tensor_event(payload):
-            return value
-        raise EventFileCorrupted(f"Record for {name} holds no tensor", path, f.step)
+        return decode_tensor_record(raw, path, f.step, name)
 
     def _read_value(self, f: IndexFile, name: str, entry: IndexEntry) -> np.ndarray:
         key = self._event_path(f)
         start, length = entry.location
         raw = self._read_event_bytes(f, name, key, start, length)
-        path = self.storage.full_path(key)
-        try:
-            return self._decode(f, name, raw, path)
-        except EventFileCorrupted as e:
-            e.step = f.step
-            raise
-        except Exception as e:  # noqa: BLE001 - undecodable payload
-            raise EventFileCorrupted(f"Cannot decode tensor {name}: {e}", path, f.step) from None
+        return self._decode(f, name, raw, self.storage.full_path(key))
 
     # --- remote reads: one request for neighbouring records ---------------------------------------
     def _span_lookup(self, key: str, start: int, length: int) -> Optional[bytes]:
@@ -686,12 +694,7 @@ class Trial:
             if len(raw) < length:
                 raise EventFileCorrupted("Index points past the end of the event file",
                                          self.storage.full_path(key), f.step)
-            try:
-                value = self._decode(f, name, raw, self.storage.full_path(key))
-            except EventFileCorrupted:
-                raise
-            except Exception as ex:  # noqa: BLE001
-                raise EventFileCorrupted(f"Cannot decode tensor {name}: {ex}", self.storage.full_path(key), f.step) from None
+            value = self._decode(f, name, raw, self.storage.full_path(key))
             if tensor.cache:
                 tensor._values[(f.step, f.worker)] = value
             out.append(value)

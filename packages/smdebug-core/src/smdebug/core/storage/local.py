@@ -49,6 +49,13 @@ class LocalStorage(Storage):
         self._made_dirs = set()  # directories known to exist: saves two mkdir calls per saved step
 
     def _path(self, key: str) -> str:
+        # Keys are relative paths inside the run; one that could leave it (an absolute path, "..",
+        # NUL) comes from damaged or hostile data and is refused before any file is touched.
+        if key.startswith(("/", "\\")) or "\x00" in key or ".." in key or ":" in key:
+            parts = key.replace("\\", "/").split("/")
+            if (key.startswith(("/", "\\")) or "\x00" in key or ".." in parts
+                    or (os.name == "nt" and ":" in key)):
+                raise ValueError(f"Refusing a path outside the run directory: {key[:200]!r}")
         return os.path.join(self.root, key)
 
     def list(self, prefix: str, start_after: Optional[str] = None) -> List[str]:

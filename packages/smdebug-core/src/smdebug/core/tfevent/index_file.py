@@ -92,7 +92,7 @@ class IndexFile:
 def _load_json(raw: bytes, key: str, step: int) -> dict:
     try:
         doc = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: absurdly deep nesting
         raise IndexReaderException("Empty/Corrupt Index File", key, step) from None
     if not isinstance(doc, dict):
         raise IndexReaderException("Index file does not hold a JSON object", key, step)
@@ -108,9 +108,26 @@ def _parse_meta(meta, key: str, step: int):
     except (KeyError, TypeError, ValueError):
         raise IndexReaderException(f"Index file has an invalid meta {meta!r}", key, step) from None
     event_file = meta.get("event_file_name")
-    if event_file is not None and not isinstance(event_file, str):
-        raise IndexReaderException("Index meta.event_file_name must be a string", key, step)
+    if event_file is not None:
+        if not isinstance(event_file, str):
+            raise IndexReaderException("Index meta.event_file_name must be a string", key, step)
+        if event_file_key(event_file) is None:
+            # Readers only ever open events/<step>/<file>.tfevents inside the run: an index naming
+            # anything else ("../../etc/passwd", an absolute path) is damaged or hostile.
+            raise IndexReaderException(
+                f"Index meta.event_file_name {event_file[:200]!r} could name a file outside the run", key, step)
     return mode, mode_step, event_file
+
+
+def event_file_key(event_file: str) -> Optional[str]:
+    """The key (relative to the run root) of the event file an index names, or None if it could name
+    something outside the run (``..``, an absolute path, a drive, NUL). The original stored the path
+    relative to the run root; only its last three components count (``events/<STEP12>/<file>``)."""
+    parts = event_file.replace("\\", "/").split("/")[-3:]
+    for p in parts:
+        if p in ("", ".", "..") or "\x00" in p or ":" in p:
+            return None
+    return "/".join(parts)
 
 
 def _parse_payload(doc: dict, key: str, step: int):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Optional
 
@@ -94,21 +95,28 @@ def numpy_to_tensor_proto(arr: np.ndarray, tag: str, out: Optional[TensorProto] 
     return tp
 
 
+#: A record states its shape; without content bytes (TF's "splat" form: one value for every element)
+#: the decoder would allocate whatever the shape says. Refuse more than this many bytes that way.
+MAX_SPLAT_BYTES = 1 << 30
+
+
 def tensor_proto_to_numpy(tp: TensorProto) -> np.ndarray:
     shape = tuple(d.size for d in tp.tensor_shape.dim)
+    if any(d < 0 for d in shape):
+        raise SMDebugValueError(f"Tensor shape {shape} has a negative dimension")
     dt = tp.dtype
     if dt >= _DT_REF_OFFSET:
         dt -= _DT_REF_OFFSET
     if dt in (_DT_INVALID, _DT_STRING):
         values = [v.decode("utf-8", errors="replace") for v in tp.string_val]
         arr = np.array(values) if values else np.array([], dtype=str)
-        if int(np.prod(shape)) == arr.size:
+        if math.prod(shape) == arr.size:
             arr = arr.reshape(shape)
         return arr
     npdt = _DT_TO_NP.get(dt)
     if npdt is None:
         raise SMDebugTypeError(f"Unsupported tensor dtype number {tp.dtype}")
-    count = int(np.prod(shape)) if shape else 1
+    count = math.prod(shape) if shape else 1
     content = tp.tensor_content  # each attribute access copies the bytes: read it once
     if content:
         if len(content) != count * npdt.itemsize:
@@ -127,6 +135,8 @@ def tensor_proto_to_numpy(tp: TensorProto) -> np.ndarray:
     else:
         vals = np.array(raw, dtype=npdt.newbyteorder("="))
     if vals.size == 1 and count > 1:  # TF's splat encoding
+        if count * npdt.itemsize > MAX_SPLAT_BYTES:
+            raise SMDebugValueError(f"Tensor of shape {shape} repeats one value over more than {MAX_SPLAT_BYTES} bytes")
         vals = np.full(count, vals[0], dtype=vals.dtype)
     return vals.reshape(shape)
 
@@ -232,3 +242,27 @@ def decode_tensor_event(payload: bytes):
             elif pd.plugin_name == MODE_PLUGIN_NAME:
                 mode = ModeKeys(int(pd.content))
         yield value.tag, tensor_proto_to_numpy(value.tensor), ev.step, mode, mode_step
+
+
+def decode_tensor_record(raw, path=None, step=None, name=None) -> np.ndarray:
+    """The tensor held by one framed record (what an index entry points at).
+
+    Every way the bytes can be wrong (framing, checksum, protobuf, dtype, shape) raises
+    :class:`~smdebug.exceptions.EventFileCorrupted` naming ``path`` and ``step``; nothing else escapes.
+    """
+    from smdebug.core.tfevent.records import decode_record
+    from smdebug.exceptions import EventFileCorrupted
+
+    what = f"tensor {name}" if name is not None else "the record"
+    try:
+        payload, _ = decode_record(raw, 0, path)
+        for _tag, value, _step, _mode, _ms in decode_tensor_event(bytes(payload)):
+            return value
+    except EventFileCorrupted as e:
+        e.step = step if e.step is None else e.step
+        raise
+    except (MemoryError, RecursionError) as e:
+        raise EventFileCorrupted(f"Cannot decode {what}: {type(e).__name__}", path, step) from None
+    except Exception as e:  # noqa: BLE001 - protobuf DecodeError, bad dtype/shape, bad plugin data...
+        raise EventFileCorrupted(f"Cannot decode {what}: {e}", path, step) from None
+    raise EventFileCorrupted(f"Record for {what} holds no tensor", path, step)
