@@ -54,7 +54,8 @@ def main(argv=None):
         if step == args.remove_out_dir_at:
             import shutil
 
-            shutil.rmtree(args.out_dir)
+            while os.path.exists(args.out_dir):  # the writer thread may be creating files meanwhile
+                shutil.rmtree(args.out_dir, ignore_errors=True)
         if step == args.chmod_out_dir_at:
             for root, dirs, _files in os.walk(args.out_dir):
                 for d in dirs:
