@@ -142,6 +142,8 @@ def parse_hook_config(data: dict, default_save_interval: Optional[int] = None, s
     kwargs["include_workers"] = workers
     kwargs["export_tensorboard"] = _bool(params.get("export_tensorboard", False), "export_tensorboard")
     kwargs["tensorboard_dir"] = params.get("tensorboard_dir")
+    if kwargs["tensorboard_dir"] is not None and not isinstance(kwargs["tensorboard_dir"], str):
+        raise InvalidConfigurationError(f"{source}: tensorboard_dir must be a string")
     kwargs["reduction_config"] = _reduction_config(params, "HookParameters")
     hook_save_config = _save_config([params], default_save_interval)
     kwargs["save_config"] = hook_save_config
@@ -155,6 +157,8 @@ def parse_hook_config(data: dict, default_save_interval: Optional[int] = None, s
         if not isinstance(entry, dict) or not entry.get("CollectionName"):
             raise InvalidConfigurationError(f"{source}: every CollectionConfigurations entry needs a CollectionName")
         name = entry["CollectionName"]
+        if not isinstance(name, str):
+            raise InvalidConfigurationError(f"{source}: CollectionName must be a string, got {name!r}"[:500])
         cparams = entry.get("CollectionParameters") or {}
         if not isinstance(cparams, dict):
             raise InvalidConfigurationError(f"{source}: CollectionParameters of {name} must be an object")
