@@ -42,7 +42,9 @@ PLUGINS = {
 NUMPY_PLUGIN_FIXTURE = "tests/fixtures/smdebug-numpy-plugin"
 RULE_PACK_FIXTURE = "packages/smdebug-rules/tests/fixtures/smdebug-example-rules"
 
-TEST_TOOLS = ["pytest", "pytest-xdist"]
+TEST_TOOLS = ["pytest", "pytest-xdist", "pytest-timeout"]
+# A test that hangs fails after this many seconds instead of eating CI's budget (override: -- --timeout=N).
+TEST_TIMEOUT = "--timeout=900"
 CORE_TEST_DEPS = TEST_TOOLS + ["hypothesis", "pandas", "tensorboard", "boto3", "moto[server]", "matplotlib"]
 RULES_TEST_DEPS = ["boto3", "moto[server]"]
 # Extra requirements of the demo and the benchmarks (both also get torch, pinned by _torch_requirement()).
@@ -145,7 +147,7 @@ def _pytest(session: nox.Session, *paths: str) -> None:
     """``pytest -n auto <paths> <posargs>``; posargs that name tests replace the default paths."""
     posargs = list(session.posargs)
     names_tests = any((ROOT / arg.split("::")[0]).exists() for arg in posargs if not arg.startswith("-"))
-    session.run("pytest", "-n", "auto", *([] if names_tests else paths), *posargs)
+    session.run("pytest", "-n", "auto", TEST_TIMEOUT, *([] if names_tests else paths), *posargs)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -174,7 +176,8 @@ def compat(session: nox.Session, protobuf: str, numpy: str) -> None:
     """The format, hook and trial tests of smdebug-core on old and new protobuf/numpy releases."""
     _install(session, [CORE], [*TEST_TOOLS, "pandas", f"protobuf=={protobuf}", f"numpy=={numpy}"])
     tests = [f"{CORE}/tests/{name}" for name in ("test_format.py", "test_config.py", "test_hook.py", "test_trial.py")]
-    session.run("pytest", "-n", "auto", "-W", "error::DeprecationWarning:google.protobuf", *tests, *session.posargs)
+    session.run("pytest", "-n", "auto", TEST_TIMEOUT, "-W", "error::DeprecationWarning:google.protobuf", *tests,
+                *session.posargs)
 
 
 @nox.session(python=PYTHON, tags=["test", "plugin"])
@@ -184,7 +187,8 @@ def torch(session: nox.Session) -> None:
     _pytest(session, f"{PLUGINS['torch']}/tests")
 
 
-HOROVOD_BUILD_DEPS = ["pip", "setuptools", "wheel", "cmake", "packaging", "psutil", "pyyaml", "cloudpickle", "cffi"]
+# cmake<4: CMake 4 refuses the cmake_minimum_required(<3.5) of the Gloo copy that Horovod 0.28.1 bundles.
+HOROVOD_BUILD_DEPS = ["pip", "setuptools", "wheel", "cmake>=3.20,<4", "packaging", "psutil", "pyyaml", "cloudpickle", "cffi"]
 
 
 @nox.session(python=PYTHON, tags=["test", "plugin"])
@@ -194,7 +198,7 @@ def horovod(session: nox.Session) -> None:
     _install(session, [CORE, PLUGINS["torch"]], [*TEST_TOOLS, *HOROVOD_BUILD_DEPS, _torch_requirement()])
     wheel = session.run("python", "tools/build_horovod.py", silent=True).strip().splitlines()[-1]
     session.install(wheel)
-    session.run("pytest", f"{PLUGINS['torch']}/tests/test_horovod.py", *session.posargs)
+    session.run("pytest", TEST_TIMEOUT, f"{PLUGINS['torch']}/tests/test_horovod.py", *session.posargs)
 
 
 TF_TEST_DEPS = [
@@ -202,6 +206,7 @@ TF_TEST_DEPS = [
     # brings Keras 3 as tf.keras.
     "tensorflow-cpu==2.21.0",
     "keras==3.15.1",
+    "tensorboard",  # TF 2.21 no longer pulls it in; the tests read our output with its readers
 ]
 
 

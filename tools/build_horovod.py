@@ -63,7 +63,9 @@ def build(folder: str) -> str:
                 raise RuntimeError(f"{rel}: expected 'set(CMAKE_CXX_STANDARD 14)' to patch")
             with open(path, "w") as f:
                 f.write(text.replace("set(CMAKE_CXX_STANDARD 14)", "set(CMAKE_CXX_STANDARD 17)"))
-        env = {**os.environ, **BUILD_ENV, "MAKEFLAGS": f"-j{os.cpu_count() or 2}"}
+        # CMAKE_POLICY_VERSION_MINIMUM: lets a CMake 4 (which dropped support for projects that ask for < 3.5,
+        # as Horovod's bundled Gloo does) configure anyway, should one be on PATH despite the session's pin.
+        env = {**os.environ, **BUILD_ENV, "MAKEFLAGS": f"-j{os.cpu_count() or 2}", "CMAKE_POLICY_VERSION_MINIMUM": "3.5"}
         os.makedirs(folder, exist_ok=True)
         print(f"building Horovod {VERSION} (a few minutes)...", file=sys.stderr, flush=True)
         subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", src,
