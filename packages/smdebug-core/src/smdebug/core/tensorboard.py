@@ -101,6 +101,14 @@ class TensorBoardWriter:
 
         self._write(mode, step, fill)
 
+    def write_graph(self, mode: ModeKeys, step: int, graph_def: bytes, wall_time=None) -> None:
+        """A graph event (``Event.graph_def``: a serialized GraphDef, as TensorBoard's graph view reads)."""
+        ev = Event()
+        ev.wall_time = time.time() if wall_time is None else wall_time
+        ev.step = step
+        ev.graph_def = bytes(graph_def)
+        self._file(mode, step).write(encode_record(ev.SerializeToString(), compat_footer=False))
+
     def flush(self) -> None:
         for f in self._files.values():
             f.flush()

@@ -164,6 +164,7 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
         self._tape_passthrough = False
         self._warned = set()
         self._wrapped_optimizers = []
+        self._graph_written = False
 
     # ------------------------------------------------------------------------------------------
     # model registration and names
@@ -306,8 +307,37 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
         if self._disabled or not self.is_writing:
             return
         self._register(self.model)
+        if kind == "train" and not self._graph_written and self._tb is not None and self._writer is not None:
+            self._write_graph()
         self._save_variables()
         self._plan = self._capture_plan(kind)
+
+    def _write_graph(self) -> None:
+        """The model's graph for TensorBoard, once per run (in the TRAIN folder): the GraphDef of the model's
+        forward pass traced on its input spec. Models without a known input spec (subclassed ones) have none."""
+        self._graph_written = True
+        model = self.model
+        try:
+            functional = getattr(model, "_functional", None)  # a Sequential's inner functional model
+            struct = getattr(model if functional is None else functional, "_inputs_struct", None)
+            if struct is None:
+                struct = model.inputs  # (dict inputs stay a dict in _inputs_struct)
+            if isinstance(struct, (list, tuple)) and len(struct) == 1:
+                struct = struct[0]
+            specs = tf.nest.map_structure(lambda t: tf.TensorSpec(t.shape, t.dtype), struct)
+        except (AttributeError, ValueError, TypeError):
+            specs = None
+        if specs is None or not tf.nest.flatten(specs):
+            logger.debug("smdebug: the model has no input spec; no graph written for TensorBoard")
+            return
+        try:
+            fn = tf.function(lambda x: model(x, training=False))
+            graph_def = fn.get_concrete_function(specs).graph.as_graph_def()
+        except Exception as e:  # noqa: BLE001 - only the graph is missing
+            self._warn_once("graph", "smdebug: the model's graph could not be traced for TensorBoard (%s: %s)",
+                            type(e).__name__, e)
+            return
+        self._writer.call(self._tb.write_graph, ModeKeys.TRAIN, self.step, graph_def.SerializeToString())
 
     # ------------------------------------------------------------------------------------------
     # variables

@@ -25,6 +25,7 @@ FRAMEWORK = FrameworkInfo(
         "EstimatorHook": "smdebug.tensorflow.session:EstimatorHook",
     },
     default_collections=("metrics", "losses", "sm_metrics"),
+    zero_code="smdebug.tensorflow.zero_code:attach",  # smdebug run: wraps keras.Model.fit/evaluate/predict
     description="TensorFlow: Keras callback, GradientTape and session hooks",
 )
 
