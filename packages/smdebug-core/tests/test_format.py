@@ -187,3 +187,29 @@ def test_zero_copy_encoding_is_the_same_event(dtype, shape):
     assert (tag, step, mode, mode_step) == ("a/b", 9, ModeKeys.PREDICT, 2)
     np.testing.assert_array_equal(value, arr)
     assert value.shape == shape
+
+
+@pytest.mark.parametrize("step,mode_step,wall_time", [(0, 0, 0.0), (1, 0, 1.5), (127, 128, 1e9), (2**40, 2**33, 1.75e9)])
+def test_zero_copy_encoding_of_repeated_tensors_follows_step_and_mode(step, mode_step, wall_time):
+    """The encoder reuses serialized pieces across calls (same name, dtype, shape): every call must still
+    give the canonical Event of its own step, mode step, mode and wall time."""
+    from smdebug.core.tfevent.proto.event_pb2 import Event
+
+    arr = np.arange(6, dtype=np.float32).reshape(2, 3)
+    for mode in (ModeKeys.TRAIN, ModeKeys.EVAL):
+        for ms in (mode_step, mode_step + 1):
+            head, body = encode_tensor_event_parts("w", arr, step, mode, ms, wall_time=wall_time)
+            canonical = encode_tensor_event("w", arr, step, mode, ms, wall_time=wall_time)
+            assert Event.FromString(bytes(head) + bytes(body)) == Event.FromString(canonical)
+
+
+def test_constant_footer_suffix_shortcut_matches_the_general_forging():
+    """The checksum-steering bytes are computed with one XOR; the general routine must agree for any CRC."""
+    import random
+
+    from smdebug.core.tfevent.records import MAGIC_CRC, _forge_suffix, _magic_suffix
+
+    rng = random.Random(0)
+    for crc in [0, 0xFFFFFFFF, 0x12345678] + [rng.getrandbits(32) for _ in range(2000)]:
+        suffix = _magic_suffix(crc)
+        assert suffix == _forge_suffix(crc, MAGIC_CRC)

@@ -61,7 +61,12 @@ class BackgroundWriter:
         self.max_pending_bytes = max_pending_bytes
         self.drop_when_full = getattr(storage, "drop_when_full", False) if drop_when_full is None else drop_when_full
         self._queue = collections.deque()
-        self._cond = threading.Condition()
+        # A plain Lock taken with ``with self._lock`` (C code, no Python frames) guards the queue; the
+        # Condition over it is notified only when a thread actually waits on it (``_waiters``), so the
+        # common submit is an append under a lock. This is paid once per saved tensor.
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        self._waiters = 0
         self._pending_bytes = 0
         self._busy = False
         self._closed = False
@@ -83,7 +88,7 @@ class BackgroundWriter:
     def submit(self, fn: Callable, *args, nbytes: int = 0, step: Optional[int] = None) -> bool:
         """Queue ``fn(*args)``. ``step``: the step the data belongs to (may be dropped when full).
         Returns False if the item was not queued."""
-        with self._cond:
+        with self._lock:
             if self.error is not None or self._closed:
                 return False
             if step is not None and (step in self.dropped_steps or step in self.lost_steps):
@@ -100,13 +105,30 @@ class BackgroundWriter:
                     while self._pending_bytes and self._pending_bytes + nbytes > self.max_pending_bytes:
                         if self.error is not None or not self._thread.is_alive():
                             return False
-                        self._cond.wait(0.5)
+                        self._wait(0.5)
             if step is not None and self._dropping_since is not None and nbytes:
                 self._caught_up()
             self._pending_bytes += nbytes
             self._queue.append((fn, args, nbytes, step))
-            self._cond.notify_all()
+            if self._waiters:
+                self._cond.notify_all()
             return True
+
+    def _wait(self, timeout: Optional[float] = None) -> bool:
+        """``self._cond.wait`` (lock held), counted so that notifiers know someone listens."""
+        self._waiters += 1
+        try:
+            return self._cond.wait(timeout)
+        finally:
+            self._waiters -= 1
+
+    def _wait_for(self, predicate, timeout: Optional[float] = None) -> bool:
+        """``self._cond.wait_for`` (lock held), counted like :meth:`_wait`."""
+        self._waiters += 1
+        try:
+            return self._cond.wait_for(predicate, timeout)
+        finally:
+            self._waiters -= 1
 
     def _drop(self, step: int) -> None:
         self.dropped_steps.add(step)
@@ -140,8 +162,8 @@ class BackgroundWriter:
 
     def flush(self, timeout: Optional[float] = None) -> bool:
         """Wait until everything submitted so far is written. False on timeout or writer death."""
-        with self._cond:
-            ok = self._cond.wait_for(
+        with self._lock:
+            ok = self._wait_for(
                 lambda: (not self._queue and not self._busy) or self.error is not None or not self._thread.is_alive(),
                 timeout,
             )
@@ -157,7 +179,7 @@ class BackgroundWriter:
         ok = self.flush(timeout)
         while not ok and self.error is None and self._thread.is_alive():
             if self.storage.outage is not None:
-                with self._cond:
+                with self._lock:
                     queued = len(self._queue)
                 self.logger.warning(
                     "smdebug: %s is still unreachable at close (%s); giving up on %d queued writes.",
@@ -166,7 +188,7 @@ class BackgroundWriter:
                 ok = self.flush(60)
                 break
             ok = self.flush(timeout)  # slow but working: keep waiting
-        with self._cond:
+        with self._lock:
             self._closed = True
             if self._dropping_since is not None:
                 self._dropping_since = None  # reported by the hook's summary at close
@@ -181,7 +203,7 @@ class BackgroundWriter:
     @property
     def unsaved_steps(self) -> List[int]:
         """Steps that were due but did not reach storage (dropped when full, or failed)."""
-        with self._cond:
+        with self._lock:
             return sorted(self.dropped_steps | set(self.lost_steps))
 
     # --- writer-thread side -------------------------------------------------------------------
@@ -191,9 +213,9 @@ class BackgroundWriter:
         except Exception:  # noqa: BLE001
             pass
         while True:
-            with self._cond:
+            with self._lock:
                 while not self._queue and not self._closed:
-                    self._cond.wait()
+                    self._wait()
                 if not self._queue and self._closed:
                     return
                 fn, args, nbytes, step = self._queue.popleft()
@@ -211,19 +233,20 @@ class BackgroundWriter:
                 self.error = e
                 self._abort_all()
             finally:
-                with self._cond:
+                with self._lock:
                     self._pending_bytes -= nbytes
                     self._busy = False
                     if self.error is not None:
                         self._queue.clear()
                         self._pending_bytes = 0
-                    self._cond.notify_all()
+                    if self._waiters:
+                        self._cond.notify_all()
 
     def _lose(self, fn, args, step, err: BaseException) -> None:
         if fn == self._close_step and args:
             step = args[0]
         if step is not None:
-            with self._cond:
+            with self._lock:
                 self.lost_steps.setdefault(step, str(err))
             w = self._steps.pop(step, None)
             if w is not None:
@@ -257,7 +280,7 @@ class BackgroundWriter:
         w = self._steps.pop(step, None)
         if w is None:
             return
-        with self._cond:
+        with self._lock:
             incomplete = step in self.dropped_steps or step in self.lost_steps
         if incomplete:
             w.abort()  # all or nothing: a step that lost data is not written

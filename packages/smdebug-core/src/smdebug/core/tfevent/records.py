@@ -77,6 +77,17 @@ def _forge_suffix(crc_so_far: int, target_crc: int) -> bytes:
     return bytes(out)
 
 
+# CRC32C is affine over GF(2): the register after four appended bytes is a fixed linear map of
+# (register before them XOR those bytes). With a fixed target, the suffix is therefore the register so far
+# XOR one constant, computed once here with the general routine above (one XOR per record, not a loop).
+_MAGIC_SUFFIX_XOR = struct.unpack("<I", _forge_suffix(_U32, MAGIC_CRC))[0] ^ _U32
+
+
+def _magic_suffix(crc_so_far: int) -> bytes:
+    """``_forge_suffix(crc_so_far, MAGIC_CRC)``, fast."""
+    return _pack_u32(crc_so_far ^ _MAGIC_SUFFIX_XOR)
+
+
 def encode_record(payload: bytes, compat_footer: bool = True) -> bytes:
     """Frame ``payload`` as one record.
 
@@ -86,7 +97,7 @@ def encode_record(payload: bytes, compat_footer: bool = True) -> bytes:
     """
     if compat_footer:
         payload = payload + _FORGE_TAG
-        payload = payload + _forge_suffix(crc32c(payload), MAGIC_CRC)
+        payload = payload + _magic_suffix(crc32c(payload))
         footer = MAGIC_FOOTER
     else:
         footer = masked_crc(payload)
@@ -94,14 +105,26 @@ def encode_record(payload: bytes, compat_footer: bool = True) -> bytes:
     return b"".join((header, _pack_u32(masked_crc(header)), payload, _pack_u32(footer)))
 
 
+_SUFFIX_SIZE = len(_FORGE_TAG) + 4
+
+
+def record_prefix(head: bytes, body_len: int) -> bytes:
+    """What precedes ``body`` in a compat-footer record of payload ``head + body + steering bytes``: the
+    length header, its checksum and ``head``. Needs only the body's length, not its bytes."""
+    header = _pack_header(len(head) + body_len + _SUFFIX_SIZE)
+    return header + _pack_u32(masked_crc(header)) + head
+
+
+def record_trailer(payload_crc: int) -> bytes:
+    """What follows ``body``: the steering field and the constant footer, given ``crc32c(head + body)``."""
+    return _FORGE_TAG + _magic_suffix(crc32c(_FORGE_TAG, payload_crc)) + _pack_u32(MAGIC_FOOTER)
+
+
 def encode_record_parts(head: bytes, body) -> tuple:
     """Like ``encode_record(head + body)`` (compat footer) without joining the parts: returns the
     pieces to write in order, so a large ``body`` (a memoryview of an array) is never copied."""
     crc = crc32c(body, crc32c(head)) if len(body) else crc32c(head)
-    crc = crc32c(_FORGE_TAG, crc)
-    suffix = _FORGE_TAG + _forge_suffix(crc, MAGIC_CRC)
-    header = _pack_header(len(head) + len(body) + len(suffix))
-    return (header + _pack_u32(masked_crc(header)) + head, body, suffix + _pack_u32(MAGIC_FOOTER))
+    return record_prefix(head, len(body)), body, record_trailer(crc)
 
 
 def _is_original_payload(payload: bytes) -> bool:

@@ -6,16 +6,39 @@ tensor records are in place (the event file is committed first).
 
 from __future__ import annotations
 
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import List, Optional, Sequence
 
 import numpy as np
+from crc32c import crc32c
 
 from smdebug.core.locations import event_file_name, index_file_name
 from smdebug.core.modes import ModeKeys
 from smdebug.core.storage.base import Storage, StorageWriter
 from smdebug.core.tfevent.index_file import build_index
-from smdebug.core.tfevent.records import encode_record_parts
+from smdebug.core.tfevent.records import encode_record_parts, record_prefix, record_trailer
 from smdebug.core.tfevent.tensor_codec import encode_tensor_event_parts
+
+
+# A tensor body at least this large has its checksum computed on a helper thread while this thread writes
+# it: crc32c and file writes both release the GIL, so on two cores a large tensor costs about the longer of
+# the two instead of their sum. (Below this, handing work to a thread costs more than it saves.)
+PARALLEL_CRC_MIN_BYTES = 1 << 20
+_crc_pool_lock = threading.Lock()
+_crc_pool: Optional[ThreadPoolExecutor] = None
+_crc_pool_pid = 0
+
+
+def _checksum_pool() -> ThreadPoolExecutor:
+    global _crc_pool, _crc_pool_pid
+    with _crc_pool_lock:
+        # A forked child inherits the executor without its thread: it needs its own.
+        if _crc_pool is None or _crc_pool_pid != os.getpid():
+            _crc_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="smdebug-crc")
+            _crc_pool_pid = os.getpid()
+        return _crc_pool
 
 
 class StepWriter:
@@ -36,9 +59,18 @@ class StepWriter:
         if self._events is None:
             self._events = self.storage.open_writer(self.event_key)
         start = self._events.tell()
-        for piece in encode_record_parts(head, body):
-            if len(piece):
-                self._events.write(piece)
+        if len(body) >= PARALLEL_CRC_MIN_BYTES:
+            checksum = _checksum_pool().submit(crc32c, body, crc32c(head))
+            try:
+                self._events.write(record_prefix(head, len(body)))
+                self._events.write(body)
+            finally:
+                crc = checksum.result()  # never leave the helper reading a buffer we are done with
+            self._events.write(record_trailer(crc))
+        else:
+            for piece in encode_record_parts(head, body):
+                if len(piece):
+                    self._events.write(piece)
         self._tensors.append({"tensorname": name, "start_idx": start, "length": self._events.tell() - start})
 
     def write_shape(self, name: str, shape: Sequence[int], original_name: Optional[str] = None) -> None:

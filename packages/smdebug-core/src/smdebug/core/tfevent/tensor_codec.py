@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import math
+import struct
 import time
 from typing import Optional
 
@@ -11,7 +13,8 @@ import numpy as np
 from smdebug.core.modes import MODE_PLUGIN_NAME, MODE_STEP_PLUGIN_NAME, ModeKeys
 from smdebug.core.tfevent.proto.event_pb2 import Event
 from smdebug.core.tfevent.proto.tensor_pb2 import TensorProto
-from smdebug.exceptions import SMDebugTypeError, SMDebugValueError
+from smdebug.core.tfevent.records import decode_record
+from smdebug.exceptions import EventFileCorrupted, SMDebugTypeError, SMDebugValueError
 
 # numpy dtype -> TF DataType number (types.proto)
 _NP_TO_DT = {
@@ -163,6 +166,8 @@ def encode_tensor_event(
 
 
 def _varint(n: int) -> bytes:
+    if n < 0x80:
+        return _SMALL_VARINTS[n]
     out = bytearray()
     while True:
         byte = n & 0x7F
@@ -174,6 +179,9 @@ def _varint(n: int) -> bytes:
             return bytes(out)
 
 
+_SMALL_VARINTS = [bytes((i,)) for i in range(0x80)]
+
+
 def _length_delimited(field_number: int, length: int) -> bytes:
     """Key and length of a length-delimited protobuf field (wire type 2)."""
     return _varint((field_number << 3) | 2) + _varint(length)
@@ -181,6 +189,53 @@ def _length_delimited(field_number: int, length: int) -> bytes:
 
 # Field numbers from event.proto / summary.proto / tensor.proto.
 _EVENT_SUMMARY, _SUMMARY_VALUE, _VALUE_TENSOR, _TENSOR_CONTENT = 5, 1, 8, 4
+
+# The serialized pieces that repeat from step to step are built by protobuf once and reused: a hook writes
+# the same tensors (name, dtype, shape) at every saved step, and all tensors of a step share its mode and
+# mode step. This is most of the encoding cost of a small tensor. The caches are bounded.
+
+
+@functools.lru_cache(maxsize=8192)
+def _tensor_head(tag: str, dtype: int, shape: tuple, nbytes: int) -> bytes:
+    """A TensorProto's dtype and shape, then the key and length of its ``tensor_content`` field."""
+    tensor = TensorProto()
+    tensor.dtype = dtype
+    _fill_shape(tensor, shape, tag)
+    return tensor.SerializeToString() + _length_delimited(_TENSOR_CONTENT, nbytes)
+
+
+@functools.lru_cache(maxsize=8192)
+def _value_tag(tag: str) -> bytes:
+    """A Summary.Value holding only its tag (concatenated serialized messages merge when parsed)."""
+    value = Event().summary.value.add()
+    value.tag = tag
+    return value.SerializeToString()
+
+
+@functools.lru_cache(maxsize=64)
+def _value_metadata(mode: ModeKeys, mode_step: int) -> bytes:
+    """A Summary.Value holding only the plugin metadata that carries the mode and the mode step."""
+    value = Event().summary.value.add()
+    pd = value.metadata.plugin_data.add()
+    pd.plugin_name = MODE_STEP_PLUGIN_NAME
+    pd.content = str(mode_step)
+    pd = value.metadata.plugin_data.add()
+    pd.plugin_name = MODE_PLUGIN_NAME
+    pd.content = str(mode.value)
+    return value.SerializeToString()
+
+
+_pack_double = struct.Struct("<d").pack
+_EVENT_WALL_TIME_KEY = bytes(((1 << 3) | 1,))  # Event.wall_time: field 1, fixed64
+_EVENT_STEP_KEY = bytes((2 << 3,))  # Event.step: field 2, varint
+
+
+def _event_head(wall_time: float, step: int) -> bytes:
+    """Event.wall_time and Event.step, as protobuf serialises them (a zero step is omitted, like protobuf)."""
+    head = _EVENT_WALL_TIME_KEY + _pack_double(wall_time) if wall_time else b""
+    if step:
+        head += _EVENT_STEP_KEY + _varint(step & 0xFFFFFFFFFFFFFFFF)
+    return head
 
 
 def encode_tensor_event_parts(
@@ -195,34 +250,23 @@ def encode_tensor_event_parts(
     """
     if arr.dtype.kind in "USO":
         return encode_tensor_event(tag, arr, step, mode, mode_step, wall_time), b""
-    tensor = TensorProto()
-    tensor.dtype = _numeric_dtype(arr, tag)
-    _fill_shape(tensor, arr.shape, tag)
+    dtype = _numeric_dtype(arr, tag)
+    shape = arr.shape  # before ascontiguousarray, which makes a 0-d array 1-d
     arr = np.ascontiguousarray(_little_endian(arr))
     body = memoryview(arr.reshape(-1)).cast("B") if arr.size else memoryview(b"")
     n = body.nbytes
-    tensor_head = tensor.SerializeToString() + _length_delimited(_TENSOR_CONTENT, n)
+    tensor_head = _tensor_head(tag, dtype, shape, n)
     tensor_len = len(tensor_head) + n
 
-    value = Event().summary.value.add()
-    value.tag = tag
-    pd = value.metadata.plugin_data.add()
-    pd.plugin_name = MODE_STEP_PLUGIN_NAME
-    pd.content = str(mode_step)
-    pd = value.metadata.plugin_data.add()
-    pd.plugin_name = MODE_PLUGIN_NAME
-    pd.content = str(mode.value)
-    value_head = value.SerializeToString() + _length_delimited(_VALUE_TENSOR, tensor_len)
+    value_head = _value_tag(tag) + _value_metadata(mode, mode_step) + _length_delimited(_VALUE_TENSOR, tensor_len)
     value_len = len(value_head) + tensor_len
 
     summary_head = _length_delimited(_SUMMARY_VALUE, value_len)
     summary_len = len(summary_head) + value_len
-    ev = Event()
-    ev.wall_time = time.time() if wall_time is None else wall_time
-    ev.step = step
-    head = b"".join(
-        (ev.SerializeToString(), _length_delimited(_EVENT_SUMMARY, summary_len), summary_head, value_head, tensor_head)
-    )
+    head = b"".join((
+        _event_head(time.time() if wall_time is None else wall_time, step),
+        _length_delimited(_EVENT_SUMMARY, summary_len), summary_head, value_head, tensor_head,
+    ))
     return head, body
 
 
@@ -250,19 +294,24 @@ def decode_tensor_record(raw, path=None, step=None, name=None) -> np.ndarray:
     Every way the bytes can be wrong (framing, checksum, protobuf, dtype, shape) raises
     :class:`~smdebug.exceptions.EventFileCorrupted` naming ``path`` and ``step``; nothing else escapes.
     """
-    from smdebug.core.tfevent.records import decode_record
-    from smdebug.exceptions import EventFileCorrupted
-
-    what = f"tensor {name}" if name is not None else "the record"
     try:
         payload, _ = decode_record(raw, 0, path)
-        for _tag, value, _step, _mode, _ms in decode_tensor_event(bytes(payload)):
-            return value
+        ev = Event.FromString(bytes(payload))
+        # Only the tensor is wanted here: the mode and mode step of the record are known from the index.
+        if ev.HasField("summary"):
+            for value in ev.summary.value:
+                if value.WhichOneof("value") != "tensor":
+                    raise SMDebugValueError(f"Event for {value.tag!r} does not hold a tensor")
+                return tensor_proto_to_numpy(value.tensor)
     except EventFileCorrupted as e:
         e.step = step if e.step is None else e.step
         raise
     except (MemoryError, RecursionError) as e:
-        raise EventFileCorrupted(f"Cannot decode {what}: {type(e).__name__}", path, step) from None
-    except Exception as e:  # noqa: BLE001 - protobuf DecodeError, bad dtype/shape, bad plugin data...
-        raise EventFileCorrupted(f"Cannot decode {what}: {e}", path, step) from None
-    raise EventFileCorrupted(f"Record for {what} holds no tensor", path, step)
+        raise EventFileCorrupted(f"Cannot decode {_what(name)}: {type(e).__name__}", path, step) from None
+    except Exception as e:  # noqa: BLE001 - protobuf DecodeError, bad dtype/shape...
+        raise EventFileCorrupted(f"Cannot decode {_what(name)}: {e}", path, step) from None
+    raise EventFileCorrupted(f"Record for {_what(name)} holds no tensor", path, step)
+
+
+def _what(name) -> str:
+    return f"tensor {name}" if name is not None else "the record"
