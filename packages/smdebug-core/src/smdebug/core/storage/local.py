@@ -10,6 +10,7 @@ from typing import List, Optional
 from smdebug.core.storage.base import Storage, StorageWriter
 
 TMP_SUFFIX = ".tmp"
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
 
 
 class LocalWriter(StorageWriter):
@@ -46,6 +47,7 @@ class LocalStorage(Storage):
     def __init__(self, root: str):
         self.root = os.path.abspath(root)
         self.display_path = self.root
+        self._root_sep = os.path.join(self.root, "")  # root + separator: keys are joined by concatenation
         self._made_dirs = set()  # directories known to exist: saves two mkdir calls per saved step
 
     def _path(self, key: str) -> str:
@@ -56,7 +58,7 @@ class LocalStorage(Storage):
             if (key.startswith(("/", "\\")) or "\x00" in key or ".." in parts
                     or (os.name == "nt" and ":" in key)):
                 raise ValueError(f"Refusing a path outside the run directory: {key[:200]!r}")
-        return os.path.join(self.root, key)
+        return self._root_sep + key if key else self.root
 
     def list(self, prefix: str, start_after: Optional[str] = None) -> List[str]:
         base = self._path(prefix)
@@ -81,10 +83,22 @@ class LocalStorage(Storage):
                     out.append(child)
 
     def read(self, key: str, offset: int = 0, length: Optional[int] = None) -> bytes:
-        with open(self._path(key), "rb") as f:
-            if offset:
-                f.seek(offset)
-            return f.read() if length is None else f.read(length)
+        # os.open/pread rather than open(): no buffered file object per read (a trial reads one small
+        # record per tensor value, so this is paid per value).
+        fd = os.open(self._path(key), _READ_FLAGS)
+        try:
+            if length is None:
+                size = os.fstat(fd).st_size
+                length = max(0, size - offset)
+            data = os.pread(fd, length, offset)
+            while len(data) < length:  # pread may return less than asked for; a short file ends it
+                more = os.pread(fd, length - len(data), offset + len(data))
+                if not more:
+                    break
+                data += more
+            return data
+        finally:
+            os.close(fd)
 
     def exists(self, key: str) -> bool:
         return os.path.exists(self._path(key))

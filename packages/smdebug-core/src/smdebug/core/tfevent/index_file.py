@@ -19,9 +19,9 @@ from smdebug.core.reductions import REDUCTION_PREFIX, parse_reduction_tensor_nam
 from smdebug.exceptions import IndexReaderException
 
 
-@dataclass
+@dataclass(slots=True)
 class IndexEntry:
-    """Everything one index file says about one tensor."""
+    """Everything one index file says about one tensor. (slots: a run's index holds millions of them.)"""
 
     location: Optional[Tuple[int, int]] = None  # (start, length) in the event file
     shape: Optional[Tuple[int, ...]] = None
@@ -131,33 +131,41 @@ def event_file_key(event_file: str) -> Optional[str]:
 
 
 def _parse_payload(doc: dict, key: str, step: int):
+    """Entries and stored reductions of an index document. This runs once per index file a trial
+    reads (once per step and worker, for a tensor of that step), so the loop is kept lean."""
     if "tensor_payload" not in doc and "shape_payload" not in doc:
         raise IndexReaderException("Index file has neither tensor_payload nor shape_payload", key, step)
     entries: Dict[str, IndexEntry] = {}
     reductions: Dict[str, Dict[Tuple[str, bool], IndexEntry]] = {}
+    prefix = REDUCTION_PREFIX
     try:
         for item in doc.get("tensor_payload") or []:
             name = item["tensorname"]
-            start, length = int(item["start_idx"]), int(item["length"])
+            start, length = item["start_idx"], item["length"]
+            if type(start) is not int or type(length) is not int:  # noqa: E721 - exact ints: the usual case
+                start, length = int(start), int(length)
             if start < 0 or length <= 0:
                 raise ValueError(f"bad location {start}+{length}")
-            if name.startswith(REDUCTION_PREFIX):
+            location = (start, length)
+            if name.startswith(prefix):
                 parsed = parse_reduction_tensor_name(name)
                 if parsed is not None:
                     tname, op, is_abs = parsed
-                    reductions.setdefault(tname, {})[(op, is_abs)] = IndexEntry(location=(start, length))
+                    reductions.setdefault(tname, {})[(op, is_abs)] = IndexEntry(location)
                     continue
             entry = entries.get(name)
             if entry is None:
-                entries[name] = IndexEntry(location=(start, length))
+                entries[name] = IndexEntry(location)
             else:
-                entry.location = (start, length)
+                entry.location = location
         # The original kept only the shape when a tensor had both a location and a shape (dropping the
         # location); we merge them.
         for item in doc.get("shape_payload") or []:
             name = item["tensorname"]
             shape = tuple(int(d) for d in item["shape"])
-            entry = entries.setdefault(name, IndexEntry())
+            entry = entries.get(name)
+            if entry is None:
+                entry = entries[name] = IndexEntry()
             entry.shape = shape
             entry.original_name = item.get("originalname", name)
     except (KeyError, TypeError, ValueError, AttributeError) as e:
