@@ -213,3 +213,31 @@ def test_constant_footer_suffix_shortcut_matches_the_general_forging():
     for crc in [0, 0xFFFFFFFF, 0x12345678] + [rng.getrandbits(32) for _ in range(2000)]:
         suffix = _magic_suffix(crc)
         assert suffix == _forge_suffix(crc, MAGIC_CRC)
+
+
+def test_large_bodies_checksummed_on_a_helper_thread_frame_correctly(tmp_path):
+    """Bodies from PARALLEL_CRC_MIN_BYTES up are checksummed while they are written: the records must be
+    the same, and verify both ways (our reader, TensorBoard's real-CRC check)."""
+    from smdebug.core.storage.local import LocalStorage
+    from smdebug.core.tfevent.step_writer import PARALLEL_CRC_MIN_BYTES, StepWriter
+    from smdebug.core.tfevent.tensor_codec import decode_tensor_record
+
+    rng = np.random.default_rng(0)
+    sizes = [PARALLEL_CRC_MIN_BYTES - 1, PARALLEL_CRC_MIN_BYTES, 3 * PARALLEL_CRC_MIN_BYTES + 3]
+    arrays = {f"t{n}": rng.integers(0, 255, n, dtype=np.uint8) for n in sizes}
+    storage = LocalStorage(str(tmp_path))
+    w = StepWriter(storage, 5, "worker_0", ModeKeys.TRAIN, 5)
+    for name, arr in arrays.items():
+        w.write_tensor(name, arr, ModeKeys.TRAIN, 5, wall_time=1.0)
+    event_key = w.event_key
+    entries = list(w._tensors)
+    w.close()
+    raw = storage.read(event_key)
+    records = list(iter_records(raw))
+    assert len(records) == len(arrays)
+    for (offset, length, payload), entry in zip(records, entries):
+        assert (offset, length) == (entry["start_idx"], entry["length"])
+        (footer,) = struct.unpack("<I", raw[offset + length - 4:offset + length])
+        assert footer == MAGIC_FOOTER == masked_crc(payload)
+        value = decode_tensor_record(raw[offset:offset + length])
+        np.testing.assert_array_equal(value, arrays[entry["tensorname"]])
