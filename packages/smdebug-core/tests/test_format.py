@@ -241,3 +241,128 @@ def test_large_bodies_checksummed_on_a_helper_thread_frame_correctly(tmp_path):
         assert footer == MAGIC_FOOTER == masked_crc(payload)
         value = decode_tensor_record(raw[offset:offset + length])
         np.testing.assert_array_equal(value, arrays[entry["tensorname"]])
+
+
+def _protobuf_value(payload: bytes) -> np.ndarray:
+    """The tensor of an Event payload, decoded by protobuf alone (the reference)."""
+    from smdebug.core.tfevent.proto.event_pb2 import Event
+    from smdebug.core.tfevent.tensor_codec import tensor_proto_to_numpy
+
+    return tensor_proto_to_numpy(Event.FromString(payload).summary.value[0].tensor)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int8, np.uint16, np.complex64, np.bool_],
+                         ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("layout", ["zero-copy parts", "canonical protobuf"])
+def test_large_values_decode_without_copies_like_protobuf(dtype, layout):
+    from smdebug.core.tfevent.content_span import locate_tensor_content
+    from smdebug.core.tfevent.records import encode_record_parts
+    from smdebug.core.tfevent.tensor_codec import ZERO_COPY_MIN_BYTES, decode_tensor_record
+
+    n = ZERO_COPY_MIN_BYTES // np.dtype(dtype).itemsize + 7
+    arr = (np.arange(n) % 251).astype(dtype).reshape(-1, 1)
+    if layout == "canonical protobuf":  # protobuf's own field order: the tensor before the metadata
+        head, body = encode_tensor_event("w", arr, 3, ModeKeys.TRAIN, 1, wall_time=2.0), b""
+    else:
+        head, body = encode_tensor_event_parts("w", arr, 3, ModeKeys.TRAIN, 1, wall_time=2.0)
+    record = b"".join(bytes(p) for p in encode_record_parts(bytes(head), body))
+    payload, _ = decode_record(record)
+    assert locate_tensor_content(payload) is not None
+    value = decode_tensor_record(record)
+    np.testing.assert_array_equal(value, arr)
+    assert value.dtype == arr.dtype and value.shape == arr.shape and not value.flags.writeable
+    np.testing.assert_array_equal(value, _protobuf_value(bytes(payload)))
+
+
+def test_zero_copy_walk_leaves_unusual_encodings_to_protobuf():
+    """Where protobuf would merge or override (a repeated summary, a second tensor_content) or the value is
+    not a tensor, the walk declines and protobuf's answer is used."""
+    from smdebug.core.tfevent.content_span import locate_tensor_content
+    from smdebug.core.tfevent.proto.event_pb2 import Event
+
+    arr = np.arange(20000, dtype=np.float32)
+    payload = encode_tensor_event("w", arr, 3, ModeKeys.TRAIN, 1, wall_time=2.0)
+    assert locate_tensor_content(payload) is not None
+    ev = Event.FromString(payload)
+    # A second serialized summary appended: protobuf merges the two Summary messages (two values).
+    doubled = payload + Event(summary=ev.summary).SerializeToString()
+    assert locate_tensor_content(doubled) is None
+    # A later tensor_content overrides the first: appended as a second Event carrying only that field.
+    override = Event()
+    override.summary.value.add().tensor.tensor_content = np.ones(20000, np.float32).tobytes()
+    assert locate_tensor_content(payload + override.SerializeToString()) is None
+    # A simple_value instead of a tensor
+    other = Event()
+    other.summary.value.add(tag="s", simple_value=1.0)
+    assert locate_tensor_content(other.SerializeToString()) is None
+    # Truncated lengths
+    for cut in (1, 7, len(payload) // 2, len(payload) - 1):
+        assert locate_tensor_content(payload[:cut]) is None
+
+
+
+def test_zero_copy_walk_agrees_with_protobuf_on_mutated_payloads():
+    """Whenever the walk accepts a payload that protobuf also parses, both give the same tensor."""
+    hypothesis = pytest.importorskip("hypothesis")
+    from hypothesis import strategies as st
+
+    from smdebug.core.tfevent.content_span import locate_tensor_content
+    from smdebug.core.tfevent.proto.event_pb2 import Event
+    from smdebug.core.tfevent.proto.tensor_pb2 import TensorProto
+    from smdebug.core.tfevent.tensor_codec import tensor_proto_to_numpy
+
+    seeds = []
+    for arr in (np.arange(12, dtype=np.float32).reshape(3, 4), np.arange(5, dtype=np.int64)):
+        head, body = encode_tensor_event_parts("w", arr, 3, ModeKeys.EVAL, 1, wall_time=2.0)
+        seeds += [bytes(head) + bytes(body), encode_tensor_event("w", arr, 3, ModeKeys.EVAL, 1, wall_time=2.0)]
+
+    @hypothesis.settings(max_examples=400, deadline=None, database=None)
+    @hypothesis.given(st.sampled_from(seeds), st.lists(st.tuples(st.integers(0, 1 << 12), st.integers(0, 255)),
+                                                       max_size=4), st.integers(0, 1 << 12))
+    def check(seed, edits, cut):
+        b = bytearray(seed)
+        for pos, val in edits:
+            b[pos % len(b)] = val
+        payload = bytes(b[: max(1, len(b) - cut % 8)])
+        found = locate_tensor_content(payload)
+        if found is None:
+            return
+        try:
+            reference = tensor_proto_to_numpy(Event.FromString(payload).summary.value[0].tensor)
+        except Exception:  # noqa: BLE001 - protobuf (or the shape check) refuses it: nothing to agree with
+            return
+        rest, start, end = found
+        ours = tensor_proto_to_numpy(TensorProto.FromString(rest), payload[start:end])
+        assert ours.dtype == reference.dtype and ours.shape == reference.shape
+        np.testing.assert_array_equal(ours, reference)
+
+    check()
+
+
+def test_large_tensor_bytes_are_aligned_in_the_file_and_read_as_aligned_views(tmp_path):
+    from smdebug.core.storage.local import LocalStorage
+    from smdebug.core.tfevent.step_writer import StepWriter
+    from smdebug.core.tfevent.tensor_codec import ALIGN_MIN_BYTES, CONTENT_ALIGNMENT, decode_tensor_record
+
+    storage = LocalStorage(str(tmp_path))
+    w = StepWriter(storage, 2, "worker_0", ModeKeys.TRAIN, 2)
+    arrays = {"small": np.arange(3, dtype=np.float64)}
+    for i, n in enumerate([ALIGN_MIN_BYTES // 8, ALIGN_MIN_BYTES // 8 + 1, 70_001]):
+        arrays[f"big{i}"] = np.arange(n, dtype=np.float64) * (i + 1)
+        arrays[f"mid{i}"] = np.arange(i + 5, dtype=np.int8)  # shifts the next record's start
+    for name, arr in arrays.items():
+        w.write_tensor(name, arr, ModeKeys.TRAIN, 2, wall_time=1.0)
+    entries = {e["tensorname"]: (e["start_idx"], e["length"]) for e in w._tensors}
+    key = w.event_key
+    w.close()
+    raw = storage.read(key)  # the whole file: its first byte is 16-byte aligned in memory, as a file map's is
+    for name, arr in arrays.items():
+        start, length = entries[name]
+        record = memoryview(raw)[start:start + length]
+        if arr.nbytes >= ALIGN_MIN_BYTES:
+            content = arr.tobytes()
+            assert (start + bytes(record).index(content)) % CONTENT_ALIGNMENT == 0, name
+        value = decode_tensor_record(record)
+        np.testing.assert_array_equal(value, arr)
+        if arr.nbytes >= ALIGN_MIN_BYTES:  # a view on the bytes read, not a copy
+            assert value.flags.aligned and np.shares_memory(value, np.frombuffer(raw, np.uint8)), name

@@ -18,7 +18,7 @@ from smdebug.core.locations import event_file_name, index_file_name
 from smdebug.core.modes import ModeKeys
 from smdebug.core.storage.base import Storage, StorageWriter
 from smdebug.core.tfevent.index_file import build_index
-from smdebug.core.tfevent.records import encode_record_parts, record_prefix, record_trailer
+from smdebug.core.tfevent.records import HEADER_SIZE, encode_record_parts, record_prefix, record_trailer
 from smdebug.core.tfevent.tensor_codec import encode_tensor_event_parts
 
 
@@ -55,10 +55,11 @@ class StepWriter:
         self._shapes: List[dict] = []
 
     def write_tensor(self, name: str, value: np.ndarray, mode: ModeKeys, mode_step: int, wall_time=None) -> None:
-        head, body = encode_tensor_event_parts(name, value, self.step, mode, mode_step, wall_time)
         if self._events is None:
             self._events = self.storage.open_writer(self.event_key)
         start = self._events.tell()
+        head, body = encode_tensor_event_parts(name, value, self.step, mode, mode_step, wall_time,
+                                               payload_offset=start + HEADER_SIZE)
         if len(body) >= PARALLEL_CRC_MIN_BYTES:
             checksum = _checksum_pool().submit(crc32c, body, crc32c(head))
             try:

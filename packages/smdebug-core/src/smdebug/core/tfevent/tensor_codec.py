@@ -13,6 +13,7 @@ import numpy as np
 from smdebug.core.modes import MODE_PLUGIN_NAME, MODE_STEP_PLUGIN_NAME, ModeKeys
 from smdebug.core.tfevent.proto.event_pb2 import Event
 from smdebug.core.tfevent.proto.tensor_pb2 import TensorProto
+from smdebug.core.tfevent.content_span import locate_tensor_content
 from smdebug.core.tfevent.records import decode_record
 from smdebug.exceptions import EventFileCorrupted, SMDebugTypeError, SMDebugValueError
 
@@ -103,8 +104,10 @@ def numpy_to_tensor_proto(arr: np.ndarray, tag: str, out: Optional[TensorProto] 
 MAX_SPLAT_BYTES = 1 << 30
 
 
-def tensor_proto_to_numpy(tp: TensorProto) -> np.ndarray:
-    shape = tuple(d.size for d in tp.tensor_shape.dim)
+def tensor_proto_to_numpy(tp: TensorProto, content=None) -> np.ndarray:
+    """The array a TensorProto holds. ``content``: its ``tensor_content`` given separately (a view on the
+    bytes read, see :mod:`~smdebug.core.tfevent.content_span`), for a ``tp`` parsed without it."""
+    shape = tuple([d.size for d in tp.tensor_shape.dim])
     if any(d < 0 for d in shape):
         raise SMDebugValueError(f"Tensor shape {shape} has a negative dimension")
     dt = tp.dtype
@@ -120,13 +123,20 @@ def tensor_proto_to_numpy(tp: TensorProto) -> np.ndarray:
     if npdt is None:
         raise SMDebugTypeError(f"Unsupported tensor dtype number {tp.dtype}")
     count = math.prod(shape) if shape else 1
-    content = tp.tensor_content  # each attribute access copies the bytes: read it once
-    if content:
+    if content is None:
+        content = tp.tensor_content  # each attribute access copies the bytes: read it once
+    if len(content):
         if len(content) != count * npdt.itemsize:
             raise SMDebugValueError(
                 f"Tensor content has {len(content)} bytes, shape {shape} of {npdt} needs {count * npdt.itemsize}"
             )
-        return np.frombuffer(content, dtype=npdt).astype(npdt.newbyteorder("="), copy=False).reshape(shape)
+        arr = np.frombuffer(content, dtype=npdt)
+        if not arr.flags.aligned:
+            # A view into a record starts wherever the record put it; numpy is slower on misaligned data,
+            # so such an array gets one aligned copy (read-only, like every value we return).
+            arr = arr.copy()
+            arr.flags.writeable = False
+        return arr.astype(npdt.newbyteorder("="), copy=False).reshape(shape)
     if count == 0:
         return np.zeros(shape, dtype=npdt)
     field = _FIELD_FOR_DT.get(dt)
@@ -238,8 +248,30 @@ def _event_head(wall_time: float, step: int) -> bytes:
     return head
 
 
+#: Tensor bytes of at least this many bytes start on a multiple of CONTENT_ALIGNMENT in the event file, so
+#: a reader can hand out a view on them (content_span.py) that numpy treats as aligned.
+ALIGN_MIN_BYTES = 64 << 10
+CONTENT_ALIGNMENT = 64
+# Event field 14 (unused by TensorFlow's Event): zero bytes that shift the tensor bytes into alignment.
+# Parsers skip unknown fields, so the Event means the same to every reader.
+_EVENT_PADDING_KEY = bytes(((14 << 3) | 2,))
+
+
+def _alignment_padding(head_len: int, payload_offset: int) -> bytes:
+    """An Event field placing the byte after ``head_len`` more head bytes at an aligned file offset."""
+    need = -(payload_offset + head_len) % CONTENT_ALIGNMENT
+    if need == 0:
+        return b""
+    while True:
+        pad = need - 1 - len(_varint(max(need - 2, 0)))  # key byte + length varint + zeros
+        if pad >= 0 and 1 + len(_varint(pad)) + pad == need:
+            return _EVENT_PADDING_KEY + _varint(pad) + bytes(pad)
+        need += CONTENT_ALIGNMENT
+
+
 def encode_tensor_event_parts(
-    tag: str, arr: np.ndarray, step: int, mode: ModeKeys, mode_step: int, wall_time: Optional[float] = None
+    tag: str, arr: np.ndarray, step: int, mode: ModeKeys, mode_step: int, wall_time: Optional[float] = None,
+    payload_offset: Optional[int] = None,
 ):
     """The same Event as :func:`encode_tensor_event`, as ``(head, body)`` with ``payload = head + body``.
 
@@ -247,6 +279,9 @@ def encode_tensor_event_parts(
     being copied into a protobuf message and out again. protobuf serialises every part except the
     enclosing length prefixes; the tensor bytes are placed as the last field of each enclosing message,
     which any protobuf parser reads exactly like the canonical order. Strings use the plain path.
+
+    ``payload_offset``: where in the file the payload will start; a body of ALIGN_MIN_BYTES or more is
+    then aligned there (an unknown padding field before the summary).
     """
     if arr.dtype.kind in "USO":
         return encode_tensor_event(tag, arr, step, mode, mode_step, wall_time), b""
@@ -263,11 +298,11 @@ def encode_tensor_event_parts(
 
     summary_head = _length_delimited(_SUMMARY_VALUE, value_len)
     summary_len = len(summary_head) + value_len
-    head = b"".join((
-        _event_head(time.time() if wall_time is None else wall_time, step),
-        _length_delimited(_EVENT_SUMMARY, summary_len), summary_head, value_head, tensor_head,
-    ))
-    return head, body
+    event_head = _event_head(time.time() if wall_time is None else wall_time, step)
+    rest = b"".join((_length_delimited(_EVENT_SUMMARY, summary_len), summary_head, value_head, tensor_head))
+    if payload_offset is not None and n >= ALIGN_MIN_BYTES:
+        event_head += _alignment_padding(len(event_head) + len(rest), payload_offset)
+    return event_head + rest, body
 
 
 def decode_tensor_event(payload: bytes):
@@ -288,6 +323,11 @@ def decode_tensor_event(payload: bytes):
         yield value.tag, tensor_proto_to_numpy(value.tensor), ev.step, mode, mode_step
 
 
+#: Records at least this large are decoded without copying their tensor bytes (content_span.py); below
+#: it, protobuf's own parsing is quicker than walking the wire format in Python.
+ZERO_COPY_MIN_BYTES = 64 << 10
+
+
 def decode_tensor_record(raw, path=None, step=None, name=None) -> np.ndarray:
     """The tensor held by one framed record (what an index entry points at).
 
@@ -296,6 +336,11 @@ def decode_tensor_record(raw, path=None, step=None, name=None) -> np.ndarray:
     """
     try:
         payload, _ = decode_record(raw, 0, path)
+        if len(payload) >= ZERO_COPY_MIN_BYTES:
+            found = locate_tensor_content(payload)
+            if found is not None:
+                rest, start, end = found
+                return tensor_proto_to_numpy(TensorProto.FromString(rest), payload[start:end])
         ev = Event.FromString(bytes(payload))
         # Only the tensor is wanted here: the mode and mode step of the record are known from the index.
         if ev.HasField("summary"):
