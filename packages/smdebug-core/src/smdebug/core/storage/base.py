@@ -46,6 +46,11 @@ class Storage(abc.ABC):
     def read(self, key: str, offset: int = 0, length: Optional[int] = None) -> bytes:
         """Bytes of a file, or of ``[offset, offset+length)``. FileNotFoundError if missing."""
 
+    def read_view(self, key: str, offset: int, length: int):
+        """Like :meth:`read` of a range, but may return a read-only buffer (e.g. a memoryview of a file
+        map) instead of a copy: for large records, whose bytes a reader hands out as array views."""
+        return self.read(key, offset, length)
+
     def read_many(self, requests: Sequence[Tuple[str, int, Optional[int]]]) -> List[bytes]:
         """Several reads; backends with per-request latency override this to batch and parallelise."""
         return [self.read(k, o, n) for k, o, n in requests]

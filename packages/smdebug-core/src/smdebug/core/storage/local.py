@@ -11,6 +11,16 @@ from smdebug.core.storage.base import Storage, StorageWriter
 
 TMP_SUFFIX = ".tmp"
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
+#: ranges at least this large are read through a file map (``read_view``); smaller ones are copied
+MAP_MIN_BYTES = 1 << 20
+if os.name == "posix":
+    import mmap
+
+    # Fault the pages in with the map: the reader checksums every byte right away.
+    _MAP_POPULATE = getattr(mmap, "MAP_POPULATE", 0)
+else:  # Windows: a mapped file cannot be deleted while mapped; keep plain reads there
+    mmap = None
+    _MAP_POPULATE = 0
 
 
 class LocalWriter(StorageWriter):
@@ -99,6 +109,33 @@ class LocalStorage(Storage):
             return data
         finally:
             os.close(fd)
+
+    def read_view(self, key: str, offset: int, length: int):
+        """A large range is mapped, not copied: the values decoded from it are views on the page cache.
+
+        Safe because a run's files are never changed once they have their final name (written under a
+        temporary name, then renamed): a map stays valid even if the file is deleted. The range must lie
+        inside the file (checked first: touching a map past the end of a file is a fatal signal); a short
+        file gives the short bytes, as :meth:`read` does.
+        """
+        if length < MAP_MIN_BYTES or mmap is None:
+            return self.read(key, offset, length)
+        fd = os.open(self._path(key), _READ_FLAGS)
+        try:
+            size = os.fstat(fd).st_size
+            if offset + length > size:
+                return os.pread(fd, max(0, size - offset), offset)
+            start = offset - offset % mmap.ALLOCATIONGRANULARITY
+            mapped = mmap.mmap(fd, offset + length - start, flags=mmap.MAP_SHARED | _MAP_POPULATE,
+                               prot=mmap.PROT_READ, offset=start)
+        finally:
+            os.close(fd)  # the map keeps its own reference to the file
+        return memoryview(mapped)[offset - start:]
+
+    def read_many(self, requests):
+        # Large ranges are tensor records a trial decodes into arrays: map them (see read_view).
+        return [self.read(k, o, n) if n is None or n < MAP_MIN_BYTES else self.read_view(k, o, n)
+                for k, o, n in requests]
 
     def exists(self, key: str) -> bool:
         return os.path.exists(self._path(key))
