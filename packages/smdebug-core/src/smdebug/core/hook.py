@@ -201,6 +201,13 @@ class BaseHook:
         self.mode_steps: Dict[ModeKeys, int] = {m: self.init_step for m in ModeKeys}
         self._in_step = False
         self._wrote_this_step = False
+        # Threads: ``record`` may be called from any thread (DataLoader-fed loops, a model called from
+        # two threads, autograd's device threads); step boundaries come from one thread at a time. This
+        # lock makes a step boundary atomic for the threads recording: without it a record that read
+        # the step number just before another thread ended that step was queued after the step's files
+        # were completed, reopened the step and replaced its files, losing what they held. It is taken
+        # at step boundaries and once per tensor actually saved, never by ``is_due`` or skipped records.
+        self._step_lock = threading.RLock()
         # The last step with data stays open until the next step begins (or flush/close), so values
         # logged between steps (e.g. save_scalar after end_step) still land in it.
         self._open_step: Optional[int] = None
@@ -519,6 +526,10 @@ class BaseHook:
     @_guarded()
     def begin_step(self) -> None:
         """Start the next step of the current mode (closing the previous one if still open)."""
+        with self._step_lock:
+            self._begin_step()
+
+    def _begin_step(self) -> None:
         if self._in_step:
             self._finish_step()
         self._close_open_step()
@@ -557,9 +568,10 @@ class BaseHook:
     @_guarded()
     def end_step(self) -> None:
         """Finish the current step: its files are completed in the background."""
-        if self._in_step:
-            self._finish_step()
-        self._check_writer()
+        with self._step_lock:
+            if self._in_step:
+                self._finish_step()
+            self._check_writer()
 
     def _check_stop_signal(self) -> None:
         try:
@@ -810,6 +822,7 @@ class BaseHook:
     def _record(self, tensor_name: str, value, force_collections: Sequence[Collection] = ()) -> bool:
         if not self._in_step or not self._due:
             return False
+        step = self.step
         due = self._due
         colls = [c for c in self._matching(tensor_name) if c.name in due]
         colls += [c for c in force_collections if c not in colls]
@@ -831,14 +844,20 @@ class BaseHook:
             arr = np.array(self.to_numpy(value), copy=True, order="C")
         elif save_shape:
             shape = self._shape_of(value)
-        self._writer.submit(
-            self._write_on_writer_thread,
-            self._writer,
-            self.step, self.mode, self.mode_steps[self.mode], tensor_name, arr, write_raw, ops, save_shape, tb,
-            reductions, shape,
-            nbytes=arr.nbytes if arr is not None else 0, step=self.step,
-        )
-        self._wrote_this_step = True
+        with self._step_lock:
+            # The snapshot above runs unlocked (it may be large); if another thread ended the step
+            # meanwhile, the tensor is too late for it and is not saved (see ``_step_lock``).
+            writer = self._writer
+            if step != self.step or not self._in_step or writer is None:
+                return False
+            writer.submit(
+                self._write_on_writer_thread,
+                writer,
+                step, self.mode, self.mode_steps[self.mode], tensor_name, arr, write_raw, ops, save_shape, tb,
+                reductions, shape,
+                nbytes=arr.nbytes if arr is not None else 0, step=step,
+            )
+            self._wrote_this_step = True
         return True
 
     def _device_reductions(self, value, ops) -> Optional[Dict[Tuple[str, bool], np.ndarray]]:
@@ -919,6 +938,12 @@ class BaseHook:
         self._write_scalar(tname, np.array(arr, copy=True), timestamp)
 
     def _write_scalar(self, tname, arr, timestamp):
+        with self._step_lock:  # save_scalar may come from any thread (see ``_step_lock``)
+            self._write_scalar_locked(tname, arr, timestamp)
+
+    def _write_scalar_locked(self, tname, arr, timestamp):
+        if self._writer is None:
+            return  # closed by another thread since save_scalar looked
         if not self._in_step and self._open_step is None:
             # Between steps, after the last step's files were completed: keep it for the next step
             # rather than rewrite a finished step.
@@ -964,13 +989,18 @@ class BaseHook:
         """Wait until everything recorded so far is on storage."""
         if self._writer is None:
             return True
-        self._close_open_step()
+        with self._step_lock:
+            self._close_open_step()
         ok = self._writer.flush(timeout)
         self._check_writer()
         return ok
 
     def close(self) -> None:
         """Finish the last step, write everything, export collections and mark the run as ended."""
+        with self._step_lock:  # a thread still recording waits, then finds the hook closed
+            self._close()
+
+    def _close(self) -> None:
         if self._closed:
             return
         self._closed = True
