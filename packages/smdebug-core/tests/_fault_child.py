@@ -33,6 +33,7 @@ def main(argv=None):
     ap.add_argument("--fsize", type=int, default=0, help="RLIMIT_FSIZE in bytes (0: none)")
     ap.add_argument("--remove-out-dir-at", type=int, default=-1)
     ap.add_argument("--chmod-out-dir-at", type=int, default=-1)
+    ap.add_argument("--stop-file", default=None, help="end training normally once this file exists")
     args = ap.parse_args(argv)
 
     if args.fsize:
@@ -50,7 +51,7 @@ def main(argv=None):
     print("READY", flush=True)
     total = 0.0
     step = 0
-    while step < args.steps:
+    while step < args.steps and not (args.stop_file and os.path.exists(args.stop_file)):
         if step == args.remove_out_dir_at:
             import shutil
 
