@@ -199,40 +199,53 @@ def _length_delimited(field_number: int, length: int) -> bytes:
 
 # Field numbers from event.proto / summary.proto / tensor.proto.
 _EVENT_SUMMARY, _SUMMARY_VALUE, _VALUE_TENSOR, _TENSOR_CONTENT = 5, 1, 8, 4
+_EVENT_SUMMARY_KEY = _varint((_EVENT_SUMMARY << 3) | 2)
+_SUMMARY_VALUE_KEY = _varint((_SUMMARY_VALUE << 3) | 2)
 
 # The serialized pieces that repeat from step to step are built by protobuf once and reused: a hook writes
 # the same tensors (name, dtype, shape) at every saved step, and all tensors of a step share its mode and
-# mode step. This is most of the encoding cost of a small tensor. The caches are bounded.
+# mode step. This is most of the encoding cost of a small tensor. The caches are plain dicts (cleared when
+# they grow past a bound): their keys are cheap to hash, unlike dtype or enum objects.
+_MAX_CACHED = 8192
+_tensor_pieces: dict = {}
+_metadata_pieces: dict = {}
 
 
-@functools.lru_cache(maxsize=8192)
-def _tensor_head(tag: str, dtype: int, shape: tuple, nbytes: int) -> bytes:
-    """A TensorProto's dtype and shape, then the key and length of its ``tensor_content`` field."""
+def _pieces_for(tag: str, arr: np.ndarray, key) -> tuple:
+    """(Value tag field, Value.tensor key and length + the TensorProto up to its content) of ``key``."""
+    dtype = _numeric_dtype(arr, tag)  # raises for dtypes we cannot save: never cached
+    nbytes = arr.size * arr.dtype.itemsize
     tensor = TensorProto()
     tensor.dtype = dtype
-    _fill_shape(tensor, shape, tag)
-    return tensor.SerializeToString() + _length_delimited(_TENSOR_CONTENT, nbytes)
-
-
-@functools.lru_cache(maxsize=8192)
-def _value_tag(tag: str) -> bytes:
-    """A Summary.Value holding only its tag (concatenated serialized messages merge when parsed)."""
+    _fill_shape(tensor, arr.shape, tag)
+    tensor_head = tensor.SerializeToString() + _length_delimited(_TENSOR_CONTENT, nbytes)
     value = Event().summary.value.add()
     value.tag = tag
-    return value.SerializeToString()
+    pieces = (value.SerializeToString(), _length_delimited(_VALUE_TENSOR, len(tensor_head) + nbytes) + tensor_head)
+    if len(_tensor_pieces) >= _MAX_CACHED:
+        _tensor_pieces.clear()
+    _tensor_pieces[key] = pieces
+    return pieces
 
 
-@functools.lru_cache(maxsize=64)
-def _value_metadata(mode: ModeKeys, mode_step: int) -> bytes:
-    """A Summary.Value holding only the plugin metadata that carries the mode and the mode step."""
-    value = Event().summary.value.add()
-    pd = value.metadata.plugin_data.add()
-    pd.plugin_name = MODE_STEP_PLUGIN_NAME
-    pd.content = str(mode_step)
-    pd = value.metadata.plugin_data.add()
-    pd.plugin_name = MODE_PLUGIN_NAME
-    pd.content = str(mode.value)
-    return value.SerializeToString()
+def _metadata_for(mode: ModeKeys, mode_step: int) -> bytes:
+    """A Summary.Value holding only the plugin metadata that carries the mode and the mode step
+    (concatenated serialized messages merge when parsed)."""
+    key = (id(mode), mode_step)
+    found = _metadata_pieces.get(key)
+    if found is None:
+        value = Event().summary.value.add()
+        pd = value.metadata.plugin_data.add()
+        pd.plugin_name = MODE_STEP_PLUGIN_NAME
+        pd.content = str(mode_step)
+        pd = value.metadata.plugin_data.add()
+        pd.plugin_name = MODE_PLUGIN_NAME
+        pd.content = str(mode.value)
+        found = value.SerializeToString()
+        if len(_metadata_pieces) >= 64:
+            _metadata_pieces.clear()
+        _metadata_pieces[key] = found
+    return found
 
 
 _pack_double = struct.Struct("<d").pack
@@ -241,10 +254,10 @@ _EVENT_STEP_KEY = bytes((2 << 3,))  # Event.step: field 2, varint
 
 
 def _event_head(wall_time: float, step: int) -> bytes:
-    """Event.wall_time and Event.step, as protobuf serialises them (a zero step is omitted, like protobuf)."""
+    """Event.wall_time and Event.step, as protobuf serialises them (zero values are omitted, like protobuf)."""
     head = _EVENT_WALL_TIME_KEY + _pack_double(wall_time) if wall_time else b""
     if step:
-        head += _EVENT_STEP_KEY + _varint(step & 0xFFFFFFFFFFFFFFFF)
+        head += _EVENT_STEP_KEY + _varint(step if step > 0 else step & 0xFFFFFFFFFFFFFFFF)
     return head
 
 
@@ -283,23 +296,28 @@ def encode_tensor_event_parts(
     ``payload_offset``: where in the file the payload will start; a body of ALIGN_MIN_BYTES or more is
     then aligned there (an unknown padding field before the summary).
     """
-    if arr.dtype.kind in "USO":
+    dt = arr.dtype
+    if dt.kind in "USO":
         return encode_tensor_event(tag, arr, step, mode, mode_step, wall_time), b""
-    dtype = _numeric_dtype(arr, tag)
-    shape = arr.shape  # before ascontiguousarray, which makes a 0-d array 1-d
-    arr = np.ascontiguousarray(_little_endian(arr))
+    key = (tag, dt, arr.shape)  # (dtypes of different byte orders differ, and hash quickly)
+    pieces = _tensor_pieces.get(key)
+    if pieces is None:
+        pieces = _pieces_for(tag, arr, key)
+    value_tag, tensor_field_head = pieces
+    if dt.byteorder == ">" or not arr.flags.c_contiguous:
+        arr = np.ascontiguousarray(_little_endian(arr))
     body = memoryview(arr.reshape(-1)).cast("B") if arr.size else memoryview(b"")
     n = body.nbytes
-    tensor_head = _tensor_head(tag, dtype, shape, n)
-    tensor_len = len(tensor_head) + n
 
-    value_head = _value_tag(tag) + _value_metadata(mode, mode_step) + _length_delimited(_VALUE_TENSOR, tensor_len)
-    value_len = len(value_head) + tensor_len
-
-    summary_head = _length_delimited(_SUMMARY_VALUE, value_len)
+    metadata = _metadata_pieces.get((id(mode), mode_step))  # id: enum members hash slowly, and are unique
+    if metadata is None:
+        metadata = _metadata_for(mode, mode_step)
+    value_len = len(value_tag) + len(metadata) + len(tensor_field_head) + n
+    summary_head = _SUMMARY_VALUE_KEY + _varint(value_len)
     summary_len = len(summary_head) + value_len
     event_head = _event_head(time.time() if wall_time is None else wall_time, step)
-    rest = b"".join((_length_delimited(_EVENT_SUMMARY, summary_len), summary_head, value_head, tensor_head))
+    rest = b"".join((_EVENT_SUMMARY_KEY, _varint(summary_len), summary_head, value_tag, metadata,
+                     tensor_field_head))
     if payload_offset is not None and n >= ALIGN_MIN_BYTES:
         event_head += _alignment_padding(len(event_head) + len(rest), payload_offset)
     return event_head + rest, body
