@@ -13,6 +13,7 @@ optimizer applies them.
 
 from __future__ import annotations
 
+import itertools
 import weakref
 from typing import Dict, List, Optional, Tuple
 
@@ -85,7 +86,9 @@ class Hook(BaseHook):
         self._grad_handles: List = []
         self._optimizer_handles: List = []
         self._optimizer = None
-        self._io_index: Dict[str, List[int]] = {}
+        # module name -> (input counter, output counter) of the current step; itertools.count because
+        # next() on it is atomic, so two threads running the model never get the same tensor name
+        self._io_index: Dict[str, Tuple[itertools.count, itertools.count]] = {}
         self._step_mode = None  # mode of the step the model's forward opened
 
     def default_collections(self):
@@ -212,16 +215,20 @@ class Hook(BaseHook):
         if self._disabled:
             return None
         try:
-            if (self._optimizer is not None and self.mode in _OPTIMIZER_MODES and self._in_step
-                    and self._step_mode == self.mode):
-                return None  # another micro-batch of the current optimizer step
-            self.begin_step()
-            self._step_mode = self.mode
-            self._io_index.clear()
-            if self.is_writing:
-                for name, p in self._params:
-                    if self.is_due(name):
-                        self.record(name, p)
+            # Atomic for threads running the model at once (see BaseHook._step_lock): otherwise two
+            # forwards of one optimizer step could both find no step open and begin one each, and a
+            # step's parameters could be refused because another thread began the next step first.
+            with self._step_lock:
+                if (self._optimizer is not None and self.mode in _OPTIMIZER_MODES and self._in_step
+                        and self._step_mode == self.mode):
+                    return None  # another micro-batch of the current optimizer step
+                self.begin_step()
+                self._step_mode = self.mode
+                self._io_index.clear()
+                if self.is_writing:
+                    for name, p in self._params:
+                        if self.is_due(name):
+                            self.record(name, p)
         except TrainingStopRequested:
             raise  # a rule stopped training: the hook is closed, the exception ends the user's loop
         except Exception as e:  # noqa: BLE001
@@ -229,24 +236,27 @@ class Hook(BaseHook):
         return None
 
     def _next_name(self, base: str, kind: int, label: str) -> str:
-        index = self._io_index.setdefault(base, [0, 0])
-        name = f"{base}_{label}_{index[kind]}"
-        index[kind] += 1
-        return name
+        counters = self._io_index.get(base)
+        if counters is None:
+            counters = self._io_index.setdefault(base, (itertools.count(), itertools.count()))
+        return f"{base}_{label}_{next(counters[kind])}"
 
     def _on_forward(self, module, inputs, outputs):
         if self._disabled or not self._due:
             return None
         try:
             base = self._names.get(module) or type(module).__name__
-            for t in _tensors(inputs):
-                name = self._next_name(base, 0, "input")
-                if self.is_due(name):
-                    self.record(name, t)
-            for t in _tensors(outputs):
-                name = self._next_name(base, 1, "output")
-                if self.is_due(name):
-                    self.record(name, t)
+            # Naming and saving in one step: a name counted in one step and saved in the next (another
+            # thread began it meanwhile) could repeat a name of that step.
+            with self._step_lock:
+                for t in _tensors(inputs):
+                    name = self._next_name(base, 0, "input")
+                    if self.is_due(name):
+                        self.record(name, t)
+                for t in _tensors(outputs):
+                    name = self._next_name(base, 1, "output")
+                    if self.is_due(name):
+                        self.record(name, t)
         except Exception as e:  # noqa: BLE001
             self._fail(f"the forward hook of {type(module).__name__}", e)
         return None
@@ -284,9 +294,10 @@ class Hook(BaseHook):
         ``<tensor_name>_output_<i>``, as if a module had produced it."""
         if self._disabled or not self._due:
             return
-        name = self._next_name(tensor_name, 1, "output")
-        if self.is_due(name):
-            self.record(name, tensor_value)
+        with self._step_lock:  # as in _on_forward
+            name = self._next_name(tensor_name, 1, "output")
+            if self.is_due(name):
+                self.record(name, tensor_value)
 
     def _device_reductions(self, value, ops):
         return device_reductions(value, ops)
