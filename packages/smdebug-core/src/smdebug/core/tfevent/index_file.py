@@ -105,7 +105,7 @@ def _parse_meta(meta, key: str, step: int):
     try:
         mode = ModeKeys[meta["mode"]]
         mode_step = int(meta["mode_step"])
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError, OverflowError):  # OverflowError: int() of 1e999 (found by atheris)
         raise IndexReaderException(f"Index file has an invalid meta {meta!r}", key, step) from None
     event_file = meta.get("event_file_name")
     if event_file is not None:
@@ -168,7 +168,7 @@ def _parse_payload(doc: dict, key: str, step: int):
                 entry = entries[name] = IndexEntry()
             entry.shape = shape
             entry.original_name = item.get("originalname", name)
-    except (KeyError, TypeError, ValueError, AttributeError) as e:
+    except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as e:
         raise IndexReaderException(f"Index file has a malformed payload entry ({e})", key, step) from None
     return entries, reductions
 
