@@ -49,7 +49,9 @@ CORE_TEST_DEPS = TEST_TOOLS + ["hypothesis", "pandas", "tensorboard", "boto3", "
 RULES_TEST_DEPS = ["boto3", "moto[server]"]
 # Extra requirements of the demo and the benchmarks (both also get torch, pinned by _torch_requirement()).
 DEMO_DEPS: List[str] = []
-BENCH_DEPS: List[str] = ["boto3", "moto[server]"]  # the S3 read benchmark talks to a moto server
+# boto3/moto: the S3 read benchmark talks to a moto server; matplotlib: the scaling chart;
+# tensorboard: torch.utils.tensorboard.SummaryWriter, the comparison column of the torch benchmark.
+BENCH_DEPS: List[str] = ["boto3", "moto[server]", "matplotlib", "tensorboard"]
 TORCH_VERSION = "2.13.0"
 FALLBACK_FIND_LINKS = "/opt/wheels"
 
