@@ -1,0 +1,1 @@
+"""Fuzzing harnesses and their shared targets (see targets.py and harness.py)."""
