@@ -87,3 +87,52 @@ def test_flipped_byte_in_a_large_value_fails_its_checksum(run):
         f.write(bytes([b[0] ^ 0x40]))
     with pytest.raises(EventFileCorrupted, match="checksum"):
         trial.tensor("weights/big").value(0)
+
+
+def test_snapshot_buffers_are_reused_across_steps_without_mixing_steps(tmp_path, monkeypatch):
+    """A hook saving the same large tensor every step reuses the snapshot buffers once written; every
+    step still reads back its own values."""
+    from smdebug.core import snapshot
+
+    monkeypatch.setenv("SMDEBUG_TRAINING_END_DELAY_REFRESH", "0")
+    snapshot.clear()
+    before = snapshot.reused
+    out = str(tmp_path / "run")
+    n = snapshot.POOL_MIN_BYTES // 4
+    hook = NumpyHook(out_dir=out, save_config=SaveConfig(save_interval=1), include_collections=["weights"])
+    weights = np.zeros(n, dtype=np.float32)
+    for step in range(12):
+        hook.begin_step()
+        weights[:] = step  # updated in place, as an optimizer does
+        hook.record("weights/w", weights)
+        hook.end_step()
+        if step % 2:
+            hook.flush()  # written: its buffer is back in the pool before the next snapshot
+    hook.close()
+    # Every step after a flush reuses a buffer (others may too, when the writer was quick enough).
+    assert snapshot.reused - before >= 6
+    trial = create_trial(out)
+    for step in range(12):
+        value = trial.tensor("weights/w").value(step)
+        assert value.shape == (n,) and value[0] == step and value[-1] == step
+
+
+def test_a_snapshot_still_referenced_elsewhere_is_not_reused():
+    from smdebug.core import snapshot
+
+    snapshot.clear()
+    value = np.ones(snapshot.POOL_MIN_BYTES // 8, dtype=np.float64)
+    snap = snapshot.snapshot(value)
+    keep = snap[:10]  # someone else's view of the data
+    snapshot.give_back(snap, holders=1)
+    assert snapshot._idle_bytes == 0
+    del keep
+    other = snap  # a second reference the caller did not declare
+    snapshot.give_back(snap, holders=1)
+    assert snapshot._idle_bytes == 0
+    del other
+    snapshot.give_back(snap, holders=1)
+    assert snapshot._idle_bytes == snap.nbytes
+    again = snapshot.snapshot(value * 2)
+    np.testing.assert_array_equal(again, value * 2)
+    assert snapshot._idle_bytes == 0

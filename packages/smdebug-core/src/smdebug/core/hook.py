@@ -24,7 +24,7 @@ import socket
 import threading
 import time
 import weakref
-from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Dict, Iterable, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
@@ -51,6 +51,7 @@ from smdebug.core.modes import ModeKeys
 from smdebug.core.reduction_config import ReductionConfig
 from smdebug.core.reductions import compute_reduction, reduction_tensor_name
 from smdebug.core.save_config import SaveConfig, SaveConfigMode
+from smdebug.core.snapshot import POOL_MIN_BYTES, give_back, snapshot
 from smdebug.core import stop_signal
 from smdebug.core.state_store import StateStore
 from smdebug.core.stop_signal import StopSignalWatcher
@@ -108,6 +109,16 @@ def _install_sigterm_handler() -> None:
     except (ValueError, OSError, RuntimeError):
         return
     _sigterm_pid[0] = os.getpid()
+
+
+class _SavePlan(NamedTuple):
+    """What saving one tensor at a step means, given the collections due then (see BaseHook._plans)."""
+
+    write_raw: bool
+    ops: Tuple[Tuple[str, bool], ...]  # reductions to store
+    save_shape: bool
+    tb: Tuple[bool, Optional[str]]  # TensorBoard: (a scalar?, histogram collection or None)
+    member_of: Tuple[set, ...]  # the tensor-name sets of the collections it is saved for
 
 
 def _guarded(default=None):
@@ -255,6 +266,11 @@ class BaseHook:
         self._prepared_token = None
         self._included: List[Collection] = []
         self._match_cache: Dict[str, Tuple[Collection, ...]] = {}
+        # (tensor name, due collections) -> what saving it means (_SavePlan); the due sets are interned
+        # frozensets, equal from one step to the next, so a tensor's plan is worked out once per schedule
+        # state instead of at every record
+        self._plans: Dict[tuple, "_SavePlan"] = {}
+        self._due_sets: Dict[frozenset, frozenset] = {}
         self._due: Set[str] = set()
         self._pending_user_tensors: List[Tuple[str, object]] = []
 
@@ -476,6 +492,7 @@ class BaseHook:
                 coll.save_histogram = False
         self._included = included
         self._match_cache.clear()
+        self._plans.clear()
         self._prepared_token = self._token()
         self._after_prepare()
 
@@ -494,15 +511,15 @@ class BaseHook:
             self._match_cache[name] = colls
         return colls
 
-    def _compute_due(self) -> Set[str]:
+    def _compute_due(self) -> frozenset:
         mode, mode_step = self.mode, self.mode_steps[self.mode]
         train_only_skip = mode in (ModeKeys.EVAL, ModeKeys.PREDICT)
-        return {
+        return self._intern_due({
             c.name
             for c in self._included
             if c.save_config.should_save_step(mode, mode_step)
             and not (train_only_skip and c.name in TRAIN_ONLY_COLLECTIONS)
-        }
+        })
 
     def has_default_hook_configuration(self) -> bool:
         return set(self.include_collections) == set(self.default_include_collections)
@@ -824,25 +841,34 @@ class BaseHook:
             return False
         step = self.step
         due = self._due
-        colls = [c for c in self._matching(tensor_name) if c.name in due]
-        colls += [c for c in force_collections if c not in colls]
-        if not colls:
+        if force_collections:
+            plan = self._make_plan(tensor_name, due, force_collections)
+        else:
+            if due.__class__ is not frozenset:  # (a plugin may have replaced it with a set)
+                due = self._intern_due(due)
+            plan = self._plans.get((tensor_name, due))
+            if plan is None:
+                plan = self._make_plan(tensor_name, due)
+                if len(self._plans) > 100_000:
+                    self._plans.clear()
+                self._plans[(tensor_name, due)] = plan
+        if plan is None:
             return False
-        write_raw, ops, save_shape = self._what_to_write(colls)
-        tb = self._tb_actions(colls) if self._tb is not None else None
-        for c in colls:
-            c._tensor_names.add(tensor_name)  # no version bump: membership by match is unchanged
+        for names in plan.member_of:
+            names.add(tensor_name)  # no version bump: membership by match is unchanged
         if self.dry_run or self._writer is None:
             return True
+        ops = plan.ops
+        tb = plan.tb if self._tb is not None else None
         # Reductions on the tensor's own device when the framework can (no copy of the whole tensor
         # to the host if only reductions are wanted); otherwise they are computed on the writer thread.
         reductions = self._device_reductions(value, ops) if ops else None
-        need_array = write_raw or (ops and reductions is None) or (tb is not None and tb != (False, None))
+        need_array = plan.write_raw or (ops and reductions is None) or (tb is not None and tb != (False, None))
         arr = shape = None
         if need_array:
             # Snapshot now: the caller may update the tensor in place (optimizer steps) before we write.
-            arr = np.array(self.to_numpy(value), copy=True, order="C")
-        elif save_shape:
+            arr = snapshot(self.to_numpy(value))
+        elif plan.save_shape:
             shape = self._shape_of(value)
         with self._step_lock:
             # The snapshot above runs unlocked (it may be large); if another thread ended the step
@@ -853,12 +879,24 @@ class BaseHook:
             writer.submit(
                 self._write_on_writer_thread,
                 writer,
-                step, self.mode, self.mode_steps[self.mode], tensor_name, arr, write_raw, ops, save_shape, tb,
-                reductions, shape,
+                step, self.mode, self.mode_steps[self.mode], tensor_name, arr, plan.write_raw, ops,
+                plan.save_shape, tb, reductions, shape,
                 nbytes=arr.nbytes if arr is not None else 0, step=step,
             )
             self._wrote_this_step = True
         return True
+
+    def _intern_due(self, due) -> frozenset:
+        frozen = frozenset(due)
+        return self._due_sets.setdefault(frozen, frozen)
+
+    def _make_plan(self, tensor_name: str, due, force_collections: Sequence[Collection] = ()) -> Optional["_SavePlan"]:
+        colls = [c for c in self._matching(tensor_name) if c.name in due]
+        colls += [c for c in force_collections if c not in colls]
+        if not colls:
+            return None
+        write_raw, ops, save_shape = self._what_to_write(colls)
+        return _SavePlan(write_raw, ops, save_shape, self._tb_actions(colls), tuple(c._tensor_names for c in colls))
 
     def _device_reductions(self, value, ops) -> Optional[Dict[Tuple[str, bool], np.ndarray]]:
         """Framework plugins override this to compute ``ops`` where the tensor lives.
@@ -915,6 +953,9 @@ class BaseHook:
             w.write_tensor(rname, np.array([value]).reshape(1), mode, mode_step)
         if write_raw:
             w.write_tensor(name, arr, mode, mode_step)
+        if arr is not None and arr.nbytes >= POOL_MIN_BYTES:
+            # Written (the storage copied what it keeps): the snapshot's buffer can serve the next one.
+            give_back(arr, holders=2)  # this frame's ``arr`` and the writer's queued arguments
 
     @_guarded()
     def save_scalar(self, name: str, value, sm_metric: bool = False, timestamp: Optional[float] = None) -> None:
