@@ -593,6 +593,11 @@ class Trial:
 
     def _file_for(self, name: str, step: int, mode, worker: Optional[str]) -> IndexFile:
         files = self._step_files(step, mode)
+        if worker is None and len(files) == 1:  # one worker: the usual case, no sorting
+            for f in files.values():
+                if f.has_tensor(name):
+                    return f
+                raise TensorUnavailableForStep(name, step, mode)
         if worker is not None:
             f = files.get(worker)
             if f is None:
@@ -606,6 +611,9 @@ class Trial:
         raise TensorUnavailableForStep(name, step, mode)
 
     def _event_path(self, f: IndexFile) -> str:
+        key = f.event_key
+        if key is not None:
+            return key
         if f.event_file is None:
             raise TensorUnavailableForStep("<any>", f.step, f.mode)
         # The index stores the event file relative to the run root (last three path components);
@@ -615,14 +623,18 @@ class Trial:
             raise IndexReaderException("Index names a file outside the run's events/", f.key, f.step)
         return key
 
-    def _decode(self, f: IndexFile, name: str, raw: bytes, path: str) -> np.ndarray:
-        return decode_tensor_record(raw, path, f.step, name)
+    def _decode(self, f: IndexFile, name: str, raw: bytes, key: str) -> np.ndarray:
+        try:
+            return decode_tensor_record(raw, None, f.step, name)
+        except EventFileCorrupted as e:
+            e.path = self.storage.full_path(key)  # (worked out only when needed: reads are per value)
+            raise
 
     def _read_value(self, f: IndexFile, name: str, entry: IndexEntry) -> np.ndarray:
         key = self._event_path(f)
         start, length = entry.location
         raw = self._read_event_bytes(f, name, key, start, length)
-        return self._decode(f, name, raw, self.storage.full_path(key))
+        return self._decode(f, name, raw, key)
 
     # --- remote reads: one request for neighbouring records ---------------------------------------
     def _span_lookup(self, key: str, start: int, length: int) -> Optional[bytes]:
@@ -670,7 +682,7 @@ class Trial:
             return cached
         budget = self.storage.read_ahead
         if budget <= length:
-            return self.storage.read(key, start, length)
+            return self.storage.read_view(key, start, length)  # large records: maybe a map, not a copy
         lo, hi = self._neighbourhood(f, start, length, budget)
         if (lo, hi) == (start, start + length):
             return self.storage.read(key, start, length)
@@ -726,7 +738,7 @@ class Trial:
             if len(raw) < length:
                 raise EventFileCorrupted("Index points past the end of the event file",
                                          self.storage.full_path(key), f.step)
-            value = self._decode(f, name, raw, self.storage.full_path(key))
+            value = self._decode(f, name, raw, key)
             if tensor.cache:
                 tensor._values[(f.step, f.worker)] = value
             out.append(value)

@@ -56,6 +56,12 @@ class IndexFile:
     _raw: Optional[bytes] = None
     _entries: Optional[Dict[str, IndexEntry]] = field(default=None, repr=False)
     _reductions: Optional[Dict[str, Dict[Tuple[str, bool], IndexEntry]]] = field(default=None, repr=False)
+    #: the event file's key relative to the run root (see event_file_key), worked out once
+    event_key: Optional[str] = field(default=None, repr=False)
+
+    def __post_init__(self):
+        if self.event_key is None and self.event_file is not None:
+            self.event_key = event_file_key(self.event_file)
 
     def _parse(self) -> None:
         doc = _load_json(self._raw, self.key, self.step)
