@@ -661,9 +661,13 @@ class Trial:
     def _neighbourhood(f: IndexFile, start: int, length: int, budget: int) -> Tuple[int, int]:
         """The byte range of the record at ``start`` plus as many neighbouring records of the same event
         file as fit in ``budget`` bytes (the records of one step are contiguous)."""
-        locations = sorted({e.location for e in f.entries.values() if e.location is not None}
-                           | {e.location for reds in f.reductions.values() for e in reds.values()
-                              if e.location is not None})
+        locations = f.__dict__.get("_sorted_locations")
+        if locations is None:  # worked out once per index file: a step is read record by record
+            locations = f._sorted_locations = sorted(
+                {e.location for e in f.entries.values() if e.location is not None}
+                | {e.location for reds in f.reductions.values() for e in reds.values() if e.location is not None})
+        if locations and locations[-1][0] + locations[-1][1] - locations[0][0] <= budget:
+            return locations[0][0], locations[-1][0] + locations[-1][1]  # the whole (small) step at once
         i = bisect.bisect_left(locations, (start, length))
         lo, hi = start, start + length
         j = i + 1

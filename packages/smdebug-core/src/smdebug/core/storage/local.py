@@ -54,6 +54,10 @@ class LocalWriter(StorageWriter):
 
 
 class LocalStorage(Storage):
+    # A trial reads the records of a small step file in one read and keeps it for a while: a rule reads
+    # several tensors of each step, and a read costs about as much for the whole file as for one record.
+    read_ahead = int(os.environ.get("SMDEBUG_LOCAL_READ_AHEAD", 64 << 10))
+
     def __init__(self, root: str):
         self.root = os.path.abspath(root)
         self.display_path = self.root

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import math
 import struct
+import sys
 import time
 from typing import Optional
 
@@ -37,6 +38,7 @@ _NP_TO_DT = {
 # Reading decodes every type we write (the original decoded INT8 as uint8 and failed on
 # INT16/UINT16/UINT32/UINT64/COMPLEX64).
 _DT_TO_NP = {dt: npdt.newbyteorder("<") for npdt, dt in _NP_TO_DT.items()}
+_LITTLE_ENDIAN_HOST = sys.byteorder == "little"  # the stored byte order: values need no conversion
 _DT_STRING = 7
 _DT_INVALID = 0
 _DT_REF_OFFSET = 100
@@ -108,7 +110,7 @@ def tensor_proto_to_numpy(tp: TensorProto, content=None) -> np.ndarray:
     """The array a TensorProto holds. ``content``: its ``tensor_content`` given separately (a view on the
     bytes read, see :mod:`~smdebug.core.tfevent.content_span`), for a ``tp`` parsed without it."""
     shape = tuple([d.size for d in tp.tensor_shape.dim])
-    if any(d < 0 for d in shape):
+    if shape and min(shape) < 0:
         raise SMDebugValueError(f"Tensor shape {shape} has a negative dimension")
     dt = tp.dtype
     if dt >= _DT_REF_OFFSET:
@@ -136,7 +138,9 @@ def tensor_proto_to_numpy(tp: TensorProto, content=None) -> np.ndarray:
             # so such an array gets one aligned copy (read-only, like every value we return).
             arr = arr.copy()
             arr.flags.writeable = False
-        return arr.astype(npdt.newbyteorder("="), copy=False).reshape(shape)
+        if not _LITTLE_ENDIAN_HOST:
+            arr = arr.astype(npdt.newbyteorder("="))
+        return arr.reshape(shape)
     if count == 0:
         return np.zeros(shape, dtype=npdt)
     field = _FIELD_FOR_DT.get(dt)
