@@ -5,7 +5,8 @@
 
 The workload, the hook configurations and the timing are those of ``torch_overhead.measure`` (that
 module imports only torch and the standard library at the top); here ``import smdebug.pytorch`` is the
-original's.
+original's. The SummaryWriter configurations are measured in our process only (``measure`` leaves them
+out by default).
 """
 
 import argparse

@@ -6,6 +6,16 @@ Two small models train on fixed random data (a CNN on 1x28x28 images and an MLP)
 * ``default``      ``smd.Hook(out_dir)`` + ``register_module`` + ``register_loss``: losses every 500 steps
 * ``wg_every_1``   weights, gradients and losses saved every step
 * ``wg_every_10``  weights, gradients and losses saved every 10 steps
+* ``losses_every_1``  the loss saved every step
+* ``hist_every_10``  histograms of the weights every 10 steps to TensorBoard (``tensorboard_dir``, the
+  ``weights`` collection with ``save_histogram=True`` and a ``ReductionConfig(save_shape=True)``, so
+  only histograms and shapes are written, not the raw tensors; the loss is saved too, by default)
+
+and, where the same thing can be done with ``torch.utils.tensorboard.SummaryWriter`` (measured in our
+process only, against the same no-hook baseline):
+
+* ``sw_losses_every_1``  ``writer.add_scalar("loss", loss.item(), step)`` every step
+* ``sw_hist_every_10``   ``writer.add_histogram(name, weight, step)`` of each weight every 10 steps
 
 Each library runs the same code (this module) in its own process: ours here, the original in its own
 venv through ``torch_original.py``. ``import smdebug.pytorch`` resolves to whichever smdebug that
@@ -22,11 +32,12 @@ Method (the machine is a noisy 2-core VM, so the design is about pairing and noi
   each up, then runs ``rounds`` rounds of one ``block``-step block per configuration, the order
   rotating every round, so drift of the machine hits every configuration alike;
 * a hooked block ends by waiting until the hook has written what it saved (ours writes on a background
-  thread: ``hook.flush()``; the original writes synchronously), so work queued in one block is not
-  left to slow the next block down, and a 256 MiB write-behind buffer cannot hide the cost of saving;
+  thread: ``hook.flush()``; the original writes synchronously; SummaryWriter, which also writes on a
+  background thread: ``writer.flush()``), so work queued in one block is not left to slow the next
+  block down, and a 256 MiB write-behind buffer cannot hide the cost of saving;
 * dirty pages are written back before every block (``os.sync``, not timed), so no block is throttled
   by the write-back of earlier blocks or of the other process's run;
-* ``hook.close()`` is timed on its own, outside the step time;
+* ``hook.close()`` (``writer.close()``) is timed on its own, outside the step time;
 * ``passes`` passes (``PASSES_PER_REPEAT`` per ``--repeat``); results pool their blocks: mean ms/step,
   added ms/step against the no-hook blocks of the same rounds, and its standard error from the
   per-pass values (the spread between passes is larger than the spread within one).
@@ -54,12 +65,17 @@ from typing import Dict, List, Optional, Sequence
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-CONFIGS = ("none", "default", "wg_every_1", "wg_every_10")
+CONFIGS = ("none", "default", "wg_every_1", "wg_every_10", "losses_every_1", "hist_every_10")
 HOOK_CONFIGS = CONFIGS[1:]
+# torch.utils.tensorboard.SummaryWriter doing what a hook configuration does (our process only)
+SUMMARY_WRITER_CONFIGS = {"losses_every_1": "sw_losses_every_1", "hist_every_10": "sw_hist_every_10"}
+HIST_INTERVAL = 10
 CONFIG_LABELS = {
     "default": "default (losses every 500 steps)",
     "wg_every_1": "weights+gradients every step",
     "wg_every_10": "weights+gradients every 10 steps",
+    "losses_every_1": "loss every step",
+    "hist_every_10": "weight histograms every 10 steps (TensorBoard)",
 }
 # batch size; warm-up steps; rounds of one timed block (of ``block`` steps) per configuration;
 # --quick: fewer warm-up steps and rounds. Blocks are multiples of 10 (the every-10-steps save interval).
@@ -139,6 +155,15 @@ def _make_hook(config: str, out_dir: str, model, loss_fn):
 
     if config == "default":
         hook = smd.Hook(out_dir=out_dir)
+    elif config == "losses_every_1":
+        hook = smd.Hook(out_dir=out_dir, save_config=smd.SaveConfig(save_interval=1), include_collections=["losses"])
+    elif config == "hist_every_10":
+        hook = smd.Hook(out_dir=out_dir, tensorboard_dir=os.path.join(out_dir, "tensorboard"),
+                        save_config=smd.SaveConfig(save_interval=HIST_INTERVAL), include_collections=["weights"])
+        weights = hook.get_collection("weights")
+        weights.save_histogram = True
+        # shapes only in smdebug's own files: what is written is the histograms, as with add_histogram
+        weights.reduction_config = smd.ReductionConfig(save_shape=True)
     else:
         interval = {"wg_every_1": 1, "wg_every_10": 10}[config]
         hook = smd.Hook(out_dir=out_dir, save_config=smd.SaveConfig(save_interval=interval),
@@ -172,19 +197,43 @@ class _Runner:
         self.model.train()
         self.loss_fn = nn.CrossEntropyLoss()
         self.optimizer = torch.optim.SGD(self.model.parameters(), lr=0.01, momentum=0.9)
-        self.hook = _make_hook(config, out_dir, self.model, self.loss_fn) if config != "none" else None
+        self.hook = self.writer = None
+        # Called after every optimizer step with (step, loss): only SummaryWriter configurations, which
+        # the training loop has to call itself (hooks are called by torch).
+        self._after_step = None
+        if config.startswith("sw_"):
+            from torch.utils.tensorboard import SummaryWriter
+
+            self.writer = SummaryWriter(log_dir=out_dir)
+            if config == "sw_losses_every_1":
+                self._after_step = self._sw_loss
+            else:
+                # the same tensors as the hook's "weights" collection
+                self._weights = [(n, p) for n, p in self.model.named_parameters() if "weight" in n]
+                self._after_step = self._sw_histograms
+        elif config != "none":
+            self.hook = _make_hook(config, out_dir, self.model, self.loss_fn)
         # Ours writes on a background thread and has flush(); the original writes each step's file
-        # synchronously (it closes the previous step's writer at the next forward) and has none.
-        self._drain = getattr(self.hook, "flush", None)
+        # synchronously (it closes the previous step's writer at the next forward) and has none;
+        # SummaryWriter writes on a background thread, and its flush() waits for it.
+        self._drain = getattr(self.hook, "flush", None) or getattr(self.writer, "flush", None)
         self.i = 0
         self.seconds = 0.0
         self.steps = 0
         self.blocks: List[float] = []
         self.loss = float("nan")
 
+    def _sw_loss(self, step: int, loss) -> None:
+        self.writer.add_scalar("loss", loss.item(), step)
+
+    def _sw_histograms(self, step: int, loss) -> None:
+        if step % HIST_INTERVAL == 0:
+            for name, p in self._weights:
+                self.writer.add_histogram(name, p.detach(), step)
+
     def train(self, n: int) -> float:
         """``n`` training steps, then wait until the hook has written what they saved; seconds."""
-        model, loss_fn, optimizer, data = self.model, self.loss_fn, self.optimizer, self.data
+        model, loss_fn, optimizer, data, after = self.model, self.loss_fn, self.optimizer, self.data, self._after_step
         t0 = time.perf_counter()
         for _ in range(n):
             x, y = data[self.i % len(data)]
@@ -192,6 +241,8 @@ class _Runner:
             loss = loss_fn(model(x), y)
             loss.backward()
             optimizer.step()
+            if after is not None:
+                after(self.i, loss)
             self.i += 1
         if self._drain is not None:
             self._drain()
@@ -201,10 +252,11 @@ class _Runner:
 
     def close(self) -> dict:
         res = {"close_s": 0.0, "out_bytes": 0, "error": None}
-        if self.hook is None:
+        closer = self.hook or self.writer
+        if closer is None:
             return res
         t0 = time.perf_counter()
-        self.hook.close()
+        closer.close()
         res["close_s"] = time.perf_counter() - t0
         failure = getattr(self.hook, "_failure", None)  # ours: set when the hook disabled itself
         if failure:
@@ -224,12 +276,12 @@ def _settle_disk() -> None:
 
 
 def _pass(workload: str, base: str, initial_state, data, warmup: int, rounds: int, block: int,
-          errors: Dict[str, str]) -> Dict[str, dict]:
+          errors: Dict[str, str], configs: Sequence[str] = CONFIGS) -> Dict[str, dict]:
     """Build every configuration, warm each up, then ``rounds`` rounds of one ``block``-step block per
     configuration (the order rotating each round), then close the hooks."""
     runners: Dict[str, _Runner] = {}
     try:
-        for config in CONFIGS:
+        for config in configs:
             if config in errors:
                 continue
             out_dir = os.path.join(base, f"{workload}-{config}")
@@ -286,8 +338,10 @@ def _median(values: List[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
 
-def measure(passes: int = 6, quick: bool = False, workloads: Optional[Sequence[str]] = None) -> dict:
-    """Every configuration of every workload in this process: ``{workload: {config: result}}``.
+def measure(passes: int = 6, quick: bool = False, workloads: Optional[Sequence[str]] = None,
+            summary_writer: bool = False) -> dict:
+    """Every configuration of every workload in this process: ``{workload: {config: result}}``;
+    with ``summary_writer``, also the SummaryWriter configurations.
 
     Per configuration: the mean ms/step over the timed blocks of all ``passes`` passes (a block counts
     the hook's writing of what it saved); for hooked configurations, the added ms/step (each hooked
@@ -306,6 +360,7 @@ def measure(passes: int = 6, quick: bool = False, workloads: Optional[Sequence[s
     logging.getLogger("smdebug").setLevel(logging.WARNING)
     os.environ.setdefault("SMDEBUG_TRAINING_END_DELAY_REFRESH", "0")
     results: Dict[str, Dict[str, dict]] = {}
+    configs = CONFIGS + (tuple(SUMMARY_WRITER_CONFIGS.values()) if summary_writer else ())
     base = tempfile.mkdtemp(prefix="smdebug-torch-bench-")
     try:
         for workload in workloads or tuple(WORKLOADS):
@@ -316,10 +371,10 @@ def measure(passes: int = 6, quick: bool = False, workloads: Optional[Sequence[s
             initial_state = {k: v.clone() for k, v in _build_model(workload).state_dict().items()}
             data = _make_data(spec["batch"])
             errors: Dict[str, str] = {}
-            done = [_pass(workload, base, initial_state, data, warmup, rounds, block, errors)
+            done = [_pass(workload, base, initial_state, data, warmup, rounds, block, errors, configs)
                       for _ in range(passes)]
             per: Dict[str, dict] = {}
-            for config in CONFIGS:
+            for config in configs:
                 if config in errors:
                     per[config] = {"error": errors[config]}
                     continue
@@ -393,7 +448,7 @@ def _side(results: dict, workload: str, config: str) -> dict:
 
 def run(original_python: Optional[str], passes: int = 6, quick: bool = False, original_error: Optional[str] = None):
     """Measure both sides; rows of ``{"workload", "config", "ours", "original"}`` plus the run info."""
-    ours = {"results": measure(passes=passes, quick=quick), **describe_process()}
+    ours = {"results": measure(passes=passes, quick=quick, summary_writer=True), **describe_process()}
     if original_python is not None:
         orig = original(original_python, passes, quick)
     else:
@@ -411,8 +466,10 @@ def run(original_python: Optional[str], passes: int = 6, quick: bool = False, or
     rows = []
     for workload in WORKLOADS:
         for config in HOOK_CONFIGS:
+            sw = SUMMARY_WRITER_CONFIGS.get(config)
             rows.append({"workload": workload, "config": config, "ours": _side(ours, workload, config),
-                         "original": _side(orig, workload, config)})
+                         "original": _side(orig, workload, config),
+                         "summary_writer": _side(ours, workload, sw) if sw else None})
     return {"rows": rows, "checks": checks, "ours": {k: v for k, v in ours.items() if k != "results"},
             "original": {k: v for k, v in orig.items() if k != "results"}}
 
@@ -428,14 +485,15 @@ def _measurable(side: dict) -> bool:
     return side["added_ms"] > 2 * side["added_se_ms"]
 
 
-def _vs(ours: dict, orig: dict) -> str:
-    if "error" in ours or "error" in orig:
+def _vs(ours: dict, other: Optional[dict], other_name: str = "original") -> str:
+    """``other``'s added time over ours (how many times more ``other`` adds)."""
+    if other is None or "error" in ours or "error" in other:
         return "-"
     if not _measurable(ours):
-        return "ours: within noise" if _measurable(orig) else "both within noise"
-    if not _measurable(orig):
-        return "original: within noise"
-    return f"{orig['added_ms'] / ours['added_ms']:.2f}x"
+        return "ours: within noise" if _measurable(other) else "both within noise"
+    if not _measurable(other):
+        return f"{other_name}: within noise"
+    return f"{other['added_ms'] / ours['added_ms']:.2f}x"
 
 
 def _model_desc(workload: str, rows) -> str:
@@ -450,16 +508,22 @@ def format_table(report) -> str:
     lines = [
         "| model | hook config | no hook ms/step (ours / original process) | ours: ms/step (x no hook, added ms) "
         "| original 1.0.34: ms/step (x no hook, added ms) | original added / ours added "
-        "| close() s (ours / original) | output MB per pass (ours / original) |",
-        "|---|---|---:|---:|---:|---:|---:|---:|",
+        "| SummaryWriter: ms/step (x no hook, added ms) | SummaryWriter added / ours added "
+        "| close() s (ours / original / SummaryWriter) | output MB per pass (ours / original / SummaryWriter) |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
-        o, g = r["ours"], r["original"]
-        base = " / ".join(f"{s['base_ms']:.3f}" if "error" not in s else "-" for s in (o, g))
-        close = " / ".join(f"{s['close_s']:.3f}" if "error" not in s else "-" for s in (o, g))
-        size = " / ".join(f"{s['out_mb']:.1f}" if "error" not in s else "-" for s in (o, g))
+        o, g, sw = r["ours"], r["original"], r.get("summary_writer")
+        sides = (o, g, sw) if sw is not None else (o, g, {"error": "not comparable"})
+
+        def each(fmt, key, sides=sides):
+            return " / ".join(fmt.format(x[key]) if "error" not in x else "-" for x in sides)
+
+        base = " / ".join(f"{x['base_ms']:.3f}" if "error" not in x else "-" for x in (o, g))
+        sw_cell = "-" if sw is None else _fmt_side(sw)
         lines.append(f"| {_model_desc(r['workload'], rows)} | {CONFIG_LABELS[r['config']]} | {base} | {_fmt_side(o)} "
-                     f"| {_fmt_side(g)} | {_vs(o, g)} | {close} | {size} |")
+                     f"| {_fmt_side(g)} | {_vs(o, g)} | {sw_cell} | {_vs(o, sw, 'SummaryWriter')} "
+                     f"| {each('{:.3f}', 'close_s')} | {each('{:.1f}', 'out_mb')} |")
     lines += ["", *targets(rows)]
     if isinstance(report, dict) and report.get("checks"):
         lines.append("- same workload in both processes (ours / original): " + "; ".join(report["checks"]))
