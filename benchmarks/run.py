@@ -1,6 +1,7 @@
 """Run the benchmarks, print the tables and append them to benchmarks/RESULTS.md.
 
-    python benchmarks/run.py [--quick] [--repeat N] [--no-record] [--only io|torch|rules|s3]
+    python benchmarks/run.py [--quick] [--repeat N] [--no-record]
+                             [--only io|torch|rules|s3|trial_read|memory|scaling]
 
 ``io``: write/read throughput, ours vs the original smdebug 1.0.34 (io_throughput.py).
 ``torch``: step-time overhead of the PyTorch hook, ours vs the original (torch_overhead.py).
@@ -8,6 +9,12 @@
 ours vs the original (rules_eval.py).
 ``s3``: reading a run from S3 (moto on loopback with a per-request delay), time and HTTP requests,
 ours vs the original (s3_read.py).
+``trial_read``: trial open time and value-fetch throughput on 1,000- and 10,000-step runs, ours vs the
+original (trial_read.py).
+``memory``: peak RSS of a PyTorch training process saving weights+gradients every step, as the run
+gets longer, no hook vs ours vs the original (memory.py).
+``scaling``: how write, open and fetch costs grow with tensors, steps and workers (ours; scaling.py),
+with a chart (benchmarks/scaling.png).
 All by default.
 """
 
@@ -18,6 +25,7 @@ import datetime
 import os
 import platform
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -62,6 +70,27 @@ def torch_versions(report) -> str:
             f"torch {ours['torch']}; {orig_s}")
 
 
+def torch_versions_plain() -> str:
+    from importlib import metadata
+
+    import torch
+
+    def version(dist):
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            return "not installed"
+
+    return f"smdebug-core {version('smdebug-core')}, smdebug-torch {version('smdebug-torch')}, torch {torch.__version__}"
+
+
+MEMORY_METHOD = (
+    "CPU, one torch thread; every cell is a fresh process that trains N steps with SGD on fixed random batches, "
+    "the hook saving weights, gradients and the loss every step, closes the hook and reports "
+    "`getrusage(RUSAGE_SELF).ru_maxrss` (the kernel's peak RSS); the original in its own torch venv, each venv "
+    "with its own no-hook runs. Our hook's write budget is `SMDEBUG_WRITER_MAX_PENDING_BYTES` (256 MiB default)."
+)
+
 TORCH_METHOD = (
     "CPU, `torch.set_num_threads(1)` in each process; each library in its own process runs the same "
     "code (benchmarks/torch_overhead.py) with its own no-hook baseline; per pass, fresh models (same "
@@ -69,6 +98,9 @@ TORCH_METHOD = (
     "blocks (order rotating each round); a hooked block includes waiting for the hook to write what it "
     "saved (ours: `hook.flush()`; the original writes synchronously), and starts after `os.sync()` (not "
     "timed) so write-back of earlier blocks does not throttle it; `close()` timed on its own. "
+    "`torch.utils.tensorboard.SummaryWriter` (where it can do what the hook config does) runs in our process "
+    "against the same no-hook blocks, called by the training loop after each optimizer step, its blocks ending "
+    "with `writer.flush()`. "
     "Values: mean over all timed blocks of all passes; +-: standard error of the added ms/step between passes."
 )
 
@@ -82,7 +114,7 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="smaller sizes (for a smoke run)")
     parser.add_argument("--repeat", type=int, default=3, help="I/O: best of N runs; torch: 2N passes")
     parser.add_argument("--no-record", action="store_true", help="do not append to RESULTS.md")
-    parser.add_argument("--only", choices=("io", "torch", "rules", "s3"), help="run one benchmark only")
+    parser.add_argument("--only", choices=("io", "torch", "rules", "s3", "trial_read", "memory", "scaling"), help="run one benchmark only")
     args = parser.parse_args(argv)
 
     extra = [a for a, on in (("--quick", args.quick), (f"--repeat {args.repeat}", args.repeat != 3),
@@ -137,6 +169,48 @@ def main(argv=None):
             f"- command: `{command}`",
             "",
             s3_read.format_table(report),
+        ]))
+        print(sections[-1])
+    if args.only in (None, "trial_read"):
+        import trial_read
+
+        report = trial_read.main(quick=args.quick, repeat=args.repeat)
+        sections.append(_section("Trial open time and value-fetch throughput", [
+            f"- machine: {machine()}",
+            f"- versions: {versions()}; original smdebug 1.0.34 in its own venv",
+            f"- command: `{command}`",
+            "",
+            trial_read.format_table(report),
+        ]))
+        print(sections[-1])
+    if args.only in (None, "memory"):
+        import memory
+
+        report = memory.main(quick=args.quick, repeat=args.repeat)
+        sections.append(_section("Peak memory of a training process saving every step", [
+            f"- machine: {machine()}",
+            f"- versions: {torch_versions_plain()}; original smdebug 1.0.34 with the same torch in its own venv",
+            f"- command: `{command}`",
+            f"- method: {MEMORY_METHOD}",
+            "",
+            memory.format_table(report),
+        ]))
+        print(sections[-1])
+    if args.only in (None, "scaling"):
+        import scaling
+
+        # The chart goes next to RESULTS.md only when the run is recorded there (it is linked from it).
+        chart = os.path.join(HERE, "scaling.png") if not args.no_record else os.path.join(
+            tempfile.gettempdir(), "smdebug-scaling.png")
+        report = scaling.main(quick=args.quick, repeat=args.repeat, chart_path=chart)
+        sections.append(_section("Scaling with tensors, steps and workers", [
+            f"- machine: {machine()}",
+            f"- versions: {versions()}",
+            f"- command: `{command}` (best of {args.repeat})",
+            ("- chart: not drawn (matplotlib is not installed)" if not report.get("chart")
+             else "- chart: [scaling.png](scaling.png)" if not args.no_record else f"- chart: {chart} (not recorded)"),
+            "",
+            scaling.format_table(report),
         ]))
         print(sections[-1])
     if not args.no_record:
