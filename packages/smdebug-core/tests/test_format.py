@@ -235,12 +235,12 @@ def test_large_bodies_checksummed_on_a_helper_thread_frame_correctly(tmp_path):
     raw = storage.read(event_key)
     records = list(iter_records(raw))
     assert len(records) == len(arrays)
-    for (offset, length, payload), entry in zip(records, entries):
-        assert (offset, length) == (entry["start_idx"], entry["length"])
+    for (offset, length, payload), (name, start, size) in zip(records, entries):
+        assert (offset, length) == (start, size)
         (footer,) = struct.unpack("<I", raw[offset + length - 4:offset + length])
         assert footer == MAGIC_FOOTER == masked_crc(payload)
         value = decode_tensor_record(raw[offset:offset + length])
-        np.testing.assert_array_equal(value, arrays[entry["tensorname"]])
+        np.testing.assert_array_equal(value, arrays[name])
 
 
 def _protobuf_value(payload: bytes) -> np.ndarray:
@@ -352,7 +352,7 @@ def test_large_tensor_bytes_are_aligned_in_the_file_and_read_as_aligned_views(tm
         arrays[f"mid{i}"] = np.arange(i + 5, dtype=np.int8)  # shifts the next record's start
     for name, arr in arrays.items():
         w.write_tensor(name, arr, ModeKeys.TRAIN, 2, wall_time=1.0)
-    entries = {e["tensorname"]: (e["start_idx"], e["length"]) for e in w._tensors}
+    entries = {name: (start, length) for name, start, length in w._tensors}
     key = w.event_key
     w.close()
     raw = storage.read(key)  # the whole file: its first byte is 16-byte aligned in memory, as a file map's is
@@ -366,3 +366,21 @@ def test_large_tensor_bytes_are_aligned_in_the_file_and_read_as_aligned_views(tm
         np.testing.assert_array_equal(value, arr)
         if arr.nbytes >= ALIGN_MIN_BYTES:  # a view on the bytes read, not a copy
             assert value.flags.aligned and np.shares_memory(value, np.frombuffer(raw, np.uint8)), name
+
+
+@pytest.mark.parametrize("names", [["w"], ["a/b", "é\u2603", 'q"uote\\back\nline', "x" * 300]])
+def test_index_text_from_the_writer_is_what_json_dumps_gives(names):
+    """The writer formats index entries directly; the text must be exactly json.dumps' (so the original and
+    any JSON reader parse the same document)."""
+    import json
+
+    tensors = [(n, i * 100, 97 + i) for i, n in enumerate(names)]
+    shapes = [{"tensorname": "s", "originalname": "s:0", "shape": [2, 3]}]
+    for shape_payload in ([], shapes):
+        fast = build_index(ModeKeys.EVAL, 4, "events/000000000004/000000000004_worker_0.tfevents", tensors,
+                           shape_payload)
+        as_dicts = [{"tensorname": n, "start_idx": s, "length": ln} for n, s, ln in tensors]
+        slow = build_index(ModeKeys.EVAL, 4, "events/000000000004/000000000004_worker_0.tfevents", as_dicts,
+                           shape_payload)
+        assert fast == slow
+        assert json.loads(fast)["tensor_payload"] == as_dicts

@@ -21,6 +21,9 @@ from smdebug.core.tfevent.step_writer import StepWriter
 
 DEFAULT_MAX_PENDING_BYTES = int(os.environ.get("SMDEBUG_WRITER_MAX_PENDING_BYTES", 256 << 20))
 _MAX_LOGGED_LOSSES = 3
+# Written items at least this large give their bytes back to the budget one by one; smaller ones at the
+# end of the batch the writer took (see BackgroundWriter._run).
+_RELEASE_EACH_BYTES = 64 << 10
 
 
 class WriterFailed(Exception):
@@ -218,29 +221,41 @@ class BackgroundWriter:
                     self._wait()
                 if not self._queue and self._closed:
                     return
-                fn, args, nbytes, step = self._queue.popleft()
+                # Everything queued is taken at once: one lock round trip per batch, not per tensor.
+                batch, self._queue = self._queue, collections.deque()
                 self._busy = True
+            done_small = 0  # bytes of small items written, released together at the end of the batch
+            for fn, args, nbytes, step in batch:
                 skip = step is not None and (step in self.lost_steps or step in self.dropped_steps)
-            try:
-                if self.error is None and not skip:
-                    fn(*args)
-            except (StorageAccessDenied, StorageBucketNotFound) as e:
-                self.error = e  # will not fix itself: the hook reports it and stops saving
-                self._abort_all()
-            except StorageError as e:  # unreachable (given up) or a refused object: lose it, go on
-                self._lose(fn, args, step, e)
-            except BaseException as e:  # noqa: BLE001 - report to the hook, never kill training
-                self.error = e
-                self._abort_all()
-            finally:
-                with self._lock:
-                    self._pending_bytes -= nbytes
-                    self._busy = False
-                    if self.error is not None:
-                        self._queue.clear()
-                        self._pending_bytes = 0
-                    if self._waiters:
-                        self._cond.notify_all()
+                try:
+                    if self.error is None and not skip:
+                        fn(*args)
+                except (StorageAccessDenied, StorageBucketNotFound) as e:
+                    self.error = e  # will not fix itself: the hook reports it and stops saving
+                    self._abort_all()
+                except StorageError as e:  # unreachable (given up) or a refused object: lose it, go on
+                    self._lose(fn, args, step, e)
+                except BaseException as e:  # noqa: BLE001 - report to the hook, never kill training
+                    self.error = e
+                    self._abort_all()
+                if self.error is not None:
+                    break
+                if nbytes >= _RELEASE_EACH_BYTES:
+                    # A large item frees its share of the budget at once: training may be waiting for it.
+                    with self._lock:
+                        self._pending_bytes -= nbytes
+                        if self._waiters:
+                            self._cond.notify_all()
+                else:
+                    done_small += nbytes
+            with self._lock:
+                self._pending_bytes -= done_small
+                self._busy = False
+                if self.error is not None:
+                    self._queue.clear()
+                    self._pending_bytes = 0
+                if self._waiters:
+                    self._cond.notify_all()
 
     def _lose(self, fn, args, step, err: BaseException) -> None:
         if fn == self._close_step and args:

@@ -29,13 +29,28 @@ class IndexEntry:
 
 
 def build_index(mode: ModeKeys, mode_step: int, event_file: Optional[str], tensors, shapes) -> bytes:
+    """An index document. ``tensors``: dicts ``{"tensorname", "start_idx", "length"}`` or, from the writer,
+    ``(name, start, length)`` tuples; ``shapes``: dicts ``{"tensorname", "originalname", "shape"}``."""
     meta = {"mode": mode.name, "mode_step": mode_step}
     if event_file is not None and tensors:
         meta["event_file_name"] = event_file
-    doc = {"meta": meta, "tensor_payload": tensors}
+    if tensors and isinstance(tensors[0], tuple):
+        # A step's index is written for every saved step: the entries are formatted directly (the same
+        # text json.dumps gives for them, names escaped by json's own encoder) rather than built as dicts.
+        payload = ", ".join([_ENTRY % (_json_string(n), s, ln) for n, s, ln in tensors])
+        text = f'{{"meta": {json.dumps(meta, separators=_SEPARATORS)}, "tensor_payload": [{payload}]'
+        if shapes:
+            text += ', "shape_payload": ' + json.dumps(shapes, separators=_SEPARATORS)
+        return (text + "}").encode("utf-8")
+    doc = {"meta": meta, "tensor_payload": list(tensors)}
     if shapes:
         doc["shape_payload"] = shapes
-    return json.dumps(doc, separators=(", ", ": ")).encode("utf-8")
+    return json.dumps(doc, separators=_SEPARATORS).encode("utf-8")
+
+
+_SEPARATORS = (", ", ": ")
+_ENTRY = '{"tensorname": %s, "start_idx": %d, "length": %d}'
+_json_string = json.encoder.encode_basestring_ascii  # what json.dumps uses for strings (ensure_ascii)
 
 
 # The writer always puts "meta" first; reading it with a regex lets a trial learn every step's mode

@@ -51,7 +51,7 @@ class StepWriter:
         self.event_key = event_file_name(step, worker)
         self.index_key = index_file_name(step, worker)
         self._events: Optional[StorageWriter] = None
-        self._tensors: List[dict] = []
+        self._tensors: List[tuple] = []  # (name, start, length) of each record
         self._shapes: List[dict] = []
 
     def write_tensor(self, name: str, value: np.ndarray, mode: ModeKeys, mode_step: int, wall_time=None) -> None:
@@ -72,7 +72,7 @@ class StepWriter:
             for piece in encode_record_parts(head, body):
                 if len(piece):
                     self._events.write(piece)
-        self._tensors.append({"tensorname": name, "start_idx": start, "length": self._events.tell() - start})
+        self._tensors.append((name, start, self._events.tell() - start))
 
     def write_shape(self, name: str, shape: Sequence[int], original_name: Optional[str] = None) -> None:
         self._shapes.append(
