@@ -55,6 +55,9 @@ def main(argv=None):
         if step == args.remove_out_dir_at:
             import shutil
 
+            # Steps before this one are on disk first: the test checks that none of them comes back
+            # (without the flush the writer may still be finishing step n-1 and rightly re-create it).
+            hook.flush()
             while os.path.exists(args.out_dir):  # the writer thread may be creating files meanwhile
                 shutil.rmtree(args.out_dir, ignore_errors=True)
         if step == args.chmod_out_dir_at:

@@ -76,9 +76,10 @@ def test_sigterm_flushes_and_closes(tmp_path):
     # The process still dies of SIGTERM (what its parent expects), after the hook closed the run.
     assert proc.returncode == -signal.SIGTERM, stderr
     assert os.path.exists(os.path.join(out, "training_job_end.ts")), stderr
-    steps = check_files_on_disk(out)
+    # The signal may land between two records of a step: that step is saved with what it had.
+    steps = check_files_on_disk(out, partial_last_step=True)
     assert len(steps) >= 5
-    trial = check_trial(out, steps)
+    trial = check_trial(out, steps, partial_last_step=True)
     assert trial.loaded_all_steps
 
 
