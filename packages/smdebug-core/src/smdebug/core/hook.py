@@ -881,7 +881,7 @@ class BaseHook:
                 writer,
                 step, self.mode, self.mode_steps[self.mode], tensor_name, arr, plan.write_raw, ops,
                 plan.save_shape, tb, reductions, shape,
-                nbytes=arr.nbytes if arr is not None else 0, step=step,
+                nbytes=arr.nbytes if arr is not None else 0, step=step, wake=False,
             )
             self._wrote_this_step = True
         return True

@@ -24,6 +24,8 @@ _MAX_LOGGED_LOSSES = 3
 # Written items at least this large give their bytes back to the budget one by one; smaller ones at the
 # end of the batch the writer took (see BackgroundWriter._run).
 _RELEASE_EACH_BYTES = 64 << 10
+# Small items queued without waking the writer wake it once this many are waiting.
+_WAKE_AT_ITEMS = 64
 
 
 class WriterFailed(Exception):
@@ -88,9 +90,11 @@ class BackgroundWriter:
         self._thread.start()
 
     # --- training-thread side -----------------------------------------------------------------
-    def submit(self, fn: Callable, *args, nbytes: int = 0, step: Optional[int] = None) -> bool:
+    def submit(self, fn: Callable, *args, nbytes: int = 0, step: Optional[int] = None, wake: bool = True) -> bool:
         """Queue ``fn(*args)``. ``step``: the step the data belongs to (may be dropped when full).
-        Returns False if the item was not queued."""
+        ``wake=False``: a small item that need not start being written at once (the tensors of a step in
+        progress); the writer is woken when enough has gathered, or by the next item that wakes it (step
+        ends, flush, close). Returns False if the item was not queued."""
         with self._lock:
             if self.error is not None or self._closed:
                 return False
@@ -108,12 +112,14 @@ class BackgroundWriter:
                     while self._pending_bytes and self._pending_bytes + nbytes > self.max_pending_bytes:
                         if self.error is not None or not self._thread.is_alive():
                             return False
+                        self._cond.notify_all()  # the writer may be idle with items not woken for
                         self._wait(0.5)
             if step is not None and self._dropping_since is not None and nbytes:
                 self._caught_up()
             self._pending_bytes += nbytes
             self._queue.append((fn, args, nbytes, step))
-            if self._waiters:
+            # Waking the writer thread is the dearest part of a submit: small items are left to gather.
+            if self._waiters and (wake or nbytes >= _RELEASE_EACH_BYTES or len(self._queue) >= _WAKE_AT_ITEMS):
                 self._cond.notify_all()
             return True
 
@@ -166,6 +172,7 @@ class BackgroundWriter:
     def flush(self, timeout: Optional[float] = None) -> bool:
         """Wait until everything submitted so far is written. False on timeout or writer death."""
         with self._lock:
+            self._cond.notify_all()  # items queued without waking the writer must be written too
             ok = self._wait_for(
                 lambda: (not self._queue and not self._busy) or self.error is not None or not self._thread.is_alive(),
                 timeout,
