@@ -4,6 +4,7 @@
     nox -s core          # smdebug-core, the plugin/CLI tests and the cross-package integration tests
     nox -s torch         # one plugin package: torch, tf, mxnet, xgboost, rules
     nox -s horovod       # a real horovodrun job (builds Horovod for PyTorch 2.x once, cached)
+    nox -s horovod_tf    # the same with horovod.tensorflow and Keras 3 (builds Horovod for TF 2.21 once)
     nox -s demo          # python examples/demo.py
     nox -s bench         # python benchmarks/run.py (bench_tf: the Keras hook overhead)
     nox -s docs          # regenerate the README's report screenshot (needs chromium)
@@ -219,6 +220,20 @@ def tf(session: nox.Session) -> None:
     # TF's start-up chatter (oneDNN notes, CPU feature banners) drowns pytest's output.
     session.env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     _pytest(session, f"{PLUGINS['tf']}/tests")
+
+
+@nox.session(python=PYTHON, tags=["test", "plugin"])
+def horovod_tf(session: nox.Session) -> None:
+    """smdebug-tf under Horovod: a real `horovodrun -np 2 --gloo` job with horovod.tensorflow and Keras 3.
+    Horovod 0.28.1 is built for TensorFlow 2.21 once per machine (tools/build_horovod.py --framework tf,
+    5-13 minutes on 2 cores) and the wheel is cached. Not part of the default `nox` run."""
+    _install(session, [CORE, PLUGINS["tf"]], [*TEST_TOOLS, *HOROVOD_BUILD_DEPS, *TF_TEST_DEPS])
+    # TF's start-up chatter would otherwise come before the wheel's path in the build tool's output and
+    # fill the workers' logs.
+    session.env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    wheel = session.run("python", "tools/build_horovod.py", "--framework", "tf", silent=True).strip().splitlines()[-1]
+    session.install(wheel)
+    session.run("pytest", TEST_TIMEOUT, f"{PLUGINS['tf']}/tests/test_horovod.py", *session.posargs)
 
 
 # MXNet 1.9.1 is the last release. Its wheel bundles OpenBLAS and libgfortran, and links against the
