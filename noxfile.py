@@ -2,6 +2,7 @@
 
     nox                  # every test session (core + one per plugin package)
     nox -s core          # smdebug-core, the plugin/CLI tests and the cross-package integration tests
+    nox -s slow          # the slow reliability tests: 60 SIGKILLs, 100,000 fuzz inputs per target (RELIABILITY.md)
     nox -s torch         # one plugin package: torch, tf, mxnet, xgboost, rules
     nox -s horovod       # a real horovodrun job (builds Horovod for PyTorch 2.x once, cached)
     nox -s horovod_tf    # the same with horovod.tensorflow and Keras 3 (builds Horovod for TF 2.21 once)
@@ -59,7 +60,7 @@ FALLBACK_FIND_LINKS = "/opt/wheels"
 nox.options.default_venv_backend = "uv"
 nox.options.reuse_venv = "yes"  # installs still run every time; uv's cache makes them quick
 nox.options.error_on_external_run = True
-nox.options.sessions = ["core", "compat", *PLUGINS, "horovod"]  # `nox` alone: every test session, not demo/bench
+nox.options.sessions = ["core", "slow", "compat", *PLUGINS, "horovod"]  # `nox` alone: every test session, not demo/bench
 
 
 # --------------------------------------------------------------------------------------------------
@@ -161,6 +162,20 @@ def core(session: nox.Session) -> None:
     """smdebug-core's tests, plus cross-package tests with every plugin (and a third-party one) installed."""
     _install(session, [CORE, NUMPY_PLUGIN_FIXTURE, *PLUGINS.values()], CORE_TEST_DEPS)
     _pytest(session, f"{CORE}/tests", "tests")
+
+
+# atheris: coverage-guided fuzzing of the readers (tests/fuzz/harness.py); wheels for CPython 3.11 on Linux.
+SLOW_TEST_DEPS = ["atheris"]
+
+
+@nox.session(python=PYTHON, tags=["test"])
+def slow(session: nox.Session) -> None:
+    """The slow reliability tests (marked ``slow``, skipped by the other sessions): 60 SIGKILLs, 40 resource
+    faults, 100,000 inputs per fuzz target with hypothesis and with atheris. About 9 minutes on 2 cores."""
+    _install(session, [CORE, NUMPY_PLUGIN_FIXTURE, *PLUGINS.values()], [*CORE_TEST_DEPS, *SLOW_TEST_DEPS])
+    # -rP: show what the passed tests printed, the figures RELIABILITY.md quotes (kills survived, inputs
+    # fuzzed, faults injected)
+    session.run("pytest", "-n", "auto", "-rP", "--run-slow", "-m", "slow", f"{CORE}/tests", *session.posargs)
 
 
 # The oldest and newest runtimes smdebug-core supports: generated protobuf code must load on 4.x..7.x

@@ -15,7 +15,9 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from fuzz.targets import (  # noqa: E402 - shared with the atheris harness (fuzz/harness.py)
+    COLLECTION_KEYS,
     CONFIG_KEYS,
+    INDEX_KEYS,
     SEED_COLLECTIONS as _SEED_COLLECTIONS,
     SEED_CONFIG as _SEED_CONFIG,
     SEED_INDEX as _SEED_INDEX,
@@ -117,29 +119,69 @@ def test_index_number_too_large_for_an_integer(field):
 
 
 # --- slow: 100,000 inputs per target -----------------------------------------------------------------
+# Hypothesis spends about 1 ms of its own per example, and several on a deeply recursive JSON strategy:
+# 100,000 examples of the quick strategies would take over half an hour of CPU for the four targets.
+# The slow tests therefore draw BATCH inputs per example (a failing batch shrinks to its one bad input)
+# and build JSON documents of bounded depth, deep enough for every level the readers know (the
+# quick tests above keep the unbounded recursive strategy).
+BATCH = 10
+SLOW_BATCHES = settings(SLOW, max_examples=SLOW.max_examples // BATCH)
+
+_leaf = st.none() | st.booleans() | st.integers(-(1 << 70), 1 << 70) | st.floats(allow_nan=True) | st.text(max_size=10)
+
+
+def _bounded_json(keys, depth=3):
+    """JSON objects ``depth`` levels deep whose keys are mostly the readers' own: cheap to draw."""
+    key = st.sampled_from(keys) | st.text(max_size=8)
+    value = _leaf
+    for _ in range(depth - 1):
+        value = _leaf | st.lists(value, max_size=3) | st.dictionaries(key, value, max_size=3)
+    return st.dictionaries(key, value, max_size=5)
+
+
+def _fuzz_counted(label, strategy, target):
+    """Run ``target`` on 100,000 inputs drawn from ``strategy``, BATCH per example; count them."""
+    calls = [0]
+
+    @SLOW_BATCHES
+    @given(st.lists(strategy, min_size=BATCH, max_size=BATCH))
+    def batch(inputs):
+        for data in inputs:
+            calls[0] += 1
+            target(data)
+
+    batch()
+    assert calls[0] >= SLOW.max_examples, f"hypothesis tried only {calls[0]} inputs"
+    print(f"hypothesis {label}: {calls[0]} inputs, no finding")
+
+
+def _encoded(strategy):
+    return st.builds(lambda d: json.dumps(d).encode(), strategy)
+
+
 @pytest.mark.slow
 def test_fuzz_event_records_100k():
-    SLOW(given(st.one_of(*[mutated(r) for r in _SEED_RECORDS], st.binary(max_size=400)))(fuzz_record))()
+    _fuzz_counted("records", st.one_of(*[mutated(r) for r in _SEED_RECORDS], st.binary(max_size=400)), fuzz_record)
 
 
 @pytest.mark.slow
 def test_fuzz_index_files_100k():
-    SLOW(given(st.one_of(mutated(_SEED_INDEX), st.binary(max_size=400),
-                         st.builds(lambda d: json.dumps(d).encode(),
-                                   _json_like(["meta", "tensor_payload", "shape_payload"]))))(fuzz_index))()
+    _fuzz_counted("index", st.one_of(mutated(_SEED_INDEX), st.binary(max_size=400),
+                                     _encoded(_bounded_json(INDEX_KEYS))), fuzz_index)
 
 
 @pytest.mark.slow
 def test_fuzz_collection_files_100k():
-    SLOW(given(st.one_of(mutated(_SEED_COLLECTIONS), st.binary(max_size=400),
-                         st.builds(lambda d: json.dumps({"collections": {"c": d}}).encode(),
-                                   _json_like(["name", "include_regex", "tensor_names", "reduction_config",
-                                               "save_config", "save_histogram"]))))(fuzz_collections))()
+    _fuzz_counted("collections", st.one_of(mutated(_SEED_COLLECTIONS), st.binary(max_size=400),
+                                           _encoded(_bounded_json(COLLECTION_KEYS, depth=4)),
+                                           _encoded(st.builds(lambda c: {"collections": {"c": c}},
+                                                              _bounded_json(COLLECTION_KEYS)))),
+                  fuzz_collections)
 
 
 @pytest.mark.slow
-def test_fuzz_hook_config_100k(tmp_path):
-    SLOW(given(st.one_of(_json_like(_CONFIG_KEYS),
-                         st.builds(lambda h, c: {"HookParameters": h, "CollectionConfigurations": c},
-                                   _json_like(_CONFIG_KEYS), st.lists(_json_like(_CONFIG_KEYS), max_size=3)),
-                         json_values))(fuzz_config_doc))()
+def test_fuzz_hook_config_100k():
+    doc = _bounded_json(_CONFIG_KEYS)
+    _fuzz_counted("config", st.one_of(doc, st.builds(lambda h, c: {"HookParameters": h, "CollectionConfigurations": c},
+                                                     doc, st.lists(doc, max_size=3)), _leaf),
+                  fuzz_config_doc)

@@ -5,7 +5,9 @@ visible before the fault is intact."""
 from __future__ import annotations
 
 import os
+import random
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -53,16 +55,15 @@ def test_out_dir_becomes_read_only(tmp_path):
     assert steps[:5] == list(range(5))
 
 
-def test_permission_denied_as_root_too(tmp_path, monkeypatch):
-    """The same fault without relying on file modes (root ignores them): every open for writing fails
-    with PermissionError from step 10 on, in the writer thread."""
+def _train_with_writes_denied(out, deny_from, monkeypatch, steps=25):
+    """Train in this process; from step ``deny_from`` every open for writing under ``out`` fails with
+    PermissionError (in the writer thread), whatever the file modes say (root ignores them)."""
     import builtins
 
     from _support import NumpyHook
     from _fault_child import expected_tensors
     from smdebug import SaveConfig
 
-    out = str(tmp_path / "run")
     real_open = builtins.open
     state = {"deny": False}
 
@@ -72,21 +73,30 @@ def test_permission_denied_as_root_too(tmp_path, monkeypatch):
         return real_open(file, mode, *a, **k)
 
     monkeypatch.setattr(builtins, "open", guarded_open)
-    hook = NumpyHook(out_dir=out, save_config=SaveConfig(save_interval=1), include_collections=["weights", "biases", "losses"])
-    for step in range(25):
-        if step == 10:
-            hook.flush()  # steps 0-9 are on disk before the fault
-            state["deny"] = True
-        hook.begin_step()
-        for name, value in expected_tensors(step).items():
-            hook.record(name, value)
-        hook.end_step()
-    hook.close()
-    monkeypatch.setattr(builtins, "open", real_open)
+    try:
+        hook = NumpyHook(out_dir=out, save_config=SaveConfig(save_interval=1),
+                         include_collections=["weights", "biases", "losses"])
+        for step in range(steps):
+            if step == deny_from:
+                hook.flush()  # the steps before the fault are on disk before it
+                state["deny"] = True
+            hook.begin_step()
+            for name, value in expected_tensors(step).items():
+                hook.record(name, value)
+            hook.end_step()
+        hook.close()
+    finally:
+        monkeypatch.setattr(builtins, "open", real_open)
     assert hook.disabled
-    steps = check_files_on_disk(out)
-    assert steps[:10] == list(range(10)) and len(steps) < 25
-    check_trial(out, steps)
+    written = check_files_on_disk(out)
+    assert written[:deny_from] == list(range(deny_from)) and len(written) < steps
+    check_trial(out, written)
+    return written
+
+
+def test_permission_denied_as_root_too(tmp_path, monkeypatch):
+    """The same fault without relying on file modes: every write fails from step 10 on."""
+    _train_with_writes_denied(str(tmp_path / "run"), 10, monkeypatch)
 
 
 def test_out_dir_removed_mid_run(tmp_path):
@@ -98,3 +108,37 @@ def test_out_dir_removed_mid_run(tmp_path):
     if os.path.isdir(out):
         steps = check_files_on_disk(out)
         assert all(s >= 10 for s in steps)
+
+
+def _disk_full_run(out, fsize):
+    stdout, stderr = _run(out, "--steps", 40, "--fsize", fsize)
+    assert "TRAINING DONE 40 True" in stdout, (fsize, stdout + stderr)  # finished, hook disabled
+    _reported_once(stdout, stderr)
+    steps = check_files_on_disk(out)
+    check_trial(out, steps)
+    return len(steps)
+
+
+def _removed_run(out, at):
+    stdout, stderr = _run(out, "--steps", 30, "--remove-out-dir-at", at)
+    assert "TRAINING DONE 30" in stdout, (at, stdout + stderr)
+    return len(check_files_on_disk(out)) if os.path.isdir(out) else 0
+
+
+@pytest.mark.slow
+def test_many_resource_faults(tmp_path, monkeypatch):
+    """40 faults at random moments: the disk fills up at 20 different file-size limits, out_dir is
+    removed at 10 different steps, writes are denied from 10 different steps. Training finishes every
+    time and every step on disk reads back exactly."""
+    rng = random.Random(os.environ.get("SMDEBUG_FAULT_SEED", "12"))
+    sizes = [rng.randrange(600, 12_000) for _ in range(20)]  # each below the largest event file of 40 steps
+    removals = [rng.randrange(1, 28) for _ in range(10)]
+    with ThreadPoolExecutor(4) as pool:
+        full = list(pool.map(lambda i: _disk_full_run(str(tmp_path / f"full{i}"), sizes[i]), range(len(sizes))))
+        removed = list(pool.map(lambda i: _removed_run(str(tmp_path / f"rm{i}"), removals[i]), range(len(removals))))
+    denied = [_train_with_writes_denied(str(tmp_path / f"deny{i}"), rng.randrange(1, 20), monkeypatch)
+              for i in range(10)]
+    faults = len(full) + len(removed) + len(denied)
+    steps = sum(full) + sum(removed) + sum(len(d) for d in denied)
+    print(f"\n{faults} resource faults injected ({len(full)} disk full, {len(removed)} out_dir removed, "
+          f"{len(denied)} permission denied): training finished every time; {steps} steps on disk, all readable")
