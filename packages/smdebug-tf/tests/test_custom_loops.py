@@ -175,3 +175,31 @@ def test_session_hook_stop_signal_requests_stop(out_dir, monkeypatch):
     assert runs == 4 and hook.stop_requested
     hook.close()
     assert smd.create_trial(out_dir).steps() == [0, 1, 2, 3]
+
+
+def test_wrapped_tape_passes_for_a_tape_and_can_be_rebuilt_like_horovod_does(out_dir):
+    """``hvd.DistributedGradientTape(tape)`` after the ``with`` block makes a subclass of ``tape.__class__``
+    and builds it from ``tape._tape``, ``_persistent`` and ``_watch_accessed_variables``. A wrapped tape must
+    allow that (it used to crash), and the optimizer wrapper still sees the gradients applied."""
+    x, y = models.data()
+    model = models.dense(compile=False)
+    hook = smd.KerasHook(out_dir, save_config=smd.SaveConfig(save_interval=1),
+                         include_collections=["gradients", "losses"])
+    hook.register_model(model)
+    opt = hook.wrap_optimizer(keras.optimizers.SGD(0.1))
+    with hook.wrap_tape(tf.GradientTape()) as tape:
+        loss = tf.reduce_mean(tf.square(model(x[:8], training=True) - y[:8]))
+    assert isinstance(tape, tf.GradientTape)
+
+    class Rebuilt(tape.__class__):  # what Horovod does, with its allreduce left out
+        def __init__(self, inner, persistent, watch_accessed_variables):
+            super().__init__(persistent, watch_accessed_variables)
+            self._tape = inner
+
+    rebuilt = Rebuilt(tape._tape, tape._persistent, tape._watch_accessed_variables)
+    grads = rebuilt.gradient(loss, model.trainable_variables)
+    assert all(g is not None for g in grads)
+    opt.apply_gradients(zip(grads, model.trainable_variables))
+    hook.close()
+    trial = smd.create_trial(out_dir)
+    np.testing.assert_allclose(trial.tensor("gradients/mlp/out/kernel").value(0), grads[2].numpy(), rtol=1e-6)

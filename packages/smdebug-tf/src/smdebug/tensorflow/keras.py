@@ -87,29 +87,39 @@ def _callback(fn):
 
 
 class _WrappedTape:
-    """A ``tf.GradientTape`` that reports to the hook (see :meth:`KerasHook.wrap_tape`)."""
+    """A ``tf.GradientTape`` that reports to the hook (see :meth:`KerasHook.wrap_tape`).
+
+    It passes for the tape it wraps: ``isinstance(t, tf.GradientTape)`` holds and the tape's own attributes
+    (``_tape``, ``_persistent``...) are the wrapped tape's. Code that rebuilds a tape from another, as
+    ``hvd.DistributedGradientTape(tape)`` does after the ``with`` block, then gets a working tape of the
+    wrapped tape's class (its gradients are not seen by this wrapper: ``wrap_optimizer`` sees them).
+    """
 
     def __init__(self, hook: "KerasHook", tape):
-        self._hook = hook
-        self._tape = tape
+        self._smdebug_hook = hook
+        self._smdebug_tape = tape
+
+    @property
+    def __class__(self):
+        return type(self._smdebug_tape)
 
     def __enter__(self):
-        self._hook._tape_enter()
-        self._tape.__enter__()
+        self._smdebug_hook._tape_enter()
+        self._smdebug_tape.__enter__()
         return self
 
     def __exit__(self, *exc):
-        result = self._tape.__exit__(*exc)
-        self._hook._tape_exit()
+        result = self._smdebug_tape.__exit__(*exc)
+        self._smdebug_hook._tape_exit()
         return result
 
     def gradient(self, target, sources, output_gradients=None, **kwargs):
-        grads = self._tape.gradient(target, sources, output_gradients=output_gradients, **kwargs)
-        self._hook._tape_gradient(target, sources, grads)
+        grads = self._smdebug_tape.gradient(target, sources, output_gradients=output_gradients, **kwargs)
+        self._smdebug_hook._tape_gradient(target, sources, grads)
         return grads
 
     def __getattr__(self, name):
-        return getattr(self._tape, name)
+        return getattr(self._smdebug_tape, name)
 
 
 class KerasHook(keras.callbacks.Callback, TFHookMixin):
