@@ -112,7 +112,8 @@ def _section(title: str, lines) -> str:
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes (for a smoke run)")
-    parser.add_argument("--repeat", type=int, default=3, help="I/O: best of N runs; torch: 2N passes")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="I/O, trial_read, scaling: best of N runs; torch: 2N passes; memory: unused")
     parser.add_argument("--no-record", action="store_true", help="do not append to RESULTS.md")
     parser.add_argument("--only", choices=("io", "torch", "rules", "s3", "trial_read", "memory", "scaling"), help="run one benchmark only")
     args = parser.parse_args(argv)

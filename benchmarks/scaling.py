@@ -2,9 +2,8 @@
 flat or falling column), with a chart.
 
 (a) Writing, with our hook (a ``BaseHook`` subclass saving float32 tensors of 16 elements every step),
-    timed from the hook's construction to the end of ``close()`` (everything on disk), best of
-    ``--repeat``:
-    * tensors per step 10, 100, 1,000 at a fixed number of steps: µs per tensor;
+    timed from the hook's construction to the end of ``close()`` (everything on disk):
+    * tensors per step 10, 100, 1,000 at a fixed number of steps: µs per tensor, best of ``--repeat``;
     * steps 1k, 4k, 16k at 10 tensors per step: µs per step, next to the file system's own cost of
       the same file operations (the format has one event file in a folder of its own and one index
       file per step: a mkdir and two create/write/rename), done by plain Python with the same sizes.
@@ -12,6 +11,8 @@ flat or falling column), with a chart.
     ``--repeat``: ``create_trial`` + ``steps()`` (µs per step), the first ``tensor_names()`` (the trial
     parses index payloads lazily: µs per step), ``tensor(n).value(step)`` at every step of one tensor
     (µs per value), and ``values()`` of another (µs per value).
+    The runs of (a) and (b) are one series (1k, 4k, 10k, 16k, 30k steps), each written once: a long run
+    averages its own noise, and writing them is most of this benchmark's time.
 (c) Workers: 1, 2 and 4 processes (``RANK``/``WORLD_SIZE`` set as torchrun does, ``include_workers="all"``)
     writing the same run at once, each the same amount; they import everything, wait at a barrier, then
     write: total tensors/s over the wall time from the first start to the last ``close()``; then the time
@@ -44,13 +45,13 @@ STEP_SERIES = (1_000, 4_000, 16_000)
 STEP_SERIES_TENSORS = 10
 # (b) reads: runs of these many steps x READ_TENSORS tensors
 READ_SERIES = (1_000, 10_000, 30_000)
-READ_TENSORS = 10
+READ_TENSORS = STEP_SERIES_TENSORS  # (a) and (b) share their runs
 # (c) workers: each writes WORKER_STEPS x WORKER_TENSORS
 WORKER_SERIES = (1, 2, 4)
-WORKER_STEPS = 2_000
+WORKER_STEPS = 1_000
 WORKER_TENSORS = 20
 # --quick: smaller sizes and one repetition (a smoke run)
-QUICK = {"TENSOR_SERIES_STEPS": 20, "STEP_SERIES": (100, 400, 1_600), "READ_SERIES": (300, 1_000, 3_000),
+QUICK = {"TENSOR_SERIES_STEPS": 20, "STEP_SERIES": (100, 400, 1_600), "READ_SERIES": (100, 400, 1_600),
          "WORKER_STEPS": 100}
 LAUNCHER_VARS = ("RANK", "WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "HOROVOD_RANK",
                  "HOROVOD_SIZE", "SLURM_PROCID", "SLURM_NTASKS", "SMDEBUG_WORKER_NAME", "SMDEBUG_NUM_WORKERS")
@@ -123,21 +124,22 @@ def fs_floor(path: str, steps: int, event_bytes: int, index_bytes: int) -> float
     return time.perf_counter() - t0
 
 
-def _steps_case(base: str, steps: int, tensors: int, repeat: int) -> dict:
-    """Best-of-``repeat`` write time of ``steps`` x ``tensors``, and the file-system floor (once)."""
-    best = float("inf")
-    sizes = {"events": 0.0, "index": 0.0}
-    for _ in range(max(1, repeat)):
-        path = os.path.join(base, f"w-{steps}x{tensors}")
-        shutil.rmtree(path, ignore_errors=True)
-        best = min(best, write(path, steps, tensors))
-        sizes = _file_sizes(path)
-        shutil.rmtree(path, ignore_errors=True)
-    path = os.path.join(base, f"floor-{steps}")
-    floor = fs_floor(path, steps, int(sizes["events"]), int(sizes["index"]))
+def _steps_case(base: str, steps: int, tensors: int, floor: bool, read_repeat: int) -> dict:
+    """One run of ``steps`` x ``tensors``: its write time; the file-system floor for the same steps
+    (``floor``); reading it back, best of ``read_repeat`` fresh processes (0: not read)."""
+    path = os.path.join(base, f"w-{steps}x{tensors}")
     shutil.rmtree(path, ignore_errors=True)
-    return {"steps": steps, "tensors": tensors, "seconds": best, "floor_s": floor, "event_bytes": sizes["events"],
-            "index_bytes": sizes["index"]}
+    res = {"steps": steps, "tensors": tensors, "seconds": write(path, steps, tensors)}
+    sizes = _file_sizes(path)
+    res.update(event_bytes=sizes["events"], index_bytes=sizes["index"])
+    if read_repeat:
+        res["read"] = _best_read(path, read_repeat)
+    shutil.rmtree(path, ignore_errors=True)
+    if floor:
+        path = os.path.join(base, f"floor-{steps}")
+        res["floor_s"] = fs_floor(path, steps, int(sizes["events"]), int(sizes["index"]))
+        shutil.rmtree(path, ignore_errors=True)
+    return res
 
 
 # --------------------------------------------------------------------------------------------------
@@ -268,17 +270,9 @@ def run(base: str, repeat: int = 3, quick: bool = False) -> dict:
     ts_steps = cfg["TENSOR_SERIES_STEPS"]
     report["by_tensors"] = [{"tensors": t, "steps": ts_steps, "seconds": _best_write(base, ts_steps, t, repeat)}
                             for t in TENSOR_SERIES]
-    report["by_steps"] = [_steps_case(base, s, STEP_SERIES_TENSORS, repeat) for s in cfg["STEP_SERIES"]]
-
-    reads = []
-    for steps in cfg["READ_SERIES"]:
-        path = os.path.join(base, f"r-{steps}")
-        write_s = write(path, steps, READ_TENSORS)
-        r = _best_read(path, repeat)
-        r["write_s"] = write_s
-        reads.append(r)
-        shutil.rmtree(path, ignore_errors=True)
-    report["reads"] = reads
+    series = sorted(set(cfg["STEP_SERIES"]) | set(cfg["READ_SERIES"]))
+    report["by_steps"] = [_steps_case(base, n, STEP_SERIES_TENSORS, floor=n in cfg["STEP_SERIES"],
+                                      read_repeat=repeat if n in cfg["READ_SERIES"] else 0) for n in series]
 
     workers = []
     for w in WORKER_SERIES:
@@ -307,47 +301,77 @@ def _trend(values: List[float]) -> str:
     return f"{values[-1] / values[0]:.2f}x" if values and values[0] > 0 else "-"
 
 
+def _per_unit(report: dict) -> Dict[str, List]:
+    """The per-unit series of the steps runs: (steps, value) pairs for each measured quantity."""
+    out: Dict[str, List] = {k: [] for k in ("write", "floor", "open", "names", "value", "values")}
+    for r in report["by_steps"]:
+        n = r["steps"]
+        out["write"].append((n, r["seconds"] / n * 1e6))
+        if "floor_s" in r:
+            out["floor"].append((n, r["floor_s"] / n * 1e6))
+        rd = r.get("read")
+        if rd:
+            out["open"].append((n, rd["open_s"] / rd["steps"] * 1e6))
+            out["names"].append((n, rd["names_s"] / rd["steps"] * 1e6))
+            out["value"].append((n, rd["fetch_s"] / rd["fetch_values"] * 1e6))
+            out["values"].append((n, rd["bulk_s"] / rd["bulk_values"] * 1e6))
+    return out
+
+
+def _trend(points: List) -> str:
+    """Per-unit cost of the largest case over the smallest's: <= 1 means linear or better."""
+    values = [v for _, v in points] if points and isinstance(points[0], tuple) else points
+    return f"{values[-1] / values[0]:.2f}x" if values and values[0] > 0 else "-"
+
+
+def _span(points: List) -> str:
+    return f"{points[0][0]:,} -> {points[-1][0]:,} steps" if points else "-"
+
+
 def format_table(report: dict) -> str:
     cfg = report["cfg"]
-    lines = [f"Per-unit costs: a flat or falling column is linear (or better) growth. \"last / first\": the "
-             f"per-unit cost of the largest case over the smallest's. Best of {report['repeat']}.", ""]
-    # (a) writes
-    lines += [f"**(a) writing** (our hook, float32 tensors of {ELEMS} elements, construction to end of close())", "",
+    lines = [f"Per-unit costs: a flat or falling column is linear (or better) growth. Best of {report['repeat']} "
+             "where it says so.", ""]
+    # (a) writes by tensors per step
+    lines += [f"**(a) writing** (our hook, float32 tensors of {ELEMS} elements, hook construction to the end of "
+              f"close(); best of {report['repeat']})", "",
               "| tensors per step | steps | seconds | µs per tensor | tensors/s |", "|---:|---:|---:|---:|---:|"]
     per_tensor = []
     for r in report["by_tensors"]:
         n = r["tensors"] * r["steps"]
         per_tensor.append(r["seconds"] / n * 1e6)
         lines.append(f"| {r['tensors']:,} | {r['steps']:,} | {r['seconds']:.2f} | {per_tensor[-1]:.1f} | {n / r['seconds']:,.0f} |")
-    sizes = report["by_steps"][-1]
-    lines += ["", "| steps | tensors per step | seconds | µs per step | µs per tensor | file-system floor, µs per step "
-              "| ours / floor |", "|---:|---:|---:|---:|---:|---:|---:|"]
-    per_step, floor_ps = [], []
+    # (a) + (b) by steps
+    pu = _per_unit(report)
+    last = report["by_steps"][-1]
+    lines += ["", f"**(a) writing and (b) reading** runs of N steps x {STEP_SERIES_TENSORS} tensors, each written "
+              f"once; read back in a fresh process (best of {report['repeat']}). File-system floor: the format's "
+              f"file operations for the same steps by plain Python (a folder per step; an event file of "
+              f"{last['event_bytes']:,.0f} bytes and an index file of {last['index_bytes']:,.0f} bytes, each written "
+              "under a temporary name and renamed), no encoding.", "",
+              "| steps | write s | write µs/step | file-system floor µs/step | write / floor | open s | open µs/step "
+              "| first `tensor_names()` µs/step | `value(step)` µs/value | `values()` µs/value |",
+              "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in report["by_steps"]:
-        per_step.append(r["seconds"] / r["steps"] * 1e6)
-        floor_ps.append(r["floor_s"] / r["steps"] * 1e6)
-        lines.append(f"| {r['steps']:,} | {r['tensors']} | {r['seconds']:.2f} | {per_step[-1]:.0f} "
-                     f"| {per_step[-1] / r['tensors']:.1f} | {floor_ps[-1]:.0f} | {per_step[-1] / floor_ps[-1]:.2f}x |")
-    lines += ["", f"File-system floor: the same file operations per step by plain Python (mkdir of the step's "
-              f"folder; event file of {sizes['event_bytes']:,.0f} bytes and index file of {sizes['index_bytes']:,.0f} "
-              "bytes, each written under a temporary name and renamed), no encoding."]
-    # (b) reads
-    lines += ["", f"**(b) reading** runs of N steps x {READ_TENSORS} tensors (fresh process each; the run's "
-              "write time, once, for reference)", "",
-              "| steps | open s | open µs/step | first `tensor_names()` µs/step | `value(step)` µs/value "
-              "| `values()` µs/value | write s |", "|---:|---:|---:|---:|---:|---:|---:|"]
-    open_ps, names_ps, fetch_pv, bulk_pv = [], [], [], []
-    for r in report["reads"]:
-        open_ps.append(r["open_s"] / r["steps"] * 1e6)
-        names_ps.append(r["names_s"] / r["steps"] * 1e6)
-        fetch_pv.append(r["fetch_s"] / r["fetch_values"] * 1e6)
-        bulk_pv.append(r["bulk_s"] / r["bulk_values"] * 1e6)
-        lines.append(f"| {r['steps']:,} | {r['open_s']:.3f} | {open_ps[-1]:.1f} | {names_ps[-1]:.1f} | {fetch_pv[-1]:.1f} "
-                     f"| {bulk_pv[-1]:.1f} | {r['write_s']:.1f} |")
+        n = r["steps"]
+        cells = [f"{n:,}", f"{r['seconds']:.2f}", f"{r['seconds'] / n * 1e6:.0f}"]
+        if "floor_s" in r:
+            cells += [f"{r['floor_s'] / n * 1e6:.0f}", f"{r['seconds'] / r['floor_s']:.2f}x"]
+        else:
+            cells += ["-", "-"]
+        rd = r.get("read")
+        if rd:
+            cells += [f"{rd['open_s']:.3f}", f"{rd['open_s'] / rd['steps'] * 1e6:.1f}",
+                      f"{rd['names_s'] / rd['steps'] * 1e6:.1f}", f"{rd['fetch_s'] / rd['fetch_values'] * 1e6:.1f}",
+                      f"{rd['bulk_s'] / rd['bulk_values'] * 1e6:.1f}"]
+        else:
+            cells += ["-"] * 5
+        lines.append("| " + " | ".join(cells) + " |")
     # (c) workers
     w1 = report["workers"][0]
     lines += ["", f"**(c) workers** writing one run at once (`include_workers=\"all\"`, RANK/WORLD_SIZE), each "
-              f"{cfg['WORKER_STEPS']:,} steps x {WORKER_TENSORS} tensors; {report['cores']} cores", "",
+              f"{cfg['WORKER_STEPS']:,} steps x {WORKER_TENSORS} tensors; {report['cores']} cores; best of "
+              f"{report['repeat']}", "",
               "| workers | tensors | wall s | total tensors/s | speed-up vs 1 worker | µs per tensor per worker "
               "| control: as many independent runs at once, total tensors/s | open the run s "
               "| open µs per index file | workers / steps the trial sees |",
@@ -356,18 +380,18 @@ def format_table(report: dict) -> str:
         per_worker = r["wall_s"] / (r["tensors"] / r["workers"]) * 1e6
         rd = r["read"]
         files = rd["steps"] * r["workers"]
+        ctl = (r.get("control") or {}).get("tensors_per_s")
         lines.append(f"| {r['workers']} | {r['tensors']:,} | {r['wall_s']:.2f} | {r['tensors_per_s']:,.0f} "
                      f"| {r['tensors_per_s'] / w1['tensors_per_s']:.2f}x | {per_worker:.1f} "
-                     f"| {(f'{ctl:,.0f}' if (ctl := (r.get('control') or {}).get('tensors_per_s')) else '-')} "
-                     f"| {rd['open_s']:.3f} "
+                     f"| {f'{ctl:,.0f}' if ctl else '-'} | {rd['open_s']:.3f} "
                      f"| {rd['open_s'] / files * 1e6:.1f} | {rd['workers']} / {rd['steps']:,} |")
     lines += ["", "Per-unit cost of the largest case / the smallest (<= ~1.1x: linear or better):",
               f"- write µs per tensor, {TENSOR_SERIES[0]} -> {TENSOR_SERIES[-1]:,} tensors per step: {_trend(per_tensor)}",
-              f"- write µs per step, {cfg['STEP_SERIES'][0]:,} -> {cfg['STEP_SERIES'][-1]:,} steps: {_trend(per_step)} "
-              f"(file-system floor: {_trend(floor_ps)})",
-              f"- open µs per step, {cfg['READ_SERIES'][0]:,} -> {cfg['READ_SERIES'][-1]:,} steps: {_trend(open_ps)}",
-              f"- first tensor_names() µs per step: {_trend(names_ps)}",
-              f"- value(step) µs per value: {_trend(fetch_pv)}; values() µs per value: {_trend(bulk_pv)}"]
+              f"- write µs per step, {_span(pu['write'])}: {_trend(pu['write'])} "
+              f"(file-system floor, {_span(pu['floor'])}: {_trend(pu['floor'])})",
+              f"- open µs per step, {_span(pu['open'])}: {_trend(pu['open'])}; first tensor_names() µs per step: "
+              f"{_trend(pu['names'])}",
+              f"- value(step) µs per value: {_trend(pu['value'])}; values() µs per value: {_trend(pu['values'])}"]
     return "\n".join(lines)
 
 
@@ -385,20 +409,23 @@ def chart(report: dict, path: str) -> Optional[str]:
     xs = [r["tensors"] for r in report["by_tensors"]]
     ax.plot(xs, [r["seconds"] / (r["tensors"] * r["steps"]) * 1e6 for r in report["by_tensors"]], "o-")
     ax.set(xscale="log", xlabel="tensors per step", ylabel="µs per tensor", title="(a) write cost per tensor")
+    pu = _per_unit(report)
+
+    def plot(ax, key, style, label, **kw):
+        if pu[key]:
+            ax.plot([n for n, _ in pu[key]], [v for _, v in pu[key]], style, label=label, **kw)
+
     ax = axes[0][1]
-    xs = [r["steps"] for r in report["by_steps"]]
-    ax.plot(xs, [r["seconds"] / r["steps"] * 1e6 for r in report["by_steps"]], "o-", label="ours")
-    ax.plot(xs, [r["floor_s"] / r["steps"] * 1e6 for r in report["by_steps"]], "--", color="grey",
-            label="file-system floor (same file operations)")
+    plot(ax, "write", "o-", "ours")
+    plot(ax, "floor", "--", "file-system floor (same file operations)", color="grey")
     ax.legend(fontsize=8)
     ax.set(xscale="log", xlabel=f"steps ({STEP_SERIES_TENSORS} tensors each)", ylabel="µs per step",
            title="(a) write cost per step")
     ax = axes[1][0]
-    xs = [r["steps"] for r in report["reads"]]
-    ax.plot(xs, [r["open_s"] / r["steps"] * 1e6 for r in report["reads"]], "o-", label="open, µs/step")
-    ax.plot(xs, [r["names_s"] / r["steps"] * 1e6 for r in report["reads"]], "s-", label="first tensor_names(), µs/step")
-    ax.plot(xs, [r["fetch_s"] / r["fetch_values"] * 1e6 for r in report["reads"]], "^-", label="value(step), µs/value")
-    ax.plot(xs, [r["bulk_s"] / r["bulk_values"] * 1e6 for r in report["reads"]], "v-", label="values(), µs/value")
+    plot(ax, "open", "o-", "open, µs/step")
+    plot(ax, "names", "s-", "first tensor_names(), µs/step")
+    plot(ax, "value", "^-", "value(step), µs/value")
+    plot(ax, "values", "v-", "values(), µs/value")
     ax.set(xscale="log", xlabel=f"steps in the run ({READ_TENSORS} tensors each)", ylabel="µs",
            title="(b) reading: cost per step / per value")
     ax.legend(fontsize=8)
