@@ -1,7 +1,7 @@
 """Fuzzing the readers of untrusted bytes: event records, index files, collection files and the hook's
 JSON configuration. Each may only raise its documented exception, must not hang and must not allocate
 without bound. The default run tries a few hundred inputs per target; the ``slow`` tests 100,000 each:
-``pytest --run-slow -m slow packages/smdebug-core/tests/test_fuzz.py`` (docs/reliability.md).
+``pytest --run-slow -m slow packages/smdebug-core/tests/test_fuzz.py`` or ``nox -s slow`` (RELIABILITY.md).
 """
 
 from __future__ import annotations
@@ -116,6 +116,19 @@ def test_index_number_too_large_for_an_integer(field):
                 '{"meta": {"mode": "TRAIN", "mode_step": 1, %s}, "shape_payload": '
                 '[{"tensorname": "w", "shape": [%s]}]}' % (event, field.split(": ")[1])):
         fuzz_index(doc.encode())
+
+
+@pytest.mark.parametrize("number", ["1e999", "-1e999"])
+def test_collections_and_save_config_number_too_large_for_an_integer(number):
+    """Found by atheris: _meta.num_workers of 1e999 (infinity once parsed) raised OverflowError."""
+    for doc in ('{"collections": {}, "_meta": {"num_workers": %s}}' % number,
+                '{"collections": {"c": {"name": "c", "save_config": {"TRAIN": {"save_interval": %s}}}}}' % number):
+        fuzz_collections(doc.encode())
+    from smdebug import SaveConfig
+    from smdebug.exceptions import SMDebugValueError
+
+    with pytest.raises(SMDebugValueError):
+        SaveConfig(save_interval=float(number))
 
 
 # --- slow: 100,000 inputs per target -----------------------------------------------------------------

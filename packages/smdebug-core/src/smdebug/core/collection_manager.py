@@ -91,7 +91,7 @@ class CollectionManager:
         meta = data.get("_meta") or {}
         try:
             n = int(meta.get("num_workers", 1)) if isinstance(meta, dict) else 1
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):  # OverflowError: 1e999 parses as infinity (atheris)
             raise CollectionFileCorrupted(f"_meta.num_workers must be an integer, got {meta!r}", path) from None
         if n < 1:
             raise CollectionFileCorrupted(f"_meta.num_workers must be >= 1, got {n}", path)

@@ -34,7 +34,7 @@ def _as_int(name: str, value, *, allow_none: bool = False, minimum: int = 0) -> 
         as_int = int(value)
         if isinstance(value, float) and value != as_int:
             raise ValueError
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: int() of an infinite float
         raise SMDebugValueError(f"{name} must be an integer, got {value!r}") from None
     if as_int < minimum:
         raise SMDebugValueError(f"{name} must be >= {minimum}, got {as_int}")
