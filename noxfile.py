@@ -305,7 +305,8 @@ def demo(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def bench(session: nox.Session) -> None:
-    """Run benchmarks/run.py (I/O throughput and PyTorch hook overhead) with every package and torch installed.
+    """Run benchmarks/run.py (I/O, PyTorch hook overhead, rules, S3 reads, trial reads, memory, scaling) with
+    every package and torch installed.
 
     The original smdebug's side runs in its own cached venvs (benchmarks/original_env.py); the torch
     one gets the same local torch wheel.
