@@ -201,7 +201,8 @@ def format_table(report: dict) -> str:
                 "largest difference to the same venv's no-hook run of the same length.", ""]
         head = " | ".join(f"{n:,} steps" for n in lengths)
         out += [f"| process | {head} | growth {lengths[0]:,} -> {lengths[-1]:,} | growth {lengths[-2]:,} -> "
-                f"{lengths[-1]:,} | over no hook | largest queue seen (ours), MiB | data written ({lengths[-1]:,} steps), MB |",
+                f"{lengths[-1]:,} | over no hook | largest queue seen (ours), MiB "
+                f"| data written ({lengths[-1]:,} steps), MB |",
                 "|---|" + "---:|" * (len(lengths) + 5)]
         for r in m["rows"]:
             res = r["results"]
@@ -230,8 +231,8 @@ def format_table(report: dict) -> str:
             late = peaks[-1] - peaks[-2]
             line = f"- {model}, {r['label']}: "
             if over is not None:
-                line += (f"at most {over:+.0f} MB over no hook at any length (<= budget {budget:.0f} MB + 4 steps' data = "
-                         f"{bound:.0f} MB: {'met' if over <= bound else 'not met'}); ")
+                line += (f"at most {over:+.0f} MB over no hook at any length (<= budget {budget:.0f} MB + 4 steps' "
+                         f"data = {bound:.0f} MB: {'met' if over <= bound else 'not met'}); ")
             line += (f"{late:+.0f} MB from {lengths[-2]:,} to {lengths[-1]:,} steps "
                      f"(<= {GROWTH_TOLERANCE_MB:g} MB: {'met' if late <= GROWTH_TOLERANCE_MB else 'not met'})")
             verdicts.append(line)

@@ -81,7 +81,8 @@ def torch_versions_plain() -> str:
         except metadata.PackageNotFoundError:
             return "not installed"
 
-    return f"smdebug-core {version('smdebug-core')}, smdebug-torch {version('smdebug-torch')}, torch {torch.__version__}"
+    return (f"smdebug-core {version('smdebug-core')}, smdebug-torch {version('smdebug-torch')}, "
+            f"torch {torch.__version__}")
 
 
 MEMORY_METHOD = (
@@ -115,7 +116,8 @@ def main(argv=None):
     parser.add_argument("--repeat", type=int, default=3,
                         help="I/O, trial_read, scaling: best of N runs; torch: 2N passes; memory: unused")
     parser.add_argument("--no-record", action="store_true", help="do not append to RESULTS.md")
-    parser.add_argument("--only", choices=("io", "torch", "rules", "s3", "trial_read", "memory", "scaling"), help="run one benchmark only")
+    parser.add_argument("--only", choices=("io", "torch", "rules", "s3", "trial_read", "memory", "scaling"),
+                        help="run one benchmark only")
     args = parser.parse_args(argv)
 
     extra = [a for a, on in (("--quick", args.quick), (f"--repeat {args.repeat}", args.repeat != 3),
@@ -207,7 +209,7 @@ def main(argv=None):
         sections.append(_section("Scaling with tensors, steps and workers", [
             f"- machine: {machine()}",
             f"- versions: {versions()}",
-            f"- command: `{command}` (best of {args.repeat})",
+            f"- command: `{command}`",
             ("- chart: not drawn (matplotlib is not installed)" if not report.get("chart")
              else "- chart: [scaling.png](scaling.png)" if not args.no_record else f"- chart: {chart} (not recorded)"),
             "",

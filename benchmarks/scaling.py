@@ -296,11 +296,6 @@ def run(base: str, repeat: int = 3, quick: bool = False) -> dict:
     return report
 
 
-def _trend(values: List[float]) -> str:
-    """Per-unit cost of the largest case relative to the smallest: <= 1 means linear or better."""
-    return f"{values[-1] / values[0]:.2f}x" if values and values[0] > 0 else "-"
-
-
 def _per_unit(report: dict) -> Dict[str, List]:
     """The per-unit series of the steps runs: (steps, value) pairs for each measured quantity."""
     out: Dict[str, List] = {k: [] for k in ("write", "floor", "open", "names", "value", "values")}
@@ -340,7 +335,8 @@ def format_table(report: dict) -> str:
     for r in report["by_tensors"]:
         n = r["tensors"] * r["steps"]
         per_tensor.append(r["seconds"] / n * 1e6)
-        lines.append(f"| {r['tensors']:,} | {r['steps']:,} | {r['seconds']:.2f} | {per_tensor[-1]:.1f} | {n / r['seconds']:,.0f} |")
+        lines.append(f"| {r['tensors']:,} | {r['steps']:,} | {r['seconds']:.2f} | {per_tensor[-1]:.1f} "
+                     f"| {n / r['seconds']:,.0f} |")
     # (a) + (b) by steps
     pu = _per_unit(report)
     last = report["by_steps"][-1]
@@ -349,7 +345,8 @@ def format_table(report: dict) -> str:
               f"file operations for the same steps by plain Python (a folder per step; an event file of "
               f"{last['event_bytes']:,.0f} bytes and an index file of {last['index_bytes']:,.0f} bytes, each written "
               "under a temporary name and renamed), no encoding.", "",
-              "| steps | write s | write µs/step | file-system floor µs/step | write / floor | open s | open µs/step "
+              "| steps | write s | write µs/step | file-system floor µs/step | write / floor | open s "
+              "| open µs/step "
               "| first `tensor_names()` µs/step | `value(step)` µs/value | `values()` µs/value |",
               "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in report["by_steps"]:
@@ -386,7 +383,8 @@ def format_table(report: dict) -> str:
                      f"| {f'{ctl:,.0f}' if ctl else '-'} | {rd['open_s']:.3f} "
                      f"| {rd['open_s'] / files * 1e6:.1f} | {rd['workers']} / {rd['steps']:,} |")
     lines += ["", "Per-unit cost of the largest case / the smallest (<= ~1.1x: linear or better):",
-              f"- write µs per tensor, {TENSOR_SERIES[0]} -> {TENSOR_SERIES[-1]:,} tensors per step: {_trend(per_tensor)}",
+              f"- write µs per tensor, {TENSOR_SERIES[0]} -> {TENSOR_SERIES[-1]:,} tensors per step: "
+              f"{_trend(per_tensor)}",
               f"- write µs per step, {_span(pu['write'])}: {_trend(pu['write'])} "
               f"(file-system floor, {_span(pu['floor'])}: {_trend(pu['floor'])})",
               f"- open µs per step, {_span(pu['open'])}: {_trend(pu['open'])}; first tensor_names() µs per step: "
@@ -473,5 +471,6 @@ if __name__ == "__main__":
     elif len(sys.argv) > 1 and sys.argv[1] == "worker":
         sys.exit(worker_main(sys.argv[2], int(sys.argv[3]), int(sys.argv[4])))
     else:
-        report = main(quick="--quick" in sys.argv, chart_path=os.path.join(tempfile.gettempdir(), "smdebug-scaling.png"))
+        chart_path = os.path.join(tempfile.gettempdir(), "smdebug-scaling.png")
+        report = main(quick="--quick" in sys.argv, chart_path=chart_path)
         print(format_table(report))

@@ -239,7 +239,8 @@ def format_table(report: dict) -> str:
         if g is None:
             lines.append(f"| {run} | original | - | unavailable: {case.get('original_error')} | - |")
         elif g.get("missing") or o.get("missing"):
-            lines.append(f"| {run} | tensors not listed (ours / original) | {o.get('missing')} | {g.get('missing')} | - |")
+            lines.append(f"| {run} | tensors not listed (ours / original) | {o.get('missing')} "
+                         f"| {g.get('missing')} | - |")
         if case is report["cases"][-1]:
             ok = o["open_s"] <= OPEN_TARGET_S
             verdicts.append(f"- open a {case['steps']:,}-step run <= {OPEN_TARGET_S:g} s: {o['open_s']:.3f} s "
