@@ -26,7 +26,7 @@ import pytest
 # --------------------------------------------------------------------------------------------------
 def pytest_addoption(parser):
     parser.addoption("--run-slow", action="store_true", default=False,
-                     help="also run tests marked slow (crash loops, long fuzzing); see docs/reliability.md")
+                     help="also run tests marked slow (crash loops, long fuzzing); see RELIABILITY.md")
 
 
 def pytest_configure(config):
@@ -36,7 +36,7 @@ def pytest_configure(config):
 def pytest_collection_modifyitems(config, items):
     if config.getoption("--run-slow", default=False) or os.environ.get("SMDEBUG_RUN_SLOW", "") not in ("", "0"):
         return
-    skip = pytest.mark.skip(reason="slow: run with --run-slow (docs/reliability.md)")
+    skip = pytest.mark.skip(reason="slow: run with --run-slow (RELIABILITY.md; nox -s slow)")
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)

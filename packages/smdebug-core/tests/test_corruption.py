@@ -1,6 +1,6 @@
 """Damaged runs: every kind of damage gives a specific, documented exception naming the file and the
 step, and ``create_trial(..., skip_damaged=True)`` skips the damage with a warning so the rest of the
-run stays readable. (docs/reliability.md lists the exceptions.)"""
+run stays readable. (RELIABILITY.md lists the exceptions.)"""
 
 from __future__ import annotations
 
