@@ -867,7 +867,10 @@ class BaseHook:
         arr = shape = None
         if need_array:
             # Snapshot now: the caller may update the tensor in place (optimizer steps) before we write.
-            arr = snapshot(self.to_numpy(value))
+            host = self.to_numpy(value)
+            if host.nbytes >= POOL_MIN_BYTES and self._writer is not None:
+                self._writer.wait_for_room(host.nbytes)  # back-pressure first, then the (pooled) copy
+            arr = snapshot(host)
         elif plan.save_shape:
             shape = self._shape_of(value)
         with self._step_lock:

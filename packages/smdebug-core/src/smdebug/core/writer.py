@@ -123,6 +123,19 @@ class BackgroundWriter:
                 self._cond.notify_all()
             return True
 
+    def wait_for_room(self, nbytes: int) -> None:
+        """Block while ``nbytes`` more would exceed the budget (local stores; see ``submit``). Called before
+        taking a large snapshot: memory stays within the budget, and the buffer of a tensor the writer has
+        just finished is back in the snapshot pool for this one."""
+        if self.drop_when_full or nbytes < _RELEASE_EACH_BYTES:
+            return
+        with self._lock:
+            while self._pending_bytes and self._pending_bytes + nbytes > self.max_pending_bytes:
+                if self.error is not None or self._closed or not self._thread.is_alive():
+                    return
+                self._cond.notify_all()  # the writer may be idle with items not woken for
+                self._wait(0.5)
+
     def _wait(self, timeout: Optional[float] = None) -> bool:
         """``self._cond.wait`` (lock held), counted so that notifiers know someone listens."""
         self._waiters += 1
