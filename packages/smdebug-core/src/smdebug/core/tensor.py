@@ -60,13 +60,13 @@ class Tensor:
     # --- values -------------------------------------------------------------------------------
     def value(self, step_num, mode=ModeKeys.GLOBAL, worker: Optional[str] = None) -> np.ndarray:
         f = self.trial._file_for(self.name, step_num, mode, worker)
-        entry = f.entries.get(self.name)
-        if entry is None or entry.location is None:
+        location = f.location(self.name)
+        if location is None:
             raise TensorUnavailableForStep(self.name, step_num, mode, has_reductions=self.name in f.reductions)
         key = (f.step, f.worker)
         if self.cache and key in self._values:
             return self._values[key]
-        value = self.trial._read_value(f, self.name, entry)
+        value = self.trial._read_value(f, self.name, location)
         if self.cache:
             self._values[key] = value
         return value
@@ -92,7 +92,7 @@ class Tensor:
         f = self.trial._file_for(self.name, step_num, mode, worker)
         stored = f.reductions.get(self.name, {}).get((reduction_name, abs))
         if stored is not None:
-            return self.trial._read_value(f, self.name, stored)
+            return self.trial._read_value(f, self.name, stored.location)
         entry = f.entries.get(self.name)
         if entry is not None and entry.location is not None:
             return compute_reduction(self.value(step_num, mode, f.worker), reduction_name, abs)
@@ -101,7 +101,7 @@ class Tensor:
     def reduction_values(self, step_num, mode=ModeKeys.GLOBAL, worker=None) -> Dict[Tuple[str, bool], np.ndarray]:
         """All reductions saved for this step: {(name, abs): value}."""
         f = self.trial._file_for(self.name, step_num, mode, worker)
-        return {k: self.trial._read_value(f, self.name, e) for k, e in f.reductions.get(self.name, {}).items()}
+        return {k: self.trial._read_value(f, self.name, e.location) for k, e in f.reductions.get(self.name, {}).items()}
 
     def shape(self, step_num, mode=ModeKeys.GLOBAL, worker=None) -> Tuple[int, ...]:
         f = self.trial._file_for(self.name, step_num, mode, worker)

@@ -380,7 +380,7 @@ class Trial:
                 self._unparsed.appendleft(f)
                 raise
             logger.warning("Skipping damaged index file: %s", e)
-            f._entries, f._reductions = {}, {}
+            f.mark_damaged()
 
     # ------------------------------------------------------------------------------------------
     # steps and modes
@@ -503,7 +503,7 @@ class Trial:
             if not self.skip_damaged:
                 raise
             logger.warning("Skipping damaged index file: %s", e)
-            f._entries, f._reductions = {}, {}
+            f.mark_damaged()
             return ()
 
     def has_tensor(self, tname: str) -> bool:
@@ -630,9 +630,9 @@ class Trial:
             e.path = self.storage.full_path(key)  # (worked out only when needed: reads are per value)
             raise
 
-    def _read_value(self, f: IndexFile, name: str, entry: IndexEntry) -> np.ndarray:
+    def _read_value(self, f: IndexFile, name: str, location: Tuple[int, int]) -> np.ndarray:
         key = self._event_path(f)
-        start, length = entry.location
+        start, length = location
         raw = self._read_event_bytes(f, name, key, start, length)
         return self._decode(f, name, raw, key)
 
@@ -664,7 +664,7 @@ class Trial:
         locations = f.__dict__.get("_sorted_locations")
         if locations is None:  # worked out once per index file: a step is read record by record
             locations = f._sorted_locations = sorted(
-                {e.location for e in f.entries.values() if e.location is not None}
+                set(f.locations.values())
                 | {e.location for reds in f.reductions.values() for e in reds.values() if e.location is not None})
         if locations and locations[-1][0] + locations[-1][1] - locations[0][0] <= budget:
             return locations[0][0], locations[-1][0] + locations[-1][1]  # the whole (small) step at once
@@ -723,13 +723,13 @@ class Trial:
         plan = []
         for s in steps:
             f = self._file_for(name, s, mode, worker)
-            entry = f.entries.get(name)
-            if entry is None or entry.location is None:
+            location = f.location(name)
+            if location is None:
                 raise TensorUnavailableForStep(name, s, mode, has_reductions=name in f.reductions)
-            plan.append((f, entry))
+            plan.append((f, location))
         if tensor.cache and all((f.step, f.worker) in tensor._values for f, _ in plan):
             return [tensor._values[(f.step, f.worker)] for f, _ in plan]
-        requests = [(self._event_path(f), e.location[0], e.location[1]) for f, e in plan]
+        requests = [(self._event_path(f), loc[0], loc[1]) for f, loc in plan]
         raws: List[Optional[bytes]] = [self._span_lookup(*r) for r in requests]
         missing = [i for i, raw in enumerate(raws) if raw is None]
         try:

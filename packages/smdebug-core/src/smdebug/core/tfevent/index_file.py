@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Dict, List, Optional, Tuple
 
 from smdebug.core.modes import ModeKeys
@@ -60,7 +61,12 @@ _META_RE = re.compile(rb'^\s*\{\s*"meta"\s*:\s*(\{[^{}]*\})')
 
 @dataclass
 class IndexFile:
-    """One index file. Its payload is parsed on first use, so opening a trial costs little."""
+    """One index file. Its payload is parsed on first use, so opening a trial costs little.
+
+    Parsed, it keeps plain dicts (record locations, shapes, stored reductions): a run's index holds an
+    entry per tensor and step, and a trial reads it per value. :attr:`entries` (IndexEntry objects that
+    merge a tensor's location and shape) is built from them only when asked for.
+    """
 
     key: str
     step: int
@@ -69,10 +75,14 @@ class IndexFile:
     mode_step: int
     event_file: Optional[str]
     _raw: Optional[bytes] = None
-    _entries: Optional[Dict[str, IndexEntry]] = field(default=None, repr=False)
+    #: tensor name -> (start, length) of its record in the event file
+    _locations: Optional[Dict[str, Tuple[int, int]]] = field(default=None, repr=False)
+    #: tensor name -> (shape, original name)
+    _shapes: Optional[Dict[str, Tuple[Tuple[int, ...], str]]] = field(default=None, repr=False)
     _reductions: Optional[Dict[str, Dict[Tuple[str, bool], IndexEntry]]] = field(default=None, repr=False)
     #: the event file's key relative to the run root (see event_file_key), worked out once
     event_key: Optional[str] = field(default=None, repr=False)
+    _entries: Optional[Dict[str, IndexEntry]] = field(default=None, repr=False)
 
     def __post_init__(self):
         if self.event_key is None and self.event_file is not None:
@@ -80,18 +90,42 @@ class IndexFile:
 
     def _parse(self) -> None:
         doc = _load_json(self._raw, self.key, self.step)
-        self._entries, self._reductions = _parse_payload(doc, self.key, self.step)
+        self._locations, self._shapes, self._reductions = _parse_payload(doc, self.key, self.step)
         self._raw = None
+
+    def mark_damaged(self) -> None:
+        """Treat the file as holding nothing (``skip_damaged``)."""
+        self._locations, self._shapes, self._reductions, self._entries, self._raw = {}, {}, {}, {}, None
 
     @property
     def parsed(self) -> bool:
-        return self._entries is not None
+        return self._locations is not None
+
+    def location(self, name: str) -> Optional[Tuple[int, int]]:
+        """(start, length) of the tensor's record, or None (no raw value at this step)."""
+        if self._locations is None:
+            self._parse()
+        return self._locations.get(name)
+
+    @property
+    def locations(self) -> Dict[str, Tuple[int, int]]:
+        if self._locations is None:
+            self._parse()
+        return self._locations
 
     @property
     def entries(self) -> Dict[str, IndexEntry]:
         """Tensor name -> entry, for raw tensors and shapes."""
         if self._entries is None:
-            self._parse()
+            if self._locations is None:
+                self._parse()
+            entries = {name: IndexEntry(location) for name, location in self._locations.items()}
+            for name, (shape, original) in self._shapes.items():
+                entry = entries.get(name)
+                if entry is None:
+                    entry = entries[name] = IndexEntry()
+                entry.shape, entry.original_name = shape, original
+            self._entries = entries
         return self._entries
 
     @property
@@ -103,11 +137,19 @@ class IndexFile:
 
     def tensor_names(self):
         """Names of tensors with anything (raw, shape or a reduction) in this file."""
-        entries, reds = self.entries, self.reductions
-        return entries.keys() | reds.keys() if reds else entries.keys()
+        if self._locations is None:
+            self._parse()
+        names = self._locations.keys()
+        if self._shapes:
+            names = names | self._shapes.keys()
+        if self._reductions:
+            names = names | self._reductions.keys()
+        return names
 
     def has_tensor(self, name: str) -> bool:
-        return name in self.entries or name in self.reductions
+        if self._locations is None:
+            self._parse()
+        return name in self._locations or name in self._reductions or name in self._shapes
 
 
 def _load_json(raw: bytes, key: str, step: int) -> dict:
@@ -152,46 +194,61 @@ def event_file_key(event_file: str) -> Optional[str]:
 
 
 def _parse_payload(doc: dict, key: str, step: int):
-    """Entries and stored reductions of an index document. This runs once per index file a trial
-    reads (once per step and worker, for a tensor of that step), so the loop is kept lean."""
+    """(locations, shapes, reductions) of an index document (see IndexFile). This runs once per index
+    file a trial reads, so the common case (well-formed entries, no reductions) is checked in bulk."""
     if "tensor_payload" not in doc and "shape_payload" not in doc:
         raise IndexReaderException("Index file has neither tensor_payload nor shape_payload", key, step)
-    entries: Dict[str, IndexEntry] = {}
+    shapes: Dict[str, Tuple[Tuple[int, ...], str]] = {}
     reductions: Dict[str, Dict[Tuple[str, bool], IndexEntry]] = {}
-    prefix = REDUCTION_PREFIX
     try:
-        for item in doc.get("tensor_payload") or []:
-            name = item["tensorname"]
-            start, length = item["start_idx"], item["length"]
-            if type(start) is not int or type(length) is not int:  # noqa: E721 - exact ints: the usual case
-                start, length = int(start), int(length)
-            if start < 0 or length <= 0:
-                raise ValueError(f"bad location {start}+{length}")
-            location = (start, length)
-            if name.startswith(prefix):
-                parsed = parse_reduction_tensor_name(name)
-                if parsed is not None:
-                    tname, op, is_abs = parsed
-                    reductions.setdefault(tname, {})[(op, is_abs)] = IndexEntry(location)
-                    continue
-            entry = entries.get(name)
-            if entry is None:
-                entries[name] = IndexEntry(location)
-            else:
-                entry.location = location
+        payload = doc.get("tensor_payload") or []
+        # Later entries of a name win, as they did in the original.
+        locations = {item["tensorname"]: (item["start_idx"], item["length"]) for item in payload}
+        if locations:
+            starts, lengths = zip(*locations.values())
+            if not (set(map(type, starts)) == _INT and set(map(type, lengths)) == _INT
+                    and set(map(type, locations)) == _STR):
+                locations = _checked_locations(locations)
+            elif min(starts) < 0 or min(lengths) <= 0:
+                raise ValueError("a record location is negative or empty")
+            if any(map(str.startswith, locations, repeat(REDUCTION_PREFIX))):
+                _split_reductions(locations, reductions)
         # The original kept only the shape when a tensor had both a location and a shape (dropping the
-        # location); we merge them.
+        # location); we keep both.
         for item in doc.get("shape_payload") or []:
             name = item["tensorname"]
-            shape = tuple(int(d) for d in item["shape"])
-            entry = entries.get(name)
-            if entry is None:
-                entry = entries[name] = IndexEntry()
-            entry.shape = shape
-            entry.original_name = item.get("originalname", name)
+            if not isinstance(name, str):
+                raise TypeError(f"tensor name {name!r} is not a string")
+            shapes[name] = (tuple(int(d) for d in item["shape"]), item.get("originalname", name))
     except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as e:
         raise IndexReaderException(f"Index file has a malformed payload entry ({e})", key, step) from None
-    return entries, reductions
+    return locations, shapes, reductions
+
+
+_INT = {int}
+_STR = {str}
+
+
+def _checked_locations(locations):
+    """The slow path: names must be strings, locations non-negative ints (numbers given as floats or
+    strings are converted, as before)."""
+    checked = {}
+    for name, (start, length) in locations.items():
+        if not isinstance(name, str):
+            raise TypeError(f"tensor name {name!r} is not a string")
+        start, length = int(start), int(length)
+        if start < 0 or length <= 0:
+            raise ValueError(f"bad location {start}+{length}")
+        checked[name] = (start, length)
+    return checked
+
+
+def _split_reductions(locations, reductions) -> None:
+    for name in [n for n in locations if n.startswith(REDUCTION_PREFIX)]:
+        parsed = parse_reduction_tensor_name(name)
+        if parsed is not None:
+            tname, op, is_abs = parsed
+            reductions.setdefault(tname, {})[(op, is_abs)] = IndexEntry(locations.pop(name))
 
 
 def parse_index_file(key: str, step: int, worker: str, raw: bytes, lazy: bool = True) -> IndexFile:
@@ -205,8 +262,8 @@ def parse_index_file(key: str, step: int, worker: str, raw: bytes, lazy: bool = 
     if meta is None:
         doc = _load_json(raw, key, step)
         mode, mode_step, event_file = _parse_meta(doc.get("meta"), key, step)
-        entries, reductions = _parse_payload(doc, key, step)
-        return IndexFile(key, step, worker, mode, mode_step, event_file, None, entries, reductions)
+        locations, shapes, reductions = _parse_payload(doc, key, step)
+        return IndexFile(key, step, worker, mode, mode_step, event_file, None, locations, shapes, reductions)
     mode, mode_step, event_file = _parse_meta(meta, key, step)
     return IndexFile(key, step, worker, mode, mode_step, event_file, raw, None)
 
