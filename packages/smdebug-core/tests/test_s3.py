@@ -204,7 +204,11 @@ def test_stop_signal_through_s3(s3_run):
 def test_endpoint_down_in_the_middle_of_a_run(s3_run, moto_server, monkeypatch, smdebug_log):
     """The endpoint refuses connections for a while: training goes on at full speed, what fits in the
     budget is kept and uploaded when S3 is back, the rest is reported, later steps land."""
-    monkeypatch.setenv("SMDEBUG_WRITER_MAX_PENDING_BYTES", "300")  # a few steps of this small model
+    from smdebug.core.writer import _ITEM_OVERHEAD
+
+    # A few steps of this small model: 4 tensors of at most 16 bytes a step, each also counted for what
+    # holding it in the queue costs.
+    monkeypatch.setenv("SMDEBUG_WRITER_MAX_PENDING_BYTES", str(6 * 4 * (16 + _ITEM_OVERHEAD)))
     hook = NumpyHook(out_dir=str(s3_run), save_config=SaveConfig(save_interval=1),
                      include_collections=["weights", "gradients", "losses"])
     step_times, waited = [], [0.0]

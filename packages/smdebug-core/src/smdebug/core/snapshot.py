@@ -3,10 +3,12 @@
 A hook writes in the background, so what it saves must be copied first: training goes on and updates
 weights in place. A fresh buffer of many megabytes is new memory to the process (the allocator maps it
 from the kernel), and the copy then pays a page fault for every 4 KiB it touches, which halves the speed
-of the copy. So a large snapshot is a view on a buffer owned by this module; the writer gives the buffer
-back once the tensor is on storage, and the next snapshot of the same size (a hook saves the same tensors
-step after step) reuses it. Idle buffers are bounded, and a buffer is reused only when nothing but the
-known holders refers to it.
+of the copy; buffers of a few hundred KiB come from the heap, which fragments as thousands of them are
+freed by the writer thread while training allocates more, so the process keeps growing past what is
+queued. So a snapshot of 64 KiB or more is a view on a buffer owned by this module; the writer gives the
+buffer back once the tensor is on storage, and the next snapshot of the same size (a hook saves the same
+tensors step after step) reuses it. Idle buffers are bounded, and a buffer is reused only when nothing
+but the known holders refers to it.
 """
 
 from __future__ import annotations
@@ -18,8 +20,8 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-#: snapshots at least this large are views on pooled buffers
-POOL_MIN_BYTES = 4 << 20
+#: snapshots at least this large are views on pooled buffers (below it the allocator reuses memory well)
+POOL_MIN_BYTES = 64 << 10
 #: at most this many bytes of idle buffers are kept (on top of a hook's writer budget, which bounds the
 #: snapshots in flight)
 POOL_MAX_BYTES = int(os.environ.get("SMDEBUG_SNAPSHOT_POOL_BYTES", 64 << 20))

@@ -24,6 +24,8 @@ _MAX_LOGGED_LOSSES = 3
 # Written items at least this large give their bytes back to the budget one by one; smaller ones at the
 # end of the batch the writer took (see BackgroundWriter._run).
 _RELEASE_EACH_BYTES = 64 << 10
+# What a queued item costs in memory besides its array bytes (tuple, arguments, array object), in bytes.
+_ITEM_OVERHEAD = 512
 # Small items queued without waking the writer wake it once this many are waiting.
 _WAKE_AT_ITEMS = 64
 
@@ -95,6 +97,10 @@ class BackgroundWriter:
         ``wake=False``: a small item that need not start being written at once (the tensors of a step in
         progress); the writer is woken when enough has gathered, or by the next item that wakes it (step
         ends, flush, close). Returns False if the item was not queued."""
+        if nbytes:
+            # The budget also counts what a queued item costs besides its bytes (the Python objects that
+            # hold it), or a queue of tiny tensors could grow far past it.
+            nbytes += _ITEM_OVERHEAD
         with self._lock:
             if self.error is not None or self._closed:
                 return False
