@@ -110,6 +110,26 @@ def _section(title: str, lines) -> str:
     return f"\n## {title} — {datetime.date.today().isoformat()}\n\n" + "\n".join(lines) + "\n"
 
 
+class _Sections(list):
+    """Sections of this run; each is printed and, unless recording is off, appended to RESULTS.md at once,
+    so a long run that is interrupted keeps what it already measured."""
+
+    def __init__(self, record: bool):
+        super().__init__()
+        self.record = record
+
+    def append(self, section: str) -> None:
+        super().append(section)
+        if not self.record:
+            return
+        path = os.path.join(HERE, "RESULTS.md")
+        new = not os.path.exists(path)
+        with open(path, "a") as f:
+            if new:
+                f.write("# Benchmark results\n\nEach section is appended by `benchmarks/run.py`.\n")
+            f.write(section)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes (for a smoke run)")
@@ -123,7 +143,7 @@ def main(argv=None):
     extra = [a for a, on in (("--quick", args.quick), (f"--repeat {args.repeat}", args.repeat != 3),
                              (f"--only {args.only}", args.only)) if on]
     command = "nox -s bench" + (" -- " + " ".join(extra) if extra else "")
-    sections = []
+    sections = _Sections(record=not args.no_record)
     if args.only in (None, "io"):
         import io_throughput
 
@@ -216,13 +236,6 @@ def main(argv=None):
             scaling.format_table(report),
         ]))
         print(sections[-1])
-    if not args.no_record:
-        path = os.path.join(HERE, "RESULTS.md")
-        new = not os.path.exists(path)
-        with open(path, "a") as f:
-            if new:
-                f.write("# Benchmark results\n\nEach section is appended by `benchmarks/run.py`.\n")
-            f.write("".join(sections))
     return 0
 
 
