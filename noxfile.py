@@ -60,7 +60,7 @@ FALLBACK_FIND_LINKS = "/opt/wheels"
 nox.options.default_venv_backend = "uv"
 nox.options.reuse_venv = "yes"  # installs still run every time; uv's cache makes them quick
 nox.options.error_on_external_run = True
-nox.options.sessions = ["core", "slow", "compat", *PLUGINS, "horovod"]  # `nox` alone: every test session, not demo/bench
+nox.options.sessions = ["core", "slow", "compat", *PLUGINS, "horovod", "horovod_tf"]  # `nox` alone: every test session, not demo/bench
 
 
 # --------------------------------------------------------------------------------------------------
@@ -241,7 +241,7 @@ def tf(session: nox.Session) -> None:
 def horovod_tf(session: nox.Session) -> None:
     """smdebug-tf under Horovod: a real `horovodrun -np 2 --gloo` job with horovod.tensorflow and Keras 3.
     Horovod 0.28.1 is built for TensorFlow 2.21 once per machine (tools/build_horovod.py --framework tf,
-    5-13 minutes on 2 cores) and the wheel is cached. Not part of the default `nox` run."""
+    5-13 minutes on 2 cores) and the wheel is cached."""
     _install(session, [CORE, PLUGINS["tf"]], [*TEST_TOOLS, *HOROVOD_BUILD_DEPS, *TF_TEST_DEPS])
     # TF's start-up chatter would otherwise come before the wheel's path in the build tool's output and
     # fill the workers' logs.
