@@ -37,11 +37,13 @@ def _fresh(base, name):
     return path
 
 
-def ours_write_small(out, steps, tensors, elems):
+def ours_write_small(out, steps, tensors, elems, include_workers="one"):
+    """Our hook writes ``steps`` x ``tensors`` float32 tensors of ``elems`` elements (``layer{i}/weight``)."""
     arr = np.arange(elems, dtype=np.float32)
     names = [f"layer{i}/weight" for i in range(tensors)]
     t0 = time.perf_counter()
-    hook = BenchHook(out_dir=out, save_config=SaveConfig(save_interval=1), include_collections=["weights"])
+    hook = BenchHook(out_dir=out, save_config=SaveConfig(save_interval=1), include_collections=["weights"],
+                     include_workers=include_workers)
     hook.set_mode(modes.TRAIN)
     for _ in range(steps):
         hook.begin_step()

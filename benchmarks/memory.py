@@ -33,6 +33,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Dict, List, Optional
 
+from disk_usage import dir_bytes
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 MODELS = {
@@ -66,17 +68,6 @@ def _current_rss_mb() -> float:
     except OSError:
         pass
     return float("nan")
-
-
-def _dir_bytes(path: str) -> int:
-    total = 0
-    for root, _dirs, files in os.walk(path):
-        for f in files:
-            try:
-                total += os.path.getsize(os.path.join(root, f))
-            except OSError:
-                pass
-    return total
 
 
 def train(model_name: str, steps: int, hooked: bool, out_dir: Optional[str]) -> dict:
@@ -129,7 +120,7 @@ def train(model_name: str, steps: int, hooked: bool, out_dir: Optional[str]) -> 
            "steps": steps, "params_mb": params_mb, "queued_max_mb": queued_max / (1 << 20),
            "failure": getattr(hook, "_failure", None)}
     if out_dir:
-        res["out_mb"] = _dir_bytes(out_dir) / 1e6
+        res["out_mb"] = dir_bytes(out_dir) / 1e6
     return res
 
 

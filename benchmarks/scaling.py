@@ -57,29 +57,11 @@ LAUNCHER_VARS = ("RANK", "WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_
                  "HOROVOD_SIZE", "SLURM_PROCID", "SLURM_NTASKS", "SMDEBUG_WORKER_NAME", "SMDEBUG_NUM_WORKERS")
 
 
-def _names(tensors: int) -> List[str]:
-    return [f"layer{i}/weight" for i in range(tensors)]
-
-
 def write(path: str, steps: int, tensors: int, include_workers: str = "one") -> float:
     """Our hook writes ``steps`` x ``tensors``; seconds from construction to the end of close()."""
-    import numpy as np
+    from io_throughput import ours_write_small
 
-    from io_throughput import BenchHook
-    from smdebug import SaveConfig
-
-    names = _names(tensors)
-    arr = np.arange(ELEMS, dtype=np.float32)
-    t0 = time.perf_counter()
-    hook = BenchHook(out_dir=path, save_config=SaveConfig(save_interval=1), include_collections=["weights"],
-                     include_workers=include_workers)
-    for _ in range(steps):
-        hook.begin_step()
-        for n in names:
-            hook.record(n, arr)
-        hook.end_step()
-    hook.close()
-    return time.perf_counter() - t0
+    return ours_write_small(path, steps, tensors, ELEMS, include_workers=include_workers)["seconds"]
 
 
 def _best_write(base: str, steps: int, tensors: int, repeat: int) -> float:

@@ -63,6 +63,8 @@ import tempfile
 import time
 from typing import Dict, List, Optional, Sequence
 
+from disk_usage import dir_bytes
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 CONFIGS = ("none", "default", "wg_every_1", "wg_every_10", "losses_every_1", "hist_every_10")
@@ -173,17 +175,6 @@ def _make_hook(config: str, out_dir: str, model, loss_fn):
     return hook
 
 
-def _dir_bytes(path: str) -> int:
-    total = 0
-    for root, _dirs, files in os.walk(path):
-        for f in files:
-            try:
-                total += os.path.getsize(os.path.join(root, f))
-            except OSError:
-                pass
-    return total
-
-
 class _Runner:
     """One configuration of one pass: its own model (same initial weights), optimizer and hook."""
 
@@ -261,7 +252,7 @@ class _Runner:
         failure = getattr(self.hook, "_failure", None)  # ours: set when the hook disabled itself
         if failure:
             res["error"] = f"hook disabled itself: {failure}"
-        res["out_bytes"] = _dir_bytes(self.out_dir)
+        res["out_bytes"] = dir_bytes(self.out_dir)
         shutil.rmtree(self.out_dir, ignore_errors=True)
         return res
 

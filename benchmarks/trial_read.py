@@ -59,23 +59,10 @@ def fetch_names(tensors: int = TENSORS, n: int = FETCH_TENSORS) -> List[str]:
 # --------------------------------------------------------------------------------------------------
 def write_run(path: str, steps: int, tensors: int = TENSORS, elems: int = ELEMS) -> float:
     """Write ``steps`` x ``tensors`` small float32 tensors with our hook; seconds."""
-    import numpy as np
-
-    from io_throughput import BenchHook
-    from smdebug import SaveConfig
+    from io_throughput import ours_write_small
 
     shutil.rmtree(path, ignore_errors=True)
-    names = [f"layer{i}/weight" for i in range(tensors)]
-    arr = np.arange(elems, dtype=np.float32)
-    t0 = time.perf_counter()
-    hook = BenchHook(out_dir=path, save_config=SaveConfig(save_interval=1), include_collections=["weights"])
-    for _ in range(steps):
-        hook.begin_step()
-        for n in names:
-            hook.record(n, arr)
-        hook.end_step()
-    hook.close()
-    return time.perf_counter() - t0
+    return ours_write_small(path, steps, tensors, elems)["seconds"]
 
 
 # --------------------------------------------------------------------------------------------------

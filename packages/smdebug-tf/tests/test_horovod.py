@@ -5,11 +5,7 @@ Runs in the `horovod_tf` nox session, which builds Horovod 0.28.1 for TensorFlow
 (tools/build_horovod.py --framework tf) and caches the wheel; elsewhere these tests are skipped.
 """
 
-import json
 import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +13,7 @@ import pytest
 
 pytest.importorskip("horovod.tensorflow", reason="Horovod is installed by the `horovod_tf` nox session only")
 
+from smdebug.core.testing import run_horovod_job  # noqa: E402
 from smdebug.trials import create_trial  # noqa: E402
 
 WORKER = Path(__file__).parent / "hvd_worker.py"
@@ -24,22 +21,10 @@ STEPS = 5
 
 
 def horovodrun(out, *args):
-    runner = shutil.which("horovodrun", path=os.path.dirname(sys.executable)) or shutil.which("horovodrun")
-    # Launcher variables of an enclosing job would be read by the workers' fallback detection; TF_CONFIG
-    # would make them a MultiWorkerMirroredStrategy cluster.
-    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "TF_CONFIG")}
-    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    proc = subprocess.run([runner, "-np", "2", "-H", "localhost:2", "--gloo", sys.executable, str(WORKER), str(out),
-                           "--steps", str(STEPS), *args], capture_output=True, text=True, timeout=300, env=env)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    results = {}
-    for line in proc.stdout.splitlines():
-        # horovodrun prefixes each worker's lines with "[rank]<stdout>:"
-        if "<stdout>:" in line and line.split("<stdout>:", 1)[1].startswith("{"):
-            doc = json.loads(line.split("<stdout>:", 1)[1])
-            results[doc["rank"]] = doc
-    assert sorted(results) == [0, 1], proc.stdout[-3000:]
-    return results
+    # TF_CONFIG would make the workers a MultiWorkerMirroredStrategy cluster; TF's start-up chatter would
+    # fill their logs.
+    return run_horovod_job(WORKER, [out, "--steps", STEPS, *args], drop_env=("RANK", "WORLD_SIZE", "TF_CONFIG"),
+                           extra_env={"TF_CPP_MIN_LOG_LEVEL": "2"})
 
 
 def test_horovod_all_workers(tmp_path):

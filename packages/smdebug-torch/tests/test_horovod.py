@@ -4,11 +4,7 @@ Runs in the `horovod` nox session, which builds Horovod 0.28.1 for PyTorch 2.x o
 and caches the wheel; elsewhere these tests are skipped.
 """
 
-import json
 import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -16,25 +12,14 @@ import pytest
 
 pytest.importorskip("horovod.torch", reason="Horovod is installed by the `horovod` nox session only")
 
+from smdebug.core.testing import run_horovod_job  # noqa: E402
 from smdebug.trials import create_trial  # noqa: E402
 
 WORKER = Path(__file__).parent / "hvd_worker.py"
 
 
 def horovodrun(out, *args):
-    runner = shutil.which("horovodrun", path=os.path.dirname(sys.executable)) or shutil.which("horovodrun")
-    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE")}
-    proc = subprocess.run([runner, "-np", "2", "-H", "localhost:2", "--gloo", sys.executable, str(WORKER), str(out),
-                           *args], capture_output=True, text=True, timeout=300, env=env)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    results = {}
-    for line in proc.stdout.splitlines():
-        # horovodrun prefixes each worker's lines with "[rank]<stdout>:"
-        if "<stdout>:" in line and line.split("<stdout>:", 1)[1].startswith("{"):
-            doc = json.loads(line.split("<stdout>:", 1)[1])
-            results[doc["rank"]] = doc
-    assert sorted(results) == [0, 1], proc.stdout[-3000:]
-    return results
+    return run_horovod_job(WORKER, [out, *args])
 
 
 def test_horovod_all_workers(tmp_path):

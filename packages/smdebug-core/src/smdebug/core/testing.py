@@ -1,9 +1,10 @@
-"""Helpers for testing code that talks to AWS: a real moto server on loopback.
+"""Helpers the packages' tests (and users' own) share, shipped with smdebug-core so there is one implementation.
 
-Tests of S3 storage and of the rules' SNS/SageMaker actions run against moto's server mode over HTTP,
-exactly as they would against AWS (boto3 with ``AWS_ENDPOINT_URL``), not against an in-process mock.
-Needs ``moto[server]``. Shipped with smdebug-core so every package's tests (and users' own) share one
-implementation.
+- :class:`MotoServer`: a real moto server on loopback. Tests of S3 storage and of the rules' SNS/SageMaker
+  actions run against moto's server mode over HTTP, exactly as they would against AWS (boto3 with
+  ``AWS_ENDPOINT_URL``), not against an in-process mock. Needs ``moto[server]``.
+- :func:`run_horovod_job`: a real ``horovodrun`` job on this machine, each worker's JSON report collected.
+- :func:`capture_smdebug_log`: what the smdebug logger says.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import tempfile
 import threading
 import time
 import urllib.request
-from typing import Dict, Optional, Set
+from typing import Dict, Iterable, Optional, Set
 
 
 def _free_port() -> int:
@@ -290,3 +291,37 @@ def capture_smdebug_log():
     finally:
         logger.removeHandler(capture)
         logger.setLevel(saved)
+
+
+def run_horovod_job(worker_script: str, args: Iterable[str], num_proc: int = 2,
+                    drop_env: Iterable[str] = ("RANK", "WORLD_SIZE"), extra_env: Optional[Dict[str, str]] = None,
+                    timeout: float = 300) -> Dict[int, dict]:
+    """Run ``horovodrun -np N -H localhost:N --gloo python worker_script args...`` and return, by rank, the
+    JSON object each worker printed on a line of its own (a line starting with ``{``); asserts the job
+    succeeded and that every rank reported.
+
+    ``drop_env``: variables of an enclosing job (e.g. a torchrun's RANK) that the workers' launcher
+    fallback would otherwise read instead of Horovod's own; ``extra_env``: variables added where unset.
+    """
+    import json
+    import shutil
+
+    runner = shutil.which("horovodrun", path=os.path.dirname(sys.executable)) or shutil.which("horovodrun")
+    assert runner, "horovodrun is not installed next to this Python"
+    dropped = set(drop_env)
+    env = {k: v for k, v in os.environ.items() if k not in dropped}
+    for key, value in (extra_env or {}).items():
+        env.setdefault(key, value)
+    proc = subprocess.run([runner, "-np", str(num_proc), "-H", f"localhost:{num_proc}", "--gloo", sys.executable,
+                           str(worker_script), *map(str, args)],
+                          capture_output=True, text=True, timeout=timeout, env=env)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    results: Dict[int, dict] = {}
+    for line in proc.stdout.splitlines():
+        # horovodrun prefixes each worker's lines with "[rank]<stdout>:"
+        text = line.split("<stdout>:", 1)[1] if "<stdout>:" in line else ""
+        if text.startswith("{"):
+            doc = json.loads(text)
+            results[doc["rank"]] = doc
+    assert sorted(results) == list(range(num_proc)), proc.stdout[-3000:]
+    return results
