@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import importlib
 import os
 import platform
 import sys
@@ -120,6 +121,7 @@ class _Sections(list):
 
     def append(self, section: str) -> None:
         super().append(section)
+        print(section)
         if not self.record:
             return
         path = os.path.join(HERE, "RESULTS.md")
@@ -130,112 +132,77 @@ class _Sections(list):
             f.write(section)
 
 
+ORIGINAL_VENV = "original smdebug 1.0.34 in its own venv"
+
+
+def _scaling_chart(args) -> str:
+    # The chart goes next to RESULTS.md only when the run is recorded there (it is linked from it).
+    if args.no_record:
+        return os.path.join(tempfile.gettempdir(), "smdebug-scaling.png")
+    return os.path.join(HERE, "scaling.png")
+
+
+def _scaling_chart_line(args, report) -> str:
+    if not report.get("chart"):
+        return "- chart: not drawn (matplotlib is not installed)"
+    return f"- chart: {_scaling_chart(args)} (not recorded)" if args.no_record else "- chart: [scaling.png](scaling.png)"
+
+
+# name -> (module, section title, how the module's main() is called, the section's header lines after the
+# machine line). A header function gets (args, command, report, module).
+BENCHMARKS = {
+    "io": ("io_throughput", "I/O throughput",
+           lambda m, a: m.main(quick=a.quick, repeat=a.repeat),
+           lambda a, cmd, r, m: [f"- versions: {versions()}; {ORIGINAL_VENV}",
+                                 f"- command: `{cmd}` (best of {a.repeat})"]),
+    "torch": ("torch_overhead", "PyTorch hook step-time overhead",
+              lambda m, a: m.main(quick=a.quick, repeat=a.repeat),
+              lambda a, cmd, r, m: [f"- versions: {torch_versions(r)}",
+                                    f"- command: `{cmd}` ({max(1, a.repeat) * m.PASSES_PER_REPEAT} passes)",
+                                    f"- method: {TORCH_METHOD}"]),
+    "rules": ("rules_eval", "Rule evaluation time",
+              lambda m, a: m.main(quick=a.quick, repeat=a.repeat),
+              lambda a, cmd, r, m: [f"- versions: {versions()}; {ORIGINAL_VENV}",
+                                    f"- command: `{cmd}` (best of {a.repeat}; each time includes opening the trial)",
+                                    f"- writing the run took {r['write_seconds']:.2f} s"]),
+    "s3": ("s3_read", "S3 read throughput and request count",
+           lambda m, a: m.main(quick=a.quick),
+           lambda a, cmd, r, m: [f"- versions: {versions()}; {ORIGINAL_VENV}; moto server (S3 API) on loopback",
+                                 f"- command: `{cmd}`"]),
+    "trial_read": ("trial_read", "Trial open time and value-fetch throughput",
+                   lambda m, a: m.main(quick=a.quick, repeat=a.repeat),
+                   lambda a, cmd, r, m: [f"- versions: {versions()}; {ORIGINAL_VENV}", f"- command: `{cmd}`"]),
+    "memory": ("memory", "Peak memory of a training process saving every step",
+               lambda m, a: m.main(quick=a.quick, repeat=a.repeat),
+               lambda a, cmd, r, m: [f"- versions: {torch_versions_plain()}; original smdebug 1.0.34 with the same "
+                                     "torch in its own venv", f"- command: `{cmd}`", f"- method: {MEMORY_METHOD}"]),
+    "scaling": ("scaling", "Scaling with tensors, steps and workers",
+                lambda m, a: m.main(quick=a.quick, repeat=a.repeat, chart_path=_scaling_chart(a)),
+                lambda a, cmd, r, m: [f"- versions: {versions()}", f"- command: `{cmd}`",
+                                      _scaling_chart_line(a, r)]),
+}
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes (for a smoke run)")
     parser.add_argument("--repeat", type=int, default=3,
                         help="I/O, trial_read, scaling: best of N runs; torch: 2N passes; memory: unused")
     parser.add_argument("--no-record", action="store_true", help="do not append to RESULTS.md")
-    parser.add_argument("--only", choices=("io", "torch", "rules", "s3", "trial_read", "memory", "scaling"),
-                        help="run one benchmark only")
+    parser.add_argument("--only", choices=tuple(BENCHMARKS), help="run one benchmark only")
     args = parser.parse_args(argv)
 
     extra = [a for a, on in (("--quick", args.quick), (f"--repeat {args.repeat}", args.repeat != 3),
                              (f"--only {args.only}", args.only)) if on]
     command = "nox -s bench" + (" -- " + " ".join(extra) if extra else "")
     sections = _Sections(record=not args.no_record)
-    if args.only in (None, "io"):
-        import io_throughput
-
-        rows = io_throughput.main(quick=args.quick, repeat=args.repeat)
-        sections.append(_section("I/O throughput", [
-            f"- machine: {machine()}",
-            f"- versions: {versions()}; original smdebug 1.0.34 in its own venv",
-            f"- command: `{command}` (best of {args.repeat})",
-            "",
-            io_throughput.format_table(rows),
-        ]))
-        print(sections[-1])
-    if args.only in (None, "torch"):
-        import torch_overhead
-
-        report = torch_overhead.main(quick=args.quick, repeat=args.repeat)
-        sections.append(_section("PyTorch hook step-time overhead", [
-            f"- machine: {machine()}",
-            f"- versions: {torch_versions(report)}",
-            f"- command: `{command}` ({max(1, args.repeat) * torch_overhead.PASSES_PER_REPEAT} passes)",
-            f"- method: {TORCH_METHOD}",
-            "",
-            torch_overhead.format_table(report),
-        ]))
-        print(sections[-1])
-    if args.only in (None, "rules"):
-        import rules_eval
-
-        report = rules_eval.main(quick=args.quick, repeat=args.repeat)
-        sections.append(_section("Rule evaluation time", [
-            f"- machine: {machine()}",
-            f"- versions: {versions()}; original smdebug 1.0.34 in its own venv",
-            f"- command: `{command}` (best of {args.repeat}; each time includes opening the trial)",
-            f"- writing the run took {report['write_seconds']:.2f} s",
-            "",
-            rules_eval.format_table(report),
-        ]))
-        print(sections[-1])
-    if args.only in (None, "s3"):
-        import s3_read
-
-        report = s3_read.main(quick=args.quick)
-        sections.append(_section("S3 read throughput and request count", [
-            f"- machine: {machine()}",
-            f"- versions: {versions()}; original smdebug 1.0.34 in its own venv; moto server (S3 API) on loopback",
-            f"- command: `{command}`",
-            "",
-            s3_read.format_table(report),
-        ]))
-        print(sections[-1])
-    if args.only in (None, "trial_read"):
-        import trial_read
-
-        report = trial_read.main(quick=args.quick, repeat=args.repeat)
-        sections.append(_section("Trial open time and value-fetch throughput", [
-            f"- machine: {machine()}",
-            f"- versions: {versions()}; original smdebug 1.0.34 in its own venv",
-            f"- command: `{command}`",
-            "",
-            trial_read.format_table(report),
-        ]))
-        print(sections[-1])
-    if args.only in (None, "memory"):
-        import memory
-
-        report = memory.main(quick=args.quick, repeat=args.repeat)
-        sections.append(_section("Peak memory of a training process saving every step", [
-            f"- machine: {machine()}",
-            f"- versions: {torch_versions_plain()}; original smdebug 1.0.34 with the same torch in its own venv",
-            f"- command: `{command}`",
-            f"- method: {MEMORY_METHOD}",
-            "",
-            memory.format_table(report),
-        ]))
-        print(sections[-1])
-    if args.only in (None, "scaling"):
-        import scaling
-
-        # The chart goes next to RESULTS.md only when the run is recorded there (it is linked from it).
-        chart = os.path.join(HERE, "scaling.png") if not args.no_record else os.path.join(
-            tempfile.gettempdir(), "smdebug-scaling.png")
-        report = scaling.main(quick=args.quick, repeat=args.repeat, chart_path=chart)
-        sections.append(_section("Scaling with tensors, steps and workers", [
-            f"- machine: {machine()}",
-            f"- versions: {versions()}",
-            f"- command: `{command}`",
-            ("- chart: not drawn (matplotlib is not installed)" if not report.get("chart")
-             else "- chart: [scaling.png](scaling.png)" if not args.no_record else f"- chart: {chart} (not recorded)"),
-            "",
-            scaling.format_table(report),
-        ]))
-        print(sections[-1])
+    for name, (module_name, title, run, header) in BENCHMARKS.items():
+        if args.only not in (None, name):
+            continue
+        module = importlib.import_module(module_name)
+        report = run(module, args)
+        sections.append(_section(title, [f"- machine: {machine()}", *header(args, command, report, module), "",
+                                         module.format_table(report)]))
     return 0
 
 
