@@ -1,7 +1,7 @@
 """Run the benchmarks, print the tables and append them to benchmarks/RESULTS.md.
 
     python benchmarks/run.py [--quick] [--repeat N] [--no-record]
-                             [--only io|torch|rules|s3|trial_read|memory|scaling]
+                             [--only io|torch|rules|s3|trial_read|memory|scaling] [--summary]
 
 ``io``: write/read throughput, ours vs the original smdebug 1.0.34 (io_throughput.py).
 ``torch``: step-time overhead of the PyTorch hook, ours vs the original (torch_overhead.py).
@@ -15,7 +15,8 @@ original (trial_read.py).
 gets longer, no hook vs ours vs the original (memory.py).
 ``scaling``: how write, open and fetch costs grow with tensors, steps and workers (ours; scaling.py),
 with a chart (benchmarks/scaling.png).
-All by default.
+All by default. A recorded run ends with "Targets at a glance": every target's verdict from the latest
+section of each benchmark in RESULTS.md (``--summary`` makes only that table).
 """
 
 from __future__ import annotations
@@ -190,6 +191,8 @@ def main(argv=None):
                         help="I/O, trial_read, scaling: best of N runs; torch: 2N passes; memory: unused")
     parser.add_argument("--no-record", action="store_true", help="do not append to RESULTS.md")
     parser.add_argument("--only", choices=tuple(BENCHMARKS), help="run one benchmark only")
+    parser.add_argument("--summary", action="store_true",
+                        help="measure nothing; append the targets table made from RESULTS.md's latest sections")
     args = parser.parse_args(argv)
 
     extra = [a for a, on in (("--quick", args.quick), (f"--repeat {args.repeat}", args.repeat != 3),
@@ -197,13 +200,49 @@ def main(argv=None):
     command = "nox -s bench" + (" -- " + " ".join(extra) if extra else "")
     sections = _Sections(record=not args.no_record)
     for name, (module_name, title, run, header) in BENCHMARKS.items():
-        if args.only not in (None, name):
+        if args.only not in (None, name) or args.summary:
             continue
         module = importlib.import_module(module_name)
         report = run(module, args)
         sections.append(_section(title, [f"- machine: {machine()}", *header(args, command, report, module), "",
                                          module.format_table(report)]))
+    if args.summary or (sections.record and sections):
+        summary = targets_summary(os.path.join(HERE, "RESULTS.md"))
+        if summary:
+            sections.append(summary)
     return 0
+
+
+SUMMARY_TITLE = "Targets at a glance"
+
+
+def _is_verdict(line: str) -> bool:
+    """The benchmarks end their tables with lines like ``- <target>: <measured> (met)`` or ``(not met: <cause>)``."""
+    return line.startswith("- ") and any(mark in line for mark in ("(met", "met)", "not met", "MISSED"))
+
+
+def targets_summary(results_path: str) -> str:
+    """A section listing every target verdict of the latest section of each benchmark in RESULTS.md (so a
+    run of one benchmark updates its lines and keeps the others'), with the date each was measured."""
+    try:
+        with open(results_path) as f:
+            text = f.read()
+    except OSError:
+        return ""
+    latest = {}
+    for chunk in text.split("\n## ")[1:]:
+        heading, _, body = chunk.partition("\n")
+        title, _, date = heading.rpartition(" — ")
+        if title and title != SUMMARY_TITLE:
+            latest[title] = (date, body)
+    rows = [f"| {title} ({date}) | {line[2:]} |" for title, (date, body) in latest.items()
+            for line in body.splitlines() if _is_verdict(line)]
+    if not rows:
+        return ""
+    return _section(SUMMARY_TITLE, [
+        "- the verdicts of the latest section of each benchmark above (its date in the first column); "
+        "`nox -s bench -- --summary` makes this table again", "",
+        "| benchmark | target: measured (verdict) |", "|---|---|", *rows])
 
 
 if __name__ == "__main__":
