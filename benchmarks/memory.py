@@ -3,7 +3,7 @@ run gets longer: no hook vs ours vs the original smdebug 1.0.34.
 
 Every measurement is a fresh process that builds the model, trains N steps (plain SGD, fixed random
 batches, one torch thread) with the hook saving weights+gradients at every step, closes the hook, and reports its
-peak RSS (``getrusage(RUSAGE_SELF).ru_maxrss``, the kernel's high-water mark, so nothing between samples
+peak RSS (``VmHWM`` in ``/proc/self/status``, the kernel's high-water mark, so nothing between samples
 is missed). Ours runs in this venv, the original in its own torch venv (``memory_original.py``); each
 venv also runs the same training without a hook, the baseline its hooked runs are compared with (the
 two venvs import different numpy/protobuf builds, so their baselines differ a little).
@@ -54,6 +54,16 @@ GROWTH_TOLERANCE_MB = 16.0
 # the child process (both venvs)
 # --------------------------------------------------------------------------------------------------
 def _peak_rss_mb() -> float:
+    """This process's peak RSS: ``VmHWM``, the high-water mark of its own address space. Not
+    ``getrusage().ru_maxrss``: Linux carries that across fork and exec, so a child started by a large
+    parent (the benchmark runner after the trial benchmarks) would report the parent's peak."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
     import resource
 
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB

@@ -90,7 +90,7 @@ def torch_versions_plain() -> str:
 MEMORY_METHOD = (
     "CPU, one torch thread; every cell is a fresh process that trains N steps with SGD on fixed random batches, "
     "the hook saving weights, gradients and the loss every step, closes the hook and reports "
-    "`getrusage(RUSAGE_SELF).ru_maxrss` (the kernel's peak RSS); the original in its own torch venv, each venv "
+    "`VmHWM` from `/proc/self/status` (the kernel's peak RSS of the process's own memory; `ru_maxrss` would include the parent's, inherited through fork and exec); the original in its own torch venv, each venv "
     "with its own no-hook runs. Our hook's write budget is `SMDEBUG_WRITER_MAX_PENDING_BYTES` (256 MiB default)."
 )
 

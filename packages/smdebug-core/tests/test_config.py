@@ -36,6 +36,16 @@ def test_per_mode_configs():
     assert SaveConfig.parse(SaveConfigMode(save_interval=4)).get_save_config(modes.GLOBAL).save_interval == 4
 
 
+def test_next_save_step_agrees_with_should_save_step():
+    """Hooks skip the schedule until next_save_step: it must never step over a saved step."""
+    schedules = [SaveConfigMode(save_interval=i, start_step=s, end_step=e, save_steps=steps)
+                 for i in (1, 3, 7) for s in (0, 5, 12) for e in (None, 0, 11, 40) for steps in ([], [2, 19, 33], [60])]
+    for scm in schedules:
+        for n in range(70):
+            expected = next((k for k in range(n, 500) if scm.should_save_step(k)), None)
+            assert scm.next_save_step(n) == expected, (scm, n)
+
+
 @pytest.mark.parametrize(
     "kwargs, match",
     [

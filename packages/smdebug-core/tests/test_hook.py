@@ -88,6 +88,23 @@ def test_per_mode_schedule(tmp_path):
     assert trial.steps(modes.EVAL) == [0, 1]  # save_steps is a union with the default interval
 
 
+def test_schedule_changed_during_a_quiet_stretch_takes_effect_at_the_next_step(tmp_path):
+    """Steps with nothing due skip the schedules until the next due step; any change to a schedule (a
+    collection's save_config replaced, a schedule changed in place) is still seen at the next step."""
+    hook = NumpyHook(out_dir=str(tmp_path), save_config=SaveConfig(save_interval=100), include_collections=["losses"])
+    losses = hook.get_collection("losses")
+    train_logistic_regression(hook, steps=4, mode=modes.TRAIN)  # step 0 saved; then quiet until 100
+    # (no hook method in between: the change reaches the hook only through the objects themselves)
+    losses.save_config.get_save_config(modes.TRAIN).save_interval = 3  # in place
+    train_logistic_regression(hook, steps=3)  # steps 4, 5, 6: 6 is due now
+    losses.save_config.set_save_config(modes.TRAIN, SaveConfigMode(save_steps=[8]))
+    train_logistic_regression(hook, steps=3)  # steps 7, 8, 9
+    losses.save_config = SaveConfig(save_steps=[11])
+    train_logistic_regression(hook, steps=3)  # steps 10, 11, 12
+    hook.close()
+    assert create_trial(str(tmp_path)).steps() == [0, 6, 8, 11]
+
+
 def test_reductions_shapes_and_raw(tmp_path):
     hook = NumpyHook(out_dir=str(tmp_path), save_config=SaveConfig(save_interval=1),
                      include_collections=["weights", "gradients", "losses"])

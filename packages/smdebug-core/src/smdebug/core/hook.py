@@ -50,7 +50,7 @@ from smdebug.core.logger import get_logger
 from smdebug.core.modes import ModeKeys
 from smdebug.core.reduction_config import ReductionConfig
 from smdebug.core.reductions import compute_reduction, reduction_tensor_name
-from smdebug.core.save_config import SaveConfig, SaveConfigMode
+from smdebug.core.save_config import SaveConfig, SaveConfigMode, schedule_changes
 from smdebug.core.snapshot import POOL_MIN_BYTES, give_back, snapshot
 from smdebug.core import stop_signal
 from smdebug.core.state_store import StateStore
@@ -187,6 +187,7 @@ class BaseHook:
         self._closed = False
         self._failure: Optional[str] = None
         self.out_dir = self._validate_out_dir(out_dir, dry_run)
+        self._out_is_s3 = is_s3_path(self.out_dir)
         if include_workers not in ("one", "all"):
             raise InvalidConfigurationError(f"include_workers must be 'one' or 'all', got {include_workers!r}")
         if reduction_config is not None and not isinstance(reduction_config, ReductionConfig):
@@ -271,6 +272,9 @@ class BaseHook:
         # state instead of at every record
         self._plans: Dict[tuple, "_SavePlan"] = {}
         self._due_sets: Dict[frozenset, frozenset] = {}
+        # (first mode step that may save, mode, prepared token, schedule changes, the empty due set):
+        # the steps before it need no look at the schedules (see _compute_due)
+        self._quiet: Optional[tuple] = None
         self._due: Set[str] = set()
         self._pending_user_tensors: List[Tuple[str, object]] = []
 
@@ -513,13 +517,22 @@ class BaseHook:
 
     def _compute_due(self) -> frozenset:
         mode, mode_step = self.mode, self.mode_steps[self.mode]
+        quiet = self._quiet
+        # Most steps save nothing (the default saves every 500th): once a step is found to have nothing
+        # due, the schedules say when something next is, and the steps until then skip them entirely.
+        if (quiet is not None and mode_step < quiet[0] and quiet[1] is mode and quiet[2] is self._prepared_token
+                and quiet[3] == schedule_changes()):
+            return quiet[4]
         train_only_skip = mode in (ModeKeys.EVAL, ModeKeys.PREDICT)
-        return self._intern_due({
-            c.name
-            for c in self._included
-            if c.save_config.should_save_step(mode, mode_step)
-            and not (train_only_skip and c.name in TRAIN_ONLY_COLLECTIONS)
-        })
+        colls = [c for c in self._included if not (train_only_skip and c.name in TRAIN_ONLY_COLLECTIONS)]
+        due = self._intern_due({c.name for c in colls if c.save_config.should_save_step(mode, mode_step)})
+        if not due:
+            upcoming = [scm.next_save_step(mode_step) for scm in (c.save_config.mode_save_configs[mode] for c in colls)
+                        if scm is not None]
+            upcoming = [n for n in upcoming if n is not None]
+            self._quiet = (min(upcoming) if upcoming else float("inf"), mode, self._prepared_token,
+                           schedule_changes(), due)
+        return due
 
     def has_default_hook_configuration(self) -> bool:
         return set(self.include_collections) == set(self.default_include_collections)
@@ -555,7 +568,7 @@ class BaseHook:
             return
         if self._stop_watcher is not None and not self.stop_requested:
             self._check_stop_signal()
-        if self._claimed and self._writer is not None and is_s3_path(self.out_dir):
+        if self._claimed and self._out_is_s3 and self._writer is not None:
             self._refresh_s3_claim()
         self.step += 1
         self.mode_steps[self.mode] += 1
@@ -621,7 +634,10 @@ class BaseHook:
             self._open_step = self.step
             self.last_saved_step = self.step
         self._due = set()
-        self._notify("smdebug_step_end", hook=self, step=self.step, mode=self.mode, mode_step=self.mode_steps[self.mode])
+        listeners = self.__dict__.get("_listeners")
+        if listeners is None or "smdebug_step_end" in listeners:  # (None: not looked up yet)
+            self._notify("smdebug_step_end", hook=self, step=self.step, mode=self.mode,
+                         mode_step=self.mode_steps[self.mode])
 
     def _close_open_step(self) -> None:
         if self._open_step is not None and self._writer is not None:

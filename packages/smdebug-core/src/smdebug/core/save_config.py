@@ -10,6 +10,7 @@ are rejected at construction with a specific message (the original failed later,
 
 from __future__ import annotations
 
+import bisect
 from typing import Any, Dict, Iterable, Optional
 
 from smdebug.core.modes import ModeKeys
@@ -53,10 +54,25 @@ def _as_steps(value) -> list:
     return sorted({_as_int("save_steps entry", v) for v in value})
 
 
+class _Changes:
+    """Counts every change to any schedule, so a hook can trust a schedule it looked at while this
+    count stays the same (see :func:`schedule_changes`)."""
+
+    count = 0
+
+
+def schedule_changes() -> int:
+    return _Changes.count
+
+
 class SaveConfigMode:
     """Save schedule for one mode."""
 
     __slots__ = ("save_interval", "start_step", "end_step", "save_steps", "_save_steps_set")
+
+    def __setattr__(self, name, value):
+        _Changes.count += 1
+        object.__setattr__(self, name, value)
 
     def __init__(self, save_interval=None, start_step=None, end_step=None, save_steps=None):
         self.save_interval = _as_int(
@@ -75,6 +91,19 @@ class SaveConfigMode:
         if self.end_step is not None and step_num >= self.end_step:
             return False
         return step_num % self.save_interval == 0
+
+    def next_save_step(self, step_num: int) -> Optional[int]:
+        """The first step from ``step_num`` on that :meth:`should_save_step` accepts (None: never again).
+        Lets a hook skip the schedule entirely on the steps in between."""
+        candidates = []
+        i = bisect.bisect_left(self.save_steps, step_num)
+        if i < len(self.save_steps):
+            candidates.append(self.save_steps[i])
+        first = max(step_num, self.start_step)
+        by_interval = -(-first // self.save_interval) * self.save_interval  # the next multiple
+        if self.end_step is None or by_interval < self.end_step:
+            candidates.append(by_interval)
+        return min(candidates) if candidates else None
 
     def to_json_dict(self) -> Dict[str, Any]:
         return {
@@ -148,6 +177,7 @@ class SaveConfig:
 
     def set_save_config(self, mode, save_config_mode: Optional[SaveConfigMode]) -> None:
         self.mode_save_configs[ModeKeys.parse(mode)] = save_config_mode
+        _Changes.count += 1
 
     def should_save_step(self, mode, step_num: int) -> bool:
         scm = self.mode_save_configs[mode]
@@ -158,6 +188,7 @@ class SaveConfig:
         for mode in ModeKeys:
             if self.mode_save_configs.get(mode) is None:
                 self.mode_save_configs[mode] = default.mode_save_configs.get(mode) or SaveConfigMode()
+                _Changes.count += 1
 
     def to_json_dict(self) -> Dict[str, Optional[dict]]:
         return {

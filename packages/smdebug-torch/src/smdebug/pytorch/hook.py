@@ -222,7 +222,7 @@ class Hook(BaseHook):
                 if (self._optimizer is not None and self.mode in _OPTIMIZER_MODES and self._in_step
                         and self._step_mode == self.mode):
                     return None  # another micro-batch of the current optimizer step
-                self.begin_step()
+                self._begin_step()  # (the lock is held, and this callback has its own guard)
                 self._step_mode = self.mode
                 self._io_index.clear()
                 if self.is_writing:
