@@ -197,6 +197,13 @@ def _rate(side: Optional[dict], key_s: str, key_n: str) -> Optional[float]:
     return side[key_n] / side[key_s]
 
 
+# What bounds the rule pattern when it falls short: the original parses every index file when the trial
+# opens (its open time), ours on first use, so the "fetch" column carries our index parsing (JSON
+# decoding and checks, ~0.1 ms per step of 100 tensors on this machine) and not the original's.
+FETCH_LIMIT = ("our fetch includes parsing each step's index, which ours defers from open to first use and "
+               "the original does while opening (the open row)")
+
+
 def format_table(report: dict) -> str:
     names = report["names"]
     lines = [
@@ -236,9 +243,15 @@ def format_table(report: dict) -> str:
         ro, rg = _rate(o, "fetch_s", "fetch_values"), _rate(g, "fetch_s", "fetch_values")
         if ro and rg:
             x = ro / rg
+            both = (g["open_s"] + g["fetch_s"]) / (o["open_s"] + o["fetch_s"])
             verdicts.append(f"- {case['steps']:,} steps, fetching (rule pattern) >= {FETCH_TARGET_X:g}x the original's "
                             f"values/s: {x:.1f}x ({ro:,.0f} vs {rg:,.0f} values/s) "
-                            f"({'met' if x >= FETCH_TARGET_X else 'not met'})")
+                            + ("(met)" if x >= FETCH_TARGET_X else f"(not met: {FETCH_LIMIT}; open + rule pattern: "
+                               f"{both:.1f}x)"))
+        bo, bg = _rate(o, "bulk_s", "bulk_values"), _rate(g, "bulk_s", "bulk_values")
+        if bo and bg:
+            verdicts.append(f"- {case['steps']:,} steps, fetching (bulk `values()`) >= {FETCH_TARGET_X:g}x the "
+                            f"original's values/s: {bo / bg:.1f}x ({'met' if bo / bg >= FETCH_TARGET_X else 'not met'})")
     writes = "; ".join(f"{c['steps']:,} steps {c['write_s']:.1f} s" for c in report["cases"])
     return "\n".join(lines + ["", *verdicts, f"- writing the runs (our hook; not compared): {writes}"])
 

@@ -119,6 +119,9 @@ class Trial:
         # tensor name -> sorted global steps with anything of it, kept up to date as index files are parsed,
         # so Tensor.steps() does not scan the whole run (rules ask for it at every step)
         self._tensor_step_index: Dict[str, List[int]] = {}
+        # (step, tensor names) of parsed index files not yet in _tensor_step_index: it is only needed
+        # for a tensor's steps, so fetching values step by step (a rule) never pays for building it
+        self._step_index_backlog: List[Tuple[int, List[str]]] = []
         self._unparsed: Deque[IndexFile] = deque()  # files whose payload was not read yet, in step order
         self._tensors: Dict[str, Tensor] = {}
         self._generation = 0
@@ -365,16 +368,7 @@ class Trial:
         try:
             names = f.tensor_names()
             self._tensor_names.update(names)
-            for name in names:
-                steps = self._tensor_step_index.get(name)
-                if steps is None:
-                    self._tensor_step_index[name] = [f.step]
-                elif steps[-1] < f.step:
-                    steps.append(f.step)  # the usual case: files arrive in step order
-                else:
-                    i = bisect.bisect_left(steps, f.step)
-                    if i == len(steps) or steps[i] != f.step:
-                        steps.insert(i, f.step)
+            self._step_index_backlog.append((f.step, names))
         except IndexReaderException as e:
             if not self.skip_damaged:
                 self._unparsed.appendleft(f)
@@ -557,8 +551,26 @@ class Trial:
     # ------------------------------------------------------------------------------------------
     # used by Tensor
     # ------------------------------------------------------------------------------------------
+    def _index_steps(self) -> None:
+        """Bring _tensor_step_index up to date with the index files parsed so far."""
+        backlog, self._step_index_backlog = self._step_index_backlog, []
+        index = self._tensor_step_index
+        for step, names in backlog:
+            for name in names:
+                steps = index.get(name)
+                if steps is None:
+                    index[name] = [step]
+                elif steps[-1] < step:
+                    steps.append(step)  # the usual case: files arrive in step order
+                else:
+                    i = bisect.bisect_left(steps, step)
+                    if i == len(steps) or steps[i] != step:
+                        steps.insert(i, step)
+
     def _tensor_steps(self, name: str, mode, show_incomplete: bool) -> List[int]:
         self._parse_pending()
+        if self._step_index_backlog:
+            self._index_steps()
         steps = self._tensor_step_index.get(name, ())
         if not (show_incomplete or self.loaded_all_steps):
             # Steps up to the last complete one are complete; only the few after it need a look.

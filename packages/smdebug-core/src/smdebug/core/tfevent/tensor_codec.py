@@ -109,7 +109,8 @@ MAX_SPLAT_BYTES = 1 << 30
 def tensor_proto_to_numpy(tp: TensorProto, content=None) -> np.ndarray:
     """The array a TensorProto holds. ``content``: its ``tensor_content`` given separately (a view on the
     bytes read, see :mod:`~smdebug.core.tfevent.content_span`), for a ``tp`` parsed without it."""
-    shape = tuple([d.size for d in tp.tensor_shape.dim])
+    dims = tp.tensor_shape.dim
+    shape = (dims[0].size,) if len(dims) == 1 else tuple([d.size for d in dims])  # (1-d: the usual case)
     if shape and min(shape) < 0:
         raise SMDebugValueError(f"Tensor shape {shape} has a negative dimension")
     dt = tp.dtype
@@ -140,7 +141,7 @@ def tensor_proto_to_numpy(tp: TensorProto, content=None) -> np.ndarray:
             arr.flags.writeable = False
         if not _LITTLE_ENDIAN_HOST:
             arr = arr.astype(npdt.newbyteorder("="))
-        return arr.reshape(shape)
+        return arr if len(shape) == 1 else arr.reshape(shape)  # (frombuffer's array is 1-d already)
     if count == 0:
         return np.zeros(shape, dtype=npdt)
     field = _FIELD_FOR_DT.get(dt)
@@ -363,13 +364,11 @@ def decode_tensor_record(raw, path=None, step=None, name=None) -> np.ndarray:
             if found is not None:
                 rest, start, end = found
                 return tensor_proto_to_numpy(TensorProto.FromString(rest), payload[start:end])
-        ev = Event.FromString(bytes(payload))
         # Only the tensor is wanted here: the mode and mode step of the record are known from the index.
-        if ev.HasField("summary"):
-            for value in ev.summary.value:
-                if value.WhichOneof("value") != "tensor":
-                    raise SMDebugValueError(f"Event for {value.tag!r} does not hold a tensor")
-                return tensor_proto_to_numpy(value.tensor)
+        for value in Event.FromString(bytes(payload)).summary.value:  # (no summary: no values)
+            if value.WhichOneof("value") != "tensor":
+                raise SMDebugValueError(f"Event for {value.tag!r} does not hold a tensor")
+            return tensor_proto_to_numpy(value.tensor)
     except EventFileCorrupted as e:
         e.step = step if e.step is None else e.step
         raise
