@@ -147,6 +147,15 @@ def test_index_roundtrip_and_lazy_meta():
     assert f.entries["w"].shape == (2, 3)  # merged, not replaced (original quirk)
     assert f.reductions["w"][("l2", True)].location == (113, 90)
     assert set(f.tensor_names()) == {"w"}
+    assert f.extent == (0, 203)  # every record it locates, reductions included (a step is read at once)
+
+
+def test_index_locations_given_as_strings_or_floats_are_converted():
+    raw = (b'{"meta": {"mode": "TRAIN", "mode_step": 1}, "tensor_payload": [{"tensorname": "a", "start_idx": "40", '
+           b'"length": 20.0}, {"tensorname": "b", "start_idx": 0, "length": 40}]}')
+    f = parse_index_file("idx.json", 1, "worker_0", raw)
+    assert f.locations == {"a": (40, 20), "b": (0, 40)}
+    assert f.extent == (0, 60)
 
 
 @pytest.mark.parametrize(
@@ -160,6 +169,7 @@ def test_index_roundtrip_and_lazy_meta():
         (b'{"meta": {"mode": "TRAIN", "mode_step": 1}}', "neither"),
         (b'{"meta": {"mode": "TRAIN", "mode_step": 1}, "tensor_payload": [{"tensorname": "w"}]}', "malformed"),
         (b'{"meta": {"mode": "TRAIN", "mode_step": 1}, "tensor_payload": [{"tensorname": "w", "start_idx": -1, "length": 3}]}', "malformed"),
+        (b'{"meta": {"mode": "TRAIN", "mode_step": 1}, "tensor_payload": [{"tensorname": 5, "start_idx": 0, "length": 3}]}', "malformed"),
     ],
 )
 def test_corrupt_index_files_raise_specific_error(raw, match):

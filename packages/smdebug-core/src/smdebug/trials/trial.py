@@ -673,6 +673,9 @@ class Trial:
     def _neighbourhood(f: IndexFile, start: int, length: int, budget: int) -> Tuple[int, int]:
         """The byte range of the record at ``start`` plus as many neighbouring records of the same event
         file as fit in ``budget`` bytes (the records of one step are contiguous)."""
+        extent = f.extent
+        if extent is not None and extent[1] - extent[0] <= budget:
+            return extent  # the whole (small) step at once
         locations = f.__dict__.get("_sorted_locations")
         if locations is None:  # worked out once per index file: a step is read record by record
             locations = f._sorted_locations = sorted(

@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from itertools import repeat
+from itertools import chain
+from operator import add
 from typing import Dict, List, Optional, Tuple
 
 from smdebug.core.modes import ModeKeys
@@ -83,6 +84,8 @@ class IndexFile:
     #: the event file's key relative to the run root (see event_file_key), worked out once
     event_key: Optional[str] = field(default=None, repr=False)
     _entries: Optional[Dict[str, IndexEntry]] = field(default=None, repr=False)
+    #: (first byte, end) of all the records this file locates (None: none), for reading a step at once
+    _extent: Optional[Tuple[int, int]] = field(default=None, repr=False)
 
     def __post_init__(self):
         if self.event_key is None and self.event_file is not None:
@@ -90,12 +93,13 @@ class IndexFile:
 
     def _parse(self) -> None:
         doc = _load_json(self._raw, self.key, self.step)
-        self._locations, self._shapes, self._reductions = _parse_payload(doc, self.key, self.step)
+        self._locations, self._shapes, self._reductions, self._extent = _parse_payload(doc, self.key, self.step)
         self._raw = None
 
     def mark_damaged(self) -> None:
         """Treat the file as holding nothing (``skip_damaged``)."""
         self._locations, self._shapes, self._reductions, self._entries, self._raw = {}, {}, {}, {}, None
+        self._extent = None
 
     @property
     def parsed(self) -> bool:
@@ -106,6 +110,13 @@ class IndexFile:
         if self._locations is None:
             self._parse()
         return self._locations.get(name)
+
+    @property
+    def extent(self) -> Optional[Tuple[int, int]]:
+        """(first byte, end) of the records this file locates, raw tensors and reductions (None: none)."""
+        if self._locations is None:
+            self._parse()
+        return self._extent
 
     @property
     def locations(self) -> Dict[str, Tuple[int, int]]:
@@ -194,24 +205,33 @@ def event_file_key(event_file: str) -> Optional[str]:
 
 
 def _parse_payload(doc: dict, key: str, step: int):
-    """(locations, shapes, reductions) of an index document (see IndexFile). This runs once per index
-    file a trial reads, so the common case (well-formed entries, no reductions) is checked in bulk."""
+    """(locations, shapes, reductions, extent) of an index document (see IndexFile). This runs once per
+    index file a trial reads, so the common case (well-formed entries, no reductions) is checked in bulk."""
     if "tensor_payload" not in doc and "shape_payload" not in doc:
         raise IndexReaderException("Index file has neither tensor_payload nor shape_payload", key, step)
     shapes: Dict[str, Tuple[Tuple[int, ...], str]] = {}
     reductions: Dict[str, Dict[Tuple[str, bool], IndexEntry]] = {}
+    extent = None
     try:
         payload = doc.get("tensor_payload") or []
         # Later entries of a name win, as they did in the original.
         locations = {item["tensorname"]: (item["start_idx"], item["length"]) for item in payload}
         if locations:
             starts, lengths = zip(*locations.values())
-            if not (set(map(type, starts)) == _INT and set(map(type, lengths)) == _INT
-                    and set(map(type, locations)) == _STR):
+            try:
+                # (joining fails unless every name is a string; the joined names also show at once
+                # whether any is a stored reduction)
+                joined = "\0".join(locations)
+            except TypeError:
+                joined = None
+            if joined is None or set(map(type, chain(starts, lengths))) != _INT:
                 locations = _checked_locations(locations)
+                starts, lengths = zip(*locations.values())
+                joined = "\0".join(locations)
             elif min(starts) < 0 or min(lengths) <= 0:
                 raise ValueError("a record location is negative or empty")
-            if any(map(str.startswith, locations, repeat(REDUCTION_PREFIX))):
+            extent = (min(starts), max(map(add, starts, lengths)))
+            if REDUCTION_PREFIX in joined:
                 _split_reductions(locations, reductions)
         # The original kept only the shape when a tensor had both a location and a shape (dropping the
         # location); we keep both.
@@ -222,11 +242,10 @@ def _parse_payload(doc: dict, key: str, step: int):
             shapes[name] = (tuple(int(d) for d in item["shape"]), item.get("originalname", name))
     except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as e:
         raise IndexReaderException(f"Index file has a malformed payload entry ({e})", key, step) from None
-    return locations, shapes, reductions
+    return locations, shapes, reductions, extent
 
 
 _INT = {int}
-_STR = {str}
 
 
 def _checked_locations(locations):
@@ -262,8 +281,9 @@ def parse_index_file(key: str, step: int, worker: str, raw: bytes, lazy: bool = 
     if meta is None:
         doc = _load_json(raw, key, step)
         mode, mode_step, event_file = _parse_meta(doc.get("meta"), key, step)
-        locations, shapes, reductions = _parse_payload(doc, key, step)
-        return IndexFile(key, step, worker, mode, mode_step, event_file, None, locations, shapes, reductions)
+        locations, shapes, reductions, extent = _parse_payload(doc, key, step)
+        return IndexFile(key, step, worker, mode, mode_step, event_file, None, locations, shapes, reductions,
+                         _extent=extent)
     mode, mode_step, event_file = _parse_meta(meta, key, step)
     return IndexFile(key, step, worker, mode, mode_step, event_file, raw, None)
 
