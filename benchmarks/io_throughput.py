@@ -186,9 +186,10 @@ SMALL_LIMIT = ("the file system: the format keeps each step in files of its own 
                "half-written file under its final name), and those operations alone cost 1.2-2 ms per step on "
                "this machine (the scaling benchmark's file-system floor), 12-20 µs per tensor at 100 tensors per "
                "step; with 1,000 tensors per step the scaling benchmark writes over 60,000 tensors/s")
-LARGE_LIMIT = ("memory bandwidth: the hook copies each tensor when it is saved (training may change it right "
-               "after) and computes its CRC32C, so the bytes cross memory about three times for raw `tofile`'s "
-               "one, which goes straight from the array to the page cache; no disk is the bottleneck here")
+LARGE_LIMIT = ("memory bandwidth, not the disk: the hook copies each tensor when it is saved (training may "
+               "change it right after), checksums the copy (CRC32C, on a helper thread) and writes it, about five "
+               "passes over the bytes (copy: read and write; CRC: read; write: read, and write into the page "
+               "cache) against raw `tofile`'s two, so the share moves with what else uses the memory bus")
 
 
 def targets(rows) -> list:
