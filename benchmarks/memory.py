@@ -53,31 +53,33 @@ GROWTH_TOLERANCE_MB = 16.0
 # --------------------------------------------------------------------------------------------------
 # the child process (both venvs)
 # --------------------------------------------------------------------------------------------------
+def _status_mb(field: str) -> Optional[float]:
+    """A memory figure of this process from /proc/self/status (``VmHWM``, ``VmRSS``...), in MiB."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) / 1024  # kB
+    except OSError:
+        pass
+    return None
+
+
 def _peak_rss_mb() -> float:
     """This process's peak RSS: ``VmHWM``, the high-water mark of its own address space. Not
     ``getrusage().ru_maxrss``: Linux carries that across fork and exec, so a child started by a large
     parent (the benchmark runner after the trial benchmarks) would report the parent's peak."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
+    peak = _status_mb("VmHWM")
+    if peak is not None:
+        return peak
     import resource
 
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
 
 
 def _current_rss_mb() -> float:
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return float("nan")
+    rss = _status_mb("VmRSS")
+    return rss if rss is not None else float("nan")
 
 
 def train(model_name: str, steps: int, hooked: bool, out_dir: Optional[str]) -> dict:
