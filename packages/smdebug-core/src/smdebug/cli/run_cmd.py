@@ -1,4 +1,4 @@
-"""Run an unmodified training script with a hook attached (PyTorch, XGBoost).
+"""Run an unmodified training script with a hook attached (PyTorch, Keras, MXNet Gluon, XGBoost).
 
   smdebug run --out-dir /tmp/run --collections weights,gradients,losses --save-interval 10 -- python train.py
   smdebug run --config hook.json -- python train.py --epochs 3
