@@ -413,6 +413,11 @@ class BaseHook:
 
     _NOTIFICATIONS = ("smdebug_hook_created", "smdebug_step_end", "smdebug_hook_closed")
 
+    def _listens(self, hook_name: str) -> bool:
+        """False once plugins have been looked up (see :meth:`_notify`) and none listens to ``hook_name``."""
+        listeners = self.__dict__.get("_listeners")
+        return listeners is None or hook_name in listeners
+
     def _notify(self, hook_name: str, **kwargs) -> None:
         """Tell plugins about a hook event. Runs every step, so which notifications have listeners is
         looked up once, after plugin discovery (plugins registered later are not notified)."""
@@ -634,8 +639,7 @@ class BaseHook:
             self._open_step = self.step
             self.last_saved_step = self.step
         self._due = set()
-        listeners = self.__dict__.get("_listeners")
-        if listeners is None or "smdebug_step_end" in listeners:  # (None: not looked up yet)
+        if self._listens("smdebug_step_end"):  # (every step: its arguments are not built for nobody)
             self._notify("smdebug_step_end", hook=self, step=self.step, mode=self.mode,
                          mode_step=self.mode_steps[self.mode])
 

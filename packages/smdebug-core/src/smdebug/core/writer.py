@@ -112,14 +112,8 @@ class BackgroundWriter:
                         self._drop(step)
                         return False
                     # small bookkeeping items (step ends, collections) are always admitted
-                else:
-                    # Back-pressure: wait while the budget is exhausted, but always admit one item so a
-                    # tensor larger than the whole budget still goes through.
-                    while self._pending_bytes and self._pending_bytes + nbytes > self.max_pending_bytes:
-                        if self.error is not None or not self._thread.is_alive():
-                            return False
-                        self._cond.notify_all()  # the writer may be idle with items not woken for
-                        self._wait(0.5)
+                elif not self._wait_for_room_locked(nbytes):
+                    return False
             if step is not None and self._dropping_since is not None and nbytes:
                 self._caught_up()
             self._pending_bytes += nbytes
@@ -136,11 +130,18 @@ class BackgroundWriter:
         if self.drop_when_full or nbytes < _RELEASE_EACH_BYTES:
             return
         with self._lock:
-            while self._pending_bytes and self._pending_bytes + nbytes > self.max_pending_bytes:
-                if self.error is not None or self._closed or not self._thread.is_alive():
-                    return
-                self._cond.notify_all()  # the writer may be idle with items not woken for
-                self._wait(0.5)
+            self._wait_for_room_locked(nbytes + _ITEM_OVERHEAD)  # (what submit will count for it)
+
+    def _wait_for_room_locked(self, nbytes: int) -> bool:
+        """Back-pressure (lock held): wait while ``nbytes`` more would exceed the budget, but always admit
+        one item, so a tensor larger than the whole budget still goes through. False if the writer failed
+        or stopped meanwhile."""
+        while self._pending_bytes and self._pending_bytes + nbytes > self.max_pending_bytes:
+            if self.error is not None or not self._thread.is_alive():
+                return False
+            self._cond.notify_all()  # the writer may be idle with items not woken for
+            self._wait(0.5)
+        return True
 
     def _wait(self, timeout: Optional[float] = None) -> bool:
         """``self._cond.wait`` (lock held), counted so that notifiers know someone listens."""

@@ -681,8 +681,6 @@ class Trial:
             locations = f._sorted_locations = sorted(
                 set(f.locations.values())
                 | {e.location for reds in f.reductions.values() for e in reds.values() if e.location is not None})
-        if locations and locations[-1][0] + locations[-1][1] - locations[0][0] <= budget:
-            return locations[0][0], locations[-1][0] + locations[-1][1]  # the whole (small) step at once
         i = bisect.bisect_left(locations, (start, length))
         lo, hi = start, start + length
         j = i + 1
