@@ -30,6 +30,7 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+RESULTS = os.path.join(HERE, "RESULTS.md")
 sys.path.insert(0, HERE)
 
 
@@ -55,35 +56,28 @@ def versions() -> str:
     return f"smdebug-core {smdebug.__version__}, numpy {numpy.__version__}, protobuf {google.protobuf.__version__}"
 
 
-def torch_versions(report) -> str:
+def _dist_version(dist: str) -> str:
     from importlib import metadata
 
-    def version(dist):
-        try:
-            return metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            return "not installed"
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "not installed"
 
+
+def torch_versions(report) -> str:
     ours = report["ours"]
     orig = report["original"]
     orig_s = (f"original smdebug {orig['smdebug']} with torch {orig['torch']} in its own venv" if "error" not in orig
               else f"original unavailable ({orig['error']})")
-    return (f"smdebug-core {version('smdebug-core')}, smdebug-torch {version('smdebug-torch')}, "
+    return (f"smdebug-core {_dist_version('smdebug-core')}, smdebug-torch {_dist_version('smdebug-torch')}, "
             f"torch {ours['torch']}; {orig_s}")
 
 
 def torch_versions_plain() -> str:
-    from importlib import metadata
-
     import torch
 
-    def version(dist):
-        try:
-            return metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            return "not installed"
-
-    return (f"smdebug-core {version('smdebug-core')}, smdebug-torch {version('smdebug-torch')}, "
+    return (f"smdebug-core {_dist_version('smdebug-core')}, smdebug-torch {_dist_version('smdebug-torch')}, "
             f"torch {torch.__version__}")
 
 
@@ -125,12 +119,25 @@ class _Sections(list):
         print(section)
         if not self.record:
             return
-        path = os.path.join(HERE, "RESULTS.md")
-        new = not os.path.exists(path)
-        with open(path, "a") as f:
+        new = not os.path.exists(RESULTS)
+        with open(RESULTS, "a") as f:
             if new:
                 f.write("# Benchmark results\n\nEach section is appended by `benchmarks/run.py`.\n")
             f.write(section)
+
+    def replace_summary(self, summary: str) -> None:
+        """Like :meth:`append`, but the targets table takes the place of the one the file had, so the file
+        keeps one, last, however many runs of single benchmarks came since."""
+        super().append(summary)
+        print(summary)
+        if not self.record:
+            return
+        with open(RESULTS) as f:
+            head, *chunks = f.read().split("\n## ")
+        kept = "".join("\n## " + c for c in chunks if not c.startswith(SUMMARY_TITLE + " — "))
+        with open(RESULTS + ".tmp", "w") as f:
+            f.write(head + kept.rstrip("\n") + "\n" + summary)
+        os.replace(RESULTS + ".tmp", RESULTS)
 
 
 ORIGINAL_VENV = "original smdebug 1.0.34 in its own venv"
@@ -192,7 +199,7 @@ def main(argv=None):
     parser.add_argument("--no-record", action="store_true", help="do not append to RESULTS.md")
     parser.add_argument("--only", choices=tuple(BENCHMARKS), help="run one benchmark only")
     parser.add_argument("--summary", action="store_true",
-                        help="measure nothing; append the targets table made from RESULTS.md's latest sections")
+                        help="measure nothing; write the targets table again from RESULTS.md's latest sections")
     args = parser.parse_args(argv)
 
     extra = [a for a, on in (("--quick", args.quick), (f"--repeat {args.repeat}", args.repeat != 3),
@@ -207,9 +214,9 @@ def main(argv=None):
         sections.append(_section(title, [f"- machine: {machine()}", *header(args, command, report, module), "",
                                          module.format_table(report)]))
     if args.summary or (sections.record and sections):
-        summary = targets_summary(os.path.join(HERE, "RESULTS.md"))
+        summary = targets_summary(RESULTS)
         if summary:
-            sections.append(summary)
+            sections.replace_summary(summary)
     return 0
 
 
