@@ -122,11 +122,13 @@ def verdicts(s: dict) -> List[str]:
     met = recall >= TARGET_RECALL
     fa = len(rec["false_alarms"])
     bad_rules = s["rules_with_false_alarms"]
+    missed = [cls for cls, c in s["per_class"].items() if c["recommended"] == 0]
+    alarm_rules = sorted({a["rule"] for a in rec["false_alarms"] if a["rule"]})
     return [
         f"- recommended set detects >= 90% of the buggy runs: {_pct(rec['caught'], s['buggy'])} "
-        + ("(met)" if met else "(not met: see the per-class table for the classes it misses)"),
+        + ("(met)" if met else f"(not met: it catches no run of {', '.join(missed) or '-'})"),
         f"- recommended set raises 0 false alarms on healthy runs: {fa} of {s['healthy']} healthy runs "
-        + ("(met)" if fa == 0 else "(not met: see the false alarms below)"),
+        + ("(met)" if fa == 0 else f"(not met: first alarms from {', '.join(alarm_rules)})"),
         f"- every rule at its defaults raises 0 false alarms on healthy runs: {len(bad_rules)} rules raise some "
         + ("(met)" if not bad_rules else f"(not met: {', '.join(bad_rules)})"),
     ]
