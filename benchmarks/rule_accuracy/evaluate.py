@@ -51,10 +51,10 @@ class RuleOutcome:
 
 
 def builtin_rules() -> List[str]:
-    """Every rule of the built-in pack, by name."""
-    from smdebug.rules.registry import list_rules
+    """Every rule of the built-in pack, by name, sorted (the pack's own table: no plugin discovery)."""
+    from smdebug.rules.plugin import RULES
 
-    return [info.name for info in list_rules() if info.pack == "builtin"]
+    return sorted(info.name for info in RULES)
 
 
 def _outcome(rule_result, seconds: float) -> RuleOutcome:

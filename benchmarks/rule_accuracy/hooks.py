@@ -61,12 +61,13 @@ def keras_hook(out_dir: str):
 
 
 def xgboost_hook(out_dir: str, params: dict, train, valid):
-    """The XGBoost hook (a training callback): every boosting round."""
+    """The XGBoost hook (a training callback): every boosting round. Everything but ``average_shap``: no rule
+    reads SHAP values, and computing them on deep trees every round costs minutes per run."""
     import smdebug.xgboost as smd
 
     return smd.Hook(out_dir=out_dir, save_config=smd.SaveConfig(save_interval=1),
                     include_collections=["metrics", "losses", "predictions", "labels", "feature_importance",
-                                         "average_shap", "trees", "hyperparameters"],
+                                         "trees", "hyperparameters"],
                     hyperparameters=params, train_data=train, validation_data=valid)
 
 

@@ -259,15 +259,24 @@ def oscillating(run: Run, facts: dict) -> Result:
     return swings >= 3, f"{swings} swings larger than {threshold:.3g} (15% of the initial loss)"
 
 
+def _curves(run: Run, facts: dict):
+    """(validation curve, training curve), or the Result to return when they cannot be judged."""
+    _, evals = _evaluations(run, facts)
+    loss = _train_loss(run, facts)
+    if len(evals) < 4 or not len(loss):
+        return None, (None, "too few evaluations saved")
+    if not np.all(np.isfinite(evals)):
+        return None, (False, "the validation loss is not finite (another problem)")
+    return (evals, loss), None
+
+
 def overfit(run: Run, facts: dict) -> Result:
     """The validation loss rose at least 30% above its best while the training loss ended below 70% of the
     validation loss (a growing generalisation gap)."""
-    steps, evals = _evaluations(run, facts)
-    loss = _train_loss(run, facts)
-    if len(evals) < 4 or not len(loss):
-        return None, "too few evaluations saved"
-    if not np.all(np.isfinite(evals)):
-        return False, "the validation loss is not finite (another problem)"
+    curves, verdict = _curves(run, facts)
+    if verdict:
+        return verdict
+    evals, loss = curves
     best, final = float(evals.min()), float(np.mean(evals[-2:]))
     train_final = _window_mean(loss, 0.9, 1.0)
     holds = final >= 1.3 * best and train_final < 0.7 * final
@@ -277,12 +286,10 @@ def overfit(run: Run, facts: dict) -> Result:
 def overtraining(run: Run, facts: dict) -> Result:
     """The validation loss stopped improving before half of the evaluations (no later evaluation within 1% of
     beating it) while the training loss kept falling by at least 30% after that point."""
-    steps, evals = _evaluations(run, facts)
-    loss = _train_loss(run, facts)
-    if len(evals) < 4 or not len(loss):
-        return None, "too few evaluations saved"
-    if not np.all(np.isfinite(evals)):
-        return False, "the validation loss is not finite (another problem)"
+    curves, verdict = _curves(run, facts)
+    if verdict:
+        return verdict
+    evals, loss = curves
     best_at = int(np.argmin(evals))
     later_best = float(evals[best_at + 1:].min()) if best_at + 1 < len(evals) else np.inf
     plateau = best_at < len(evals) / 2 and later_best > 0.99 * float(evals[best_at])
@@ -294,10 +301,11 @@ def overtraining(run: Run, facts: dict) -> Result:
 
 
 def class_imbalance(run: Run, facts: dict) -> Result:
-    """The labels seen (pooled over the saves) have a most/least frequent class ratio of at least 10."""
+    """The training labels seen (pooled over the training saves; an XGBoost run saves the validation labels,
+    drawn from the same data) have a most/least frequent class ratio of at least 10."""
     counts: Dict[int, int] = {}
     for name in run.matching(facts["labels"]):
-        for value in run.values(name).values():
+        for value in (run.values(name, "TRAIN") or run.values(name)).values():
             labels = value.reshape(-1) if value.ndim <= 1 or value.shape[-1] == 1 else value.argmax(-1)
             if not np.all(labels == np.round(labels)):
                 return False, "continuous targets (a regression): no classes"

@@ -24,9 +24,11 @@ from typing import Optional
 from .scenarios import Scenario
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-#: the modules whose code decides what a run contains (with the framework's own module, TRAINERS)
-TRAINING_CODE = ("data.py", "hooks.py")
+#: the modules whose code decides what a run contains (with the framework's training module, TRAINERS, and
+#: its hook function in hooks.py)
+TRAINING_CODE = ("data.py",)
 TRAINERS = {"torch": "torch_runs", "keras": "keras_runs", "xgboost": "xgboost_runs"}
+_HOOKS = {"torch": "torch_hook", "keras": "keras_hook", "xgboost": "xgboost_hook"}
 _DISTRIBUTIONS = ("smdebug-core", "smdebug-torch", "smdebug-tf", "smdebug-xgboost", "torch", "tensorflow-cpu",
                   "keras", "xgboost-cpu", "xgboost", "numpy", "scikit-learn")
 
@@ -38,13 +40,15 @@ def cache_root() -> str:
 
 @lru_cache(maxsize=None)
 def code_version(framework: str) -> str:
-    """Hash of what decides a framework's runs: the shared modules, the framework's training module, the
-    versions of smdebug and the frameworks."""
+    """Hash of what decides a framework's runs: the data module, the framework's training module and hook
+    function, the versions of smdebug and the frameworks."""
+    import inspect
     from importlib import metadata
 
-    from .hooks import HOOK_CONFIG_VERSION
+    from . import hooks
 
-    digest = hashlib.sha256(HOOK_CONFIG_VERSION.encode())
+    digest = hashlib.sha256(hooks.HOOK_CONFIG_VERSION.encode())
+    digest.update(inspect.getsource(getattr(hooks, _HOOKS[framework])).encode())
     for name in (*TRAINING_CODE, TRAINERS[framework] + ".py"):
         with open(os.path.join(HERE, name), "rb") as f:
             digest.update(f.read())
