@@ -271,15 +271,15 @@ def _curves(run: Run, facts: dict):
 
 
 def overfit(run: Run, facts: dict) -> Result:
-    """The validation loss rose at least 30% above its best while the training loss ended below 70% of the
-    validation loss (a growing generalisation gap)."""
+    """The validation loss ended at least 15% above its best while the training loss ended below a fifth of
+    the validation loss (the model memorises the training set and gets worse on new data)."""
     curves, verdict = _curves(run, facts)
     if verdict:
         return verdict
     evals, loss = curves
     best, final = float(evals.min()), float(np.mean(evals[-2:]))
     train_final = _window_mean(loss, 0.9, 1.0)
-    holds = final >= 1.3 * best and train_final < 0.7 * final
+    holds = final >= 1.15 * best and train_final < 0.2 * final
     return holds, f"validation loss {best:.3g} (best) -> {final:.3g} (end), training loss {train_final:.3g} at the end"
 
 
