@@ -120,6 +120,10 @@ def _run_all(scenarios: List[Scenario], params, cache, jobs: int) -> List[dict]:
 def main(quick: bool = False, only: Optional[List[str]] = None, cache: Optional[str] = None,
          json_path: Optional[str] = JSON_PATH, jobs: int = 2) -> dict:
     started = time.perf_counter()
+    if importlib.util.find_spec("sklearn") is None:
+        raise SystemExit("the rule-accuracy benchmark trains on scikit-learn's bundled data sets, and scikit-learn "
+                         "is not installed here: run it with `nox -s bench_rules` (torch, TensorFlow, XGBoost, "
+                         "scikit-learn)")
     scenarios = select(quick, only)
     skipped = sorted({s.framework for s in scenarios if not available(s.framework)})
     scenarios = [s for s in scenarios if s.framework not in skipped]
@@ -132,7 +136,8 @@ def main(quick: bool = False, only: Optional[List[str]] = None, cache: Optional[
     result = {
         "summary": summary, "records": records, "rules": rules, "required_params": evaluate.REQUIRED_PARAMS,
         "not_applicable": evaluate.NOT_APPLICABLE, "skipped_frameworks": skipped, "quick": quick,
-        "code_version": {f: code_version(f) for f in sorted({s.framework for s in scenarios})}, "recommended_set": recommended_set_description(),
+        "code_version": {f: code_version(f) for f in sorted({s.framework for s in scenarios})},
+        "recommended_set": recommended_set_description(),
         "train_seconds": sum(r["train_seconds"] for r in records if not r["cached"]),
         "trained": sum(1 for r in records if not r["cached"]),
         "train_seconds_all": sum(r["train_seconds"] for r in records),
@@ -149,16 +154,18 @@ def main(quick: bool = False, only: Optional[List[str]] = None, cache: Optional[
 
 def header_lines(result: dict) -> List[str]:
     """The section's lines after the machine/versions lines (benchmarks/run.py adds those)."""
+    required = "; ".join(f"{rule}: " + ", ".join(f"{k}={v}" for k, v in p.items())
+                         for rule, p in result["required_params"].items())
+    versions = ", ".join(f"{k} {v}" for k, v in result["code_version"].items())
     lines = [
         f"- recommended set: {result['recommended_set']}",
-        "- every built-in rule at its defaults; required parameters: "
-        + "; ".join(f"{r}: " + ", ".join(f"{k}={v}" for k, v in p.items()) for r, p in result["required_params"].items()),
-        f"- runs: {len(result['records'])}, {result['trained']} trained by this command ({result['train_seconds']:.0f} s), "
-        f"the rest from the cache; training all of them took {result['train_seconds_all']:.0f} s as measured when "
-        f"each was trained (code versions {', '.join(f'{k} {v}' for k, v in result['code_version'].items())}); rule evaluation "
-        f"{result['eval_seconds']:.0f} s in all (of which {result['evaluations_reused']} runs' evaluations were "
-        f"reused from an earlier run of the same rules code {result['rules_version']}, times as measured then); "
-        f"wall {result['wall_seconds']:.0f} s with {result['jobs']} processes on a shared 2-core machine "
+        f"- every built-in rule at its defaults; required parameters: {required}",
+        f"- runs: {len(result['records'])}, {result['trained']} trained by this command "
+        f"({result['train_seconds']:.0f} s), the rest from the cache; training all of them took "
+        f"{result['train_seconds_all']:.0f} s as measured when each was trained (code versions {versions}); rule "
+        f"evaluation {result['eval_seconds']:.0f} s in all (of which {result['evaluations_reused']} runs' evaluations "
+        f"were reused from an earlier run of the same rules code {result['rules_version']}, times as measured "
+        f"then); wall {result['wall_seconds']:.0f} s with {result['jobs']} processes on a shared 2-core machine "
         "(times are noisy)",
         "- machine-readable: [RESULTS_rule_accuracy.json](RESULTS_rule_accuracy.json)",
     ]

@@ -40,6 +40,10 @@ def _fraction(step: Optional[int], rec: dict) -> Optional[float]:
     return step / rec["last_step"]
 
 
+def _any_fired(rec: dict) -> bool:
+    return any(o["status"] == "IssuesFound" for o in rec["rules"].values())
+
+
 def summarise(records: List[dict], rules: List[str]) -> dict:
     """Every number the report shows, as plain data (also written to the JSON)."""
     valid = [r for r in records if label_ok(r)]
@@ -68,7 +72,8 @@ def summarise(records: List[dict], rules: List[str]) -> dict:
             "relevant_caught": sum(1 for r, o in caught if rule in r["relevant"]),
             "classes_caught": classes, "statuses": statuses,
             "errors": [{"run": r["id"], "error": o["error"]} for r, o in outcomes if o["status"] == "Error"],
-            "detection_fraction_median": _median([f for r, o in caught if (f := _fraction(o["first_step"], r)) is not None]),
+            "detection_fraction_median": _median([f for r, o in caught
+                                                  if (f := _fraction(o["first_step"], r)) is not None]),
             "seconds_total": sum(o["seconds"] for _, o in outcomes),
             "seconds_median": _median([o["seconds"] for _, o in outcomes]),
         }
@@ -80,7 +85,7 @@ def summarise(records: List[dict], rules: List[str]) -> dict:
         per_class[cls] = {
             "runs": len(runs),
             "recommended": sum(1 for r in runs if r["recommended"]["fired"]),
-            "any_rule": sum(1 for r in runs if any(o["status"] == "IssuesFound" for o in r["rules"].values())),
+            "any_rule": sum(1 for r in runs if _any_fired(r)),
             "quiet_rules": sum(1 for r in runs if any(r["rules"][q]["status"] == "IssuesFound" for q in quiet_rules
                                                       if q in r["rules"])),
             "rules": sorted({rule for r in runs for rule, o in r["rules"].items() if o["status"] == "IssuesFound"}),
@@ -101,7 +106,8 @@ def summarise(records: List[dict], rules: List[str]) -> dict:
                                                   if (f := _fraction(r["recommended"]["first_step"], r)) is not None]),
             "seconds_median": _median([r["recommended"]["seconds"] for r in valid]),
         },
-        "any_rule_caught": sum(1 for r in buggy if any(o["status"] == "IssuesFound" for o in r["rules"].values())),
+        "any_rule_caught": sum(1 for r in buggy if _any_fired(r)),
+        "any_rule_alarms": sum(1 for r in healthy if _any_fired(r)),
         "quiet_rules": quiet_rules,
         "quiet_rules_caught": sum(1 for r in buggy if any(r["rules"][q]["status"] == "IssuesFound"
                                                           for q in quiet_rules if q in r["rules"])),
@@ -147,13 +153,14 @@ def format_markdown(s: dict, records: List[dict], rules: List[str], not_applicab
             f"| recommended set | {_pct(rec['caught'], s['buggy'])} | {_pct(len(rec['false_alarms']), s['healthy'])} "
             f"| {_fmt(rec['detection_fraction_median'])} |",
             f"| every rule at its defaults, together | {_pct(s['any_rule_caught'], s['buggy'])} | "
-            f"{_pct(sum(1 for r in records if label_ok(r) and r['healthy'] and any(o['status'] == 'IssuesFound' for o in r['rules'].values())), s['healthy'])} | - |",
-            f"| the rules quiet on every healthy run ({len(s['quiet_rules'])}: {', '.join(s['quiet_rules']) or 'none'}) "
-            f"| {_pct(s['quiet_rules_caught'], s['buggy'])} | 0 | - |", ""]
+            f"{_pct(s['any_rule_alarms'], s['healthy'])} | - |",
+            f"| the rules quiet on every healthy run ({len(s['quiet_rules'])}: "
+            f"{', '.join(s['quiet_rules']) or 'none'}) | {_pct(s['quiet_rules_caught'], s['buggy'])} | 0 | - |", ""]
     if rec["errors"]:
         out += ["Recommended-set rules that could not run: " + "; ".join(_short(e, 200) for e in rec["errors"]), ""]
     out += ["**Per problem class** (a run counts for each of its classes; detected = any rule of the set fired)", "",
-            "| class | runs | recommended set | any rule | quiet rules | rules that fired |", "|---|---:|---:|---:|---:|---|"]
+            "| class | runs | recommended set | any rule | quiet rules | rules that fired |",
+            "|---|---:|---:|---:|---:|---|"]
     for cls, c in s["per_class"].items():
         out.append(f"| {cls} | {c['runs']} | {_pct(c['recommended'], c['runs'])} | {_pct(c['any_rule'], c['runs'])} | "
                    f"{_pct(c['quiet_rules'], c['runs'])} | {', '.join(c['rules']) or '-'} |")
@@ -168,7 +175,8 @@ def format_markdown(s: dict, records: List[dict], rules: List[str], not_applicab
         other = sum(n for st, n in p["statuses"].items() if st not in ("IssuesFound", "NoIssuesFound"))
         classes = ", ".join(f"{c} {n}" for c, n in sorted(p["classes_caught"].items())) or "-"
         out.append(f"| {rule} | {params} | {_pct(len(p['false_alarms']), p['healthy_runs'])} | "
-                   f"{_pct(len(p['buggy_caught']), p['buggy_runs'])} | {_pct(p['relevant_caught'], p['relevant_runs'])} | "
+                   f"{_pct(len(p['buggy_caught']), p['buggy_runs'])} | "
+                   f"{_pct(p['relevant_caught'], p['relevant_runs'])} | "
                    f"{classes} | {other} | {_fmt(p['detection_fraction_median'])} | "
                    f"{_fmt(p['seconds_median'], '.3f')}, {p['seconds_total']:.1f} |")
     for rule, why in not_applicable.items():
