@@ -167,29 +167,31 @@ def format_markdown(s: dict, records: List[dict], rules: List[str], not_applicab
     out += ["", "**Per rule** (at its defaults; relevant = runs whose class is the rule's job; detection = first "
             "firing step / last step; time = one `run_rules` call per run, trial opening included)", "",
             "| rule | params | false alarms (healthy) | buggy caught | relevant caught | classes caught | "
-            "not evaluated / error | median detection | eval s (median, total) |",
-            "|---|---|---:|---:|---:|---|---:|---:|---:|"]
+            "NotEvaluated | Error | median detection | eval s (median, total) |",
+            "|---|---|---:|---:|---:|---|---:|---:|---:|---:|"]
     for rule in rules:
         p = s["per_rule"][rule]
         params = ", ".join(f"{k}={v}" for k, v in p["params"].items()) or "defaults"
-        other = sum(n for st, n in p["statuses"].items() if st not in ("IssuesFound", "NoIssuesFound"))
+        not_evaluated = p["statuses"].get("NotEvaluated", 0)
+        errors = p["statuses"].get("Error", 0)
         classes = ", ".join(f"{c} {n}" for c, n in sorted(p["classes_caught"].items())) or "-"
         out.append(f"| {rule} | {params} | {_pct(len(p['false_alarms']), p['healthy_runs'])} | "
                    f"{_pct(len(p['buggy_caught']), p['buggy_runs'])} | "
                    f"{_pct(p['relevant_caught'], p['relevant_runs'])} | "
-                   f"{classes} | {other} | {_fmt(p['detection_fraction_median'])} | "
+                   f"{classes} | {not_evaluated} | {errors} | {_fmt(p['detection_fraction_median'])} | "
                    f"{_fmt(p['seconds_median'], '.3f')}, {p['seconds_total']:.1f} |")
     for rule, why in not_applicable.items():
-        out.append(f"| {rule} | - | not evaluated: {why} | | | | | | |")
+        out.append(f"| {rule} | - | not measured: {why} | | | | | | | |")
     out += ["", "**False alarms on healthy runs** (first finding of each rule on each healthy run)", "",
             "| rule | healthy run | step (mode) | reason |", "|---|---|---|---|"]
     for rule in rules:
         for fa in s["per_rule"][rule]["false_alarms"]:
             out.append(f"| {rule} | {fa['run']} | {fa['step']} ({fa['mode']}) | {_short(fa['reason'])} |")
-    errors = [(rule, e) for rule in rules for e in s["per_rule"][rule]["errors"]]
+    errors = [(rule, s["per_rule"][rule]["errors"]) for rule in rules if s["per_rule"][rule]["errors"]]
     if errors:
-        out += ["", "**Rules that ended in Error**", "", "| rule | run | error |", "|---|---|---|"]
-        out += [f"| {rule} | {e['run']} | {_short(e['error'], 160)} |" for rule, e in errors]
+        out += ["", "**Rules that ended in Error** (every run's error is in the JSON)", "",
+                "| rule | runs | first error |", "|---|---:|---|"]
+        out += [f"| {rule} | {len(errs)} | {errs[0]['run']}: {_short(errs[0]['error'], 160)} |" for rule, errs in errors]
     out += ["", "**Runs** (labels checked on the written run; fired = rules with IssuesFound)", "",
             "| run | framework | classes | label check | recommended | rules fired |", "|---|---|---|---|---|---|"]
     for r in records:
