@@ -8,6 +8,7 @@
     nox -s horovod_tf    # the same with horovod.tensorflow and Keras 3 (builds Horovod for TF 2.21 once)
     nox -s demo          # python examples/demo.py
     nox -s bench         # python benchmarks/run.py (bench_tf: the Keras hook overhead)
+    nox -s bench_rules   # the rule-accuracy benchmark (torch + Keras + XGBoost runs; benchmarks/rule_accuracy)
     nox -s docs          # regenerate the README's report screenshot (needs chromium)
     nox -s core -- -k plugins -x     # extra pytest arguments go after --
 
@@ -313,6 +314,20 @@ def bench(session: nox.Session) -> None:
     """
     _install(session, [CORE, *PLUGINS.values()], [*BENCH_DEPS, _torch_requirement()])
     _run_script(session, "benchmarks/run.py")
+
+
+# The rule-accuracy benchmark trains PyTorch, Keras and XGBoost runs side by side, so its venv has all three.
+RULE_ACCURACY_DEPS: List[str] = [*TF_TEST_DEPS, *XGBOOST_TEST_DEPS]
+
+
+@nox.session(python=PYTHON)
+def bench_rules(session: nox.Session) -> None:
+    """The rule-accuracy benchmark (benchmarks/rule_accuracy): real PyTorch, Keras and XGBoost runs with known
+    bugs and healthy ones, every built-in rule at its defaults and the recommended set; appended to RESULTS.md.
+    Same as ``nox -s bench -- --only rule_accuracy`` but with TensorFlow and XGBoost installed."""
+    _install(session, [CORE, *PLUGINS.values()], [*BENCH_DEPS, *RULE_ACCURACY_DEPS, _torch_requirement()])
+    session.env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    session.run("python", "benchmarks/run.py", "--only", "rule_accuracy", *session.posargs)
 
 
 @nox.session(python=PYTHON)
