@@ -47,7 +47,10 @@ RULE_PACK_FIXTURE = "packages/smdebug-rules/tests/fixtures/smdebug-example-rules
 TEST_TOOLS = ["pytest", "pytest-xdist", "pytest-timeout"]
 # A test that hangs fails after this many seconds instead of eating CI's budget (override: -- --timeout=N).
 TEST_TIMEOUT = "--timeout=900"
-CORE_TEST_DEPS = TEST_TOOLS + ["hypothesis", "pandas", "tensorboard", "boto3", "moto[server]", "matplotlib"]
+# bokeh: smdebug report; playwright: drives the system chromium in the report's browser tests (its
+# Python package only: the tests launch Debian's chromium, no browser is downloaded)
+CORE_TEST_DEPS = TEST_TOOLS + ["hypothesis", "pandas", "tensorboard", "boto3", "moto[server]", "matplotlib", "bokeh",
+                               "playwright"]
 RULES_TEST_DEPS = ["boto3", "moto[server]"]
 # Extra requirements of the demo and the benchmarks (both also get torch, pinned by _torch_requirement()).
 DEMO_DEPS: List[str] = []
@@ -269,6 +272,7 @@ XGBOOST_TEST_DEPS = [
     "xgboost-cpu>=3.0,<4",
     "scikit-learn",  # the sklearn estimators' callbacks=
     "pandas",  # Booster.trees_to_dataframe, categorical data
+    "bokeh",  # the report of an XGBoost run (tests/test_report.py)
 ]
 
 
@@ -318,7 +322,7 @@ def bench(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def docs(session: nox.Session) -> None:
     """Regenerate docs/images/report.png, the README's report screenshot (needs chromium: apt-get install -y chromium)."""
-    _install(session, [CORE, PLUGINS["rules"]], ["matplotlib"])
+    _install(session, [CORE, PLUGINS["rules"]], ["matplotlib", "bokeh", "playwright"])
     _run_script(session, "docs/make_screenshots.py")
 
 
