@@ -56,7 +56,8 @@ RULES_TEST_DEPS = ["boto3", "moto[server]"]
 DEMO_DEPS: List[str] = []
 # boto3/moto: the S3 read benchmark talks to a moto server; matplotlib: the scaling chart;
 # tensorboard: torch.utils.tensorboard.SummaryWriter, the comparison column of the torch benchmark.
-BENCH_DEPS: List[str] = ["boto3", "moto[server]", "matplotlib", "tensorboard"]
+# bokeh, pandas: the report benchmark (smdebug report, trial.to_dataframe).
+BENCH_DEPS: List[str] = ["boto3", "moto[server]", "matplotlib", "tensorboard", "bokeh", "pandas"]
 TORCH_VERSION = "2.13.0"
 FALLBACK_FIND_LINKS = "/opt/wheels"
 

@@ -1,7 +1,7 @@
 """Run the benchmarks, print the tables and append them to benchmarks/RESULTS.md.
 
     python benchmarks/run.py [--quick] [--repeat N] [--no-record]
-                             [--only io|torch|rules|s3|trial_read|memory|scaling] [--summary]
+                             [--only io|torch|rules|s3|trial_read|memory|scaling|report] [--summary]
 
 ``io``: write/read throughput, ours vs the original smdebug 1.0.34 (io_throughput.py).
 ``torch``: step-time overhead of the PyTorch hook, ours vs the original (torch_overhead.py).
@@ -15,6 +15,8 @@ original (trial_read.py).
 gets longer, no hook vs ours vs the original (memory.py).
 ``scaling``: how write, open and fetch costs grow with tensors, steps and workers (ours; scaling.py),
 with a chart (benchmarks/scaling.png).
+``report``: size and build time of ``smdebug report`` for a 10,000-step run, and ``trial.to_dataframe`` on
+it (report_build.py).
 All by default. A recorded run ends with "Targets at a glance": every target's verdict from the latest
 section of each benchmark in RESULTS.md (``--summary`` makes only that table).
 """
@@ -188,6 +190,10 @@ BENCHMARKS = {
                 lambda m, a: m.main(quick=a.quick, repeat=a.repeat, chart_path=_scaling_chart(a)),
                 lambda a, cmd, r, m: [f"- versions: {versions()}", f"- command: `{cmd}`",
                                       _scaling_chart_line(a, r)]),
+    "report": ("report_build", "Report size and build time, to_dataframe (10,000-step run)",
+               lambda m, a: m.main(quick=a.quick, repeat=a.repeat),
+               lambda a, cmd, r, m: [f"- versions: {versions()}, bokeh {_dist_version('bokeh')}, "
+                                     f"pandas {_dist_version('pandas')}", f"- command: `{cmd}`"]),
 }
 
 
