@@ -142,7 +142,7 @@ def measure(path: str, out: str, repeat: int) -> dict:
         report = report_cmd.Report(args)
         keep("open_s", time.perf_counter() - t)
         t = time.perf_counter()
-        sections = content.build(report.runs, 1500)
+        sections = content.build(report.runs)
         content.place_findings(sections, report.runs, False)
         keep("read_s", time.perf_counter() - t)
         t = time.perf_counter()

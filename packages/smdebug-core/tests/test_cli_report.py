@@ -98,7 +98,7 @@ def test_charts_carry_the_runs_values(mlp_run):
 
     path, losses = mlp_run
     run = _run_of(path)
-    sections = {s.sid: s for s in content.build([run], 1500)}
+    sections = {s.sid: s for s in content.build([run])}
     loss = next(c for c in sections["curves"].charts if c.key == "loss")
     by_mode = {ln.mode: ln for ln in loss.lines}
     assert by_mode["TRAIN"].values.tolist() == pytest.approx([float(v) for v in losses["TRAIN"]])
@@ -187,7 +187,7 @@ def test_findings_are_marked_on_the_tensor_they_are_about(mlp_run, tmp_path):
     path, _ = mlp_run
     run = _run_of(path)
     run.rules = vd.parse(json.dumps(_rule_doc(tensor="gradient/weights/fc2")), "doc")
-    sections = content.build([run], 1500)
+    sections = content.build([run])
     timeline = content.place_findings(sections, [run], False)
     grads = next(c for c in sections[2].charts if c.key == "gradients")
     assert [m["step"] for m in grads.markers] == list(range(7))
@@ -196,7 +196,7 @@ def test_findings_are_marked_on_the_tensor_they_are_about(mlp_run, tmp_path):
     assert len(timeline.data["findings"]) == 7
     # without a tensor in the finding: on the loss chart, at the loss of that step
     run.rules = vd.parse(json.dumps(_rule_doc()), "doc")
-    sections = content.build([run], 1500)
+    sections = content.build([run])
     content.place_findings(sections, [run], False)
     loss = next(c for c in sections[0].charts if c.key == "loss")
     train = next(ln for ln in loss.lines if ln.mode == "TRAIN")
@@ -272,7 +272,7 @@ def test_runs_side_by_side(tmp_path, smdebug_cli):
     from smdebug.cli.report import content
 
     runs = [_run_of(tmp_path / "healthy"), _run_of(tmp_path / "broken")]
-    sections = content.build(runs, 1500)
+    sections = content.build(runs)
     loss = next(c for c in sections[0].charts if c.key == "loss")
     assert {(ln.run, ln.mode) for ln in loss.lines} == {("healthy", "TRAIN"), ("healthy", "EVAL"),
                                                         ("broken", "TRAIN"), ("broken", "EVAL")}
@@ -294,7 +294,7 @@ def test_report_of_a_two_worker_job(tmp_path, smdebug_cli):
     from smdebug.cli.report import content
 
     run = _run_of(tmp_path / "run")
-    workers = next(s for s in content.build([run], 1500) if s.sid == "workers")
+    workers = next(s for s in content.build([run]) if s.sid == "workers")
     total = workers.charts[0]
     assert total.title == "total gradient l2 norm per worker" and {ln.worker for ln in total.lines} == {"worker_0", "worker_1"}
     trial = run.trial
@@ -303,6 +303,48 @@ def test_report_of_a_two_worker_job(tmp_path, smdebug_cli):
         expected = np.sqrt(sum(_num(trial.tensor(n).reduction_value(step, "l2", worker=ln.worker)) ** 2
                                for n in trial.tensor_names(collection="gradients")))
         assert ln.values[5] == pytest.approx(expected, rel=1e-5)
+
+
+def test_activation_shares(tmp_path, smdebug_cli):
+    """A network with a ReLU and a tanh layer, their outputs saved in activation collections: the
+    activations section draws the share of dead ReLU outputs and of saturated tanh outputs per step."""
+    from smdebug.core.collection import Collection
+    from smdebug.core.save_config import SaveConfig
+
+    hook = NumpyHook(out_dir=str(tmp_path / "run"), save_config=SaveConfig(save_interval=1),
+                     include_collections=["relu_activations", "tanh_activations", "losses"])
+    hook.add_collection(Collection("relu_activations", include_regex=["^dense1_relu_(input|output)_0$"]))
+    hook.add_collection(Collection("tanh_activations", include_regex=["^dense2_tanh_output_0$"]))
+    rng = np.random.default_rng(0)
+    w1, w2 = rng.normal(size=(4, 32)).astype(np.float32), rng.normal(scale=2.0, size=(32, 8)).astype(np.float32)
+    saved = {"relu": [], "tanh": []}
+    for _ in range(12):
+        x = rng.normal(size=(16, 4)).astype(np.float32)
+        hook.begin_step()
+        pre = x @ w1
+        relu = np.maximum(pre, 0)
+        tanh = np.tanh(relu @ w2)
+        hook.record("dense1_relu_input_0", pre)
+        hook.record("dense1_relu_output_0", relu)
+        hook.record("dense2_tanh_output_0", tanh)
+        hook.record("loss", np.array([float(np.mean(tanh ** 2))], np.float32))
+        saved["relu"].append(float(np.mean(relu <= 0)))
+        saved["tanh"].append(float(np.mean(np.abs(tanh) >= 0.97)))
+        w1 -= 0.05 * rng.normal(size=w1.shape).astype(np.float32)
+        hook.end_step()
+    hook.close()
+    page, _ = _report(smdebug_cli, tmp_path / "run", tmp_path / "r.html")
+    assert "activations" in _sections(page)
+    from smdebug.cli.report import content
+
+    section = next(s for s in content.build([_run_of(tmp_path / "run")]) if s.sid == "activations")
+    charts = {c.key: c for c in section.charts}
+    relu = charts["relu_activations"]
+    assert relu.title == "relu_activations: dead share (values <= 0)"
+    assert [ln.tensor for ln in relu.lines] == ["dense1_relu_output_0"]  # outputs, where both were saved
+    assert relu.lines[0].values.tolist() == pytest.approx(saved["relu"])
+    tanh = charts["tanh_activations"]
+    assert tanh.lines[0].values.tolist() == pytest.approx(saved["tanh"]) and max(saved["tanh"]) > 0
 
 
 def test_report_of_a_long_run_is_quick(tmp_path, smdebug_cli):

@@ -36,7 +36,7 @@ def test_xgboost_run_gets_the_boosting_sections(boosted_run, tmp_path):
     out_dir, booster, d = boosted_run
     trial = create_trial(out_dir)
     run = content.RunInfo("run", trial, LineReader(trial))
-    sections = {s.sid: s for s in content.build([run], 1500)}
+    sections = {s.sid: s for s in content.build([run])}
     assert set(sections) == {"curves", "xgboost"}  # no empty weights/gradients sections
     charts = {c.title: c for c in sections["xgboost"].charts}
 

@@ -164,7 +164,7 @@ class Report:
         bar = c.progress(stages, total=len(stages), desc="report", enabled=args.progress)
         next(bar, None)
         max_points = args.max_points or None
-        sections = content.build(self.runs, max_points)
+        sections = content.build(self.runs)
         many = len(self.runs) > 1
         timeline = content.place_findings(sections, self.runs, many)
         facts = []

@@ -133,7 +133,7 @@ def _with_run(lines: List[Line], run: str) -> List[Line]:
 # --------------------------------------------------------------------------------------------------
 # sections
 # --------------------------------------------------------------------------------------------------
-def build(runs: List[RunInfo], max_points: int) -> List[Section]:
+def build(runs: List[RunInfo]) -> List[Section]:
     many = len(runs) > 1
     groups = [groups_of(r.trial) for r in runs]
     for r, g in zip(runs, groups):
