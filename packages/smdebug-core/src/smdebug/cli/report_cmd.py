@@ -40,14 +40,14 @@ MAX_RUNS = 4
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("runs", nargs="+", metavar="RUN",
+    parser.add_argument("runs", nargs="+", metavar="TRIAL",
                         help=f"the run's directory or s3://bucket/prefix; up to {MAX_RUNS} runs are compared side by side")
     parser.add_argument("-o", "--output", required=True, metavar="FILE", help="the HTML file to write")
     parser.add_argument("--rules", action="append", metavar="FILE",
                         help="rule runner result (smdebug rules run ... -o FILE), local or s3://; give it once per "
-                             f"RUN when comparing; default: RUN/{RULE_RESULTS_FILE} if present")
+                             f"TRIAL when comparing; default: TRIAL/{RULE_RESULTS_FILE} if present")
     parser.add_argument("--label", action="append", metavar="NAME",
-                        help="name of a RUN in the page (once per RUN; default: the run's directory name)")
+                        help="name of a TRIAL in the page (once per TRIAL; default: the run's directory name)")
     parser.add_argument("--max-points", type=int, default=1500, metavar="N",
                         help="points drawn per line (default 1500; each bucket keeps its extremes; 0: every step)")
     parser.add_argument("--title", help="page title (default: the run's name)")

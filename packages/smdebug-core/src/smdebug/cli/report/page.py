@@ -93,6 +93,8 @@ GLUE_JS = """
         });
         window.smdZoom = saved.zoom;
       }
+      // again now that the charts have their height
+      if (saved && typeof saved.scroll === 'number') { setTimeout(function () { window.scrollTo(0, saved.scroll); }, 0); }
     }
     document.body.setAttribute('data-smd-ready', '1');
   }
