@@ -107,7 +107,7 @@ GLUE_JS = """
       location.reload();
     }, cfg.live * 1000);
   }
-  withBokeh(setup);
+  if (cfg.charts) { withBokeh(setup); } else { document.body.setAttribute('data-smd-ready', '1'); }
 })();
 """
 
@@ -268,7 +268,7 @@ def render(*, title: str, runs: List[RunInfo], facts: List[dict], sections: List
                      "<code>smdebug report --follow</code> keeps it current; it stops when training ends.</p>")
     elif finished:
         live_html = "<p>final report: training ended.</p>" if all(r.trial.loaded_all_steps for r in runs) else ""
-    config = json.dumps({"live": live or 0}).replace("<", "\\u003c")
+    config = json.dumps({"live": live or 0, "charts": len(drawer.names)}).replace("<", "\\u003c")
     resources = _resources() if script else ""
     last_steps = ",".join(str(f["global_steps"][-1]) if f["global_steps"] else "-" for f in facts)
     return (
