@@ -52,7 +52,8 @@ def take_screenshot(chromium: str, page: Path, out: Path, width: int, height: in
               const fig = Bokeh.documents[0].get_model_by_name(wrap.dataset.chart);
               const v = Bokeh.index.get(fig), r = v.canvas_view.el.getBoundingClientRect();
               const src = fig.renderers.find(r => r.tags && r.tags.indexOf('smd-raw') >= 0).data_source.data;
-              const i = Math.floor(src.x.length * 0.6);
+              let i = Math.floor(src.x.length * 0.6);
+              while (i < src.y.length - 1 && !isFinite(src.y[i])) { i++; }  // (NaN: a break in the line)
               return [r.left + v.frame.x_scale.compute(src.x[i]), r.top + v.frame.y_scale.compute(src.y[i])];
             }""")
             tab.mouse.move(x - 20, y - 20)

@@ -31,7 +31,7 @@ h2 { font-size: 18px; margin: 6px 0 8px; }
 h3 { font-size: 14px; margin: 10px 0 4px; word-break: break-all; }
 table { border-collapse: collapse; font-size: 13px; margin: 4px 0 8px; }
 th, td { text-align: left; padding: 3px 10px 3px 0; border-bottom: 1px solid #e4e7eb; vertical-align: top; }
-td { word-break: break-word; }
+td { overflow-wrap: break-word; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 table.kv th { color: #52606d; font-weight: normal; }
 code { font-size: 12px; }
@@ -40,7 +40,7 @@ code { font-size: 12px; }
 .charts { display: grid; grid-template-columns: repeat(auto-fill, minmax(560px, 1fr)); gap: 12px 20px; }
 .chart { min-width: 0; }
 .chart.wide { grid-column: 1 / -1; }
-.badge { display: inline-block; padding: 1px 8px; border-radius: 10px; font-size: 12px; font-weight: 600; }
+.badge { display: inline-block; white-space: nowrap; padding: 1px 8px; border-radius: 10px; font-size: 12px; font-weight: 600; }
 .ok { background: #c6f7e2; color: #014d40; } .bad { background: #ffd0d0; color: #8a041a; }
 .err { background: #ffe8b3; color: #8d2b0b; } .wait { background: #e4e7eb; color: #323f4b; }
 .skip { background: #e4e7eb; color: #3e4c59; border: 1px dashed #7b8794; } .unknown { background: #e8e1fa; color: #44337a; }
