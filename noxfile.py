@@ -197,7 +197,8 @@ COMPAT_MATRIX = [
 def compat(session: nox.Session, protobuf: str, numpy: str) -> None:
     """The format, hook and trial tests of smdebug-core on old and new protobuf/numpy releases."""
     _install(session, [CORE], [*TEST_TOOLS, "pandas", f"protobuf=={protobuf}", f"numpy=={numpy}"])
-    tests = [f"{CORE}/tests/{name}" for name in ("test_format.py", "test_config.py", "test_hook.py", "test_trial.py")]
+    tests = [f"{CORE}/tests/{name}" for name in ("test_format.py", "test_config.py", "test_hook.py", "test_trial.py",
+                                                  "test_trial_dataframe.py")]
     session.run("pytest", "-n", "auto", TEST_TIMEOUT, "-W", "error::DeprecationWarning:google.protobuf", *tests,
                 *session.posargs)
 
