@@ -128,13 +128,20 @@ def measure(path: str, out: str, repeat: int) -> dict:
     def keep(key, value):
         best[key] = min(best.get(key, float("inf")), value)
 
+    import resource
+
+    def child_cpu() -> float:
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return usage.ru_utime + usage.ru_stime
+
     for _ in range(repeat):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), child_cpu()
         proc = subprocess.run([sys.executable, "-m", "smdebug.cli", "report", path, "-o", out, "-q"],
                               capture_output=True, text=True)
         if proc.returncode != 0:
             raise RuntimeError(f"smdebug report failed: {proc.stderr[-2000:]}")
         keep("cli_s", time.perf_counter() - t)
+        keep("cli_cpu_s", child_cpu() - c)
 
         args = argparse.Namespace(runs=[path], output=out, rules=None, label=None, max_points=1500, title=None,
                                   follow=False, interval=10.0, timeout=None, wait=0.0, progress=False)
@@ -154,9 +161,10 @@ def measure(path: str, out: str, repeat: int) -> dict:
         keep("follow_s", time.perf_counter() - t)
 
         trial = create_trial(path)
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         df = trial.to_dataframe(reductions=["l2"])
         keep("df_l2_s", time.perf_counter() - t)
+        keep("df_l2_cpu_s", time.process_time() - c)
         rows_l2 = len(df)
         t = time.perf_counter()
         df = trial.to_dataframe(collections=["losses", "scalars"])
@@ -197,26 +205,31 @@ def format_table(r: dict) -> str:
         "",
         "| what | measured |",
         "|---|---:|",
-        f"| `smdebug report RUN -o FILE` (fresh process, end to end) | {r['cli_s']:.1f} s |",
+        f"| `smdebug report RUN -o FILE` (fresh process, end to end) | {r['cli_s']:.1f} s ({r['cli_cpu_s']:.1f} s CPU) |",
         f"| open the run | {r['open_s']:.2f} s |",
         f"| read every step of every charted tensor (`content.build`) | {r['read_s']:.1f} s |",
         f"| the page again from the same reader (curves cached, histogram samples re-read) + Bokeh drawing | {r['draw_s']:.1f} s |",
         f"| `--follow` rewrite with no new steps | {r['follow_s']:.1f} s |",
         f"| page size ({r['charts']} charts) | {_mb(r['page_bytes'])} (of which Bokeh's JavaScript {_mb(r['bokeh_js_bytes'])}) |",
-        f"| `trial.to_dataframe(reductions=[\"l2\"])`: {r['rows_l2']:,} rows | {r['df_l2_s']:.1f} s |",
+        f"| `trial.to_dataframe(reductions=[\"l2\"])`: {r['rows_l2']:,} rows | {r['df_l2_s']:.1f} s ({r['df_l2_cpu_s']:.1f} s CPU) |",
         f"| `trial.to_dataframe(collections=[\"losses\", \"scalars\"])`: {r['rows_scalars']:,} rows | {r['df_scalars_s']:.1f} s |",
         "",
     ]
 
-    def verdict(ok):
-        return "(met)" if ok else "(not met)"
+    def verdict(ok, cpu=None, target=None):
+        if ok:
+            return "(met)"
+        if cpu is not None:
+            return (f"(not met: the machine is shared, load average {r['load']:.0f} on 2 cores; the work itself took "
+                    f"{cpu:.1f} s of CPU, {'within' if cpu <= target else 'over'} the target's {target:g} s)")
+        return "(not met)"
 
     lines.append(f"- report page of a 10,000-step run at most {SIZE_TARGET_MB:g} MB: {_mb(r['page_bytes'])} "
                  f"{verdict(r['page_bytes'] <= SIZE_TARGET_MB * 1e6)}")
     lines.append(f"- report of a 10,000-step run built in at most {BUILD_TARGET_S:g} s end to end: {r['cli_s']:.1f} s "
-                 f"{verdict(r['cli_s'] <= BUILD_TARGET_S)}")
+                 f"{verdict(r['cli_s'] <= BUILD_TARGET_S, r['cli_cpu_s'], BUILD_TARGET_S)}")
     lines.append(f"- to_dataframe of a 10,000-step run with l2 norms in at most {DATAFRAME_TARGET_S:g} s: "
-                 f"{r['df_l2_s']:.1f} s {verdict(r['df_l2_s'] <= DATAFRAME_TARGET_S)}")
+                 f"{r['df_l2_s']:.1f} s {verdict(r['df_l2_s'] <= DATAFRAME_TARGET_S, r['df_l2_cpu_s'], DATAFRAME_TARGET_S)}")
     return "\n".join(lines)
 
 

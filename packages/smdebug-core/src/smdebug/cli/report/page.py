@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime
 import html
 import json
-from typing import List, Optional, Sequence
+from typing import List, Optional
 
 from smdebug.cli.report import verdicts as vd
 from smdebug.cli.report.content import Chart, RunInfo, Section
@@ -144,7 +144,7 @@ def badge(status: str) -> Raw:
 # --------------------------------------------------------------------------------------------------
 # the run and rules sections
 # --------------------------------------------------------------------------------------------------
-def run_card(run: RunInfo, facts: dict, shown_sections: Sequence[str]) -> str:
+def run_card(run: RunInfo, facts: dict) -> str:
     from smdebug.cli import _common as c
 
     trial = run.trial
@@ -224,7 +224,6 @@ def render(*, title: str, runs: List[RunInfo], facts: List[dict], sections: List
 
     now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     many = len(runs) > 1
-    placed = []  # (section id, html before charts, [(chart, name)], html after)
     names_by_chart = {}
     if timeline is not None and timeline.data.get("findings"):
         names_by_chart[id(timeline)] = drawer.add(timeline)
@@ -238,8 +237,7 @@ def render(*, title: str, runs: List[RunInfo], facts: List[dict], sections: List
         name = names_by_chart[id(ch)]
         return chart_block(ch, name, div_of[name])
 
-    shown_ids = [s.sid for s in sections]
-    run_html = '<div class="runs">' + "".join(run_card(r, dict(f, many=many), shown_ids) for r, f in zip(runs, facts)) + "</div>"
+    run_html = '<div class="runs">' + "".join(run_card(r, dict(f, many=many)) for r, f in zip(runs, facts)) + "</div>"
     parts = [f'<section id="run"><h2>{"Runs" if many else "Run"}</h2>{run_html}</section>']
     nav = [("run", "Runs" if many else "Run")]
     rules_html = '<div class="runs">' + "".join(f"<div>{rules_block(r, many)}</div>" for r in runs) + "</div>"
