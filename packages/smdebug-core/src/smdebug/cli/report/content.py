@@ -484,7 +484,8 @@ def place_findings(sections: List[Section], runs: List[RunInfo], many: bool) -> 
                 y = at[1] if at is not None and math.isfinite(at[1]) else None
                 target.markers.append({"step": f.step, "y": y, "rule": v.name, "status": v.status,
                                        "mode": f.mode or "", "mode_step": "" if f.mode_step is None else f.mode_step,
-                                       "reason": f.reason, "tensor": f.tensor or line.tensor, "run": label})
+                                       "reason": f.reason, "run": label,
+                                       "tensor": f.tensor or f"not named by the rule (shown on {line.tensor})"})
     spans = [s for r in runs for s in (r.trial.steps()[:1] + r.trial.steps()[-1:])]
     return Chart("timeline", "Findings over the run", key="rules", smooth=False, x_label="global step",
                  y_label="rule", data={"findings": timeline, "rules": _rule_rows(runs, many),
