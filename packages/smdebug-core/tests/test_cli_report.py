@@ -15,7 +15,7 @@ import time
 import numpy as np
 import pytest
 
-from _cli_runs import mlp_run, write_mlp_run  # noqa: F401 - mlp_run is a fixture
+from _cli_runs import mlp_run, write_mlp_run, write_named_losses_run  # noqa: F401 - mlp_run is a fixture
 from _support import NumpyHook, write_run
 from smdebug.core.modes import ModeKeys
 
@@ -247,16 +247,8 @@ def test_report_refuses_unusable_rule_results(mlp_run, smdebug_cli, tmp_path):
 
 def test_hostile_names_are_escaped_and_do_not_break_the_report(tmp_path, smdebug_cli):
     """Names from a run go into the page as text: no markup, no TeX parsing, no crash."""
-    from smdebug.core.save_config import SaveConfig
-
     names = ['loss<img src=x onerror="alert(1)">', "lr$\\frac{a}{$ loss", "loss</script><script>alert(2)</script>"]
-    hook = NumpyHook(out_dir=str(tmp_path / "run"), save_config=SaveConfig(save_interval=1), include_collections=["losses"])
-    for step in range(5):
-        hook.begin_step()
-        for i, n in enumerate(names):
-            hook.record(n, np.array([1.0 / (step + 1) + i], np.float32))
-        hook.end_step()
-    hook.close()
+    write_named_losses_run(tmp_path / "run", names, steps=5)
     page, _ = _report(smdebug_cli, tmp_path / "run", tmp_path / "r.html")
     assert set(names) <= set(_chart_titles(page))
     assert "<img src=x" not in page and "<script>alert" not in page

@@ -192,18 +192,11 @@ def test_smoothing_slider(browser, report_page):
 
 def test_names_from_the_run_stay_text(browser, tmp_path):
     """Tensor names, rule names and reasons with markup and TeX: shown as written, nothing runs."""
-    from _support import NumpyHook
-    from smdebug.core.save_config import SaveConfig
+    from _cli_runs import write_named_losses_run
 
     names = ['loss<img src=x onerror="window.pwned=1">', "loss</script><script>window.pwned=2</script>",
              "lr$\\frac{a}{$ loss", "loss $$x^2$$"]
-    hook = NumpyHook(out_dir=str(tmp_path / "run"), save_config=SaveConfig(save_interval=1), include_collections=["losses"])
-    for step in range(20):
-        hook.begin_step()
-        for i, n in enumerate(names):
-            hook.record(n, np.array([1.0 / (step + 1) + i], np.float32))
-        hook.end_step()
-    hook.close()
+    write_named_losses_run(tmp_path / "run", names)
     (tmp_path / "run" / "rule_results.json").write_text(json.dumps({"status": "IssuesFound", "rules": [
         {"name": "<b>R</b><script>window.pwned=3</script>", "status": "IssuesFound", "findings": [
             {"step": 7, "reason": "<img src=y onerror='window.pwned=4'> $$x$$", "tensor": names[0]}]}]}))

@@ -118,7 +118,6 @@ class Drawer:
         finite = np.concatenate(finite_all) if finite_all else np.empty(0)
         if chart.logy:
             finite = finite[finite > 0]
-        y_lo = float(finite.min()) if len(finite) else 0.0
         y_hi = float(finite.max()) if len(finite) else 1.0
         for ln, (colour, dash), label in zip(lines, styles, labels):
             xs, ms, ys = plot_points(ln, self.max_points)
@@ -155,7 +154,7 @@ class Drawer:
                                                               ("mode step", "@ms")]))
             items.append(LegendItem(label="non-finite values", renderers=[r]))
         if chart.markers:
-            r = self._markers(fig, chart.markers, y_lo if not chart.logy else max(y_lo, 1e-300), y_hi)
+            r = self._markers(fig, chart.markers, y_hi)
             items.append(LegendItem(label="rule findings", renderers=[r]))
         legend = Legend(items=items, click_policy="hide", label_text_font_size="8pt", spacing=0, padding=4)
         fig.add_layout(legend, "right" if len(items) > 4 else "center")
@@ -163,24 +162,9 @@ class Drawer:
             legend.location = "top_right"
         return fig
 
-    def _markers(self, fig, markers: List[dict], y_lo: float, y_hi: float):
-        from bokeh.models import ColumnDataSource, HoverTool
-
-        ys = [m["y"] if m["y"] is not None else y_hi for m in markers]
-        src = ColumnDataSource(data={
-            "x": [m["step"] for m in markers], "y": ys, "rule": [m["rule"] for m in markers],
-            "status": [m["status"] for m in markers], "mode": [m["mode"] for m in markers],
-            "ms": [str(m["mode_step"]) for m in markers], "reason": [m["reason"] for m in markers],
-            "tensor": [m["tensor"] for m in markers], "run": [m["run"] for m in markers],
-            "colour": [STATUS_COLOUR.get(m["status"], "#d62728") for m in markers]})
-        r = fig.scatter("x", "y", source=src, marker="inverted_triangle", size=15, color="colour", line_color="black",
-                        name="rule findings")
-        r.tags = ["smd-findings"]
-        tips = [("rule", "@rule"), ("step", "@x"), ("mode", "@mode @ms"), ("tensor", "@tensor"), ("finding", "@reason")]
-        if any(m["run"] for m in markers):
-            tips.insert(1, ("run", "@run"))
-        fig.add_tools(HoverTool(renderers=[r], tooltips=tips))
-        return r
+    def _markers(self, fig, markers: List[dict], y_top: float):
+        """Findings on a line chart, at the value of their step (at the top where that is not finite)."""
+        return _findings(fig, markers, [m["y"] if m["y"] is not None else y_top for m in markers], size=15)
 
     def _heatmap(self, chart: Chart, name: str):
         from bokeh.models import HoverTool, LinearColorMapper
@@ -240,8 +224,6 @@ class Drawer:
         return fig
 
     def _timeline(self, chart: Chart, name: str):
-        from bokeh.models import ColumnDataSource, HoverTool
-
         d = chart.data
         rows = list(dict.fromkeys(d["rules"]))
         rows.reverse()
@@ -252,21 +234,31 @@ class Drawer:
             extra["x_range"] = (lo - pad, hi + pad)
         fig = self._figure(chart, name, y_range=rows, **extra)
         fig.height = max(160, 30 * len(rows) + 90)
-        fs = d["findings"]
-        src = ColumnDataSource(data={
-            "x": [f["step"] for f in fs], "y": [f["rule"] for f in fs], "mode": [f["mode"] for f in fs],
-            "ms": [str(f["mode_step"]) for f in fs], "reason": [f["reason"] for f in fs],
-            "tensor": [f["tensor"] for f in fs], "status": [f["status"] for f in fs],
-            "colour": [STATUS_COLOUR.get(f["status"], "#d62728") for f in fs]})
-        r = fig.scatter("x", "y", source=src, marker="inverted_triangle", size=13, color="colour", line_color="black",
-                        name="rule findings")
-        r.tags = ["smd-findings"]
-        fig.add_tools(HoverTool(renderers=[r], tooltips=[("rule", "@y"), ("step", "@x"), ("mode", "@mode @ms"),
-                                                          ("tensor", "@tensor"), ("finding", "@reason")]))
+        _findings(fig, d["findings"], [f["rule"] for f in d["findings"]], size=13)
         return fig
 
 
 # --------------------------------------------------------------------------------------------------
+def _findings(fig, items: List[dict], ys: list, size: int):
+    """Rule findings as markers coloured by status, their text on hover (a chart's markers, the timeline)."""
+    from bokeh.models import ColumnDataSource, HoverTool
+
+    src = ColumnDataSource(data={
+        "x": [m["step"] for m in items], "y": ys, "rule": [m["rule"] for m in items],
+        "status": [m["status"] for m in items], "mode": [m["mode"] for m in items],
+        "ms": [str(m["mode_step"]) for m in items], "reason": [m["reason"] for m in items],
+        "tensor": [m["tensor"] for m in items], "run": [m.get("run", "") for m in items],
+        "colour": [STATUS_COLOUR.get(m["status"], "#d62728") for m in items]})
+    r = fig.scatter("x", "y", source=src, marker="inverted_triangle", size=size, color="colour", line_color="black",
+                    name="rule findings")
+    r.tags = ["smd-findings"]
+    tips = [("rule", "@rule"), ("step", "@x"), ("mode", "@mode @ms"), ("tensor", "@tensor"), ("finding", "@reason")]
+    if any(m.get("run") for m in items):
+        tips.insert(1, ("run", "@run"))
+    fig.add_tools(HoverTool(renderers=[r], tooltips=tips))
+    return r
+
+
 def _ints(a) -> np.ndarray:
     a = np.asarray(a, dtype=np.int64)
     if len(a) and (a.max() >= 2**31 or a.min() < -(2**31)):
