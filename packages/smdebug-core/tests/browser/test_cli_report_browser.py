@@ -218,43 +218,54 @@ def test_names_from_the_run_stay_text(browser, tmp_path):
 
 def test_follow_mode_picks_up_new_steps(browser, tmp_path):
     """A real training process writes the run while ``--follow`` rewrites the page; the open page reloads
-    itself, shows more steps each time, and stops reloading once training has ended."""
-    run, out = tmp_path / "run", tmp_path / "live.html"
+    itself, shows the steps written since, and stops reloading once training has ended. The trainer
+    pauses after 30 steps until the test has seen the live page (so a slow machine cannot finish the
+    training before the first page is written)."""
+    run, out, gate = tmp_path / "run", tmp_path / "live.html", tmp_path / "go-on"
     trainer = subprocess.Popen([sys.executable, os.path.join(TESTS, "_report_jobs.py"), "slow", str(run),
-                                "--epochs", "4", "--step-time", "0.3"])
+                                "--epochs", "4", "--step-time", "0.05", "--pause-after", "30", "--gate", str(gate)])
     follower = subprocess.Popen([sys.executable, "-m", "smdebug.cli", "report", str(run), "-o", str(out), "--follow",
                                  "--interval", "1", "--wait", "120", "-q"], stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
     page = None
+
+    def body(attr):
+        try:
+            return page.page.get_attribute("body", attr, timeout=5000)
+        except sync_api.Error:  # the page is reloading
+            return None
+
     try:
-        deadline = time.monotonic() + 240
+        deadline = time.monotonic() + 400
         while not out.exists():
             assert time.monotonic() < deadline and follower.poll() is None, follower.stderr.read() if follower.poll() else ""
             time.sleep(0.2)
         page = Page(browser, out, wait_ready=False)
-        first = None
-        seen = []
+        while True:  # the live page, with part of the run
+            assert time.monotonic() < deadline, "no live page with steps"
+            last = body("data-last-step")
+            if body("data-live") == "1" and last not in (None, "-"):
+                first = int(last)
+                break
+            time.sleep(0.3)
+        assert first < 99
+        gate.touch()
+        seen = [first]
         while time.monotonic() < deadline:
-            try:
-                live = page.page.get_attribute("body", "data-live", timeout=5000)
-                last = page.page.get_attribute("body", "data-last-step", timeout=5000)
-            except sync_api.Error:  # the page is reloading
-                continue
+            last, live = body("data-last-step"), body("data-live")
             if last not in (None, "-"):
                 seen.append(int(last))
-                first = first if first is not None else int(last)
             if live == "0":
                 break
             time.sleep(0.5)
         assert trainer.wait(timeout=120) == 0
         assert follower.wait(timeout=240) == 0, follower.stderr.read()
         assert "(training ended)" in follower.stdout.read()
-        final = page.page.get_attribute("body", "data-last-step")
-        assert final == "99", seen  # 4 epochs of 20 TRAIN + 5 EVAL steps
-        assert len(set(seen)) >= 2 and first < 99, seen  # it showed the run while it grew
+        assert page.page.get_attribute("body", "data-last-step") == "99", seen  # 4 epochs of 20 TRAIN + 5 EVAL steps
+        assert seen == sorted(seen) and seen[0] < 99, seen  # the same tab followed the run as it grew
         page.ready()
         assert "final report: training ended." in page.page.inner_text("header")
-        assert [m for m in page.messages if not m.startswith("log:")] == []
+        assert page.messages == []
         time.sleep(2.5)  # the final page no longer reloads itself
         assert page.page.get_attribute("body", "data-live") == "0"
     finally:
