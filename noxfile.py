@@ -48,13 +48,17 @@ RULE_PACK_FIXTURE = "packages/smdebug-rules/tests/fixtures/smdebug-example-rules
 TEST_TOOLS = ["pytest", "pytest-xdist", "pytest-timeout"]
 # A test that hangs fails after this many seconds instead of eating CI's budget (override: -- --timeout=N).
 TEST_TIMEOUT = "--timeout=900"
-CORE_TEST_DEPS = TEST_TOOLS + ["hypothesis", "pandas", "tensorboard", "boto3", "moto[server]", "matplotlib"]
+# bokeh: smdebug report; playwright: drives the system chromium in the report's browser tests (its
+# Python package only: the tests launch Debian's chromium, no browser is downloaded)
+CORE_TEST_DEPS = TEST_TOOLS + ["hypothesis", "pandas", "tensorboard", "boto3", "moto[server]", "matplotlib", "bokeh",
+                               "playwright"]
 RULES_TEST_DEPS = ["boto3", "moto[server]"]
 # Extra requirements of the demo and the benchmarks (both also get torch, pinned by _torch_requirement()).
 DEMO_DEPS: List[str] = []
 # boto3/moto: the S3 read benchmark talks to a moto server; matplotlib: the scaling chart;
 # tensorboard: torch.utils.tensorboard.SummaryWriter, the comparison column of the torch benchmark.
-BENCH_DEPS: List[str] = ["boto3", "moto[server]", "matplotlib", "tensorboard"]
+# bokeh, pandas: the report benchmark (smdebug report, trial.to_dataframe).
+BENCH_DEPS: List[str] = ["boto3", "moto[server]", "matplotlib", "tensorboard", "bokeh", "pandas"]
 TORCH_VERSION = "2.13.0"
 FALLBACK_FIND_LINKS = "/opt/wheels"
 
@@ -194,7 +198,8 @@ COMPAT_MATRIX = [
 def compat(session: nox.Session, protobuf: str, numpy: str) -> None:
     """The format, hook and trial tests of smdebug-core on old and new protobuf/numpy releases."""
     _install(session, [CORE], [*TEST_TOOLS, "pandas", f"protobuf=={protobuf}", f"numpy=={numpy}"])
-    tests = [f"{CORE}/tests/{name}" for name in ("test_format.py", "test_config.py", "test_hook.py", "test_trial.py")]
+    tests = [f"{CORE}/tests/{name}" for name in ("test_format.py", "test_config.py", "test_hook.py", "test_trial.py",
+                                                  "test_trial_dataframe.py")]
     session.run("pytest", "-n", "auto", TEST_TIMEOUT, "-W", "error::DeprecationWarning:google.protobuf", *tests,
                 *session.posargs)
 
@@ -270,6 +275,7 @@ XGBOOST_TEST_DEPS = [
     "xgboost-cpu>=3.0,<4",
     "scikit-learn",  # the sklearn estimators' callbacks=
     "pandas",  # Booster.trees_to_dataframe, categorical data
+    "bokeh",  # the report of an XGBoost run (tests/test_report.py)
 ]
 
 
@@ -333,7 +339,7 @@ def bench_rules(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def docs(session: nox.Session) -> None:
     """Regenerate docs/images/report.png, the README's report screenshot (needs chromium: apt-get install -y chromium)."""
-    _install(session, [CORE, PLUGINS["rules"]], ["matplotlib"])
+    _install(session, [CORE, PLUGINS["rules"]], ["matplotlib", "bokeh", "playwright"])
     _run_script(session, "docs/make_screenshots.py")
 
 

@@ -1,7 +1,8 @@
 """Run the benchmarks, print the tables and append them to benchmarks/RESULTS.md.
 
     python benchmarks/run.py [--quick] [--repeat N] [--no-record]
-                             [--only io|torch|rules|s3|trial_read|memory|scaling|rule_accuracy] [--summary]
+                             [--only io|torch|rules|s3|trial_read|memory|scaling|report|rule_accuracy]
+                             [--summary]
 
 ``io``: write/read throughput, ours vs the original smdebug 1.0.34 (io_throughput.py).
 ``torch``: step-time overhead of the PyTorch hook, ours vs the original (torch_overhead.py).
@@ -15,6 +16,8 @@ original (trial_read.py).
 gets longer, no hook vs ours vs the original (memory.py).
 ``scaling``: how write, open and fetch costs grow with tensors, steps and workers (ours; scaling.py),
 with a chart (benchmarks/scaling.png).
+``report``: size and build time of ``smdebug report`` for a 10,000-step run, and ``trial.to_dataframe`` on
+it (report_build.py).
 ``rule_accuracy``: how well the built-in rules and the recommended set detect known bugs in small real
 PyTorch, Keras and XGBoost runs, and how often they fire on healthy ones (rule_accuracy/; its own nox session
 ``bench_rules`` has all three frameworks). Only with ``--only rule_accuracy``: it needs TensorFlow and XGBoost,
@@ -204,6 +207,10 @@ BENCHMARKS = {
                                             f"- command: `{'nox -s bench_rules' + (' -- --quick' if a.quick else '')}` "
                                             f"(= `{cmd}` with TensorFlow and XGBoost installed)",
                                             *m.header_lines(r)]),
+    "report": ("report_build", "Report size and build time, to_dataframe (10,000-step run)",
+               lambda m, a: m.main(quick=a.quick, repeat=a.repeat),
+               lambda a, cmd, r, m: [f"- versions: {versions()}, bokeh {_dist_version('bokeh')}, "
+                                     f"pandas {_dist_version('pandas')}", f"- command: `{cmd}`"]),
 }
 #: benchmarks that run only when named with --only
 OPT_IN = {"rule_accuracy"}

@@ -548,6 +548,26 @@ class Trial:
     def predictions(self, step, mode=ModeKeys.GLOBAL):
         return self._values_of_collection(step, mode, self.tensor_names(regex="^predictions"))
 
+    def to_dataframe(self, tensors=None, *, collections=None, steps=None, modes=None, workers=None,
+                     reductions=None):
+        """The run as one long pandas DataFrame: a row per saved (tensor, global step, worker).
+
+        Columns: ``tensor``, ``step`` (global), ``mode`` (TRAIN, EVAL, PREDICT or GLOBAL), ``mode_step``,
+        ``worker``, then ``value`` (a float for one-element tensors, else the array), or with
+        ``reductions=["l2", "abs_max", ...]`` one float column per reduction instead (stored by the hook
+        when it saved one, else computed from the saved value; NaN where neither is there).
+
+        Filters: ``tensors`` (names, or regular expressions matching whole names), ``collections``
+        (collection names; with ``tensors``: their union; neither: every tensor), ``steps`` (global steps),
+        ``modes`` (ModeKeys or their names), ``workers`` (names; default all). Reads in bulk: a step's
+        records are fetched together (see :mod:`smdebug.trials.table`). Needs pandas
+        (``pip install 'smdebug-core[analysis]'``); ``Tensor.to_dataframe()`` gives one tensor's values.
+        """
+        from smdebug.trials.table import long_table, to_pandas
+
+        return to_pandas(long_table(self, tensors, collections, steps=steps, modes=modes, workers=workers,
+                                    reductions=reductions))
+
     # ------------------------------------------------------------------------------------------
     # used by Tensor
     # ------------------------------------------------------------------------------------------
