@@ -265,7 +265,13 @@ def test_tensor_names_filters(run_loc):
         t.tensor_names(regex="a", collection="losses")
     with pytest.raises(StepUnavailable):
         t.tensor_names(step=7)
-    assert t.collection("no_such").tensor_names == set() and "no_such" not in t.collections()
+    # a collection the run does not have: created empty and kept by the trial (as in smdebug 1.0.x), so it
+    # can be defined for later queries; the run's files are untouched
+    assert t.collection("no_such").tensor_names == set() and "no_such" in t.collections()
+    t.collection("mine").include("^bias")
+    t.collection("mine").add_tensor_name("loss")
+    assert t.tensor_names(collection="mine") == ["biases/b", "loss"]
+    assert "mine" not in open_trial(run_loc).collections()
 
 
 def test_range_steps(run_loc):
