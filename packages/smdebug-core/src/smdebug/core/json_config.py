@@ -188,6 +188,18 @@ def parse_hook_config(data: dict, default_save_interval: Optional[int] = None, s
     return kwargs
 
 
+def apply_collection_configs(get_collection, coll_configs: Dict[str, dict]) -> None:
+    """Set what :func:`parse_hook_config` says of each collection (its ``collection_configs``) on the
+    collection ``get_collection(name)`` returns (created if missing)."""
+    for name, cfg in coll_configs.items():
+        coll = get_collection(name)
+        if "include_regex" in cfg:
+            coll.include(cfg["include_regex"])
+        for attr in ("save_histogram", "reduction_config", "save_config"):
+            if attr in cfg:
+                setattr(coll, attr, cfg[attr])
+
+
 def load_hook_config(json_file_path: Optional[str] = None, default_save_interval: Optional[int] = None) -> dict:
     path = config_file_path(json_file_path)
     if not os.path.exists(path):
@@ -219,3 +231,12 @@ def _apply_sagemaker_tensorboard(kwargs: dict) -> None:
         if local:
             kwargs["export_tensorboard"] = True
             kwargs["tensorboard_dir"] = local
+
+
+def __getattr__(name):
+    # smdebug 1.0.x's functions and constants of this module (legacy adapters, loaded on use)
+    from smdebug.core.legacy import json_config as legacy
+
+    if name in legacy.__all__:
+        return getattr(legacy, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
