@@ -27,7 +27,7 @@ class IndexReader:
         return paths, (paths[-1] if paths else start_after_key)
 
     def _key(self, path: str) -> str:
-        root = self._storage.full_path("")
+        root = self._storage.full_path("").rstrip("/") + "/"
         return path[len(root):] if path.startswith(root) else path
 
 

@@ -233,10 +233,18 @@ def _apply_sagemaker_tensorboard(kwargs: dict) -> None:
             kwargs["tensorboard_dir"] = local
 
 
-def __getattr__(name):
-    # smdebug 1.0.x's functions and constants of this module (legacy adapters, loaded on use)
-    from smdebug.core.legacy import json_config as legacy
+#: smdebug 1.0.x's functions and constants of this module (legacy adapters, loaded on use)
+_LEGACY = frozenset({
+    "CONFIG_FILE_PATH_ENV_STR", "DEFAULT_SAGEMAKER_OUTDIR", "DEFAULT_SAGEMAKER_TENSORBOARD_PATH",
+    "TENSORBOARD_CONFIG_FILE_PATH_ENV_STR", "get_json_config_as_dict", "get_tensorboard_dir_from_json_config",
+    "collect_hook_config_params", "get_include_collections", "add_collections_to_manager",
+    "create_hook_from_json_config",
+})
 
-    if name in legacy.__all__:
+
+def __getattr__(name):
+    if name in _LEGACY:
+        from smdebug.core.legacy import json_config as legacy
+
         return getattr(legacy, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

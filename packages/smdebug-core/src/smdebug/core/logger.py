@@ -31,7 +31,7 @@ class DuplicateLogFilter(logging.Filter):
 
     Set on the ``smdebug`` logger (as in smdebug 1.0.x, where it had this name) and on its handlers (for
     records of child loggers, which skip the parent logger's filters); a record is counted once however
-    many of them it passes."""
+    many filters it passes."""
 
     def __init__(self):
         super().__init__()
@@ -77,8 +77,10 @@ def _configure(logger: logging.Logger) -> None:
     log_path = os.environ.get("SMDEBUG_LOG_PATH")
     if log_path:
         handlers.append(logging.FileHandler(log_path))
+    # Two instances: one on the logger (its records), one on the handlers (records of child loggers, which
+    # skip the parent's filters); a record the first counted is not counted again by the second.
+    logger.addFilter(DuplicateLogFilter())
     repeat = DuplicateLogFilter()
-    logger.addFilter(repeat)
     for h in handlers:
         h.setFormatter(fmt)
         h.addFilter(repeat)

@@ -21,12 +21,6 @@ from smdebug.core.json_config import apply_collection_configs, parse_hook_config
 from smdebug.core.logger import get_logger
 from smdebug.exceptions import SMDebugValueError
 
-__all__ = [
-    "CONFIG_FILE_PATH_ENV_STR", "DEFAULT_SAGEMAKER_OUTDIR", "DEFAULT_SAGEMAKER_TENSORBOARD_PATH",
-    "TENSORBOARD_CONFIG_FILE_PATH_ENV_STR", "get_json_config_as_dict", "get_tensorboard_dir_from_json_config",
-    "collect_hook_config_params", "get_include_collections", "add_collections_to_manager",
-    "create_hook_from_json_config",
-]
 
 
 def get_json_config_as_dict(json_config_path=None) -> Dict:
