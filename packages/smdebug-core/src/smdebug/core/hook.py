@@ -916,14 +916,13 @@ class BaseHook(LegacyHookMethods):
 
     def _record_same(self, tensor_name: str, same_as: str) -> bool:
         """Save ``tensor_name`` as a second name of ``same_as``, recorded at this step already: one record,
-        two index entries (for plugins that save one value under many names). Only when both are saved
-        raw and nothing else (no reductions, shape or TensorBoard output); False otherwise, and the
-        caller records the value itself."""
+        two index entries (for plugins that save one value under many names; TensorBoard gets the value
+        once, under ``same_as``). Only when both are saved raw and nothing else (no reductions or shape);
+        False otherwise, and the caller records the value itself."""
         if not self._in_step or not self._due or self._disabled:
             return False
         plans = (self._plan(tensor_name), self._plan(same_as))
-        if any(p is None or not p.write_raw or p.ops or p.save_shape or (self._tb is not None and p.tb != (False, None))
-               for p in plans):
+        if any(p is None or not p.write_raw or p.ops or p.save_shape for p in plans):
             return False
         for names in plans[0].member_of:
             names.add(tensor_name)

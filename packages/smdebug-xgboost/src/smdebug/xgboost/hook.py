@@ -326,7 +326,11 @@ class Hook(TrainingCallback, BaseHook):
             # Everything saved so far is written now; the run stays open for values saved after training
             # (hook.save_scalar) and is marked ended at close().
             self._trained = True
-            self.flush()
+            if not self._disabled:
+                try:
+                    self.flush()
+                except Exception as e:  # noqa: BLE001 - never break training
+                    self._fail("after_training()", e)
         return model
 
     def _on_stop_requested(self, signal: dict) -> None:
