@@ -382,7 +382,9 @@ def test_get_hook_singleton_and_use_smdebug(tmp_path, monkeypatch):
     hook.close()
 
 
-def test_step_numbering_resumes_after_restart_from_checkpoint(tmp_path, monkeypatch):
+# checkpoints directly in the checkpoint folder, or in a folder per checkpoint (as many frameworks write them)
+@pytest.mark.parametrize("checkpoint_file", ["model.ckpt", "epoch_4/model.pt"])
+def test_step_numbering_resumes_after_restart_from_checkpoint(tmp_path, monkeypatch, checkpoint_file):
     ckpt = tmp_path / "ckpt"
     ckpt.mkdir()
     cfg = tmp_path / "checkpointconfig.json"
@@ -392,7 +394,8 @@ def test_step_numbering_resumes_after_restart_from_checkpoint(tmp_path, monkeypa
 
     def checkpoint(step):
         if step == 4:
-            (ckpt / "model.ckpt").write_bytes(b"x" * 10)
+            (ckpt / checkpoint_file).parent.mkdir(exist_ok=True)
+            (ckpt / checkpoint_file).write_bytes(b"x" * 10)
 
     hook = NumpyHook(out_dir=out, save_config=SaveConfig(save_interval=1))
     train_logistic_regression(hook, steps=7, mode=modes.TRAIN, on_step=checkpoint)

@@ -415,3 +415,25 @@ def test_duplicate_log_filter_is_on_the_logger():
     finally:
         logger.removeHandler(handler)
     assert handler.messages == ["the same words again"] * MAX_REPEATS
+
+
+def test_state_store_legacy_names(tmp_path, monkeypatch):
+    from smdebug.core.state_store import StateStore
+
+    monkeypatch.setenv("CHECKPOINT_CONFIG_FILE_PATH", str(tmp_path / "none.json"))
+    assert StateStore().is_checkpoint_updated() is False  # no checkpoint configuration
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    (ckpt / "metadata.json.sagemaker-uploaded").write_text("[]")  # SageMaker's copy: not a checkpoint
+    (tmp_path / "cfg.json").write_text(json.dumps({"LocalPath": str(ckpt)}))
+    monkeypatch.setenv("CHECKPOINT_CONFIG_FILE_PATH", str(tmp_path / "cfg.json"))
+    store = StateStore()
+    assert store._checkpoint_dir == str(ckpt) and store.is_checkpoint_updated() is False
+    (ckpt / "sub").mkdir()
+    (ckpt / "sub" / "model.pt").write_bytes(b"1")
+    assert store.is_checkpoint_updated() and store.is_checkpoint_updated()  # until the state is saved
+    store.update_state({"training-run": 0, "latest-global-step-seen": 7})
+    assert store.is_checkpoint_updated() is False
+    assert StateStore().get_last_saved_state()["latest-global-step-seen"] == 7
+    (ckpt / "sub" / "model.pt").write_bytes(b"22")
+    assert store.is_checkpoint_updated()
