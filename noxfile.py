@@ -7,6 +7,7 @@
     nox -s horovod       # a real horovodrun job (builds Horovod for PyTorch 2.x once, cached)
     nox -s horovod_tf    # the same with horovod.tensorflow and Keras 3 (builds Horovod for TF 2.21 once)
     nox -s demo          # python examples/demo.py
+    nox -s conformance   # the original smdebug 1.0.34's own tests against this checkout (../shared/conformance)
     nox -s bench         # python benchmarks/run.py (bench_tf: the Keras hook overhead)
     nox -s bench_rules   # the rule-accuracy benchmark (torch + Keras + XGBoost runs; benchmarks/rule_accuracy)
     nox -s docs          # regenerate the README's report screenshot (needs chromium)
@@ -27,7 +28,7 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
-from typing import List, Sequence
+from typing import List, Optional, Sequence
 
 import nox
 
@@ -65,7 +66,7 @@ FALLBACK_FIND_LINKS = "/opt/wheels"
 nox.options.default_venv_backend = "uv"
 nox.options.reuse_venv = "yes"  # installs still run every time; uv's cache makes them quick
 nox.options.error_on_external_run = True
-nox.options.sessions = ["core", "slow", "compat", *PLUGINS, "horovod", "horovod_tf"]  # `nox` alone: every test session, not demo/bench
+nox.options.sessions = ["core", "slow", "compat", *PLUGINS, "horovod", "horovod_tf", "conformance"]  # `nox` alone: every test session, not demo/bench
 
 
 # --------------------------------------------------------------------------------------------------
@@ -292,6 +293,42 @@ def rules(session: nox.Session) -> None:
     _install(session, [CORE, PLUGINS["rules"], PLUGINS["torch"], PLUGINS["xgboost"], RULE_PACK_FIXTURE],
              [*TEST_TOOLS, *RULES_TEST_DEPS, *XGBOOST_TEST_DEPS, _torch_requirement()])
     _pytest(session, f"{PLUGINS['rules']}/tests")
+
+
+# The original project's own test suite (a selection of awslabs/sagemaker-debugger 1.0.34's tests, run
+# unchanged by its runner, run.sh). It lives beside the repository, not in it: $SMDEBUG_CONFORMANCE_DIR,
+# else ../shared/conformance.
+CONFORMANCE_DIR_ENV = "SMDEBUG_CONFORMANCE_DIR"
+
+
+def _conformance_dir() -> Optional[Path]:
+    configured = os.environ.get(CONFORMANCE_DIR_ENV)
+    folder = Path(configured) if configured else ROOT.parent / "shared" / "conformance"
+    return folder if (folder / "run.sh").is_file() else None
+
+
+@nox.session(python=False, tags=["test"])
+def conformance(session: nox.Session) -> None:
+    """smdebug 1.0.34's own tests (analysis, rules, core, PyTorch, XGBoost) against this checkout, through
+    the suite's run.sh: its own virtualenv (uv, python 3.11, the local torch wheel as here, the packages
+    editable), a private /tmp, and a summary whose last line is `conformance: P passed, F failed, E errors
+    of N`. Extra arguments go to pytest (`nox -s conformance -- -k trials -x`)."""
+    suite = _conformance_dir()
+    if suite is None:
+        where = os.environ.get(CONFORMANCE_DIR_ENV) or str(ROOT.parent / "shared" / "conformance")
+        session.warn("=" * 78)
+        session.warn(f"CONFORMANCE SUITE NOT FOUND at {where} (no run.sh there).")
+        session.warn(f"Set {CONFORMANCE_DIR_ENV} to the folder holding run.sh to run smdebug 1.0.34's tests.")
+        session.warn("=" * 78)
+        session.skip(f"the conformance suite is not available ({where})")
+    cache = ROOT / ".nox" / "conformance"
+    env = {
+        "MAIN": str(ROOT),
+        # run.sh builds this venv on first use and rebuilds it when it points at another checkout
+        "CONFORMANCE_VENV": os.environ.get("CONFORMANCE_VENV", str(cache / "venv")),
+        "CONFORMANCE_OUT": os.environ.get("CONFORMANCE_OUT", str(cache / "out")),
+    }
+    session.run("bash", str(suite / "run.sh"), *session.posargs, env=env, external=True)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -421,7 +421,8 @@ def test_api_misuse_is_reported(out_dir, smd_log):
     assert "already registered" in smd_log.text
     with pytest.raises(SMDebugValueError):
         hook.register_block(mlp())
-    hook.set_mode("train")  # not a ModeKeys: logged, ignored
+    with pytest.raises(ValueError):
+        hook.set_mode("train")  # not a ModeKeys: a mistake in the script, raised at once (as in 1.0.x)
     assert hook.mode == smd.modes.GLOBAL
     hook.close()
 

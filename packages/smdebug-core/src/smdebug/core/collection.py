@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Iterable, List, Optional, Set
 
@@ -191,6 +192,19 @@ class Collection:
             "save_config": self.save_config.to_json_dict() if self.save_config else None,
             "save_histogram": self.save_histogram,
         }
+
+    def to_json(self) -> str:
+        """The JSON text of :meth:`to_json_dict` (one entry of a collections file)."""
+        return json.dumps(self.to_json_dict())
+
+    @classmethod
+    def from_json(cls, text: str, path=None) -> "Collection":
+        """The inverse of :meth:`to_json`."""
+        try:
+            params = json.loads(text)
+        except (TypeError, ValueError, RecursionError) as e:
+            raise CollectionFileCorrupted(f"A collection is not valid JSON: {e}"[:500], path) from None
+        return cls.from_dict(params, path)
 
     @classmethod
     def from_dict(cls, params: dict, path=None) -> "Collection":

@@ -6,6 +6,7 @@ import json
 from typing import Dict, Optional
 
 from smdebug.core.collection import Collection, _Mutations
+from smdebug.core.locations import COLLECTIONS_DIR, DEFAULT_COLLECTIONS_FILE_NAME
 from smdebug.exceptions import CollectionFileCorrupted, SMDebugTypeError
 
 _TOP_LEVEL_KEYS = {"collections", "_meta"}
@@ -30,6 +31,10 @@ class CollectionManager:
             self.collections[name] = coll
             _Mutations.count += 1
         return coll
+
+    def create_collection(self, name: str) -> Collection:
+        """Add an empty collection ``name`` unless there is one; returns it."""
+        return self.get(name)
 
     def add(self, coll) -> None:
         if isinstance(coll, str):
@@ -67,6 +72,25 @@ class CollectionManager:
 
     def dumps(self) -> str:
         return json.dumps(self.to_json_dict())
+
+    def export(self, out_dir, collections_file_name: str = DEFAULT_COLLECTIONS_FILE_NAME) -> None:
+        """Write the collections file ``collections/000000000/<collections_file_name>`` of the run at
+        ``out_dir`` (a directory or ``s3://bucket/prefix``), atomically. Hooks do this themselves; this
+        is for tools that build or rewrite runs."""
+        from smdebug.core.storage.base import get_storage
+
+        get_storage(out_dir).write_atomic(f"{COLLECTIONS_DIR}/{collections_file_name}", self.dumps().encode("utf-8"))
+
+    @classmethod
+    def load(cls, filename, collection_class=None) -> "CollectionManager":
+        """Read a collections file (a local path or ``s3://bucket/key``)."""
+        from smdebug.core.storage.base import storage_for_file
+
+        storage, name = storage_for_file(filename)
+        manager = cls.loads(storage.read(name), storage.full_path(name))
+        if collection_class is not None:
+            manager.collection_class = collection_class
+        return manager
 
     @classmethod
     def loads(cls, text, path=None) -> "CollectionManager":

@@ -57,7 +57,9 @@ from smdebug.core.state_store import StateStore
 from smdebug.core.stop_signal import StopSignalWatcher
 from smdebug.core.storage.base import Storage, get_storage, is_s3_path, parse_s3_path
 from smdebug.core.storage.errors import StorageAccessDenied, StorageError, StorageUnavailable
+from smdebug.core.legacy.hook_methods import LegacyHookMethods
 from smdebug.core.tensorboard import TensorBoardWriter
+from smdebug.core.timeline import TraceTimeline
 from smdebug.core.tfevent.tensor_codec import make_numpy_array
 from smdebug.core.writer import BackgroundWriter, format_steps
 from smdebug.exceptions import (
@@ -150,7 +152,7 @@ def _guarded(default=None):
     return wrap
 
 
-class BaseHook:
+class BaseHook(LegacyHookMethods):
     """Base class of every framework hook (PyTorch/MXNet/XGBoost ``Hook``, Keras ``KerasHook``...)."""
 
     #: name used for plugin look-ups and in messages
@@ -292,6 +294,7 @@ class BaseHook:
         self._claim_refreshed = 0.0
         self._exported_collections = 0
         self._unsaved_steps: List[int] = []
+        self._timeline: Optional[TraceTimeline] = None  # trace events (record_trace_events), made on use
 
         singleton.set_hook(self)
         atexit.register(self._atexit_close)
@@ -354,18 +357,12 @@ class BaseHook:
     @classmethod
     def create_from_json_file(cls, json_file_path: Optional[str] = None):
         """Build a hook from the SageMaker JSON contract (``SMDEBUG_CONFIG_FILE_PATH``)."""
-        from smdebug.core.json_config import load_hook_config
+        from smdebug.core.json_config import apply_collection_configs, load_hook_config
 
         kwargs = load_hook_config(json_file_path, default_save_interval=cls.default_save_interval)
         coll_configs = kwargs.pop("collection_configs", {})
         hook = cls(**kwargs)
-        for name, cfg in coll_configs.items():
-            coll = hook.get_collection(name)
-            if "include_regex" in cfg:
-                coll.include(cfg["include_regex"])
-            for attr in ("save_histogram", "reduction_config", "save_config"):
-                if attr in cfg:
-                    setattr(coll, attr, cfg[attr])
+        apply_collection_configs(hook.get_collection, coll_configs)
         return hook
 
     # ------------------------------------------------------------------------------------------
@@ -552,11 +549,14 @@ class BaseHook:
     # ------------------------------------------------------------------------------------------
     # modes and steps
     # ------------------------------------------------------------------------------------------
-    @_guarded()
     def set_mode(self, mode) -> None:
+        """Switch to ``smd.modes.TRAIN``/``EVAL``/``PREDICT``/``GLOBAL``. Anything else raises
+        ValueError (:class:`SMDebugValueError`) at once, as in smdebug 1.0.x: it is a mistake in the
+        training script, not a failure of the hook, so it is not logged and ignored."""
         if not isinstance(mode, ModeKeys):
             raise SMDebugValueError(f"Invalid mode {mode!r}: use smd.modes.TRAIN/EVAL/PREDICT/GLOBAL")
-        self.mode = mode
+        if not self._disabled:
+            self.mode = mode
 
     @_guarded()
     def begin_step(self) -> None:
@@ -847,6 +847,8 @@ class BaseHook:
             return value
         if isinstance(value, (list, tuple, int, float, bool, np.generic, str)):
             return make_numpy_array(value)
+        if isinstance(value, dict):  # (make_numpy_array gives a 0-d object array, which no record holds)
+            raise SMDebugTypeError("A dict cannot be saved as a tensor; save its values one by one")
         from smdebug.core.plugins import manager
 
         return make_numpy_array(manager.tensor_to_numpy(value))
@@ -861,17 +863,7 @@ class BaseHook:
             return False
         step = self.step
         due = self._due
-        if force_collections:
-            plan = self._make_plan(tensor_name, due, force_collections)
-        else:
-            if due.__class__ is not frozenset:  # (a plugin may have replaced it with a set)
-                due = self._intern_due(due)
-            plan = self._plans.get((tensor_name, due))
-            if plan is None:
-                plan = self._make_plan(tensor_name, due)
-                if len(self._plans) > 100_000:
-                    self._plans.clear()
-                self._plans[(tensor_name, due)] = plan
+        plan = self._make_plan(tensor_name, due, force_collections) if force_collections else self._plan(tensor_name)
         if plan is None:
             return False
         for names in plan.member_of:
@@ -908,6 +900,47 @@ class BaseHook:
             )
             self._wrote_this_step = True
         return True
+
+    def _plan(self, tensor_name: str) -> Optional["_SavePlan"]:
+        """What saving ``tensor_name`` at this step means (None: nothing due includes it)."""
+        due = self._due
+        if due.__class__ is not frozenset:  # (a plugin may have replaced it with a set)
+            due = self._intern_due(due)
+        plan = self._plans.get((tensor_name, due))
+        if plan is None:
+            plan = self._make_plan(tensor_name, due)
+            if len(self._plans) > 100_000:
+                self._plans.clear()
+            self._plans[(tensor_name, due)] = plan
+        return plan
+
+    def _record_same(self, tensor_name: str, same_as: str) -> bool:
+        """Save ``tensor_name`` as a second name of ``same_as``, recorded at this step already: one record,
+        two index entries (for plugins that save one value under many names; TensorBoard gets the value
+        once, under ``same_as``). Only when both are saved raw and nothing else (no reductions or shape);
+        False otherwise, and the caller records the value itself."""
+        if not self._in_step or not self._due or self._disabled:
+            return False
+        plans = (self._plan(tensor_name), self._plan(same_as))
+        if any(p is None or not p.write_raw or p.ops or p.save_shape for p in plans):
+            return False
+        for names in plans[0].member_of:
+            names.add(tensor_name)
+        if self.dry_run or self._writer is None:
+            return True
+        step = self.step
+        with self._step_lock:
+            writer = self._writer
+            if step != self.step or not self._in_step or writer is None:
+                return False
+            writer.submit(self._alias_on_writer_thread, writer, step, self.mode, self.mode_steps[self.mode],
+                          tensor_name, same_as, nbytes=0, step=step, wake=False)
+            self._wrote_this_step = True
+        return True
+
+    @staticmethod
+    def _alias_on_writer_thread(writer, step, mode, mode_step, name, same_as) -> None:
+        writer.step_writer(step, mode, mode_step).write_alias(name, same_as)
 
     def _intern_due(self, due) -> frozenset:
         frozen = frozenset(due)
@@ -1046,6 +1079,19 @@ class BaseHook:
             arr = np.array(self.to_numpy(tensor_value), copy=True)
             self._pending_user_tensors.append((tensor_name, arr))
 
+    @_guarded()
+    def record_trace_events(self, timestamp, training_phase: str = "", op_name: str = "", phase: str = "X",
+                            duration=1, **kwargs) -> None:
+        """Record a trace event of the training script (``timestamp``, ``duration`` in seconds): saved in
+        the run's ``framework/pevents/`` in the Chrome trace-event format (see smdebug.core.timeline)."""
+        if self.dry_run:
+            return
+        if self._timeline is None:
+            if self.worker is None:
+                self._init_worker()
+            self._timeline = TraceTimeline(get_storage(self.out_dir), self.rank)
+        self._timeline.record(timestamp, training_phase, op_name, phase, duration, **kwargs)
+
     # ------------------------------------------------------------------------------------------
     # closing
     # ------------------------------------------------------------------------------------------
@@ -1105,6 +1151,11 @@ class BaseHook:
         except Exception as e:  # noqa: BLE001
             self._fail("close()", e)
         finally:
+            if self._timeline is not None:
+                try:
+                    self._timeline.close()
+                except Exception as e:  # noqa: BLE001
+                    logger.warning("smdebug: could not save the trace events of %s: %s", self.out_dir, e)
             if hasattr(self._stop_watcher, "stop"):
                 self._stop_watcher.stop()
             self._release_claim()

@@ -98,3 +98,16 @@ def parse_collection_file_name(path: str) -> str:
 
 def is_index_file(path: str) -> bool:
     return path.endswith(".json") or path.endswith(".csv")
+
+
+#: smdebug 1.0.x's location classes (legacy adapters over the functions above, loaded on use)
+_LEGACY = ("IndexFileLocationUtils", "TensorFileLocation", "TensorboardFileLocation", "EventFileLocation",
+           "TensorLocation", "TensorShape", "STEP_NUMBER_FORMATTING_LENGTH")
+
+
+def __getattr__(name):
+    if name in _LEGACY:
+        from smdebug.core.legacy import locations
+
+        return getattr(locations, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -11,6 +11,7 @@ are rejected at construction with a specific message (the original failed later,
 from __future__ import annotations
 
 import bisect
+import json
 from typing import Any, Dict, Iterable, Optional
 
 from smdebug.core.modes import ModeKeys
@@ -52,6 +53,14 @@ def _as_steps(value) -> list:
     if not isinstance(value, Iterable):
         raise SMDebugValueError(f"save_steps must be a list of integers, got {value!r}")
     return sorted({_as_int("save_steps entry", v) for v in value})
+
+
+def _json_value(text, what: str):
+    """``json.loads(text)`` with a specific error for text that is not JSON."""
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError, RecursionError) as e:
+        raise SMDebugValueError(f"Invalid JSON for a {what}: {e}"[:500]) from None
 
 
 class _Changes:
@@ -206,6 +215,15 @@ class SaveConfig:
             # A flat schedule given where a per-mode one was expected: apply it to every mode.
             return cls(**{k: params.get(k) for k in _SCM_KEYS})
         return cls(mode_save_configs={ModeKeys.parse(k): SaveConfigMode.from_dict(v) for k, v in params.items()})
+
+    def to_json(self) -> str:
+        """The JSON text of :meth:`to_json_dict` (what collection files store)."""
+        return json.dumps(self.to_json_dict())
+
+    @classmethod
+    def from_json(cls, text: str) -> "SaveConfig":
+        """The inverse of :meth:`to_json`."""
+        return cls.from_dict(_json_value(text, "save config"))
 
     @classmethod
     def parse(cls, obj) -> "SaveConfig":

@@ -345,3 +345,12 @@ class BackgroundWriter:
             except Exception:  # noqa: BLE001
                 pass
         self._steps.clear()
+
+
+def __getattr__(name):
+    # smdebug 1.0.x's FileWriter (one step's files, written directly): a legacy adapter, loaded on use.
+    if name == "FileWriter":
+        from smdebug.core.legacy.file_writer import FileWriter
+
+        return FileWriter
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

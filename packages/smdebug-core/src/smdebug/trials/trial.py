@@ -22,6 +22,7 @@ from smdebug.core.locations import (
     COLLECTIONS_DIR,
     END_OF_JOB_FILE,
     INDEX_DIR,
+    index_file_name,
     index_prefix_for_step,
     is_index_file,
     parse_collection_file_name,
@@ -29,10 +30,11 @@ from smdebug.core.locations import (
 )
 from smdebug.core.logger import get_logger
 from smdebug.core.modes import ModeKeys
-from smdebug.core.storage.base import Storage, get_storage
+from smdebug.core.storage.base import Storage, get_storage, is_s3_path, parse_s3_path
 from smdebug.core.tensor import StepState, Tensor
 from smdebug.core.tfevent.index_file import IndexEntry, IndexFile, event_file_key, parse_index_file
 from smdebug.core.tfevent.tensor_codec import decode_tensor_record
+from smdebug.trials.read_cache import ReadIndexFilesCache
 from smdebug.exceptions import (
     CollectionFileCorrupted,
     EventFileCorrupted,
@@ -49,6 +51,16 @@ from smdebug.exceptions import (
 )
 
 logger = get_logger()
+
+
+def _index_file_path(trial_path, key: str) -> str:
+    """An index file's path as smdebug 1.0.x reported it: the trial path joined with the key for local
+    runs, the object key (prefix included) for S3 runs."""
+    trial_path = os.fspath(trial_path)
+    if is_s3_path(trial_path):
+        _, prefix = parse_s3_path(trial_path)
+        return prefix.rstrip("/") + "/" + key if prefix.strip("/") else key
+    return os.path.join(trial_path, key)
 
 
 def _env_int(name: str, default: int) -> int:
@@ -101,7 +113,9 @@ class Trial:
         self.dynamic_refresh = True
         self.loaded_all_steps = False
         self.last_complete_step = -1
-        self.last_index_token: Optional[str] = None
+        # where the next listing of index files starts (a key); see _update_token
+        self._list_token: Optional[str] = None
+        self._last_index_key: Optional[str] = None  # the last index file of a complete step read so far
         self.num_workers = 1
         self.worker_set: Set[str] = set()
         self.collection_manager = CollectionManager()
@@ -112,7 +126,7 @@ class Trial:
 
         self._files: Dict[int, Dict[str, IndexFile]] = {}  # global step -> worker -> index file
         self._steps: List[int] = []  # sorted global steps
-        self._read_keys: Set[str] = set()
+        self._read_keys = ReadIndexFilesCache()
         self._mode_to_global: Dict[ModeKeys, Dict[int, int]] = {}
         self._global_to_mode: Dict[int, Tuple[ModeKeys, int]] = {}
         self._tensor_names: Set[str] = set()
@@ -250,7 +264,7 @@ class Trial:
         self.refresh_data()
 
     def _read_new_index_files(self, settled: bool = False) -> None:
-        start_after = self.last_index_token
+        start_after = self._list_token
         keys = [
             k for k in self._list_index_keys(start_after, settled)
             if is_index_file(k) and k not in self._read_keys
@@ -264,13 +278,13 @@ class Trial:
             except IndexReaderException as e:
                 if self.skip_damaged:
                     logger.warning("Skipping %s", e)
-                    self._read_keys.add(k)
+                    self._read_keys.add(k, self._list_token)
                     continue
                 raise IndexReaderException("Invalid File Found", self.storage.full_path(k)) from None
             if self._in_range(step):
                 parsed.append((k, step, worker))
             else:
-                self._read_keys.add(k)
+                self._read_keys.add(k, self._list_token)
         raws = self.storage.read_many([(k, 0, None) for k, _, _ in parsed]) if parsed else []
         for (k, step, worker), raw in zip(parsed, raws):
             try:
@@ -278,7 +292,7 @@ class Trial:
             except IndexReaderException as e:
                 if self.skip_damaged:
                     logger.warning("Skipping damaged index file: %s", e)
-                    self._read_keys.add(k)
+                    self._read_keys.add(k, self._list_token)
                     continue
                 raise
             self._add_file(k, f)
@@ -318,7 +332,7 @@ class Trial:
         return sorted(found)
 
     def _add_file(self, key: str, f: IndexFile) -> None:
-        self._read_keys.add(key)
+        self._read_keys.add(key, self._list_token)
         workers = self._files.get(f.step)
         if workers is None:
             workers = self._files[f.step] = {}
@@ -343,10 +357,27 @@ class Trial:
                 self.last_complete_step, self.path,
             )
         if self.last_complete_step >= 0:
-            self.last_index_token = index_prefix_for_step(self.last_complete_step + 1)
-        # Keep the memo of read keys small: keys before the token are never listed again.
-        if self.last_index_token and len(self._read_keys) > 2000:
-            self._read_keys = {k for k in self._read_keys if k > self.last_index_token}
+            self._list_token = index_prefix_for_step(self.last_complete_step + 1)
+            files = self._files.get(self.last_complete_step)
+            if files:
+                self._last_index_key = max(index_file_name(self.last_complete_step, w) for w in files)
+
+    @property
+    def last_index_token(self) -> Optional[str]:
+        """The path of the last index file of the last complete step read (as in smdebug 1.0.x: the
+        trial's path joined with the file's key; for S3 runs the object key)."""
+        if self._last_index_key is None:
+            return None
+        return _index_file_path(self.path, self._last_index_key)
+
+    @property
+    def training_end_delay_refresh(self) -> float:
+        """smdebug 1.0.x's name of :attr:`end_delay_refresh`."""
+        return self.end_delay_refresh
+
+    @training_end_delay_refresh.setter
+    def training_end_delay_refresh(self, seconds: float) -> None:
+        self.end_delay_refresh = seconds
 
     # ------------------------------------------------------------------------------------------
     # payload parsing (lazy)
@@ -417,6 +448,12 @@ class Trial:
         return sorted(self.worker_set)
 
     def has_passed_step(self, step: int, mode=ModeKeys.GLOBAL) -> StepState:
+        """Whether ``step`` (of ``mode``) is available, will never be, or may still come. Looks for new
+        data first (unless refresh is off, see :func:`smdebug.analysis.utils.no_refresh`)."""
+        self.maybe_refresh()
+        return self._has_passed_step(step, mode)
+
+    def _has_passed_step(self, step: int, mode=ModeKeys.GLOBAL) -> StepState:
         all_steps = self._steps_for(mode, show_incomplete_steps=True)
         i = bisect.bisect_left(all_steps, step)
         if i < len(all_steps):
@@ -439,7 +476,7 @@ class Trial:
         start = time.monotonic()
         for step in sorted(required_steps):
             while True:
-                state = self.has_passed_step(step, mode)
+                state = self._has_passed_step(step, mode)
                 if state == StepState.AVAILABLE:
                     break
                 if state == StepState.UNAVAILABLE:
@@ -450,7 +487,7 @@ class Trial:
                 if timeout is not None and time.monotonic() - start >= timeout:
                     raise TimeoutError(f"Step {step} of mode {mode.name} not available after {timeout}s")
                 self.refresh_data()
-                if self.has_passed_step(step, mode) == StepState.NOT_YET_AVAILABLE:
+                if self._has_passed_step(step, mode) == StepState.NOT_YET_AVAILABLE:
                     time.sleep(self.poll_interval)
 
     # ------------------------------------------------------------------------------------------
@@ -473,7 +510,7 @@ class Trial:
         else:
             g = self.global_step(mode, step)
             if g is None or g not in self._files:
-                if self.has_passed_step(step, mode) == StepState.NOT_YET_AVAILABLE:
+                if self._has_passed_step(step, mode) == StepState.NOT_YET_AVAILABLE:
                     raise StepNotYetAvailable(step, mode)
                 raise StepUnavailable(step, mode)
             names = set()
@@ -522,9 +559,10 @@ class Trial:
         return self.collection_manager.get_collections()
 
     def collection(self, coll_name: str) -> Collection:
-        """The named collection. A name the run does not have gives an empty collection (not stored)."""
-        coll = self.collection_manager.collections.get(coll_name)
-        return coll if coll is not None else Collection(coll_name)
+        """The named collection. A name the run does not have gives a new empty collection, kept by the
+        trial (as in smdebug 1.0.x), so ``trial.collection("mine").include("fc1")`` defines a collection
+        for later ``tensor_names(collection="mine")`` calls. The run's files are never changed."""
+        return self.collection_manager.get(coll_name)
 
     def _values_of_collection(self, step, mode, names: Iterable[str]) -> List[np.ndarray]:
         def suffix(n):
@@ -609,7 +647,7 @@ class Trial:
             g = step if mode == ModeKeys.GLOBAL else self.global_step(mode, step)
             files = self._files.get(g) if g is not None else None
         if files is None:
-            state = self.has_passed_step(step, mode)
+            state = self._has_passed_step(step, mode)
             if state == StepState.UNAVAILABLE:
                 raise StepUnavailable(step, mode)
             if self.loaded_all_steps:
@@ -642,12 +680,12 @@ class Trial:
                 return files[w]
         raise TensorUnavailableForStep(name, step, mode)
 
-    def _event_path(self, f: IndexFile) -> str:
+    def _event_path(self, f: IndexFile, name: str = "<any>") -> str:
         key = f.event_key
         if key is not None:
             return key
         if f.event_file is None:
-            raise TensorUnavailableForStep("<any>", f.step, f.mode)
+            raise TensorUnavailableForStep(name, f.step, f.mode)  # (an index naming no event file)
         # The index stores the event file relative to the run root (last three path components);
         # anything else was refused when the index file was read.
         key = event_file_key(f.event_file)
@@ -663,7 +701,7 @@ class Trial:
             raise
 
     def _read_value(self, f: IndexFile, name: str, location: Tuple[int, int]) -> np.ndarray:
-        key = self._event_path(f)
+        key = self._event_path(f, name)
         start, length = location
         raw = self._read_event_bytes(f, name, key, start, length)
         return self._decode(f, name, raw, key)
@@ -762,7 +800,7 @@ class Trial:
             plan.append((f, location))
         if tensor.cache and all((f.step, f.worker) in tensor._values for f, _ in plan):
             return [tensor._values[(f.step, f.worker)] for f, _ in plan]
-        requests = [(self._event_path(f), loc[0], loc[1]) for f, loc in plan]
+        requests = [(self._event_path(f, name), loc[0], loc[1]) for f, loc in plan]
         raws: List[Optional[bytes]] = [self._span_lookup(*r) for r in requests]
         missing = [i for i, raw in enumerate(raws) if raw is None]
         try:
@@ -796,8 +834,29 @@ class Trial:
 
 
 class LocalTrial(Trial):
-    """A trial on the local file system (kept as a class for ``isinstance`` checks)."""
+    """A trial on the local file system. ``LocalTrial(name, dirname)`` as in smdebug 1.0.x: ``dirname`` is
+    that version's name of ``path``."""
+
+    def __init__(self, name: str, path=None, *args, dirname=None, **kwargs):
+        super().__init__(name, _one_of(path, dirname, "path", "dirname"), *args, **kwargs)
 
 
 class S3Trial(Trial):
-    """A trial on S3 (kept as a class for ``isinstance`` checks)."""
+    """A trial on S3. ``S3Trial(name, bucket_name=..., prefix_name=...)`` as in smdebug 1.0.x, or
+    ``S3Trial(name, "s3://bucket/prefix")``."""
+
+    def __init__(self, name: str, path=None, *args, bucket_name=None, prefix_name=None, **kwargs):
+        if bucket_name is not None:
+            if path is not None:
+                raise SMDebugValueError("Pass either path or bucket_name/prefix_name, not both")
+            path = f"s3://{bucket_name}/{(prefix_name or '').lstrip('/')}"
+        super().__init__(name, path, *args, **kwargs)
+
+
+def _one_of(value, alias, name: str, alias_name: str):
+    if value is not None and alias is not None:
+        raise SMDebugValueError(f"Pass either {name} or {alias_name}, not both")
+    value = value if value is not None else alias
+    if value is None:
+        raise SMDebugValueError(f"{name} is required")
+    return value

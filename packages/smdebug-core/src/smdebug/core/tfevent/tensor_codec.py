@@ -52,7 +52,8 @@ def make_numpy_array(value) -> np.ndarray:
     """Normalise what a user or plugin handed us into an ndarray (the on-disk conventions).
 
     ndarrays keep their shape (0-d stays 0-d); Python/numpy scalars become shape (1,) as in the original;
-    lists/tuples go through ``np.asarray``; strings become 1-element string arrays.
+    lists/tuples go through ``np.asarray``; strings become 1-element string arrays; a dict becomes a
+    0-d object array, as in the original (hooks refuse to save dicts: see ``BaseHook.to_numpy``).
     """
     if isinstance(value, np.ndarray):
         return value
@@ -63,7 +64,7 @@ def make_numpy_array(value) -> np.ndarray:
     if isinstance(value, (list, tuple)):
         return np.asarray(value)
     if isinstance(value, dict):
-        raise SMDebugTypeError("A dict cannot be saved as a tensor; save its values one by one")
+        return np.array(value)
     raise SMDebugTypeError(f"Cannot save a value of type {type(value).__name__} as a tensor")
 
 
@@ -337,13 +338,19 @@ def decode_tensor_event(payload: bytes):
     for value in ev.summary.value:
         if value.WhichOneof("value") != "tensor":
             raise SMDebugValueError(f"Event for {value.tag!r} does not hold a tensor")
-        mode, mode_step = ModeKeys.GLOBAL, ev.step
-        for pd in value.metadata.plugin_data:
-            if pd.plugin_name == MODE_STEP_PLUGIN_NAME:
-                mode_step = int(pd.content)
-            elif pd.plugin_name == MODE_PLUGIN_NAME:
-                mode = ModeKeys(int(pd.content))
+        mode, mode_step = summary_value_mode(value, ev.step)
         yield value.tag, tensor_proto_to_numpy(value.tensor), ev.step, mode, mode_step
+
+
+def summary_value_mode(value, step: int):
+    """``(mode, mode_step)`` of a summary value, from its plugin metadata (GLOBAL and ``step`` if absent)."""
+    mode, mode_step = ModeKeys.GLOBAL, step
+    for pd in value.metadata.plugin_data:
+        if pd.plugin_name == MODE_STEP_PLUGIN_NAME:
+            mode_step = int(pd.content)
+        elif pd.plugin_name == MODE_PLUGIN_NAME:
+            mode = ModeKeys(int(pd.content))
+    return mode, mode_step
 
 
 #: Records at least this large are decoded without copying their tensor bytes (content_span.py); below
