@@ -103,7 +103,7 @@ def mode_name(mode) -> str:
 def resolve_tensor_names(trial, patterns: Sequence[str], collections: Sequence[str] = ()) -> List[str]:
     """Tensor names for command-line patterns: an exact name, else a regular expression that must match
     whole names (``'gradient/.*'``); plus every tensor of the given collections. Order: as asked."""
-    import re
+    from smdebug.core.run_regex import PatternError, compile_bounded
 
     all_names = trial.tensor_names()
     out: List[str] = []
@@ -113,10 +113,10 @@ def resolve_tensor_names(trial, patterns: Sequence[str], collections: Sequence[s
             found = [pattern]
         else:
             try:
-                rx = re.compile(pattern)
-            except re.error as e:
+                rx = compile_bounded(pattern, whole=True)  # (matched in bounded time)
+            except PatternError as e:
                 raise CliError(f"{pattern!r} is neither a tensor of the run nor a valid regex ({e})") from None
-            found = [n for n in all_names if rx.fullmatch(n)]
+            found = [n for n in all_names if rx.search(n)]
         if not found:
             missing.append(pattern)
         out += [n for n in found if n not in out]

@@ -1140,7 +1140,10 @@ class BaseHook:
     def _mark_end(self) -> None:
         try:
             self._write_end_marker()
-        except StorageError as e:
+        except (StorageError, OSError) as e:
+            if self._failure is not None:  # (the failure that stopped saving was reported already)
+                logger.debug("smdebug: no end marker in %s: %s", self.out_dir, e)
+                return
             logger.warning(
                 "smdebug: could not mark %s as finished (%s); readers will treat the run as still running "
                 "(trial.treat_as_ended() reads it to its end).", self.out_dir, e)
