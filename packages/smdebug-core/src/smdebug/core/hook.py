@@ -45,6 +45,7 @@ from smdebug.core.locations import (
     WORKERS_ENDED_DIR,
     collections_file_name,
     worker_end_file_name,
+    worker_name_problem,
 )
 from smdebug.core.logger import get_logger
 from smdebug.core.modes import ModeKeys
@@ -675,6 +676,13 @@ class BaseHook:
         info = self._detect_worker()
         self.rank, size = info.rank, info.size
         self.worker = info.name or f"worker_{info.rank}"
+        problem = worker_name_problem(self.worker)
+        if problem is not None:
+            # (a name the reader cannot read back would make a run that looks empty)
+            logger.warning("smdebug: worker name %r (SMDEBUG_WORKER_NAME or the framework's) cannot name "
+                           "files: %s; this worker writes as 'worker_%d' instead", self.worker[:100], problem,
+                           info.rank)
+            self.worker = f"worker_{info.rank}"
         if self.include_workers == "one":
             self._is_writer = self.rank == 0
             self.num_workers = 1

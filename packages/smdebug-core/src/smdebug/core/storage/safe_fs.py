@@ -20,7 +20,10 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import threading
 from typing import Optional, Tuple
+
+from smdebug.exceptions import SMDebugError
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -43,9 +46,10 @@ _KINDS = (
 )
 
 
-class UnsafeFileError(OSError):
+class UnsafeFileError(SMDebugError, OSError):
     """Something other than a regular file (a link, a FIFO, a device, a folder) where smdebug reads or
-    writes a file. Readers turn it into the documented exception of the file's kind."""
+    writes a file. Readers turn it into the documented exception of the file's kind. (An OSError, so
+    code written for files keeps working; an SMDebugError, so the CLI shows it as a message.)"""
 
     def __init__(self, path: str, kind: str, expected: str = "a regular file"):
         super().__init__(errno.EINVAL, f"{path} is {kind}, not {expected} (smdebug reads and writes only "
@@ -174,7 +178,7 @@ def write_file_atomic(path: str, data: bytes, mode: int = 0o666) -> None:
     path = os.path.abspath(path)
     folder, base = os.path.split(path)
     os.makedirs(folder, exist_ok=True)
-    tmp = f"{base}.{os.getpid()}.tmp"
+    tmp = f"{base}.{os.getpid()}.{threading.get_ident()}.tmp"
     dir_fd = os.open(folder, DIR_FLAGS & ~_NOFOLLOW) if HAVE_DIR_FD else None  # (the user's folder: may be a link)
     try:
         tmp_name = tmp if dir_fd is not None else os.path.join(folder, tmp)
