@@ -82,9 +82,12 @@ def plant(path: str, kind: str, outside: Optional[str] = None) -> None:
         os.mknod(path, 0o600 | stat.S_IFCHR, os.makedev(1, 5))  # what /dev/zero is
     elif kind == "socket":
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        cwd = os.getcwd()
+        os.chdir(os.path.dirname(path))  # (a socket's path is limited to 108 bytes: bind a relative name)
         try:
-            s.bind(path)
+            s.bind(os.path.basename(path))
         finally:
+            os.chdir(cwd)
             s.close()  # the socket file stays
     else:
         raise ValueError(kind)

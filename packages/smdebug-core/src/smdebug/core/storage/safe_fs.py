@@ -23,7 +23,7 @@ import stat
 import threading
 from typing import Optional, Tuple
 
-from smdebug.exceptions import SMDebugError
+from smdebug.core.storage.errors import StorageError
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -46,18 +46,17 @@ _KINDS = (
 )
 
 
-class UnsafeFileError(SMDebugError, OSError):
+class UnsafeFileError(StorageError):
     """Something other than a regular file (a link, a FIFO, a device, a folder) where smdebug reads or
-    writes a file. Readers turn it into the documented exception of the file's kind. (An OSError, so
-    code written for files keeps working; an SMDebugError, so the CLI shows it as a message.)"""
+    writes a file. Readers turn it into the documented exception of the file's kind; a hook loses the
+    step it was writing (reported, as any storage failure) and goes on. (A StorageError: an OSError, so
+    code written for files keeps working, and an SMDebugError, so the CLI shows it as a message.)"""
 
     def __init__(self, path: str, kind: str, expected: str = "a regular file"):
-        super().__init__(errno.EINVAL, f"{path} is {kind}, not {expected} (smdebug reads and writes only "
-                                       "regular files and follows no link inside a run)", path)
+        super().__init__(f"{path} is {kind}, not {expected} (smdebug reads and writes only regular files "
+                         "and follows no link inside a run)", operation="open", key=path)
         self.kind = kind
-
-    def __str__(self) -> str:
-        return self.strerror
+        self.filename = path
 
 
 def describe_mode(mode: int) -> str:
