@@ -339,3 +339,34 @@ def test_the_root_itself_may_be_a_link(tmp_path):
     out = write_simple_run(tmp_path / "real")
     os.symlink(out, tmp_path / "alias")
     assert create_trial(str(tmp_path / "alias")).tensor("w").value(2).tolist() == [2.0] * 3
+
+
+# --- S3 prefixes: hostile keys ------------------------------------------------------------------------
+def test_hostile_s3_keys_never_become_paths_of_the_disk_cache(tmp_path, s3_run):
+    """Keys with ``..`` or absolute-looking parts are names in a bucket; with a disk cache they must not
+    put a file outside the cache folder, and an index naming an event file outside events/ is refused."""
+    import boto3
+
+    from _support import write_run
+
+    write_run(s3_run, range(3))
+    bucket, prefix = s3_run.path[len("s3://"):].split("/", 1)
+    client = boto3.client("s3")
+    body = s3_run.read("index/000000000/000000000001_worker_0.json")
+    for key in ("index/000000000/../../../../escape/000000000005_worker_0.json",
+                "index/000000000//abs/000000000006_worker_0.json"):
+        client.put_object(Bucket=bucket, Key=f"{prefix}/{key}", Body=body)
+    cache = tmp_path / "cache"
+    before = {str(p) for p in tmp_path.rglob("*")}
+    trial = create_trial(s3_run.path, cache_dir=str(cache))
+    assert 5 in trial.steps() and 6 in trial.steps()  # (names in the bucket: listed, read from S3)
+    for step in trial.steps():
+        trial.tensor("w").value(step)
+    new = {str(p) for p in tmp_path.rglob("*")} - before
+    assert all(p.startswith(str(cache) + os.sep) or p == str(cache) for p in new), sorted(new)
+    # an index pointing outside events/ is refused, on S3 too
+    doc = json.loads(body)
+    doc["meta"]["event_file_name"] = "../../../../etc/passwd"
+    s3_run.write("index/000000000/000000000007_worker_0.json", json.dumps(doc))
+    with pytest.raises(IndexReaderException, match="outside the run"):
+        create_trial(s3_run.path)
