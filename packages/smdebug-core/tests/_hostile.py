@@ -158,6 +158,13 @@ def add_collection(root, name: str, patterns, worker: str = "worker_0") -> None:
         json.dump(doc, f)
 
 
+def run_smdebug(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """The ``smdebug`` command of this environment (``python -m smdebug.cli`` without a console script)."""
+    exe = os.path.join(os.path.dirname(sys.executable), "smdebug")
+    cmd = [exe] if os.path.exists(exe) else [sys.executable, "-m", "smdebug.cli"]
+    return subprocess.run(cmd + [str(a) for a in args], capture_output=True, text=True, timeout=timeout)
+
+
 # --- memory ----------------------------------------------------------------------------------------
 _PEAK_SCRIPT = r"""
 import sys

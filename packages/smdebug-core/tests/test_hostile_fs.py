@@ -20,13 +20,13 @@ from _hostile import (
     peak_growth_reading,
     plant,
     put_record,
+    run_smdebug,
     set_location,
     shape_record,
     string_record,
     write_simple_run,
 )
 from _support import NumpyHook
-from conftest import run_smdebug
 from smdebug import SaveConfig
 from smdebug.exceptions import CollectionFileCorrupted, EventFileCorrupted, IndexReaderException
 from smdebug.trials import create_trial

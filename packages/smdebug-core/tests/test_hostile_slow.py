@@ -27,12 +27,12 @@ from _hostile import (
     peak_growth_reading,
     plant,
     put_record,
+    run_smdebug,
     shape_record,
     string_record,
     write_simple_run,
 )
 from _support import NumpyHook
-from conftest import run_smdebug
 from smdebug import SaveConfig
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(sys.platform == "win32", reason="POSIX file-system objects")]
