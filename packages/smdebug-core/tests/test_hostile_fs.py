@@ -238,7 +238,8 @@ def test_a_pattern_too_slow_even_for_the_regex_engine_is_set_aside(tmp_path, cap
     add_collection(out, "evil", ["(x+x+)+y", "^w$"])
     trial = create_trial(out)
     with caplog.at_level("WARNING", logger="smdebug"):
-        assert trial.tensor_names(collection="evil") == ["w", "xxy"]
+        # set aside for every name (also "xxy", which it would match): the answer never depends on order
+        assert trial.tensor_names(collection="evil") == ["w"]
     assert trial.collection("evil").refused_regex == ["(x+x+)+y"]
     assert "took more than" in caplog.text
     doc = json.loads(run_smdebug("ls", out, "--json", timeout=60).stdout)

@@ -125,7 +125,7 @@ def resolve_tensor_names(trial, patterns: Sequence[str], collections: Sequence[s
         if coll is None:
             raise CliError(f"no collection {cname!r} in the run (it has: {', '.join(sorted(trial.collections())) or 'none'})",
                            EXIT_NOT_FOUND)
-        out += [n for n in all_names if coll.matches(n) and n not in out]
+        out += [n for n in coll.members(all_names) if n not in out]
     if missing:
         raise CliError(f"no tensor matches {', '.join(repr(m) for m in missing)}{suggest(missing[0], all_names)}",
                        EXIT_NOT_FOUND)

@@ -63,7 +63,8 @@ def collect(trial, collection=None, regex=None, tensors=True) -> dict:
     names = trial.tensor_names()
     colls = trial.collections()
     coll_names = sorted(colls)
-    membership = {n: [cn for cn in coll_names if colls[cn].matches(n)] for n in names}
+    members = {cn: set(colls[cn].members(names)) for cn in coll_names}
+    membership = {n: [cn for cn in coll_names if n in members[cn]] for n in names}
 
     shown = names
     if collection is not None:

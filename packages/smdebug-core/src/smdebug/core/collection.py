@@ -173,6 +173,17 @@ class Collection:
     def matches(self, name: str) -> bool:
         return name in self._tensor_names or self.matches_regex(name)
 
+    def members(self, names: Iterable[str]) -> List[str]:
+        """The names (in their order) this collection holds. A pattern read from a run that is set aside
+        while matching (too slow, see run_regex) is set aside for every name: the answer is asked again
+        without it, so it never depends on which name came first."""
+        names = list(names)
+        refused = len(self.refused_regex)
+        out = [n for n in names if self.matches(n)]
+        if len(self.refused_regex) != refused:
+            out = [n for n in names if self.matches(n)]
+        return out
+
     # --- configs ----------------------------------------------------------------------------
     @property
     def save_config(self) -> Optional[SaveConfig]:

@@ -508,7 +508,7 @@ class Trial:
             names = {n for n in names if any(c.search(n) for c in compiled)}
         elif collection is not None:
             coll = collection if isinstance(collection, Collection) else self.collection(collection)
-            names = {n for n in names if coll.matches(n)}
+            names = set(coll.members(names))
         if not names and (regex is not None or collection is not None):
             logger.warning("No tensors matched %s", regex if regex is not None else collection)
         return sorted(names)

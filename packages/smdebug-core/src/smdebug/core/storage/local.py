@@ -185,29 +185,39 @@ class LocalStorage(Storage):
         return [p for p in parts[:-1] if p], parts[-1]
 
     def _open_file(self, key: str):
-        """(fd, size) of the regular file ``key``, opened without following any link below the root."""
+        """(fd, size) of the regular file ``key``, opened without following any link below the root.
+        (Paid per value a trial reads: one key check, and the folder's descriptor from a small cache.)"""
         if not HAVE_DIR_FD:
-            return open_regular(self._path(key), display=self._path(key))
-        folders, name = self._split(key)
-        display = self._path(key)
-        if not folders:
-            return open_regular(name, self._root_fd(), display)
-        folder = "/".join(folders)
-        with self._lock:
-            dir_fd = self._fds.dirs.get(folder)
-            if dir_fd is not None:
-                self._fds.dirs.move_to_end(folder)
-                return open_regular(name, dir_fd, display)
-        dir_fd = open_dir_beneath(self._root_fd(), folders, display=self.root)
-        with self._lock:
-            if folder in self._fds.dirs:  # another thread opened it meanwhile
-                os.close(dir_fd)
-                dir_fd = self._fds.dirs[folder]
-            else:
-                self._fds.dirs[folder] = dir_fd
-                while len(self._fds.dirs) > self._MAX_OPEN_DIRS:
-                    os.close(self._fds.dirs.popitem(last=False)[1])
-            return open_regular(name, dir_fd, display)
+            path = self._path(key)
+            return open_regular(path, display=path)
+        folder, _, name = self._check_key(key).rpartition("/")
+        try:
+            if not folder:
+                return open_regular(name, self._root_fd())
+            with self._lock:
+                return open_regular(name, self._dir_fd_locked(folder))
+        except UnsafeFileError as e:
+            if e.filename == name:  # (named relative to its folder: say which file of the run it is)
+                raise UnsafeFileError(self._root_sep + key, e.kind, e.expected) from None
+            raise
+
+    def _dir_fd_locked(self, folder: str) -> int:
+        """The descriptor of ``folder`` (a key), from the cache or opened relative to its parent's
+        (itself cached: a trial reading step after step opens one new folder per step). Lock held."""
+        dirs = self._fds.dirs
+        fd = dirs.get(folder)
+        if fd is not None:
+            dirs.move_to_end(folder)
+            return fd
+        parent, _, last = folder.rpartition("/")
+        parent_fd = self._dir_fd_locked(parent) if parent else self._root_fd()
+        fd = open_dir(last, parent_fd, self._root_sep + folder) if last else os.dup(parent_fd)
+        dirs[folder] = fd
+        if len(dirs) > self._MAX_OPEN_DIRS:
+            for old in list(dirs)[: len(dirs) - self._MAX_OPEN_DIRS]:
+                if old != folder and not folder.startswith(old + "/"):  # (never the folders just used)
+                    os.close(dirs.pop(old))
+        return fd
 
     def _parent_fd(self, key: str, create: bool = False):
         """(descriptor of the folder holding ``key``, owned by the caller or None; name in it)."""

@@ -56,6 +56,7 @@ class UnsafeFileError(StorageError):
         super().__init__(f"{path} is {kind}, not {expected} (smdebug reads and writes only regular files "
                          "and follows no link inside a run)", operation="open", key=path)
         self.kind = kind
+        self.expected = expected
         self.filename = path
 
 
