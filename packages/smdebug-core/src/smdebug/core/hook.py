@@ -72,6 +72,8 @@ from smdebug.exceptions import (
 )
 
 SCALAR_PREFIX = "scalar/"
+#: a claim file holds a pid (and a host); a larger one planted in out_dir is never read whole
+_MAX_CLAIM_BYTES = 4096
 logger = get_logger()
 
 
@@ -738,7 +740,7 @@ class BaseHook:
             self._claimed = True
             return True
         try:
-            owner = int(self._storage.read(CLAIM_FILE).strip() or 0)
+            owner = int(self._storage.read(CLAIM_FILE, 0, _MAX_CLAIM_BYTES).strip() or 0)
         except FileNotFoundError:
             owner = None  # released since we looked: just try again
         except (OSError, ValueError):
@@ -780,7 +782,7 @@ class BaseHook:
                 return self._claim_taken()  # created and removed under us twice: just write
             etag, age = stat
             try:
-                owner = json.loads(storage.read(CLAIM_FILE))
+                owner = json.loads(storage.read(CLAIM_FILE, 0, _MAX_CLAIM_BYTES))
                 owner_pid, owner_host = int(owner.get("pid", 0)), str(owner.get("host", ""))
             except (FileNotFoundError, ValueError, TypeError, AttributeError, StorageAccessDenied):
                 owner_pid, owner_host = 0, ""
