@@ -185,7 +185,7 @@ def test_absurd_index_locations_raise_the_documented_error(tmp_path, start, leng
 
 
 # --- 3. FIFOs, devices, folders where files belong: no hang ------------------------------------------
-@pytest.mark.timeout(60)
+@pytest.mark.timeout(600)
 @pytest.mark.parametrize("kind", ["fifo", "dir", "link_dev_zero"])
 def test_index_collections_and_event_files_that_are_not_regular_files(tmp_path, kind):
     out = write_simple_run(tmp_path / "run")
@@ -198,14 +198,14 @@ def test_index_collections_and_event_files_that_are_not_regular_files(tmp_path, 
             create_trial(out)
         assert info.value.path.endswith("000000000001_worker_0.json") and info.value.step == 1
         assert create_trial(out, skip_damaged=True).steps() == [0, 2]
-        _assert_clean_cli_error(run_smdebug("ls", out, timeout=40), "000000000001_worker_0.json")
+        _assert_clean_cli_error(run_smdebug("ls", out, timeout=240), "000000000001_worker_0.json")
 
     out2 = write_simple_run(tmp_path / "run2")
     plant(event_path(out2, 1), kind)
     with pytest.raises(EventFileCorrupted) as info:
         create_trial(out2).tensor("w").value(1)
     assert info.value.step == 1 and info.value.path.endswith("000000000001_worker_0.tfevents")
-    _assert_clean_cli_error(run_smdebug("show", out2, "w", "--step", "1", timeout=40), "tfevents")
+    _assert_clean_cli_error(run_smdebug("show", out2, "w", "--step", "1", timeout=240), "tfevents")
 
     out3 = write_simple_run(tmp_path / "run3")
     plant(collections_path(out3), kind)
@@ -214,11 +214,11 @@ def test_index_collections_and_event_files_that_are_not_regular_files(tmp_path, 
     else:
         with pytest.raises(CollectionFileCorrupted):
             create_trial(out3)
-        _assert_clean_cli_error(run_smdebug("ls", out3, timeout=40), "collections")
+        _assert_clean_cli_error(run_smdebug("ls", out3, timeout=240), "collections")
 
 
 # --- 4. slow regexes from a run ----------------------------------------------------------------------------
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(600)
 def test_catastrophic_include_regex_from_a_run_is_bounded(tmp_path):
     """The issue's case: ``^(a+)+$`` against ``'a' * 40 + '!'`` (minutes with Python's re)."""
     name = "a" * 40 + "!"
@@ -227,11 +227,11 @@ def test_catastrophic_include_regex_from_a_run_is_bounded(tmp_path):
     trial = create_trial(out)
     assert trial.tensor_names(collection="evil") == ["aaaa"]  # the right answer, at once
     for args in (("ls", out), ("ls", out, "--json"), ("ls", out, "--collection", "evil")):
-        proc = run_smdebug(*args, timeout=60)
+        proc = run_smdebug(*args, timeout=180)
         assert proc.returncode == 0, proc.stderr
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(600)
 def test_a_pattern_too_slow_even_for_the_regex_engine_is_set_aside(tmp_path, caplog):
     name = "x" * 5000
     out = write_simple_run(tmp_path / "run", names=["w", name, "xxy"])
@@ -242,11 +242,11 @@ def test_a_pattern_too_slow_even_for_the_regex_engine_is_set_aside(tmp_path, cap
         assert trial.tensor_names(collection="evil") == ["w"]
     assert trial.collection("evil").refused_regex == ["(x+x+)+y"]
     assert "took more than" in caplog.text
-    doc = json.loads(run_smdebug("ls", out, "--json", timeout=60).stdout)
+    doc = json.loads(run_smdebug("ls", out, "--json", timeout=180).stdout)
     assert {c["name"]: c["refused_regex"] for c in doc["collections"]}["evil"] == ["(x+x+)+y"]
     assert create_trial(out).tensor_names(collection="weights") == ["w"]  # the run's own collections
     # the CLI's --regex is bounded the same way
-    proc = run_smdebug("ls", out, "--regex", "(x+x+)+y", timeout=60)
+    proc = run_smdebug("ls", out, "--regex", "(x+x+)+y", timeout=180)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
 
 

@@ -48,7 +48,7 @@ PLACES = {
     "events step folder": lambda run: os.path.dirname(event_path(run, 1)),
     "events folder": lambda run: os.path.join(run, "events"),
 }
-PROBE_TIMEOUT = 60  # seconds: a probe still running then has hung
+PROBE_TIMEOUT = 300  # seconds: a probe still running then has hung (generous: CI machines get loaded)
 
 
 def _probe(run: str) -> dict:
