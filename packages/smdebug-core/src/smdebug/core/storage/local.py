@@ -137,8 +137,10 @@ class LocalStorage(Storage):
     # A trial reads the records of a small step file in one read and keeps it for a while: a rule reads
     # several tensors of each step, and a read costs about as much for the whole file as for one record.
     read_ahead = int(os.environ.get("SMDEBUG_LOCAL_READ_AHEAD", 64 << 10))
-    #: folder descriptors kept for reading (a trial reads step after step, each step in its own folder)
-    _MAX_OPEN_DIRS = 64
+    #: folder descriptors kept for reading: a trial reads step after step, each step in its own folder
+    #: under events/, and its index files from index/<n>/. Few, as a trial is freed only by the cyclic
+    #: garbage collector (and its descriptors with it): many trials opened in a loop must not run out.
+    _MAX_OPEN_DIRS = 8
 
     def __init__(self, root: str):
         self.root = os.path.abspath(root)
