@@ -172,7 +172,7 @@ def test_slow_regexes_against_every_command(tmp_path):
         for args in (("ls",), ("ls", "--json"), ("ls", "--regex", pattern), ("report", "-o", "{}.html")):
             took = {}
             for which, where in (("plain", plain), ("evil", run)):
-                argv = [args[0], where] + [a.format(where) for a in args[1:]]
+                argv = [args[0], where] + [where + ".html" if a == "{}.html" else a for a in args[1:]]
                 started = time.monotonic()
                 proc = run_smdebug(*argv, timeout=900)  # (re: hours; a hang fails here)
                 took[which] = time.monotonic() - started
