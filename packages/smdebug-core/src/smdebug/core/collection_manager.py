@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Dict, Optional
 
+from smdebug.core.run_regex import Budget
 from smdebug.core.collection import Collection, _Mutations
 from smdebug.core.locations import COLLECTIONS_DIR, DEFAULT_COLLECTIONS_FILE_NAME
 from smdebug.exceptions import CollectionFileCorrupted, SMDebugTypeError
@@ -110,8 +111,9 @@ class CollectionManager:
         if not isinstance(colls, dict):
             raise CollectionFileCorrupted("'collections' must be an object of name -> collection", path)
         cm = cls()
+        budget = Budget(str(path) if path else "the collections file")  # (its patterns are untrusted)
         for name, params in colls.items():
-            cm.collections[name] = cls.collection_class.from_dict(params, path)
+            cm.collections[name] = cls.collection_class.from_dict(params, path, budget=budget)
         meta = data.get("_meta") or {}
         try:
             n = int(meta.get("num_workers", 1)) if isinstance(meta, dict) else 1

@@ -45,6 +45,7 @@ from smdebug.core.locations import (
     WORKERS_ENDED_DIR,
     collections_file_name,
     worker_end_file_name,
+    worker_name_problem,
 )
 from smdebug.core.logger import get_logger
 from smdebug.core.modes import ModeKeys
@@ -73,6 +74,8 @@ from smdebug.exceptions import (
 )
 
 SCALAR_PREFIX = "scalar/"
+#: a claim file holds a pid (and a host); a larger one planted in out_dir is never read whole
+_MAX_CLAIM_BYTES = 4096
 logger = get_logger()
 
 
@@ -675,6 +678,13 @@ class BaseHook(LegacyHookMethods):
         info = self._detect_worker()
         self.rank, size = info.rank, info.size
         self.worker = info.name or f"worker_{info.rank}"
+        problem = worker_name_problem(self.worker)
+        if problem is not None:
+            # (a name the reader cannot read back would make a run that looks empty)
+            logger.warning("smdebug: worker name %r (SMDEBUG_WORKER_NAME or the framework's) cannot name "
+                           "files: %s; this worker writes as 'worker_%d' instead", self.worker[:100], problem,
+                           info.rank)
+            self.worker = f"worker_{info.rank}"
         if self.include_workers == "one":
             self._is_writer = self.rank == 0
             self.num_workers = 1
@@ -730,7 +740,7 @@ class BaseHook(LegacyHookMethods):
             self._claimed = True
             return True
         try:
-            owner = int(self._storage.read(CLAIM_FILE).strip() or 0)
+            owner = int(self._storage.read(CLAIM_FILE, 0, _MAX_CLAIM_BYTES).strip() or 0)
         except FileNotFoundError:
             owner = None  # released since we looked: just try again
         except (OSError, ValueError):
@@ -772,7 +782,7 @@ class BaseHook(LegacyHookMethods):
                 return self._claim_taken()  # created and removed under us twice: just write
             etag, age = stat
             try:
-                owner = json.loads(storage.read(CLAIM_FILE))
+                owner = json.loads(storage.read(CLAIM_FILE, 0, _MAX_CLAIM_BYTES))
                 owner_pid, owner_host = int(owner.get("pid", 0)), str(owner.get("host", ""))
             except (FileNotFoundError, ValueError, TypeError, AttributeError, StorageAccessDenied):
                 owner_pid, owner_host = 0, ""
@@ -1191,7 +1201,10 @@ class BaseHook(LegacyHookMethods):
     def _mark_end(self) -> None:
         try:
             self._write_end_marker()
-        except StorageError as e:
+        except (StorageError, OSError) as e:
+            if self._failure is not None:  # (the failure that stopped saving was reported already)
+                logger.debug("smdebug: no end marker in %s: %s", self.out_dir, e)
+                return
             logger.warning(
                 "smdebug: could not mark %s as finished (%s); readers will treat the run as still running "
                 "(trial.treat_as_ended() reads it to its end).", self.out_dir, e)

@@ -19,6 +19,7 @@ import json
 import os
 from typing import Any, Dict, Optional
 
+from smdebug.core.storage.safe_fs import UnsafeFileError, read_regular
 from smdebug.core.collection import CollectionKeys
 from smdebug.core.logger import get_logger
 from smdebug.core.modes import ModeKeys
@@ -200,12 +201,17 @@ def apply_collection_configs(get_collection, coll_configs: Dict[str, dict]) -> N
                 setattr(coll, attr, cfg[attr])
 
 
+MAX_CONFIG_BYTES = 16 << 20
+
+
 def load_hook_config(json_file_path: Optional[str] = None, default_save_interval: Optional[int] = None) -> dict:
     path = config_file_path(json_file_path)
     if not os.path.exists(path):
         raise FileNotFoundError(f"Hook configuration file not found: {path}")
-    with open(path, "rb") as f:
-        raw = f.read()
+    try:  # (a regular file of sane size only: a FIFO there would block the training script for good)
+        raw = read_regular(path, limit=MAX_CONFIG_BYTES)
+    except (UnsafeFileError, ValueError) as e:
+        raise InvalidConfigurationError(f"Hook configuration {path}: {e}") from None
     try:
         data = json.loads(raw)
     except (ValueError, UnicodeDecodeError, RecursionError) as e:  # RecursionError: absurd nesting

@@ -17,6 +17,7 @@ from typing import Dict, List, Optional
 
 from smdebug.core.logger import get_logger
 from smdebug.core.modes import ModeKeys
+from smdebug.core.storage.safe_fs import write_file_atomic
 
 DEFAULT_CHECKPOINT_CONFIG_FILE = "/opt/ml/input/config/checkpointconfig.json"
 METADATA_FILENAME = "metadata.json"
@@ -108,8 +109,6 @@ class StateStore:
         are now are the new reference for :meth:`checkpoint_updated`."""
         self.states.append(state)
         os.makedirs(self.dir, exist_ok=True)
-        tmp = os.path.join(self.dir, METADATA_FILENAME + ".tmp")
-        with open(tmp, "w") as f:
-            json.dump(self.states, f)
-        os.replace(tmp, os.path.join(self.dir, METADATA_FILENAME))
+        # (never through a link planted at the file's name or its temporary name)
+        write_file_atomic(os.path.join(self.dir, METADATA_FILENAME), json.dumps(self.states).encode())
         self._snapshot = self._checkpoint_files()

@@ -31,6 +31,7 @@ from smdebug.core.locations import (
 from smdebug.core.logger import get_logger
 from smdebug.core.modes import ModeKeys
 from smdebug.core.storage.base import Storage, get_storage, is_s3_path, parse_s3_path
+from smdebug.core.storage.safe_fs import UnsafeFileError
 from smdebug.core.tensor import StepState, Tensor
 from smdebug.core.tfevent.index_file import IndexEntry, IndexFile, event_file_key, parse_index_file
 from smdebug.core.tfevent.tensor_codec import decode_tensor_record
@@ -180,7 +181,11 @@ class Trial:
         damaged files are skipped with a warning (all damaged: no collections, one worker per file)."""
         for k in files:
             try:
-                return self.collection_manager.loads(self.storage.read(k), self.storage.full_path(k))
+                try:
+                    raw = self.storage.read(k)
+                except UnsafeFileError as e:  # a FIFO, device, folder or link where the file belongs
+                    raise CollectionFileCorrupted(str(e), self.storage.full_path(k)) from None
+                return self.collection_manager.loads(raw, self.storage.full_path(k))
             except CollectionFileCorrupted as e:
                 if not self.skip_damaged:
                     raise
@@ -285,9 +290,11 @@ class Trial:
                 parsed.append((k, step, worker))
             else:
                 self._read_keys.add(k, self._list_token)
-        raws = self.storage.read_many([(k, 0, None) for k, _, _ in parsed]) if parsed else []
+        raws = self._read_index_files(parsed)
         for (k, step, worker), raw in zip(parsed, raws):
             try:
+                if isinstance(raw, UnsafeFileError):
+                    raise IndexReaderException(str(raw), self.storage.full_path(k), step)
                 f = parse_index_file(self.storage.full_path(k), step, worker, raw)
             except IndexReaderException as e:
                 if self.skip_damaged:
@@ -298,6 +305,22 @@ class Trial:
             self._add_file(k, f)
         self._generation += 1
         self._update_token()
+
+    def _read_index_files(self, parsed: List[Tuple[str, int, str]]) -> list:
+        """The bytes of each index file, or the UnsafeFileError of one that is not a regular file."""
+        if not parsed:
+            return []
+        try:
+            return self.storage.read_many([(k, 0, None) for k, _, _ in parsed])
+        except UnsafeFileError:
+            pass  # (rare: find which ones, one by one)
+        out = []
+        for k, _, _ in parsed:
+            try:
+                out.append(self.storage.read(k))
+            except UnsafeFileError as e:
+                out.append(e)
+        return out
 
     def _list_index_keys(self, start_after: Optional[str], settled: bool) -> List[str]:
         """Index keys after ``start_after``, with no file of a worker missing before its last one listed.
@@ -522,7 +545,7 @@ class Trial:
             names = {n for n in names if any(c.search(n) for c in compiled)}
         elif collection is not None:
             coll = collection if isinstance(collection, Collection) else self.collection(collection)
-            names = {n for n in names if coll.matches(n)}
+            names = set(coll.members(names))
         if not names and (regex is not None or collection is not None):
             logger.warning("No tensors matched %s", regex if regex is not None else collection)
         return sorted(names)
@@ -771,6 +794,8 @@ class Trial:
             try:
                 raw = self._read_record_bytes(f, key, start, length)
                 break
+            except UnsafeFileError as e:  # a FIFO, device, folder or link where the event file belongs
+                raise EventFileCorrupted(str(e), self.storage.full_path(key), f.step) from None
             except FileNotFoundError:
                 attempts += 1
                 later_exists = any(
@@ -806,7 +831,7 @@ class Trial:
         try:
             for i, raw in zip(missing, self.storage.read_many([requests[i] for i in missing]) if missing else []):
                 raws[i] = raw
-        except FileNotFoundError:
+        except (FileNotFoundError, UnsafeFileError):  # (one value at a time says which step, and how)
             return [tensor.value(s, mode, worker) for s in steps]
         out = []
         for (f, e), raw, (key, start, length) in zip(plan, raws, requests):

@@ -103,14 +103,40 @@ def numpy_to_tensor_proto(arr: np.ndarray, tag: str, out: Optional[TensorProto] 
 
 
 #: A record states its shape; without content bytes (TF's "splat" form: one value for every element)
-#: the decoder would allocate whatever the shape says. Refuse more than this many bytes that way.
-MAX_SPLAT_BYTES = 1 << 30
+#: the decoder would allocate whatever the shape says. Refuse more than this many bytes that way: a record
+#: of a few bytes must not become an arbitrarily large array.
+MAX_SPLAT_BYTES = 16 << 20
+#: numpy's fixed-width string arrays take (longest string) x (count) x 4 bytes. A string tensor is
+#: returned that way (as the original did) only while that is at most this many times the bytes of its
+#: strings (plus a little); otherwise, e.g. one long string among many short ones, as an array of Python
+#: str objects (dtype object), whose size follows the record's.
+STRING_EXPANSION_LIMIT = 8
+#: more dimensions than numpy supports cannot be a tensor we wrote (and are not multiplied out)
+MAX_RANK = 64
+
+
+def _string_array(raw_values) -> np.ndarray:
+    values = [v.decode("utf-8", errors="replace") for v in raw_values]
+    if not values:
+        return np.array([], dtype=str)
+    longest = max(map(len, values))
+    stored = sum(map(len, raw_values)) + 2 * len(values)  # each value costs its bytes + key + length
+    if longest * len(values) * 4 <= STRING_EXPANSION_LIMIT * stored + 4096:
+        return np.array(values)
+    arr = np.empty(len(values), dtype=object)
+    arr[:] = values
+    return arr
 
 
 def tensor_proto_to_numpy(tp: TensorProto, content=None) -> np.ndarray:
     """The array a TensorProto holds. ``content``: its ``tensor_content`` given separately (a view on the
-    bytes read, see :mod:`~smdebug.core.tfevent.content_span`), for a ``tp`` parsed without it."""
+    bytes read, see :mod:`~smdebug.core.tfevent.content_span`), for a ``tp`` parsed without it.
+
+    Memory stays bounded by the record's size: content must match the shape exactly, strings never
+    become a fixed-width array much larger than they are, and a splat is capped (MAX_SPLAT_BYTES)."""
     dims = tp.tensor_shape.dim
+    if len(dims) > MAX_RANK:
+        raise SMDebugValueError(f"Tensor has {len(dims)} dimensions, more than {MAX_RANK}")
     shape = (dims[0].size,) if len(dims) == 1 else tuple([d.size for d in dims])  # (1-d: the usual case)
     if shape and min(shape) < 0:
         raise SMDebugValueError(f"Tensor shape {shape} has a negative dimension")
@@ -118,8 +144,7 @@ def tensor_proto_to_numpy(tp: TensorProto, content=None) -> np.ndarray:
     if dt >= _DT_REF_OFFSET:
         dt -= _DT_REF_OFFSET
     if dt in (_DT_INVALID, _DT_STRING):
-        values = [v.decode("utf-8", errors="replace") for v in tp.string_val]
-        arr = np.array(values) if values else np.array([], dtype=str)
+        arr = _string_array(tp.string_val)
         if math.prod(shape) == arr.size:
             arr = arr.reshape(shape)
         return arr
