@@ -48,7 +48,8 @@ TEST_TOOLS = ["pytest", "pytest-xdist", "pytest-timeout"]
 # A test that hangs fails after this many seconds instead of eating CI's budget (override: -- --timeout=N).
 TEST_TIMEOUT = "--timeout=900"
 CORE_TEST_DEPS = TEST_TOOLS + ["hypothesis", "pandas", "tensorboard", "boto3", "moto[server]", "matplotlib"]
-RULES_TEST_DEPS = ["boto3", "moto[server]"]
+# boto3/moto: rule results written to s3:// and SNS actions; matplotlib: `smdebug report` shows rule verdicts
+RULES_TEST_DEPS = ["boto3", "moto[server]", "matplotlib"]
 # Extra requirements of the demo and the benchmarks (both also get torch, pinned by _torch_requirement()).
 DEMO_DEPS: List[str] = []
 # boto3/moto: the S3 read benchmark talks to a moto server; matplotlib: the scaling chart;

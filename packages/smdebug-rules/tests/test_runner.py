@@ -11,31 +11,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from smdebug import SaveConfig
 from smdebug.exceptions import SMDebugValueError
 from smdebug.rules import find_rule, list_rules, run_rules
 from smdebug.rules.results import ERROR, ISSUES, NO_ISSUES
 from smdebug.trials import create_trial
 
-from _hooks import NumpyHook
+from _hooks import write_run
 
 SCRIPTS = Path(__file__).parent / "scripts"
-
-
-def write_run(path, grad_means, close=True, delay=0.0):
-    hook = NumpyHook(out_dir=str(path), save_config=SaveConfig(save_interval=1),
-                     include_collections=["gradients", "losses"])
-    for step, mean in enumerate(grad_means):
-        hook.begin_step()
-        hook.record("gradient/w", np.full(4, mean, np.float32))
-        hook.record("loss", np.float32(2.0 - 0.1 * step))
-        hook.end_step()
-        if delay:
-            hook.flush()
-            time.sleep(delay)
-    if close:
-        hook.close()
-    return str(path)
 
 
 def smdebug_cli(*args, timeout=120):

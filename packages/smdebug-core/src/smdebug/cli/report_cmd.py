@@ -34,7 +34,8 @@ WEIGHT_COLLECTIONS = ("weights", "biases")
 GRADIENT_COLLECTIONS = ("gradients",)
 MAX_SCALAR_CHARTS = 24
 
-STATUS_CLASS = {"NoIssuesFound": "ok", "IssuesFound": "bad", "Error": "err", "InProgress": "wait"}
+STATUS_CLASS = {"NoIssuesFound": "ok", "IssuesFound": "bad", "Error": "err", "InProgress": "wait",
+                "NotEvaluated": "err"}  # nothing to evaluate is not a pass
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -347,6 +348,8 @@ def _rules_section(report) -> str:
         if total > len(shown):
             shown.append(f"… {total - len(shown)} more")
         detail = "<br>".join(shown)
+        if r.get("detail"):  # NotEvaluated: what the rule looked for and what the run has
+            detail = (detail + "<br>" if detail else "") + _e(r["detail"])
         if r.get("error"):
             detail = (detail + "<br>" if detail else "") + f"error: {_e(r['error'])}"
         params = ", ".join(f"{k}={v}" for k, v in (r.get("params") or {}).items())

@@ -70,10 +70,11 @@ def _show(args) -> int:
 
 class _Progress:
     """What goes to stderr while rules run: findings and errors as they happen, and a tqdm progress bar
-    (on a terminal, once the work has taken more than a second; always with --progress; never with -q,
-    --no-progress or when stderr is not a terminal)."""
+    (on a terminal, once the work has taken more than a second -- at once when following a run, long work
+    by nature; always with --progress; never with -q, --no-progress or when stderr is not a terminal)."""
 
-    def __init__(self, quiet: bool, bar: Optional[bool], total: Optional[int], stream=sys.stderr):
+    def __init__(self, quiet: bool, bar: Optional[bool], total: Optional[int], follow: bool = False,
+                 stream=sys.stderr):
         self.quiet = quiet
         self.stream = stream
         self.bar = None
@@ -86,7 +87,7 @@ class _Progress:
         except ImportError:  # pragma: no cover - tqdm is a dependency
             return
         self.bar = tqdm(total=total, desc="evaluating", unit="step", file=stream, leave=bool(bar),
-                        delay=0 if bar else 1.0, dynamic_ncols=True)
+                        delay=0 if (bar or follow) else 1.0, dynamic_ncols=True)
 
     def say(self, line: str) -> None:
         if self.quiet:
@@ -139,14 +140,15 @@ def _run(args) -> int:
         # a job that is just starting has no collection files yet: --follow waits for them (up to --timeout)
         wait = (args.timeout if args.follow else 0.0)
         trial = _open(args.trial, args.follow, range_steps=range_steps, wait_for_collections=wait)
-        others = [_open(p.strip(), args.follow, wait_for_collections=wait) for p in args.other_trials.split(",") if p.strip()]
+        others = [_open(p.strip(), args.follow, wait_for_collections=wait)
+                  for p in args.other_trials.split(",") if p.strip()]
     except (SMDebugError, OSError, ImportError) as e:
         return fail(str(e))
     total = None
     if not args.follow:
         total = len([s for s in trial.steps() if s >= args.start_step
                      and (args.end_step is None or s < args.end_step)])
-    progress = _Progress(args.quiet, args.progress, total)
+    progress = _Progress(args.quiet, args.progress, total, follow=args.follow)
     saver = _Saver(args.output)
     if not args.quiet:
         verb = "following" if args.follow else "evaluating"

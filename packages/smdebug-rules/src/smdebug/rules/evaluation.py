@@ -214,9 +214,14 @@ def describe_run(trial) -> str:
     except SMDebugError as e:
         return f"an index that cannot be read ({e})"
     if not steps:
-        what = "no steps"
+        begin, end = getattr(trial, "range_steps", None) or (None, None)
+        within = "" if begin is None and end is None else (
+            f" from step {begin or 0}" + (f" to {end - 1}" if end is not None else ""))
+        what = f"no steps{within}"
     else:
         modes = ", ".join(f"{m} {n}" for m, n in sorted(counts.items()))
         what = f"{len(steps)} step{'s' if len(steps) != 1 else ''} {steps[0]}-{steps[-1]} ({modes})"
-    shown = ", ".join(collections[:10]) + (", ..." if len(collections) > 10 else "")
-    return f"{what}; collections {shown or 'none'}; {_names(names)}"
+    # the collections that hold tensors of the run (a hook exports its empty default collections too)
+    holding = [c for c in collections if any(trial.collection(c).matches(n) for n in names)]
+    shown = ", ".join(holding[:10]) + (", ..." if len(holding) > 10 else "")
+    return f"{what}; collections {shown or 'none with tensors'}; {_names(names)}"
