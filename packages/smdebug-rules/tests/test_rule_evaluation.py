@@ -209,3 +209,18 @@ def test_damage_met_inside_a_rule_is_raised_with_the_file_and_step(tmp_path):
     with pytest.raises(EventFileCorrupted) as info:
         invoke_rule(CarelessRule(create_trial(path)))
     assert info.value.step == 1 and info.value.path == event
+
+
+def test_a_damaged_index_file_is_an_error_naming_it(tmp_path):
+    path = write_run(tmp_path / "run", [1e-3] * 4)
+    index = os.path.join(path, "index", "000000000", "000000000002_worker_0.json")
+    with open(index, "r+") as f:  # cut in the middle of its payload (its meta still reads)
+        text = f.read()
+        f.seek(0)
+        f.write(text[: len(text) // 2])
+        f.truncate()
+    result = run_rules(path, ["vanishing_gradient", "dead_relu", CarelessRule])
+    for r in result.rules:
+        assert r.status == ERROR and r.error.startswith("IndexReaderException: ") and r.error_step == 2, r
+        assert r.error_file == index and index in r.error
+    assert result.exit_code == 2

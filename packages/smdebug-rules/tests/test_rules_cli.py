@@ -107,6 +107,8 @@ def test_quiet_prints_nothing_but_json_when_asked(runs):
     assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", "")
     proc = smdebug("rules", "run", runs["vanishing"], "--rule", "vanishing_gradient", "-q", "--json")
     assert proc.returncode == 1 and proc.stderr == "" and json.loads(proc.stdout)["status"] == ISSUES
+    proc = smdebug("rules", "run", runs["missing"], "--rule", "vanishing_gradient", "-q")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (2, "", "")
 
 
 def test_a_misspelt_rule_is_an_error_with_the_close_names(runs):

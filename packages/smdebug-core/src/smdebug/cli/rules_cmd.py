@@ -40,6 +40,7 @@ exit status:
   1  issues found
   2  error: a rule could not be built or failed, data cannot be read, bad arguments or unknown rule
   3  not evaluated: no rule fired and none failed, but a rule found nothing it could evaluate
+  130  interrupted (Ctrl-C): the table and the result document show what was evaluated so far
 
 `smdebug rules list` shows every rule, `smdebug rules show NAME` its parameters and formula."""
 
@@ -93,7 +94,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--output", "-o", metavar="FILE",
                      help="write the JSON result document here, a local path or s3://bucket/key (while "
                           "following: rewritten every few seconds)")
-    run.add_argument("--json", action="store_true", help="print the JSON result document on stdout instead of the table")
+    run.add_argument("--json", action="store_true",
+                     help="print the JSON result document on stdout instead of the table")
     run.add_argument("--quiet", "-q", action="store_true",
                      help="print nothing (no verdict table, findings or progress); the exit status tells")
     bar = run.add_mutually_exclusive_group()

@@ -10,7 +10,7 @@ verdict it earned: judged real data, had nothing to judge, or met unreadable dat
 
 from __future__ import annotations
 
-from typing import List, Set
+from typing import List, Optional, Set
 
 from smdebug.exceptions import SMDebugError
 
@@ -18,9 +18,10 @@ from smdebug.exceptions import SMDebugError
 class ReadLog:
     """Filled by a trial while open (``with trial.read_log() as log: ...``)."""
 
-    __slots__ = ("values", "tensors", "steps", "damage")
+    __slots__ = ("values", "tensors", "steps", "damage", "_open_logs")
 
-    def __init__(self):
+    def __init__(self, open_logs: Optional[List["ReadLog"]] = None):
+        self._open_logs = open_logs  # the trial's list of open logs, which notifies each of them
         #: values returned: raw values and stored reductions, read from storage or from the trial's cache
         self.values = 0
         #: names of the tensors those values belong to
@@ -30,6 +31,15 @@ class ReadLog:
         #: errors raised for unreadable data (MissingEventFile, EventFileCorrupted, IndexReaderException),
         #: in the order met; each names the file and the step
         self.damage: List[SMDebugError] = []
+
+    def __enter__(self) -> "ReadLog":
+        if self._open_logs is not None:
+            self._open_logs.append(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._open_logs is not None:
+            self._open_logs.remove(self)
 
     def note_read(self, name: str, step: int) -> None:
         self.values += 1

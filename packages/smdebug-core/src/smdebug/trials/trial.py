@@ -12,8 +12,7 @@ import os
 import re
 import time
 from collections import OrderedDict, deque
-from contextlib import contextmanager
-from typing import Deque, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import Deque, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
@@ -255,17 +254,11 @@ class Trial:
     # ------------------------------------------------------------------------------------------
     # what a reader read (rules: judged data vs nothing to judge vs unreadable data)
     # ------------------------------------------------------------------------------------------
-    @contextmanager
-    def read_log(self) -> Iterator[ReadLog]:
-        """Record, while the block runs, every value this trial returns and every damaged or missing file
-        it raises for (:class:`~smdebug.trials.read_log.ReadLog`), even when the reader catches the
-        exception. Costs nothing while no log is open."""
-        log = ReadLog()
-        self._read_logs.append(log)
-        try:
-            yield log
-        finally:
-            self._read_logs.remove(log)
+    def read_log(self) -> ReadLog:
+        """``with trial.read_log() as log:`` records, while the block runs, every value this trial returns
+        and every damaged or missing file it raises for (:class:`~smdebug.trials.read_log.ReadLog`), even
+        when the reader catches the exception. Costs nothing while no log is open."""
+        return ReadLog(self._read_logs)
 
     def _note_read(self, name: str, step: int) -> None:
         for log in self._read_logs:

@@ -171,7 +171,7 @@ def _run(args) -> int:
         progress.close()
         return fail(str(e))
     progress.close()
-    code = result.exit_code
+    code = 130 if result.interrupted else result.exit_code  # Ctrl-C: the shell's convention
     try:
         saver.save(result)
     except (SMDebugError, OSError, ValueError) as e:

@@ -66,8 +66,7 @@ class _Step:
 class Evaluation:
     """A rule's record of what it evaluated (``rule.evaluation``), kept across steps and calls."""
 
-    def __init__(self, rule_name: str = "rule"):
-        self.rule_name = rule_name
+    def __init__(self):
         #: steps judged on real data
         self.steps = 0
         #: the last of them
@@ -116,33 +115,32 @@ class _Watch:
         self.step = step
         self.trials = [t for t in trials if hasattr(t, "read_log")]  # duck-typed trials: no log
         self.record = _Step(evaluation)
-        self._logs = []
+        self._logs: List = []
         self._token = None
 
     def __enter__(self) -> _Step:
-        self._logs = [(t, t.read_log()) for t in self.trials]
-        opened = []
         try:
-            for trial, manager in self._logs:
-                opened.append((trial, manager, manager.__enter__()))
+            for trial in self.trials:
+                self._logs.append((trial, trial.read_log().__enter__()))
         except BaseException:
-            for _, manager, _ in reversed(opened):
-                manager.__exit__(None, None, None)
+            self._close()
             raise
-        self._logs = opened
         self._token = _CURRENT.set(self.record)
         return self.record
 
+    def _close(self) -> None:
+        for _, log in self._logs:
+            log.__exit__(None, None, None)
+
     def __exit__(self, exc_type, exc, tb) -> bool:
         _CURRENT.reset(self._token)
+        self._close()
         reads, tensors, damage = 0, set(), None
-        for trial, manager, log in reversed(self._logs):
-            manager.__exit__(None, None, None)
+        for trial, log in self._logs:
             reads += log.values
             tensors |= log.tensors
             if log.damage and damage is None and not getattr(trial, "skip_damaged", False):
                 damage = log.damage[0]
-        self._logs = []
         if damage is not None and not isinstance(exc, UNREADABLE):
             # unreadable data met at this step, whatever the rule made of it: the verdict is an Error
             raise damage from exc

@@ -54,7 +54,7 @@ class Rule(ABC):
         """What the rule evaluated so far (steps judged on real data, tensors read, what it looked for)."""
         ev = self.__dict__.get("_evaluation")
         if ev is None:  # created on first use: subclasses may set attributes before calling __init__
-            ev = self.__dict__["_evaluation"] = Evaluation(getattr(self, "rule_name", type(self).__name__))
+            ev = self.__dict__["_evaluation"] = Evaluation()
         return ev
 
     def mark_evaluated(self, *tensor_names: str) -> None:

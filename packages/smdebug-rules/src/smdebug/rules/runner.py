@@ -221,7 +221,7 @@ def _evaluate_step(active: Iterable[_Active], step: int, max_findings: int, on_e
             if e.end_of_rule:
                 a.done = True
         except UNREADABLE as e:  # before _SKIP: MissingEventFile is a TensorUnavailableForStep
-            logger.error("%s: unreadable data at step %d: %s", a.result.name, step, e)
+            logger.debug("%s: unreadable data at step %d: %s", a.result.name, step, e)
             _fail(a, e, step, on_event)
         except _SKIP as e:
             logger.debug("%s: nothing to evaluate at step %d: %s", a.result.name, step, e)

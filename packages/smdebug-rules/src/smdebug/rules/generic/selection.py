@@ -68,4 +68,3 @@ def scalar(value) -> float:
     import numpy as np
 
     return float(np.asarray(value).reshape(-1)[0])
-
