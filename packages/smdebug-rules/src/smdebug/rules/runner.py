@@ -100,6 +100,8 @@ def run_rules(
     :param stop_training_on_issue: give every rule a StopTraining action (stops the job writing the trial
         at its next step boundary when any rule fires).
     :param max_findings: findings kept per rule (the rest are only counted).
+    :param on_event: called with ("finding" | "error" | "done", rule result, finding or None) as it happens.
+    :param on_progress: called with the RunResult after each step and, while following, between polls.
     """
     from smdebug.trials import create_trial
 
@@ -152,6 +154,8 @@ def run_rules(
                 break
             if not steps:
                 _check_idle(active, result.last_step, max_findings, on_event)
+                if on_progress is not None:  # findings made while idle reach the caller's output too
+                    on_progress(result)
                 time.sleep(poll_interval)
     except KeyboardInterrupt:
         result.interrupted = True
