@@ -53,7 +53,8 @@ TEST_TIMEOUT = "--timeout=900"
 # Python package only: the tests launch Debian's chromium, no browser is downloaded)
 CORE_TEST_DEPS = TEST_TOOLS + ["hypothesis", "pandas", "tensorboard", "boto3", "moto[server]", "matplotlib", "bokeh",
                                "playwright"]
-RULES_TEST_DEPS = ["boto3", "moto[server]"]
+# boto3/moto: rule results written to s3:// and SNS actions; bokeh: `smdebug report` shows rule verdicts
+RULES_TEST_DEPS = ["boto3", "moto[server]", "bokeh"]
 # Extra requirements of the demo and the benchmarks (both also get torch, pinned by _torch_requirement()).
 DEMO_DEPS: List[str] = []
 # boto3/moto: the S3 read benchmark talks to a moto server; matplotlib: the scaling chart;

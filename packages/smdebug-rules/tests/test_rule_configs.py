@@ -41,6 +41,28 @@ def test_rule_groups():
         rule_configs.get_rule_groups("pytorch")
 
 
+@pytest.mark.parametrize("group", [*rule_configs.MXNET, *rule_configs.TENSORFLOW, *rule_configs.PYTORCH,
+                                   *rule_configs.XGBOOST])
+def test_every_rule_of_every_group_is_registered(group):
+    for config in rule_configs.get_rule_groups(group):
+        find_rule(config["DebugRuleConfiguration"]["RuleParameters"]["rule_to_invoke"])
+
+
+def test_the_xgboost_group_runs_on_an_xgboost_run(tmp_path):
+    pytest.importorskip("xgboost")
+    from _xgboost_runs import train_xgboost, xgboost_data
+    from smdebug.rules import run_rules
+
+    x, y = xgboost_data(n=200)
+    path = train_xgboost(tmp_path / "run", {"objective": "binary:logistic", "max_depth": 2}, x, y, rounds=3)
+    names = [c["DebugRuleConfiguration"]["RuleParameters"]["rule_to_invoke"]
+             for c in rule_configs.get_rule_groups(rule_configs.XGBOOST.SIMPLE)]
+    assert names == ["TreeDepth", "ClassImbalance"]
+    result = run_rules(str(path), names)
+    assert [r.error for r in result.rules] == [None, None]
+    assert result.rules[0].status == "NoIssuesFound" and result.rules[0].steps_evaluated == 3
+
+
 def test_merged_collections_make_a_valid_hook_config(tmp_path):
     merged = rule_configs.hook_collection_configs(rule_configs.vanishing_gradient(), rule_configs.dead_relu(),
                                                   rule_configs.create_xgboost_report(),

@@ -36,6 +36,7 @@ from smdebug.core.tensor import StepState, Tensor
 from smdebug.core.tfevent.index_file import IndexEntry, IndexFile, event_file_key, parse_index_file
 from smdebug.core.tfevent.tensor_codec import decode_tensor_record
 from smdebug.trials.read_cache import ReadIndexFilesCache
+from smdebug.trials.read_log import ReadLog
 from smdebug.exceptions import (
     CollectionFileCorrupted,
     EventFileCorrupted,
@@ -145,6 +146,7 @@ class Trial:
         self._spans: "OrderedDict[str, List[Tuple[int, bytes]]]" = OrderedDict()
         self._span_bytes = 0
         self._span_budget = _env_int("SMDEBUG_TRIAL_SPAN_CACHE_BYTES", 64 << 20)
+        self._read_logs: List[ReadLog] = []  # open read_log() blocks
 
         self._load_collections(wait_for_collections)
         self.refresh_data()
@@ -268,6 +270,23 @@ class Trial:
         self.loaded_all_steps = False
         self.refresh_data()
 
+    # ------------------------------------------------------------------------------------------
+    # what a reader read (rules: judged data vs nothing to judge vs unreadable data)
+    # ------------------------------------------------------------------------------------------
+    def read_log(self) -> ReadLog:
+        """``with trial.read_log() as log:`` records, while the block runs, every value this trial returns
+        and every damaged or missing file it raises for (:class:`~smdebug.trials.read_log.ReadLog`), even
+        when the reader catches the exception. Costs nothing while no log is open."""
+        return ReadLog(self._read_logs)
+
+    def _note_read(self, name: str, step: int) -> None:
+        for log in self._read_logs:
+            log.note_read(name, step)
+
+    def _note_damage(self, error) -> None:
+        for log in self._read_logs:
+            log.note_damage(error)
+
     def _read_new_index_files(self, settled: bool = False) -> None:
         start_after = self._list_token
         keys = [
@@ -285,7 +304,9 @@ class Trial:
                     logger.warning("Skipping %s", e)
                     self._read_keys.add(k, self._list_token)
                     continue
-                raise IndexReaderException("Invalid File Found", self.storage.full_path(k)) from None
+                error = IndexReaderException("Invalid File Found", self.storage.full_path(k))
+                self._note_damage(error)
+                raise error from None
             if self._in_range(step):
                 parsed.append((k, step, worker))
             else:
@@ -301,6 +322,7 @@ class Trial:
                     logger.warning("Skipping damaged index file: %s", e)
                     self._read_keys.add(k, self._list_token)
                     continue
+                self._note_damage(e)
                 raise
             self._add_file(k, f)
         self._generation += 1
@@ -426,6 +448,7 @@ class Trial:
         except IndexReaderException as e:
             if not self.skip_damaged:
                 self._unparsed.appendleft(f)
+                self._note_damage(e)
                 raise
             logger.warning("Skipping damaged index file: %s", e)
             f.mark_damaged()
@@ -555,6 +578,7 @@ class Trial:
             return f.tensor_names()
         except IndexReaderException as e:
             if not self.skip_damaged:
+                self._note_damage(e)
                 raise
             logger.warning("Skipping damaged index file: %s", e)
             f.mark_damaged()
@@ -596,6 +620,10 @@ class Trial:
         for n in sorted(names, key=suffix):
             try:
                 out.append(self.tensor(n).value(step, mode))
+            except MissingEventFile as e:  # saved, but its file is gone: not the same as "not saved"
+                if not self.skip_damaged:
+                    raise
+                logger.warning("Skipping damaged step %s of %s: %s", step, n, e)
             except TensorUnavailableForStep:
                 continue
         return out
@@ -724,10 +752,18 @@ class Trial:
             raise
 
     def _read_value(self, f: IndexFile, name: str, location: Tuple[int, int]) -> np.ndarray:
-        key = self._event_path(f, name)
-        start, length = location
-        raw = self._read_event_bytes(f, name, key, start, length)
-        return self._decode(f, name, raw, key)
+        try:
+            key = self._event_path(f, name)
+            start, length = location
+            raw = self._read_event_bytes(f, name, key, start, length)
+            value = self._decode(f, name, raw, key)
+        except (IndexReaderException, MissingEventFile) as e:
+            if self._read_logs:
+                self._note_damage(e)
+            raise
+        if self._read_logs:
+            self._note_read(name, f.step)
+        return value
 
     # --- remote reads: one request for neighbouring records ---------------------------------------
     def _span_lookup(self, key: str, start: int, length: int) -> Optional[bytes]:
@@ -824,7 +860,18 @@ class Trial:
                 raise TensorUnavailableForStep(name, s, mode, has_reductions=name in f.reductions)
             plan.append((f, location))
         if tensor.cache and all((f.step, f.worker) in tensor._values for f, _ in plan):
+            for f, _ in plan:
+                self._note_read(name, f.step)
             return [tensor._values[(f.step, f.worker)] for f, _ in plan]
+        try:
+            return self._read_planned(tensor, name, steps, mode, worker, plan)
+        except (IndexReaderException, MissingEventFile) as e:
+            if self._read_logs:
+                self._note_damage(e)
+            raise
+
+    def _read_planned(self, tensor: Tensor, name: str, steps: Sequence[int], mode, worker: Optional[str],
+                      plan: List[Tuple[IndexFile, Tuple[int, int]]]) -> List[np.ndarray]:
         requests = [(self._event_path(f, name), loc[0], loc[1]) for f, loc in plan]
         raws: List[Optional[bytes]] = [self._span_lookup(*r) for r in requests]
         missing = [i for i, raw in enumerate(raws) if raw is None]
@@ -841,6 +888,8 @@ class Trial:
             value = self._decode(f, name, raw, key)
             if tensor.cache:
                 tensor._values[(f.step, f.worker)] = value
+            if self._read_logs:
+                self._note_read(name, f.step)
             out.append(value)
         return out
 

@@ -12,7 +12,7 @@ from typing import List
 
 import numpy as np
 
-from smdebug.exceptions import SMDebugValueError, StepUnavailable, TensorUnavailableForStep
+from smdebug.exceptions import MissingEventFile, SMDebugValueError, StepUnavailable, TensorUnavailableForStep
 from smdebug.rules.generic.selection import select_tensors
 from smdebug.rules.params import as_float, as_list, in_range
 from smdebug.rules.rule import Rule
@@ -31,6 +31,8 @@ def batches_at(trial, name: str, step: int) -> List[np.ndarray]:
     for worker in workers:
         try:
             values.append(np.asarray(tensor.value(step, worker=worker)))
+        except MissingEventFile:
+            raise  # saved, but its file is gone: an error, not "not saved"
         except TensorUnavailableForStep:  # only reductions or a shape saved by that worker
             continue
     if len(values) > 1 and all(v.ndim >= 1 and v.shape[1:] == values[0].shape[1:] for v in values):

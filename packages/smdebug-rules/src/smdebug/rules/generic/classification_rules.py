@@ -16,6 +16,7 @@ from typing import List, Optional, Tuple
 import numpy as np
 
 from smdebug.exceptions import SMDebugValueError
+from smdebug.rules.evaluation import looking_for
 from smdebug.rules.generic.activation_rules import _check_regexes, batches_at
 from smdebug.rules.generic.input_rules import StepSums
 from smdebug.rules.generic.selection import select_tensors
@@ -143,9 +144,10 @@ class Confusion(_LabelsAndPredictions):
 
     def _names(self, name: str, collection: str) -> List[str]:
         if self.base_trial.has_tensor(name):
+            looking_for(f"tensor {name!r}", [name])
             return [name]
-        coll = self.base_trial.collection(collection)
-        return [n for n in self.base_trial.tensor_names() if coll.matches(n)]
+        looking_for(f"tensor {name!r}", [])
+        return select_tensors(self.base_trial, [collection], [])
 
     def confusion_matrix(self, step: int) -> Optional[np.ndarray]:
         """The step's confusion matrix (rows: labels, columns: predictions), None if nothing to pair."""
@@ -173,6 +175,7 @@ class Confusion(_LabelsAndPredictions):
     def invoke_at_step(self, step):
         matrix = self.confusion_matrix(step)
         if matrix is None:
+            self.not_evaluated("needs labels and predictions saved at the same step, with class ids that pair up")
             return False
         for i, row in enumerate(matrix):
             total = int(row.sum())
@@ -260,12 +263,15 @@ class ClassImbalance(_LabelsAndPredictions):
 
         for s in self._counts.steps_to_read(saved_steps, step):
             self._counts.add(s, self._contribution(s, label_names, prediction_names))
-        if self._counts.parts.get(step) is None:
+        if self._counts.parts.get(step) is None:  # no labels at this step: nothing new to judge
+            self.not_evaluated("judges at steps where labels were saved")
             return False
         counts, wrong, compared = self._counts.total(step)
         total = int(counts.sum())
         if total < self.samples or total == 0:
+            self.not_evaluated(f"{total} labels seen; judges after samples={self.samples}")
             return False
+        self.mark_evaluated(*label_names)
         present = np.flatnonzero(counts)
         most, least = present[np.argmax(counts[present])], present[np.argmin(counts[present])]
         ratio = counts[most] / counts[least]

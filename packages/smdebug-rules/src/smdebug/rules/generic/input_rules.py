@@ -144,6 +144,8 @@ class CheckInputImages(Rule):
         return None if sums is None else (sums, counts, samples)
 
     def invoke_at_step(self, step):
+        # reads of earlier steps (evaluation started late) are not a judgement of this one
+        self.not_evaluated("judges at steps where an image tensor (>= 3 dimensions) was saved")
         for name in select_tensors(self.base_trial, [], self.regex):
             stats = self._stats.setdefault(name, StepSums(_add_channel_stats))
             for s in stats.steps_to_read(self.base_trial.tensor(name).steps, step):
@@ -153,7 +155,10 @@ class CheckInputImages(Rule):
                 continue
             sums, counts, samples = stats.total(step)[current[0].shape]
             if samples < self.threshold_samples:
+                self.not_evaluated(f"{name}: {samples} images seen; judges after threshold_samples="
+                                   f"{self.threshold_samples}")
                 continue
+            self.mark_evaluated(name)
             means = sums / np.maximum(counts, 1)
             worst = int(np.nanargmax(np.abs(means))) if not np.all(np.isnan(means)) else 0
             if abs(means[worst]) > self.threshold_mean:

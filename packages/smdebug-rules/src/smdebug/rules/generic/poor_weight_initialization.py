@@ -8,7 +8,8 @@ from typing import Dict, Optional, Tuple
 import numpy as np
 
 from smdebug.core.modes import ModeKeys
-from smdebug.exceptions import SMDebugValueError, TensorUnavailableForStep
+from smdebug.exceptions import MissingEventFile, SMDebugValueError, TensorUnavailableForStep
+from smdebug.rules.evaluation import looking_for
 from smdebug.rules.generic.loss_rules import (
     LossSelection,
     NoImprovement,
@@ -77,12 +78,16 @@ class PoorWeightInitialization(Rule):
     def _value(self, name: str, step: int) -> Optional[np.ndarray]:
         try:
             value = np.asarray(self.base_trial.tensor(name).value(step), dtype=np.float64)
-        except (TensorUnavailableForStep, TypeError, ValueError):
+        except MissingEventFile:
+            raise  # saved, but its file is gone: an error, not "not saved"
+        except (TensorUnavailableForStep, TypeError, ValueError):  # not saved here, or not numbers
             return None
         return value
 
     def _activations(self, names, step) -> Optional[str]:
         variances = {}
+        for regex in self._activation_regexes:
+            looking_for(f"tensors matching {regex.pattern!r}", [n for n in names if regex.search(n)])
         for name in names:
             if any(r.search(name) for r in self._activation_regexes):
                 value = self._value(name, step)
@@ -102,6 +107,7 @@ class PoorWeightInitialization(Rule):
 
     def _gradients(self, names, step) -> Optional[str]:
         coll = self.base_trial.collections().get(GRADIENTS)
+        looking_for(f"collection {GRADIENTS!r}", [n for n in names if coll.matches(n)] if coll is not None else [])
         if coll is None:
             return None
         for name in names:
@@ -136,6 +142,7 @@ class PoorWeightInitialization(Rule):
 
     def invoke_at_step(self, step):
         if step >= self.steps:
+            self.not_evaluated(f"judges the first steps={self.steps} global steps only")
             return False
         names = self.base_trial.tensor_names(step=step)
         return self._activations(names, step) or self._gradients(names, step) or self._loss(step) or False
