@@ -4,6 +4,7 @@
   smdebug rules show vanishing_gradient
   smdebug rules run TRIAL --rule vanishing_gradient --param threshold=1e-6 \
                           --rule exploding_tensor [--follow] [--stop-training] [--output results.json]
+  smdebug rules run TRIAL        # no --rule: the recommended rules for the framework that wrote TRIAL
 
 --param and --action apply to the --rule before them. Exit status of `run`: 0 no issues found (or the
 run is still training and none so far), 1 issues found, 2 error (a rule could not run, bad arguments).
@@ -45,8 +46,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     run = sub.add_parser("run", help="evaluate rules over a run (finished, or live with --follow)",
                          formatter_class=argparse.RawDescriptionHelpFormatter)
     run.add_argument("trial", help="the run's directory or s3:// path")
-    run.add_argument("--rule", dest="rules", action=_AddRule, metavar="NAME", required=True,
-                     help="a rule to evaluate (repeatable)")
+    run.add_argument("--rule", dest="rules", action=_AddRule, metavar="NAME", default=None,
+                     help="a rule to evaluate (repeatable); none: the recommended rules for the run's framework")
     run.add_argument("--param", action=_AddParam, metavar="KEY=VALUE", help="parameter of the preceding --rule")
     run.add_argument("--action", action=_AddParam, metavar="JSON",
                      help="action string of the preceding --rule (e.g. '{\"name\": \"stoptraining\"}')")
