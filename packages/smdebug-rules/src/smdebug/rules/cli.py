@@ -91,7 +91,8 @@ class _Progress:
 
 def _run(args) -> int:
     progress = _Progress(args.quiet)
-    requests = [(r["name"], r["params"], r["action"]) for r in args.rules]
+    # no --rule: the recommended rules of the run's framework (run_rules picks them once the run is open)
+    requests = [(r["name"], r["params"], r["action"]) for r in args.rules] if args.rules else None
     others = [p.strip() for p in args.other_trials.split(",") if p.strip()]
     output = args.output
 
@@ -103,7 +104,8 @@ def _run(args) -> int:
 
     if not args.quiet:
         mode = "following" if args.follow else "evaluating"
-        print(f"{mode} {', '.join(r['name'] for r in args.rules)} on {args.trial}", file=sys.stderr)
+        names = ", ".join(r["name"] for r in args.rules) if args.rules else "the recommended rules"
+        print(f"{mode} {names} on {args.trial}", file=sys.stderr)
     try:
         result = run_rules(args.trial, requests, other_trials=others, start_step=args.start_step,
                            end_step=args.end_step, follow=args.follow, timeout=args.timeout,
