@@ -113,7 +113,7 @@ def main(argv=None):
 
     broken = os.path.join(base, "lr_too_high")
     shutil.rmtree(broken, ignore_errors=True)
-    print(f"\n== 2. lr=200, followed live by the recommended rules, which stop training when one fires ==")
+    print("\n== 2. lr=200, followed live by the recommended rules, which stop training when one fires ==")
     ran = {}
     with np.errstate(all="ignore"):
         trainer = threading.Thread(target=lambda: ran.setdefault("steps", train(broken, lr=200.0, step_time=0.03)))

@@ -99,6 +99,12 @@ class ActivationLayer:
         return cls(name, type_, inputs, outputs)
 
 
+def io_regex(name: str, label: str, index: Optional[int] = None) -> str:
+    """Regex of the names the PyTorch and MXNet hooks give a module's (block's) inputs (``label="input"``) or
+    outputs: ``<name>_input_<i>``, as in smdebug 1.0.x; only the ``index``-th when given."""
+    return "^" + re.escape(name) + "_" + label + "_" + (r"\d+" if index is None else str(index)) + "$"
+
+
 def _matching(regex: Optional[str], names: Iterable[str]) -> List[str]:
     if not regex:
         return []

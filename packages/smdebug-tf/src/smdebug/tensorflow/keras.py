@@ -30,11 +30,12 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from smdebug.core import activations
 from smdebug.core.collection import CollectionKeys
 from smdebug.core.hook import BaseHook, logger
 from smdebug.core.modes import ModeKeys
 from smdebug.exceptions import SMDebugTypeError
-from smdebug.tensorflow import capture
+from smdebug.tensorflow import capture, layers
 from smdebug.tensorflow.base import LOSS_RE, TFHookMixin
 from smdebug.tensorflow.utils import device_reductions, flatten_tensors, is_bias, variable_name
 
@@ -201,6 +202,7 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
             self._offered.clear()
         self._registered = model
         self._layer_map = capture.layer_names(model)
+        activations.add_to_collections(self, layers.activation_layers(model, self._layer_map))
         self._variables = []
         for v in model.weights:
             name = variable_name(v)

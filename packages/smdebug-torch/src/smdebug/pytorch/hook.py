@@ -14,7 +14,6 @@ optimizer applies them.
 from __future__ import annotations
 
 import itertools
-import re
 import weakref
 from typing import Dict, List, Optional, Tuple
 
@@ -148,8 +147,8 @@ class Hook(BaseHook):
         name = type(loss_module).__name__
         self._names[loss_module] = name
         if layers.is_classification_loss(loss_module):
-            self.get_collection(CollectionKeys.PREDICTIONS).include("^" + re.escape(name) + "_input_0$")
-            self.get_collection(CollectionKeys.LABELS).include("^" + re.escape(name) + "_input_1$")
+            self.get_collection(CollectionKeys.PREDICTIONS).include(layers.io_regex(name, "input", 0))
+            self.get_collection(CollectionKeys.LABELS).include(layers.io_regex(name, "input", 1))
         self._loss_handles.append(loss_module.register_forward_hook(self._on_forward))
 
     def register_optimizer(self, optimizer) -> None:

@@ -30,12 +30,11 @@ one: right for the usual ``(batch, classes)`` scores, not for per-pixel ``(batch
 
 from __future__ import annotations
 
-import re
 from typing import Callable, Dict, List, Optional
 
 import torch
 
-from smdebug.core.activations import ActivationLayer
+from smdebug.core.activations import ActivationLayer, io_regex
 
 _KINDS = (
     (("ReLU", "ReLU6"), "relu"),
@@ -59,11 +58,6 @@ def activation_kind(module) -> Optional[str]:
         if isinstance(module, classes):
             return kind
     return None
-
-
-def io_regex(name: str, label: str) -> str:
-    """The names the hook gives a module's inputs (``label="input"``) or outputs: ``<name>_input_<i>``."""
-    return "^" + re.escape(name) + "_" + label + r"_\d+$"
 
 
 def activation_layers(model: torch.nn.Module, name_of: Callable[[torch.nn.Module], Optional[str]]
