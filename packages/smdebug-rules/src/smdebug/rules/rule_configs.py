@@ -90,6 +90,12 @@ _FRAMEWORK_PARAMETERS: Dict[str, Dict[str, Dict[str, str]]] = {
     # the predictions of these hooks are class scores (a loss module's first input, a Keras model's output)
     "pytorch": {"ClassImbalance": {"argmax": "True"}},
     "mxnet": {"ClassImbalance": {"argmax": "True"}},
+    # NaN is a value of XGBoost's tree tables (a split with no category): judge what NaN breaks
+    "xgboost": {"ExplodingTensor": {"collection_names": "losses,metrics,predictions"}},
+}
+# framework -> rule -> the collections it reads instead of _COLLECTIONS'
+_FRAMEWORK_COLLECTIONS: Dict[str, Dict[str, List[tuple]]] = {
+    "xgboost": {"ExplodingTensor": [("losses", _TAPERED), ("metrics", _TAPERED), ("predictions", _TAPERED)]},
 }
 
 
@@ -109,9 +115,13 @@ def _config(rule: str, framework: Optional[str] = None) -> dict:
         "DebugRuleConfiguration": {"RuleConfigurationName": rule,
                                    "RuleParameters": {"rule_to_invoke": rule, **rule_parameters(rule, framework)}},
         "CollectionConfigurations": [
-            {"CollectionName": name, "CollectionParameters": dict(params)} for name, params in _COLLECTIONS.get(rule, [])
+            {"CollectionName": name, "CollectionParameters": dict(params)} for name, params in _collections(rule, framework)
         ],
     }
+
+
+def _collections(rule: str, framework: Optional[str]) -> List[tuple]:
+    return _FRAMEWORK_COLLECTIONS.get(framework, {}).get(rule) or _COLLECTIONS.get(rule, [])
 
 
 def vanishing_gradient(framework=None):
@@ -238,6 +248,7 @@ RECOMMENDED: Dict[str, Tuple[str, ...]] = {
     "pytorch": _DEEP_LEARNING_RECOMMENDED,
     "tensorflow": _DEEP_LEARNING_RECOMMENDED,
     "mxnet": _DEEP_LEARNING_RECOMMENDED,
+    # (LossNotDecreasing also flags a validation loss that rises: boosting on past the best round)
     "xgboost": ("ExplodingTensor", "LossNotDecreasing"),
 }
 _RECOMMENDED_GROUPS = {MXNET.RECOMMENDED: "mxnet", TENSORFLOW.RECOMMENDED: "tensorflow",
@@ -261,7 +272,7 @@ def recommended_collections(framework: str) -> List[str]:
     """The collections the recommended rules for ``framework`` read (what ``Hook.recommended`` saves)."""
     names: List[str] = []
     for rule in _recommended_names(framework):
-        names.extend(c for c, _ in _COLLECTIONS.get(rule, []) if c not in names)
+        names.extend(c for c, _ in _collections(rule, framework) if c not in names)
     if "losses" not in names:
         names.append("losses")  # always worth having, and every hook saves it anyway
     return names
