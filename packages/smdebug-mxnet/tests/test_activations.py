@@ -9,7 +9,7 @@ from mxnet.gluon import nn
 
 import smdebug.mxnet as smd
 from smdebug.core.activations import ACTIVATION_COLLECTIONS, activation_layers
-from smdebug.core.run_info import framework_of
+from smdebug.core.testing import TAPERED_SAVED_STEPS, check_recommended_run
 
 
 class OddNames(gluon.Block):
@@ -82,17 +82,13 @@ def test_activation_blocks_fill_their_collections_whatever_their_names(out_dir):
         np.testing.assert_array_equal(trial.tensor("softmaxcrossentropyloss0_input_1").value(step), y)
 
 
-@pytest.mark.parametrize("steps, saved", [
-    (30, list(range(10)) + [10, 20]),
-    (3000, list(range(10)) + [10, 20, 40, 80, 160, 320, 500, 1000, 1500, 2000, 2500]),
-])
+RECOMMENDED_HERE = ("weights", "gradients", "losses", "inputs", "relu_activations", "tanh_activations")
+
+
+@pytest.mark.parametrize("steps, saved", sorted(TAPERED_SAVED_STEPS.items()))
 def test_recommended_hook_saves_what_the_recommended_rules_need(out_dir, steps, saved):
     mx.random.seed(0)
     hook = smd.Hook.recommended(out_dir)
     _train(OddNames(prefix="odd_"), hook, steps=steps, batch=4)
     assert not hook.disabled
-    trial = smd.create_trial(out_dir)
-    assert trial.steps() == saved
-    assert framework_of(trial) == "mxnet"
-    for coll in ("weights", "gradients", "losses", "inputs", "relu_activations", "tanh_activations"):
-        assert trial.tensor_names(step=saved[-1], collection=coll), coll
+    check_recommended_run(out_dir, "mxnet", saved, RECOMMENDED_HERE)

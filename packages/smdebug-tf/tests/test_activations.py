@@ -14,7 +14,7 @@ from keras import layers
 
 import smdebug.tensorflow as smd
 from smdebug.core.activations import ACTIVATION_COLLECTIONS, activation_layers
-from smdebug.core.run_info import framework_of
+from smdebug.core.testing import TAPERED_SAVED_STEPS, check_recommended_run
 
 
 def odd_names(seed=0):
@@ -53,27 +53,61 @@ def test_activation_layers_fill_their_collections_whatever_their_names(out_dir):
 
     # (a functional model's layers are named by their own path: no model prefix)
     assert names("relu_activations") == ["clip/inputs", "clip/inputs_1", "clip/outputs", "clip/outputs_1",
-                                         "hidden/outputs"]
+                                         "hidden/activation_inputs", "hidden/outputs"]
     assert names("tanh_activations") == ["squash/inputs", "squash/outputs"]
     assert names("leaky_relu_activations") == ["leaky/inputs", "leaky/outputs"]
-    assert names("softmax_activations") == ["probs/outputs"]
+    assert names("softmax_activations") == ["probs/activation_inputs", "probs/outputs"]
+    # a fused activation's input is the layer's pre-activation, which is not the layer's input
+    assert "hidden/activation_inputs" not in trial.tensor_names(collection="layers")
     assert names("sigmoid_activations") == names("gelu_activations") == []
     for step in trial.steps():
         np.testing.assert_allclose(trial.tensor("squash/outputs").value(step),
                                    np.tanh(trial.tensor("squash/inputs").value(step)), rtol=1e-5, atol=1e-6)
-        # the fused Dense(activation="relu")'s output is the ReLU's: no negative value
-        assert trial.tensor("hidden/outputs").value(step).min() >= 0
+        # the fused Dense(activation="relu"): its output is the ReLU of the captured pre-activation, which is the
+        # dense transformation of the layer's input (the model's input here)
+        pre = trial.tensor("hidden/activation_inputs").value(step)
+        np.testing.assert_array_equal(trial.tensor("hidden/outputs").value(step), np.maximum(pre, 0))
+        assert pre.min() < 0
+        probs = trial.tensor("probs/outputs").value(step)
+        logits = trial.tensor("probs/activation_inputs").value(step)
+        np.testing.assert_allclose(probs, np.exp(logits) / np.exp(logits).sum(1, keepdims=True), rtol=1e-5)
     # the model's input, batch by batch
     np.testing.assert_array_equal(trial.tensor("inputs").value(1), x[8:])
 
     layers_found = activation_layers(trial)
     assert set(layers_found) == set(ACTIVATION_COLLECTIONS)
     relus = {l.name: l for l in layers_found["relu_activations"]}
-    assert relus["hidden"].type == "Dense(activation=relu)" and relus["hidden"].inputs is None
+    assert relus["hidden"].type == "Dense(activation=relu)"
+    assert relus["hidden"].input_names(trial.tensor_names()) == ["hidden/activation_inputs"]
     assert relus["clip"].type == "ReLU" and relus["clip"].input_names(trial.tensor_names()) == [
         "clip/inputs", "clip/inputs_1"]
     assert [l.type for l in layers_found["tanh_activations"]] == ["Activation(tanh)"]
     assert layers_found["sigmoid_activations"] == []  # the model has none
+
+
+def test_a_fused_tanh_is_judged_on_its_pre_activation(tmp_path):
+    """SaturatedActivation reads tanh inputs: for Dense(activation="tanh") that is the pre-activation the
+    hook captures inside the layer; the probe is gone after training (the model saves as before)."""
+    from smdebug.rules import run_rules
+
+    def train(out, scale):
+        keras.utils.set_random_seed(0)
+        dense = layers.Dense(16, activation="tanh", name="squash")
+        model = keras.Sequential([keras.Input((4,)), dense, layers.Dense(3, name="head")], name="net")
+        model.compile(optimizer="sgd", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        model.build((None, 4))
+        dense.kernel.assign(dense.kernel.numpy() * scale)
+        x, y = data(64)
+        hook = smd.KerasHook(str(out), save_config=smd.SaveConfig(save_interval=1),
+                             include_collections=["tanh_activations"])
+        model.fit(x * 100, y, batch_size=16, epochs=1, verbose=0, callbacks=[hook])
+        hook.close()
+        assert dense.activation is keras.activations.tanh  # the probe is removed
+        return run_rules(str(out), [("SaturatedActivation", {})]).rules[0]
+
+    assert train(tmp_path / "saturated", 10.0).status == "IssuesFound"
+    assert "net/squash/activation_inputs" in train(tmp_path / "saturated2", 10.0).findings[0].reason
+    assert train(tmp_path / "sound", 0.001).status == "NoIssuesFound"
 
 
 def test_recurrent_layers_are_no_activation_layers(out_dir):
@@ -91,13 +125,10 @@ def test_recurrent_layers_are_no_activation_layers(out_dir):
     found = activation_layers(trial)
     assert found["tanh_activations"] == []  # the RNN's tanh works inside its time loop
     assert [l.name for l in found["sigmoid_activations"]] == ["seq/out"]
-    assert trial.tensor_names(collection="sigmoid_activations") == ["seq/out/outputs"]
+    assert trial.tensor_names(collection="sigmoid_activations") == ["seq/out/activation_inputs", "seq/out/outputs"]
 
 
-@pytest.mark.parametrize("steps, saved", [
-    (30, list(range(10)) + [10, 20]),
-    (3000, list(range(10)) + [10, 20, 40, 80, 160, 320, 500, 1000, 1500, 2000, 2500]),
-])
+@pytest.mark.parametrize("steps, saved", sorted(TAPERED_SAVED_STEPS.items()))
 def test_recommended_hook_and_smdebug_rules_run_with_no_rule(out_dir, steps, saved):
     from smdebug.rules import rule_configs
 
@@ -107,11 +138,8 @@ def test_recommended_hook_and_smdebug_rules_run_with_no_rule(out_dir, steps, sav
     model.fit(x, y, batch_size=2, epochs=1, shuffle=False, verbose=0, callbacks=[hook])
     hook.close()
     assert not hook.disabled
-    trial = smd.create_trial(out_dir)
-    assert trial.steps() == saved
-    assert framework_of(trial) == "tensorflow"
-    for coll in ("weights", "gradients", "losses", "inputs", "relu_activations", "tanh_activations"):
-        assert trial.tensor_names(step=saved[-1], collection=coll), coll
+    check_recommended_run(out_dir, "tensorflow", saved,
+                          ("weights", "gradients", "losses", "inputs", "relu_activations", "tanh_activations"))
     if steps > 100:
         return
     result = subprocess.run([sys.executable, "-m", "smdebug.cli", "rules", "run", out_dir, "--json", "-q"],

@@ -9,16 +9,14 @@ import torch.nn.functional as F
 
 import smdebug.pytorch as smd
 from smdebug.core.activations import ACTIVATION_COLLECTIONS, activation_layers
-from smdebug.core.run_info import framework_of
+from smdebug.core.testing import TAPERED_SAVED_STEPS, check_recommended_run, one_torch_thread
 
 
 @pytest.fixture(autouse=True)
 def _one_thread():
-    """Tiny models: torch's intra-op threads only contend for the CPU (10x slower on a loaded 2-core VM)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+    """Tiny models: torch's intra-op threads only contend for the CPU."""
+    with one_torch_thread():
+        yield
 
 
 class OddNames(nn.Module):
@@ -153,10 +151,7 @@ def test_a_regression_loss_gives_no_predictions_or_labels(out_dir):
     assert smd.create_trial(out_dir).tensor_names() == ["MSELoss_output_0"]
 
 
-@pytest.mark.parametrize("steps, saved", [
-    (30, list(range(10)) + [10, 20]),
-    (3000, list(range(10)) + [10, 20, 40, 80, 160, 320, 500, 1000, 1500, 2000, 2500]),
-])
+@pytest.mark.parametrize("steps, saved", sorted(TAPERED_SAVED_STEPS.items()))
 def test_recommended_hook_saves_what_the_recommended_rules_need(out_dir, steps, saved):
     from smdebug.rules import rule_configs
 
@@ -165,9 +160,7 @@ def test_recommended_hook_saves_what_the_recommended_rules_need(out_dir, steps, 
     hook = smd.Hook.recommended(out_dir)
     _train(model, hook, nn.CrossEntropyLoss(), steps=steps, batch=4)
     assert not hook.disabled
-    trial = smd.create_trial(out_dir)
-    assert trial.steps() == saved
-    assert framework_of(trial) == "pytorch"
+    trial = check_recommended_run(out_dir, "pytorch", saved, ())
     assert set(rule_configs.recommended_collections("pytorch")) <= set(trial.collections())
     for coll, expected in {"gradients": 6, "weights": 3, "losses": 1, "inputs": 1, "relu_activations": 2,
                            "tanh_activations": 2}.items():

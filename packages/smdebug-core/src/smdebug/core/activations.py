@@ -13,9 +13,9 @@ called, and the hook records what it found in the collections file, under ``_met
 Every kind has an entry, so a reader can tell "the model has no tanh layer" (an empty list) from "tanh
 layers exist but nothing of theirs was saved" (layers listed, no saved tensor matches them) and from "the
 hook recorded nothing" (no ``activation_layers`` at all: a run of the original smdebug, or a hook that never
-saw a model). ``inputs`` is None where a layer's input to its activation cannot be observed (a Keras layer
-with a fused ``activation=``: its output is the activation's output, its pre-activation never leaves the
-layer's ``call``).
+saw a model). ``inputs`` names the tensors holding the activation's *input*: for a layer that applies its
+activation inside (a Keras ``Dense(activation="tanh")``) that is the pre-activation the hook captured, not the
+layer's input; None where a hook cannot observe it.
 
 Read it with :func:`activation_layers` (a trial or a CollectionManager).
 """
@@ -56,7 +56,7 @@ class ActivationLayer:
     :param name: the layer's name in tensor names (a PyTorch module's qualified name, a Keras layer path).
     :param type: what the hook recognised (``"ReLU"``, ``"Dense(activation=relu)"``).
     :param inputs: regex (``re.search``) of the saved tensors holding the activation's input; None when it
-        cannot be observed (fused activations of Keras layers).
+        cannot be observed.
     :param outputs: regex of the saved tensors holding the activation's output.
     """
 

@@ -5,9 +5,10 @@
   (``<layer>/outputs``) join the kind's collection.
 * Layers with a fused ``activation=`` (``Dense(8, activation="relu")``, ``Conv2D(..., activation="tanh")``):
   the layer applies the function to its result inside its ``call``, so the layer's output is the activation's
-  output and joins the collection; the activation's input (the pre-activation) never leaves the layer and is
-  not captured (recorded as ``inputs: None``). Use a separate ``Activation`` layer where a rule needs it
-  (SaturatedActivation reads the inputs of tanh and sigmoid). Recurrent layers and cells, whose
+  output and joins the collection. The activation's input (the pre-activation) never leaves the layer: while
+  a step is captured the hook wraps the layer's ``activation`` attribute (``capture.patched_layers``) and
+  saves what it was given as ``<layer>/activation_inputs``, when the function ran exactly once in the call
+  and made the layer's output (as ``Dense`` and the convolutions do). Recurrent layers and cells, whose
   ``activation`` works inside the time loop, are not activation layers.
 
 The function's kind comes from its name (``keras.activations.relu.__name__`` is ``"relu"``; ``"swish"`` is
@@ -23,7 +24,7 @@ from typing import Dict, List, Mapping, Optional, Tuple
 import keras
 
 from smdebug.core.activations import KIND_COLLECTIONS, ActivationLayer
-from smdebug.tensorflow.capture import _flatten_layers, layer_name
+from smdebug.tensorflow.capture import ACTIVATION_INPUTS, _flatten_layers, layer_name
 from smdebug.tensorflow.collection import IO_SUFFIX
 
 _FUNCTION_KINDS = {
@@ -85,6 +86,16 @@ def activation_layers(model, layer_map: Mapping[int, str]) -> Dict[str, List[Act
             continue
         kind, fused, description = classified
         name = layer_name(layer, layer_map[id(layer)])
-        found[kind].append(ActivationLayer(name, description, None if fused else io_regex(name, "inputs"),
-                                           io_regex(name, "outputs")))
+        inputs = io_regex(name, ACTIVATION_INPUTS if fused else "inputs")
+        found[kind].append(ActivationLayer(name, description, inputs, io_regex(name, "outputs")))
     return found
+
+
+def fused_layers(model) -> List:
+    """The layers of ``model`` whose activation is fused into them (their ``activation`` gets probed)."""
+    fused = []
+    for layer in _flatten_layers(model):
+        classified = None if layer is model else classify(layer)
+        if classified is not None and classified[1]:
+            fused.append(layer)
+    return fused

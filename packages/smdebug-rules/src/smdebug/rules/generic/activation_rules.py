@@ -116,11 +116,11 @@ class SaturatedActivation(Rule):
     ``collection_names`` and of those matching ``tensor_regex`` (``re.search``). Of an activation collection
     (``tanh_activations``, ``sigmoid_activations``: the hooks put every such layer there by its type and record
     which of its tensors are inputs) only the layers' inputs are taken, judged with the bounds of the
-    collection's kind; a layer whose input cannot be observed (a Keras layer with a fused ``activation=``)
-    contributes nothing. Any other tensor whose name contains ``tanh`` (case-insensitive) is judged with the
-    tanh bounds, one whose name contains ``sigmoid`` with the sigmoid bounds (``tanh`` wins if both appear);
-    any other selected tensor is skipped with a warning logged once. With axis 0 the batch of ``n`` samples
-    and every other index a unit::
+    collection's kind (for a Keras layer with a fused ``activation=``, the pre-activation the hook captured
+    inside it); a layer whose input the hook could not observe contributes nothing. Any other tensor whose
+    name contains ``tanh`` (case-insensitive) is judged with the tanh bounds, one whose name contains
+    ``sigmoid`` with the sigmoid bounds (``tanh`` wins if both appear); any other selected tensor is skipped
+    with a warning logged once. With axis 0 the batch of ``n`` samples and every other index a unit::
 
         saturated_percent(unit) = 100 * #{samples with x < min or x > max} / n
         saturated(unit)         = saturated_percent(unit) > 100 - threshold_inactivity
