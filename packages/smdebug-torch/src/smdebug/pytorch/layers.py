@@ -18,7 +18,7 @@ softplus        Softplus
 ==============  ======================================
 
 Only modules are seen: ``torch.nn.functional.relu(x)`` or ``torch.tanh(x)`` inside a ``forward`` runs no
-module hook, so it is in no collection (use an ``nn.ReLU()`` module, or ``hook.record_tensor_value``).
+module hook, so it is in no collection (use an ``nn.ReLU()`` module where a rule should see it).
 
 Classification losses: their first input is the prediction (scores, logits or log-probabilities over the
 classes, the class being the argmax over the last axis) and their second the class ids, so the loss module's
