@@ -209,7 +209,7 @@ def compat(session: nox.Session, protobuf: str, numpy: str) -> None:
 @nox.session(python=PYTHON, tags=["test", "plugin"])
 def torch(session: nox.Session) -> None:
     """smdebug-torch with PyTorch (CPU wheel from the find-links folder)."""
-    _install(session, [CORE, PLUGINS["torch"]], [*TEST_TOOLS, _torch_requirement()])
+    _install(session, [CORE, PLUGINS["torch"], PLUGINS["rules"]], [*TEST_TOOLS, _torch_requirement()])
     _pytest(session, f"{PLUGINS['torch']}/tests")
 
 
@@ -239,7 +239,7 @@ TF_TEST_DEPS = [
 @nox.session(python=PYTHON, tags=["test", "plugin"])
 def tf(session: nox.Session) -> None:
     """smdebug-tf with TensorFlow 2.21 (CPU build) and Keras 3."""
-    _install(session, [CORE, PLUGINS["tf"]], [*TEST_TOOLS, *TF_TEST_DEPS])
+    _install(session, [CORE, PLUGINS["tf"], PLUGINS["rules"]], [*TEST_TOOLS, *TF_TEST_DEPS])
     # TF's start-up chatter (oneDNN notes, CPU feature banners) drowns pytest's output.
     session.env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     _pytest(session, f"{PLUGINS['tf']}/tests")
@@ -268,7 +268,7 @@ MXNET_TEST_DEPS = ["mxnet==1.9.1", "numpy<1.24"]
 @nox.session(python=PYTHON, tags=["test", "plugin"])
 def mxnet(session: nox.Session) -> None:
     """smdebug-mxnet with MXNet 1.9.1 (CPU) and numpy 1.23."""
-    _install(session, [CORE, PLUGINS["mxnet"]], [*TEST_TOOLS, *MXNET_TEST_DEPS])
+    _install(session, [CORE, PLUGINS["mxnet"], PLUGINS["rules"]], [*TEST_TOOLS, *MXNET_TEST_DEPS])
     _pytest(session, f"{PLUGINS['mxnet']}/tests")
 
 
@@ -284,7 +284,7 @@ XGBOOST_TEST_DEPS = [
 @nox.session(python=PYTHON, tags=["test", "plugin"])
 def xgboost(session: nox.Session) -> None:
     """smdebug-xgboost with XGBoost 3.x (CPU build), scikit-learn and pandas."""
-    _install(session, [CORE, PLUGINS["xgboost"]], [*TEST_TOOLS, *XGBOOST_TEST_DEPS])
+    _install(session, [CORE, PLUGINS["xgboost"], PLUGINS["rules"]], [*TEST_TOOLS, *XGBOOST_TEST_DEPS])
     _pytest(session, f"{PLUGINS['xgboost']}/tests")
 
 

@@ -4,6 +4,7 @@
   smdebug rules show vanishing_gradient
   smdebug rules run TRIAL --rule vanishing_gradient --param threshold=1e-6 \
                           --rule exploding_tensor [--follow] [--stop-training] [--output results.json]
+  smdebug rules run TRIAL        # no --rule: the recommended rules for the framework that wrote TRIAL
 
 --param and --action apply to the --rule before them. Exit status of `run`: 0 no issues found (or the
 run is still training and none so far), 1 issues found, 2 error (a rule failed, data unreadable, bad
@@ -29,6 +30,7 @@ local paths or s3://bucket/prefix."""
 
 RUN_EPILOG = """\
 examples:
+  smdebug rules run /tmp/run                    # the recommended rules for the run's framework
   smdebug rules run /tmp/run --rule vanishing_gradient --rule exploding_tensor
   smdebug rules run /tmp/run --rule dead_relu --param threshold_layer=30 -o /tmp/run/rule_results.json
   smdebug rules run s3://bucket/run --rule loss_not_decreasing --param num_steps=20 --json
@@ -77,8 +79,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                          description=RUN_DESCRIPTION, epilog=RUN_EPILOG,
                          formatter_class=argparse.RawDescriptionHelpFormatter)
     run.add_argument("trial", help="the run's directory or s3:// path")
-    run.add_argument("--rule", dest="rules", action=_AddRule, metavar="NAME", required=True,
-                     help="a rule to evaluate (repeatable; vanishing_gradient or VanishingGradient)")
+    run.add_argument("--rule", dest="rules", action=_AddRule, metavar="NAME", default=None,
+                     help="a rule to evaluate (repeatable; vanishing_gradient or VanishingGradient); "
+                          "none: the recommended rules for the run's framework")
     run.add_argument("--param", action=_AddParam, metavar="KEY=VALUE", help="parameter of the preceding --rule")
     run.add_argument("--action", action=_AddParam, metavar="JSON",
                      help="action string of the preceding --rule (e.g. '{\"name\": \"stoptraining\"}')")

@@ -32,10 +32,24 @@ class CollectionKeys:
     SM_METRICS = "sm_metrics"
     SEARCHABLE_SCALARS = "sm_metrics"  # the name the documentation uses for sm_metrics
 
-    # XGBoost
-    HYPERPARAMETERS = "hyperparameters"
+    # Classifiers: Keras fit/evaluate, XGBoost, the PyTorch/Gluon classification loss modules' inputs
     PREDICTIONS = "predictions"
     LABELS = "labels"
+
+    # Activation layers found by their type, whatever their names (inputs and outputs of each layer; see
+    # smdebug.core.activations for which layer types go where)
+    RELU_ACTIVATIONS = "relu_activations"
+    LEAKY_RELU_ACTIVATIONS = "leaky_relu_activations"
+    ELU_ACTIVATIONS = "elu_activations"
+    GELU_ACTIVATIONS = "gelu_activations"
+    SILU_ACTIVATIONS = "silu_activations"
+    TANH_ACTIVATIONS = "tanh_activations"
+    SIGMOID_ACTIVATIONS = "sigmoid_activations"
+    SOFTMAX_ACTIVATIONS = "softmax_activations"
+    SOFTPLUS_ACTIVATIONS = "softplus_activations"
+
+    # XGBoost
+    HYPERPARAMETERS = "hyperparameters"
     FEATURE_IMPORTANCE = "feature_importance"
     AVERAGE_SHAP = "average_shap"
     FULL_SHAP = "full_shap"

@@ -1,4 +1,5 @@
-"""A set of collections plus the run metadata stored beside them (``_meta.num_workers``)."""
+"""A set of collections plus the run metadata stored beside them (``_meta``: ``num_workers``, and what the
+hook knows about the run, e.g. ``framework`` and ``activation_layers``; see :attr:`CollectionManager.meta`)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,10 @@ class CollectionManager:
     def __init__(self, collections: Optional[Dict[str, Collection]] = None, create_default: bool = False):
         self.collections: Dict[str, Collection] = dict(collections or {})
         self._num_workers = 1
+        #: ``_meta`` entries besides ``num_workers``, kept as read (plain JSON values): a newer writer's keys
+        #: survive a round trip. The original's reader takes ``_meta`` as a whole, so keys added here are safe.
+        #: Readers of a key validate it themselves (``smdebug.core.run_info``, ``smdebug.core.activations``).
+        self.meta: Dict[str, object] = {}
         if create_default:
             self.get("default")
 
@@ -68,7 +73,7 @@ class CollectionManager:
     def to_json_dict(self) -> dict:
         return {
             "collections": {name: c.to_json_dict() for name, c in sorted(self.collections.items())},
-            "_meta": {"num_workers": self._num_workers},
+            "_meta": {"num_workers": self._num_workers, **self.meta},
         }
 
     def dumps(self) -> str:
@@ -122,6 +127,8 @@ class CollectionManager:
         if n < 1:
             raise CollectionFileCorrupted(f"_meta.num_workers must be >= 1, got {n}", path)
         cm._num_workers = n
+        if isinstance(meta, dict):
+            cm.meta = {k: v for k, v in meta.items() if k != "num_workers"}
         return cm
 
     def __eq__(self, other):

@@ -38,6 +38,7 @@ from smdebug.core.collection import (
     Collection,
     CollectionKeys,
 )
+from smdebug.core.activations import ACTIVATION_COLLECTIONS
 from smdebug.core.collection_manager import CollectionManager
 from smdebug.core.locations import (
     CLAIM_FILE,
@@ -51,6 +52,7 @@ from smdebug.core.logger import get_logger
 from smdebug.core.modes import ModeKeys
 from smdebug.core.reduction_config import ReductionConfig
 from smdebug.core.reductions import compute_reduction, reduction_tensor_name
+from smdebug.core.run_info import record_framework
 from smdebug.core.save_config import SaveConfig, SaveConfigMode, schedule_changes
 from smdebug.core.snapshot import POOL_MIN_BYTES, give_back, snapshot
 from smdebug.core import stop_signal
@@ -76,6 +78,9 @@ from smdebug.exceptions import (
 SCALAR_PREFIX = "scalar/"
 #: a claim file holds a pid (and a host); a larger one planted in out_dir is never read whole
 _MAX_CLAIM_BYTES = 4096
+#: built-in collections that may be empty without a configuration error
+_QUIET_WHEN_EMPTY = frozenset((CollectionKeys.DEFAULT, CollectionKeys.ALL, CollectionKeys.INPUTS, CollectionKeys.OUTPUTS,
+                               CollectionKeys.PREDICTIONS, CollectionKeys.LABELS, *ACTIVATION_COLLECTIONS))
 logger = get_logger()
 
 
@@ -251,6 +256,7 @@ class BaseHook(LegacyHookMethods):
         # collections
         self.collection_manager = CollectionManager()
         self.collection_manager.collection_class = self.collection_class
+        record_framework(self.collection_manager, self.framework_name)  # how readers pick the run's rules
         for coll in self._core_collections() + list(self.default_collections()):
             self.collection_manager.add(coll)
         if include_regex:
@@ -356,6 +362,31 @@ class BaseHook(LegacyHookMethods):
     def default_collections(self) -> List[Collection]:
         """Collections a framework creates with their default regexes. Plugins override this."""
         return []
+
+    @classmethod
+    def recommended(cls, out_dir: str, **kwargs) -> "BaseHook":
+        """A hook that saves what the recommended rules for this framework need, so that
+        ``smdebug rules run OUT_DIR`` (or ``smdebug.rules.run_rules(OUT_DIR)``), with no rule named, can
+        judge the run::
+
+            hook = smd.Hook.recommended("/tmp/run")      # then register the model as usual
+
+        The collections come from the installed rule packs (smdebug-rules: weights, gradients, losses, the
+        model's inputs, the activation collections...), saved on :meth:`SaveConfig.tapered`: every step
+        until step 10, then steps 10, 20, 40... 320, then every 500 steps. Other keyword arguments are the
+        constructor's; ``include_collections`` adds to the recommended ones, ``save_config`` replaces the
+        schedule.
+
+        :raises InvalidConfigurationError: no rule pack is installed that recommends rules for this framework.
+        """
+        from smdebug.core.presets import recommended_collections, recommended_save_config
+
+        names = recommended_collections(cls.framework_name)
+        extra = kwargs.pop("include_collections", None) or []
+        if isinstance(extra, str):
+            raise InvalidConfigurationError("include_collections must be a list of collection names")
+        kwargs.setdefault("save_config", recommended_save_config())
+        return cls(out_dir=out_dir, include_collections=names + [c for c in extra if c not in names], **kwargs)
 
     @classmethod
     def create_from_json_file(cls, json_file_path: Optional[str] = None):
@@ -484,8 +515,11 @@ class BaseHook(LegacyHookMethods):
             if coll is None:
                 coll = self.collection_manager.get(name)
             if not coll.has_regex() and not coll.tensor_names:
-                if name in (CollectionKeys.DEFAULT, CollectionKeys.ALL):
-                    continue  # empty built-ins simply match nothing
+                if name in _QUIET_WHEN_EMPTY:
+                    # empty built-ins simply match nothing; those a framework hook fills from the model may
+                    # be empty because the model has nothing of the kind (no tanh layer, no classification
+                    # loss), which the run records (smdebug.core.activations), or not registered yet
+                    continue
                 logger.error("smdebug: %s; it is skipped.", InvalidCollectionConfiguration(name))
                 continue
             included.append(coll)

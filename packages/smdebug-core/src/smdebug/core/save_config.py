@@ -206,6 +206,24 @@ class SaveConfig:
         }
 
     @classmethod
+    def tapered(cls, dense_steps: int = 10, interval: int = DEFAULT_SAVE_INTERVAL) -> "SaveConfig":
+        """A schedule for runs of any length, the same for every mode: every step below ``dense_steps``, then
+        ``dense_steps`` doubled again and again while below ``interval``, then every ``interval`` steps.
+
+        With the defaults (10, 500): 0-9, 10, 20, 40, 80, 160, 320, 500, 1000, 1500... A 30-step run saves 12
+        steps, a 200-step run 15, a 3000-step run 21: short runs get enough steps for rules that compare
+        steps, and a long run saves no more often than the classic every-500-steps default.
+        """
+        dense = _as_int("dense_steps", dense_steps, minimum=1)
+        interval = _as_int("interval", interval, minimum=1)
+        steps = list(range(dense))
+        n = dense
+        while n < interval:
+            steps.append(n)
+            n *= 2
+        return cls(save_interval=interval, save_steps=steps)
+
+    @classmethod
     def from_dict(cls, params) -> "SaveConfig":
         if params is None:
             return cls()

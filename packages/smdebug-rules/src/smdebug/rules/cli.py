@@ -134,7 +134,7 @@ def _run(args) -> int:
         return EXIT_CODES[ERROR]
 
     try:
-        for request in args.rules:  # a typo is a usage error, found before anything is read
+        for request in args.rules or ():  # a typo is a usage error, found before anything is read
             find_rule(request["name"])
         range_steps = (args.start_step, args.end_step) if (args.start_step or args.end_step) else None
         # a job that is just starting has no collection files yet: --follow waits for them (up to --timeout)
@@ -152,7 +152,8 @@ def _run(args) -> int:
     saver = _Saver(args.output)
     if not args.quiet:
         verb = "following" if args.follow else "evaluating"
-        print(f"{verb} {', '.join(r['name'] for r in args.rules)} on {trial.path}", file=sys.stderr)
+        names = ", ".join(r["name"] for r in args.rules) if args.rules else "the recommended rules"
+        print(f"{verb} {names} on {trial.path}", file=sys.stderr)
 
     def on_event(event, rule, finding):
         progress.event(event, rule, finding)
@@ -163,7 +164,9 @@ def _run(args) -> int:
             saver.save(result, throttle=True)
 
     try:
-        result = run_rules(trial, [(r["name"], r["params"], r["action"]) for r in args.rules],
+        # no --rule: the recommended rules of the run's framework (run_rules picks them)
+        requests = [(r["name"], r["params"], r["action"]) for r in args.rules] if args.rules else None
+        result = run_rules(trial, requests,
                            other_trials=others, start_step=args.start_step, end_step=args.end_step,
                            follow=args.follow, timeout=args.timeout, poll_interval=args.poll_interval,
                            stop_training_on_issue=args.stop_training, on_event=on_event, on_progress=on_progress)

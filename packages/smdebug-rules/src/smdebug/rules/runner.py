@@ -19,6 +19,7 @@ from typing import Callable, Iterable, List, Mapping, Optional, Sequence, Tuple,
 from smdebug.core.logger import get_logger
 from smdebug.exceptions import (
     NoMoreData,
+    SMDebugValueError,
     RuleEvaluationConditionMet,
     SMDebugError,
     StepUnavailable,
@@ -68,7 +69,7 @@ def _normalise(request: RuleRequest) -> Tuple[str, dict, Optional[str]]:
 
 def run_rules(
     trial,
-    rules: Sequence[RuleRequest],
+    rules: Optional[Sequence[RuleRequest]] = None,
     *,
     other_trials: Optional[Sequence] = None,
     start_step: int = 0,
@@ -93,7 +94,8 @@ def run_rules(
     :param rules: rule names (``"vanishing_gradient"``, ``"VanishingGradient"``) or Rule subclasses, or
         ``(rule, params)`` / ``(rule, params, action_str)`` tuples; parameter values may be strings. A name
         no installed pack registers raises SMDebugValueError (naming the close matches) before anything is
-        read; a rule that cannot be built from its parameters is reported as an Error.
+        read; a rule that cannot be built from its parameters is reported as an Error. None: the
+        recommended rules for the framework that wrote the run (:func:`recommended_rules_for`).
     :param other_trials: paths or trials for rules comparing runs (SimilarAcrossRuns).
     :param end_step: first step *not* evaluated (None: to the end of the run).
     :param follow: keep evaluating new steps until training ends (or ``timeout`` seconds pass).
@@ -105,11 +107,17 @@ def run_rules(
     """
     from smdebug.trials import create_trial
 
-    requests = [_normalise(request) for request in rules]
-    infos = [None if isinstance(name, type) else find_rule(name) for name, _, _ in requests]  # typos: fail now
+    def resolve(rule_requests):
+        requests = [_normalise(request) for request in rule_requests]
+        return requests, [None if isinstance(name, type) else find_rule(name) for name, _, _ in requests]
+
+    if rules is not None:
+        requests, infos = resolve(rules)  # typos: fail before anything is read
     if isinstance(trial, str):
         trial = create_trial(trial, range_steps=(start_step, end_step) if (start_step or end_step) else None)
     others = [create_trial(t) if isinstance(t, str) else t for t in (other_trials or [])]
+    if rules is None:
+        requests, infos = resolve(recommended_rules_for(trial))
     result = RunResult(trial=str(trial.path), rules=[], follow=follow)
     active: List[_Active] = []
     for (name, params, action_str), info in zip(requests, infos):
@@ -186,6 +194,23 @@ def _conclude(r: RuleResult, rule, trial, complete: bool) -> None:
     else:
         r.status = NOT_EVALUATED if complete else IN_PROGRESS
         r.detail = evaluation.detail(trial) if complete else f"nothing evaluated yet: {evaluation.detail(trial)}"
+
+
+def recommended_rules_for(trial) -> List[Tuple[str, dict]]:
+    """The recommended rules (``rule_configs.RECOMMENDED``) for the framework that wrote ``trial``.
+
+    :raises SMDebugValueError: the run does not tell its framework, or it has no recommended rules.
+    """
+    from smdebug.core.run_info import framework_of
+    from smdebug.rules import rule_configs
+
+    framework = framework_of(trial)
+    if framework not in rule_configs.RECOMMENDED:
+        what = f"was written by {framework!r}" if framework else "does not tell which framework wrote it"
+        raise SMDebugValueError(
+            f"{trial.path} {what}, and there are recommended rules for {', '.join(rule_configs.RECOMMENDED)} "
+            "runs only: name the rules to evaluate (--rule NAME; `smdebug rules list` shows them)")
+    return rule_configs.recommended_rules(framework)
 
 
 def _with_stop_training(action_str: Optional[str]) -> str:

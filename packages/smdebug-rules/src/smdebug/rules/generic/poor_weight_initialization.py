@@ -19,6 +19,7 @@ from smdebug.rules.generic.loss_rules import (
     mode_label,
     step_in_mode,
 )
+from smdebug.rules.generic.selection import collection_tensors
 from smdebug.rules.params import as_float, as_int, as_list
 from smdebug.rules.rule import Rule
 
@@ -41,7 +42,10 @@ class PoorWeightInitialization(Rule):
     are taken over all values of a tensor (batch included).
 
     :param activation_inputs_regex: regex (or list of regexes) of the activation-input tensors.
-        Default ``".*relu_input"``.
+        Default ``".*relu_input"``; the empty string for none.
+    :param collection_names: comma-separated collections of activation layers whose *inputs* are also
+        activation inputs (the hooks put every ReLU layer in ``relu_activations`` by its type and record which
+        of its tensors are inputs). Default ``"relu_activations"``.
     :param threshold: largest tolerated ratio of activation-input variances (> 0). Default ``"10.0"``.
     :param distribution_range: smallest tolerated 5th-95th percentile spread of a gradient (>= 0).
         Default ``"0.001"``.
@@ -50,14 +54,16 @@ class PoorWeightInitialization(Rule):
     """
 
     def __init__(self, base_trial, activation_inputs_regex=".*relu_input", threshold="10.0",
-                 distribution_range="0.001", patience="5", steps="10", other_trials=None, action_str=None):
+                 distribution_range="0.001", patience="5", steps="10", collection_names="relu_activations",
+                 other_trials=None, action_str=None):
         super().__init__(base_trial, other_trials=other_trials, action_str=action_str)
         name = self.rule_name
         regexes = ([activation_inputs_regex] if isinstance(activation_inputs_regex, str)
                    else as_list(name, "activation_inputs_regex", activation_inputs_regex))
         regexes = [r for r in regexes if r.strip()]
-        if not regexes:
-            raise SMDebugValueError(f"{name}: activation_inputs_regex must not be empty")
+        self.collection_names = as_list(name, "collection_names", collection_names)
+        if not (regexes or self.collection_names):
+            raise SMDebugValueError(f"{name}: give activation_inputs_regex or collection_names")
         try:
             self._activation_regexes = [re.compile(r) for r in regexes]
         except re.error as e:
@@ -88,8 +94,9 @@ class PoorWeightInitialization(Rule):
         variances = {}
         for regex in self._activation_regexes:
             looking_for(f"tensors matching {regex.pattern!r}", [n for n in names if regex.search(n)])
+        by_collection = collection_tensors(self.base_trial, self.collection_names, "inputs")
         for name in names:
-            if any(r.search(name) for r in self._activation_regexes):
+            if name in by_collection or any(r.search(name) for r in self._activation_regexes):
                 value = self._value(name, step)
                 if value is not None and value.size:
                     variances[name] = float(np.var(value))

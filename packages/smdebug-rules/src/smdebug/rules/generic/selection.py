@@ -9,7 +9,7 @@ propagate, so the rule's verdict is an Error naming the file and the step.
 from __future__ import annotations
 
 import re
-from typing import List
+from typing import Dict, Iterable, List
 
 from smdebug.exceptions import MissingEventFile, TensorUnavailableForStep
 from smdebug.rules.evaluation import looking_for
@@ -38,6 +38,42 @@ def every_tensor(trial) -> List[str]:
     names = trial.tensor_names()
     looking_for("every tensor", names)
     return names
+
+
+def collection_tensors(trial, collection_names: Iterable[str], role: str = "") -> Dict[str, str]:
+    """``{tensor name: collection}`` for the saved tensors of ``collection_names`` (collections the run does
+    not have hold nothing).
+
+    ``role`` (``"inputs"`` or ``"outputs"``) narrows an activation collection (``relu_activations``...) to the
+    inputs or the outputs of its layers, as the hook recorded them (``smdebug.core.activations``); without
+    that record (a run of the original smdebug) the collection's tensors are all taken.
+    """
+    from smdebug.core.activations import activation_layers
+
+    collections = trial.collections()
+    layers = activation_layers(trial) if role else None
+    names = None
+    out: Dict[str, str] = {}
+    for cname in collection_names:
+        coll = collections.get(cname)
+        if coll is None:
+            looking_for(f"collection {cname!r}", ())
+            continue
+        if names is None:
+            names = trial.tensor_names()
+        recorded = layers.get(cname) if layers is not None else None
+        if recorded is not None:
+            found = []
+            for layer in recorded:
+                found += layer.input_names(names) if role == "inputs" else layer.output_names(names)
+            what = (f"collection {cname!r} ({role} of its layers)" if recorded
+                    else f"collection {cname!r} (the hook found no such layers in the model)")
+        else:
+            found = [n for n in names if coll.matches(n)]
+            what = f"collection {cname!r}"
+        looking_for(what, found)
+        out.update((n, cname) for n in found if n not in out)
+    return out
 
 
 def value_at(trial, name: str, step: int, **kwargs):
