@@ -15,6 +15,7 @@ def train_xgboost(path, params, x, y, rounds=6, collections=("trees", "feature_i
     hook = smd.Hook(out_dir=str(path), save_config=smd.SaveConfig(save_interval=1),
                     include_collections=list(collections), validation_data=dtrain)
     xgb.train({"nthread": 1, **params}, dtrain, num_boost_round=rounds, callbacks=[hook])
+    hook.close()  # as in smdebug 1.0.x the run stays open after train() returns (save_scalar may follow)
     return path
 
 

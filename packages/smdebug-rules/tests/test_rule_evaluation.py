@@ -85,9 +85,9 @@ def test_invoke_rule_tells_nothing_evaluated_from_never_met(runs, tmp_path):
     rule = DeadRelu(trial)
     with capture_smdebug_log() as log:
         assert invoke_rule(rule) == []
-    assert rule.evaluation.steps == 0 and "DeadRelu evaluated nothing from step 0: looked for tensors matching " \
-        "'.*relu_output' -> none; the run has 4 steps 0-3" in log.text
-    with pytest.raises(RuleNotEvaluated, match=r"DeadRelu evaluated nothing: looked for tensors matching"):
+    assert rule.evaluation.steps == 0 and "DeadRelu evaluated nothing from step 0: looked for collection " \
+        "'relu_activations' -> none; tensors matching '.*relu_output' -> none; the run has 4 steps 0-3" in log.text
+    with pytest.raises(RuleNotEvaluated, match=r"DeadRelu evaluated nothing: looked for collection 'relu_activations'"):
         invoke_rule(DeadRelu(trial), require_evaluation=True)
     vanishing = run_rules(trial, ["vanishing_gradient"]).rules[0]
     assert vanishing.status == NO_ISSUES and vanishing.steps_evaluated == 4
