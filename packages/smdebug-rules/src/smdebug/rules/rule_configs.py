@@ -272,11 +272,18 @@ def recommended_rules(framework: str) -> List[Tuple[str, Dict[str, str]]]:
     return [(rule, rule_parameters(rule, framework)) for rule in _recommended_names(framework)]
 
 
+def collections_for(rules, framework: Optional[str] = None) -> List[str]:
+    """The collections ``rules`` (names) read for ``framework``'s runs, in order, each once."""
+    _check_framework(framework)
+    names: List[str] = []
+    for rule in rules:
+        names.extend(c for c, _ in _collections(rule, framework) if c not in names)
+    return names
+
+
 def recommended_collections(framework: str) -> List[str]:
     """The collections the recommended rules for ``framework`` read (what ``Hook.recommended`` saves)."""
-    names: List[str] = []
-    for rule in _recommended_names(framework):
-        names.extend(c for c, _ in _collections(rule, framework) if c not in names)
+    names = collections_for(_recommended_names(framework), framework)
     if "losses" not in names:
         names.append("losses")  # always worth having, and every hook saves it anyway
     return names
