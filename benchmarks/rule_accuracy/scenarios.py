@@ -260,10 +260,10 @@ SCENARIOS: List[Scenario] = [
        "all weights initialised to zero (units stay symmetric)", ["poor_weight_init"],
        {"data": BLOBS, "model": {"arch": "mlp", "hidden": [64, 64], "activation": "tanh"},
         "init": {"zeros": True, "bias": 0.0}, "optimizer": SGD_M}),
-    _t("b_init_cnn_tiny", "CNN 2 conv, init std 0.001", "digits images", "SGD+momentum", 152,
-       "convolution kernels initialised 100x too small: the signal dies out, the second ReLU layer never "
+    _t("b_init_cnn_tiny", "CNN 2 conv, init std 0.0003", "digits images", "SGD+momentum", 152,
+       "convolution kernels initialised 300x too small: the signal dies out, the second ReLU layer never "
        "turns on and the first layer gets no gradient", ["vanishing_gradient", "dead_relu"],
-       {"data": DIGITS, "model": {"arch": "cnn"}, "init": {"std": 0.001}, "optimizer": SGD_M}),
+       {"data": DIGITS, "model": {"arch": "cnn"}, "init": {"std": 0.0003}, "optimizer": SGD_M}),
     _t("b_init_tiny_no_bias", "MLP 128-128-128 ReLU, init N(0, 0.001), zero biases", "digits", "SGD+momentum", 153,
        "weights drawn 100x too small with zero biases: the signal shrinks 100-fold per layer",
        ["poor_weight_init"],
