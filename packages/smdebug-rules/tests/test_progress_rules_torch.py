@@ -56,19 +56,19 @@ def test_weight_update_ratio(tmp_path, lr, fired, words):
 
 # --- LossNotDecreasing -------------------------------------------------------------------------------------
 def test_loss_not_decreasing_fires_when_nothing_learns(tmp_path):
-    trial = trial_of(train_torch(tmp_path, mlp(), classification_data(), steps=21, lr=0.0,
+    trial = trial_of(train_torch(tmp_path, mlp(), classification_data(), steps=60, lr=0.0,
                                  include_collections=["losses"]))
     rule = LossNotDecreasing(trial)
-    assert invoke_rule(rule) == [10, 20]
-    assert rule.last_reason.startswith("CrossEntropyLoss_output_0 did not decrease over 10 steps")
+    fired = invoke_rule(rule)
+    assert fired and 49 <= fired[0] < 60  # judged from step 39, met twice 10 steps apart
+    assert rule.last_reason.startswith("CrossEntropyLoss_output_0 did not decrease over the second half")
 
 
 def test_loss_not_decreasing_quiet_on_a_learning_model(tmp_path):
-    trial = trial_of(train_torch(tmp_path, mlp(), classification_data(), steps=21, lr=0.1,
+    trial = trial_of(train_torch(tmp_path, mlp(), classification_data(), steps=60, lr=0.1,
                                  include_collections=["losses"]))
-    assert invoke_rule(LossNotDecreasing(trial)) == []
-    # ... but it did not decrease by 20 % in 10 steps
-    assert invoke_rule(LossNotDecreasing(trial, diff_percent="-20")) == [10, 20]
+    rule = LossNotDecreasing(trial)
+    assert invoke_rule(rule) == [] and rule.evaluation.steps > 0
 
 
 # --- Overfit and Overtraining ------------------------------------------------------------------------------

@@ -64,6 +64,9 @@ _COLLECTIONS: Dict[str, List[tuple]] = {
     "ClassImbalance": [("labels", _TAPERED), ("predictions", _TAPERED)],
     "TreeDepth": [("trees", _TAPERED)],
     "FeatureImportanceOverweight": [("feature_importance", _TAPERED)],
+    "OscillatingLoss": [("losses", _TAPERED)],
+    "SlowConvergence": [("losses", _TAPERED)],
+    "Divergence": [("losses", _TAPERED), ("weights", _TAPERED)],
     "CreateXgboostReport": [
         ("metrics", {"save_interval": "5"}),
         ("feature_importance", {"save_interval": "5"}),
@@ -202,6 +205,18 @@ def stalled_training_rule(framework=None):
 
 def feature_importance_overweight(framework=None):
     return _config("FeatureImportanceOverweight", framework)
+
+
+def oscillating_loss(framework=None):
+    return _config("OscillatingLoss", framework)
+
+
+def slow_convergence(framework=None):
+    return _config("SlowConvergence", framework)
+
+
+def divergence(framework=None):
+    return _config("Divergence", framework)
 
 
 def create_xgboost_report(framework=None):

@@ -1,8 +1,8 @@
-"""Rules about the course of the loss: LossNotDecreasing, Overfit and Overtraining.
+"""Rules comparing the training and the validation loss: Overfit and Overtraining.
 
 The small helpers at the top (which tensors are losses, cached saved-step lists, cached loss values) are
-also used by the other training-progress rules of this package (WeightUpdateRatio,
-PoorWeightInitialization).
+also used by the other training-progress rules of this package (the loss-curve rules of
+:mod:`~smdebug.rules.generic.curve_rules`, WeightUpdateRatio, PoorWeightInitialization).
 """
 
 from __future__ import annotations
@@ -173,123 +173,6 @@ class LossSelection:
             except (TensorUnavailableForStep, ShapeUnavailableForStep):  # only reductions saved: no shape
                 self._is_scalar[name] = False
         return self._is_scalar[name]
-
-
-# ----------------------------------------------------------------------------------------------------------
-# LossNotDecreasing
-# ----------------------------------------------------------------------------------------------------------
-class LossNotDecreasing(Rule):
-    """Fires when a loss did not decrease enough (or rose too much) over ``num_steps`` steps.
-
-    **Losses inspected.** The union of the tensors of ``collection_names`` and those matching
-    ``tensor_regex``, plus the ``losses`` collection when ``use_losses_collection`` is true and the run has
-    one. When neither ``collection_names`` nor ``tensor_regex`` is given and that yields nothing, every
-    scalar (one-value) tensor of the run is inspected. An explicit selection is never widened. A loss saved
-    with several values (per sample) is reduced by its mean.
-
-    **Steps.** Each loss is followed in one mode: ``mode`` if given, otherwise TRAIN when the loss has
-    TRAIN-mode saves, else GLOBAL; ``num_steps`` counts steps of that mode. The schedule depends only on the
-    loss's saved steps, not on where the rule was started: the loss is evaluated at a saved step ``s`` that
-    has a saved step ``p <= s - num_steps`` (``p`` = the newest such step); after an evaluation at ``s`` the
-    next one is at the first saved step ``>= s + num_steps``. Example: saved every 3 steps, num_steps 10 ->
-    evaluations at 12 (vs 0), 24 (vs 12), 36 (vs 24), ...
-
-    **Condition.** With ``tol`` = ``increase_threshold_percent`` if given, else ``diff_percent``::
-
-        fires  iff  loss[s] >= loss[p] + |loss[p]| * tol / 100
-
-    so ``tol = 0`` means "did not decrease", ``tol > 0`` tolerates a rise of less than ``tol`` percent and
-    ``tol < 0`` demands a decrease of more than ``|tol|`` percent. (``|loss[p]|`` keeps the meaning for
-    negative losses.)
-
-    :param collection_names: collections holding losses (list or comma-separated string). Default None.
-    :param tensor_regex: regexes of loss tensor names (list or comma-separated string). Default None.
-    :param use_losses_collection: also inspect the ``losses`` collection. Default ``"True"``.
-    :param num_steps: distance in steps between the compared losses (>= 1). Default ``"10"``.
-    :param diff_percent: the tolerance ``tol`` above, in percent. Default ``"0.0"``.
-    :param increase_threshold_percent: newer name of the same tolerance; used instead of ``diff_percent``
-        when given. Giving both with different values is an error (a ``diff_percent`` of 0 -- the default --
-        never conflicts). Default None.
-    :param mode: ``"TRAIN"``, ``"EVAL"``, ``"PREDICT"`` or ``"GLOBAL"``; None/empty for automatic (above).
-    """
-
-    def __init__(self, base_trial, collection_names=None, tensor_regex=None, use_losses_collection="True",
-                 num_steps="10", diff_percent="0.0", increase_threshold_percent=None, mode=None,
-                 other_trials=None, action_str=None):
-        super().__init__(base_trial, other_trials=other_trials, action_str=action_str)
-        name = self.rule_name
-        self.collection_names = as_list(name, "collection_names", collection_names)
-        self.tensor_regex = as_list(name, "tensor_regex", tensor_regex)
-        self.use_losses_collection = as_bool(name, "use_losses_collection", use_losses_collection)
-        self.num_steps = as_int(name, "num_steps", num_steps, minimum=1)
-        self.diff_percent = as_float(name, "diff_percent", diff_percent)
-        self.increase_threshold_percent = as_float(name, "increase_threshold_percent", increase_threshold_percent,
-                                                   allow_none=True)
-        if (self.increase_threshold_percent is not None and self.diff_percent != 0
-                and self.diff_percent != self.increase_threshold_percent):
-            raise SMDebugValueError(
-                f"{name}: diff_percent ({self.diff_percent:g}) and increase_threshold_percent "
-                f"({self.increase_threshold_percent:g}) are two names of one tolerance; give one of them")
-        self.tolerance_percent = (self.increase_threshold_percent if self.increase_threshold_percent is not None
-                                  else self.diff_percent)
-        for pname, pvalue in (("diff_percent", self.diff_percent),
-                              ("increase_threshold_percent", self.increase_threshold_percent)):
-            if pvalue is not None and not np.isfinite(pvalue):
-                raise SMDebugValueError(f"{name}: {pname} must be a finite number, got {pvalue!r}")
-        self.mode = parse_mode(name, "mode", mode)
-        for bad in (r for r in self.tensor_regex if _bad_regex(r)):
-            raise SMDebugValueError(f"{name}: tensor_regex {bad!r} is not a valid regular expression")
-        self._saved = SavedSteps(base_trial)
-        self._losses = LossSelection(base_trial, self.collection_names, self.tensor_regex,
-                                     self.use_losses_collection)
-        self._schedules: Dict[Tuple[str, ModeKeys], Tuple[List[int], Dict[int, int]]] = {}
-
-    def _schedule(self, name: str, mode: ModeKeys) -> Dict[int, int]:
-        """{evaluated step: compared step} for one loss, from its saved steps alone."""
-        steps = self._saved.steps(name, mode)
-        cached = self._schedules.get((name, mode))
-        if cached is not None and cached[0] is steps:
-            return cached[1]
-        schedule: Dict[int, int] = {}
-        last = None
-        for s in steps:
-            if last is not None and s < last + self.num_steps:
-                continue
-            i = bisect.bisect_right(steps, s - self.num_steps)
-            if i == 0:
-                continue
-            schedule[s] = steps[i - 1]
-            last = s
-        self._schedules[(name, mode)] = (steps, schedule)
-        return schedule
-
-    def invoke_at_step(self, step):
-        judged = False
-        for name in self._losses.names():
-            mode = auto_mode(self._saved, name, self.mode)
-            s = step_in_mode(self.base_trial, step, mode)
-            if s is None:
-                continue
-            p = self._schedule(name, mode).get(s)
-            if p is None:
-                continue
-            now, then = self._saved.mean(name, s, mode), self._saved.mean(name, p, mode)
-            if now is None or then is None:
-                continue
-            judged = True
-            tol = self.tolerance_percent
-            limit = then + abs(then) * tol / 100.0
-            if now >= limit:
-                change = (now - then) / abs(then) * 100.0 if then else float("inf") if now > then else 0.0
-                what = "did not decrease" if tol == 0 else (
-                    f"rose by at least {tol:g}%" if tol > 0 else f"did not decrease by more than {-tol:g}%")
-                label = mode_label(mode)
-                return (f"{name} {what} over {self.num_steps} steps: {then:.6g} at {label} {p} -> {now:.6g} at "
-                        f"{label} {s} ({change:+.3g}%)")
-        if not judged:
-            self.not_evaluated(f"needs two saves of a loss at least num_steps={self.num_steps} steps apart"
-                               + (f" in mode {self.mode.name}" if self.mode is not None else ""))
-        return False
 
 
 def _bad_regex(pattern: str) -> bool:
