@@ -253,115 +253,143 @@ def test_loss_not_decreasing_parameters(tmp_path):
 
 
 # --- Overfit -----------------------------------------------------------------------------------------------
-def passes(train_means, evals):
-    """Two TRAIN saves (mean +-0.5 around each ``train_means`` value) then the EVAL saves of one pass."""
+def evaluations(train, val):
+    """Evaluation k: a TRAIN save of ``train[k]`` (global step 2k) then an EVAL save of ``val[k]`` (2k + 1)."""
     steps = []
-    for mean, pass_values in zip(train_means, evals):
-        steps += [(TRAIN, {"loss": mean - 0.5}), (TRAIN, {"loss": mean + 0.5})]
-        steps += [(EVAL, {"loss": v}) for v in pass_values]
+    for t, v in zip(train, val):
+        steps += [(TRAIN, {"loss": t}), (EVAL, {"loss": v})]
     return steps
 
 
-def test_overfit_ratio_threshold_is_strict_and_patience_counts_evaluations(tmp_path):
-    # EVAL saves at global steps 2, 5, 8, 11, 14; train mean 1.0 each time
-    trial = run(tmp_path, passes([1.0] * 5, [[1.25], [1.5], [1.5], [1.0], [2.0]]))
-    assert invoke_rule(Overfit(trial, ratio_threshold="0.25")) == [5, 8, 14]  # 1.25 is not above 1.25
-    assert invoke_rule(Overfit(trial, ratio_threshold="0.2499")) == [2, 5, 8, 14]
-    assert invoke_rule(Overfit(trial, ratio_threshold="0.25", patience="2")) == [8]
-    assert invoke_rule(Overfit(trial, ratio_threshold="0.2499", patience="3")) == [8]
-    # the streak depends on the data, not on where the rule was started ...
-    assert invoke_rule(Overfit(trial, ratio_threshold="0.25", patience="2"), start_step=6) == [8]
-    # ... but start_step is where evaluations begin
-    assert invoke_rule(Overfit(trial, ratio_threshold="0.25", patience="2", start_step="6")) == []
-    assert invoke_rule(Overfit(trial, ratio_threshold="0.25", start_step="6")) == [8, 14]
-    assert reason_at(Overfit(trial, ratio_threshold="0.25"), 5) == (
-        "loss: validation loss 1.5 is 50.0% above training loss 1 (ratio_threshold 0.25) for 1 evaluation(s)")
+def test_overfit_thresholds_are_pinned_both_ways(tmp_path):
+    # window 1: best validation 0.5 at k=1; k=2: 0.75 (+50%), training 0.25 (gap 2.0); k=3: 1.0, 0.125 (gap 7)
+    trial = run(tmp_path, evaluations([1.0, 0.5, 0.25, 0.125], [1.0, 0.5, 0.75, 1.0]))
+    w1 = dict(window="1")
+    assert invoke_rule(Overfit(trial, rise_percent="49.99", ratio_threshold="1.99", **w1)) == [5, 7]
+    assert invoke_rule(Overfit(trial, rise_percent="50", ratio_threshold="1.99", **w1)) == [7]  # not above +50%
+    assert invoke_rule(Overfit(trial, rise_percent="49.99", ratio_threshold="2", **w1)) == [7]  # gap 2 not above 2
+    assert invoke_rule(Overfit(trial, rise_percent="49.99", ratio_threshold="7", **w1)) == []
+    assert invoke_rule(Overfit(trial, rise_percent="49.99", ratio_threshold="1.99", patience="2", **w1)) == [7]
+    assert invoke_rule(Overfit(trial, rise_percent="49.99", ratio_threshold="1.99", start_step="6", **w1)) == [7]
+    rule = Overfit(trial, rise_percent="49.99", ratio_threshold="1.99", **w1)
+    invoke_rule(rule)
+    assert rule.last_reason.startswith("loss: overfitting: median validation loss 0.5 at its best (step 3) -> 1 "
+                                       "(+100.0%, rise_percent 49.99) while the median training loss fell 0.5 -> 0.125")
+    # the defaults need 2 * window = 6 evaluations: 4 are too few, and the rule says so
+    rule = Overfit(trial)
+    assert invoke_rule(rule) == [] and rule.evaluation.steps == 0
 
 
-def test_overfit_default_threshold(tmp_path):
-    trial = run(tmp_path, passes([1.0, 1.0, 1.0], [[1.0], [1.0 + 0.1 + 1e-9], [1.0 + 0.1 - 1e-9]]))
-    assert invoke_rule(Overfit(trial)) == [5]
+def test_overfit_needs_the_training_loss_to_keep_falling(tmp_path):
+    trial = run(tmp_path, evaluations([1.0, 0.5, 0.5, 0.5], [1.0, 0.5, 0.75, 1.0]))
+    assert invoke_rule(Overfit(trial, window="1", rise_percent="0", ratio_threshold="0")) == []
+
+
+def test_overfit_defaults_on_a_memorising_curve(tmp_path):
+    train = [1.0, 0.5, 0.1, 0.05, 0.01, 0.005, 0.001, 0.0005]
+    val = [1.0, 0.8, 0.6, 0.6, 0.7, 0.8, 0.9, 1.0]
+    # medians of 3: V = .8 .6 .6 .6 .7 .8 from k = 2; best .6 (k = 3); k = 5: .7 > .66, T .01 < .1, gap 69
+    assert invoke_rule(Overfit(run(tmp_path / "memorising", evaluations(train, val)))) == [11, 13, 15]
+    # a healthy run: validation above training (even 5-fold) but still falling
+    healthy_val = [1.2, 0.9, 0.7, 0.5, 0.45, 0.4, 0.38, 0.36]
+    assert invoke_rule(Overfit(run(tmp_path / "healthy", evaluations(train, healthy_val)))) == []
 
 
 def test_overfit_multi_step_eval_pass_uses_the_running_mean(tmp_path):
-    trial = run(tmp_path, passes([1.0, 1.0], [[1.0, 2.0, 1.5], [1.0]]))
-    # pass 1 at global steps 2, 3, 4: running means 1.0, 1.5, 1.5; pass 2 at 7
-    assert invoke_rule(Overfit(trial, ratio_threshold="0.4")) == [3, 4]
-    assert invoke_rule(Overfit(trial, ratio_threshold="0.4", patience="2")) == [4]
+    steps = [(TRAIN, {"loss": 1.0}), (EVAL, {"loss": 0.5}), (TRAIN, {"loss": 0.5}), (EVAL, {"loss": 0.5}),
+             (EVAL, {"loss": 1.5}), (TRAIN, {"loss": 0.25}), (EVAL, {"loss": 0.5})]
+    trial = run(tmp_path, steps)
+    # (validation, training): (0.5, 1) at 1, (0.5, 0.5) at 3, (running mean 1.0, 0.5) at 4, (0.5, 0.25) at 6
+    assert invoke_rule(Overfit(trial, window="1", rise_percent="0", ratio_threshold="0")) == [4]
 
 
 def test_overfit_skips_evaluations_without_training_loss(tmp_path):
-    steps = [(EVAL, {"loss": 5.0}), (TRAIN, {"loss": 1.0}), (EVAL, {"loss": 5.0}), (TRAIN, {"loss": 0.0}),
+    steps = [(EVAL, {"loss": 5.0}), (TRAIN, {"loss": 1.0}), (EVAL, {"loss": 1.0}), (TRAIN, {"loss": 0.5}),
              (EVAL, {"loss": 5.0})]
     trial = run(tmp_path, steps)
-    assert invoke_rule(Overfit(trial)) == [2]  # step 0: no training loss yet; step 4: training loss 0
-    assert invoke_rule(Overfit(trial, patience="2")) == []
+    assert invoke_rule(Overfit(trial, window="1", rise_percent="0", ratio_threshold="0")) == [4]
     # runs without modes never have EVAL losses
-    assert invoke_rule(Overfit(run(tmp_path / "plain", [{"loss": 1.0}, {"loss": 9.0}]))) == []
+    rule = Overfit(run(tmp_path / "plain", [{"loss": 1.0}, {"loss": 9.0}]))
+    assert invoke_rule(rule) == [] and rule.evaluation.steps == 0
 
 
 def test_overfit_tensor_regex(tmp_path):
-    steps = [(TRAIN, {"loss": 1.0, "w/other": 1.0}), (EVAL, {"loss": 1.0, "w/other": 3.0})]
-    trial = run(tmp_path, steps)
-    assert invoke_rule(Overfit(trial)) == []
-    assert invoke_rule(Overfit(trial, tensor_regex="w/other")) == [1]
+    steps = evaluations([1.0, 0.5, 0.25], [1.0, 0.5, 0.75])
+    steps = [(mode, {"w/other": v["loss"]}) for mode, v in steps]
+    trial = run(tmp_path, steps, include_regex=["other"])
+    assert invoke_rule(Overfit(trial, tensor_regex="w/other", window="1", rise_percent="0", ratio_threshold="0")) == [5]
 
 
 def test_overfit_parameters(tmp_path):
     trial = run(tmp_path, [{"loss": 1.0}])
-    rule = Overfit(trial, tensor_regex="a,b", start_step="3", patience="2", ratio_threshold="0.5")
+    rule = Overfit(trial, tensor_regex="a,b", start_step="3", patience="2", ratio_threshold="0.5", window="4",
+                   rise_percent="5")
     assert (rule.tensor_regex, rule.start_step, rule.patience, rule.ratio_threshold) == (["a", "b"], 3, 2, 0.5)
-    with pytest.raises(SMDebugValueError, match="patience must be >= 1"):
-        Overfit(trial, patience="0")
-    with pytest.raises(SMDebugValueError, match="start_step must be >= 0"):
-        Overfit(trial, start_step="-1")
-    with pytest.raises(SMDebugValueError, match="ratio_threshold must be a number"):
-        Overfit(trial, ratio_threshold="ten percent")
+    assert (rule.window, rule.rise_percent) == (4, 5.0)
+    assert (Overfit(trial).ratio_threshold, Overfit(trial).window, Overfit(trial).rise_percent) == (20.0, 3, 10.0)
+    for kwargs, message in [({"patience": "0"}, "patience must be >= 1"), ({"start_step": "-1"}, "start_step must be >= 0"),
+                            ({"ratio_threshold": "ten percent"}, "ratio_threshold must be a number"),
+                            ({"window": "0"}, "window must be >= 1"), ({"rise_percent": "-1"}, "rise_percent")]:
+        with pytest.raises(SMDebugValueError, match=message):
+            Overfit(trial, **kwargs)
 
 
 # --- Overtraining ------------------------------------------------------------------------------------------
-def test_overtraining_training_loss_with_absolute_delta(tmp_path):
+TRAINING = [1.0, 0.5, 0.25, 0.2, 0.125, 0.05, 0.04, 0.03]
+VALIDATION = [1.0, 0.5, 0.6, 0.6, 0.6, 0.6, 0.6, 0.6]  # best at evaluation 1 (global step 3)
+
+
+def test_overtraining_validation_plateau_while_training_goes_on(tmp_path):
+    trial = run(tmp_path, evaluations(TRAINING, VALIDATION))
+    w1 = dict(window_train="1", window_validation="1", patience_validation="3")
+    # k = 4 (global 9): 3 evaluations without improvement; training 0.125 = 0.5 * (1 - 75 %)
+    assert invoke_rule(Overtraining(trial, train_progress_percent="75", **w1)) == [9, 11, 13, 15]
+    assert invoke_rule(Overtraining(trial, train_progress_percent="75.01", **w1)) == [11, 13, 15]
+    assert invoke_rule(Overtraining(trial, **w1)) == [13, 15]  # default 90 %: 0.04 <= 0.05
+    assert invoke_rule(Overtraining(trial, train_progress_percent="75", window_train="1", window_validation="1",
+                                    patience_validation="4")) == [11, 13, 15]
+    rule = Overtraining(trial, **w1)
+    invoke_rule(rule)
+    assert rule.last_reason == ("loss: validation loss has not improved by 1% for 6 evaluations (best median 0.5 at "
+                                "EVAL step 1; patience_validation 3) while the training loss went on falling "
+                                "(0.5 -> 0.03, medians of 1 saves)")
+    # a validation loss still improving, by at least min_delta_percent of its best, never fires
+    slow = [1.0 * 0.98 ** k for k in range(8)]
+    assert invoke_rule(Overtraining(run(tmp_path / "slow", evaluations(TRAINING, slow)), **w1)) == []
+    assert invoke_rule(Overtraining(run(tmp_path / "slow2", evaluations(TRAINING, slow)), min_delta_percent="50",
+                                    **w1))
+
+
+def test_overtraining_training_loss_alone_only_when_asked(tmp_path):
     values = [2.0, 1.75, 1.75, 1.625, 1.5, 1.5, 1.5, 1.5]
     trial = run(tmp_path, [{"loss": v} for v in values])  # no modes: training losses
-    # delta 0.25: improvements at 1 (by exactly 0.25) and 4 (1.75 -> 1.5); 1.625 is not one
-    assert invoke_rule(Overtraining(trial, patience_train="2", delta="0.25")) == [3, 6, 7]
-    # delta 0: any strictly lower loss improves (1, 3, 4); equal losses do not
-    assert invoke_rule(Overtraining(trial, patience_train="2", delta="0")) == [6, 7]
-    assert invoke_rule(Overtraining(trial, patience_train="3", delta="0.25")) == [7]
-    assert invoke_rule(Overtraining(trial, delta="0.25")) == []  # default patience_train 5
-    assert invoke_rule(Overtraining(trial, patience_train="2", delta="0.25"), start_step=5) == [6, 7]
-    assert reason_at(Overtraining(trial, patience_train="2", delta="0.25"), 3) == (
-        "loss: training loss has not improved by 0.25 for 2 saves (best 1.75 at step 1; patience 2)")
-
-
-def test_overtraining_validation_loss(tmp_path):
-    steps = []
-    for i in range(6):
-        steps += [(TRAIN, {"loss": 6.0 - i}), (EVAL, {"loss": 1.0})]
-    trial = run(tmp_path, steps)
-    # EVAL saves at global 1, 3, ..., 11; the 3rd save without improvement is EVAL step 3 (global 7)
-    assert invoke_rule(Overtraining(trial, patience_train="1", patience_validation="3")) == [7, 9, 11]
-    assert invoke_rule(Overtraining(trial, patience_train="1")) == []  # default patience_validation 10
-    assert reason_at(Overtraining(trial, patience_validation="3"), 7) == (
-        "loss: validation loss has not improved by 0.01 for 3 saves (best 1 at EVAL step 0; patience 3)")
-
-
-def test_overtraining_default_delta(tmp_path):
-    values = [1.0, 0.9, 0.895, 0.892, 0.8925, 0.894, 0.8999]  # all within 0.01 of the best, 0.9
-    trial = run(tmp_path, [(TRAIN, {"loss": v}) for v in values])
-    assert invoke_rule(Overtraining(trial)) == [6]
+    assert invoke_rule(Overtraining(trial, window_train="1", patience_train="2")) == []  # judge_training off
+    on = dict(window_train="1", judge_training="true", min_delta_percent="0")
+    # delta 0.25 (absolute): improvements at 1 (by exactly 0.25) and 4 (1.75 -> 1.5); 1.625 is not one
+    assert invoke_rule(Overtraining(trial, patience_train="2", delta="0.25", **on)) == [3, 6, 7]
+    assert invoke_rule(Overtraining(trial, patience_train="2", delta="0", **on)) == [6, 7]
+    assert invoke_rule(Overtraining(trial, patience_train="3", delta="0.25", **on)) == [7]
+    rule = Overtraining(trial, patience_train="2", delta="0.25", **on)
+    invoke_rule(rule, end_step=4)
+    assert rule.last_reason == ("loss: training loss has not improved by 0% for 2 blocks of 1 saves (best median 1.75 "
+                                "at step 1; patience_train 2)")
 
 
 def test_overtraining_parameters(tmp_path):
     trial = run(tmp_path, [{"loss": 1.0}])
-    rule = Overtraining(trial, patience_train="2", patience_validation="4", delta="0.5")
+    rule = Overtraining(trial, patience_train="2", patience_validation="4", delta="0.5", min_delta_percent="3",
+                        window_train="5", window_validation="2", train_progress_percent="60", judge_training="1")
     assert (rule.patience_train, rule.patience_validation, rule.delta) == (2, 4, 0.5)
-    with pytest.raises(SMDebugValueError, match="patience_train must be >= 1"):
-        Overtraining(trial, patience_train="0")
-    with pytest.raises(SMDebugValueError, match="patience_validation must be an integer"):
-        Overtraining(trial, patience_validation="1.5")
-    with pytest.raises(SMDebugValueError, match="delta must be a finite number >= 0"):
-        Overtraining(trial, delta="-0.1")
+    assert (rule.min_delta_percent, rule.window_train, rule.window_validation) == (3.0, 5, 2)
+    assert (rule.train_progress_percent, rule.judge_training) == (60.0, True)
+    for kwargs, message in [({"patience_train": "0"}, "patience_train must be >= 1"),
+                            ({"patience_validation": "1.5"}, "patience_validation must be an integer"),
+                            ({"delta": "-0.1"}, "delta must be a finite number >= 0"),
+                            ({"min_delta_percent": "-1"}, "min_delta_percent"),
+                            ({"train_progress_percent": "101"}, "train_progress_percent"),
+                            ({"window_train": "0"}, "window_train must be >= 1")]:
+        with pytest.raises(SMDebugValueError, match=message):
+            Overtraining(trial, **kwargs)
 
 
 # --- SimilarAcrossRuns -------------------------------------------------------------------------------------
@@ -486,7 +514,7 @@ def test_stalled_training_parameters(tmp_path):
 
 
 # --- PoorWeightInitialization ------------------------------------------------------------------------------
-def test_poor_weight_initialization_activation_variance_ratio(tmp_path):
+def test_poor_weight_initialization_activation_variance_ratio_per_layer(tmp_path):
     # variances 1 and 16; a tensor not matching the regex is ignored
     step = {"a_relu_input": [-1.0, 1.0], "b_relu_input": [-4.0, 4.0], "c_tanh_input": [0.0, 1000.0]}
     trial = run(tmp_path, [step] * 3, include_regex=["_input"])
@@ -494,39 +522,64 @@ def test_poor_weight_initialization_activation_variance_ratio(tmp_path):
     assert invoke_rule(PoorWeightInitialization(trial, threshold="15.99")) == [0, 1, 2]
     assert invoke_rule(PoorWeightInitialization(trial, threshold="15.99", steps="2")) == [0, 1]  # first 2 steps
     assert reason_at(PoorWeightInitialization(trial), 0) == (
-        "activation inputs: variance ratio 16 > threshold 10 at step 0 "
+        "activation inputs: variance ratio 16 over 2 layers (16 per layer) > threshold 10 at step 0 "
         "(b_relu_input: 16, a_relu_input: 1)")
     assert invoke_rule(PoorWeightInitialization(trial, activation_inputs_regex="tanh_input|a_relu")) == [0, 1, 2]
+    # three layers, variances 1, 4, 16: 4 per layer (PyTorch's default init shrinks it about 3-fold per layer)
+    step3 = {"a_relu_input": [-1.0, 1.0], "b_relu_input": [-2.0, 2.0], "c_relu_input": [-4.0, 4.0]}
+    trial3 = run(tmp_path / "three", [step3], include_regex=["_input"])
+    assert invoke_rule(PoorWeightInitialization(trial3)) == []
+    assert invoke_rule(PoorWeightInitialization(trial3, threshold="4")) == []
+    assert invoke_rule(PoorWeightInitialization(trial3, threshold="3.99")) == [0]
 
 
 def test_poor_weight_initialization_gradient_spread(tmp_path):
-    # percentiles 5 and 95 of (0, 0.002): 0.0001 and 0.0019 -> spread 0.0018
-    steps = [{"gradient/w/a": [0.0, 0.002], "gradient/w/b": [5.0]}] * 2
+    # spreads (5th-95th percentile): w/a (0, 0.002) -> 0.0018; w/b (-5, 5) -> 9; 1-D biases are not judged
+    steps = [{"gradient/w/a": [[0.0, 0.002]], "gradient/w/b": [[5.0, -5.0]], "gradient/w/bias": [0.0, 0.0]}] * 2
     trial = run(tmp_path, steps)
-    assert invoke_rule(PoorWeightInitialization(trial)) == []
-    assert invoke_rule(PoorWeightInitialization(trial, distribution_range="0.0019")) == [0, 1]
-    assert reason_at(PoorWeightInitialization(trial, distribution_range="0.0019"), 1) == (
+    assert invoke_rule(PoorWeightInitialization(trial, relative_range="0.00019")) == []  # 0.0018 / 9 = 0.0002
+    assert invoke_rule(PoorWeightInitialization(trial, relative_range="0.00021")) == [0, 1]
+    assert invoke_rule(PoorWeightInitialization(trial)) == [0, 1]  # default relative_range 0.001 > 0.0002
+    assert invoke_rule(PoorWeightInitialization(trial, relative_range="0", distribution_range="0.0019")) == [0, 1]
+    assert reason_at(PoorWeightInitialization(trial, relative_range="0", distribution_range="0.0019"), 1) == (
         "gradients: gradient/w/a spans only 0.0018 between its 5th and 95th percentiles "
         "(< distribution_range 0.0019) at step 1")
 
 
-def test_poor_weight_initialization_loss_patience(tmp_path):
-    values = [1.0, 0.9, 0.95, 0.92, 0.8, 0.8, 0.85, 0.9, 0.8, 0.7, 0.7, 0.7]
-    trial = run(tmp_path, [{"loss": v} for v in values])
-    assert invoke_rule(PoorWeightInitialization(trial, patience="2")) == [3, 6, 7, 8]  # not 10, 11: after steps
-    assert invoke_rule(PoorWeightInitialization(trial, patience="4")) == [8]
+def test_poor_weight_initialization_gradient_rows_and_constant_gradients(tmp_path):
+    # an embedding: rows of tokens absent from the batch get no gradient and are left out of its spread
+    embedding = np.zeros((10, 3))
+    embedding[4] = [1.0, 2.0, 3.0]
+    trial = run(tmp_path, [{"gradient/w/emb": embedding, "gradient/w/out": [[-2.0, 2.0]]}])
     assert invoke_rule(PoorWeightInitialization(trial)) == []
-    assert invoke_rule(PoorWeightInitialization(trial, patience="2", steps="12")) == [3, 6, 7, 8, 11]
+    # every weight gradient constant (a constant initialisation: every unit gets the same gradient)
+    trial = run(tmp_path / "constant", [{"gradient/w/a": np.full((3, 3), 0.5), "gradient/w/b": np.zeros((2, 2))}])
+    rule = PoorWeightInitialization(trial)
+    assert invoke_rule(rule) == [0] and "every weight gradient (2 tensors) is constant" in rule.last_reason
+
+
+def test_poor_weight_initialization_loss_patience(tmp_path):
+    values = [1.0, 0.9, 1.0, 1.1, 1.0, 1.2, 1.0, 1.0, 1.0, 1.0]
+    trial = run(tmp_path, [{"loss": v} for v in values])
+    assert invoke_rule(PoorWeightInitialization(trial, patience="2")) == [3, 4, 5, 6, 7, 8, 9]
+    assert invoke_rule(PoorWeightInitialization(trial, patience="4")) == [5, 6, 7, 8, 9]
+    assert invoke_rule(PoorWeightInitialization(trial, patience="2", steps="5")) == [3, 4]
     assert reason_at(PoorWeightInitialization(trial, patience="2"), 3) == (
         "loss: loss has not gone below 0.9 (step 1) for 2 saves (patience 2) at step 3")
+    # a noisy loss below where it started is making progress
+    noisy = run(tmp_path / "noisy", [{"loss": v} for v in [1.0, 0.5, 0.7, 0.6, 0.6, 0.6, 0.6, 0.6]])
+    assert invoke_rule(PoorWeightInitialization(noisy, patience="2")) == []
 
 
 def test_poor_weight_initialization_parameters(tmp_path):
     trial = run(tmp_path, [{"loss": 1.0}])
-    rule = PoorWeightInitialization(trial, threshold="5", distribution_range="0.01", patience="3", steps="20")
+    rule = PoorWeightInitialization(trial, threshold="5", distribution_range="0.01", patience="3", steps="20",
+                                    relative_range="0.01")
     assert (rule.threshold, rule.distribution_range, rule.patience, rule.steps) == (5.0, 0.01, 3, 20)
+    assert rule.relative_range == 0.01
     for kwargs, message in [({"threshold": "0"}, "threshold must be > 0"),
                             ({"distribution_range": "-1"}, "distribution_range must be >= 0"),
+                            ({"relative_range": "-1"}, "relative_range"),
                             ({"patience": "0"}, "patience must be >= 1"),
                             ({"steps": "ten"}, "steps must be an integer"),
                             ({"activation_inputs_regex": "(["}, "activation_inputs_regex")]:

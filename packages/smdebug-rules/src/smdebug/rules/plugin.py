@@ -41,6 +41,9 @@ RULES: Tuple[RuleInfo, ...] = (
     _rule("OscillatingLoss", "curve_rules", "loss swinging up and down instead of converging"),
     _rule("SlowConvergence", "curve_rules", "loss still falling steadily when training ended, far from converged"),
     _rule("Divergence", "divergence", "loss or weights growing by orders of magnitude, still finite"),
+    _rule("UnnormalizedInput", "model_io_rules", "tabular or sequence input features far from unit scale"),
+    _rule("ImproperOutput", "model_io_rules", "model output that does not fit the loss (probabilities into a "
+          "logits loss, regression on class ids)"),
 )
 
 

@@ -67,6 +67,8 @@ _COLLECTIONS: Dict[str, List[tuple]] = {
     "OscillatingLoss": [("losses", _TAPERED)],
     "SlowConvergence": [("losses", _TAPERED)],
     "Divergence": [("losses", _TAPERED), ("weights", _TAPERED)],
+    "UnnormalizedInput": [("inputs", _TAPERED)],
+    "ImproperOutput": [("predictions", _TAPERED), ("labels", _TAPERED)],
     "CreateXgboostReport": [
         ("metrics", {"save_interval": "5"}),
         ("feature_importance", {"save_interval": "5"}),
@@ -217,6 +219,14 @@ def slow_convergence(framework=None):
 
 def divergence(framework=None):
     return _config("Divergence", framework)
+
+
+def unnormalized_input(framework=None):
+    return _config("UnnormalizedInput", framework)
+
+
+def improper_output(framework=None):
+    return _config("ImproperOutput", framework)
 
 
 def create_xgboost_report(framework=None):

@@ -70,6 +70,11 @@ class _LabelsAndPredictions(Rule):
             labels = _pooled(self.base_trial, lname, step)
             if labels is None:
                 continue
+            if labels.dtype.kind == "f" and not np.all(np.isfinite(labels) & (labels == np.round(labels))):
+                # targets of a regression (or soft labels): not class ids, nothing to count
+                self._warn_once(("not ids", lname), "%s: %s holds values that are not class ids (a regression "
+                                "target?); not judged", self.rule_name, lname)
+                continue
             predictions = _pooled(self.base_trial, prediction_names[i], step) if prediction_names else None
             if predictions is not None and argmax is None and labels.ndim == predictions.ndim + 1:
                 labels = np.argmax(labels, axis=-1)  # one-hot labels
@@ -112,7 +117,15 @@ class Confusion(_LabelsAndPredictions):
         confusion[i][i] / row_i < min_diag          (class i too often mispredicted)
         confusion[i][j] / row_i > max_off_diag      (j != i: class i too often taken for j)
 
-    Either inequality met for some class means the condition is met. (The original's documentation divides by
+    Either inequality met for some class means the condition is met; classes with fewer than
+    ``min_class_samples`` samples are skipped (a fraction of 2 samples is noise).
+
+    **Which step.** The matrix judged is the trained model's: the rule judges once training has ended, at the
+    last step where labels were saved (an untrained model mispredicts every class: the original judged every
+    step and fired at the first one of any run). On a run still training it evaluates nothing and says so.
+    Labels that are not class ids (floats with fractions: a regression target) are not judged.
+
+    (The original's documentation divides by
     column sums and once by the sum of the diagonal, which looks like a typo; recall per class is used here.)
 
     The labels are the tensor named ``labels`` if the run has it, else the tensors of ``labels_collection``;
@@ -127,11 +140,12 @@ class Confusion(_LabelsAndPredictions):
     :param predictions_collection: likewise for predictions (default ``"predictions"``).
     :param min_diag: smallest allowed fraction of a class predicted correctly (default 0.9).
     :param max_off_diag: largest allowed fraction of a class predicted as one other class (default 0.1).
+    :param min_class_samples: classes with fewer samples at the judged step are skipped (>= 1; default 10).
     """
 
     def __init__(self, base_trial, category_no=None, labels="labels", predictions="predictions",
                  labels_collection="labels", predictions_collection="predictions", min_diag="0.9",
-                 max_off_diag="0.1", other_trials=None, action_str=None):
+                 max_off_diag="0.1", min_class_samples="10", other_trials=None, action_str=None):
         super().__init__(base_trial, other_trials=other_trials, action_str=action_str)
         rule = self.rule_name
         self.category_no = as_optional_int(rule, "category_no", category_no, minimum=1)
@@ -141,6 +155,7 @@ class Confusion(_LabelsAndPredictions):
         self.predictions_collection = _name(rule, "predictions_collection", predictions_collection)
         self.min_diag = in_range(rule, "min_diag", as_float(rule, "min_diag", min_diag), 0, 1)
         self.max_off_diag = in_range(rule, "max_off_diag", as_float(rule, "max_off_diag", max_off_diag), 0, 1)
+        self.min_class_samples = as_int(rule, "min_class_samples", min_class_samples, minimum=1)
 
     def _names(self, name: str, collection: str) -> List[str]:
         if self.base_trial.has_tensor(name):
@@ -172,14 +187,26 @@ class Confusion(_LabelsAndPredictions):
         np.add.at(matrix, (labels, predictions), 1)
         return matrix
 
+    def _last_labels_step(self) -> Optional[int]:
+        names = self._names(self.labels, self.labels_collection)
+        last = [self.base_trial.tensor(n).steps()[-1] for n in names if self.base_trial.tensor(n).steps()]
+        return max(last) if last else None
+
     def invoke_at_step(self, step):
+        if not self.base_trial.loaded_all_steps:
+            self.not_evaluated("judges the trained model: the last labels and predictions saved, once training "
+                               "has ended")
+            return False
+        if step != self._last_labels_step():
+            self.not_evaluated("judges the last step where labels were saved")
+            return False
         matrix = self.confusion_matrix(step)
         if matrix is None:
             self.not_evaluated("needs labels and predictions saved at the same step, with class ids that pair up")
             return False
         for i, row in enumerate(matrix):
             total = int(row.sum())
-            if total == 0:
+            if total < self.min_class_samples:
                 continue
             if row[i] / total < self.min_diag:
                 return (f"class {i}: {row[i]} of {total} samples predicted correctly ({row[i] / total:.4g} "
@@ -204,8 +231,11 @@ class ClassImbalance(_LabelsAndPredictions):
         mispredicted_c  = #{labels equal to c whose prediction differs} / #{such labels with a prediction}
 
     Once ``sum_c count_c >= samples``, the condition is met at a step where labels were saved when
-    ``max_c count_c / min_c count_c > threshold_imbalance`` or ``mispredicted_c > threshold_misprediction``
-    for some class. Classes that never occur among the labels are unknown to the rule (it is not told how
+    ``max_c count_c / min_c count_c > threshold_imbalance`` (the data: judged live), or -- once training has
+    ended, at the last step where labels were saved, on that step's labels and predictions (the trained
+    model: an untrained one mispredicts every class) -- when ``mispredicted_c > threshold_misprediction``
+    for some class with at least 10 such labels. Labels that are not class ids (floats with fractions: a
+    regression target) are not counted. Classes that never occur among the labels are unknown to the rule (it is not told how
     many classes there are) and do not count as a minimum of 0.
 
     :param threshold_imbalance: largest allowed ratio of the most to the least frequent class (default 10).
@@ -286,8 +316,11 @@ class ClassImbalance(_LabelsAndPredictions):
         if ratio > self.threshold_imbalance:
             return (f"class {most} has {counts[most]} samples, class {least} {counts[least]}: ratio {ratio:.4g} "
                     f"> threshold_imbalance {self.threshold_imbalance:g} ({total} labels)")
-        for c in present:
-            if compared[c] and wrong[c] / compared[c] > self.threshold_misprediction:
+        if not self.base_trial.loaded_all_steps or step != saved_steps()[-1]:
+            return False
+        _, wrong, compared = self._counts.parts[step]
+        for c in np.flatnonzero(compared >= 10):
+            if wrong[c] / compared[c] > self.threshold_misprediction:
                 return (f"class {c}: {wrong[c]} of {compared[c]} samples mispredicted ({wrong[c] / compared[c]:.4g} "
                         f"> threshold_misprediction {self.threshold_misprediction:g})")
         return False
