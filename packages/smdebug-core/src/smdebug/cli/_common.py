@@ -68,18 +68,17 @@ def parse_mode(text: str):
 # opening a run
 # --------------------------------------------------------------------------------------------------
 def open_trial(path: str, wait: float = 0.0):
-    """``create_trial(path)`` for the CLI: a missing directory or a run with no data is a CliError, and
-    a run whose collection files are not there yet is waited for at most ``wait`` seconds."""
-    from smdebug.core.storage.base import is_s3_path
-    from smdebug.exceptions import SMDebugError
+    """``create_trial(path)`` for the CLI: a path with no run ("no smdebug run at PATH") or an unreadable
+    run is a CliError, and a run whose collection files are not there yet is waited for at most ``wait``
+    seconds (also a run that has not started yet)."""
+    from smdebug.exceptions import NoSmdebugRun, SMDebugError
     from smdebug.trials import create_trial
 
-    if not is_s3_path(path):
-        local = os.path.expanduser(path.strip())
-        if not os.path.isdir(local):
-            raise CliError(f"{path}: no such directory")
     try:
         return create_trial(path, wait_for_collections=max(wait, 0.0))
+    except NoSmdebugRun as e:
+        hint = "; --wait SECONDS waits for a run about to start" if not wait else ""
+        raise CliError(f"no smdebug run at {path}" + (f": {e.reason}" if e.reason else "") + hint) from None
     except SMDebugError as e:
         raise CliError(f"cannot read {path}: {e}") from None
     except (OSError, ImportError) as e:  # an S3 backend without boto3, permissions...

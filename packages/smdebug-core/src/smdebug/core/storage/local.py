@@ -144,6 +144,13 @@ class LocalStorage(Storage):
     def exists(self, key: str) -> bool:
         return os.path.exists(self._path(key))
 
+    def has_folder(self, prefix: str) -> bool:
+        try:
+            with os.scandir(self._path(prefix)) as entries:
+                return any(True for _ in entries)
+        except (FileNotFoundError, NotADirectoryError):
+            return False
+
     def age(self, key: str) -> Optional[float]:
         try:
             return max(0.0, time.time() - os.stat(self._path(key)).st_mtime)
