@@ -216,7 +216,7 @@ class InvalidCollectionConfiguration(SMDebugError):
     def __str__(self):
         return (
             f"Collection {self.c_name} has no include_regex and no tensor_names, "
-            "so it can never match a tensor. Give it a regex or tensor names."
+            "so it can never match a tensor; give it a regex or tensor names"
         )
 
 

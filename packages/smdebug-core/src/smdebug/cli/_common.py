@@ -122,8 +122,7 @@ def resolve_tensor_names(trial, patterns: Sequence[str], collections: Sequence[s
     for cname in collections:
         coll = trial.collections().get(cname)
         if coll is None:
-            raise CliError(f"no collection {cname!r} in the run (it has: {', '.join(sorted(trial.collections())) or 'none'})",
-                           EXIT_NOT_FOUND)
+            raise no_collection_error(cname, trial)
         out += [n for n in all_names if coll.matches(n) and n not in out]
     if missing:
         raise CliError(f"no tensor matches {', '.join(repr(m) for m in missing)}{suggest(missing[0], all_names)}",
@@ -132,11 +131,17 @@ def resolve_tensor_names(trial, patterns: Sequence[str], collections: Sequence[s
 
 
 def suggest(name: str, names: Iterable[str]) -> str:
-    """`` (did you mean 'a', 'b'?)`` or ''."""
-    import difflib
+    """`` (did you mean 'a' or 'b'?)`` or ''."""
+    from smdebug.core.names import did_you_mean
 
-    close = difflib.get_close_matches(name, list(names), n=3, cutoff=0.5)
-    return f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
+    return did_you_mean(name, names)
+
+
+def no_collection_error(name: str, trial) -> CliError:
+    """The error for a collection name the run does not have, with the close names it has."""
+    names = sorted(trial.collections())
+    return CliError(f"no collection {name!r} in the run{suggest(name, names)} (it has: {', '.join(names) or 'none'})",
+                    EXIT_NOT_FOUND)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -48,6 +48,7 @@ from smdebug.core.locations import (
 )
 from smdebug.core.logger import get_logger
 from smdebug.core.modes import ModeKeys
+from smdebug.core.names import did_you_mean
 from smdebug.core.reduction_config import ReductionConfig
 from smdebug.core.reductions import compute_reduction, reduction_tensor_name
 from smdebug.core.save_config import SaveConfig, SaveConfigMode, schedule_changes
@@ -61,7 +62,6 @@ from smdebug.core.tensorboard import TensorBoardWriter
 from smdebug.core.tfevent.tensor_codec import make_numpy_array
 from smdebug.core.writer import BackgroundWriter, format_steps
 from smdebug.exceptions import (
-    InvalidCollectionConfiguration,
     InvalidConfigurationError,
     SMDebugError,
     SMDebugRuntimeError,
@@ -266,6 +266,7 @@ class BaseHook:
             self.include_collections.append(CollectionKeys.ALL)
         self._prepared_token = None
         self._included: List[Collection] = []
+        self._reported_collections: Set[str] = set()  # included names already reported as matching nothing
         self._match_cache: Dict[str, Tuple[Collection, ...]] = {}
         # (tensor name, due collections) -> what saving it means (_SavePlan); the due sets are interned
         # frozensets, equal from one step to the next, so a tensor's plan is worked out once per schedule
@@ -481,12 +482,13 @@ class BaseHook:
         included = []
         for name in self.include_collections:
             coll = self.collection_manager.collections.get(name)
+            known = coll is not None
             if coll is None:
                 coll = self.collection_manager.get(name)
             if not coll.has_regex() and not coll.tensor_names:
                 if name in (CollectionKeys.DEFAULT, CollectionKeys.ALL):
                     continue  # empty built-ins simply match nothing
-                logger.error("smdebug: %s; it is skipped.", InvalidCollectionConfiguration(name))
+                self._report_empty_collection(name, known)
                 continue
             included.append(coll)
         for coll in self.collection_manager.collections.values():
@@ -504,6 +506,20 @@ class BaseHook:
         self._plans.clear()
         self._prepared_token = self._token()
         self._after_prepare()
+
+    def _report_empty_collection(self, name: str, known: bool) -> None:
+        """Once per name: an included collection that can match nothing, most often a typo."""
+        if name in self._reported_collections:
+            return
+        self._reported_collections.add(name)
+        usable = [c.name for c in self.collection_manager.collections.values() if c.has_regex() or c.tensor_names]
+        hint = did_you_mean(name, usable)
+        if known:
+            logger.error("smdebug: collection %r has no include_regex and no tensor_names%s, so it can never match "
+                         "a tensor; it is skipped (give it a regex or tensor names).", name, hint)
+        else:
+            logger.error("smdebug: include_collections names %r, which is no collection of this hook%s; it is "
+                         "skipped (collections: %s).", name, hint, ", ".join(sorted(usable)) or "none")
 
     def _before_prepare(self) -> None:
         """Plugins: resolve framework objects in collections (e.g. modules) before they are prepared."""

@@ -29,6 +29,7 @@ from smdebug.core.locations import (
 )
 from smdebug.core.logger import get_logger
 from smdebug.core.modes import ModeKeys
+from smdebug.core.names import did_you_mean
 from smdebug.core.storage.base import Storage, get_storage
 from smdebug.core.tensor import StepState, Tensor
 from smdebug.core.tfevent.index_file import IndexEntry, IndexFile, event_file_key, parse_index_file
@@ -505,7 +506,10 @@ class Trial:
             coll = collection if isinstance(collection, Collection) else self.collection(collection)
             names = {n for n in names if coll.matches(n)}
         if not names and (regex is not None or collection is not None):
-            logger.warning("No tensors matched %s", regex if regex is not None else collection)
+            hint = ""
+            if isinstance(collection, str) and collection not in self.collection_manager.collections:
+                hint = f": the run has no collection {collection!r}" + did_you_mean(collection, self.collections())
+            logger.warning("No tensors matched %s%s", regex if regex is not None else collection, hint)
         return sorted(names)
 
     def _names_of(self, f: IndexFile):
