@@ -1,4 +1,11 @@
-"""Pieces shared by the commands that read a run (ls, show, plot, report).
+"""Pieces shared by the commands (ls, show, plot, report, export, plugins, run; rules may use them too).
+
+Streams: a command's result goes to stdout (:func:`out`, :func:`print_json`), everything else to stderr:
+logs (``smdebug.cli.main`` moves smdebug's log handlers there), notes (:func:`note`) and progress bars
+(:func:`progress`: tqdm, only when stderr is a terminal and the work has lasted a second, unless forced
+on or off with ``--progress`` / ``-q``). A reader that goes away (``smdebug ls RUN | head``) ends the
+command quietly with :data:`EXIT_CLOSED_PIPE`: ``main`` catches the ``BrokenPipeError`` wherever it
+surfaces, including the last flush (:func:`closed_pipe`).
 
 Nothing heavy is imported at module level: numpy, the trial machinery, tqdm and matplotlib are
 imported inside the functions that need them, so ``smdebug --help`` stays instant.
@@ -19,6 +26,7 @@ PLOT_EXTRA = "smdebug-core[cli]"
 EXIT_OK = 0
 EXIT_NOT_FOUND = 1  # the run is readable, but the tensor/step/worker asked for is not in it
 EXIT_ERROR = 2  # bad arguments, unreadable run, missing optional dependency
+EXIT_CLOSED_PIPE = 141  # stdout's reader went away (128 + SIGPIPE, what a shell reports for such a command)
 
 
 class CliError(Exception):
@@ -254,6 +262,28 @@ def need_matplotlib(command: str):
 # --------------------------------------------------------------------------------------------------
 # output
 # --------------------------------------------------------------------------------------------------
+def out(text: str = "") -> None:
+    """A line of the command's result, on stdout."""
+    sys.stdout.write(text + "\n")
+
+
+def note(text: str) -> None:
+    """A line about the work (not its result), on stderr: ``--json`` and pipes see only results."""
+    sys.stderr.write(text + "\n")
+
+
+def closed_pipe() -> int:
+    """stdout's reader has gone: point stdout at /dev/null, so that the interpreter's last flush of what
+    is still buffered cannot raise again at exit, and return :data:`EXIT_CLOSED_PIPE`."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # stdout without a file descriptor (captured): nothing to redirect
+        pass
+    return EXIT_CLOSED_PIPE
+
+
 def jsonable(value: Any) -> Any:
     """numpy values and arrays as JSON-friendly data; non-finite floats as the strings nan/inf/-inf
     (strict JSON has no NaN)."""

@@ -58,7 +58,7 @@ from smdebug.core.state_store import StateStore
 from smdebug.core.stop_signal import StopSignalWatcher
 from smdebug.core.storage.base import Storage, get_storage, is_s3_path, parse_s3_path
 from smdebug.core.storage.errors import StorageAccessDenied, StorageError, StorageUnavailable
-from smdebug.core.tensorboard import TensorBoardWriter
+from smdebug.core.tensorboard import TensorBoardWriter, histogram_tag
 from smdebug.core.tfevent.tensor_codec import make_numpy_array
 from smdebug.core.writer import BackgroundWriter, format_steps
 from smdebug.exceptions import (
@@ -975,7 +975,7 @@ class BaseHook:
             if scalar and arr.size == 1 and arr.dtype.kind in "iufb":
                 self._tb.write_scalar(mode, step, name, arr)
             elif hist is not None:
-                self._tb.write_histogram(mode, step, f"{hist}/{name}", arr)
+                self._tb.write_histogram(mode, step, histogram_tag(hist, name), arr)
         w = writer.step_writer(step, mode, mode_step)
         if save_shape:
             w.write_shape(name, arr.shape if arr is not None else shape)
