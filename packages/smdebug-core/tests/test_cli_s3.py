@@ -3,7 +3,9 @@ give the same answers as on the local copy."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 
 import pytest
 
@@ -23,27 +25,32 @@ def s3_env():
         yield {**server.env, "SMDEBUG_S3_RETRY_ATTEMPTS": "2", "SMDEBUG_S3_RETRY_BASE_DELAY": "0.05"}
 
 
-@pytest.fixture(scope="module")
-def s3_run(mlp_run, s3_env):
-    import os
-
-    import boto3
-
-    path, losses = mlp_run
-    saved = {k: os.environ.get(k) for k in s3_env}
-    os.environ.update(s3_env)
+@contextlib.contextmanager
+def _in_env(env):
+    """This process talks to the moto server of ``env`` inside the block."""
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
     try:
-        boto3.client("s3").create_bucket(Bucket="cli-runs")
-        upload_dir(path, "cli-runs", "runs/mlp")
-        boto3.client("s3").put_object(Bucket="cli-runs", Key="runs/mlp/rule_results.json", Body=json.dumps({
-            "trial": "mlp", "status": "NoIssuesFound", "rules": [
-                {"name": "LossNotDecreasing", "status": "NoIssuesFound", "findings": [], "findings_total": 0}]}))
+        yield
     finally:
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+@pytest.fixture(scope="module")
+def s3_run(mlp_run, s3_env):
+    import boto3
+
+    path, losses = mlp_run
+    with _in_env(s3_env):
+        boto3.client("s3").create_bucket(Bucket="cli-runs")
+        upload_dir(path, "cli-runs", "runs/mlp")
+        boto3.client("s3").put_object(Bucket="cli-runs", Key="runs/mlp/rule_results.json", Body=json.dumps({
+            "trial": "mlp", "status": "NoIssuesFound", "rules": [
+                {"name": "LossNotDecreasing", "status": "NoIssuesFound", "findings": [], "findings_total": 0}]}))
     return "s3://cli-runs/runs/mlp", path, losses
 
 
@@ -77,3 +84,24 @@ def test_report_on_s3_reads_rule_results_from_the_bucket(s3_run, s3_env, smdebug
     assert "rule verdicts from s3://cli-runs/runs/mlp/rule_results.json" in out.stdout
     page = (tmp_path / "r.html").read_text()
     assert "s3://cli-runs/runs/mlp" in page and "LossNotDecreasing" in page and page.count("<img ") == 4
+
+
+def test_report_rules_option_takes_s3(s3_run, s3_env, smdebug_cli, tmp_path):
+    """--rules s3://bucket/key: the rule results are read from S3 like the run (a local run here)."""
+    import boto3
+
+    pytest.importorskip("matplotlib")
+    url, local, _ = s3_run
+    with _in_env(s3_env):
+        boto3.client("s3").put_object(Bucket="cli-runs", Key="results/other.json", Body=json.dumps({
+            "trial": "mlp", "status": "IssuesFound", "rules": [
+                {"name": "VanishingGradient", "status": "IssuesFound", "findings": [], "findings_total": 1}]}))
+    out = smdebug_cli("report", str(local), "-o", str(tmp_path / "r.html"), "--rules",
+                      "s3://cli-runs/results/other.json", env=s3_env)
+    assert out.returncode == 0, out.stderr
+    assert "rule verdicts from s3://cli-runs/results/other.json" in out.stdout
+    assert "VanishingGradient" in (tmp_path / "r.html").read_text()
+    out = smdebug_cli("report", str(local), "-o", str(tmp_path / "r2.html"), "--rules",
+                      "s3://cli-runs/results/missing.json", env=s3_env)
+    assert out.returncode == 2 and "cannot read rule results s3://cli-runs/results/missing.json: no such file" \
+        in out.stderr and "Traceback" not in out.stderr

@@ -93,6 +93,26 @@ def open_trial(path: str, wait: float = 0.0):
         raise CliError(f"cannot read {path}: {e}") from None
 
 
+def read_file(path: str, what: str) -> bytes:
+    """The bytes of a file named on the command line: a local path or ``s3://bucket/key``.
+
+    A missing or unreadable file is a CliError naming ``what`` it was meant to be.
+    """
+    from smdebug.core.storage.base import get_storage, is_s3_path
+    from smdebug.exceptions import SMDebugError
+
+    try:
+        if is_s3_path(path):
+            folder, _, name = path.strip().rstrip("/").rpartition("/")
+            return get_storage(folder).read(name)
+        with open(os.path.expanduser(path), "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        raise CliError(f"cannot read {what} {path}: no such file") from None
+    except (OSError, SMDebugError) as e:
+        raise CliError(f"cannot read {what} {path}: {e}") from None
+
+
 def display_path(trial) -> str:
     """The run's path for output: absolute for a local run, as given for s3://."""
     path = str(trial.path)

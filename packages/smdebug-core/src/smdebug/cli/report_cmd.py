@@ -41,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     c.add_trial_argument(parser)
     parser.add_argument("-o", "--output", required=True, metavar="FILE", help="the HTML file to write")
     parser.add_argument("--rules", metavar="FILE",
-                        help="rule runner result (smdebug rules run ... -o FILE); "
+                        help="rule runner result (smdebug rules run ... -o FILE), a path or s3://bucket/key; "
                              f"default: TRIAL/{RULE_RESULTS_FILE} if present")
     parser.add_argument("--max-points", type=int, default=500, metavar="N",
                         help="read at most N steps per tensor, evenly spread (default 500; 0: every step)")
@@ -92,11 +92,7 @@ def load_rule_results(trial, path=None):
     import json
 
     if path:
-        try:
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
-        except OSError as e:
-            raise c.CliError(f"cannot read rule results {path}: {e}") from None
+        text = c.read_file(path, "rule results").decode("utf-8", "replace")  # local or s3://
         source = path
     else:
         try:
