@@ -634,13 +634,14 @@ class BaseHook:
             return
         self.stop_requested = True
         self.stop_reason = stop_signal.describe(signal)
-        logger.warning("smdebug: %s; stopping training at step %d", self.stop_reason, self.step)
         self._on_stop_requested(signal)
 
     def _on_stop_requested(self, signal: dict) -> None:
-        """React to a stop signal at a step boundary. Plugins override this to stop their framework's
-        loop their own way (Keras: ``model.stop_training``; XGBoost: the callback returns True)."""
+        """React to a stop signal at a step boundary, and say so once: the exception's message, or one
+        log line. Plugins override this to stop their framework's loop their own way (Keras:
+        ``model.stop_training``; XGBoost: the callback returns True), logging that line themselves."""
         if self.on_stop == "flag":
+            logger.warning("smdebug: %s; stopping training at step %d", self.stop_reason, self.step)
             return
         self.close()
         self._disabled = True  # the run is complete: later hook calls (if the loop goes on) are no-ops
