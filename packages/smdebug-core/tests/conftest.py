@@ -33,6 +33,26 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "slow: long reliability tests, skipped unless --run-slow is given")
 
 
+#: lines of a passed slow test's stdout shown at the end (its figures: kills survived, inputs fuzzed...)
+FIGURE_LINES_PER_TEST = 5
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """One short section with what the passed slow tests printed on stdout (the figures RELIABILITY.md
+    quotes), instead of ``-rP``, which also replays every passed test's captured logs and warnings
+    (13,000 lines). Failed tests show everything they captured, as usual."""
+    lines = []
+    for report in terminalreporter.stats.get("passed", []):
+        if getattr(report, "when", None) != "call" or "slow" not in getattr(report, "keywords", {}):
+            continue
+        printed = [line.strip() for line in (report.capstdout or "").splitlines() if line.strip()]
+        lines += [f"{report.nodeid}: {line}" for line in printed[:FIGURE_LINES_PER_TEST]]
+    if lines:
+        terminalreporter.write_sep("=", "figures of the slow tests")
+        for line in lines:
+            terminalreporter.write_line(line)
+
+
 def pytest_collection_modifyitems(config, items):
     if config.getoption("--run-slow", default=False) or os.environ.get("SMDEBUG_RUN_SLOW", "") not in ("", "0"):
         return
