@@ -130,7 +130,8 @@ def _install(session: nox.Session, editable: Sequence[str], requirements: Sequen
 
 
 def _guard_no_pypi_smdebug(session: nox.Session) -> None:
-    """Fail if any smdebug-* distribution is installed non-editable (a PyPI copy of a sibling)."""
+    """Fail if any smdebug-* distribution is installed non-editable (a PyPI copy of a sibling), or the
+    original smdebug (distribution ``smdebug``, whose ``smdebug`` package would shadow ours)."""
     python = os.path.join(session.virtualenv.bin, "python")
     listing = session.run(
         "uv", "pip", "list", "--quiet", "--exclude-editable", "--format", "json", "--python", python,
@@ -139,11 +140,12 @@ def _guard_no_pypi_smdebug(session: nox.Session) -> None:
     # silent output may carry uv's stderr notes too: the JSON document is the line starting with "["
     document = next((line for line in listing.splitlines() if line.startswith("[")), "[]")
     installed = {item["name"].lower() for item in json.loads(document)}
-    strays = sorted(name for name in installed if name.replace("_", "-").startswith("smdebug-"))
+    strays = sorted(name for name in installed if name.replace("_", "-").startswith("smdebug-") or name == "smdebug")
     if strays:
         session.error(
             f"non-editable smdebug packages were installed (a sibling came from an index instead of "
-            f"this checkout): {', '.join(strays)}"
+            f"this checkout, or the original smdebug): {', '.join(strays)}; remove {session.virtualenv.location} "
+            "and run the session again"
         )
 
 
