@@ -6,6 +6,7 @@
     nox -s torch         # one plugin package: torch, tf, mxnet, xgboost, rules
     nox -s horovod       # a real horovodrun job (builds Horovod for PyTorch 2.x once, cached)
     nox -s horovod_tf    # the same with horovod.tensorflow and Keras 3 (builds Horovod for TF 2.21 once)
+    nox -s install       # the README's install commands in a fresh venv; each package from its wheel alone
     nox -s demo          # python examples/demo.py
     nox -s bench         # python benchmarks/run.py (bench_tf: the Keras hook overhead)
     nox -s docs          # regenerate the README's report screenshot (needs chromium)
@@ -60,7 +61,7 @@ FALLBACK_FIND_LINKS = "/opt/wheels"
 nox.options.default_venv_backend = "uv"
 nox.options.reuse_venv = "yes"  # installs still run every time; uv's cache makes them quick
 nox.options.error_on_external_run = True
-nox.options.sessions = ["core", "slow", "compat", *PLUGINS, "horovod", "horovod_tf"]  # `nox` alone: every test session, not demo/bench
+nox.options.sessions = ["core", "slow", "compat", *PLUGINS, "horovod", "horovod_tf", "install"]  # `nox` alone: every test session, not demo/bench
 
 
 # --------------------------------------------------------------------------------------------------
@@ -256,7 +257,7 @@ def horovod_tf(session: nox.Session) -> None:
 
 # MXNet 1.9.1 is the last release. Its wheel bundles OpenBLAS and libgfortran, and links against the
 # system's libgomp1 and libquadmath0 (present wherever gcc is). It imports only with numpy<1.24
-# (numpy 1.24 removed the np.bool alias it uses): this pin lives here, never in smdebug-mxnet's metadata.
+# (numpy 1.24 removed the np.bool alias it uses): smdebug-mxnet's framework extra carries the same pin.
 MXNET_TEST_DEPS = ["mxnet==1.9.1", "numpy<1.24"]
 
 
@@ -288,6 +289,14 @@ def rules(session: nox.Session) -> None:
     _install(session, [CORE, PLUGINS["rules"], PLUGINS["torch"], PLUGINS["xgboost"], RULE_PACK_FIXTURE],
              [*TEST_TOOLS, *RULES_TEST_DEPS, *XGBOOST_TEST_DEPS, _torch_requirement()])
     _pytest(session, f"{PLUGINS['rules']}/tests")
+
+
+@nox.session(python=PYTHON, tags=["test"])
+def install(session: nox.Session) -> None:
+    """smdebug installed as users install it: the README's Installing block run as written in a fresh
+    virtualenv from a copy of the checkout (then a PyTorch hook trains there), and each package from its
+    wheel with only what it declares (tests/install/run_checks.py). Nothing is installed editable."""
+    session.run("python", "tests/install/run_checks.py", "--torch", _torch_requirement(), *session.posargs)
 
 
 # --------------------------------------------------------------------------------------------------
