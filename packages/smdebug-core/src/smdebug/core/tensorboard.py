@@ -142,18 +142,18 @@ class TensorBoardWriter:
                 f.flush()
 
     def close(self) -> None:
-        files, self._files = list(self._files.values()), {}
-        for f in files:
-            if self._storage is None:
-                f.close()
-            else:
-                f.commit()
+        self._finish(keep=True)
 
     def abort(self) -> None:
         """Storage files: drop what was written (nothing appears); local files are closed as they are."""
+        self._finish(keep=False)
+
+    def _finish(self, keep: bool) -> None:
         files, self._files = list(self._files.values()), {}
         for f in files:
             if self._storage is None:
                 f.close()
+            elif keep:
+                f.commit()
             else:
                 f.abort()
