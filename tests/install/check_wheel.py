@@ -140,8 +140,11 @@ def check_core(work: str) -> None:
         raise CheckFailed("import smdebug.xgboost without smdebug-xgboost did not fail")
     except MissingPluginError as e:
         expect("--find-links dist 'smdebug-core[xgboost]'" in str(e), f"hint: {e}")
+    from smdebug.core.save_config import SaveConfig
+
     out = os.path.join(work, "core-run")
-    hook = NumpyHook(out_dir=out, include_collections=["weights", "gradients", "losses"])
+    hook = NumpyHook(out_dir=out, save_config=SaveConfig(save_interval=1),
+                     include_collections=["weights", "gradients", "losses"])
     history = train_logistic_regression(hook, steps=3)
     hook.close()
     trial = create_trial(out)
