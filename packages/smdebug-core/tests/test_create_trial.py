@@ -114,9 +114,7 @@ def test_out_dir_is_the_path(run_loc):
 def test_cli_says_no_run_and_how_to_wait(run_loc, smdebug_cli):
     for command in (["ls"], ["show", "--step", "0"], ["plot", "-o", os.devnull]):
         args = [command[0], str(run_loc.sub("nothing")), *(["loss"] if command[0] != "ls" else []), *command[1:]]
-        start = time.monotonic()
-        out = smdebug_cli(*args, timeout=60)
-        assert time.monotonic() - start < 30
+        out = smdebug_cli(*args, timeout=300)  # a wait would never end: the timeout is the check
         assert out.returncode == 2, out
         assert f"no smdebug run at {run_loc.sub('nothing')}" in out.stderr, out.stderr
         assert "--wait SECONDS" in out.stderr and "Traceback" not in out.stderr
