@@ -518,7 +518,7 @@ class BaseHook:
             logger.error("smdebug: collection %r has no include_regex and no tensor_names%s, so it can never match "
                          "a tensor; it is skipped (give it a regex or tensor names).", name, hint)
         else:
-            logger.error("smdebug: include_collections names %r, which is no collection of this hook%s; it is "
+            logger.error("smdebug: include_collections names %r, which is not a collection of this hook%s; it is "
                          "skipped (collections: %s).", name, hint, ", ".join(sorted(usable)) or "none")
 
     def _before_prepare(self) -> None:

@@ -34,7 +34,6 @@ from smdebug.core.storage.base import Storage, get_storage
 from smdebug.core.tensor import StepState, Tensor
 from smdebug.core.tfevent.index_file import IndexEntry, IndexFile, event_file_key, parse_index_file
 from smdebug.core.tfevent.tensor_codec import decode_tensor_record
-from smdebug.trials.run_detection import missing_run_reason
 from smdebug.exceptions import (
     CollectionFileCorrupted,
     EventFileCorrupted,
@@ -50,6 +49,7 @@ from smdebug.exceptions import (
     TensorUnavailable,
     TensorUnavailableForStep,
 )
+from smdebug.trials.run_detection import missing_run_reason
 
 logger = get_logger()
 
