@@ -44,7 +44,8 @@ def add_trial_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("trial", metavar="TRIAL", help="the run's directory or s3://bucket/prefix")
     parser.add_argument(
         "--wait", type=float, default=0.0, metavar="SECONDS",
-        help="wait this long for the run's collection files to appear (a job that is just starting); default 0",
+        help="wait this long for a run that is just starting (its collection files); default 0: a path with "
+             "no run fails at once",
     )
 
 
