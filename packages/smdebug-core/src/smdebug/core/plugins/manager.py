@@ -595,7 +595,9 @@ def _conversion_error(value: Any) -> str:
         hint = None
     known = ", ".join(sorted(_frameworks)) or "none"
     if hint is not None:
-        message += f". Install the {hint[0]} plugin: pip install 'smdebug-core[{hint[1]}]'"
+        from smdebug.core.plugins.missing import install_command
+
+        message += f". Install the {hint[0]} plugin: {install_command(f'smdebug-core[{hint[1]}]')}"
     return message + f" (frameworks available: {known}; see `smdebug plugins`)"
 
 

@@ -344,6 +344,13 @@ class LocalStorage(Storage):
         except (OSError, ValueError):
             return False
 
+    def has_folder(self, prefix: str) -> bool:
+        try:
+            with os.scandir(self._path(prefix)) as entries:
+                return any(True for _ in entries)
+        except (FileNotFoundError, NotADirectoryError):
+            return False
+
     def age(self, key: str) -> Optional[float]:
         try:
             return max(0.0, time.time() - self._lstat(key).st_mtime)
