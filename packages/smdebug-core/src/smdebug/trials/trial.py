@@ -590,8 +590,13 @@ class Trial:
             names = set(coll.members(names))
         if not names and (regex is not None or collection is not None):
             hint = ""
-            if isinstance(collection, str) and collection not in self.collection_manager.collections:
-                hint = f": the run has no collection {collection!r}" + did_you_mean(collection, self.collections())
+            coll = None
+            if collection is not None:
+                coll = collection if isinstance(collection, Collection) else self.collection(collection)
+            if coll is not None and not coll.has_regex() and not coll.tensor_names:
+                # (trial.collection() keeps even a name the run lacks, so emptiness is what tells a typo)
+                usable = [c.name for c in self.collections().values() if c.has_regex() or c.tensor_names]
+                hint = f": the run has no collection {coll.name!r}" + did_you_mean(coll.name, usable)
             logger.warning("No tensors matched %s%s", regex if regex is not None else collection, hint)
         return sorted(names)
 

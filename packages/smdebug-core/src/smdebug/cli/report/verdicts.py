@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime
 import json
 import math
-import os
 from dataclasses import dataclass, field
 from typing import Any, List, Optional
 
