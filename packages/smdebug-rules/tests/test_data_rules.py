@@ -305,7 +305,7 @@ def test_confusion_identity_and_one_mistake(tmp_path):
     assert invoke_rule(Confusion(trial)) == []  # class 4 has 1 sample: fewer than min_class_samples 10
     rule = Confusion(trial, **one)
     assert invoke_rule(rule) == [1]
-    assert rule.last_reason == "class 4: 0 of 1 samples predicted correctly (0 < min_diag 0.9)"
+    assert rule.last_reason == "class 4: 0 of 1 samples predicted correctly (0 < min_diag 0.5)"
     rule = Confusion(trial, min_diag="0", max_off_diag="0.01", **one)
     assert invoke_rule(rule) == [1]
     assert rule.last_reason == "class 4 predicted as 7 in 1 of 1 samples (1 > max_off_diag 0.01)"

@@ -16,7 +16,7 @@ import smdebug.pytorch as smd
 from smdebug import SaveConfig
 from smdebug.core.testing import TAPERED_SAVED_STEPS, one_torch_thread
 from smdebug.rules import rule_configs, run_rules
-from smdebug.rules.results import ISSUES, NO_ISSUES
+from smdebug.rules.results import ISSUES, NO_ISSUES, NOT_EVALUATED
 
 from _hooks import NumpyHook
 
@@ -78,9 +78,12 @@ def test_smdebug_rules_run_with_no_rule_evaluates_the_pytorch_set(tmp_path):
     healthy = train_images(tmp_path / "healthy", broken=False)
     code, result, err = rules_run(healthy)
     assert [r["name"] for r in result["rules"]] == list(rule_configs.RECOMMENDED["pytorch"]), err
-    assert {r["name"]: r["status"] for r in result["rules"]} == dict.fromkeys(rule_configs.RECOMMENDED["pytorch"],
-                                                                              NO_ISSUES)
-    assert code == 0
+    statuses = {r["name"]: r["status"] for r in result["rules"]}
+    # a short run without evaluation: the curve rules, Overfit/Overtraining have too little to judge and say so
+    assert set(statuses.values()) <= {NO_ISSUES, NOT_EVALUATED}, statuses
+    assert all(statuses[r] == NO_ISSUES for r in ("VanishingGradient", "ExplodingTensor", "WeightUpdateRatio",
+                                                  "DeadRelu", "SaturatedActivation", "CheckInputImages")), statuses
+    assert code == (3 if NOT_EVALUATED in statuses.values() else 0)
 
     broken = train_images(tmp_path / "broken", broken=True)
     code, result, err = rules_run(broken)
@@ -143,4 +146,7 @@ def test_xgboost_recommended_hook_and_rules(tmp_path, rounds, saved):
     code, result, err = rules_run(out)
     assert [r["name"] for r in result["rules"]] == list(rule_configs.RECOMMENDED["xgboost"]), err
     if rounds == 30:
-        assert code == 0, result  # a slow, sound learner: the training loss keeps falling
+        # eta 0.05 for 30 rounds: the loss still falls as fast at the end as at the start, far from converged --
+        # what SlowConvergence is for; every other rule is quiet
+        statuses = {r["name"]: r["status"] for r in result["rules"]}
+        assert code == 1 and [n for n, s in statuses.items() if s == ISSUES] == ["SlowConvergence"], statuses

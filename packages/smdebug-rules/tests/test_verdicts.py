@@ -55,6 +55,10 @@ NEEDS = {
     "OscillatingLoss": Needs(params={"window": "2", "min_swings": "2"}, looks_for="collection 'losses'"),
     "SlowConvergence": Needs(params={"window": "2"}, looks_for="collection 'losses'"),
     "Divergence": Needs(looks_for="collection 'losses'"),
+    # the healthy run's dense ReLU outputs are its only 2-D float tensors (its input is an image)
+    "UnnormalizedInput": Needs(params={"collection_names": "", "tensor_regex": ".*relu_output", "threshold": "1e9"},
+                               looks_for="tensors matching '.*relu_output'"),
+    "ImproperOutput": Needs(looks_for="a loss module's inputs"),
     "NLPSequenceRatio": Needs(looks_for="tensors matching '.*embedding0_input_0'"),
     "Overfit": Needs(looks_for="EVAL-mode saves of a loss"),
     "Overtraining": Needs(looks_for="collection 'losses'"),
@@ -94,7 +98,7 @@ def runs(tmp_path_factory):
         ("torch", "healthy"): train_torch(
             root / "torch", EveryKindNet(), (x, y), steps=24, eval_data=(x[:8], y[:8]),
             include_regex=[".*relu_output", ".*relu_input", ".*tanh_input", ".*sigmoid_input", "conv0_input_0",
-                           "embedding0_input_0"]),
+                           "embedding0_input_0", r"Loss_input_\d+$"]),
         ("bare", "healthy"): train_torch(root / "bare", EveryKindNet(), (x, y), steps=24, eval_data=(x[:8], y[:8]),
                                          include_collections=["biases"], register_loss=False),
     }

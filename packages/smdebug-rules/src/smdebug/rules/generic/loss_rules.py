@@ -512,6 +512,8 @@ class Overtraining(Rule):
             values, steps, plateau, _, smoothed = self._series_at(name, mode, s)
             if not smoothed or smoothed[-1][0] != s:
                 continue  # no new value of the smoothed series at this save
+            if mode != ModeKeys.EVAL and not self.judge_training:
+                continue  # read for the validation test, judged only with judge_training
             judged = True
             note_read(name)
             best_step = smoothed[plateau.best_index][0]
@@ -535,6 +537,6 @@ class Overtraining(Rule):
                         f"{self.window_train} saves (best median {plateau.best:.6g} at {mode_label(mode)} {best_step}; "
                         f"patience_train {self.patience_train})")
         if not judged:
-            self.not_evaluated(f"needs saves of a loss (TRAIN, EVAL or without modes): blocks of window_train="
-                               f"{self.window_train} saves or window_validation={self.window_validation} evaluations")
+            self.not_evaluated(f"needs window_validation={self.window_validation} EVAL-mode saves of a loss (or, with "
+                               f"judge_training, blocks of window_train={self.window_train} training saves)")
         return False
