@@ -41,6 +41,10 @@ def _class_ids(scores: np.ndarray) -> np.ndarray:
     return scores.astype(np.int64)
 
 
+def _squeeze_last(value: np.ndarray) -> np.ndarray:
+    return value.reshape(value.shape[:-1]) if value.ndim >= 2 and value.shape[-1] == 1 else value
+
+
 def _pooled(trial, name: str, step: int) -> Optional[np.ndarray]:
     values = [v for v in batches_at(trial, name, step) if v.dtype.kind in "fiub"]
     if not values:
@@ -76,6 +80,9 @@ class _LabelsAndPredictions(Rule):
                                 "target?); not judged", self.rule_name, lname)
                 continue
             predictions = _pooled(self.base_trial, prediction_names[i], step) if prediction_names else None
+            # a trailing axis of size 1 is no class axis: (n, 1) sigmoid outputs, (n, 1) sparse labels
+            labels = _squeeze_last(labels)
+            predictions = _squeeze_last(predictions) if predictions is not None else None
             if predictions is not None and argmax is None and labels.ndim == predictions.ndim + 1:
                 labels = np.argmax(labels, axis=-1)  # one-hot labels
             if predictions is not None:
