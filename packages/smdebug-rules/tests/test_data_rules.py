@@ -360,6 +360,20 @@ def test_confusion_binary_probabilities_are_rounded(tmp_path):
     assert invoke_rule(Confusion(trial, min_class_samples="1")) == [1]
 
 
+def test_confusion_column_outputs_and_labels(tmp_path):
+    # Keras-style (n, 1) sigmoid outputs and (n, 1) labels: rounded, not argmax-ed over a single column
+    labels = np.array([[0.0]] * 10 + [[1.0]] * 10)
+    good = np.where(labels > 0, 0.9, 0.1)
+    trial = run(tmp_path, [{"labels": labels, "predictions": good}])
+    assert invoke_rule(Confusion(trial)) == []
+    # (n, 1) sparse labels against (n, k) scores: the scores are argmax-ed
+    scores = np.eye(2)[labels[:, 0].astype(int)]
+    trial = run(tmp_path / "scores", [{"labels": labels, "predictions": scores}])
+    rule = Confusion(trial)
+    assert invoke_rule(rule) == [] and rule.evaluation.steps == 1
+    assert invoke_rule(Confusion(run(tmp_path / "wrong", [{"labels": labels, "predictions": scores[::-1].copy()}]))) == [0]
+
+
 def test_confusion_judges_the_trained_model_only(tmp_path):
     labels = np.array([0] * 10 + [1] * 10)
     untrained, trained = np.zeros(20, np.int64), labels.copy()
@@ -372,7 +386,7 @@ def test_confusion_judges_the_trained_model_only(tmp_path):
     # a run still training is not judged (nothing says its last step is the trained model)
     write(tmp_path / "open", [{"labels": labels, "predictions": untrained}] * 2, close=False)
     rule = Confusion(create_trial(str(tmp_path / "open")))
-    assert invoke_rule(rule) == [] and rule.evaluation.steps == 0
+    assert invoke_rule(rule, end_step=2) == [] and rule.evaluation.steps == 0
     # regression targets are not class ids
     targets = np.linspace(0.0, 3.0, 20)
     regression = run(tmp_path / "regression", [{"labels": targets, "predictions": targets[::-1].copy()}])
