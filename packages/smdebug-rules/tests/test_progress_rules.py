@@ -564,6 +564,7 @@ def test_poor_weight_initialization_loss_patience(tmp_path):
     assert invoke_rule(PoorWeightInitialization(trial, patience="2")) == [3, 4, 5, 6, 7, 8, 9]
     assert invoke_rule(PoorWeightInitialization(trial, patience="4")) == [5, 6, 7, 8, 9]
     assert invoke_rule(PoorWeightInitialization(trial, patience="2", steps="5")) == [3, 4]
+    assert invoke_rule(PoorWeightInitialization(trial)) == []  # default patience 0: the loss test is off
     assert reason_at(PoorWeightInitialization(trial, patience="2"), 3) == (
         "loss: loss has not gone below 0.9 (step 1) for 2 saves (patience 2) at step 3")
     # a noisy loss below where it started is making progress
@@ -580,7 +581,7 @@ def test_poor_weight_initialization_parameters(tmp_path):
     for kwargs, message in [({"threshold": "0"}, "threshold must be > 0"),
                             ({"distribution_range": "-1"}, "distribution_range must be >= 0"),
                             ({"relative_range": "-1"}, "relative_range"),
-                            ({"patience": "0"}, "patience must be >= 1"),
+                            ({"patience": "-1"}, "patience must be >= 0"),
                             ({"steps": "ten"}, "steps must be an integer"),
                             ({"activation_inputs_regex": "(["}, "activation_inputs_regex")]:
         with pytest.raises(SMDebugValueError, match=message):

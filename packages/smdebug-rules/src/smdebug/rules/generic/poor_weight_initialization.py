@@ -50,7 +50,9 @@ class PoorWeightInitialization(Rule):
         same gradient). The relative test is scale-free (a converging model's gradients are small
         everywhere; a badly initialised layer's are small next to the others');
     (c) **loss**: a loss (``losses`` collection; TRAIN-mode saves if it has any, else all saves) has not
-        gone below its lowest earlier value for ``patience`` consecutive saves, and is not below its first
+        gone below its lowest earlier value for ``patience`` consecutive saves (only when ``patience`` is
+        given: off by default, since a loss held flat by a learning-rate warmup looks the same in the first
+        steps; LossNotDecreasing judges a loss that does not fall), and is not below its first
         save's value either (a minibatch loss that made progress but is noisy is not stuck).
 
     Checks run in this order at each step; the reason names the first one met. Variances and percentiles
@@ -68,12 +70,13 @@ class PoorWeightInitialization(Rule):
         small; give it to get the absolute test back).
     :param relative_range: smallest tolerated spread of a weight gradient relative to the largest spread at
         the step (>= 0). Default ``"0.001"``.
-    :param patience: consecutive loss saves without a new lowest loss (>= 1). Default ``"5"``.
+    :param patience: consecutive loss saves without a new lowest loss (>= 0; 0: the loss test is off).
+        Default ``"0"`` (the original's 5 fired on healthy runs with a learning-rate warmup).
     :param steps: number of initial global steps examined (>= 1). Default ``"10"``.
     """
 
     def __init__(self, base_trial, activation_inputs_regex=".*relu_input", threshold="10.0",
-                 distribution_range="0", patience="5", steps="10", collection_names="relu_activations",
+                 distribution_range="0", patience="0", steps="10", collection_names="relu_activations",
                  relative_range="0.001", other_trials=None, action_str=None):
         super().__init__(base_trial, other_trials=other_trials, action_str=action_str)
         name = self.rule_name
@@ -97,7 +100,7 @@ class PoorWeightInitialization(Rule):
         self.relative_range = as_float(name, "relative_range", relative_range)
         if not (self.relative_range >= 0 and np.isfinite(self.relative_range)):
             raise SMDebugValueError(f"{name}: relative_range must be a finite number >= 0, got {relative_range!r}")
-        self.patience = as_int(name, "patience", patience, minimum=1)
+        self.patience = as_int(name, "patience", patience, minimum=0)
         self.steps = as_int(name, "steps", steps, minimum=1)
         self._saved = SavedSteps(base_trial)
         self._losses = LossSelection(base_trial, [], [], use_losses_collection=True, scalar_fallback=False)
@@ -172,6 +175,8 @@ class PoorWeightInitialization(Rule):
         return None
 
     def _loss(self, step) -> Optional[str]:
+        if not self.patience:
+            return None
         for name in self._losses.names():
             mode = auto_mode(self._saved, name, None)
             s = step_in_mode(self.base_trial, step, mode)
