@@ -93,7 +93,7 @@ def test_overfit_fires_on_a_memorising_model(memorising_run):
     steps = invoke_rule(rule)
     eval_steps = [s for s in trial.steps() if trial.mode(s).name == "EVAL"]
     assert steps and set(steps) <= set(eval_steps)
-    assert "validation loss" in rule.last_reason and "above training loss" in rule.last_reason
+    assert "overfitting: median validation loss" in rule.last_reason and "above training" in rule.last_reason
 
 
 def test_overfit_quiet_on_a_healthy_model(healthy_eval_run):
@@ -102,19 +102,21 @@ def test_overfit_quiet_on_a_healthy_model(healthy_eval_run):
 
 def test_overtraining_fires_when_validation_loss_stops_improving(memorising_run):
     trial = trial_of(memorising_run)
-    rule = Overtraining(trial, patience_train="1000", patience_validation="5")
+    rule = Overtraining(trial, patience_validation="3", window_validation="1")
     steps = invoke_rule(rule)
     assert steps and all(trial.mode(s).name == "EVAL" for s in steps)
-    assert "validation loss has not improved by 0.01 for" in rule.last_reason
-    assert invoke_rule(Overtraining(trial, patience_train="1000", patience_validation="10")) == []  # 10 saves
+    assert "validation loss has not improved by 1% for" in rule.last_reason
+    assert "while the training loss went on falling" in rule.last_reason
+    assert invoke_rule(Overtraining(trial, patience_validation="10", window_validation="1")) == []  # 10 evaluations
 
 
 def test_overtraining_fires_when_training_loss_is_flat(tmp_path):
     trial = trial_of(train_torch(tmp_path, mlp(), classification_data(), steps=8, lr=0.0,
                                  include_collections=["losses"]))
-    rule = Overtraining(trial)
+    assert invoke_rule(Overtraining(trial)) == []  # the training loss alone only with judge_training
+    rule = Overtraining(trial, judge_training="true", window_train="1")
     assert invoke_rule(rule) == [5, 6, 7]
-    assert "training loss has not improved by 0.01 for 7 saves" in rule.last_reason
+    assert "training loss has not improved by 1% for 7 blocks of 1 saves" in rule.last_reason
 
 
 def test_overtraining_quiet_on_a_healthy_model(healthy_eval_run):

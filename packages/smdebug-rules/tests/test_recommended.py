@@ -146,7 +146,4 @@ def test_xgboost_recommended_hook_and_rules(tmp_path, rounds, saved):
     code, result, err = rules_run(out)
     assert [r["name"] for r in result["rules"]] == list(rule_configs.RECOMMENDED["xgboost"]), err
     if rounds == 30:
-        # eta 0.05 for 30 rounds: the loss still falls as fast at the end as at the start, far from converged --
-        # what SlowConvergence is for; every other rule is quiet
-        statuses = {r["name"]: r["status"] for r in result["rules"]}
-        assert code == 1 and [n for n, s in statuses.items() if s == ISSUES] == ["SlowConvergence"], statuses
+        assert code == 0, result  # a slow, sound learner (the run stays open: SlowConvergence waits for its end)
