@@ -41,6 +41,17 @@ def _class_ids(scores: np.ndarray) -> np.ndarray:
     return scores.astype(np.int64)
 
 
+#: the last labels must have been saved in the last 10 % of the run to stand for the trained model
+TRAINED_SHARE = 0.9
+
+
+def _near_the_end(trial, step: int) -> bool:
+    """Whether ``step`` is in the last 10 % of the run's steps (a model saved half-way is not the trained one:
+    a tapered schedule's last save of a 40-step run is step 20)."""
+    steps = trial.steps()
+    return bool(steps) and step >= TRAINED_SHARE * steps[-1]
+
+
 def _squeeze_last(value: np.ndarray) -> np.ndarray:
     return value.reshape(value.shape[:-1]) if value.ndim >= 2 and value.shape[-1] == 1 else value
 
@@ -128,7 +139,7 @@ class Confusion(_LabelsAndPredictions):
     ``min_class_samples`` samples are skipped (a fraction of 2 samples is noise).
 
     **Which step.** The matrix judged is the trained model's: the rule judges once training has ended, at the
-    last step where labels were saved (an untrained model mispredicts every class: the original judged every
+    last step where labels were saved if that is in the last 10 % of the run's steps (an untrained model mispredicts every class: the original judged every
     step and fired at the first one of any run). On a run still training it evaluates nothing and says so.
     Labels that are not class ids (floats with fractions: a regression target) are not judged.
 
@@ -210,6 +221,10 @@ class Confusion(_LabelsAndPredictions):
         if step != self._last_labels_step():
             self.not_evaluated("judges the last step where labels were saved")
             return False
+        if not _near_the_end(self.base_trial, step):
+            self.not_evaluated(f"judges the last labels if saved in the last 10% of the run (the trained model); "
+                               f"the last were saved at step {step}")
+            return False
         matrix = self.confusion_matrix(step)
         if matrix is None:
             self.not_evaluated("needs labels and predictions saved at the same step, with class ids that pair up")
@@ -242,8 +257,8 @@ class ClassImbalance(_LabelsAndPredictions):
 
     Once ``sum_c count_c >= samples``, the condition is met at a step where labels were saved when
     ``max_c count_c / min_c count_c > threshold_imbalance`` (the data: judged live), or -- once training has
-    ended, at the last step where labels were saved, on that step's labels and predictions (the trained
-    model: an untrained one mispredicts every class) -- when ``mispredicted_c > threshold_misprediction``
+    ended, at the last step where labels were saved if it is in the last 10 % of the run, on that step's
+    labels and predictions (the trained model: an untrained one mispredicts every class) -- when ``mispredicted_c > threshold_misprediction``
     for some class with at least 10 such labels. Labels that are not class ids (floats with fractions: a
     regression target) are not counted. Classes that never occur among the labels are unknown to the rule (it is not told how
     many classes there are) and do not count as a minimum of 0.
@@ -326,7 +341,8 @@ class ClassImbalance(_LabelsAndPredictions):
         if ratio > self.threshold_imbalance:
             return (f"class {most} has {counts[most]} samples, class {least} {counts[least]}: ratio {ratio:.4g} "
                     f"> threshold_imbalance {self.threshold_imbalance:g} ({total} labels)")
-        if not self.base_trial.loaded_all_steps or step != saved_steps()[-1]:
+        if (not self.base_trial.loaded_all_steps or step != saved_steps()[-1]
+                or not _near_the_end(self.base_trial, step)):
             return False
         _, wrong, compared = self._counts.parts[step]
         for c in np.flatnonzero(compared >= 10):
