@@ -102,12 +102,12 @@ def test_overfit_quiet_on_a_healthy_model(healthy_eval_run):
 
 def test_overtraining_fires_when_validation_loss_stops_improving(memorising_run):
     trial = trial_of(memorising_run)
-    rule = Overtraining(trial, patience_validation="3", window_validation="1")
+    rule = Overtraining(trial, patience_validation="3", window_validation="1", window_train="1")
     steps = invoke_rule(rule)
     assert steps and all(trial.mode(s).name == "EVAL" for s in steps)
     assert "validation loss has not improved by 1% for" in rule.last_reason
     assert "while the training loss went on falling" in rule.last_reason
-    assert invoke_rule(Overtraining(trial, patience_validation="10", window_validation="1")) == []  # 10 evaluations
+    assert invoke_rule(Overtraining(trial, patience_validation="10", window_validation="1", window_train="1")) == []
 
 
 def test_overtraining_fires_when_training_loss_is_flat(tmp_path):

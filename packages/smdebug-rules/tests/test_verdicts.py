@@ -56,9 +56,9 @@ NEEDS = {
     "SlowConvergence": Needs(params={"window": "2"}, looks_for="collection 'losses'"),
     "Divergence": Needs(looks_for="collection 'losses'"),
     # the healthy run's dense ReLU outputs are its only 2-D float tensors (its input is an image)
-    "UnnormalizedInput": Needs(params={"collection_names": "", "tensor_regex": ".*relu_output", "threshold": "1e9",
-                                       "min_samples": "2"},
-                               looks_for="tensors matching '.*relu_output'"),
+    "UnnormalizedInput": Needs(params={"collection_names": "", "tensor_regex": "CrossEntropyLoss_input_0",
+                                       "threshold": "1e9", "min_samples": "2"},
+                               looks_for="tensors matching 'CrossEntropyLoss_input_0'"),
     "ImproperOutput": Needs(looks_for="a loss module's inputs"),
     "NLPSequenceRatio": Needs(looks_for="tensors matching '.*embedding0_input_0'"),
     "Overfit": Needs(looks_for="EVAL-mode saves of a loss"),
