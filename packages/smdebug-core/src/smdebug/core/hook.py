@@ -559,12 +559,18 @@ class BaseHook:
         self.mode = mode
 
     @_guarded()
-    def begin_step(self) -> None:
-        """Start the next step of the current mode (closing the previous one if still open)."""
-        with self._step_lock:
-            self._begin_step()
+    def begin_step(self, mode_step: Optional[int] = None) -> None:
+        """Start the next step of the current mode (closing the previous one if still open).
 
-    def _begin_step(self) -> None:
+        ``mode_step``: the step's number in its mode, for loops that count steps themselves (a trainer's
+        global step); by default the mode's last step plus one. The global step always counts on by one.
+        """
+        if mode_step is not None and (isinstance(mode_step, bool) or not isinstance(mode_step, int) or mode_step < 0):
+            raise SMDebugValueError(f"begin_step(mode_step=...) needs a step number >= 0, got {mode_step!r}")
+        with self._step_lock:
+            self._begin_step(mode_step)
+
+    def _begin_step(self, mode_step: Optional[int] = None) -> None:
         if self._in_step:
             self._finish_step()
         self._close_open_step()
@@ -576,7 +582,7 @@ class BaseHook:
         if self._claimed and self._out_is_s3 and self._writer is not None:
             self._refresh_s3_claim()
         self.step += 1
-        self.mode_steps[self.mode] += 1
+        self.mode_steps[self.mode] = self._next_mode_step(mode_step)
         self.mode_steps[ModeKeys.GLOBAL] = self.step
         self._in_step = True
         self._wrote_this_step = False
@@ -599,6 +605,20 @@ class BaseHook:
             pending, self._pending_scalars = self._pending_scalars, []
             for args in pending:
                 self._write_scalar(*args)
+
+    def _next_mode_step(self, wanted: Optional[int]) -> int:
+        last = self.mode_steps[self.mode]
+        if wanted is None:
+            return last + 1
+        if wanted <= last:
+            # Step numbers of a mode only grow (the index and the trials rely on it): a loop whose own
+            # count went back (a second trainer started from 0 with the same hook) continues ours.
+            if not self.__dict__.get("_warned_mode_step"):
+                self._warned_mode_step = True
+                logger.warning("smdebug: %s step %d requested after step %d; numbering continues at %d",
+                               self.mode.name, wanted, last, last + 1)
+            return last + 1
+        return wanted
 
     @_guarded()
     def end_step(self) -> None:
