@@ -64,10 +64,8 @@ def runs_compiled(module: torch.nn.Module) -> bool:
     does so with ``trainer.fit(torch.compile(model))``), or a call from inside a compiled module."""
     if not _loaded[0]:
         return False
-    if getattr(module, "_compiled_call_impl", None) is not None:
-        return True
-    if hasattr(getattr(module, "forward", None), "_torchdynamo_orig_callable"):
+    attrs = module.__dict__
+    if attrs.get("_compiled_call_impl") is not None or hasattr(attrs.get("forward"), "_torchdynamo_orig_callable"):
         return True
     eval_frame = sys.modules.get("torch._dynamo.eval_frame")
-    in_optimized = getattr(eval_frame, "_is_in_optimized_module", None)
-    return bool(in_optimized is not None and in_optimized())
+    return bool(getattr(eval_frame, "_in_optimized_module", False))

@@ -42,39 +42,41 @@ class GradientSource:
         self.optimizer_seen = False
         self._global_handle = None
         self._param_handles: List = []
-        self._kept: Dict[str, torch.Tensor] = {}  # from parameter hooks, saved at the end of the step
+        self.kept: Dict[str, torch.Tensor] = {}  # from parameter hooks, saved at the end of the step
         self._optimizers: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
         self._saved_at: Optional[int] = None  # the step whose gradients were saved (each is saved once)
         self._saved: set = set()
 
     # -- set-up --------------------------------------------------------------------------------------
-    def install(self) -> None:
-        """Listen to every optimizer's steps (policy "auto")."""
-        if self.policy == "auto" and self._global_handle is None:
+    def _listen(self, on: bool) -> None:
+        """Listen to every optimizer's steps (policy "auto"), only while gradients are due."""
+        if on and self._global_handle is None:
             from torch.optim.optimizer import register_optimizer_step_pre_hook
 
             self._global_handle = register_optimizer_step_pre_hook(self._on_any_step)
+        elif not on and self._global_handle is not None:
+            self._global_handle.remove()
+            self._global_handle = None
 
     def use(self, policy: str) -> None:
         self.policy = policy
-        if policy != "auto" and self._global_handle is not None:
-            self._global_handle.remove()
-            self._global_handle = None
+        self.hook._rewire_later()
         if policy != "auto":
+            self._listen(False)
             self.detach()
-            self._kept.clear()
+            self.kept.clear()
 
     def remove(self) -> None:
-        if self._global_handle is not None:
-            self._global_handle.remove()
-            self._global_handle = None
+        self._listen(False)
         self.detach()
-        self._kept.clear()
+        self.kept.clear()
         self._optimizers = weakref.WeakKeyDictionary()
 
     # -- parameter hooks (loops without an optimizer) --------------------------------------------------
     def wire(self, due: bool) -> None:
-        """Attach parameter hooks for a step where gradients are due, if they come from backward."""
+        """For a step where gradients are due: listen to optimizers, and attach parameter hooks until an
+        optimizer has been seen to step the model. Nothing for the other steps."""
+        self._listen(due and self.policy == "auto")
         want = due and self.policy == "auto" and not self.optimizer_seen
         if want and not self._param_handles:
             for name, p in self.hook._params:
@@ -89,7 +91,7 @@ class GradientSource:
         self._param_handles.clear()
 
     def _keep(self, name: str):
-        kept = self._kept
+        kept = self.kept
 
         def on_grad(grad):
             previous = kept.get(name)
@@ -100,9 +102,10 @@ class GradientSource:
 
     def end_of_step(self) -> None:
         """Save what parameter hooks kept in the step that is ending (the hook is still in it)."""
-        if not self._kept:
+        if not self.kept:
             return
-        kept, self._kept = self._kept, {}
+        kept = dict(self.kept)
+        self.kept.clear()  # (in place: the parameter hooks hold this dict)
         if self.optimizer_seen:
             return  # an optimizer stepped meanwhile: its gradients were saved instead
         hook = self.hook
@@ -113,8 +116,8 @@ class GradientSource:
     # -- optimizers -------------------------------------------------------------------------------------
     def _on_any_step(self, optimizer, args, kwargs):
         hook = self.hook
-        if hook._disabled:
-            return None
+        if hook._disabled or not hook._sched_due:
+            return None  # (nothing due: the usual step costs this test and no more)
         try:
             if _wraps_optimizer(optimizer):
                 return None
@@ -124,7 +127,8 @@ class GradientSource:
             if not self.optimizer_seen:
                 self.optimizer_seen = True
                 self.detach()
-                self._kept.clear()
+                self.kept.clear()
+                hook._rewire_later()
             self.save(pairs)
         except Exception as e:  # noqa: BLE001
             hook._fail("the optimizer step hook", e)

@@ -60,6 +60,16 @@ def _unwrap(module: torch.nn.Module) -> torch.nn.Module:
         return module
 
 
+def _class_name(module: torch.nn.Module) -> str:
+    """The model's class name, as the user wrote it: FSDP2's ``fully_shard`` swaps a module's class
+    for a subclass ``FSDP<Class>`` of (FSDPModule, Class)."""
+    cls = type(module)
+    bases = cls.__bases__
+    if len(bases) == 2 and bases[0].__name__ == "FSDPModule" and cls.__name__ == "FSDP" + bases[1].__name__:
+        return bases[1].__name__
+    return cls.__name__
+
+
 class Hook(BaseHook):
     framework_name = "pytorch"
     default_include_collections = (CollectionKeys.LOSSES,)
@@ -112,6 +122,7 @@ class Hook(BaseHook):
         # modes whose steps a trainer callback begins and ends (the model's forwards then mark no step)
         self._external_modes: frozenset = _NOTHING
         self._wired = None  # what the attached torch hooks were chosen for (see _rewire)
+        self._wired_quiet = False  # nothing attached, as a step with nothing due needs
         self._compiled = False  # the model has run compiled
         self._sharded = False  # some parameters are sharded DTensors (gathered by every rank)
         self._sched_due: frozenset = _NOTHING  # collections due by the schedule, on every rank
@@ -144,15 +155,14 @@ class Hook(BaseHook):
                 f"This hook already follows {self.model_name}; call hook.remove() before registering another model"
             )
         self.model = inner
-        self.model_name = type(inner).__name__
+        self.model_name = _class_name(inner)
         for qualified, sub in inner.named_modules():
             self._names.setdefault(sub, qualified or self.model_name)
         self._names[inner] = self.model_name
         self._refresh_params()
         self._model_handles.append(self._add_eager_hook(inner.register_forward_pre_hook, self._on_model_forward_pre))
-        self._grads.install()
         _dynamo.notify_when_loaded(self)
-        self._wired = None
+        self._rewire_later()
 
     register_hook = register_module
 
@@ -163,7 +173,7 @@ class Hook(BaseHook):
         self._names[loss_module] = type(loss_module).__name__
         if loss_module not in self._loss_modules:
             self._loss_modules.append(loss_module)
-        self._wired = None
+        self._rewire_later()
         if self._in_step:
             with self._step_lock:
                 self._rewire()  # (registered during a step, e.g. by zero-code at the loss's first call)
@@ -183,7 +193,7 @@ class Hook(BaseHook):
             optimizer.register_step_pre_hook(self._on_optimizer_pre_step),
             optimizer.register_step_post_hook(self._on_optimizer_post_step),
         ]
-        self._wired = None
+        self._rewire_later()
 
     def remove(self) -> None:
         """Detach every hook from the model, losses and optimizer (saved data stays)."""
@@ -200,7 +210,7 @@ class Hook(BaseHook):
         self._params = []
         self._loss_modules = []
         self._traced.clear()
-        self._wired = None
+        self._rewire_later()
 
     @staticmethod
     def _remove(handles: List) -> None:
@@ -209,8 +219,20 @@ class Hook(BaseHook):
         handles.clear()
 
     def close(self) -> None:
+        if not self._closed and not self._disabled:
+            with self._step_lock:
+                self._settle_step()
         super().close()
         self.remove()
+
+    def end_step(self) -> None:
+        if not self._disabled:
+            try:
+                with self._step_lock:
+                    self._settle_step()
+            except Exception as e:  # noqa: BLE001
+                self._fail("end_step()", e)
+        super().end_step()
 
     # ------------------------------------------------------------------------------------------
     # torch hooks that must stay out of compiled code
@@ -242,6 +264,12 @@ class Hook(BaseHook):
     def _may_save(self, name: str) -> bool:
         return any(c.matches(name) for c in self._included)
 
+    def _rewire_later(self) -> None:
+        """Something the wiring depends on changed (registrations, compilation, gradient source): the
+        next step chooses its torch hooks afresh."""
+        self._wired = None
+        self._wired_quiet = False
+
     def _rewire(self) -> None:
         """Attach the module and parameter hooks the current step needs, and remove the others.
 
@@ -249,13 +277,14 @@ class Hook(BaseHook):
         they are attached only where a due collection can save what they see; while the model runs
         compiled, where any included collection may (see the module docstring). Cheap when nothing
         changed since the last step: the due collections are interned sets."""
-        due = self._due
-        state = (due, self._compiled, self._prepared_token, self._grads.policy, self._grads.optimizer_seen,
-                 self.model)
+        due = self._sched_due  # (on a rank that writes, self._due)
         wired = self._wired
-        if wired is not None and all(a is b or a == b for a, b in zip(state, wired)):
+        # (whatever else decides the wiring, compiled-ness, registrations, where gradients come from, sets
+        # _wired to None when it changes)
+        if wired is not None and wired[1] is self._prepared_token and wired[0] == due:
             return
-        self._wired = state
+        self._wired = (due, self._prepared_token)
+        self._wired_quiet = False  # (set below when nothing is attached for a step with nothing due)
         wanted = self._may_save if self._compiled else self.is_due
         targets = io_targets(self.model, self._names, wanted) if self.model is not None else {}
         for module in self._loss_modules:
@@ -272,7 +301,10 @@ class Hook(BaseHook):
             if current is not None:
                 current[0].remove()
             self._io_handles[module] = (self._add_io_hook(module, *flags), flags)
-        self._grads.wire(bool(due) and any(self.is_due(GRADIENT_PREFIX + n) for n, _ in self._params))
+        grads_due = bool(due) and any(self._due_by_schedule(GRADIENT_PREFIX + n) for n, _ in self._params)
+        self._grads.wire(grads_due)
+        # A later quiet step may skip all this (see _on_model_forward_pre) only if it would attach nothing
+        self._wired_quiet = not due and not self._io_handles and not grads_due
 
     def _add_io_hook(self, module, inputs: bool, outputs: bool):
         if module is self.model:
@@ -302,13 +334,22 @@ class Hook(BaseHook):
     # steps
     # ------------------------------------------------------------------------------------------
     def _on_model_forward_pre(self, module, inputs):
-        if self._disabled:
-            return None
         try:
+            # The usual step, kept lean (it runs at every forward call): nothing attached, nothing to
+            # settle, not compiled, steps counted by forwards. The core counts it (_begin_quiet_step).
+            if (self._wired_quiet and not (self._compiled or self._traced or self._grads.kept) and self._optimizer is None
+                    and not self._external_modes and not (_dynamo._loaded[0] and _dynamo.runs_compiled(module))):
+                with self._step_lock:
+                    if self._begin_quiet_step():
+                        self._step_mode = self.mode
+                        return None
+            if self._disabled:
+                return None
             if self._traced:
                 self._drain_traced()  # (a compiled forward's tensors, from the last call)
-            if not self._compiled and _dynamo.runs_compiled(module):
-                self._compiled = True
+            if not self._compiled and _dynamo._loaded[0] and _dynamo.runs_compiled(module):
+                self._compiled = True  # (for good: hooks traced into the graph cannot be taken out)
+                self._rewire_later()
             if self.mode in self._external_modes:
                 if self._in_step:
                     with self._step_lock:
@@ -340,22 +381,29 @@ class Hook(BaseHook):
 
     def _start_step(self, mode_step: Optional[int] = None) -> None:
         """(step lock held) Begin a step, attach what it needs, and save the parameters due."""
+        self._settle_step()
         self._begin_step(mode_step)
         if self._disabled:
             return
         self._step_mode = self.mode
-        self._io_index.clear()
+        if self._io_index:
+            self._io_index.clear()
         # Every rank follows the schedule, writer or not: sharded parameters are gathered by all ranks.
-        self._sched_due = self._due if self._is_writer else self._compute_due()
-        self._rewire()
-        if self._sched_due:
+        due = self._sched_due = self._due if self._is_writer else self._compute_due()
+        wired = self._wired
+        if wired is None or wired[1] is not self._prepared_token or wired[0] != due:
+            self._rewire()
+        if due:
             self._save_parameters()
 
-    def _finish_step(self) -> None:
-        # Still inside the step: what compiled forwards captured, and gradients kept from backward.
-        self._drain_traced()
-        self._grads.end_of_step()
-        super()._finish_step()
+    def _settle_step(self) -> None:
+        """(step lock held) Before a step ends: save what compiled forwards captured, and gradients kept
+        from backward, in the step they belong to."""
+        if self._in_step:
+            if self._traced:
+                self._drain_traced()
+            if self._grads.kept:
+                self._grads.end_of_step()
 
     def _save_parameters(self) -> None:
         self._refresh_params()
@@ -479,7 +527,7 @@ class Hook(BaseHook):
         self._external_modes = frozenset(modes)
         if gradients == "manual":
             self._grads.use("manual")
-        self._wired = None
+        self._rewire_later()
 
     def _save_gradients(self) -> None:
         """Save the model's gradients now (a trainer's "before optimizer step" event)."""
