@@ -45,6 +45,7 @@ from smdebug.pytorch.reductions import device_reductions
 _WRAPPERS = (torch.nn.DataParallel, torch.nn.parallel.DistributedDataParallel)
 _OPTIMIZER_MODES = (ModeKeys.TRAIN, ModeKeys.GLOBAL)
 _NOTHING: frozenset = frozenset()
+OUTPUT_LOSS = "loss"
 
 
 def _unwrap(module: torch.nn.Module) -> torch.nn.Module:
@@ -121,6 +122,9 @@ class Hook(BaseHook):
         self._traced: List[tuple] = []
         # modes whose steps a trainer callback begins and ends (the model's forwards then mark no step)
         self._external_modes: frozenset = _NOTHING
+        self._forward_mode = None  # trainers: module -> the mode its forward call runs in (or None)
+        self._loss_in_output = False  # save the model output's "loss" (see _record_output_loss)
+        self._named_saved: Tuple[int, set] = (-1, set())  # (step, names _save_named saved in it)
         self._wired = None  # what the attached torch hooks were chosen for (see _rewire)
         self._wired_quiet = False  # nothing attached, as a step with nothing due needs
         self._compiled = False  # the model has run compiled
@@ -292,6 +296,9 @@ class Hook(BaseHook):
             inputs, outputs = wanted(f"{name}_input_0"), wanted(f"{name}_output_0")
             if inputs or outputs:
                 targets[module] = (inputs, outputs)
+        if self._loss_in_output and self.model is not None and wanted(OUTPUT_LOSS + "_output_0"):
+            # the loss the model computes in its forward (Hugging Face models given labels)
+            targets[self.model] = targets.get(self.model, (False, False)) + (True,)
         for module in [m for m in self._io_handles if m not in targets]:
             self._io_handles.pop(module)[0].remove()
         for module, flags in targets.items():
@@ -306,11 +313,14 @@ class Hook(BaseHook):
         # A later quiet step may skip all this (see _on_model_forward_pre) only if it would attach nothing
         self._wired_quiet = not due and not self._io_handles and not grads_due
 
-    def _add_io_hook(self, module, inputs: bool, outputs: bool):
+    def _add_io_hook(self, module, inputs: bool, outputs: bool, output_loss: bool = False):
         if module is self.model:
             # The model's own hooks run eagerly even when it is compiled (around the compiled forward).
             def on_model(mod, ins, outs):
-                return self._on_forward_eager(mod, ins if inputs else (), outs if outputs else ())
+                if output_loss:
+                    self._record_output_loss(outs)
+                if inputs or outputs:
+                    self._on_forward_eager(mod, ins if inputs else (), outs if outputs else ())
 
             handle = self._add_eager_hook(module.register_forward_hook, on_model)
             return _Handle(handle, self._eager_handles)
@@ -350,6 +360,10 @@ class Hook(BaseHook):
             if not self._compiled and _dynamo._loaded[0] and _dynamo.runs_compiled(module):
                 self._compiled = True  # (for good: hooks traced into the graph cannot be taken out)
                 self._rewire_later()
+            if self._forward_mode is not None:
+                mode = self._forward_mode(module)
+                if mode is not None:
+                    self.mode = mode
             if self.mode in self._external_modes:
                 if self._in_step:
                     with self._step_lock:
@@ -528,6 +542,35 @@ class Hook(BaseHook):
         if gradients == "manual":
             self._grads.use("manual")
         self._rewire_later()
+
+    def _save_named(self, name: str, value, collection: str) -> None:
+        """Save a value a trainer reports (a logged metric, the learning rate) under its own name in
+        ``collection`` (created and included on first use), at a step where that collection is due."""
+        if self._disabled:
+            return
+        try:
+            with self._step_lock:
+                coll = self.collection_manager.get(collection)
+                if name not in coll.tensor_names:
+                    coll.add_tensor_name(name)
+                if collection not in self.include_collections:
+                    self.include_collections.append(collection)  # (due from the next step on)
+                if self._in_step and collection in self._due:
+                    saved = self._named_saved
+                    if saved[0] != self.step:
+                        saved = self._named_saved = (self.step, set())
+                    if name not in saved[1]:  # (a trainer may report a value twice in a step)
+                        saved[1].add(name)
+                        self._record(name, value, force_collections=(coll,))
+        except Exception as e:  # noqa: BLE001
+            self._fail(f"saving {name}", e)
+
+    def _record_output_loss(self, outputs) -> None:
+        """The model's output carries the loss (``outputs.loss`` / ``outputs["loss"]``, as Hugging Face
+        models return it when given labels): saved as ``loss_output_<i>``, in the ``losses`` collection."""
+        loss = outputs.get(OUTPUT_LOSS) if isinstance(outputs, dict) else getattr(outputs, OUTPUT_LOSS, None)
+        if isinstance(loss, torch.Tensor):
+            self.record_tensor_value(OUTPUT_LOSS, loss)
 
     def _save_gradients(self) -> None:
         """Save the model's gradients now (a trainer's "before optimizer step" event)."""

@@ -1,0 +1,186 @@
+"""smdebug for PyTorch Lightning: ``SmdebugCallback``.
+
+```python
+from smdebug.pytorch.lightning import SmdebugCallback
+
+trainer = L.Trainer(callbacks=[SmdebugCallback(out_dir="/tmp/run", include_collections=["weights", "gradients"])])
+```
+
+* Modes: ``fit`` trains in TRAIN and validates in EVAL; ``validate`` and ``test`` are EVAL; ``predict``
+  is PREDICT (the sanity check before fitting is not saved).
+* Steps: a TRAIN step is one optimizer step, numbered by the trainer's ``global_step`` (the batches of
+  gradient accumulation belong to it); each EVAL/PREDICT batch is one step of its mode.
+* Saved: parameters at the start of the step, gradients at Lightning's ``on_before_optimizer_step``
+  (unscaled under mixed precision), the loss ``training_step`` returns (``loss_output_<i>``) and what
+  the module logs with ``self.log`` (``trainer.callback_metrics`` at the end of the step, each under its
+  own name: ``losses`` collection for names with "loss", ``metrics`` for the others), plus everything the
+  hook's collections ask for (layer inputs/outputs...).
+* Works with the ``lightning`` package and with ``pytorch_lightning``; with DDP every rank runs the
+  callback, and ``include_workers`` decides which ranks write.
+
+The hook comes from ``SmdebugCallback(hook=...)``, or is built from keyword arguments (those of
+``smdebug.pytorch.Hook``), or from the JSON configuration (``smdebug run``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Optional
+
+from smdebug.core.modes import ModeKeys
+from smdebug.pytorch import _trainer
+from smdebug.pytorch.hook import Hook
+
+_PACKAGES = ("lightning.pytorch", "pytorch_lightning")
+
+
+def _bases(package: Optional[str] = None) -> tuple:
+    """Lightning's Callback classes: of ``package``, else of both Lightning packages that are installed
+    (a callback that is an instance of both works with either package's Trainer)."""
+    bases = []
+    for name in ((package,) if package else _PACKAGES):
+        try:
+            bases.append(importlib.import_module(name).Callback)
+        except ImportError:
+            continue
+    if not bases:
+        raise ModuleNotFoundError("smdebug.pytorch.lightning needs PyTorch Lightning: "
+                                  "pip install 'smdebug-torch[lightning]'")
+    return tuple(bases)
+
+
+class _Follower:
+    """smdebug's Lightning callback (see the module's docstring): ``SmdebugCallback(hook=None, **hook_kwargs)``."""
+
+    def __init__(self, hook: Optional[Hook] = None, **hook_kwargs):
+        super().__init__()
+        self._hook_arg, self._hook_kwargs = hook, hook_kwargs
+        self.hook: Optional[Hook] = None
+        self._active = False
+        self._train_step: Optional[int] = None  # the global step of the TRAIN step open in the hook
+
+    # -- set-up ------------------------------------------------------------------------------------
+    def setup(self, trainer, pl_module, stage: str) -> None:
+        if any(isinstance(cb, _Follower) for cb in trainer.callbacks[:trainer.callbacks.index(self)]):
+            return  # another smdebug callback came first (e.g. the user's, and zero-code's)
+        if self.hook is None:
+            self.hook = _trainer.resolve_hook(self._hook_arg, self._hook_kwargs)
+        if self.hook is None:
+            return
+        _trainer.take_over(self.hook, pl_module)
+        # Every step is begun and ended here; gradients are saved at on_before_optimizer_step
+        self.hook._follow_trainer(tuple(ModeKeys), gradients="manual")
+        self._active = True
+
+    def _end_step(self) -> None:
+        if self.hook._in_step:
+            self.hook.end_step()
+        self._train_step = None
+
+    # -- training ----------------------------------------------------------------------------------
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
+        if not self._active:
+            return
+        step = trainer.global_step
+        if self._train_step == step and self.hook.mode == ModeKeys.TRAIN and self.hook._in_step:
+            return  # another batch of the same optimizer step (gradient accumulation)
+        self._end_step()
+        self.hook.set_mode(ModeKeys.TRAIN)
+        self.hook.begin_step(mode_step=step)
+        self._train_step = step
+
+    def on_before_optimizer_step(self, trainer, pl_module, optimizer) -> None:
+        if self._active:
+            self.hook._save_gradients()
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        if not self._active:
+            return
+        self._save_loss(outputs)
+        if trainer.global_step != self._train_step:  # the optimizer stepped: the step is complete
+            _trainer.save_logged(self.hook, trainer.callback_metrics)
+            self._end_step()
+
+    def on_train_end(self, trainer, pl_module) -> None:
+        if self._active:
+            self._end_step()
+
+    # -- evaluation and prediction: one step per batch ---------------------------------------------
+    def _eval_batch_start(self, trainer, mode) -> None:
+        if not self._active or trainer.sanity_checking:
+            return
+        self._end_step()
+        self.hook.set_mode(mode)
+        self.hook.begin_step()
+
+    def _eval_batch_end(self, trainer, outputs) -> None:
+        # (the step stays open until the next batch or the end of the loop: what is logged for the epoch
+        # is in callback_metrics only then, and goes into the loop's last step)
+        if not self._active or trainer.sanity_checking:
+            return
+        self._save_loss(outputs)
+        _trainer.save_logged(self.hook, trainer.callback_metrics)
+
+    def _eval_end(self, trainer) -> None:
+        if not self._active or trainer.sanity_checking:
+            return
+        if self.hook._in_step:
+            _trainer.save_logged(self.hook, trainer.callback_metrics)
+        self._end_step()
+
+    def on_validation_end(self, trainer, pl_module) -> None:
+        self._eval_end(trainer)
+
+    def on_test_end(self, trainer, pl_module) -> None:
+        self._eval_end(trainer)
+
+    def on_predict_end(self, trainer, pl_module) -> None:
+        self._eval_end(trainer)
+
+    def on_validation_batch_start(self, trainer, pl_module, batch, batch_idx, dataloader_idx=0) -> None:
+        self._eval_batch_start(trainer, ModeKeys.EVAL)
+
+    def on_validation_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0) -> None:
+        self._eval_batch_end(trainer, outputs)
+
+    def on_test_batch_start(self, trainer, pl_module, batch, batch_idx, dataloader_idx=0) -> None:
+        self._eval_batch_start(trainer, ModeKeys.EVAL)
+
+    def on_test_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0) -> None:
+        self._eval_batch_end(trainer, outputs)
+
+    def on_predict_batch_start(self, trainer, pl_module, batch, batch_idx, dataloader_idx=0) -> None:
+        self._eval_batch_start(trainer, ModeKeys.PREDICT)
+
+    def on_predict_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0) -> None:
+        self._eval_batch_end(trainer, None)  # (predictions are not losses)
+
+    def on_exception(self, trainer, pl_module, exception) -> None:
+        if self._active:
+            self._end_step()
+
+    # -- helpers -----------------------------------------------------------------------------------
+    def _save_loss(self, outputs) -> None:
+        loss = outputs.get("loss") if isinstance(outputs, dict) else outputs
+        if loss is not None and hasattr(loss, "detach") and getattr(loss, "numel", lambda: 0)() == 1:
+            self.hook.record_tensor_value("loss", loss.detach())
+
+
+_classes = {}
+
+
+def callback_class(package: Optional[str] = None):
+    """``SmdebugCallback`` for ``package`` ("lightning.pytorch" or "pytorch_lightning"; default: both
+    that are installed)."""
+    bases = _bases(package)
+    cls = _classes.get(bases)
+    if cls is None:
+        cls = _classes[bases] = type("SmdebugCallback", (_Follower, *bases), {"__module__": __name__,
+                                                                            "__doc__": _Follower.__doc__})
+    return cls
+
+
+def __getattr__(name: str):
+    if name == "SmdebugCallback":
+        return callback_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
