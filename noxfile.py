@@ -8,7 +8,9 @@
     nox -s horovod       # a real horovodrun job (builds Horovod for PyTorch 2.x once, cached)
     nox -s horovod_tf    # the same with horovod.tensorflow and Keras 3 (builds Horovod for TF 2.21 once)
     nox -s demo          # python examples/demo.py
+    nox -s conformance   # the original smdebug 1.0.34's own tests against this checkout (../shared/conformance)
     nox -s bench         # python benchmarks/run.py (bench_tf: the Keras hook overhead)
+    nox -s bench_rules   # the rule-accuracy benchmark (torch + Keras + XGBoost runs; benchmarks/rule_accuracy)
     nox -s docs          # regenerate the README's report screenshot (needs chromium)
     nox -s core -- -k plugins -x     # extra pytest arguments go after --
 
@@ -27,7 +29,7 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
-from typing import List, Sequence
+from typing import List, Optional, Sequence
 
 import nox
 
@@ -48,20 +50,25 @@ RULE_PACK_FIXTURE = "packages/smdebug-rules/tests/fixtures/smdebug-example-rules
 TEST_TOOLS = ["pytest", "pytest-xdist", "pytest-timeout"]
 # A test that hangs fails after this many seconds instead of eating CI's budget (override: -- --timeout=N).
 TEST_TIMEOUT = "--timeout=900"
-CORE_TEST_DEPS = TEST_TOOLS + ["hypothesis", "pandas", "tensorboard", "boto3", "moto[server]", "matplotlib"]
-RULES_TEST_DEPS = ["boto3", "moto[server]"]
+# bokeh: smdebug report; playwright: drives the system chromium in the report's browser tests (its
+# Python package only: the tests launch Debian's chromium, no browser is downloaded)
+CORE_TEST_DEPS = TEST_TOOLS + ["hypothesis", "pandas", "tensorboard", "boto3", "moto[server]", "matplotlib", "bokeh",
+                               "playwright"]
+# boto3/moto: rule results written to s3:// and SNS actions; bokeh: `smdebug report` shows rule verdicts
+RULES_TEST_DEPS = ["boto3", "moto[server]", "bokeh"]
 # Extra requirements of the demo and the benchmarks (both also get torch, pinned by _torch_requirement()).
 DEMO_DEPS: List[str] = []
 # boto3/moto: the S3 read benchmark talks to a moto server; matplotlib: the scaling chart;
 # tensorboard: torch.utils.tensorboard.SummaryWriter, the comparison column of the torch benchmark.
-BENCH_DEPS: List[str] = ["boto3", "moto[server]", "matplotlib", "tensorboard"]
+# bokeh, pandas: the report benchmark (smdebug report, trial.to_dataframe).
+BENCH_DEPS: List[str] = ["boto3", "moto[server]", "matplotlib", "tensorboard", "bokeh", "pandas"]
 TORCH_VERSION = "2.13.0"
 FALLBACK_FIND_LINKS = "/opt/wheels"
 
 nox.options.default_venv_backend = "uv"
 nox.options.reuse_venv = "yes"  # installs still run every time; uv's cache makes them quick
 nox.options.error_on_external_run = True
-nox.options.sessions = ["core", "slow", "compat", *PLUGINS, "torch_trainers", "horovod", "horovod_tf"]  # `nox` alone: every test session, not demo/bench
+nox.options.sessions = ["core", "slow", "compat", *PLUGINS, "torch_trainers", "horovod", "horovod_tf", "conformance"]  # `nox` alone: every test session, not demo/bench
 
 
 # --------------------------------------------------------------------------------------------------
@@ -194,7 +201,8 @@ COMPAT_MATRIX = [
 def compat(session: nox.Session, protobuf: str, numpy: str) -> None:
     """The format, hook and trial tests of smdebug-core on old and new protobuf/numpy releases."""
     _install(session, [CORE], [*TEST_TOOLS, "pandas", f"protobuf=={protobuf}", f"numpy=={numpy}"])
-    tests = [f"{CORE}/tests/{name}" for name in ("test_format.py", "test_config.py", "test_hook.py", "test_trial.py")]
+    tests = [f"{CORE}/tests/{name}" for name in ("test_format.py", "test_config.py", "test_hook.py", "test_trial.py",
+                                                  "test_trial_dataframe.py")]
     session.run("pytest", "-n", "auto", TEST_TIMEOUT, "-W", "error::DeprecationWarning:google.protobuf", *tests,
                 *session.posargs)
 
@@ -202,7 +210,7 @@ def compat(session: nox.Session, protobuf: str, numpy: str) -> None:
 @nox.session(python=PYTHON, tags=["test", "plugin"])
 def torch(session: nox.Session) -> None:
     """smdebug-torch with PyTorch (CPU wheel from the find-links folder)."""
-    _install(session, [CORE, PLUGINS["torch"]], [*TEST_TOOLS, _torch_requirement()])
+    _install(session, [CORE, PLUGINS["torch"], PLUGINS["rules"]], [*TEST_TOOLS, _torch_requirement()])
     _pytest(session, f"{PLUGINS['torch']}/tests")
 
 
@@ -246,7 +254,7 @@ TF_TEST_DEPS = [
 @nox.session(python=PYTHON, tags=["test", "plugin"])
 def tf(session: nox.Session) -> None:
     """smdebug-tf with TensorFlow 2.21 (CPU build) and Keras 3."""
-    _install(session, [CORE, PLUGINS["tf"]], [*TEST_TOOLS, *TF_TEST_DEPS])
+    _install(session, [CORE, PLUGINS["tf"], PLUGINS["rules"]], [*TEST_TOOLS, *TF_TEST_DEPS])
     # TF's start-up chatter (oneDNN notes, CPU feature banners) drowns pytest's output.
     session.env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     _pytest(session, f"{PLUGINS['tf']}/tests")
@@ -275,7 +283,7 @@ MXNET_TEST_DEPS = ["mxnet==1.9.1", "numpy<1.24"]
 @nox.session(python=PYTHON, tags=["test", "plugin"])
 def mxnet(session: nox.Session) -> None:
     """smdebug-mxnet with MXNet 1.9.1 (CPU) and numpy 1.23."""
-    _install(session, [CORE, PLUGINS["mxnet"]], [*TEST_TOOLS, *MXNET_TEST_DEPS])
+    _install(session, [CORE, PLUGINS["mxnet"], PLUGINS["rules"]], [*TEST_TOOLS, *MXNET_TEST_DEPS])
     _pytest(session, f"{PLUGINS['mxnet']}/tests")
 
 
@@ -284,13 +292,14 @@ XGBOOST_TEST_DEPS = [
     "xgboost-cpu>=3.0,<4",
     "scikit-learn",  # the sklearn estimators' callbacks=
     "pandas",  # Booster.trees_to_dataframe, categorical data
+    "bokeh",  # the report of an XGBoost run (tests/test_report.py)
 ]
 
 
 @nox.session(python=PYTHON, tags=["test", "plugin"])
 def xgboost(session: nox.Session) -> None:
     """smdebug-xgboost with XGBoost 3.x (CPU build), scikit-learn and pandas."""
-    _install(session, [CORE, PLUGINS["xgboost"]], [*TEST_TOOLS, *XGBOOST_TEST_DEPS])
+    _install(session, [CORE, PLUGINS["xgboost"], PLUGINS["rules"]], [*TEST_TOOLS, *XGBOOST_TEST_DEPS])
     _pytest(session, f"{PLUGINS['xgboost']}/tests")
 
 
@@ -300,6 +309,42 @@ def rules(session: nox.Session) -> None:
     _install(session, [CORE, PLUGINS["rules"], PLUGINS["torch"], PLUGINS["xgboost"], RULE_PACK_FIXTURE],
              [*TEST_TOOLS, *RULES_TEST_DEPS, *XGBOOST_TEST_DEPS, _torch_requirement()])
     _pytest(session, f"{PLUGINS['rules']}/tests")
+
+
+# The original project's own test suite (a selection of awslabs/sagemaker-debugger 1.0.34's tests, run
+# unchanged by its runner, run.sh). It lives beside the repository, not in it: $SMDEBUG_CONFORMANCE_DIR,
+# else ../shared/conformance.
+CONFORMANCE_DIR_ENV = "SMDEBUG_CONFORMANCE_DIR"
+
+
+def _conformance_dir() -> Optional[Path]:
+    configured = os.environ.get(CONFORMANCE_DIR_ENV)
+    folder = Path(configured) if configured else ROOT.parent / "shared" / "conformance"
+    return folder if (folder / "run.sh").is_file() else None
+
+
+@nox.session(python=False, tags=["test"])
+def conformance(session: nox.Session) -> None:
+    """smdebug 1.0.34's own tests (analysis, rules, core, PyTorch, XGBoost) against this checkout, through
+    the suite's run.sh: its own virtualenv (uv, python 3.11, the local torch wheel as here, the packages
+    editable), a private /tmp, and a summary whose last line is `conformance: P passed, F failed, E errors
+    of N`. Extra arguments go to pytest (`nox -s conformance -- -k trials -x`)."""
+    suite = _conformance_dir()
+    if suite is None:
+        where = os.environ.get(CONFORMANCE_DIR_ENV) or str(ROOT.parent / "shared" / "conformance")
+        session.warn("=" * 78)
+        session.warn(f"CONFORMANCE SUITE NOT FOUND at {where} (no run.sh there).")
+        session.warn(f"Set {CONFORMANCE_DIR_ENV} to the folder holding run.sh to run smdebug 1.0.34's tests.")
+        session.warn("=" * 78)
+        session.skip(f"the conformance suite is not available ({where})")
+    cache = ROOT / ".nox" / "conformance"
+    env = {
+        "MAIN": str(ROOT),
+        # run.sh builds this venv on first use and rebuilds it when it points at another checkout
+        "CONFORMANCE_VENV": os.environ.get("CONFORMANCE_VENV", str(cache / "venv")),
+        "CONFORMANCE_OUT": os.environ.get("CONFORMANCE_OUT", str(cache / "out")),
+    }
+    session.run("bash", str(suite / "run.sh"), *session.posargs, env=env, external=True)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -330,10 +375,24 @@ def bench(session: nox.Session) -> None:
     _run_script(session, "benchmarks/run.py")
 
 
+# The rule-accuracy benchmark trains PyTorch, Keras and XGBoost runs side by side, so its venv has all three.
+RULE_ACCURACY_DEPS: List[str] = [*TF_TEST_DEPS, *XGBOOST_TEST_DEPS]
+
+
+@nox.session(python=PYTHON)
+def bench_rules(session: nox.Session) -> None:
+    """The rule-accuracy benchmark (benchmarks/rule_accuracy): real PyTorch, Keras and XGBoost runs with known
+    bugs and healthy ones, every built-in rule at its defaults and the recommended set; appended to RESULTS.md.
+    Same as ``nox -s bench -- --only rule_accuracy`` but with TensorFlow and XGBoost installed."""
+    _install(session, [CORE, *PLUGINS.values()], [*BENCH_DEPS, *RULE_ACCURACY_DEPS, _torch_requirement()])
+    session.env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    session.run("python", "benchmarks/run.py", "--only", "rule_accuracy", *session.posargs)
+
+
 @nox.session(python=PYTHON)
 def docs(session: nox.Session) -> None:
     """Regenerate docs/images/report.png, the README's report screenshot (needs chromium: apt-get install -y chromium)."""
-    _install(session, [CORE, PLUGINS["rules"]], ["matplotlib"])
+    _install(session, [CORE, PLUGINS["rules"]], ["matplotlib", "bokeh", "playwright"])
     _run_script(session, "docs/make_screenshots.py")
 
 

@@ -1,7 +1,8 @@
 """Run the benchmarks, print the tables and append them to benchmarks/RESULTS.md.
 
     python benchmarks/run.py [--quick] [--repeat N] [--no-record]
-                             [--only io|torch|rules|s3|trial_read|memory|scaling] [--summary]
+                             [--only io|torch|rules|s3|trial_read|memory|scaling|report|rule_accuracy]
+                             [--summary]
 
 ``io``: write/read throughput, ours vs the original smdebug 1.0.34 (io_throughput.py).
 ``torch``: step-time overhead of the PyTorch hook, ours vs the original (torch_overhead.py).
@@ -15,7 +16,13 @@ original (trial_read.py).
 gets longer, no hook vs ours vs the original (memory.py).
 ``scaling``: how write, open and fetch costs grow with tensors, steps and workers (ours; scaling.py),
 with a chart (benchmarks/scaling.png).
-All by default. A recorded run ends with "Targets at a glance": every target's verdict from the latest
+``report``: size and build time of ``smdebug report`` for a 10,000-step run, and ``trial.to_dataframe`` on
+it (report_build.py).
+``rule_accuracy``: how well the built-in rules and the recommended set detect known bugs in small real
+PyTorch, Keras and XGBoost runs, and how often they fire on healthy ones (rule_accuracy/; its own nox session
+``bench_rules`` has all three frameworks). Only with ``--only rule_accuracy``: it needs TensorFlow and XGBoost,
+which the ``bench`` session does not install.
+All others by default. A recorded run ends with "Targets at a glance": every target's verdict from the latest
 section of each benchmark in RESULTS.md (``--summary`` makes only that table).
 """
 
@@ -100,6 +107,12 @@ TORCH_METHOD = (
     "with `writer.flush()`. "
     "Values: mean over all timed blocks of all passes; +-: standard error of the added ms/step between passes."
 )
+
+
+def rule_accuracy_versions() -> str:
+    dists = ("smdebug-core", "smdebug-rules", "smdebug-torch", "smdebug-tf", "smdebug-xgboost", "torch",
+             "tensorflow-cpu", "keras", "xgboost-cpu")
+    return ", ".join(f"{d} {_dist_version(d)}" for d in dists)
 
 
 def _section(title: str, lines) -> str:
@@ -188,7 +201,19 @@ BENCHMARKS = {
                 lambda m, a: m.main(quick=a.quick, repeat=a.repeat, chart_path=_scaling_chart(a)),
                 lambda a, cmd, r, m: [f"- versions: {versions()}", f"- command: `{cmd}`",
                                       _scaling_chart_line(a, r)]),
+    "rule_accuracy": ("rule_accuracy.bench", "Rule accuracy on real buggy and healthy runs",
+                      lambda m, a: m.main(quick=a.quick, json_path=None if a.no_record else m.JSON_PATH),
+                      lambda a, cmd, r, m: [f"- versions: {rule_accuracy_versions()}",
+                                            f"- command: `{'nox -s bench_rules' + (' -- --quick' if a.quick else '')}` "
+                                            f"(= `{cmd}` with TensorFlow and XGBoost installed)",
+                                            *m.header_lines(r)]),
+    "report": ("report_build", "Report size and build time, to_dataframe (10,000-step run)",
+               lambda m, a: m.main(quick=a.quick, repeat=a.repeat),
+               lambda a, cmd, r, m: [f"- versions: {versions()}, bokeh {_dist_version('bokeh')}, "
+                                     f"pandas {_dist_version('pandas')}", f"- command: `{cmd}`"]),
 }
+#: benchmarks that run only when named with --only
+OPT_IN = {"rule_accuracy"}
 
 
 def main(argv=None):
@@ -207,7 +232,7 @@ def main(argv=None):
     command = "nox -s bench" + (" -- " + " ".join(extra) if extra else "")
     sections = _Sections(record=not args.no_record)
     for name, (module_name, title, run, header) in BENCHMARKS.items():
-        if args.only not in (None, name) or args.summary:
+        if args.only not in (None, name) or args.summary or (args.only is None and name in OPT_IN):
             continue
         module = importlib.import_module(module_name)
         report = run(module, args)

@@ -7,11 +7,13 @@
 2. when smdebug-rules is installed, runs ``smdebug rules run`` over it and saves the result as the run's
    rule_results.json, where ``smdebug report`` finds it;
 3. writes the report with ``smdebug report``;
-4. takes a screenshot with headless Chromium (Debian's ``chromium``; set SMDEBUG_CHROMIUM to use
-   another binary), shrinks it with Pillow and writes docs/images/report.png (kept under 300 KB).
+4. opens it in headless Chromium (Debian's ``chromium``, driven by Playwright; set SMDEBUG_CHROMIUM to use
+   another binary), waits for the interactive charts to be drawn, hovers the loss curve so the picture
+   shows a tooltip, takes a screenshot, shrinks it with Pillow and writes docs/images/report.png (kept
+   under 300 KB).
 
-Needs smdebug-core[cli] (matplotlib, which brings Pillow) and chromium. ``--keep DIR`` keeps the run and
-the report there instead of a temporary directory.
+Needs smdebug-core[cli] (Bokeh; matplotlib brings Pillow), playwright (the Python package only) and
+chromium. ``--keep DIR`` keeps the run and the report there instead of a temporary directory.
 """
 
 from __future__ import annotations
@@ -35,6 +37,33 @@ def run_smdebug(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, text=True, capture_output=True)
 
 
+def take_screenshot(chromium: str, page: Path, out: Path, width: int, height: int) -> None:
+    """The page once its charts are drawn, the loss curve hovered (a tooltip shows a value)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
+        try:
+            tab = browser.new_page(viewport={"width": width, "height": height})
+            tab.goto(page.resolve().as_uri())
+            tab.wait_for_selector("body[data-smd-ready='1']", timeout=120_000)
+            x, y = tab.evaluate("""() => {
+              const wrap = [...document.querySelectorAll('div.chart')].find(d => d.querySelector('h3').textContent === 'loss');
+              const fig = Bokeh.documents[0].get_model_by_name(wrap.dataset.chart);
+              const v = Bokeh.index.get(fig), r = v.canvas_view.el.getBoundingClientRect();
+              const src = fig.renderers.find(r => r.tags && r.tags.indexOf('smd-raw') >= 0).data_source.data;
+              let i = Math.floor(src.x.length * 0.6);
+              while (i < src.y.length - 1 && !isFinite(src.y[i])) { i++; }  // (NaN: a break in the line)
+              return [r.left + v.frame.x_scale.compute(src.x[i]), r.top + v.frame.y_scale.compute(src.y[i])];
+            }""")
+            tab.mouse.move(x - 20, y - 20)
+            tab.mouse.move(x, y, steps=3)
+            tab.wait_for_timeout(400)
+            tab.screenshot(path=str(out))
+        finally:
+            browser.close()
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keep", metavar="DIR", help="write the run and the report here")
@@ -42,7 +71,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     sys.path.insert(0, str(TESTS))
-    from _cli_runs import find_chromium, screenshot, write_mlp_run  # the tests' training loop and browser helpers
+    from _cli_runs import find_chromium, write_mlp_run  # the tests' training loop and browser helper
 
     chromium = find_chromium()
     if chromium is None:
@@ -78,9 +107,10 @@ def main(argv=None) -> int:
         return 1
 
     raw = work / "report-full.png"
-    shot = screenshot(chromium, report, raw, width=1200, height=2050)
-    if shot.returncode != 0 or not raw.exists():
-        print(shot.stderr[-3000:], file=sys.stderr)
+    try:
+        take_screenshot(chromium, report, raw, width=1200, height=2050)
+    except Exception as e:  # noqa: BLE001 - say what failed, not a traceback
+        print(f"could not take the screenshot: {e}", file=sys.stderr)
         return 1
 
     from PIL import Image

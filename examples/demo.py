@@ -1,11 +1,18 @@
-"""smdebug demo: train a small real model with a hook, evaluate the built-in rules, report what they found.
+"""smdebug demo: train a small real model with a hook, evaluate the recommended rules, report what they found.
 
-A two-layer ReLU network (PyTorch, CPU) is trained twice on a synthetic classification task:
+A two-layer ReLU network (PyTorch, CPU) is trained twice on a synthetic classification task, each time with
+the one documented way to debug a run::
 
-1. a sound set-up. The finished run is analysed by the rule runner: every rule should stay quiet.
-2. a learning rate far too high. This time the rule runner *follows* the run while it trains, with the
-   StopTraining action: when a rule fires, the training loop is stopped at its next step, and
-   everything saved up to there stays readable.
+    hook = smd.Hook.recommended(out_dir)       # saves what the recommended rules need
+    hook.register_module(model)
+    hook.register_loss(loss_fn)
+    ...                                        # train
+    $ smdebug rules run OUT_DIR                # the recommended rules for the run's framework
+
+1. a sound set-up. ``smdebug rules run`` over the finished run: every rule should stay quiet.
+2. a learning rate far too high. This time ``smdebug rules run --follow --stop-training`` *follows* the run
+   while it trains: when a rule fires, the training loop is stopped at its next step, and everything saved up
+   to there stays readable.
 
 Run: python examples/demo.py [--out DIR]      (also: nox -s demo)
 """
@@ -15,6 +22,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import threading
@@ -27,19 +35,10 @@ import torch.nn as nn
 import smdebug
 import smdebug.pytorch as smd
 from smdebug.exceptions import TrainingStopRequested
-from smdebug.rules import run_rules
 from smdebug.trials import create_trial
 
 STEPS = 300
-# The built-in rules the demo runs, with the parameters this model needs (strings, as on the command line).
-RULES = [
-    ("VanishingGradient", {}),
-    ("ExplodingTensor", {"collection_names": "weights,gradients,losses"}),
-    ("LossNotDecreasing", {"num_steps": "50"}),
-    ("DeadRelu", {}),
-    ("WeightUpdateRatio", {}),
-    ("UnchangedTensor", {"collection_names": "weights", "num_steps": "5"}),
-]
+EXIT_NO_ISSUES, EXIT_ISSUES = 0, 1  # `smdebug rules run` exit status
 
 
 def make_data(n=512, seed=0):
@@ -62,16 +61,13 @@ class Net(nn.Module):
 
 
 def train(out_dir, lr, steps=STEPS, seed=0, step_time=0.0):
-    """Train with a hook saving weights, gradients, losses and ReLU outputs every 5 steps.
-
-    Returns the number of steps run (fewer than ``steps`` when a rule stopped training)."""
+    """Train with the recommended hook. Returns the number of steps run (fewer than ``steps`` when a rule
+    stopped training)."""
     torch.manual_seed(seed)
     x, y = make_data(seed=seed)
     model, loss_fn = Net(), nn.CrossEntropyLoss()
     optimizer = torch.optim.SGD(model.parameters(), lr=lr)
-    hook = smd.Hook(out_dir=out_dir, save_config=smd.SaveConfig(save_interval=5),
-                    include_collections=["weights", "biases", "gradients", "losses", "relu_output"])
-    hook.get_collection("relu_output").add_module_tensors(model.relu)
+    hook = smd.Hook.recommended(out_dir)
     hook.register_module(model)
     hook.register_loss(loss_fn)
     hook.set_mode(smd.modes.TRAIN)
@@ -90,15 +86,11 @@ def train(out_dir, lr, steps=STEPS, seed=0, step_time=0.0):
     return steps
 
 
-def print_result(result):
-    width = max(len(r.name) for r in result.rules)
-    for r in result.rules:
-        line = f"    {r.name.ljust(width)}  {r.status:<14}"
-        if r.error:
-            line += f" {r.error}"
-        elif r.findings:
-            line += f" first at step {r.findings[0].step}: {r.findings[0].reason}"
-        print(line)
+def smdebug_rules_run(*args):
+    """``smdebug rules run ARGS`` (the command of smdebug-core's CLI); its output goes to this terminal."""
+    command = [sys.executable, "-m", "smdebug.cli", "rules", "run", *args]
+    print("  $ smdebug rules run " + " ".join(args), flush=True)
+    return subprocess.run(command, env={**os.environ, "PYTHONWARNINGS": "ignore"}).returncode
 
 
 def main(argv=None):
@@ -111,33 +103,31 @@ def main(argv=None):
 
     healthy = os.path.join(base, "healthy")
     shutil.rmtree(healthy, ignore_errors=True)
-    print(f"\n== 1. healthy run (lr=0.5, {STEPS} steps), then the rules over the finished run ==")
+    print(f"\n== 1. healthy run (lr=0.5, {STEPS} steps), then the recommended rules over the finished run ==")
     train(healthy, lr=0.5)
     trial = create_trial(healthy)
     loss = trial.tensor("CrossEntropyLoss_output_0")
-    print(f"  saved {len(trial.steps())} steps, {len(trial.tensor_names())} tensors; "
-          f"loss {float(loss.value(loss.steps()[0])):.3f} -> {float(loss.value(loss.steps()[-1])):.3f}")
-    quiet = run_rules(healthy, RULES)
-    print_result(quiet)
+    print(f"  saved {len(trial.steps())} steps ({', '.join(map(str, trial.steps()))}), {len(trial.tensor_names())} "
+          f"tensors; loss {float(loss.value(loss.steps()[0])):.3f} -> {float(loss.value(loss.steps()[-1])):.3f}")
+    quiet = smdebug_rules_run(healthy)
 
     broken = os.path.join(base, "lr_too_high")
     shutil.rmtree(broken, ignore_errors=True)
-    print(f"\n== 2. lr=200, followed live by the rules with StopTraining ==")
+    print("\n== 2. lr=200, followed live by the recommended rules, which stop training when one fires ==")
     ran = {}
     with np.errstate(all="ignore"):
-        trainer = threading.Thread(target=lambda: ran.setdefault("steps", train(broken, lr=200.0, step_time=0.01)))
+        trainer = threading.Thread(target=lambda: ran.setdefault("steps", train(broken, lr=200.0, step_time=0.03)))
         trainer.start()
         while not os.path.isdir(os.path.join(broken, "collections")) and trainer.is_alive():
             time.sleep(0.05)
-        followed = run_rules(broken, RULES, follow=True, stop_training_on_issue=True, poll_interval=0.1,
-                             timeout=120)
+        followed = smdebug_rules_run(broken, "--follow", "--stop-training", "--poll-interval", "0.1",
+                                     "--timeout", "120")
         trainer.join()
-    print_result(followed)
     trial = create_trial(broken)
     print(f"  training ran {ran.get('steps')} of {STEPS} steps; the run holds {len(trial.steps())} readable steps "
           f"(last {trial.steps()[-1]})")
 
-    ok = quiet.status == "NoIssuesFound" and followed.status == "IssuesFound" and ran.get("steps", STEPS) < STEPS
+    ok = quiet == EXIT_NO_ISSUES and followed == EXIT_ISSUES and ran.get("steps", STEPS) < STEPS
     print("\nDemo finished: the rules passed the healthy run and stopped the broken one early." if ok else
           "\nUnexpected: the rules did not separate the runs as expected.")
     return 0 if ok else 1

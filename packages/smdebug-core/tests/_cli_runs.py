@@ -112,6 +112,20 @@ def write_mlp_run(out_dir, save_interval: int = 1, close: bool = True, **kwargs)
     return hook, losses
 
 
+def write_named_losses_run(out_dir, names, steps: int = 20) -> None:
+    """A finished run whose losses collection holds one curve per name (``1/(step+1) + i`` for the i-th),
+    for names that must stay text wherever a command shows them (markup, TeX, quotes)."""
+    from smdebug.core.save_config import SaveConfig
+
+    hook = NumpyHook(out_dir=str(out_dir), save_config=SaveConfig(save_interval=1), include_collections=["losses"])
+    for step in range(steps):
+        hook.begin_step()
+        for i, n in enumerate(names):
+            hook.record(n, np.array([1.0 / (step + 1) + i], np.float32))
+        hook.end_step()
+    hook.close()
+
+
 if pytest is not None:
 
     @pytest.fixture(scope="session")

@@ -83,6 +83,25 @@ def test_sigterm_flushes_and_closes(tmp_path):
     assert trial.loaded_all_steps
 
 
+@pytest.mark.slow
+def test_sigterm_at_random_moments(tmp_path):
+    """SIGTERM lands anywhere, also while the training thread holds the writer's lock in ``record``
+    (the handler closes the hook on that thread: a plain lock hung the process there for good)."""
+    rng = random.Random(os.environ.get("SMDEBUG_FAULT_SEED", "19"))
+    for i in range(20):
+        out = str(tmp_path / f"run{i}")
+        proc = start_child(out)
+        _wait_ready(proc)
+        time.sleep(rng.uniform(0.0, 0.3))
+        proc.send_signal(signal.SIGTERM)
+        stdout, stderr = proc.communicate(timeout=60)
+        assert proc.returncode == -signal.SIGTERM, stderr
+        steps = check_files_on_disk(out, partial_last_step=True)
+        if steps:  # (a signal before the first step leaves no run)
+            check_trial(out, steps, partial_last_step=True)
+    print("\n20 SIGTERMs at random moments: every process closed its run and died of SIGTERM")
+
+
 def test_normal_exit_without_close_flushes(tmp_path):
     out = str(tmp_path / "run")
     proc = start_child(out, "--steps", 12)

@@ -382,7 +382,9 @@ def test_get_hook_singleton_and_use_smdebug(tmp_path, monkeypatch):
     hook.close()
 
 
-def test_step_numbering_resumes_after_restart_from_checkpoint(tmp_path, monkeypatch):
+# checkpoints directly in the checkpoint folder, or in a folder per checkpoint (as many frameworks write them)
+@pytest.mark.parametrize("checkpoint_file", ["model.ckpt", "epoch_4/model.pt"])
+def test_step_numbering_resumes_after_restart_from_checkpoint(tmp_path, monkeypatch, checkpoint_file):
     ckpt = tmp_path / "ckpt"
     ckpt.mkdir()
     cfg = tmp_path / "checkpointconfig.json"
@@ -392,7 +394,8 @@ def test_step_numbering_resumes_after_restart_from_checkpoint(tmp_path, monkeypa
 
     def checkpoint(step):
         if step == 4:
-            (ckpt / "model.ckpt").write_bytes(b"x" * 10)
+            (ckpt / checkpoint_file).parent.mkdir(exist_ok=True)
+            (ckpt / checkpoint_file).write_bytes(b"x" * 10)
 
     hook = NumpyHook(out_dir=out, save_config=SaveConfig(save_interval=1))
     train_logistic_regression(hook, steps=7, mode=modes.TRAIN, on_step=checkpoint)
@@ -406,3 +409,30 @@ def test_step_numbering_resumes_after_restart_from_checkpoint(tmp_path, monkeypa
     trial = create_trial(out)
     assert trial.steps() == list(range(7))  # steps 5, 6 were redone, nothing before was overwritten
     assert trial.steps(modes.TRAIN) == list(range(7))
+
+
+def test_set_mode_refuses_a_bad_mode_at_once(tmp_path):
+    """A wrong mode is a mistake in the training script: ValueError at the call (as in smdebug 1.0.x),
+    not a log line; the hook is unaffected."""
+    hook = NumpyHook(out_dir=str(tmp_path / "run"), save_config=SaveConfig(save_interval=1))
+    for bad in ("a", "TRAIN", 1, None):
+        with pytest.raises(ValueError):
+            hook.set_mode(bad)
+    hook.set_mode(modes.EVAL)
+    train_logistic_regression(hook, steps=2)
+    hook.close()
+    assert not hook.disabled
+    assert create_trial(str(tmp_path / "run")).steps(modes.EVAL) == [0, 1]
+
+
+def test_dicts_are_refused_but_training_goes_on(tmp_path):
+    from smdebug.core.testing import capture_smdebug_log
+
+    hook = NumpyHook(out_dir=str(tmp_path / "run"), save_config=SaveConfig(save_interval=1))
+    with capture_smdebug_log() as log:
+        hook.save_tensor("config", {"lr": 0.1})
+        hook.save_scalar("config", {"lr": 0.1})
+        train_logistic_regression(hook, steps=2)
+    hook.close()
+    assert "A dict cannot be saved" in log.text and not hook.disabled
+    assert "config" not in create_trial(str(tmp_path / "run")).tensor_names()

@@ -476,6 +476,7 @@ def test_hookspecs_are_documented():
         "smdebug_register_rules",
         "smdebug_tensor_to_numpy",
         "smdebug_detect_worker",
+        "smdebug_recommended_collections",
         "smdebug_hook_created",
         "smdebug_step_end",
         "smdebug_hook_closed",

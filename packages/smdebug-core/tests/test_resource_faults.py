@@ -23,6 +23,12 @@ def _run(out, *args):
     return stdout, stderr
 
 
+def _no_tmp_left(out):
+    """A write the fault interrupted leaves no ``.tmp`` file behind."""
+    left = [os.path.join(r, n) for r, _d, files in os.walk(out) for n in files if n.endswith(".tmp")]
+    assert not left, left
+
+
 def _reported_once(stdout, stderr):
     text = stdout + stderr
     n = text.count("smdebug hook disabled") + text.count("cannot save to")
@@ -34,6 +40,7 @@ def test_disk_full(tmp_path):
     stdout, stderr = _run(out, "--steps", 40, "--fsize", 9000)  # files over 9000 bytes cannot be written
     assert "TRAINING DONE 40 True" in stdout, stdout + stderr
     _reported_once(stdout, stderr)
+    _no_tmp_left(out)
     steps = check_files_on_disk(out)
     assert 1 <= len(steps) < 40
     check_trial(out, steps)
@@ -56,23 +63,22 @@ def test_out_dir_becomes_read_only(tmp_path):
 
 
 def _train_with_writes_denied(out, deny_from, monkeypatch, steps=25):
-    """Train in this process; from step ``deny_from`` every open for writing under ``out`` fails with
+    """Train in this process; from step ``deny_from`` every file creation under ``out`` fails with
     PermissionError (in the writer thread), whatever the file modes say (root ignores them)."""
-    import builtins
-
     from _support import NumpyHook
     from _fault_child import expected_tensors
     from smdebug import SaveConfig
 
-    real_open = builtins.open
+    real_open = os.open
     state = {"deny": False}
 
-    def guarded_open(file, mode="r", *a, **k):
-        if state["deny"] and str(file).startswith(out) and any(c in mode for c in "wax+"):
-            raise PermissionError(13, "Permission denied", str(file))
-        return real_open(file, mode, *a, **k)
+    def guarded_open(path, flags, *a, dir_fd=None, **k):
+        # (the storage creates files relative to a folder descriptor: any creation in this process is the hook's)
+        if state["deny"] and flags & os.O_CREAT and (dir_fd is not None or str(path).startswith(out)):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, flags, *a, dir_fd=dir_fd, **k)
 
-    monkeypatch.setattr(builtins, "open", guarded_open)
+    monkeypatch.setattr(os, "open", guarded_open)
     try:
         hook = NumpyHook(out_dir=out, save_config=SaveConfig(save_interval=1),
                          include_collections=["weights", "biases", "losses"])
@@ -86,7 +92,7 @@ def _train_with_writes_denied(out, deny_from, monkeypatch, steps=25):
             hook.end_step()
         hook.close()
     finally:
-        monkeypatch.setattr(builtins, "open", real_open)
+        monkeypatch.setattr(os, "open", real_open)
     assert hook.disabled
     written = check_files_on_disk(out)
     assert written[:deny_from] == list(range(deny_from)) and len(written) < steps
@@ -102,18 +108,23 @@ def test_permission_denied_as_root_too(tmp_path, monkeypatch):
 def test_out_dir_removed_mid_run(tmp_path):
     out = str(tmp_path / "run")
     stdout, stderr = _run(out, "--steps", 30, "--remove-out-dir-at", 10)
-    assert "TRAINING DONE 30" in stdout, stdout + stderr
-    # Whatever the hook did (re-created the folders or gave up once), training finished, and anything
-    # under final names is complete and readable.
-    if os.path.isdir(out):
-        steps = check_files_on_disk(out)
-        assert all(s >= 10 for s in steps)
+    _check_removed_run(out, stdout, stderr)
+
+
+def _check_removed_run(out, stdout, stderr):
+    """RELIABILITY.md: training finishes, the hook says once that out_dir was removed and stops saving;
+    it never makes a new out_dir holding a partial run (nor writes anywhere else)."""
+    assert "TRAINING DONE 30 True" in stdout, stdout + stderr  # finished, hook disabled
+    _reported_once(stdout, stderr)
+    assert "was removed" in stdout + stderr, stdout + stderr
+    assert not os.path.exists(out), sorted(os.listdir(out))
 
 
 def _disk_full_run(out, fsize):
     stdout, stderr = _run(out, "--steps", 40, "--fsize", fsize)
     assert "TRAINING DONE 40 True" in stdout, (fsize, stdout + stderr)  # finished, hook disabled
     _reported_once(stdout, stderr)
+    _no_tmp_left(out)
     steps = check_files_on_disk(out)
     check_trial(out, steps)
     return len(steps)
@@ -121,8 +132,8 @@ def _disk_full_run(out, fsize):
 
 def _removed_run(out, at):
     stdout, stderr = _run(out, "--steps", 30, "--remove-out-dir-at", at)
-    assert "TRAINING DONE 30" in stdout, (at, stdout + stderr)
-    return len(check_files_on_disk(out)) if os.path.isdir(out) else 0
+    _check_removed_run(out, stdout, stderr)
+    return 0
 
 
 @pytest.mark.slow

@@ -265,7 +265,13 @@ def test_tensor_names_filters(run_loc):
         t.tensor_names(regex="a", collection="losses")
     with pytest.raises(StepUnavailable):
         t.tensor_names(step=7)
-    assert t.collection("no_such").tensor_names == set() and "no_such" not in t.collections()
+    # a collection the run does not have: created empty and kept by the trial (as in smdebug 1.0.x), so it
+    # can be defined for later queries; the run's files are untouched
+    assert t.collection("no_such").tensor_names == set() and "no_such" in t.collections()
+    t.collection("mine").include("^bias")
+    t.collection("mine").add_tensor_name("loss")
+    assert t.tensor_names(collection="mine") == ["biases/b", "loss"]
+    assert "mine" not in open_trial(run_loc).collections()
 
 
 def test_range_steps(run_loc):
@@ -375,3 +381,55 @@ def test_missing_collection_files(run_loc):
         open_trial(run_loc)
     with pytest.raises(MissingCollectionFiles):
         open_trial(run_loc.sub("empty"), wait_for_collections=0.2)
+
+
+def test_has_passed_step_looks_for_new_steps(run_loc):
+    write_run(run_loc, [0, 1], end=False)
+    t = open_trial(run_loc)
+    assert t.has_passed_step(2) == StepState.NOT_YET_AVAILABLE
+    write_run(run_loc, [2], end=False)
+    assert t.has_passed_step(2) == StepState.AVAILABLE  # no explicit refresh needed
+    with no_refresh(t):
+        write_run(run_loc, [3], end=False)
+        assert t.has_passed_step(3) == StepState.NOT_YET_AVAILABLE
+    assert t.has_passed_step(3) == StepState.AVAILABLE
+
+
+def test_legacy_trial_constructors_and_index_token(run_loc):
+    import pathlib
+
+    from smdebug.core.storage.base import parse_s3_path
+
+    write_run(run_loc, [0, 1, 2])
+    if run_loc.is_s3:
+        bucket, prefix = parse_s3_path(run_loc.path)
+        t = S3Trial(name="r", bucket_name=bucket, prefix_name=prefix)
+        expected_token = f"{prefix.rstrip('/')}/index/000000000/000000000002_worker_0.json"
+    else:
+        t = LocalTrial(name="r", dirname=pathlib.Path(run_loc.path))
+        expected_token = os.path.join(run_loc.path, "index/000000000/000000000002_worker_0.json")
+        assert LocalTrial("r", run_loc.path).steps() == [0, 1, 2]
+        with pytest.raises(ValueError):
+            LocalTrial(name="r", path=run_loc.path, dirname=run_loc.path)
+    assert t.steps() == [0, 1, 2] and t.loaded_all_steps
+    assert t.last_index_token == expected_token
+    t.training_end_delay_refresh = 0.25
+    assert t.end_delay_refresh == 0.25
+
+
+def test_index_files_without_an_event_file(run_loc):
+    """Index files whose meta.event_file_name is "" (smdebug 1.0.x's own test helpers write them): steps,
+    modes and names are read; a value, which such a file cannot locate, is reported unavailable."""
+    import json
+
+    write_run(run_loc, [], end=True)
+    for step, (mode, mode_step) in enumerate([("TRAIN", 0), ("TRAIN", 10), ("EVAL", 0)]):
+        doc = {"meta": {"mode": mode, "mode_step": mode_step, "event_file_name": ""},
+               "tensor_payload": [{"tensorname": "gradients/dummy:0", "start_idx": 0, "length": 1}]}
+        run_loc.write(f"index/000000000/{step:012d}_worker_0.json", json.dumps(doc))
+    t = open_trial(run_loc)
+    assert t.steps() == [0, 1, 2] and t.steps(modes.TRAIN) == [0, 10] and t.steps(modes.EVAL) == [0]
+    assert t.has_passed_step(5, modes.TRAIN) == StepState.UNAVAILABLE
+    assert t.tensor_names() == ["gradients/dummy:0"]
+    with pytest.raises(TensorUnavailableForStep, match="gradients/dummy:0"):
+        t.tensor("gradients/dummy:0").value(1)

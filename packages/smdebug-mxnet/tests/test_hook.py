@@ -180,7 +180,7 @@ def test_cnn_deferred_shapes_and_outputs(out_dir, hybridize, smd_log):
     if hybridize:
         net.hybridize()
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
-    hook = make_hook(out_dir, save_config=smd.SaveConfig(save_interval=2), include_collections=ALL + ["outputs"])
+    hook = make_hook(out_dir, save_config=smd.SaveConfig(save_interval=2), include_collections=ALL + ["layers"])
     hook.register_block(net)
     hook.register_block(loss_fn)
     by_hand = ByHand(net)
@@ -192,7 +192,7 @@ def test_cnn_deferred_shapes_and_outputs(out_dir, hybridize, smd_log):
     assert trial.tensor("conv0_weight").value(0).shape == (4, 1, 3, 3)
     assert trial.tensor("dense0_weight").value(0).shape == (10, 128)
     np.testing.assert_array_equal(trial.tensor("gradient/conv1_weight").value(4), by_hand.grads[4]["conv1_weight"])
-    outputs = trial.tensor_names(collection="outputs")
+    outputs = [n for n in trial.tensor_names(collection="layers") if "_output_" in n]
     model_out = trial.tensor("hybridsequential0_output_0").value(2)
     assert model_out.shape == (16, 10)
     warning = "is hybridized, so Gluon runs it as one graph"
@@ -421,7 +421,8 @@ def test_api_misuse_is_reported(out_dir, smd_log):
     assert "already registered" in smd_log.text
     with pytest.raises(SMDebugValueError):
         hook.register_block(mlp())
-    hook.set_mode("train")  # not a ModeKeys: logged, ignored
+    with pytest.raises(ValueError):
+        hook.set_mode("train")  # not a ModeKeys: a mistake in the script, raised at once (as in 1.0.x)
     assert hook.mode == smd.modes.GLOBAL
     hook.close()
 

@@ -31,11 +31,13 @@ def train_torch(
     eval_data: Optional[Tuple[torch.Tensor, torch.Tensor]] = None,
     eval_every: int = 1,
     before_step: Optional[Callable[[int], None]] = None,
+    register_loss: bool = True,
 ) -> str:
     """Train ``model`` for ``steps`` optimizer steps with a hook saving to ``out_dir``; return ``out_dir``.
 
     ``batch_size`` cycles through the data in mini-batches (full batch when None). With ``eval_data`` an
-    EVAL-mode forward pass (loss included) runs after every ``eval_every`` training steps.
+    EVAL-mode forward pass (loss included) runs after every ``eval_every`` training steps. Without
+    ``register_loss`` the hook is not told about the loss module (no loss is saved).
     """
     out_dir = str(out_dir)
     hook = smd.Hook(
@@ -47,7 +49,8 @@ def train_torch(
     )
     loss_fn = loss_fn or nn.CrossEntropyLoss()
     hook.register_module(model)
-    hook.register_loss(loss_fn)
+    if register_loss:
+        hook.register_loss(loss_fn)
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.Adam(params, lr=lr) if optimizer == "adam" else torch.optim.SGD(params, lr=lr)
     x, y = data
@@ -93,3 +96,34 @@ def mlp(features: int = 10, hidden: int = 16, classes: int = 3, depth: int = 1, 
         width = hidden
     model.add_module("out", nn.Linear(width, classes))
     return model
+
+
+class EveryKindNet(nn.Module):
+    """A network with one layer of every kind a built-in rule looks at, named so the rules' default regexes
+    match what the hook saves: images ``(N, 3, 4, 4)`` into a convolution (``conv0_input_0``), token ids
+    derived from them into an embedding (``embedding0_input_0``), then ReLU, tanh and sigmoid layers
+    (``layer0_relu_output_0``, ``layer1_tanh_input_0``, ``layer2_sigmoid_input_0``...)."""
+
+    def __init__(self, classes: int = 3, seed: int = 0):
+        super().__init__()
+        torch.manual_seed(seed)
+        self.embedding0 = nn.Embedding(4, 3)
+        self.conv0 = nn.Conv2d(3, 2, 3, padding=1)
+        self.layer0_relu = nn.ReLU()
+        self.fc0 = nn.Linear(2 * 4 * 4 + 3, 8)
+        self.layer1_tanh = nn.Tanh()
+        self.fc1 = nn.Linear(8, 8)
+        self.layer2_sigmoid = nn.Sigmoid()
+        self.out = nn.Linear(8, classes)
+
+    def forward(self, images):
+        tokens = (images[:, 0, 0, :] > 0).long()  # (N, 4) token ids in {0, 1}
+        embedded = self.embedding0(tokens).mean(dim=1)
+        x = self.layer0_relu(self.conv0(images)).flatten(1)
+        x = self.layer1_tanh(self.fc0(torch.cat([x, embedded], dim=1)))
+        return self.out(self.layer2_sigmoid(self.fc1(x)))
+
+
+def image_data(n: int = 16, classes: int = 3, seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(n, 3, 4, 4, generator=g), torch.randint(0, classes, (n,), generator=g)

@@ -205,3 +205,21 @@ def test_stalled_training_with_stop_training_on_fire_stops_the_job(tmp_path, mon
     with pytest.raises(TrainingStopRequested, match="StalledTrainingRule asked to stop training"):
         hook.begin_step()  # the job wakes up: stopped at once, its run closed
     assert create_trial(out).loaded_all_steps
+
+
+def test_legacy_action_module_paths_and_arguments(tmp_path):
+    """smdebug 1.0.x's names: smdebug.rules.action.action.Actions(actions_str=..., rule_name=...), its
+    _actions, invoke() without a step, and the message_action / stop_training_action modules."""
+    from smdebug.rules.action.action import Actions as LegacyActions
+    from smdebug.rules.action.message_action import MessageAction
+    from smdebug.rules.action.stop_training_action import StopTrainingAction
+
+    trial = write_run(tmp_path, [[1.0]])
+    actions = LegacyActions(actions_str='[{"name": "StopTraining"}, {"name": "email", "endpoint": "a@b.c"}]',
+                            rule_name="test_rule", trial=trial)
+    assert [type(a) for a in actions._actions] == [StopTrainingAction, MessageAction]
+    actions._actions.pop()  # (no SNS endpoint here)
+    actions.invoke()
+    assert read_stop_signal(str(tmp_path))["rule"] == "test_rule"
+    with pytest.raises(SMDebugValueError):
+        LegacyActions('{"name": "stoptraining"}', actions_str='{"name": "stoptraining"}')

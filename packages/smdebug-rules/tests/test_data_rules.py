@@ -99,8 +99,8 @@ def test_dead_relu_bad_parameters(tmp_path):
         DeadRelu(trial, threshold_inactivity="101")
     with pytest.raises(SMDebugValueError, match="tensor_regex has an invalid regex"):
         DeadRelu(trial, tensor_regex="relu(")
-    with pytest.raises(SMDebugValueError, match="DeadRelu: tensor_regex is required"):
-        DeadRelu(trial, tensor_regex="")
+    with pytest.raises(SMDebugValueError, match="DeadRelu: give collection_names or tensor_regex"):
+        DeadRelu(trial, tensor_regex="", collection_names="")
 
 
 class _Worker(NumpyHook):
@@ -181,7 +181,7 @@ def test_saturated_activation_bad_parameters(tmp_path):
     with pytest.raises(SMDebugValueError, match=r"threshold_layer must be in \[0, 100\]"):
         SaturatedActivation(trial, threshold_layer="-1")
     with pytest.raises(SMDebugValueError, match="give collection_names or tensor_regex"):
-        SaturatedActivation(trial, tensor_regex="")
+        SaturatedActivation(trial, tensor_regex="", collection_names="")
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -457,8 +457,8 @@ def test_class_imbalance_bad_parameters(tmp_path):
         ClassImbalance(trial, samples="ten")
     with pytest.raises(SMDebugValueError, match=r"threshold_imbalance must be in \[1, inf\]"):
         ClassImbalance(trial, threshold_imbalance="0.5")
-    with pytest.raises(SMDebugValueError, match="labels_regex is required"):
-        ClassImbalance(trial, labels_regex="")
+    with pytest.raises(SMDebugValueError, match="give labels_regex or labels_collection"):
+        ClassImbalance(trial, labels_regex="", labels_collection="")
 
 
 # --------------------------------------------------------------------------------------------------------

@@ -11,30 +11,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from smdebug import SaveConfig
+from smdebug.exceptions import SMDebugValueError
 from smdebug.rules import find_rule, list_rules, run_rules
 from smdebug.rules.results import ERROR, ISSUES, NO_ISSUES
 from smdebug.trials import create_trial
 
-from _hooks import NumpyHook
+from _hooks import write_run
 
 SCRIPTS = Path(__file__).parent / "scripts"
-
-
-def write_run(path, grad_means, close=True, delay=0.0):
-    hook = NumpyHook(out_dir=str(path), save_config=SaveConfig(save_interval=1),
-                     include_collections=["gradients", "losses"])
-    for step, mean in enumerate(grad_means):
-        hook.begin_step()
-        hook.record("gradient/w", np.full(4, mean, np.float32))
-        hook.record("loss", np.float32(2.0 - 0.1 * step))
-        hook.end_step()
-        if delay:
-            hook.flush()
-            time.sleep(delay)
-    if close:
-        hook.close()
-    return str(path)
 
 
 def smdebug_cli(*args, timeout=120):
@@ -71,15 +55,21 @@ def test_step_range_and_max_findings(tmp_path):
 
 def test_configuration_errors_are_reported_per_rule(tmp_path):
     path = write_run(tmp_path, [1.0, 1.0])
-    result = run_rules(path, ["no_such_rule", ("vanishing_gradient", {"treshold": "1"}),
+    result = run_rules(path, [("vanishing_gradient", {"treshold": "1"}),
                               ("vanishing_gradient", {"threshold": "small"}), "all_zero", "exploding_tensor"])
-    errors = [r.error for r in result.rules[:4]]
-    assert "unknown rule 'no_such_rule'" in errors[0] and "VanishingGradient" in errors[0]
-    assert "unknown parameter(s) treshold; it accepts: threshold" in errors[1]
-    assert "threshold must be a number, got 'small'" in errors[2]
-    assert "give collection_names or tensor_regex" in errors[3]
-    assert result.rules[4].status == NO_ISSUES  # the good rule still ran
+    errors = [r.error for r in result.rules[:3]]
+    assert "unknown parameter(s) treshold; it accepts: threshold" in errors[0]
+    assert "threshold must be a number, got 'small'" in errors[1]
+    assert "give collection_names or tensor_regex" in errors[2]
+    assert result.rules[3].status == NO_ISSUES  # the good rule still ran
     assert result.status == ERROR and result.exit_code == 2
+
+
+def test_an_unknown_rule_name_is_refused_before_anything_is_read(tmp_path):
+    with pytest.raises(SMDebugValueError, match=r"unknown rule 'vanishing_gradiant'; did you mean VanishingGradient\?"):
+        run_rules(str(tmp_path / "does-not-exist"), ["exploding_tensor", "vanishing_gradiant"])
+    with pytest.raises(SMDebugValueError, match="unknown rule 'no_such_rule'; registered rules: AllZero, "):
+        run_rules(str(tmp_path / "does-not-exist"), ["no_such_rule"])
 
 
 def test_a_rule_that_crashes_is_an_error_and_the_others_go_on(tmp_path):
@@ -181,7 +171,7 @@ def test_cli_exit_codes_and_json(tmp_path):
                                  "threshold=1e-6", "--rule", "exploding_tensor", "-o", str(output))
     assert code == 1, err
     assert "[VanishingGradient] issue at step 1 (GLOBAL 1): gradient/w: mean |gradient| 1e-09" in err
-    assert "result: IssuesFound" in err
+    assert "result: IssuesFound (exit status 1)" in out and "result:" not in err
     saved = json.loads(output.read_text())
     assert saved["rules"][0]["params"] == {"threshold": "1e-6"} and saved["rules"][1]["status"] == "NoIssuesFound"
     code, out, err = smdebug_cli("rules", "run", healthy, "--rule", "vanishing_gradient", "--param", "x=1")

@@ -5,31 +5,15 @@ import pytest
 
 xgb = pytest.importorskip("xgboost")
 
-import smdebug.xgboost as smd  # noqa: E402
 from smdebug.rules import run_rules  # noqa: E402
+
+from _xgboost_runs import train_xgboost as train, xgboost_data as data  # noqa: E402
 
 
 def findings(path, rule, **params):
     result = run_rules(str(path), [(rule, {k: str(v) for k, v in params.items()})])
     assert result.rules[0].error is None, result.rules[0].error
     return [f.step for f in result.rules[0].findings]
-
-
-def train(path, params, x, y, rounds=6, collections=("trees", "feature_importance", "labels", "predictions")):
-    dtrain = xgb.DMatrix(x, label=y)
-    hook = smd.Hook(out_dir=str(path), save_config=smd.SaveConfig(save_interval=1),
-                    include_collections=list(collections), validation_data=dtrain)
-    xgb.train({"nthread": 1, **params}, dtrain, num_boost_round=rounds, callbacks=[hook])
-    return path
-
-
-def data(n=400, features=8, seed=0, informative=None):
-    rng = np.random.default_rng(seed)
-    x = rng.normal(size=(n, features))
-    w = np.zeros(features)
-    w[: informative or features] = rng.normal(size=informative or features)
-    y = (x @ w + 0.5 * rng.normal(size=n) > 0).astype(int)
-    return x, y
 
 
 def test_tree_depth(tmp_path):

@@ -123,6 +123,18 @@ def test_feature_importance_is_normalised_per_type(regression_run):
             assert trial.tensor(f"feature_importance/{itype}/{feature}").value(4)[0] == pytest.approx(expected)
 
 
+def test_full_shap_is_one_record_per_step_under_every_name(regression_run):
+    import glob
+
+    from smdebug.core.reader import FileReader
+
+    trial = regression_run["trial"]
+    event_file, = glob.glob(f"{trial.path}/events/000000000000/*.tfevents")
+    tags = [record[0] for record in FileReader(event_file).read_tensors()]
+    assert [t for t in tags if t.startswith("full_shap/")] == ["full_shap/f0"]  # written once...
+    assert len(trial.tensor_names(collection="full_shap", step=0)) == 5  # ...indexed under each feature
+
+
 def test_shap_values(regression_run):
     trial, booster, d = regression_run["trial"], regression_run["booster"], regression_run["d"]
     for step in (0, 4):
@@ -130,7 +142,7 @@ def test_shap_values(regression_run):
         assert contribs.shape == (120, 6)
         for i in range(5):
             full = trial.tensor(f"full_shap/f{i}").value(step)
-            np.testing.assert_array_equal(full, contribs[:, i])  # the feature's own column
+            np.testing.assert_array_equal(full, contribs)  # the whole matrix, bias last, as 1.0.x saved it
             avg = trial.tensor(f"average_shap/f{i}").value(step)
             assert avg.shape == (1,)
             assert avg[0] == pytest.approx(contribs[:, i].mean(), rel=1e-6, abs=1e-7)
@@ -189,7 +201,7 @@ def test_binary_auc_is_a_metric_but_not_a_loss(out_dir):
     assert predictions.shape == (150,) and ((predictions > 0) & (predictions < 1)).all()
     np.testing.assert_allclose(predictions, booster.predict(d), rtol=1e-6)
     contribs = booster.predict(d, pred_contribs=True)
-    assert trial.tensor("full_shap/f0").value(3).shape == (150,)
+    assert trial.tensor("full_shap/f0").value(3).shape == contribs.shape  # rows, features + bias
     assert trial.tensor("average_shap/f1").value(3)[0] == pytest.approx(contribs[:, 1].mean(), rel=1e-5, abs=1e-7)
 
 
@@ -204,7 +216,7 @@ def test_multiclass_softprob(out_dir):
     contribs = booster.predict(d, pred_contribs=True)
     assert contribs.shape == (150, 3, 5)
     for i in range(4):
-        np.testing.assert_array_equal(trial.tensor(f"full_shap/f{i}").value(2), contribs[:, :, i])
+        np.testing.assert_array_equal(trial.tensor(f"full_shap/f{i}").value(2), contribs)
         np.testing.assert_allclose(trial.tensor(f"average_shap/f{i}").value(2), contribs[:, :, i].mean(axis=0),
                                    rtol=1e-6, atol=1e-7)
     assert trial.tensor("shap_bias").value(2).shape == (3,)
@@ -234,7 +246,7 @@ def test_ranking_objective(out_dir):
     assert trial.tensor_names(collection="losses") == []  # all of them are higher-is-better
     assert trial.tensor("train-ndcg@5").value(2)[0] == pytest.approx(evals["train"]["ndcg@5"][2])
     np.testing.assert_allclose(trial.tensor("predictions").value(2), booster.predict(d), rtol=1e-6)
-    assert trial.tensor("full_shap/f0").value(2).shape == (120,)
+    assert trial.tensor("full_shap/f0").value(2).shape == (120, 5)
 
 
 def test_categorical_features(out_dir):

@@ -47,8 +47,26 @@ def test_hook_is_a_training_callback_with_metrics_every_10_steps_by_default(out_
     trial = smd.create_trial(out_dir)
     assert trial.steps() == [0, 10, 20]
     assert trial.tensor_names() == ["train-rmse"]  # only the default collection, metrics
-    assert os.path.exists(os.path.join(out_dir, END_OF_JOB_FILE))  # closed at the end of training
     assert trial.workers() == ["worker_0"]
+    # everything is written when training ends, but the run stays open for values saved afterwards
+    assert not os.path.exists(os.path.join(out_dir, END_OF_JOB_FILE))
+    hook.close()
+    assert os.path.exists(os.path.join(out_dir, END_OF_JOB_FILE))
+
+
+def test_scalars_saved_before_and_after_training_land_in_the_run(out_dir, dreg):
+    hook = smd.Hook(out_dir, save_config=smd.SaveConfig(save_interval=2))
+    hook.save_scalar("rounds", 5, timestamp=100.0)
+    hook.set_mode(smd.modes.TRAIN)
+    fit(hook, dreg, 5)
+    hook.save_scalar("final_score", 0.75)
+    hook.close()
+    trial = smd.create_trial(out_dir)
+    assert trial.loaded_all_steps
+    assert trial.tensor("scalar/rounds").steps() == [0]  # before training: the first step
+    assert trial.tensor("scalar/final_score").steps() == [5]  # after training: a step of its own
+    assert trial.tensor("scalar/final_score").value(5)[0] == 0.75
+    assert trial.tensor("train-rmse").steps(mode=smd.modes.TRAIN) == [0, 2, 4]
 
 
 @pytest.mark.parametrize(
@@ -215,7 +233,7 @@ def test_data_from_libsvm_and_csv_files(tmp_path, out_dir):
         warnings.simplefilter("ignore")
         theirs = xgb.DMatrix(f"{svm}?format=libsvm")
     np.testing.assert_allclose(trial.tensor("predictions").value(1), booster.predict(theirs), rtol=1e-5)
-    np.testing.assert_allclose(trial.tensor("full_shap/f2").value(1), booster.predict(d, pred_contribs=True)[:, 2],
+    np.testing.assert_allclose(trial.tensor("full_shap/f2").value(1)[:, 2], booster.predict(d, pred_contribs=True)[:, 2],
                                rtol=1e-4, atol=1e-6)
 
 
@@ -307,6 +325,7 @@ def test_early_stopping(out_dir):
     else:  # XGBoost 2 calls callbacks in no fixed order, and none after the one that ends training
         assert trial.steps() in (list(range(rounds)), list(range(rounds - 1)))
     assert "valid-logloss" in trial.tensor_names(collection="losses")
+    hook.close()
     assert os.path.exists(os.path.join(out_dir, END_OF_JOB_FILE))
 
 
@@ -359,7 +378,7 @@ def test_gblinear_saves_metrics_and_shap_but_no_trees_or_importance(out_dir, dre
     assert not any(n.startswith(("trees/", "feature_importance/")) for n in names)
     assert {"train-rmse", "predictions", "labels", "average_shap/f0", "full_shap/f4", "shap_bias"} <= set(names)
     contribs = booster.predict(dreg, pred_contribs=True)
-    np.testing.assert_allclose(trial.tensor("full_shap/f0").value(2), contribs[:, 0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(trial.tensor("full_shap/f0").value(2), contribs, rtol=1e-5, atol=1e-6)
     assert "gblinear builds no trees" in smd_log.text and "tree boosters only" in smd_log.text
     assert not hook.disabled
 
@@ -514,4 +533,5 @@ def test_stop_signal_ends_training_after_the_iteration(out_dir, dreg, monkeypatc
     assert booster.num_boosted_rounds() == 3  # iteration 2 completed, then XGBoost stopped
     trial = smd.create_trial(out_dir)
     assert trial.steps() == [0, 1, 2]  # the last iteration's data is saved
+    hook.close()
     assert os.path.exists(os.path.join(out_dir, END_OF_JOB_FILE))

@@ -57,6 +57,7 @@ from interop_support import (
     red_key,
     tensor_dump,
 )
+from smdebug.core.activations import ActivationLayer, add_to_collections, io_regex
 from smdebug.core.collection import Collection
 from smdebug.core.collection_manager import CollectionManager
 from smdebug.core.locations import END_OF_JOB_FILE, collections_file_name
@@ -127,8 +128,12 @@ def write_hook_modes(path) -> Written:
     rng = np.random.default_rng(1)
     hook = InteropHook(
         out_dir=str(path), save_config=SaveConfig(save_interval=1),
-        include_collections=["weights", "gradients", "losses", "dtypes", "shapes"],
+        include_collections=["weights", "gradients", "losses", "dtypes", "shapes", "relu_activations"],
     )
+    # what framework hooks add when they find activation layers by type: a collection, and the record in the
+    # collections file's _meta (with _meta.framework), which the original reads as a whole
+    add_to_collections(hook, {"relu": [ActivationLayer("act", "ReLU", io_regex("act", "input"),
+                                                       io_regex("act", "output"))]})
     hook.get_collection("dtypes").include("^dtypes/")
     hook.get_collection("shapes").tensor_names = list(_shape_tensors(rng, 0))
     # weights: every TRAIN/GLOBAL step, even EVAL steps, PREDICT step 1 only
@@ -164,6 +169,9 @@ def write_hook_modes(path) -> Written:
         loss = np.float32(1.0 / (g + 1))
         assert hook.record("loss", loss)
         w.value("loss", g, "worker_0", _as_saved(loss))
+        act = np.maximum(rng.normal(size=(2, 3)), 0).astype(np.float32)
+        assert hook.record("act_output_0", act)
+        w.value("act_output_0", g, "worker_0", act)
         # the user-facing extras: save_scalar ("scalar/<name>") and save_tensor (into a new collection)
         hook.save_scalar("accuracy", 0.5 + g / 100)
         w.value("scalar/accuracy", g, "worker_0", np.array([0.5 + g / 100]))
@@ -601,6 +609,7 @@ def test_hook_run_collections(runs):
     assert colls["weights"]["save_config"]["PREDICT"]["save_steps"] == [1]
     assert dump["tensor_names_by_collection"]["shapes"] == sorted(n for n in written.tensors if n.startswith("shapes/"))
     assert dump["tensor_names_by_collection"]["gradients"] == ["gradient/w"]
+    assert dump["tensor_names_by_collection"]["relu_activations"] == ["act_output_0"]  # with _meta extras
     for g in written.steps:
         assert dump["tensor_names_by_step"][str(g)] == sorted(n for n, per in written.tensors.items() if g in per)
 

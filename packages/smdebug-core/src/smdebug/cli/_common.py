@@ -103,7 +103,7 @@ def mode_name(mode) -> str:
 def resolve_tensor_names(trial, patterns: Sequence[str], collections: Sequence[str] = ()) -> List[str]:
     """Tensor names for command-line patterns: an exact name, else a regular expression that must match
     whole names (``'gradient/.*'``); plus every tensor of the given collections. Order: as asked."""
-    import re
+    from smdebug.core.run_regex import PatternError, compile_bounded
 
     all_names = trial.tensor_names()
     out: List[str] = []
@@ -113,10 +113,10 @@ def resolve_tensor_names(trial, patterns: Sequence[str], collections: Sequence[s
             found = [pattern]
         else:
             try:
-                rx = re.compile(pattern)
-            except re.error as e:
+                rx = compile_bounded(pattern, whole=True)  # (matched in bounded time)
+            except PatternError as e:
                 raise CliError(f"{pattern!r} is neither a tensor of the run nor a valid regex ({e})") from None
-            found = [n for n in all_names if rx.fullmatch(n)]
+            found = [n for n in all_names if rx.search(n)]
         if not found:
             missing.append(pattern)
         out += [n for n in found if n not in out]
@@ -125,7 +125,7 @@ def resolve_tensor_names(trial, patterns: Sequence[str], collections: Sequence[s
         if coll is None:
             raise CliError(f"no collection {cname!r} in the run (it has: {', '.join(sorted(trial.collections())) or 'none'})",
                            EXIT_NOT_FOUND)
-        out += [n for n in all_names if coll.matches(n) and n not in out]
+        out += [n for n in coll.members(all_names) if n not in out]
     if missing:
         raise CliError(f"no tensor matches {', '.join(repr(m) for m in missing)}{suggest(missing[0], all_names)}",
                        EXIT_NOT_FOUND)

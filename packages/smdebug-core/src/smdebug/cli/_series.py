@@ -191,6 +191,13 @@ def series_labels(series: Sequence[Series], *, with_tensor: bool = True) -> List
     return labels
 
 
+def plain_text(text: str) -> str:
+    """``text`` shown as it is by matplotlib: tensor and run names come from the run, and a ``$`` in them
+    would start mathtext (``lr$\\frac{a}{$`` makes matplotlib raise while drawing). An escaped ``\\$`` is
+    drawn as a plain dollar sign."""
+    return str(text).replace("$", r"\$")
+
+
 def draw_axes(ax, series: Sequence[Series], *, x_label: str, y_label: str = "", title: str = "",
               logy: bool = False, with_tensor: bool = True, legend: str = "inside") -> None:
     """Draw series on a matplotlib Axes: one line per series; points marked on short series."""
@@ -206,7 +213,7 @@ def draw_axes(ax, series: Sequence[Series], *, x_label: str, y_label: str = "", 
         x, y = _with_breaks(np.asarray(s.x, dtype=float), np.asarray(s.y, dtype=float))
         if logy:
             y = np.where(y > 0, y, np.nan)
-        kwargs = {"label": label, "linewidth": 1.4}
+        kwargs = {"label": plain_text(label), "linewidth": 1.4}
         if cmap is not None:
             kwargs["color"] = cmap(i)
         if s.mode == "EVAL":
@@ -218,11 +225,11 @@ def draw_axes(ax, series: Sequence[Series], *, x_label: str, y_label: str = "", 
         ax.plot(x, y, **kwargs)
     if logy:
         ax.set_yscale("log")
-    ax.set_xlabel(x_label)
+    ax.set_xlabel(plain_text(x_label))
     if y_label:
-        ax.set_ylabel(y_label)
+        ax.set_ylabel(plain_text(y_label))
     if title:
-        ax.set_title(title, fontsize="medium")
+        ax.set_title(plain_text(title), fontsize="medium")
     ax.grid(True, alpha=0.3)
     self_explained = len(series) == 1 and series[0].quantity in (title, y_label)
     if series and legend != "none" and not self_explained:

@@ -55,7 +55,7 @@ def _summary(steps):
 
 def collect(trial, collection=None, regex=None, tensors=True) -> dict:
     """Everything ``smdebug ls`` shows, as plain data (no tensor value is read)."""
-    import re
+    from smdebug.core.run_regex import PatternError, compile_bounded
 
     global_steps = trial.steps()
     incomplete = len(trial.steps(show_incomplete_steps=True)) - len(global_steps)
@@ -63,7 +63,8 @@ def collect(trial, collection=None, regex=None, tensors=True) -> dict:
     names = trial.tensor_names()
     colls = trial.collections()
     coll_names = sorted(colls)
-    membership = {n: [cn for cn in coll_names if colls[cn].matches(n)] for n in names}
+    members = {cn: set(colls[cn].members(names)) for cn in coll_names}
+    membership = {n: [cn for cn in coll_names if n in members[cn]] for n in names}
 
     shown = names
     if collection is not None:
@@ -73,9 +74,9 @@ def collect(trial, collection=None, regex=None, tensors=True) -> dict:
         shown = [n for n in names if collection in membership[n]]
     elif regex is not None:
         try:
-            rx = re.compile(regex)
-        except re.error as e:
-            raise c.CliError(f"invalid regex {regex!r}: {e}") from None
+            rx = compile_bounded(regex)  # matched in bounded time (a script may pass any pattern)
+        except PatternError as e:
+            raise c.CliError(str(e)) from None
         shown = [n for n in names if rx.search(n)]
         if not shown:
             raise c.CliError(f"no tensor matches {regex!r}", c.EXIT_NOT_FOUND)
@@ -98,7 +99,7 @@ def collect(trial, collection=None, regex=None, tensors=True) -> dict:
         "modes": {m: _summary(s) for m, s in by_mode.items()},
         "collections": [
             {"name": cn, "tensors": sum(1 for n in names if cn in membership[n]),
-             "include_regex": colls[cn].include_regex}
+             "include_regex": colls[cn].include_regex, "refused_regex": colls[cn].refused_regex}
             for cn in coll_names
         ],
         "tensor_count": len(names),
@@ -123,6 +124,10 @@ def render(doc: dict) -> str:
     out.append(f"Collections ({len(doc['collections'])}):")
     rows = [(col["name"], col["tensors"]) for col in doc["collections"]]
     out.append(c.table(("NAME", "TENSORS"), rows, align_right=(1,)) if rows else "  (none)")
+    for col in doc["collections"]:
+        if col.get("refused_regex"):
+            out.append(f"  note: {col['name']}: include_regex {', '.join(map(repr, col['refused_regex']))} not used "
+                       "(matching took too long)")
     if doc["tensors"] or doc["tensor_count"] == 0:
         out.append("")
         modes = [m for m in MODE_ORDER if any(m in t["modes"] for t in doc["tensors"])]

@@ -77,7 +77,7 @@ def collect(trial, names, *, mode=None, reduction=None, is_abs=False, worker=Non
 
 
 def draw(by_tensor, output: str, *, title: str, x_label: str, subplots: bool, logy: bool, size, dpi: int) -> None:
-    from smdebug.cli._series import draw_axes, new_figure
+    from smdebug.cli._series import draw_axes, new_figure, plain_text
 
     names = [n for n, s in by_tensor.items() if s]
     width, height = size
@@ -94,10 +94,21 @@ def draw(by_tensor, output: str, *, title: str, x_label: str, subplots: bool, lo
         all_series = [s for n in names for s in by_tensor[n]]
         y_label = all_series[0].quantity if len({s.quantity for s in all_series}) == 1 else ""
         draw_axes(ax, all_series, x_label=x_label, y_label=y_label, logy=logy)
-    fig.suptitle(title)
-    directory = os.path.dirname(os.path.abspath(output))
-    os.makedirs(directory, exist_ok=True)
-    fig.savefig(output, dpi=dpi)
+    fig.suptitle(plain_text(title))
+    save_figure(fig, output, dpi)
+
+
+def save_figure(fig, output: str, dpi: int) -> None:
+    """Save to ``output`` without writing through a link planted there (rendered in memory, then written
+    under a new temporary name and renamed into place). The format follows the file's extension."""
+    import io
+
+    from smdebug.core.storage.safe_fs import write_file_atomic
+
+    fmt = os.path.splitext(output)[1][1:].lower() or None
+    buf = io.BytesIO()
+    fig.savefig(buf, dpi=dpi, format=fmt)
+    write_file_atomic(output, buf.getvalue())
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,426 +1,186 @@
-"""Write a self-contained HTML report of a run: curves, per-layer norms, rule verdicts, metadata.
+"""Write an interactive, self-contained HTML report of a run (or of runs side by side).
 
-The page shows the run's metadata, loss and metric curves, per-layer weight and gradient norms over
-steps, and rule verdicts.
+The page shows what the run holds, each section only where there is data for it: losses and metrics;
+weight and gradient l2 norms per tensor and their histograms over steps; the share of dead or saturated
+activations; for XGBoost, feature importance over rounds, a SHAP summary and tree depth; for runs of
+several workers, gradient norms per worker; and rule verdicts, each finding marked on the chart of the
+tensor it is about (or on the loss curve) with its text on hover.
 
   smdebug report /tmp/run -o report.html
   smdebug rules run /tmp/run --rule loss_not_decreasing --rule vanishing_gradient -o /tmp/run/rule_results.json
-  smdebug report /tmp/run -o report.html                      # picks up /tmp/run/rule_results.json
-  smdebug report s3://bucket/run -o report.html --rules results.json
+  smdebug report /tmp/run -o report.html                   # picks up /tmp/run/rule_results.json
+  smdebug report s3://bucket/run -o report.html --rules s3://bucket/results.json
+  smdebug report /tmp/healthy /tmp/broken -o compare.html  # two runs' curves overlaid
+  smdebug report /tmp/run -o report.html --follow          # kept current while the run trains
 
-The page has no external resources (plots are PNG images embedded as data: URIs, no scripts), so it
-can be mailed or archived as one file. Curves come from the collections losses, metrics, sm_metrics
-and scalars; norms from weights, biases and gradients (l2 norms: stored by the hook when it saved
-them, else computed from the saved values), read at up to --max-points steps per tensor. Rule verdicts
-come from --rules FILE, or from rule_results.json in the run's directory when there is one: save the
-rule runner's result there (`smdebug rules run ... -o TRIAL/rule_results.json`) and every later report
-shows it. Needs matplotlib: pip install 'smdebug-core[cli]'. Exit status: 0, 2 (error).
+Charts: hover for values, drag to zoom (box zoom; wheel zoom and pan from the toolbar), click a legend
+entry to hide its line, and smooth the lines with the slider at the top. The page works offline: Bokeh's
+JavaScript is embedded, nothing is loaded from elsewhere, so it can be mailed or archived as one file.
+Every saved step is read; a line keeps at most --max-points points, each bucket of steps keeping its
+smallest and largest value, and NaN/inf values are marked where they occur.
+
+Rule verdicts come from --rules FILE (local or s3://; once per run when comparing), or from
+rule_results.json in the run's directory. --follow rewrites the page every --interval seconds while the
+run grows (the page reloads itself, keeping its scroll position and zoom) and stops when training ends
+(or after --timeout seconds). Needs Bokeh: pip install 'smdebug-core[cli]'. Exit status: 0, 2 (error).
 """
 
 from __future__ import annotations
 
 import argparse
-import html
 import os
+import sys
+import time
 
 from smdebug.cli import _common as c
 
-#: rule results the report picks up from the run's own directory
+#: rule results the report picks up from the run's own directory (kept here for older imports)
 RULE_RESULTS_FILE = "rule_results.json"
-
-LOSS_COLLECTIONS = ("losses",)
-METRIC_COLLECTIONS = ("metrics", "sm_metrics", "scalars")
-WEIGHT_COLLECTIONS = ("weights", "biases")
-GRADIENT_COLLECTIONS = ("gradients",)
-MAX_SCALAR_CHARTS = 24
-
-STATUS_CLASS = {"NoIssuesFound": "ok", "IssuesFound": "bad", "Error": "err", "InProgress": "wait"}
+MAX_RUNS = 4
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    c.add_trial_argument(parser)
+    parser.add_argument("runs", nargs="+", metavar="TRIAL",
+                        help=f"the run's directory or s3://bucket/prefix; up to {MAX_RUNS} runs are compared side by side")
     parser.add_argument("-o", "--output", required=True, metavar="FILE", help="the HTML file to write")
-    parser.add_argument("--rules", metavar="FILE",
-                        help="rule runner result (smdebug rules run ... -o FILE); "
-                             f"default: TRIAL/{RULE_RESULTS_FILE} if present")
-    parser.add_argument("--max-points", type=int, default=500, metavar="N",
-                        help="read at most N steps per tensor, evenly spread (default 500; 0: every step)")
+    parser.add_argument("--rules", action="append", metavar="FILE",
+                        help="rule runner result (smdebug rules run ... -o FILE), local or s3://; give it once per "
+                             f"TRIAL when comparing; default: TRIAL/{RULE_RESULTS_FILE} if present")
+    parser.add_argument("--label", action="append", metavar="NAME",
+                        help="name of a TRIAL in the page (once per TRIAL; default: the run's directory name)")
+    parser.add_argument("--max-points", type=int, default=1500, metavar="N",
+                        help="points drawn per line (default 1500; each bucket keeps its extremes; 0: every step)")
     parser.add_argument("--title", help="page title (default: the run's name)")
-    parser.add_argument("--dpi", type=int, default=100, help="resolution of the plots (default 100)")
+    parser.add_argument("--follow", action="store_true",
+                        help="keep rewriting the page while the run trains; stop when training ends")
+    parser.add_argument("--interval", type=float, default=10.0, metavar="SECONDS",
+                        help="--follow: seconds between rewrites, and the page's reload interval (default 10)")
+    parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                        help="--follow: stop after this long even if training has not ended (default: no limit)")
+    parser.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
+                        help="wait this long for the runs' collection files to appear (a job just starting); default 0")
     c.add_progress_arguments(parser)
 
 
-# --------------------------------------------------------------------------------------------------
-# data
-# --------------------------------------------------------------------------------------------------
-def _members(trial, names, collection_names, exclude=()):
-    colls = [trial.collections()[cn] for cn in collection_names if cn in trial.collections()]
-    return [n for n in names if n not in exclude and any(col.matches(n) for col in colls)]
-
-
-def select_tensors(trial) -> dict:
-    """Which tensors go into which section."""
-    names = trial.tensor_names()
-    losses = _members(trial, names, LOSS_COLLECTIONS)
-    metrics = _members(trial, names, METRIC_COLLECTIONS, exclude=losses)
-    metrics += [n for n in names if n.startswith("scalar/") and n not in metrics and n not in losses]
-    taken = set(losses) | set(metrics)
-    weights = _members(trial, names, WEIGHT_COLLECTIONS, exclude=taken)
-    gradients = _members(trial, names, GRADIENT_COLLECTIONS, exclude=taken | set(weights))
-    return {"losses": losses, "metrics": sorted(metrics), "weights": weights, "gradients": gradients}
-
-
-def _norm_mode(trial, names):
-    """The one mode whose steps the norm charts show: TRAIN when the tensors were saved in it."""
-    from smdebug.cli._series import tensor_points
-
-    counts = {}
-    for n in names:
-        for m in {p[1] for p in tensor_points(trial, n)}:
-            counts[m] = counts.get(m, 0) + 1
-    if not counts:
-        return None
-    from smdebug.core.modes import ModeKeys
-
-    if ModeKeys.TRAIN in counts:
-        return ModeKeys.TRAIN
-    return max(counts, key=lambda m: (counts[m], m == ModeKeys.GLOBAL))
-
-
-def load_rule_results(trial, path=None):
-    """(document, where it came from) or (None, None)."""
-    import json
-
-    if path:
-        try:
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
-        except OSError as e:
-            raise c.CliError(f"cannot read rule results {path}: {e}") from None
-        source = path
-    else:
-        try:
-            if not trial.storage.exists(RULE_RESULTS_FILE):
-                return None, None
-            text = trial.storage.read(RULE_RESULTS_FILE).decode("utf-8")
-        except Exception:  # noqa: BLE001 - no readable results in the run: the report goes on without
-            return None, None
-        source = trial.storage.full_path(RULE_RESULTS_FILE)
+def need_bokeh(command: str):
     try:
-        doc = json.loads(text)
-    except ValueError as e:
-        raise c.CliError(f"{source} is not JSON: {e}") from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("rules"), list):
-        raise c.CliError(f"{source} does not look like a rule runner result (no 'rules' list)")
-    return doc, source
+        import bokeh  # noqa: F401
+        from bokeh.embed import components  # noqa: F401
+    except ImportError as e:
+        raise c.CliError(f"{command} needs Bokeh ({e}); install it with: pip install '{c.PLOT_EXTRA}'") from None
 
 
-def collect(trial, *, max_points=500, progress=None, rules_path=None) -> dict:
-    from smdebug.cli._series import collect_series, count_points
+def _labels(args) -> list:
+    if args.label and len(args.label) != len(args.runs):
+        raise c.CliError(f"--label given {len(args.label)} time(s) for {len(args.runs)} run(s): give one per run")
+    if args.label:
+        return list(args.label)
+    names = [os.path.basename(os.path.normpath(r.rstrip("/"))) or r for r in args.runs]
+    if len(set(names)) < len(names):  # the same directory name in two places: number them
+        names = [f"{n} #{i + 1}" for i, n in enumerate(names)]
+    return names
 
-    groups = select_tensors(trial)
-    scalar_names = (groups["losses"] + groups["metrics"])[:MAX_SCALAR_CHARTS]
-    norm_mode = _norm_mode(trial, groups["weights"] + groups["gradients"])
-    total = count_points(trial, scalar_names, None, max_points)
-    total += count_points(trial, groups["weights"] + groups["gradients"], norm_mode, max_points, all_workers=False)
-    ticks = iter(c.progress(range(total), total=total, desc="reading steps", enabled=progress))
 
-    def tick(_n):
-        next(ticks, None)
+def _facts(trial) -> dict:
+    import datetime
 
-    series = {}
-    for n in scalar_names:
-        series[n] = collect_series(trial, n, max_points=max_points, tick=tick)
-    for n in groups["weights"] + groups["gradients"]:
-        series[n] = collect_series(trial, n, mode=norm_mode, reduction="l2", all_workers=False,
-                                   max_points=max_points, tick=tick, x_global=True)
-    for _ in ticks:
-        pass
+    from smdebug.core.locations import END_OF_JOB_FILE
 
     global_steps = trial.steps()
-    by_mode = {}
+    by_mode: dict = {}
     for g in global_steps:
         m, ms = trial.mode_modestep(g)
         by_mode.setdefault(m.name if m is not None else "GLOBAL", []).append(ms if ms is not None else g)
     names = trial.tensor_names()
     colls = trial.collections()
-    rules, rules_source = load_rule_results(trial, rules_path)
-    ended_age = None
-    try:
-        from smdebug.core.locations import END_OF_JOB_FILE
-
-        ended_age = trial.storage.age(END_OF_JOB_FILE) if trial.loaded_all_steps else None
-    except Exception:  # noqa: BLE001 - only informative
-        ended_age = None
+    ended = None
+    if trial.loaded_all_steps:
+        try:
+            age = trial.storage.age(END_OF_JOB_FILE)
+        except Exception:  # noqa: BLE001 - only informative
+            age = None
+        if age is not None:
+            ended = (datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(seconds=age)).isoformat(
+                timespec="seconds")
     return {
-        "trial": trial,
-        "groups": groups,
-        "omitted_scalars": max(0, len(groups["losses"]) + len(groups["metrics"]) - MAX_SCALAR_CHARTS),
-        "norm_mode": norm_mode.name if norm_mode is not None else None,
-        "series": series,
-        "steps": {m: by_mode[m] for m in ("TRAIN", "EVAL", "PREDICT", "GLOBAL") if m in by_mode},
         "global_steps": global_steps,
+        "steps": {m: by_mode[m] for m in ("TRAIN", "EVAL", "PREDICT", "GLOBAL") if m in by_mode},
         "tensor_count": len(names),
         "collections": [(cn, sum(1 for n in names if colls[cn].matches(n))) for cn in sorted(colls)],
-        "rules": rules,
-        "rules_source": rules_source,
-        "ended_age": ended_age,
+        "ended": ended,
     }
 
 
-# --------------------------------------------------------------------------------------------------
-# rendering
-# --------------------------------------------------------------------------------------------------
-CSS = """
-body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 0; color: #1f2933; background: #f5f7fa; }
-header { background: #243b53; color: #fff; padding: 18px 32px; }
-header h1 { margin: 0 0 4px; font-size: 22px; }
-header p { margin: 0; color: #d9e2ec; font-size: 14px; }
-nav { padding: 8px 32px; background: #d9e2ec; font-size: 14px; }
-nav a { margin-right: 16px; color: #243b53; }
-main { padding: 8px 32px 32px; }
-section { background: #fff; border-radius: 6px; padding: 12px 20px 16px; margin: 16px 0; box-shadow: 0 1px 2px rgba(0,0,0,.08); }
-h2 { font-size: 18px; margin: 6px 0 10px; }
-h3 { font-size: 15px; margin: 14px 0 6px; }
-table { border-collapse: collapse; font-size: 13px; margin: 4px 0 8px; }
-th, td { text-align: left; padding: 3px 10px 3px 0; border-bottom: 1px solid #e4e7eb; vertical-align: top; }
-td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
-table.kv th { color: #52606d; font-weight: normal; }
-code { font-size: 12px; }
-.charts { display: flex; flex-wrap: wrap; gap: 12px; }
-.cols { display: flex; flex-wrap: wrap; gap: 8px 40px; align-items: flex-start; }
-.cols h3 { margin-top: 0; }
-.row { display: flex; flex-wrap: wrap; gap: 0 16px; }
-.row > section { flex: 1 1 520px; min-width: 0; }
-figure { margin: 0; }
-figure img { max-width: 100%; height: auto; border: 1px solid #e4e7eb; }
-figcaption { font-size: 12px; color: #52606d; }
-.badge { display: inline-block; padding: 1px 8px; border-radius: 10px; font-size: 12px; font-weight: 600; }
-.ok { background: #c6f7e2; color: #014d40; } .bad { background: #ffd0d0; color: #8a041a; }
-.err { background: #ffe8b3; color: #8d2b0b; } .wait { background: #e4e7eb; color: #323f4b; }
-.note { color: #52606d; font-size: 13px; }
-footer { color: #7b8794; font-size: 12px; padding: 0 32px 24px; }
-"""
-
-
-def _e(x) -> str:
-    return html.escape(str(x), quote=True)
-
-
-def _table(headers, rows, numeric=(), cls="") -> str:
-    head = "".join(f'<th class="num">{_e(h)}</th>' if i in numeric else f"<th>{_e(h)}</th>"
-                   for i, h in enumerate(headers))
-    body = []
-    for row in rows:
-        cells = []
-        for i, v in enumerate(row):
-            raw = v if isinstance(v, _Raw) else _e(v)
-            cells.append(f'<td class="num">{raw}</td>' if i in numeric else f"<td>{raw}</td>")
-        body.append("<tr>" + "".join(cells) + "</tr>")
-    cls_attr = f' class="{cls}"' if cls else ""
-    return f"<table{cls_attr}><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
-
-
-def _kv_table(rows) -> str:
-    body = "".join(f"<tr><th>{_e(k)}</th><td>{v if isinstance(v, _Raw) else _e(v)}</td></tr>" for k, v in rows)
-    return f'<table class="kv"><tbody>{body}</tbody></table>'
-
-
-class _Raw(str):
-    """Already-escaped HTML for a table cell."""
-
-
-def _png(fig, dpi: int) -> str:
-    import base64
-    import io
-
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi)
-    return base64.b64encode(buf.getvalue()).decode("ascii")
-
-
-def _figure(series, *, title, x_label, y_label="", width=6.4, height=3.4, dpi=100, alt="", caption="",
-            logy=False, legend="inside") -> str:
-    from smdebug.cli._series import draw_axes, new_figure
-
-    fig = new_figure(width, height, dpi)
-    ax = fig.add_subplot()
-    draw_axes(ax, series, x_label=x_label, y_label=y_label, title=title, logy=logy, legend=legend)
-    data = _png(fig, dpi)
-    w, h = int(round(width * dpi)), int(round(height * dpi))
-    cap = f"<figcaption>{_e(caption)}</figcaption>" if caption else ""
-    return (f'<figure><img src="data:image/png;base64,{data}" alt="{_e(alt or title)}" width="{w}" height="{h}">'
-            f"{cap}</figure>")
-
-
-def _scalar_section(report, names, dpi) -> str:
-    from smdebug.cli._series import finite
-
-    charts, rows = [], []
-    for n in names:
-        series = report["series"].get(n)
-        if series is None:
-            continue
-        if not series:
-            rows.append((n, "-", 0, "-", "-", "-", "-"))
-            continue
-        quantity = series[0].quantity
-        charts.append(_figure(series, title=quantity, x_label="global step", dpi=dpi, alt=f"{quantity} over steps"))
-        for s in series:
-            ys = finite(s.y)
-            rows.append((quantity, s.mode + (f" {s.worker}" if len({x.worker for x in series}) > 1 else ""),
-                         len(s.y), c.fmt_number(s.y[0]) if s.y else "-", c.fmt_number(s.y[-1]) if s.y else "-",
-                         c.fmt_number(min(ys)) if ys else "-", c.fmt_number(max(ys)) if ys else "-"))
-    out = f'<div class="charts">{"".join(charts)}</div>'
-    if rows:
-        out += _table(("tensor", "mode", "points", "first", "last", "min", "max"), rows, numeric=(2, 3, 4, 5, 6))
+def _absent(groups: dict) -> list:
+    out = [what for what, key in (("losses", "losses"), ("metrics", "metrics"), ("weights", "weights"),
+                                  ("gradients", "gradients"), ("activations", "activations")) if not groups[key]]
     return out
 
 
-def _norm_section(report, names, what, dpi) -> str:
-    from smdebug.cli._series import finite
+class Report:
+    """The runs of one report, opened once; :meth:`page` reads what is new and draws the page."""
 
-    series = [s for n in names for s in report["series"].get(n, [])]
-    if not series:
-        return '<p class="note">No readable values.</p>'
-    mode = report["norm_mode"]
-    workers = report["trial"].workers()
-    caption = f"l2 norm of each tensor at the {mode} steps it was saved at, by global step"
-    if len(workers) > 1:
-        caption += "; values of the first worker that saved each step"
-    fig = _figure(series, title=f"{what}: l2 norm per tensor", x_label="global step", y_label="l2 norm",
-                  width=10.0, height=4.6, dpi=dpi, alt=f"{what} l2 norms over steps", caption=caption,
-                  logy=all(v > 0 for s in series for v in finite(s.y)) and _spread(series) > 100,
-                  legend="outside")
-    rows = []
-    for s in series:
-        ys = finite(s.y)
-        first, last = (s.y[0], s.y[-1]) if s.y else (None, None)
-        ratio = c.fmt_number(last / first) if first not in (None, 0) and last is not None else "-"
-        rows.append((s.tensor, len(s.y), c.fmt_number(first), c.fmt_number(last),
-                     c.fmt_number(min(ys)) if ys else "-", c.fmt_number(max(ys)) if ys else "-", ratio))
-    return fig + _table(("tensor", "points", "first", "last", "min", "max", "last/first"), rows,
-                        numeric=(1, 2, 3, 4, 5, 6))
+    def __init__(self, args):
+        from smdebug.cli.report import verdicts as vd
+        from smdebug.cli.report.content import RunInfo
+        from smdebug.cli.report.lines import LineReader
 
+        if len(args.runs) > MAX_RUNS:
+            raise c.CliError(f"at most {MAX_RUNS} runs side by side ({len(args.runs)} given)")
+        if args.rules and len(args.rules) != len(args.runs):
+            raise c.CliError(f"--rules given {len(args.rules)} time(s) for {len(args.runs)} run(s): give one per run")
+        self.args = args
+        self.vd = vd
+        labels = _labels(args)
+        self.runs = []
+        for path, label in zip(args.runs, labels):
+            trial = c.open_trial(path, args.wait)
+            self.runs.append(RunInfo(label=label, trial=trial, reader=LineReader(trial)))
+        self.rules_paths = list(args.rules) if args.rules else [None] * len(self.runs)
+        self.load_rules()
 
-def _spread(series) -> float:
-    from smdebug.cli._series import finite
+    def load_rules(self) -> None:
+        for run, path in zip(self.runs, self.rules_paths):
+            try:
+                run.rules = self.vd.load(run.trial, path)
+            except self.vd.RuleResultsError as e:
+                raise c.CliError(str(e)) from None
 
-    ys = [v for s in series for v in finite(s.y) if v > 0]
-    return max(ys) / min(ys) if ys else 1.0
+    def refresh(self) -> None:
+        for run in self.runs:
+            run.trial.refresh_data()
+        self.load_rules()
 
+    @property
+    def ended(self) -> bool:
+        return all(r.trial.loaded_all_steps for r in self.runs)
 
-def _rules_section(report) -> str:
-    import datetime
+    def page(self, live=None) -> tuple:
+        from smdebug.cli.report import content, page
+        from smdebug.cli.report.charts import Drawer
 
-    doc = report["rules"]
-    if doc is None:
-        return ('<p class="note">No rule results. Run rules over this run and save the result in its directory '
-                f'(<code>smdebug rules run TRIAL --rule ... -o TRIAL/{RULE_RESULTS_FILE}</code>) or pass '
-                "<code>--rules FILE</code>, and write the report again.</p>")
-    status = str(doc.get("status", "?"))
-    rows_meta = [
-        ("overall", _Raw(f'<span class="badge {STATUS_CLASS.get(status, "wait")}">{_e(status)}</span>')),
-        ("source", report["rules_source"]),
-        ("rules", len(doc["rules"])),
-        ("steps evaluated", doc.get("steps_evaluated", "-")),
-        ("last step", doc.get("last_step", "-")),
-        ("training ended", "yes" if doc.get("training_ended") else "no"),
-    ]
-    for key in ("started", "finished"):
-        if isinstance(doc.get(key), (int, float)):
-            when = datetime.datetime.fromtimestamp(doc[key], datetime.timezone.utc)
-            rows_meta.append((key, when.isoformat(timespec="seconds")))
-    rows = []
-    for r in doc["rules"]:
-        if not isinstance(r, dict):
-            continue
-        rstatus = str(r.get("status", "?"))
-        findings = r.get("findings") or []
-        shown = []
-        for f in findings[:5]:
-            where = f"step {f.get('step')}"
-            if f.get("mode"):
-                where += f" ({f.get('mode')} {f.get('mode_step')})"
-            shown.append(f"{_e(where)}: {_e(f.get('reason') or 'condition met')}")
-        total = r.get("findings_total", len(findings)) or len(findings)
-        if total > len(shown):
-            shown.append(f"… {total - len(shown)} more")
-        detail = "<br>".join(shown)
-        if r.get("error"):
-            detail = (detail + "<br>" if detail else "") + f"error: {_e(r['error'])}"
-        params = ", ".join(f"{k}={v}" for k, v in (r.get("params") or {}).items())
-        badge = _Raw(f'<span class="badge {STATUS_CLASS.get(rstatus, "wait")}">{_e(rstatus)}</span>')
-        rows.append((r.get("name", "?"), badge,
-                     r.get("steps_evaluated", "-"), total, _Raw(detail or "-"), params or "-"))
-    return (_kv_table(rows_meta)
-            + _table(("rule", "verdict", "steps", "issues", "findings", "parameters"), rows, numeric=(2, 3)))
-
-
-def render(report, *, title=None, dpi=100) -> str:
-    import datetime
-
-    from smdebug._version import __version__
-
-    trial = report["trial"]
-    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    title = title or f"smdebug report: {trial.name}"
-    groups = report["groups"]
-    g = report["global_steps"]
-    meta = [
-        ("path", c.display_path(trial)),
-        ("state", c.run_state(trial)),
-        ("global steps", f"{len(g)} ({g[0]}-{g[-1]})" if g else "0"),
-        ("workers", f"{trial.num_workers}: {', '.join(trial.workers())}"),
-        ("tensors", report["tensor_count"]),
-        ("report written", now),
-    ]
-    if report["ended_age"] is not None:
-        ended = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(seconds=report["ended_age"])
-        meta.insert(2, ("training ended", ended.isoformat(timespec="seconds")))
-    step_rows = [(m, len(s), s[0], s[-1], c.compact_steps(s)) for m, s in report["steps"].items()]
-    run_html = ('<div class="cols"><div>' + _kv_table(meta) + "</div>"
-                + "<div><h3>Steps per mode</h3>"
-                + _table(("mode", "steps", "first", "last", "saved"), step_rows, numeric=(1, 2, 3)) + "</div>"
-                + "<div><h3>Collections</h3>"
-                + _table(("collection", "tensors"), report["collections"], numeric=(1,)) + "</div></div>")
-
-    def section(sid, heading, body):
-        return f'<section id="{sid}"><h2>{_e(heading)}</h2>{body}</section>'
-
-    def none_in(colls):
-        return f'<p class="note">No tensors in the collection(s) {_e(", ".join(colls))} of this run.</p>'
-
-    parts = [section("run", "Run", run_html), section("rules", "Rule verdicts", _rules_section(report))]
-    losses = groups["losses"]
-    body = _scalar_section(report, losses, dpi) if losses else none_in(LOSS_COLLECTIONS)
-    curves = [section("losses", "Losses", body)]
-    metrics = groups["metrics"]
-    body = _scalar_section(report, metrics, dpi) if metrics else none_in(METRIC_COLLECTIONS)
-    if report["omitted_scalars"]:
-        body += (f'<p class="note">{report["omitted_scalars"]} more curves left out '
-                 f"(the first {MAX_SCALAR_CHARTS} are shown).</p>")
-    curves.append(section("metrics", "Metrics and scalars", body))
-    parts.append('<div class="row">' + "".join(curves) + "</div>")
-    for sid, heading, colls in (("weights", "Weight norms per layer", WEIGHT_COLLECTIONS),
-                                ("gradients", "Gradient norms per layer", GRADIENT_COLLECTIONS)):
-        names = groups[sid]
-        parts.append(section(sid, heading, _norm_section(report, names, sid, dpi) if names else none_in(colls)))
-    nav = "".join(f'<a href="#{sid}">{_e(label)}</a>' for sid, label in (
-        ("run", "Run"), ("rules", "Rules"), ("losses", "Losses"), ("metrics", "Metrics"),
-        ("weights", "Weights"), ("gradients", "Gradients")))
-    return (
-        "<!DOCTYPE html>\n"
-        '<html lang="en"><head><meta charset="utf-8">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        '<meta name="generator" content="smdebug report">'
-        '<link rel="icon" href="data:,">'
-        f"<title>{_e(title)}</title><style>{CSS}</style></head>\n<body>"
-        f"<header><h1>{_e(title)}</h1>"
-        f"<p>{_e(c.display_path(trial))} · {_e(c.run_state(trial))} · written {_e(now)}</p></header>"
-        f"<nav>{nav}</nav><main>\n" + "\n".join(parts) + "\n</main>"
-        f"<footer>smdebug {_e(__version__)} · <code>smdebug report</code></footer></body></html>\n"
-    )
+        args = self.args
+        stages = ["reading the runs", "drawing"]
+        bar = c.progress(stages, total=len(stages), desc="report", enabled=args.progress)
+        next(bar, None)
+        max_points = args.max_points or None
+        sections = content.build(self.runs)
+        many = len(self.runs) > 1
+        timeline = content.place_findings(sections, self.runs, many)
+        facts = []
+        for run in self.runs:
+            f = _facts(run.trial)
+            f["absent"] = _absent(run.groups)
+            facts.append(f)
+        next(bar, None)
+        title = args.title or ("smdebug report: " + " vs ".join(r.label for r in self.runs))
+        html = page.render(title=title, runs=self.runs, facts=facts, sections=sections, timeline=timeline,
+                           drawer=Drawer(max_points or 0, live=bool(live)), live=live, max_points=args.max_points,
+                           finished=self.ended)
+        for _ in bar:
+            pass
+        charts = sum(len(s.charts) for s in sections) + (1 if timeline.data.get("findings") else 0)
+        return html, charts, sections
 
 
 def write_atomic(path: str, text: str) -> None:
@@ -442,15 +202,55 @@ def write_atomic(path: str, text: str) -> None:
         raise
 
 
+def _summary(args, report, charts, sections) -> str:
+    rules = [r.rules.source for r in report.runs if r.rules is not None]
+    verdict = f", rule verdicts from {', '.join(rules)}" if rules else ""
+    tensors = sum(len(r.trial.tensor_names()) for r in report.runs)
+    names = ", ".join(s.sid for s in sections) or "none"
+    return f"wrote {args.output}: {charts} chart(s) ({names}), {tensors} tensor(s){verdict}"
+
+
 def run(args: argparse.Namespace) -> int:
-    if args.max_points < 0 or args.dpi <= 0:
-        raise c.CliError("--max-points and --dpi must be positive")
-    c.need_matplotlib("smdebug report")
-    trial = c.open_trial(args.trial, args.wait)
-    report = collect(trial, max_points=args.max_points or None, progress=args.progress, rules_path=args.rules)
-    page = render(report, title=args.title, dpi=args.dpi)
-    write_atomic(args.output, page)
-    charts = page.count("<img ")
-    verdict = f", rule verdicts from {report['rules_source']}" if report["rules"] is not None else ""
-    print(f"wrote {args.output}: {charts} chart(s), {report['tensor_count']} tensor(s){verdict}")
-    return c.EXIT_OK
+    if args.max_points < 0:
+        raise c.CliError("--max-points must be 0 or more")
+    if args.follow and not args.interval > 0:
+        raise c.CliError("--interval must be positive")
+    need_bokeh("smdebug report")
+    report = Report(args)
+    if not args.follow:
+        html, charts, sections = report.page()
+        write_atomic(args.output, html)
+        print(_summary(args, report, charts, sections))
+        return c.EXIT_OK
+    return follow(args, report)
+
+
+def follow(args, report) -> int:
+    """Rewrite the page every --interval seconds until every run has ended (or --timeout)."""
+    start = time.monotonic()
+    last = None
+    try:
+        while True:
+            ended = report.ended
+            timed_out = args.timeout is not None and time.monotonic() - start >= args.timeout
+            html, charts, sections = report.page(live=None if ended or timed_out else args.interval)
+            write_atomic(args.output, html)
+            steps = [len(r.trial.steps()) for r in report.runs]
+            if steps != last:
+                print(f"{time.strftime('%H:%M:%S')} {args.output}: {', '.join(map(str, steps))} step(s), {charts} chart(s)",
+                      file=sys.stderr, flush=True)
+                last = steps
+            if ended:
+                print(_summary(args, report, charts, sections) + " (training ended)")
+                return c.EXIT_OK
+            if timed_out:
+                print(_summary(args, report, charts, sections) + f" (stopped following after {args.timeout:g} s; "
+                      "training has not ended)")
+                return c.EXIT_OK
+            time.sleep(args.interval)
+            report.refresh()
+    except KeyboardInterrupt:
+        html, charts, sections = report.page(live=None)  # a last page that no longer reloads itself
+        write_atomic(args.output, html)
+        print(_summary(args, report, charts, sections) + " (interrupted)")
+        return 130

@@ -4,14 +4,47 @@
   smdebug rules show vanishing_gradient
   smdebug rules run TRIAL --rule vanishing_gradient --param threshold=1e-6 \
                           --rule exploding_tensor [--follow] [--stop-training] [--output results.json]
+  smdebug rules run TRIAL        # no --rule: the recommended rules for the framework that wrote TRIAL
 
 --param and --action apply to the --rule before them. Exit status of `run`: 0 no issues found (or the
-run is still training and none so far), 1 issues found, 2 error (a rule could not run, bad arguments).
+run is still training and none so far), 1 issues found, 2 error (a rule failed, data unreadable, bad
+arguments), 3 not evaluated (no rule fired, no error, a rule found nothing it could evaluate).
 """
 
 from __future__ import annotations
 
 import argparse
+
+RUN_DESCRIPTION = """\
+Evaluate rules over a run, step by step: a finished run, or (--follow) a run while it trains.
+
+Each rule ends with a verdict: IssuesFound (it fired), NoIssuesFound (it judged real data and never
+fired), NotEvaluated (the run has nothing the rule can evaluate: the verdict says what it looked for
+and what the run has), InProgress (the run is still training) or Error (the rule could not be built or
+crashed, or its data cannot be read: the file and the step are named). The run's verdict is the first
+of Error, IssuesFound, NotEvaluated, InProgress that any rule has, else NoIssuesFound.
+
+The verdict table goes to stdout (--json prints the result document instead); findings as they
+happen, progress and logs go to stderr; -q silences all but --json. TRIAL, --other-trials and --output take
+local paths or s3://bucket/prefix."""
+
+RUN_EPILOG = """\
+examples:
+  smdebug rules run /tmp/run                    # the recommended rules for the run's framework
+  smdebug rules run /tmp/run --rule vanishing_gradient --rule exploding_tensor
+  smdebug rules run /tmp/run --rule dead_relu --param threshold_layer=30 -o /tmp/run/rule_results.json
+  smdebug rules run s3://bucket/run --rule loss_not_decreasing --param num_steps=20 --json
+  smdebug rules run /tmp/run --rule exploding_tensor --follow --stop-training --timeout 3600
+  smdebug rules run /tmp/run --rule similar_across_runs --other-trials /tmp/run2 -q; echo $?
+
+exit status:
+  0  no issues found (or the run is still training and none so far)
+  1  issues found
+  2  error: a rule could not be built or failed, data cannot be read, bad arguments or unknown rule
+  3  not evaluated: no rule fired and none failed, but a rule found nothing it could evaluate
+  130  interrupted (Ctrl-C): the table and the result document show what was evaluated so far
+
+`smdebug rules list` shows every rule, `smdebug rules show NAME` its parameters and formula."""
 
 
 class _AddRule(argparse.Action):
@@ -43,10 +76,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     show.add_argument("name", help="rule name (vanishing_gradient or VanishingGradient)")
     show.add_argument("--json", action="store_true", help="print JSON")
     run = sub.add_parser("run", help="evaluate rules over a run (finished, or live with --follow)",
+                         description=RUN_DESCRIPTION, epilog=RUN_EPILOG,
                          formatter_class=argparse.RawDescriptionHelpFormatter)
     run.add_argument("trial", help="the run's directory or s3:// path")
-    run.add_argument("--rule", dest="rules", action=_AddRule, metavar="NAME", required=True,
-                     help="a rule to evaluate (repeatable)")
+    run.add_argument("--rule", dest="rules", action=_AddRule, metavar="NAME", default=None,
+                     help="a rule to evaluate (repeatable; vanishing_gradient or VanishingGradient); "
+                          "none: the recommended rules for the run's framework")
     run.add_argument("--param", action=_AddParam, metavar="KEY=VALUE", help="parameter of the preceding --rule")
     run.add_argument("--action", action=_AddParam, metavar="JSON",
                      help="action string of the preceding --rule (e.g. '{\"name\": \"stoptraining\"}')")
@@ -59,18 +94,37 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--poll-interval", type=float, default=0.5, metavar="SECONDS")
     run.add_argument("--stop-training", action="store_true",
                      help="stop the training job writing the run as soon as any rule fires")
-    run.add_argument("--output", "-o", metavar="FILE", help="write the JSON result here (kept up to date)")
-    run.add_argument("--json", action="store_true", help="print the JSON result on stdout")
-    run.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
+    run.add_argument("--output", "-o", metavar="FILE",
+                     help="write the JSON result document here, a local path or s3://bucket/key (while "
+                          "following: rewritten every few seconds)")
+    run.add_argument("--json", action="store_true",
+                     help="print the JSON result document on stdout instead of the table")
+    run.add_argument("--quiet", "-q", action="store_true",
+                     help="print nothing (no verdict table, findings or progress); the exit status tells")
+    bar = run.add_mutually_exclusive_group()
+    bar.add_argument("--progress", dest="progress", action="store_const", const=True, default=None,
+                     help="always show a progress bar on stderr (default: only on a terminal, after 1 s)")
+    bar.add_argument("--no-progress", dest="progress", action="store_const", const=False,
+                     help="never show a progress bar")
 
 
 def run(args) -> int:
+    import sys
+
     try:
         from smdebug.rules.cli import run_command
     except ImportError as e:
-        import sys
-
         print(f"smdebug rules: the rules package is not installed ({e}); pip install 'smdebug-core[rules]'",
               file=sys.stderr)
         return 2
-    return run_command(args)
+    try:
+        code = run_command(args)
+        sys.stdout.flush()  # a reader that went away is found here, not at interpreter exit
+        return code
+    except BrokenPipeError:
+        # `smdebug rules show NAME | head`: the reader has what it wanted; stop quietly, like a tool
+        # killed by SIGPIPE but without a traceback. Later writes (interpreter exit) go to /dev/null.
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Iterable, List, Optional, Set
 
 from smdebug.core.reduction_config import ReductionConfig, _as_bool
+from smdebug.core.run_regex import Budget, BoundedPatterns, PatternError, compile_pattern
 from smdebug.core.save_config import SaveConfig
 from smdebug.exceptions import CollectionFileCorrupted, SMDebugTypeError
 
@@ -30,10 +32,24 @@ class CollectionKeys:
     SM_METRICS = "sm_metrics"
     SEARCHABLE_SCALARS = "sm_metrics"  # the name the documentation uses for sm_metrics
 
-    # XGBoost
-    HYPERPARAMETERS = "hyperparameters"
+    # Classifiers: Keras fit/evaluate, XGBoost, the PyTorch/Gluon classification loss modules' inputs
     PREDICTIONS = "predictions"
     LABELS = "labels"
+
+    # Activation layers found by their type, whatever their names (inputs and outputs of each layer; see
+    # smdebug.core.activations for which layer types go where)
+    RELU_ACTIVATIONS = "relu_activations"
+    LEAKY_RELU_ACTIVATIONS = "leaky_relu_activations"
+    ELU_ACTIVATIONS = "elu_activations"
+    GELU_ACTIVATIONS = "gelu_activations"
+    SILU_ACTIVATIONS = "silu_activations"
+    TANH_ACTIVATIONS = "tanh_activations"
+    SIGMOID_ACTIVATIONS = "sigmoid_activations"
+    SOFTMAX_ACTIVATIONS = "softmax_activations"
+    SOFTPLUS_ACTIVATIONS = "softplus_activations"
+
+    # XGBoost
+    HYPERPARAMETERS = "hyperparameters"
     FEATURE_IMPORTANCE = "feature_importance"
     AVERAGE_SHAP = "average_shap"
     FULL_SHAP = "full_shap"
@@ -88,6 +104,8 @@ class Collection:
         self.name = name
         self._include_regex: List[str] = []
         self._compiled = None
+        # Patterns read from a run's collections file are untrusted: matched in bounded time (run_regex)
+        self._budget: Optional[Budget] = None
         self._tensor_names: Set[str] = set()
         self._version = 0  # bumped on every membership change; lets hooks cache matches
         self.include(include_regex or [])
@@ -119,8 +137,8 @@ class Collection:
             if not isinstance(r, str):
                 raise SMDebugTypeError(f"include_regex entries must be strings, got {r!r}")
             try:
-                re.compile(r)
-            except re.error as e:
+                compile_pattern(r) if self._budget is not None else re.compile(r)
+            except (re.error, PatternError) as e:
                 raise SMDebugTypeError(f"Invalid regex {r!r} for collection {self.name}: {e}") from None
             if r not in self._include_regex:
                 self._include_regex.append(r)
@@ -156,11 +174,30 @@ class Collection:
         if not self._include_regex:
             return False
         if self._compiled is None:
-            self._compiled = re.compile("|".join(f"(?:{r})" for r in self._include_regex))
-        return self._compiled.search(name) is not None
+            if self._budget is not None:
+                self._compiled = BoundedPatterns(self._include_regex, f"collection {self.name!r}", self._budget)
+            else:
+                self._compiled = re.compile("|".join(f"(?:{r})" for r in self._include_regex))
+        return bool(self._compiled.search(name))
+
+    @property
+    def refused_regex(self) -> List[str]:
+        """Patterns of a collection read from a run that were set aside because matching took too long."""
+        return list(getattr(self._compiled, "refused", ()))
 
     def matches(self, name: str) -> bool:
         return name in self._tensor_names or self.matches_regex(name)
+
+    def members(self, names: Iterable[str]) -> List[str]:
+        """The names (in their order) this collection holds. A pattern read from a run that is set aside
+        while matching (too slow, see run_regex) is set aside for every name: the answer is asked again
+        without it, so it never depends on which name came first."""
+        names = list(names)
+        refused = len(self.refused_regex)
+        out = [n for n in names if self.matches(n)]
+        if len(self.refused_regex) != refused:
+            out = [n for n in names if self.matches(n)]
+        return out
 
     # --- configs ----------------------------------------------------------------------------
     @property
@@ -192,8 +229,23 @@ class Collection:
             "save_histogram": self.save_histogram,
         }
 
+    def to_json(self) -> str:
+        """The JSON text of :meth:`to_json_dict` (one entry of a collections file)."""
+        return json.dumps(self.to_json_dict())
+
     @classmethod
-    def from_dict(cls, params: dict, path=None) -> "Collection":
+    def from_json(cls, text: str, path=None) -> "Collection":
+        """The inverse of :meth:`to_json`."""
+        try:
+            params = json.loads(text)
+        except (TypeError, ValueError, RecursionError) as e:
+            raise CollectionFileCorrupted(f"A collection is not valid JSON: {e}"[:500], path) from None
+        return cls.from_dict(params, path)
+
+    @classmethod
+    def from_dict(cls, params: dict, path=None, budget: Optional[Budget] = None) -> "Collection":
+        """A collection read from a run's collections file: its patterns are matched in bounded time
+        (see :mod:`smdebug.core.run_regex`); ``budget`` is shared by the collections of one file."""
         if not isinstance(params, dict) or "name" not in params:
             raise CollectionFileCorrupted(f"A collection entry must be an object with a name, got {params!r}", path)
         unknown = set(params) - _COLLECTION_KEYS
@@ -206,14 +258,16 @@ class Collection:
             include = params.get("include_regex") or []
             if isinstance(include, str):
                 include = [include]
-            return cls(
+            coll = cls(
                 params["name"],
-                include_regex=include,
                 tensor_names=params.get("tensor_names") or [],
                 reduction_config=ReductionConfig.from_dict(params.get("reduction_config")),
                 save_config=SaveConfig.from_dict(params["save_config"]) if params.get("save_config") else None,
                 save_histogram=_as_bool(params.get("save_histogram", True), "save_histogram"),
             )
+            coll._budget = budget or Budget(str(path) if path else "")
+            coll.include(include)
+            return coll
         except CollectionFileCorrupted:
             raise
         except Exception as e:  # noqa: BLE001 - any bad value becomes one specific error

@@ -1,11 +1,14 @@
-"""A set of collections plus the run metadata stored beside them (``_meta.num_workers``)."""
+"""A set of collections plus the run metadata stored beside them (``_meta``: ``num_workers``, and what the
+hook knows about the run, e.g. ``framework`` and ``activation_layers``; see :attr:`CollectionManager.meta`)."""
 
 from __future__ import annotations
 
 import json
 from typing import Dict, Optional
 
+from smdebug.core.run_regex import Budget
 from smdebug.core.collection import Collection, _Mutations
+from smdebug.core.locations import COLLECTIONS_DIR, DEFAULT_COLLECTIONS_FILE_NAME
 from smdebug.exceptions import CollectionFileCorrupted, SMDebugTypeError
 
 _TOP_LEVEL_KEYS = {"collections", "_meta"}
@@ -17,6 +20,10 @@ class CollectionManager:
     def __init__(self, collections: Optional[Dict[str, Collection]] = None, create_default: bool = False):
         self.collections: Dict[str, Collection] = dict(collections or {})
         self._num_workers = 1
+        #: ``_meta`` entries besides ``num_workers``, kept as read (plain JSON values): a newer writer's keys
+        #: survive a round trip. The original's reader takes ``_meta`` as a whole, so keys added here are safe.
+        #: Readers of a key validate it themselves (``smdebug.core.run_info``, ``smdebug.core.activations``).
+        self.meta: Dict[str, object] = {}
         if create_default:
             self.get("default")
 
@@ -30,6 +37,10 @@ class CollectionManager:
             self.collections[name] = coll
             _Mutations.count += 1
         return coll
+
+    def create_collection(self, name: str) -> Collection:
+        """Add an empty collection ``name`` unless there is one; returns it."""
+        return self.get(name)
 
     def add(self, coll) -> None:
         if isinstance(coll, str):
@@ -62,11 +73,30 @@ class CollectionManager:
     def to_json_dict(self) -> dict:
         return {
             "collections": {name: c.to_json_dict() for name, c in sorted(self.collections.items())},
-            "_meta": {"num_workers": self._num_workers},
+            "_meta": {"num_workers": self._num_workers, **self.meta},
         }
 
     def dumps(self) -> str:
         return json.dumps(self.to_json_dict())
+
+    def export(self, out_dir, collections_file_name: str = DEFAULT_COLLECTIONS_FILE_NAME) -> None:
+        """Write the collections file ``collections/000000000/<collections_file_name>`` of the run at
+        ``out_dir`` (a directory or ``s3://bucket/prefix``), atomically. Hooks do this themselves; this
+        is for tools that build or rewrite runs."""
+        from smdebug.core.storage.base import get_storage
+
+        get_storage(out_dir).write_atomic(f"{COLLECTIONS_DIR}/{collections_file_name}", self.dumps().encode("utf-8"))
+
+    @classmethod
+    def load(cls, filename, collection_class=None) -> "CollectionManager":
+        """Read a collections file (a local path or ``s3://bucket/key``)."""
+        from smdebug.core.storage.base import storage_for_file
+
+        storage, name = storage_for_file(filename)
+        manager = cls.loads(storage.read(name), storage.full_path(name))
+        if collection_class is not None:
+            manager.collection_class = collection_class
+        return manager
 
     @classmethod
     def loads(cls, text, path=None) -> "CollectionManager":
@@ -86,8 +116,9 @@ class CollectionManager:
         if not isinstance(colls, dict):
             raise CollectionFileCorrupted("'collections' must be an object of name -> collection", path)
         cm = cls()
+        budget = Budget(str(path) if path else "the collections file")  # (its patterns are untrusted)
         for name, params in colls.items():
-            cm.collections[name] = cls.collection_class.from_dict(params, path)
+            cm.collections[name] = cls.collection_class.from_dict(params, path, budget=budget)
         meta = data.get("_meta") or {}
         try:
             n = int(meta.get("num_workers", 1)) if isinstance(meta, dict) else 1
@@ -96,6 +127,8 @@ class CollectionManager:
         if n < 1:
             raise CollectionFileCorrupted(f"_meta.num_workers must be >= 1, got {n}", path)
         cm._num_workers = n
+        if isinstance(meta, dict):
+            cm.meta = {k: v for k, v in meta.items() if k != "num_workers"}
         return cm
 
     def __eq__(self, other):

@@ -39,6 +39,7 @@ from smdebug.core.collection import (
     CollectionKeys,
 )
 from smdebug.core.collection import _Mutations as _CollectionMutations
+from smdebug.core.activations import ACTIVATION_COLLECTIONS
 from smdebug.core.collection_manager import CollectionManager
 from smdebug.core.locations import (
     CLAIM_FILE,
@@ -46,11 +47,13 @@ from smdebug.core.locations import (
     WORKERS_ENDED_DIR,
     collections_file_name,
     worker_end_file_name,
+    worker_name_problem,
 )
 from smdebug.core.logger import get_logger
 from smdebug.core.modes import ModeKeys
 from smdebug.core.reduction_config import ReductionConfig
 from smdebug.core.reductions import compute_reduction, reduction_tensor_name
+from smdebug.core.run_info import record_framework
 from smdebug.core.save_config import SaveConfig, SaveConfigMode, schedule_changes
 from smdebug.core.save_config import _Changes as _ScheduleChanges
 from smdebug.core.snapshot import POOL_MIN_BYTES, give_back, snapshot
@@ -59,7 +62,9 @@ from smdebug.core.state_store import StateStore
 from smdebug.core.stop_signal import StopSignalWatcher
 from smdebug.core.storage.base import Storage, get_storage, is_s3_path, parse_s3_path
 from smdebug.core.storage.errors import StorageAccessDenied, StorageError, StorageUnavailable
+from smdebug.core.legacy.hook_methods import LegacyHookMethods
 from smdebug.core.tensorboard import TensorBoardWriter
+from smdebug.core.timeline import TraceTimeline
 from smdebug.core.tfevent.tensor_codec import make_numpy_array
 from smdebug.core.writer import BackgroundWriter, format_steps
 from smdebug.exceptions import (
@@ -74,6 +79,11 @@ from smdebug.exceptions import (
 
 SCALAR_PREFIX = "scalar/"
 _QUIET_STOP_LOOK_S = 0.05
+#: a claim file holds a pid (and a host); a larger one planted in out_dir is never read whole
+_MAX_CLAIM_BYTES = 4096
+#: built-in collections that may be empty without a configuration error
+_QUIET_WHEN_EMPTY = frozenset((CollectionKeys.DEFAULT, CollectionKeys.ALL, CollectionKeys.INPUTS, CollectionKeys.OUTPUTS,
+                               CollectionKeys.PREDICTIONS, CollectionKeys.LABELS, *ACTIVATION_COLLECTIONS))
 logger = get_logger()
 
 
@@ -153,7 +163,7 @@ def _guarded(default=None):
     return wrap
 
 
-class BaseHook:
+class BaseHook(LegacyHookMethods):
     """Base class of every framework hook (PyTorch/MXNet/XGBoost ``Hook``, Keras ``KerasHook``...)."""
 
     #: name used for plugin look-ups and in messages
@@ -249,6 +259,7 @@ class BaseHook:
         # collections
         self.collection_manager = CollectionManager()
         self.collection_manager.collection_class = self.collection_class
+        record_framework(self.collection_manager, self.framework_name)  # how readers pick the run's rules
         for coll in self._core_collections() + list(self.default_collections()):
             self.collection_manager.add(coll)
         if include_regex:
@@ -296,6 +307,7 @@ class BaseHook:
         self._claim_refreshed = 0.0
         self._exported_collections = 0
         self._unsaved_steps: List[int] = []
+        self._timeline: Optional[TraceTimeline] = None  # trace events (record_trace_events), made on use
 
         singleton.set_hook(self)
         atexit.register(self._atexit_close)
@@ -356,20 +368,39 @@ class BaseHook:
         return []
 
     @classmethod
+    def recommended(cls, out_dir: str, **kwargs) -> "BaseHook":
+        """A hook that saves what the recommended rules for this framework need, so that
+        ``smdebug rules run OUT_DIR`` (or ``smdebug.rules.run_rules(OUT_DIR)``), with no rule named, can
+        judge the run::
+
+            hook = smd.Hook.recommended("/tmp/run")      # then register the model as usual
+
+        The collections come from the installed rule packs (smdebug-rules: weights, gradients, losses, the
+        model's inputs, the activation collections...), saved on :meth:`SaveConfig.tapered`: every step
+        until step 10, then steps 10, 20, 40... 320, then every 500 steps. Other keyword arguments are the
+        constructor's; ``include_collections`` adds to the recommended ones, ``save_config`` replaces the
+        schedule.
+
+        :raises InvalidConfigurationError: no rule pack is installed that recommends rules for this framework.
+        """
+        from smdebug.core.presets import recommended_collections, recommended_save_config
+
+        names = recommended_collections(cls.framework_name)
+        extra = kwargs.pop("include_collections", None) or []
+        if isinstance(extra, str):
+            raise InvalidConfigurationError("include_collections must be a list of collection names")
+        kwargs.setdefault("save_config", recommended_save_config())
+        return cls(out_dir=out_dir, include_collections=names + [c for c in extra if c not in names], **kwargs)
+
+    @classmethod
     def create_from_json_file(cls, json_file_path: Optional[str] = None):
         """Build a hook from the SageMaker JSON contract (``SMDEBUG_CONFIG_FILE_PATH``)."""
-        from smdebug.core.json_config import load_hook_config
+        from smdebug.core.json_config import apply_collection_configs, load_hook_config
 
         kwargs = load_hook_config(json_file_path, default_save_interval=cls.default_save_interval)
         coll_configs = kwargs.pop("collection_configs", {})
         hook = cls(**kwargs)
-        for name, cfg in coll_configs.items():
-            coll = hook.get_collection(name)
-            if "include_regex" in cfg:
-                coll.include(cfg["include_regex"])
-            for attr in ("save_histogram", "reduction_config", "save_config"):
-                if attr in cfg:
-                    setattr(coll, attr, cfg[attr])
+        apply_collection_configs(hook.get_collection, coll_configs)
         return hook
 
     # ------------------------------------------------------------------------------------------
@@ -488,8 +519,11 @@ class BaseHook:
             if coll is None:
                 coll = self.collection_manager.get(name)
             if not coll.has_regex() and not coll.tensor_names:
-                if name in (CollectionKeys.DEFAULT, CollectionKeys.ALL):
-                    continue  # empty built-ins simply match nothing
+                if name in _QUIET_WHEN_EMPTY:
+                    # empty built-ins simply match nothing; those a framework hook fills from the model may
+                    # be empty because the model has nothing of the kind (no tanh layer, no classification
+                    # loss), which the run records (smdebug.core.activations), or not registered yet
+                    continue
                 logger.error("smdebug: %s; it is skipped.", InvalidCollectionConfiguration(name))
                 continue
             included.append(coll)
@@ -556,11 +590,14 @@ class BaseHook:
     # ------------------------------------------------------------------------------------------
     # modes and steps
     # ------------------------------------------------------------------------------------------
-    @_guarded()
     def set_mode(self, mode) -> None:
+        """Switch to ``smd.modes.TRAIN``/``EVAL``/``PREDICT``/``GLOBAL``. Anything else raises
+        ValueError (:class:`SMDebugValueError`) at once, as in smdebug 1.0.x: it is a mistake in the
+        training script, not a failure of the hook, so it is not logged and ignored."""
         if not isinstance(mode, ModeKeys):
             raise SMDebugValueError(f"Invalid mode {mode!r}: use smd.modes.TRAIN/EVAL/PREDICT/GLOBAL")
-        self.mode = mode
+        if not self._disabled:
+            self.mode = mode
 
     @_guarded()
     def begin_step(self, mode_step: Optional[int] = None) -> None:
@@ -747,6 +784,13 @@ class BaseHook:
         info = self._detect_worker()
         self.rank, size = info.rank, info.size
         self.worker = info.name or f"worker_{info.rank}"
+        problem = worker_name_problem(self.worker)
+        if problem is not None:
+            # (a name the reader cannot read back would make a run that looks empty)
+            logger.warning("smdebug: worker name %r (SMDEBUG_WORKER_NAME or the framework's) cannot name "
+                           "files: %s; this worker writes as 'worker_%d' instead", self.worker[:100], problem,
+                           info.rank)
+            self.worker = f"worker_{info.rank}"
         if self.include_workers == "one":
             self._is_writer = self.rank == 0
             self.num_workers = 1
@@ -802,7 +846,7 @@ class BaseHook:
             self._claimed = True
             return True
         try:
-            owner = int(self._storage.read(CLAIM_FILE).strip() or 0)
+            owner = int(self._storage.read(CLAIM_FILE, 0, _MAX_CLAIM_BYTES).strip() or 0)
         except FileNotFoundError:
             owner = None  # released since we looked: just try again
         except (OSError, ValueError):
@@ -844,7 +888,7 @@ class BaseHook:
                 return self._claim_taken()  # created and removed under us twice: just write
             etag, age = stat
             try:
-                owner = json.loads(storage.read(CLAIM_FILE))
+                owner = json.loads(storage.read(CLAIM_FILE, 0, _MAX_CLAIM_BYTES))
                 owner_pid, owner_host = int(owner.get("pid", 0)), str(owner.get("host", ""))
             except (FileNotFoundError, ValueError, TypeError, AttributeError, StorageAccessDenied):
                 owner_pid, owner_host = 0, ""
@@ -919,6 +963,8 @@ class BaseHook:
             return value
         if isinstance(value, (list, tuple, int, float, bool, np.generic, str)):
             return make_numpy_array(value)
+        if isinstance(value, dict):  # (make_numpy_array gives a 0-d object array, which no record holds)
+            raise SMDebugTypeError("A dict cannot be saved as a tensor; save its values one by one")
         from smdebug.core.plugins import manager
 
         return make_numpy_array(manager.tensor_to_numpy(value))
@@ -933,17 +979,7 @@ class BaseHook:
             return False
         step = self.step
         due = self._due
-        if force_collections:
-            plan = self._make_plan(tensor_name, due, force_collections)
-        else:
-            if due.__class__ is not frozenset:  # (a plugin may have replaced it with a set)
-                due = self._intern_due(due)
-            plan = self._plans.get((tensor_name, due))
-            if plan is None:
-                plan = self._make_plan(tensor_name, due)
-                if len(self._plans) > 100_000:
-                    self._plans.clear()
-                self._plans[(tensor_name, due)] = plan
+        plan = self._make_plan(tensor_name, due, force_collections) if force_collections else self._plan(tensor_name)
         if plan is None:
             return False
         for names in plan.member_of:
@@ -980,6 +1016,47 @@ class BaseHook:
             )
             self._wrote_this_step = True
         return True
+
+    def _plan(self, tensor_name: str) -> Optional["_SavePlan"]:
+        """What saving ``tensor_name`` at this step means (None: nothing due includes it)."""
+        due = self._due
+        if due.__class__ is not frozenset:  # (a plugin may have replaced it with a set)
+            due = self._intern_due(due)
+        plan = self._plans.get((tensor_name, due))
+        if plan is None:
+            plan = self._make_plan(tensor_name, due)
+            if len(self._plans) > 100_000:
+                self._plans.clear()
+            self._plans[(tensor_name, due)] = plan
+        return plan
+
+    def _record_same(self, tensor_name: str, same_as: str) -> bool:
+        """Save ``tensor_name`` as a second name of ``same_as``, recorded at this step already: one record,
+        two index entries (for plugins that save one value under many names; TensorBoard gets the value
+        once, under ``same_as``). Only when both are saved raw and nothing else (no reductions or shape);
+        False otherwise, and the caller records the value itself."""
+        if not self._in_step or not self._due or self._disabled:
+            return False
+        plans = (self._plan(tensor_name), self._plan(same_as))
+        if any(p is None or not p.write_raw or p.ops or p.save_shape for p in plans):
+            return False
+        for names in plans[0].member_of:
+            names.add(tensor_name)
+        if self.dry_run or self._writer is None:
+            return True
+        step = self.step
+        with self._step_lock:
+            writer = self._writer
+            if step != self.step or not self._in_step or writer is None:
+                return False
+            writer.submit(self._alias_on_writer_thread, writer, step, self.mode, self.mode_steps[self.mode],
+                          tensor_name, same_as, nbytes=0, step=step, wake=False)
+            self._wrote_this_step = True
+        return True
+
+    @staticmethod
+    def _alias_on_writer_thread(writer, step, mode, mode_step, name, same_as) -> None:
+        writer.step_writer(step, mode, mode_step).write_alias(name, same_as)
 
     def _intern_due(self, due) -> frozenset:
         frozen = frozenset(due)
@@ -1118,6 +1195,19 @@ class BaseHook:
             arr = np.array(self.to_numpy(tensor_value), copy=True)
             self._pending_user_tensors.append((tensor_name, arr))
 
+    @_guarded()
+    def record_trace_events(self, timestamp, training_phase: str = "", op_name: str = "", phase: str = "X",
+                            duration=1, **kwargs) -> None:
+        """Record a trace event of the training script (``timestamp``, ``duration`` in seconds): saved in
+        the run's ``framework/pevents/`` in the Chrome trace-event format (see smdebug.core.timeline)."""
+        if self.dry_run:
+            return
+        if self._timeline is None:
+            if self.worker is None:
+                self._init_worker()
+            self._timeline = TraceTimeline(get_storage(self.out_dir), self.rank)
+        self._timeline.record(timestamp, training_phase, op_name, phase, duration, **kwargs)
+
     # ------------------------------------------------------------------------------------------
     # closing
     # ------------------------------------------------------------------------------------------
@@ -1177,6 +1267,11 @@ class BaseHook:
         except Exception as e:  # noqa: BLE001
             self._fail("close()", e)
         finally:
+            if self._timeline is not None:
+                try:
+                    self._timeline.close()
+                except Exception as e:  # noqa: BLE001
+                    logger.warning("smdebug: could not save the trace events of %s: %s", self.out_dir, e)
             if hasattr(self._stop_watcher, "stop"):
                 self._stop_watcher.stop()
             self._release_claim()
@@ -1212,7 +1307,10 @@ class BaseHook:
     def _mark_end(self) -> None:
         try:
             self._write_end_marker()
-        except StorageError as e:
+        except (StorageError, OSError) as e:
+            if self._failure is not None:  # (the failure that stopped saving was reported already)
+                logger.debug("smdebug: no end marker in %s: %s", self.out_dir, e)
+                return
             logger.warning(
                 "smdebug: could not mark %s as finished (%s); readers will treat the run as still running "
                 "(trial.treat_as_ended() reads it to its end).", self.out_dir, e)

@@ -19,6 +19,7 @@ import json
 import os
 from typing import Any, Dict, Optional
 
+from smdebug.core.storage.safe_fs import UnsafeFileError, read_regular
 from smdebug.core.collection import CollectionKeys
 from smdebug.core.logger import get_logger
 from smdebug.core.modes import ModeKeys
@@ -188,12 +189,29 @@ def parse_hook_config(data: dict, default_save_interval: Optional[int] = None, s
     return kwargs
 
 
+def apply_collection_configs(get_collection, coll_configs: Dict[str, dict]) -> None:
+    """Set what :func:`parse_hook_config` says of each collection (its ``collection_configs``) on the
+    collection ``get_collection(name)`` returns (created if missing)."""
+    for name, cfg in coll_configs.items():
+        coll = get_collection(name)
+        if "include_regex" in cfg:
+            coll.include(cfg["include_regex"])
+        for attr in ("save_histogram", "reduction_config", "save_config"):
+            if attr in cfg:
+                setattr(coll, attr, cfg[attr])
+
+
+MAX_CONFIG_BYTES = 16 << 20
+
+
 def load_hook_config(json_file_path: Optional[str] = None, default_save_interval: Optional[int] = None) -> dict:
     path = config_file_path(json_file_path)
     if not os.path.exists(path):
         raise FileNotFoundError(f"Hook configuration file not found: {path}")
-    with open(path, "rb") as f:
-        raw = f.read()
+    try:  # (a regular file of sane size only: a FIFO there would block the training script for good)
+        raw = read_regular(path, limit=MAX_CONFIG_BYTES)
+    except (UnsafeFileError, ValueError) as e:
+        raise InvalidConfigurationError(f"Hook configuration {path}: {e}") from None
     try:
         data = json.loads(raw)
     except (ValueError, UnicodeDecodeError, RecursionError) as e:  # RecursionError: absurd nesting
@@ -219,3 +237,20 @@ def _apply_sagemaker_tensorboard(kwargs: dict) -> None:
         if local:
             kwargs["export_tensorboard"] = True
             kwargs["tensorboard_dir"] = local
+
+
+#: smdebug 1.0.x's functions and constants of this module (legacy adapters, loaded on use)
+_LEGACY = frozenset({
+    "CONFIG_FILE_PATH_ENV_STR", "DEFAULT_SAGEMAKER_OUTDIR", "DEFAULT_SAGEMAKER_TENSORBOARD_PATH",
+    "TENSORBOARD_CONFIG_FILE_PATH_ENV_STR", "get_json_config_as_dict", "get_tensorboard_dir_from_json_config",
+    "collect_hook_config_params", "get_include_collections", "add_collections_to_manager",
+    "create_hook_from_json_config",
+})
+
+
+def __getattr__(name):
+    if name in _LEGACY:
+        from smdebug.core.legacy import json_config as legacy
+
+        return getattr(legacy, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

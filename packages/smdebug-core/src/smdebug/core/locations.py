@@ -13,6 +13,7 @@ workers_ended/<worker>      (multi-worker runs: each worker at close; the last o
 from __future__ import annotations
 
 import re
+from typing import Optional
 
 from smdebug.exceptions import IndexReaderException
 
@@ -59,6 +60,35 @@ def deserialize_worker_name(name: str) -> str:
     return name
 
 
+#: longest worker name (UTF-8 bytes, serialised) that fits in every file name of a run (255-byte limit)
+MAX_WORKER_NAME_BYTES = 200
+
+
+def worker_name_problem(worker) -> Optional[str]:
+    """Why ``worker`` cannot name a worker's files, or None if it can.
+
+    A name is accepted only if the reader gets it back from every file name it is part of (index, event
+    and collections files), so what the hook writes is never a run the reader shows as empty: control
+    characters (a newline ends the reader's file-name pattern), names too long for a file name, and
+    names that read back differently are refused.
+    """
+    if not isinstance(worker, str) or not worker:
+        return "it is empty or not a string"
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in worker):
+        return "it contains control characters"
+    if len(serialize_worker_name(worker).encode("utf-8", "surrogatepass")) > MAX_WORKER_NAME_BYTES:
+        return f"it is longer than {MAX_WORKER_NAME_BYTES} bytes"
+    try:
+        back = {parse_step_file_name(index_file_name(0, worker))[1],
+                parse_step_file_name(event_file_name(0, worker))[1],
+                parse_collection_file_name(collections_file_name(worker))}
+    except IndexReaderException:
+        return "the reader cannot parse file names made from it"
+    if back != {worker}:
+        return f"the reader would read it back as {sorted(back)[0]!r}"
+    return None
+
+
 def worker_end_file_name(worker: str) -> str:
     return f"{WORKERS_ENDED_DIR}/{serialize_worker_name(worker)}"
 
@@ -98,3 +128,16 @@ def parse_collection_file_name(path: str) -> str:
 
 def is_index_file(path: str) -> bool:
     return path.endswith(".json") or path.endswith(".csv")
+
+
+#: smdebug 1.0.x's location classes (legacy adapters over the functions above, loaded on use)
+_LEGACY = ("IndexFileLocationUtils", "TensorFileLocation", "TensorboardFileLocation", "EventFileLocation",
+           "TensorLocation", "TensorShape", "STEP_NUMBER_FORMATTING_LENGTH")
+
+
+def __getattr__(name):
+    if name in _LEGACY:
+        from smdebug.core.legacy import locations
+
+        return getattr(locations, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -26,20 +26,29 @@ _lock = threading.Lock()
 MAX_REPEATS = 3
 
 
-class _RepeatFilter(logging.Filter):
-    """Stop a message that repeats verbatim from flooding the training log."""
+class DuplicateLogFilter(logging.Filter):
+    """Stop a message that repeats verbatim from flooding the training log.
+
+    Set on the ``smdebug`` logger (as in smdebug 1.0.x, where it had this name) and on its handlers (for
+    records of child loggers, which skip the parent logger's filters); a record is counted once however
+    many filters it passes."""
 
     def __init__(self):
         super().__init__()
         self._counts = {}
 
     def filter(self, record):
-        key = (record.levelno, record.getMessage())
-        n = self._counts.get(key, 0) + 1
-        if len(self._counts) > 10_000:
-            self._counts.clear()
-        self._counts[key] = n
+        n = getattr(record, "_smdebug_repeat", None)
+        if n is None:
+            key = (record.levelno, record.getMessage())
+            n = self._counts.get(key, 0) + 1
+            if len(self._counts) > 10_000:
+                self._counts.clear()
+            self._counts[key] = n
+            record._smdebug_repeat = n
         return n <= MAX_REPEATS
+
+
 
 
 class _MaxLevelFilter(logging.Filter):
@@ -68,7 +77,10 @@ def _configure(logger: logging.Logger) -> None:
     log_path = os.environ.get("SMDEBUG_LOG_PATH")
     if log_path:
         handlers.append(logging.FileHandler(log_path))
-    repeat = _RepeatFilter()
+    # Two instances: one on the logger (its records), one on the handlers (records of child loggers, which
+    # skip the parent's filters); a record the first counted is not counted again by the second.
+    logger.addFilter(DuplicateLogFilter())
+    repeat = DuplicateLogFilter()
     for h in handlers:
         h.setFormatter(fmt)
         h.addFilter(repeat)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Iterable, List, Optional
 
 from smdebug.exceptions import SMDebugValueError
@@ -72,6 +73,17 @@ class ReductionConfig:
             "reductions": self.reductions_csv(),
             "save_shape": self.save_shape,
         }
+
+    def to_json(self) -> str:
+        """The JSON text of :meth:`to_json_dict` (what collection files store)."""
+        return json.dumps(self.to_json_dict())
+
+    @classmethod
+    def from_json(cls, text: str) -> Optional["ReductionConfig"]:
+        """The inverse of :meth:`to_json` (``"null"`` gives None)."""
+        from smdebug.core.save_config import _json_value
+
+        return cls.from_dict(_json_value(text, "reduction config"))
 
     @classmethod
     def from_csv(cls, csv: str, save_raw_tensor=False, save_shape=False) -> "ReductionConfig":

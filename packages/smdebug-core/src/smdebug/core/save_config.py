@@ -11,6 +11,7 @@ are rejected at construction with a specific message (the original failed later,
 from __future__ import annotations
 
 import bisect
+import json
 from typing import Any, Dict, Iterable, Optional
 
 from smdebug.core.modes import ModeKeys
@@ -52,6 +53,14 @@ def _as_steps(value) -> list:
     if not isinstance(value, Iterable):
         raise SMDebugValueError(f"save_steps must be a list of integers, got {value!r}")
     return sorted({_as_int("save_steps entry", v) for v in value})
+
+
+def _json_value(text, what: str):
+    """``json.loads(text)`` with a specific error for text that is not JSON."""
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError, RecursionError) as e:
+        raise SMDebugValueError(f"Invalid JSON for a {what}: {e}"[:500]) from None
 
 
 class _Changes:
@@ -197,6 +206,24 @@ class SaveConfig:
         }
 
     @classmethod
+    def tapered(cls, dense_steps: int = 10, interval: int = DEFAULT_SAVE_INTERVAL) -> "SaveConfig":
+        """A schedule for runs of any length, the same for every mode: every step below ``dense_steps``, then
+        ``dense_steps`` doubled again and again while below ``interval``, then every ``interval`` steps.
+
+        With the defaults (10, 500): 0-9, 10, 20, 40, 80, 160, 320, 500, 1000, 1500... A 30-step run saves 12
+        steps, a 200-step run 15, a 3000-step run 21: short runs get enough steps for rules that compare
+        steps, and a long run saves no more often than the classic every-500-steps default.
+        """
+        dense = _as_int("dense_steps", dense_steps, minimum=1)
+        interval = _as_int("interval", interval, minimum=1)
+        steps = list(range(dense))
+        n = dense
+        while n < interval:
+            steps.append(n)
+            n *= 2
+        return cls(save_interval=interval, save_steps=steps)
+
+    @classmethod
     def from_dict(cls, params) -> "SaveConfig":
         if params is None:
             return cls()
@@ -206,6 +233,15 @@ class SaveConfig:
             # A flat schedule given where a per-mode one was expected: apply it to every mode.
             return cls(**{k: params.get(k) for k in _SCM_KEYS})
         return cls(mode_save_configs={ModeKeys.parse(k): SaveConfigMode.from_dict(v) for k, v in params.items()})
+
+    def to_json(self) -> str:
+        """The JSON text of :meth:`to_json_dict` (what collection files store)."""
+        return json.dumps(self.to_json_dict())
+
+    @classmethod
+    def from_json(cls, text: str) -> "SaveConfig":
+        """The inverse of :meth:`to_json`."""
+        return cls.from_dict(_json_value(text, "save config"))
 
     @classmethod
     def parse(cls, obj) -> "SaveConfig":

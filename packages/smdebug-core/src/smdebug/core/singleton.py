@@ -18,6 +18,11 @@ def del_hook() -> None:
     _hook = None
 
 
+def current_hook():
+    """The hook set last in this process (None if none), whatever its framework."""
+    return _hook
+
+
 def smdebug_enabled() -> bool:
     """False when ``USE_SMDEBUG`` is set to false/0/no/off (zero-code-change integrations back off)."""
     return os.environ.get("USE_SMDEBUG", "true").strip().lower() not in ("false", "0", "no", "off")

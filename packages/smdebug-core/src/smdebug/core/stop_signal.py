@@ -30,11 +30,15 @@ def write_stop_signal(out_dir: str, rule: str = "", step: Optional[int] = None, 
     get_storage(out_dir).write_atomic(STOP_SIGNAL_FILE, json.dumps(payload).encode())
 
 
+#: a stop signal is a small JSON object; what lies beyond this many bytes is not read
+MAX_SIGNAL_BYTES = 1 << 16
+
+
 def read_stop_signal(out_dir: str) -> Optional[dict]:
     """The signal in ``out_dir``, or None. A damaged signal still counts as a request to stop."""
     storage = get_storage(out_dir)
     try:
-        data = storage.read(STOP_SIGNAL_FILE)
+        data = storage.read(STOP_SIGNAL_FILE, 0, MAX_SIGNAL_BYTES)  # (a huge file planted there: not read whole)
     except FileNotFoundError:
         return None
     try:

@@ -65,6 +65,8 @@ class Tensor:
             raise TensorUnavailableForStep(self.name, step_num, mode, has_reductions=self.name in f.reductions)
         key = (f.step, f.worker)
         if self.cache and key in self._values:
+            if self.trial._read_logs:
+                self.trial._note_read(self.name, f.step)
             return self._values[key]
         value = self.trial._read_value(f, self.name, location)
         if self.cache:
@@ -142,6 +144,11 @@ class Tensor:
                         v = self.reduction_value(step, reduction, mode, w, abs)
                     else:
                         v = self.value(step, mode, w)
+                except MissingEventFile as e:  # saved, but its file is gone: not the same as "not saved"
+                    if not getattr(self.trial, "skip_damaged", False):
+                        raise
+                    get_logger().warning("Skipping damaged step %s of %s: %s", step, self.name, e)
+                    continue
                 except TensorUnavailableForStep:
                     continue
                 v = np.asarray(v)

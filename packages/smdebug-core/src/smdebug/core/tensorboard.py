@@ -15,6 +15,8 @@ from typing import Dict, Optional
 
 import numpy as np
 
+from smdebug.core.storage.safe_fs import create_new
+
 from smdebug.core.locations import step_str
 from smdebug.core.modes import ModeKeys
 from smdebug.core.tfevent.proto.event_pb2 import Event
@@ -60,6 +62,18 @@ def fill_histogram(histo, values: np.ndarray) -> None:
     histo.bucket.extend(counts[first : last + 1].astype(np.float64).tolist())
 
 
+def _new_events_file(folder: str, stem: str):
+    """A new events file in ``folder`` (never an existing file, never through a link planted there: the
+    folder may be shared with other writers). A taken name gets a numbered variant."""
+    for n in range(100):
+        name = f"{stem}.tfevents" if n == 0 else f"{stem}.{n}.tfevents"
+        try:
+            return os.fdopen(create_new(os.path.join(folder, name)), "wb")
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free events file name for {stem} in {folder}")
+
+
 class TensorBoardWriter:
     """Writes scalar and histogram summaries (on the hook's writer thread)."""
 
@@ -72,8 +86,7 @@ class TensorBoardWriter:
         if f is None:
             folder = os.path.join(self.directory, mode.name)
             os.makedirs(folder, exist_ok=True)
-            name = f"{step_str(step)}_{os.getpid()}_{socket.gethostname()}.tfevents"
-            f = self._files[mode] = open(os.path.join(folder, name), "ab")
+            f = self._files[mode] = _new_events_file(folder, f"{step_str(step)}_{os.getpid()}_{socket.gethostname()}")
         return f
 
     def _write(self, mode, step, fill, wall_time: Optional[float] = None) -> None:

@@ -5,6 +5,10 @@
   ``AWS_ENDPOINT_URL``), not against an in-process mock. Needs ``moto[server]``.
 - :func:`run_horovod_job`: a real ``horovodrun`` job on this machine, each worker's JSON report collected.
 - :func:`capture_smdebug_log`: what the smdebug logger says.
+- :func:`one_torch_thread`: torch on one intra-op thread (tiny models on a loaded CPU).
+- :func:`check_recommended_run`: what a run of ``Hook.recommended`` must hold.
+- :data:`TAPERED_SAVED_STEPS`: the steps ``Hook.recommended`` (``SaveConfig.tapered()``) saves in runs of a
+  few lengths, written out by hand for every framework's tests to check against.
 """
 
 from __future__ import annotations
@@ -325,3 +329,39 @@ def run_horovod_job(worker_script: str, args: Iterable[str], num_proc: int = 2,
             results[doc["rank"]] = doc
     assert sorted(results) == list(range(num_proc)), proc.stdout[-3000:]
     return results
+
+
+#: run length -> the steps SaveConfig.tapered() saves in it (what every framework's Hook.recommended must save)
+TAPERED_SAVED_STEPS = {
+    30: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 20],
+    3000: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 20, 40, 80, 160, 320, 500, 1000, 1500, 2000, 2500],
+}
+
+
+@contextlib.contextmanager
+def one_torch_thread():
+    """torch on one intra-op thread while the context is open: the threads only contend for the CPU with tiny
+    models (a tenth of the speed on a loaded 2-core machine)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def check_recommended_run(out_dir: str, framework: str, saved, collections: Iterable[str]):
+    """Assert that the run in ``out_dir``, written by ``Hook.recommended``, saved the steps ``saved``, says it
+    was written by ``framework`` and has tensors of every one of ``collections`` at its last step. Returns
+    the trial."""
+    from smdebug.core.run_info import framework_of
+    from smdebug.trials import create_trial
+
+    trial = create_trial(out_dir)
+    assert trial.steps() == list(saved), trial.steps()
+    assert framework_of(trial) == framework
+    for coll in collections:
+        assert trial.tensor_names(step=trial.steps()[-1], collection=coll), f"nothing of {coll} saved"
+    return trial

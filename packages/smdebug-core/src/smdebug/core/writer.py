@@ -68,10 +68,13 @@ class BackgroundWriter:
         self.max_pending_bytes = max_pending_bytes
         self.drop_when_full = getattr(storage, "drop_when_full", False) if drop_when_full is None else drop_when_full
         self._queue = collections.deque()
-        # A plain Lock taken with ``with self._lock`` (C code, no Python frames) guards the queue; the
-        # Condition over it is notified only when a thread actually waits on it (``_waiters``), so the
-        # common submit is an append under a lock. This is paid once per saved tensor.
-        self._lock = threading.Lock()
+        # A lock taken with ``with self._lock`` (C code, no Python frames) guards the queue; the Condition
+        # over it is notified only when a thread actually waits on it (``_waiters``), so the common submit
+        # is an append under a lock. This is paid once per saved tensor. Re-entrant: the hook's SIGTERM
+        # handler runs on the main thread between two bytecodes, possibly inside ``submit``, and closes
+        # the hook through ``submit`` and ``flush`` again (a plain Lock hung the process for good there;
+        # the Condition's wait releases every level of an RLock, so the writer thread still gets it).
+        self._lock = threading.RLock()
         self._cond = threading.Condition(self._lock)
         self._waiters = 0
         self._pending_bytes = 0
@@ -345,3 +348,12 @@ class BackgroundWriter:
             except Exception:  # noqa: BLE001
                 pass
         self._steps.clear()
+
+
+def __getattr__(name):
+    # smdebug 1.0.x's FileWriter (one step's files, written directly): a legacy adapter, loaded on use.
+    if name == "FileWriter":
+        from smdebug.core.legacy.file_writer import FileWriter
+
+        return FileWriter
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

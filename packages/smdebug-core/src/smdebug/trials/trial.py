@@ -22,6 +22,7 @@ from smdebug.core.locations import (
     COLLECTIONS_DIR,
     END_OF_JOB_FILE,
     INDEX_DIR,
+    index_file_name,
     index_prefix_for_step,
     is_index_file,
     parse_collection_file_name,
@@ -29,10 +30,13 @@ from smdebug.core.locations import (
 )
 from smdebug.core.logger import get_logger
 from smdebug.core.modes import ModeKeys
-from smdebug.core.storage.base import Storage, get_storage
+from smdebug.core.storage.base import Storage, get_storage, is_s3_path, parse_s3_path
+from smdebug.core.storage.safe_fs import UnsafeFileError
 from smdebug.core.tensor import StepState, Tensor
 from smdebug.core.tfevent.index_file import IndexEntry, IndexFile, event_file_key, parse_index_file
 from smdebug.core.tfevent.tensor_codec import decode_tensor_record
+from smdebug.trials.read_cache import ReadIndexFilesCache
+from smdebug.trials.read_log import ReadLog
 from smdebug.exceptions import (
     CollectionFileCorrupted,
     EventFileCorrupted,
@@ -49,6 +53,16 @@ from smdebug.exceptions import (
 )
 
 logger = get_logger()
+
+
+def _index_file_path(trial_path, key: str) -> str:
+    """An index file's path as smdebug 1.0.x reported it: the trial path joined with the key for local
+    runs, the object key (prefix included) for S3 runs."""
+    trial_path = os.fspath(trial_path)
+    if is_s3_path(trial_path):
+        _, prefix = parse_s3_path(trial_path)
+        return prefix.rstrip("/") + "/" + key if prefix.strip("/") else key
+    return os.path.join(trial_path, key)
 
 
 def _env_int(name: str, default: int) -> int:
@@ -101,7 +115,9 @@ class Trial:
         self.dynamic_refresh = True
         self.loaded_all_steps = False
         self.last_complete_step = -1
-        self.last_index_token: Optional[str] = None
+        # where the next listing of index files starts (a key); see _update_token
+        self._list_token: Optional[str] = None
+        self._last_index_key: Optional[str] = None  # the last index file of a complete step read so far
         self.num_workers = 1
         self.worker_set: Set[str] = set()
         self.collection_manager = CollectionManager()
@@ -112,7 +128,7 @@ class Trial:
 
         self._files: Dict[int, Dict[str, IndexFile]] = {}  # global step -> worker -> index file
         self._steps: List[int] = []  # sorted global steps
-        self._read_keys: Set[str] = set()
+        self._read_keys = ReadIndexFilesCache()
         self._mode_to_global: Dict[ModeKeys, Dict[int, int]] = {}
         self._global_to_mode: Dict[int, Tuple[ModeKeys, int]] = {}
         self._tensor_names: Set[str] = set()
@@ -130,6 +146,7 @@ class Trial:
         self._spans: "OrderedDict[str, List[Tuple[int, bytes]]]" = OrderedDict()
         self._span_bytes = 0
         self._span_budget = _env_int("SMDEBUG_TRIAL_SPAN_CACHE_BYTES", 64 << 20)
+        self._read_logs: List[ReadLog] = []  # open read_log() blocks
 
         self._load_collections(wait_for_collections)
         self.refresh_data()
@@ -166,7 +183,11 @@ class Trial:
         damaged files are skipped with a warning (all damaged: no collections, one worker per file)."""
         for k in files:
             try:
-                return self.collection_manager.loads(self.storage.read(k), self.storage.full_path(k))
+                try:
+                    raw = self.storage.read(k)
+                except UnsafeFileError as e:  # a FIFO, device, folder or link where the file belongs
+                    raise CollectionFileCorrupted(str(e), self.storage.full_path(k)) from None
+                return self.collection_manager.loads(raw, self.storage.full_path(k))
             except CollectionFileCorrupted as e:
                 if not self.skip_damaged:
                     raise
@@ -249,8 +270,25 @@ class Trial:
         self.loaded_all_steps = False
         self.refresh_data()
 
+    # ------------------------------------------------------------------------------------------
+    # what a reader read (rules: judged data vs nothing to judge vs unreadable data)
+    # ------------------------------------------------------------------------------------------
+    def read_log(self) -> ReadLog:
+        """``with trial.read_log() as log:`` records, while the block runs, every value this trial returns
+        and every damaged or missing file it raises for (:class:`~smdebug.trials.read_log.ReadLog`), even
+        when the reader catches the exception. Costs nothing while no log is open."""
+        return ReadLog(self._read_logs)
+
+    def _note_read(self, name: str, step: int) -> None:
+        for log in self._read_logs:
+            log.note_read(name, step)
+
+    def _note_damage(self, error) -> None:
+        for log in self._read_logs:
+            log.note_damage(error)
+
     def _read_new_index_files(self, settled: bool = False) -> None:
-        start_after = self.last_index_token
+        start_after = self._list_token
         keys = [
             k for k in self._list_index_keys(start_after, settled)
             if is_index_file(k) and k not in self._read_keys
@@ -264,26 +302,47 @@ class Trial:
             except IndexReaderException as e:
                 if self.skip_damaged:
                     logger.warning("Skipping %s", e)
-                    self._read_keys.add(k)
+                    self._read_keys.add(k, self._list_token)
                     continue
-                raise IndexReaderException("Invalid File Found", self.storage.full_path(k)) from None
+                error = IndexReaderException("Invalid File Found", self.storage.full_path(k))
+                self._note_damage(error)
+                raise error from None
             if self._in_range(step):
                 parsed.append((k, step, worker))
             else:
-                self._read_keys.add(k)
-        raws = self.storage.read_many([(k, 0, None) for k, _, _ in parsed]) if parsed else []
+                self._read_keys.add(k, self._list_token)
+        raws = self._read_index_files(parsed)
         for (k, step, worker), raw in zip(parsed, raws):
             try:
+                if isinstance(raw, UnsafeFileError):
+                    raise IndexReaderException(str(raw), self.storage.full_path(k), step)
                 f = parse_index_file(self.storage.full_path(k), step, worker, raw)
             except IndexReaderException as e:
                 if self.skip_damaged:
                     logger.warning("Skipping damaged index file: %s", e)
-                    self._read_keys.add(k)
+                    self._read_keys.add(k, self._list_token)
                     continue
+                self._note_damage(e)
                 raise
             self._add_file(k, f)
         self._generation += 1
         self._update_token()
+
+    def _read_index_files(self, parsed: List[Tuple[str, int, str]]) -> list:
+        """The bytes of each index file, or the UnsafeFileError of one that is not a regular file."""
+        if not parsed:
+            return []
+        try:
+            return self.storage.read_many([(k, 0, None) for k, _, _ in parsed])
+        except UnsafeFileError:
+            pass  # (rare: find which ones, one by one)
+        out = []
+        for k, _, _ in parsed:
+            try:
+                out.append(self.storage.read(k))
+            except UnsafeFileError as e:
+                out.append(e)
+        return out
 
     def _list_index_keys(self, start_after: Optional[str], settled: bool) -> List[str]:
         """Index keys after ``start_after``, with no file of a worker missing before its last one listed.
@@ -318,7 +377,7 @@ class Trial:
         return sorted(found)
 
     def _add_file(self, key: str, f: IndexFile) -> None:
-        self._read_keys.add(key)
+        self._read_keys.add(key, self._list_token)
         workers = self._files.get(f.step)
         if workers is None:
             workers = self._files[f.step] = {}
@@ -343,10 +402,27 @@ class Trial:
                 self.last_complete_step, self.path,
             )
         if self.last_complete_step >= 0:
-            self.last_index_token = index_prefix_for_step(self.last_complete_step + 1)
-        # Keep the memo of read keys small: keys before the token are never listed again.
-        if self.last_index_token and len(self._read_keys) > 2000:
-            self._read_keys = {k for k in self._read_keys if k > self.last_index_token}
+            self._list_token = index_prefix_for_step(self.last_complete_step + 1)
+            files = self._files.get(self.last_complete_step)
+            if files:
+                self._last_index_key = max(index_file_name(self.last_complete_step, w) for w in files)
+
+    @property
+    def last_index_token(self) -> Optional[str]:
+        """The path of the last index file of the last complete step read (as in smdebug 1.0.x: the
+        trial's path joined with the file's key; for S3 runs the object key)."""
+        if self._last_index_key is None:
+            return None
+        return _index_file_path(self.path, self._last_index_key)
+
+    @property
+    def training_end_delay_refresh(self) -> float:
+        """smdebug 1.0.x's name of :attr:`end_delay_refresh`."""
+        return self.end_delay_refresh
+
+    @training_end_delay_refresh.setter
+    def training_end_delay_refresh(self, seconds: float) -> None:
+        self.end_delay_refresh = seconds
 
     # ------------------------------------------------------------------------------------------
     # payload parsing (lazy)
@@ -372,6 +448,7 @@ class Trial:
         except IndexReaderException as e:
             if not self.skip_damaged:
                 self._unparsed.appendleft(f)
+                self._note_damage(e)
                 raise
             logger.warning("Skipping damaged index file: %s", e)
             f.mark_damaged()
@@ -417,6 +494,12 @@ class Trial:
         return sorted(self.worker_set)
 
     def has_passed_step(self, step: int, mode=ModeKeys.GLOBAL) -> StepState:
+        """Whether ``step`` (of ``mode``) is available, will never be, or may still come. Looks for new
+        data first (unless refresh is off, see :func:`smdebug.analysis.utils.no_refresh`)."""
+        self.maybe_refresh()
+        return self._has_passed_step(step, mode)
+
+    def _has_passed_step(self, step: int, mode=ModeKeys.GLOBAL) -> StepState:
         all_steps = self._steps_for(mode, show_incomplete_steps=True)
         i = bisect.bisect_left(all_steps, step)
         if i < len(all_steps):
@@ -439,7 +522,7 @@ class Trial:
         start = time.monotonic()
         for step in sorted(required_steps):
             while True:
-                state = self.has_passed_step(step, mode)
+                state = self._has_passed_step(step, mode)
                 if state == StepState.AVAILABLE:
                     break
                 if state == StepState.UNAVAILABLE:
@@ -450,7 +533,7 @@ class Trial:
                 if timeout is not None and time.monotonic() - start >= timeout:
                     raise TimeoutError(f"Step {step} of mode {mode.name} not available after {timeout}s")
                 self.refresh_data()
-                if self.has_passed_step(step, mode) == StepState.NOT_YET_AVAILABLE:
+                if self._has_passed_step(step, mode) == StepState.NOT_YET_AVAILABLE:
                     time.sleep(self.poll_interval)
 
     # ------------------------------------------------------------------------------------------
@@ -473,7 +556,7 @@ class Trial:
         else:
             g = self.global_step(mode, step)
             if g is None or g not in self._files:
-                if self.has_passed_step(step, mode) == StepState.NOT_YET_AVAILABLE:
+                if self._has_passed_step(step, mode) == StepState.NOT_YET_AVAILABLE:
                     raise StepNotYetAvailable(step, mode)
                 raise StepUnavailable(step, mode)
             names = set()
@@ -485,7 +568,7 @@ class Trial:
             names = {n for n in names if any(c.search(n) for c in compiled)}
         elif collection is not None:
             coll = collection if isinstance(collection, Collection) else self.collection(collection)
-            names = {n for n in names if coll.matches(n)}
+            names = set(coll.members(names))
         if not names and (regex is not None or collection is not None):
             logger.warning("No tensors matched %s", regex if regex is not None else collection)
         return sorted(names)
@@ -495,6 +578,7 @@ class Trial:
             return f.tensor_names()
         except IndexReaderException as e:
             if not self.skip_damaged:
+                self._note_damage(e)
                 raise
             logger.warning("Skipping damaged index file: %s", e)
             f.mark_damaged()
@@ -522,9 +606,10 @@ class Trial:
         return self.collection_manager.get_collections()
 
     def collection(self, coll_name: str) -> Collection:
-        """The named collection. A name the run does not have gives an empty collection (not stored)."""
-        coll = self.collection_manager.collections.get(coll_name)
-        return coll if coll is not None else Collection(coll_name)
+        """The named collection. A name the run does not have gives a new empty collection, kept by the
+        trial (as in smdebug 1.0.x), so ``trial.collection("mine").include("fc1")`` defines a collection
+        for later ``tensor_names(collection="mine")`` calls. The run's files are never changed."""
+        return self.collection_manager.get(coll_name)
 
     def _values_of_collection(self, step, mode, names: Iterable[str]) -> List[np.ndarray]:
         def suffix(n):
@@ -535,6 +620,10 @@ class Trial:
         for n in sorted(names, key=suffix):
             try:
                 out.append(self.tensor(n).value(step, mode))
+            except MissingEventFile as e:  # saved, but its file is gone: not the same as "not saved"
+                if not self.skip_damaged:
+                    raise
+                logger.warning("Skipping damaged step %s of %s: %s", step, n, e)
             except TensorUnavailableForStep:
                 continue
         return out
@@ -547,6 +636,26 @@ class Trial:
 
     def predictions(self, step, mode=ModeKeys.GLOBAL):
         return self._values_of_collection(step, mode, self.tensor_names(regex="^predictions"))
+
+    def to_dataframe(self, tensors=None, *, collections=None, steps=None, modes=None, workers=None,
+                     reductions=None):
+        """The run as one long pandas DataFrame: a row per saved (tensor, global step, worker).
+
+        Columns: ``tensor``, ``step`` (global), ``mode`` (TRAIN, EVAL, PREDICT or GLOBAL), ``mode_step``,
+        ``worker``, then ``value`` (a float for one-element tensors, else the array), or with
+        ``reductions=["l2", "abs_max", ...]`` one float column per reduction instead (stored by the hook
+        when it saved one, else computed from the saved value; NaN where neither is there).
+
+        Filters: ``tensors`` (names, or regular expressions matching whole names), ``collections``
+        (collection names; with ``tensors``: their union; neither: every tensor), ``steps`` (global steps),
+        ``modes`` (ModeKeys or their names), ``workers`` (names; default all). Reads in bulk: a step's
+        records are fetched together (see :mod:`smdebug.trials.table`). Needs pandas
+        (``pip install 'smdebug-core[analysis]'``); ``Tensor.to_dataframe()`` gives one tensor's values.
+        """
+        from smdebug.trials.table import long_table, to_pandas
+
+        return to_pandas(long_table(self, tensors, collections, steps=steps, modes=modes, workers=workers,
+                                    reductions=reductions))
 
     # ------------------------------------------------------------------------------------------
     # used by Tensor
@@ -589,7 +698,7 @@ class Trial:
             g = step if mode == ModeKeys.GLOBAL else self.global_step(mode, step)
             files = self._files.get(g) if g is not None else None
         if files is None:
-            state = self.has_passed_step(step, mode)
+            state = self._has_passed_step(step, mode)
             if state == StepState.UNAVAILABLE:
                 raise StepUnavailable(step, mode)
             if self.loaded_all_steps:
@@ -622,12 +731,12 @@ class Trial:
                 return files[w]
         raise TensorUnavailableForStep(name, step, mode)
 
-    def _event_path(self, f: IndexFile) -> str:
+    def _event_path(self, f: IndexFile, name: str = "<any>") -> str:
         key = f.event_key
         if key is not None:
             return key
         if f.event_file is None:
-            raise TensorUnavailableForStep("<any>", f.step, f.mode)
+            raise TensorUnavailableForStep(name, f.step, f.mode)  # (an index naming no event file)
         # The index stores the event file relative to the run root (last three path components);
         # anything else was refused when the index file was read.
         key = event_file_key(f.event_file)
@@ -643,10 +752,18 @@ class Trial:
             raise
 
     def _read_value(self, f: IndexFile, name: str, location: Tuple[int, int]) -> np.ndarray:
-        key = self._event_path(f)
-        start, length = location
-        raw = self._read_event_bytes(f, name, key, start, length)
-        return self._decode(f, name, raw, key)
+        try:
+            key = self._event_path(f, name)
+            start, length = location
+            raw = self._read_event_bytes(f, name, key, start, length)
+            value = self._decode(f, name, raw, key)
+        except (IndexReaderException, MissingEventFile) as e:
+            if self._read_logs:
+                self._note_damage(e)
+            raise
+        if self._read_logs:
+            self._note_read(name, f.step)
+        return value
 
     # --- remote reads: one request for neighbouring records ---------------------------------------
     def _span_lookup(self, key: str, start: int, length: int) -> Optional[bytes]:
@@ -713,6 +830,8 @@ class Trial:
             try:
                 raw = self._read_record_bytes(f, key, start, length)
                 break
+            except UnsafeFileError as e:  # a FIFO, device, folder or link where the event file belongs
+                raise EventFileCorrupted(str(e), self.storage.full_path(key), f.step) from None
             except FileNotFoundError:
                 attempts += 1
                 later_exists = any(
@@ -741,14 +860,25 @@ class Trial:
                 raise TensorUnavailableForStep(name, s, mode, has_reductions=name in f.reductions)
             plan.append((f, location))
         if tensor.cache and all((f.step, f.worker) in tensor._values for f, _ in plan):
+            for f, _ in plan:
+                self._note_read(name, f.step)
             return [tensor._values[(f.step, f.worker)] for f, _ in plan]
-        requests = [(self._event_path(f), loc[0], loc[1]) for f, loc in plan]
+        try:
+            return self._read_planned(tensor, name, steps, mode, worker, plan)
+        except (IndexReaderException, MissingEventFile) as e:
+            if self._read_logs:
+                self._note_damage(e)
+            raise
+
+    def _read_planned(self, tensor: Tensor, name: str, steps: Sequence[int], mode, worker: Optional[str],
+                      plan: List[Tuple[IndexFile, Tuple[int, int]]]) -> List[np.ndarray]:
+        requests = [(self._event_path(f, name), loc[0], loc[1]) for f, loc in plan]
         raws: List[Optional[bytes]] = [self._span_lookup(*r) for r in requests]
         missing = [i for i, raw in enumerate(raws) if raw is None]
         try:
             for i, raw in zip(missing, self.storage.read_many([requests[i] for i in missing]) if missing else []):
                 raws[i] = raw
-        except FileNotFoundError:
+        except (FileNotFoundError, UnsafeFileError):  # (one value at a time says which step, and how)
             return [tensor.value(s, mode, worker) for s in steps]
         out = []
         for (f, e), raw, (key, start, length) in zip(plan, raws, requests):
@@ -758,6 +888,8 @@ class Trial:
             value = self._decode(f, name, raw, key)
             if tensor.cache:
                 tensor._values[(f.step, f.worker)] = value
+            if self._read_logs:
+                self._note_read(name, f.step)
             out.append(value)
         return out
 
@@ -776,8 +908,29 @@ class Trial:
 
 
 class LocalTrial(Trial):
-    """A trial on the local file system (kept as a class for ``isinstance`` checks)."""
+    """A trial on the local file system. ``LocalTrial(name, dirname)`` as in smdebug 1.0.x: ``dirname`` is
+    that version's name of ``path``."""
+
+    def __init__(self, name: str, path=None, *args, dirname=None, **kwargs):
+        super().__init__(name, _one_of(path, dirname, "path", "dirname"), *args, **kwargs)
 
 
 class S3Trial(Trial):
-    """A trial on S3 (kept as a class for ``isinstance`` checks)."""
+    """A trial on S3. ``S3Trial(name, bucket_name=..., prefix_name=...)`` as in smdebug 1.0.x, or
+    ``S3Trial(name, "s3://bucket/prefix")``."""
+
+    def __init__(self, name: str, path=None, *args, bucket_name=None, prefix_name=None, **kwargs):
+        if bucket_name is not None:
+            if path is not None:
+                raise SMDebugValueError("Pass either path or bucket_name/prefix_name, not both")
+            path = f"s3://{bucket_name}/{(prefix_name or '').lstrip('/')}"
+        super().__init__(name, path, *args, **kwargs)
+
+
+def _one_of(value, alias, name: str, alias_name: str):
+    if value is not None and alias is not None:
+        raise SMDebugValueError(f"Pass either {name} or {alias_name}, not both")
+    value = value if value is not None else alias
+    if value is None:
+        raise SMDebugValueError(f"{name} is required")
+    return value

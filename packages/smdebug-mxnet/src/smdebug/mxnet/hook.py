@@ -34,11 +34,12 @@ from typing import Dict, List, Optional, Tuple
 import mxnet as mx
 from mxnet import gluon
 
-from smdebug.core import singleton
+from smdebug.core import activations, singleton
 from smdebug.core.collection import CollectionKeys
 from smdebug.core.hook import BaseHook, _guarded, logger
 from smdebug.core.modes import ModeKeys
 from smdebug.exceptions import SMDebugTypeError, SMDebugValueError, TrainingStopRequested
+from smdebug.mxnet import layers
 from smdebug.mxnet.collection import Collection
 from smdebug.mxnet.reductions import device_reductions
 
@@ -121,8 +122,12 @@ class Hook(BaseHook):
             # The original's regex first (it needs a character after "loss", as in "...loss0_output_0");
             # the second also catches record_tensor_value("loss") / ("mse_loss") names.
             Collection(CollectionKeys.LOSSES, include_regex=[".*loss._(?!input).*output", r"[Ll]oss_output_\d+$"]),
-            Collection(CollectionKeys.INPUTS, include_regex=[r"_input_\d+$"]),
-            Collection(CollectionKeys.OUTPUTS, include_regex=[r"_output_\d+$"]),
+            # every block's inputs/outputs; the model's own (``inputs``/``outputs``), the activation blocks'
+            # (``relu_activations``...) and a classification loss's (``predictions``/``labels``) are added by
+            # type when the blocks are registered (smdebug.mxnet.layers)
+            Collection(CollectionKeys.LAYERS, include_regex=[r"_input_\d+$", r"_output_\d+$"]),
+            Collection(CollectionKeys.INPUTS),
+            Collection(CollectionKeys.OUTPUTS),
         ]
 
     # ------------------------------------------------------------------------------------------
@@ -145,6 +150,9 @@ class Hook(BaseHook):
                 return
             self.losses.append(block)
             self._loss_handles.append(block.register_forward_hook(self._on_forward))
+            if layers.is_classification_loss(block):
+                self.get_collection(CollectionKeys.PREDICTIONS).include(layers.io_regex(block.name, "input", 0))
+                self.get_collection(CollectionKeys.LABELS).include(layers.io_regex(block.name, "input", 1))
             return
         if self.model is not None:
             if self.model is block:
@@ -158,6 +166,9 @@ class Hook(BaseHook):
             )
         self.model = block
         self._refresh_structure()
+        self.get_collection(CollectionKeys.INPUTS).include(layers.io_regex(block.name, "input"))
+        self.get_collection(CollectionKeys.OUTPUTS).include(layers.io_regex(block.name, "output"))
+        activations.add_to_collections(self, layers.activation_layers(self._blocks()))
         self._model_handles = [
             block.register_forward_pre_hook(self._on_model_forward_pre),
             block.register_forward_hook(self._on_model_forward),

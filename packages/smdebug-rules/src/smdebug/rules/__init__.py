@@ -6,11 +6,21 @@ smdebug 1.0.x. :func:`list_rules` shows every rule of every installed rule pack;
 """
 
 from smdebug.rules._version import __version__
+from smdebug.rules.evaluation import RuleNotEvaluated
 from smdebug.rules.registry import build_rule, find_rule, list_rules
 from smdebug.rules.req_tensors import RequiredTensors, RequiredTensorsForTrial
 from smdebug.rules.rule import Rule
-from smdebug.rules.rule_invoker import invoke_rule
 from smdebug.rules.runner import run_rules
 
 __all__ = ["__version__", "Rule", "invoke_rule", "RequiredTensors", "RequiredTensorsForTrial", "list_rules",
-           "find_rule", "build_rule", "run_rules"]
+           "find_rule", "build_rule", "run_rules", "RuleNotEvaluated"]
+
+
+def __getattr__(name):
+    # imported on first use, so `python -m smdebug.rules.rule_invoker` (the original's command line) does not
+    # find its own module already imported by this package
+    if name == "invoke_rule":
+        from smdebug.rules.rule_invoker import invoke_rule
+
+        return invoke_rule
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,13 +1,15 @@
 """``smdebug rules list|show|run``: the command-line face of the registry and the runner.
 
 The arguments are defined in smdebug-core (smdebug/cli/rules_cmd.py) so ``smdebug --help`` works without
-this package; this module does the work. Progress goes to stderr, results to stdout/--output.
+this package; this module does the work. Results (the verdict table, ``--json``) go to stdout; progress,
+findings as they happen and logs go to stderr.
 """
 
 from __future__ import annotations
 
 import inspect
 import json
+import os
 import sys
 import time
 from typing import Optional
@@ -16,6 +18,9 @@ from smdebug.exceptions import SMDebugError
 from smdebug.rules.registry import find_rule, list_rules, rule_parameters
 from smdebug.rules.results import ERROR, EXIT_CODES, Finding, RuleResult, RunResult
 from smdebug.rules.runner import run_rules
+
+#: seconds between two writes of --output while following a run
+SAVE_INTERVAL = 2.0
 
 
 def run_command(args) -> int:
@@ -64,75 +69,167 @@ def _show(args) -> int:
 
 
 class _Progress:
-    """Human-readable progress on stderr: every finding as it happens, a step counter at most once a second."""
+    """What goes to stderr while rules run: findings and errors as they happen, and a tqdm progress bar
+    (on a terminal, once the work has taken more than a second -- at once when following a run, long work
+    by nature; always with --progress; never with -q, --no-progress or when stderr is not a terminal)."""
 
-    def __init__(self, quiet: bool, stream=sys.stderr):
+    def __init__(self, quiet: bool, bar: Optional[bool], total: Optional[int], follow: bool = False,
+                 stream=sys.stderr):
         self.quiet = quiet
         self.stream = stream
-        self._last = 0.0
+        self.bar = None
+        if quiet or bar is False:
+            return
+        if bar is None and not (hasattr(stream, "isatty") and stream.isatty()):
+            return
+        try:
+            from tqdm import tqdm
+        except ImportError:  # pragma: no cover - tqdm is a dependency
+            return
+        self.bar = tqdm(total=total, desc="evaluating", unit="step", file=stream, leave=bool(bar),
+                        delay=0 if (bar or follow) else 1.0, dynamic_ncols=True)
 
-    def event(self, event: str, rule: RuleResult, finding: Optional[Finding]) -> None:
+    def say(self, line: str) -> None:
         if self.quiet:
             return
+        if self.bar is not None:
+            self.bar.write(line, file=self.stream)
+        else:
+            print(line, file=self.stream, flush=True)
+
+    def event(self, event: str, rule: RuleResult, finding: Optional[Finding]) -> None:
         if event == "finding":
             where = f"step {finding.step}" + (f" ({finding.mode} {finding.mode_step})" if finding.mode else "")
-            print(f"\r[{rule.name}] issue at {where}: {finding.reason or 'condition met'}", file=self.stream)
+            self.say(f"[{rule.name}] issue at {where}: {finding.reason or 'condition met'}")
         elif event == "error":
-            print(f"\r[{rule.name}] error: {rule.error}", file=self.stream)
+            self.say(f"[{rule.name}] error: {rule.error}")
 
     def progress(self, result: RunResult) -> None:
-        now = time.monotonic()
-        if self.quiet or now - self._last < 1.0:
-            return
-        self._last = now
-        print(f"\revaluated {result.steps_evaluated} steps (last {result.last_step})", end="", file=self.stream,
-              flush=True)
+        if self.bar is not None:
+            self.bar.update(result.steps_evaluated - self.bar.n)
+            issues = sum(r.findings_total for r in result.rules)
+            self.bar.set_postfix_str(f"step {result.last_step}, {issues} issue{'s' if issues != 1 else ''}",
+                                     refresh=False)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
+def _open(path: str, follow: bool, **kwargs):
+    """A trial for the command line: a missing local directory is a message, not a traceback (unless
+    following: a job that is just starting creates it)."""
+    from smdebug.core.storage.base import is_s3_path
+    from smdebug.trials import create_trial
+
+    if not follow and not is_s3_path(path) and not os.path.isdir(os.path.expanduser(path.strip())):
+        raise SMDebugError(f"{path}: no such directory")
+    return create_trial(path, **kwargs)
 
 
 def _run(args) -> int:
-    progress = _Progress(args.quiet)
-    requests = [(r["name"], r["params"], r["action"]) for r in args.rules]
-    others = [p.strip() for p in args.other_trials.split(",") if p.strip()]
-    output = args.output
+    def fail(message: str) -> int:
+        print(f"smdebug rules run: {message}", file=sys.stderr)
+        return EXIT_CODES[ERROR]
+
+    try:
+        for request in args.rules or ():  # a typo is a usage error, found before anything is read
+            find_rule(request["name"])
+        range_steps = (args.start_step, args.end_step) if (args.start_step or args.end_step) else None
+        # a job that is just starting has no collection files yet: --follow waits for them (up to --timeout)
+        wait = (args.timeout if args.follow else 0.0)
+        trial = _open(args.trial, args.follow, range_steps=range_steps, wait_for_collections=wait)
+        others = [_open(p.strip(), args.follow, wait_for_collections=wait)
+                  for p in args.other_trials.split(",") if p.strip()]
+    except (SMDebugError, OSError, ImportError) as e:
+        return fail(str(e))
+    total = None
+    if not args.follow:
+        total = len([s for s in trial.steps() if s >= args.start_step
+                     and (args.end_step is None or s < args.end_step)])
+    progress = _Progress(args.quiet, args.progress, total, follow=args.follow)
+    saver = _Saver(args.output)
+    if not args.quiet:
+        verb = "following" if args.follow else "evaluating"
+        names = ", ".join(r["name"] for r in args.rules) if args.rules else "the recommended rules"
+        print(f"{verb} {names} on {trial.path}", file=sys.stderr)
 
     def on_event(event, rule, finding):
         progress.event(event, rule, finding)
 
     def on_progress(result):
         progress.progress(result)
+        if args.follow:
+            saver.save(result, throttle=True)
 
-    if not args.quiet:
-        mode = "following" if args.follow else "evaluating"
-        print(f"{mode} {', '.join(r['name'] for r in args.rules)} on {args.trial}", file=sys.stderr)
     try:
-        result = run_rules(args.trial, requests, other_trials=others, start_step=args.start_step,
-                           end_step=args.end_step, follow=args.follow, timeout=args.timeout,
-                           poll_interval=args.poll_interval, stop_training_on_issue=args.stop_training,
-                           on_event=on_event, on_progress=on_progress)
+        # no --rule: the recommended rules of the run's framework (run_rules picks them)
+        requests = [(r["name"], r["params"], r["action"]) for r in args.rules] if args.rules else None
+        result = run_rules(trial, requests,
+                           other_trials=others, start_step=args.start_step, end_step=args.end_step,
+                           follow=args.follow, timeout=args.timeout, poll_interval=args.poll_interval,
+                           stop_training_on_issue=args.stop_training, on_event=on_event, on_progress=on_progress)
     except (SMDebugError, OSError) as e:
-        print(f"\nsmdebug rules run: {e}", file=sys.stderr)
-        return EXIT_CODES[ERROR]
-    if output:
-        result.save(output)
+        progress.close()
+        return fail(str(e))
+    progress.close()
+    code = 130 if result.interrupted else result.exit_code  # Ctrl-C: the shell's convention
+    try:
+        saver.save(result)
+    except (SMDebugError, OSError, ValueError) as e:
+        print(f"smdebug rules run: cannot write {args.output}: {e}", file=sys.stderr)
+        code = EXIT_CODES[ERROR]
     if args.json:
         print(result.to_json())
-    if not args.quiet:
-        _summary(result)
-    return result.exit_code
+    elif not args.quiet:
+        print(verdict_table(result))
+    return code
 
 
-def _summary(result: RunResult) -> None:
-    out = sys.stderr
+class _Saver:
+    """Writes the result document to ``--output`` (local or s3://): at the end, and while following at most
+    every SAVE_INTERVAL seconds."""
+
+    def __init__(self, path: Optional[str]):
+        self.path = path
+        self._last = 0.0
+
+    def save(self, result: RunResult, throttle: bool = False) -> None:
+        if not self.path:
+            return
+        now = time.monotonic()
+        if throttle:
+            if now - self._last < SAVE_INTERVAL:
+                return
+            try:
+                result.save(self.path)
+            except (SMDebugError, OSError, ValueError) as e:  # the final write reports it
+                print(f"smdebug rules run: cannot write {self.path} yet: {e}", file=sys.stderr)
+        else:
+            result.save(self.path)
+        self._last = now
+
+
+def verdict_table(result: RunResult) -> str:
+    """The human-readable result: one line per rule, then the run's status and exit code."""
+    from smdebug.cli._common import table
+
     state = "training ended" if result.training_ended else "training still running"
-    print(f"\r{result.steps_evaluated} steps evaluated (last step {result.last_step}; {state})", file=out)
-    width = max(len(r.name) for r in result.rules)
+    if result.interrupted:
+        state += ", interrupted"
+    rows = []
     for r in result.rules:
-        detail = ""
         if r.error:
             detail = r.error
         elif r.findings:
             first = r.findings[0]
             more = f" (+{r.findings_total - 1} more)" if r.findings_total > 1 else ""
             detail = f"first at step {first.step}: {first.reason or 'condition met'}{more}"
-        print(f"  {r.name.ljust(width)}  {r.status:<14} {detail}", file=out)
-    print(f"result: {result.status}", file=out)
+        else:
+            detail = r.detail or ""
+        rows.append((r.name, r.status, r.steps_evaluated, r.tensors_evaluated, detail))
+    lines = [f"{result.trial}: {result.steps_evaluated} steps (last {result.last_step}; {state})",
+             table(("RULE", "STATUS", "STEPS", "TENSORS", "DETAIL"), rows, align_right=(2, 3)),
+             f"result: {result.status} (exit status {result.exit_code})"]
+    return "\n".join(lines)

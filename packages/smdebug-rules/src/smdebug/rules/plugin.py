@@ -44,3 +44,13 @@ RULES: Tuple[RuleInfo, ...] = (
 def smdebug_register_rules(register):
     for rule in RULES:
         register(rule)
+
+
+@hookimpl
+def smdebug_recommended_collections(framework):
+    """What ``Hook.recommended(out_dir)`` saves: the collections of this pack's recommended rules."""
+    from smdebug.rules import rule_configs
+
+    if framework not in rule_configs.RECOMMENDED:
+        return None
+    return rule_configs.recommended_collections(framework)

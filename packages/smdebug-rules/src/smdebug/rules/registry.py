@@ -24,14 +24,34 @@ def list_rules() -> List:
 
 def find_rule(name: str):
     """The RuleInfo of rule ``name`` (case, ``_`` and ``-`` ignored; ``StalledTraining`` also finds
-    ``StalledTrainingRule``). Raises SMDebugValueError listing the known rules otherwise."""
+    ``StalledTrainingRule``). Raises SMDebugValueError naming the close matches (``did you mean
+    VanishingGradient?``), or every registered rule when none is close."""
+    if not isinstance(name, str):
+        raise SMDebugValueError(f"a rule name must be a string, got {type(name).__name__}")
     infos = list_rules()
     wanted = _key(name)
     for info in infos:
         if _key(info.name) in (wanted, wanted + "rule"):
             return info
+    close = close_rule_names(name, infos)
+    if close:
+        raise SMDebugValueError(f"unknown rule {name!r}; did you mean {' or '.join(close)}? "
+                                "(`smdebug rules list` shows every rule)")
     known = ", ".join(info.name for info in infos) or "none (is smdebug-rules installed?)"
     raise SMDebugValueError(f"unknown rule {name!r}; registered rules: {known}")
+
+
+def close_rule_names(name: str, infos=None) -> List[str]:
+    """Registered rule names close to ``name`` (spelling ignored as in :func:`find_rule`), best first."""
+    import difflib
+
+    by_key = {}
+    for info in infos if infos is not None else list_rules():
+        by_key.setdefault(_key(info.name), info.name)
+    wanted = _key(name)
+    keys = [k for k in by_key if len(wanted) >= 4 and wanted in k]  # a part of the name: "loss", "stalled"
+    keys += [k for k in difflib.get_close_matches(wanted, list(by_key), n=3, cutoff=0.75) if k not in keys]
+    return [by_key[k] for k in keys[:3]]
 
 
 def rule_parameters(rule_class) -> Dict[str, Optional[str]]:

@@ -6,6 +6,7 @@ import re
 from typing import Dict, Iterable, List, Optional, Set
 
 from smdebug.exceptions import TensorUnavailable
+from smdebug.rules.evaluation import looking_for
 
 
 class RequiredTensorsForTrial:
@@ -19,11 +20,14 @@ class RequiredTensorsForTrial:
         steps = set(steps)
         if should_match_regex:
             pattern = re.compile(name)
-            for tname in self.trial.tensor_names():
-                if pattern.search(tname):
-                    self._steps.setdefault(tname, set()).update(steps)
+            matched = [tname for tname in self.trial.tensor_names() if pattern.search(tname)]
+            looking_for(f"tensors matching {name!r}", matched)
+            for tname in matched:
+                self._steps.setdefault(tname, set()).update(steps)
             return
-        if not self.trial.has_tensor(name):
+        found = self.trial.has_tensor(name)
+        looking_for(f"tensor {name!r}", [name] if found else [])
+        if not found:
             raise TensorUnavailable(name)
         self._steps.setdefault(name, set()).update(steps)
 
@@ -37,7 +41,8 @@ class RequiredTensorsForTrial:
         return [self.trial.tensor(n) for n in self.get_names()]
 
     def fetch(self) -> None:
-        """Wait for the needed steps, then read every needed value (raises like ``Tensor.value``)."""
+        """Wait for the needed steps, then read every needed value (raises like ``Tensor.value``; a rule
+        reading them is evaluated on real data)."""
         all_steps = sorted(set().union(*self._steps.values())) if self._steps else []
         if all_steps:
             self.trial.wait_for_steps(all_steps)

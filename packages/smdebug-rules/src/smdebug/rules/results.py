@@ -4,19 +4,22 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Dict, List, Optional
 
-# Statuses, as SageMaker Debugger reports them.
+# Statuses: SageMaker Debugger's four, and NotEvaluated (the rule ran but found nothing it could evaluate).
 IN_PROGRESS = "InProgress"
 NO_ISSUES = "NoIssuesFound"
 ISSUES = "IssuesFound"
 ERROR = "Error"
+NOT_EVALUATED = "NotEvaluated"
+
+#: the run's status is the first of these that any rule has
+PRECEDENCE = (ERROR, ISSUES, NOT_EVALUATED, IN_PROGRESS, NO_ISSUES)
 
 #: exit codes of ``smdebug rules run``
-EXIT_CODES = {NO_ISSUES: 0, IN_PROGRESS: 0, ISSUES: 1, ERROR: 2}
+EXIT_CODES = {NO_ISSUES: 0, IN_PROGRESS: 0, ISSUES: 1, ERROR: 2, NOT_EVALUATED: 3}
 
 
 @dataclass
@@ -37,8 +40,16 @@ class RuleResult:
     status: str = IN_PROGRESS
     findings: List[Finding] = field(default_factory=list)
     findings_total: int = 0  # findings beyond the kept ones are only counted
+    #: steps at which the rule judged real data (read a value); NoIssuesFound needs at least one
     steps_evaluated: int = 0
+    #: tensors whose values the rule read at those steps
+    tensors_evaluated: int = 0
+    #: NotEvaluated (and InProgress with nothing yet): what the rule looked for and what the run has
+    detail: Optional[str] = None
     error: Optional[str] = None
+    #: for an Error from unreadable data: the damaged or missing file, and the step
+    error_file: Optional[str] = None
+    error_step: Optional[int] = None
 
     @property
     def first_finding(self) -> Optional[Finding]:
@@ -55,14 +66,14 @@ class RunResult:
     training_ended: bool = False
     interrupted: bool = False
     last_step: Optional[int] = None
+    #: steps of the run the runner went through (each rule's own count is RuleResult.steps_evaluated)
     steps_evaluated: int = 0
 
     @property
     def status(self) -> str:
-        """Error if any rule could not run, else IssuesFound if any rule fired, else NoIssuesFound
-        (InProgress when the run was still training when evaluation stopped)."""
+        """The first of Error, IssuesFound, NotEvaluated, InProgress that any rule has; else NoIssuesFound."""
         statuses = {r.status for r in self.rules}
-        for status in (ERROR, ISSUES, IN_PROGRESS):
+        for status in PRECEDENCE:
             if status in statuses:
                 return status
         return NO_ISSUES
@@ -74,16 +85,22 @@ class RunResult:
     def to_dict(self) -> dict:
         data = asdict(self)
         data["status"] = self.status
+        data["exit_code"] = self.exit_code
         return data
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, default=str)
 
     def save(self, path: str) -> None:
-        """Write the JSON atomically (followers of a live run may read it at any moment)."""
-        directory = os.path.dirname(os.path.abspath(path))
-        os.makedirs(directory, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".rules-", suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            f.write(self.to_json())
-        os.replace(tmp, path)
+        """Write the JSON to a local path or ``s3://bucket/key``, atomically (followers of a live run may
+        read it at any moment)."""
+        from smdebug.core.storage.base import get_storage, is_s3_path
+
+        if is_s3_path(path):
+            folder, _, name = path.strip().rstrip("/").rpartition("/")
+            if not name or folder.rstrip("/") in ("s3:", "s3:/"):
+                raise ValueError(f"{path}: give an object key, e.g. s3://bucket/run/rule_results.json")
+        else:
+            folder, name = os.path.split(os.path.abspath(os.path.expanduser(path)))
+            os.makedirs(folder, exist_ok=True)
+        get_storage(folder).write_atomic(name, self.to_json().encode("utf-8"))

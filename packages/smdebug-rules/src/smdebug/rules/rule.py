@@ -8,6 +8,8 @@ from typing import List, Optional
 from smdebug.analysis.utils import no_refresh
 from smdebug.core.logger import get_logger
 from smdebug.exceptions import RuleEvaluationConditionMet
+from smdebug.rules import evaluation as _evaluation
+from smdebug.rules.evaluation import Evaluation
 from smdebug.rules.req_tensors import RequiredTensors
 
 
@@ -22,6 +24,14 @@ class Rule(ABC):
     Extra constructor parameters should accept strings (SageMaker and the rule runner pass parameters as
     strings; see :mod:`smdebug.rules.params`). ``action_str`` is the JSON action string of the original
     (:mod:`smdebug.rules.action`): the actions run every time the condition is met.
+
+    **Verdicts.** The framework keeps :attr:`evaluation`: the steps at which the rule read real data (a
+    value of a tensor), the tensors it read and what it looked for (see :mod:`smdebug.rules.evaluation`).
+    A rule that read nothing at any step is reported as *not evaluated*, not as "no issues"; unreadable
+    data (a missing or damaged event file, a damaged index file) met while evaluating a step is raised
+    even if ``invoke_at_step`` caught it. So skip what was not saved (``except TensorUnavailableForStep``)
+    and let everything else propagate. Call :meth:`not_evaluated` when what the step offered is not enough
+    to judge, :meth:`mark_evaluated` when the rule judges something other than tensor values.
     """
 
     def __init__(self, base_trial, other_trials: Optional[List] = None, action_str: Optional[str] = None):
@@ -39,6 +49,24 @@ class Rule(ABC):
 
         self.actions = Actions(action_str, rule_name=self.rule_name, trial=base_trial)
 
+    @property
+    def evaluation(self) -> Evaluation:
+        """What the rule evaluated so far (steps judged on real data, tensors read, what it looked for)."""
+        ev = self.__dict__.get("_evaluation")
+        if ev is None:  # created on first use: subclasses may set attributes before calling __init__
+            ev = self.__dict__["_evaluation"] = Evaluation()
+        return ev
+
+    def mark_evaluated(self, *tensor_names: str) -> None:
+        """Say that the step being evaluated was judged, on data other than tensor values (or on values
+        the rule read at an earlier step). Wins over :meth:`not_evaluated` at the same step."""
+        _evaluation.mark_evaluated(tensor_names)
+
+    def not_evaluated(self, reason: str) -> None:
+        """Say that what the step offered is not enough to judge (e.g. fewer samples than the rule needs):
+        the step does not count as evaluated, and ``reason`` is reported if no step ever does."""
+        _evaluation.not_evaluated(reason)
+
     def set_required_tensors(self, step: int) -> None:
         """Optionally declare what the rule needs at ``step`` with ``self.req_tensors.add(...)``."""
 
@@ -52,9 +80,13 @@ class Rule(ABC):
         return None
 
     def invoke(self, step: int) -> None:
-        """Wait for ``step``, fetch what the rule declared, evaluate; raise RuleEvaluationConditionMet if met."""
+        """Wait for ``step``, fetch what the rule declared, evaluate; raise RuleEvaluationConditionMet if met.
+
+        Unreadable data met while evaluating raises its error (MissingEventFile, EventFileCorrupted,
+        IndexReaderException: each names the file and the step), whatever ``invoke_at_step`` caught.
+        """
         self.base_trial.wait_for_steps([step])
-        with no_refresh(self.trials):
+        with no_refresh(self.trials), self.evaluation.watch(step, self.trials):
             self.req_tensors.clear()
             self.set_required_tensors(step)
             self.req_tensors.fetch()

@@ -1,4 +1,5 @@
-"""Rule configurations for a training job, as ``smdebug_rulesconfig`` builds them for SageMaker.
+"""Rule configurations for a training job, as ``smdebug_rulesconfig`` builds them for SageMaker, and the
+recommended rules of each framework.
 
 ``rule_configs.vanishing_gradient()`` returns the rule's name (what ``rule_to_invoke`` names) and the
 collections the training job must save for the rule to have data, with their save settings::
@@ -6,7 +7,22 @@ collections the training job must save for the rule to have data, with their sav
     {"DebugRuleConfiguration": {"RuleConfigurationName": "VanishingGradient",
                                 "RuleParameters": {"rule_to_invoke": "VanishingGradient"}},
      "CollectionConfigurations": [{"CollectionName": "gradients",
-                                   "CollectionParameters": {"save_interval": "500"}}]}
+                                   "CollectionParameters": {"save_interval": "500",
+                                                            "save_steps": "0,1,2,3,4,5,6,7,8,9,10,20,40,80,160,320"}}]}
+
+Rules find their data by *collection*, never by a framework's tensor names: the hooks of every framework fill
+the same built-in collections (``inputs``: the model's inputs; ``relu_activations``, ``tanh_activations``...: the
+inputs and outputs of activation layers found by their type; ``labels``/``predictions``...), so one
+configuration fits every framework. The few rule parameters that depend on the framework (the channel axis of
+images, whether predictions are class scores) come with ``framework="pytorch"`` etc. The schedule is
+:meth:`SaveConfig.tapered <smdebug.core.save_config.SaveConfig.tapered>` (every step at first, then sparser: a
+short run has enough saved steps, a long one saves every 500 steps).
+
+**Recommended rules.** :data:`RECOMMENDED` names, per framework, the rules ``smdebug rules run RUN`` evaluates
+when no ``--rule`` is given (and ``run_rules(path)`` with no rules); ``Hook.recommended(out_dir)`` saves the
+collections they need (:func:`recommended_collections`, told to the core through the
+``smdebug_recommended_collections`` plugin hook). ``get_rule_groups(PYTORCH.RECOMMENDED)`` gives their
+configurations.
 
 Locally, :func:`hook_collection_configs` merges the collections of several rules into the
 ``collection_configs`` of a hook JSON configuration. Parameter defaults live in the rules themselves.
@@ -15,20 +31,39 @@ Locally, :func:`hook_collection_configs` merges the collections of several rules
 from __future__ import annotations
 
 from enum import Enum
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
-_EVERY_500 = {"save_interval": "500"}
+from smdebug.core.save_config import SaveConfig, SaveConfigMode
+
+FRAMEWORKS = ("pytorch", "tensorflow", "mxnet", "xgboost")
+
+
+def _schedule() -> Dict[str, str]:
+    """The tapered schedule as collection parameters of the hook JSON contract (strings)."""
+    scm: SaveConfigMode = SaveConfig.tapered().get_save_config("TRAIN")
+    return {"save_interval": str(scm.save_interval), "save_steps": ",".join(str(s) for s in scm.save_steps)}
+
+
+_TAPERED = _schedule()
+_ACTIVATIONS_FOR_SATURATION = "tanh_activations,sigmoid_activations"
 
 # rule -> collections its data comes from: (collection name, parameters)
 _COLLECTIONS: Dict[str, List[tuple]] = {
-    "VanishingGradient": [("gradients", _EVERY_500)],
-    "LossNotDecreasing": [("losses", _EVERY_500)],
-    "WeightUpdateRatio": [("weights", _EVERY_500)],
-    "CheckInputImages": [("input_image", {"include_regex": ".*hybridsequential0_input_0", **_EVERY_500})],
-    "DeadRelu": [("relu_output", {"include_regex": ".*relu_output", **_EVERY_500})],
-    "PoorWeightInitialization": [("relu_input", {"include_regex": ".*relu_input", **_EVERY_500})],
-    "NLPSequenceRatio": [("input_sequence", {"include_regex": ".*embedding0_input_0", **_EVERY_500})],
-    "FeatureImportanceOverweight": [("feature_importance", _EVERY_500)],
+    "VanishingGradient": [("gradients", _TAPERED)],
+    "LossNotDecreasing": [("losses", _TAPERED)],
+    "Overfit": [("losses", _TAPERED)],
+    "Overtraining": [("losses", _TAPERED)],
+    "WeightUpdateRatio": [("weights", _TAPERED)],
+    "CheckInputImages": [("inputs", _TAPERED)],
+    "DeadRelu": [("relu_activations", _TAPERED)],
+    "SaturatedActivation": [("tanh_activations", _TAPERED), ("sigmoid_activations", _TAPERED)],
+    "PoorWeightInitialization": [("relu_activations", _TAPERED), ("gradients", _TAPERED),
+                                 ("losses", _TAPERED)],
+    "NLPSequenceRatio": [("inputs", _TAPERED)],
+    "Confusion": [("labels", _TAPERED), ("predictions", _TAPERED)],
+    "ClassImbalance": [("labels", _TAPERED), ("predictions", _TAPERED)],
+    "TreeDepth": [("trees", _TAPERED)],
+    "FeatureImportanceOverweight": [("feature_importance", _TAPERED)],
     "CreateXgboostReport": [
         ("metrics", {"save_interval": "5"}),
         ("feature_importance", {"save_interval": "5"}),
@@ -38,114 +73,161 @@ _COLLECTIONS: Dict[str, List[tuple]] = {
     ],
 }
 
+# rule -> parameters that tell it where its data is (the rules' defaults are the original's tensor names)
+_PARAMETERS: Dict[str, Dict[str, str]] = {
+    "DeadRelu": {"collection_names": "relu_activations"},
+    "SaturatedActivation": {"collection_names": _ACTIVATIONS_FOR_SATURATION},
+    "PoorWeightInitialization": {"collection_names": "relu_activations"},
+    "CheckInputImages": {"collection_names": "inputs"},
+    "NLPSequenceRatio": {"collection_names": "inputs"},
+    "ClassImbalance": {"labels_collection": "labels", "predictions_collection": "predictions"},
+}
 
-def _config(rule: str) -> dict:
+# framework -> rule -> parameters that depend on the framework
+_FRAMEWORK_PARAMETERS: Dict[str, Dict[str, Dict[str, str]]] = {
+    # Keras images are channels-last; PyTorch and Gluon channels-first (the rule's default, channel 1)
+    "tensorflow": {"CheckInputImages": {"channel": "-1"}, "ClassImbalance": {"argmax": "True"}},
+    # the predictions of these hooks are class scores (a loss module's first input, a Keras model's output)
+    "pytorch": {"ClassImbalance": {"argmax": "True"}},
+    "mxnet": {"ClassImbalance": {"argmax": "True"}},
+    # NaN is a value of XGBoost's tree tables (a split with no category): judge what NaN breaks
+    "xgboost": {"ExplodingTensor": {"collection_names": "losses,metrics,predictions"}},
+}
+# framework -> rule -> the collections it reads instead of _COLLECTIONS'
+_FRAMEWORK_COLLECTIONS: Dict[str, Dict[str, List[tuple]]] = {
+    "xgboost": {"ExplodingTensor": [("losses", _TAPERED), ("metrics", _TAPERED), ("predictions", _TAPERED)]},
+}
+
+
+def _check_framework(framework: Optional[str]) -> None:
+    if framework is not None and framework not in FRAMEWORKS:
+        raise ValueError(f"unknown framework {framework!r}; use one of {', '.join(FRAMEWORKS)}")
+
+
+def rule_parameters(rule: str, framework: Optional[str] = None) -> Dict[str, str]:
+    """The parameters this module gives ``rule`` (beyond ``rule_to_invoke``) for ``framework``'s runs."""
+    _check_framework(framework)
+    return {**_PARAMETERS.get(rule, {}), **_FRAMEWORK_PARAMETERS.get(framework, {}).get(rule, {})}
+
+
+def _config(rule: str, framework: Optional[str] = None) -> dict:
     return {
-        "DebugRuleConfiguration": {"RuleConfigurationName": rule, "RuleParameters": {"rule_to_invoke": rule}},
+        "DebugRuleConfiguration": {"RuleConfigurationName": rule,
+                                   "RuleParameters": {"rule_to_invoke": rule, **rule_parameters(rule, framework)}},
         "CollectionConfigurations": [
-            {"CollectionName": name, "CollectionParameters": dict(params)} for name, params in _COLLECTIONS.get(rule, [])
+            {"CollectionName": name, "CollectionParameters": dict(params)} for name, params in _collections(rule, framework)
         ],
     }
 
 
-def vanishing_gradient():
-    return _config("VanishingGradient")
+def _collections(rule: str, framework: Optional[str]) -> List[tuple]:
+    return _FRAMEWORK_COLLECTIONS.get(framework, {}).get(rule) or _COLLECTIONS.get(rule, [])
 
 
-def similar_across_runs():
-    return _config("SimilarAcrossRuns")
+def vanishing_gradient(framework=None):
+    return _config("VanishingGradient", framework)
 
 
-def weight_update_ratio():
-    return _config("WeightUpdateRatio")
+def similar_across_runs(framework=None):
+    return _config("SimilarAcrossRuns", framework)
 
 
-def all_zero():
-    return _config("AllZero")
+def weight_update_ratio(framework=None):
+    return _config("WeightUpdateRatio", framework)
 
 
-def exploding_tensor():
-    return _config("ExplodingTensor")
+def all_zero(framework=None):
+    return _config("AllZero", framework)
 
 
-def unchanged_tensor():
-    return _config("UnchangedTensor")
+def exploding_tensor(framework=None):
+    return _config("ExplodingTensor", framework)
 
 
-def loss_not_decreasing():
-    return _config("LossNotDecreasing")
+def unchanged_tensor(framework=None):
+    return _config("UnchangedTensor", framework)
 
 
-def check_input_images():
-    return _config("CheckInputImages")
+def loss_not_decreasing(framework=None):
+    return _config("LossNotDecreasing", framework)
 
 
-def dead_relu():
-    return _config("DeadRelu")
+def check_input_images(framework=None):
+    return _config("CheckInputImages", framework)
 
 
-def confusion():
-    return _config("Confusion")
+def dead_relu(framework=None):
+    return _config("DeadRelu", framework)
 
 
-def tree_depth():
-    return _config("TreeDepth")
+def confusion(framework=None):
+    return _config("Confusion", framework)
 
 
-def class_imbalance():
-    return _config("ClassImbalance")
+def tree_depth(framework=None):
+    return _config("TreeDepth", framework)
 
 
-def overfit():
-    return _config("Overfit")
+def class_imbalance(framework=None):
+    return _config("ClassImbalance", framework)
 
 
-def tensor_variance():
-    return _config("TensorVariance")
+def overfit(framework=None):
+    return _config("Overfit", framework)
 
 
-def overtraining():
-    return _config("Overtraining")
+def tensor_variance(framework=None):
+    return _config("TensorVariance", framework)
 
 
-def poor_weight_initialization():
-    return _config("PoorWeightInitialization")
+def overtraining(framework=None):
+    return _config("Overtraining", framework)
 
 
-def saturated_activation():
-    return _config("SaturatedActivation")
+def poor_weight_initialization(framework=None):
+    return _config("PoorWeightInitialization", framework)
 
 
-def nlp_sequence_ratio():
-    return _config("NLPSequenceRatio")
+def saturated_activation(framework=None):
+    return _config("SaturatedActivation", framework)
 
 
-def stalled_training_rule():
-    return _config("StalledTrainingRule")
+def nlp_sequence_ratio(framework=None):
+    return _config("NLPSequenceRatio", framework)
 
 
-def feature_importance_overweight():
-    return _config("FeatureImportanceOverweight")
+def stalled_training_rule(framework=None):
+    return _config("StalledTrainingRule", framework)
 
 
-def create_xgboost_report():
-    return _config("CreateXgboostReport")
+def feature_importance_overweight(framework=None):
+    return _config("FeatureImportanceOverweight", framework)
+
+
+def create_xgboost_report(framework=None):
+    """The configuration of SageMaker's XGBoost report job (a report, not a rule: no pack registers
+    ``CreateXgboostReport``, so it is in no rule group; its collections are what the report reads)."""
+    return _config("CreateXgboostReport", framework)
 
 
 class MXNET(Enum):
     SIMPLE = "mxnet-simple"
+    RECOMMENDED = "mxnet-recommended"
 
 
 class TENSORFLOW(Enum):
     SIMPLE = "tensorflow-simple"
+    RECOMMENDED = "tensorflow-recommended"
 
 
 class PYTORCH(Enum):
     SIMPLE = "pytorch-simple"
+    RECOMMENDED = "pytorch-recommended"
 
 
 class XGBOOST(Enum):
     SIMPLE = "xgboost-simple"
+    RECOMMENDED = "xgboost-recommended"
 
 
 _DEEP_LEARNING_SIMPLE = [vanishing_gradient, loss_not_decreasing, weight_update_ratio]
@@ -153,23 +235,72 @@ _GROUPS = {
     MXNET.SIMPLE: _DEEP_LEARNING_SIMPLE,
     TENSORFLOW.SIMPLE: _DEEP_LEARNING_SIMPLE,
     PYTORCH.SIMPLE: _DEEP_LEARNING_SIMPLE,
-    XGBOOST.SIMPLE: [tree_depth, class_imbalance, create_xgboost_report],
+    # smdebug-rulesconfig's JSON also listed CreateXgboostReport here; it is a report job, not a rule that
+    # any pack registers (the group failed on every run), so the group holds the two rules of its docs
+    XGBOOST.SIMPLE: [tree_depth, class_imbalance],
 }
 
 
+# The rules a run of each framework is judged by when none are named: those that find real faults (NaN,
+# vanishing or exploding gradients, a loss that stops falling, dead ReLUs, saturated tanh/sigmoid units,
+# unnormalised images) and stay quiet on a sound run from its first steps on. Left out: rules that need the
+# user's knowledge of the task (NLPSequenceRatio's padding id, a TreeDepth limit, the number of steps a
+# loss may plateau) or that judge accuracy, which any run lacks at its start (Confusion, ClassImbalance).
+_DEEP_LEARNING_RECOMMENDED = ("VanishingGradient", "ExplodingTensor", "LossNotDecreasing", "WeightUpdateRatio",
+                              "DeadRelu", "SaturatedActivation", "CheckInputImages")
+RECOMMENDED: Dict[str, Tuple[str, ...]] = {
+    "pytorch": _DEEP_LEARNING_RECOMMENDED,
+    "tensorflow": _DEEP_LEARNING_RECOMMENDED,
+    "mxnet": _DEEP_LEARNING_RECOMMENDED,
+    # (LossNotDecreasing also flags a validation loss that rises: boosting on past the best round)
+    "xgboost": ("ExplodingTensor", "LossNotDecreasing"),
+}
+_RECOMMENDED_GROUPS = {MXNET.RECOMMENDED: "mxnet", TENSORFLOW.RECOMMENDED: "tensorflow",
+                       PYTORCH.RECOMMENDED: "pytorch", XGBOOST.RECOMMENDED: "xgboost"}
+
+
+def _recommended_names(framework: str) -> Tuple[str, ...]:
+    _check_framework(framework)
+    if framework is None:
+        raise ValueError(f"name a framework: one of {', '.join(FRAMEWORKS)}")
+    return RECOMMENDED[framework]
+
+
+def recommended_rules(framework: str) -> List[Tuple[str, Dict[str, str]]]:
+    """``[(rule name, parameters), ...]``: the recommended rules for ``framework``'s runs, as
+    :func:`smdebug.rules.run_rules` takes them."""
+    return [(rule, rule_parameters(rule, framework)) for rule in _recommended_names(framework)]
+
+
+def recommended_collections(framework: str) -> List[str]:
+    """The collections the recommended rules for ``framework`` read (what ``Hook.recommended`` saves)."""
+    names: List[str] = []
+    for rule in _recommended_names(framework):
+        names.extend(c for c, _ in _collections(rule, framework) if c not in names)
+    if "losses" not in names:
+        names.append("losses")  # always worth having, and every hook saves it anyway
+    return names
+
+
 def get_rule_groups(group) -> List[dict]:
-    """The rule configurations of a group, e.g. ``get_rule_groups(PYTORCH.SIMPLE)``."""
+    """The rule configurations of a group, e.g. ``get_rule_groups(PYTORCH.SIMPLE)`` or
+    ``get_rule_groups(PYTORCH.RECOMMENDED)``."""
+    framework = _RECOMMENDED_GROUPS.get(group) if isinstance(group, Enum) else None
+    if framework is not None:
+        return [_config(rule, framework) for rule in RECOMMENDED[framework]]
     try:
         return [make() for make in _GROUPS[group]]
     except KeyError:
-        raise ValueError(f"unknown rule group {group!r}; use one of {', '.join(str(g) for g in _GROUPS)}") from None
+        known = [*_GROUPS, *_RECOMMENDED_GROUPS]
+        raise ValueError(f"unknown rule group {group!r}; use one of {', '.join(str(g) for g in known)}") from None
 
 
 def hook_collection_configs(*configs: dict, save_interval: Optional[int] = None) -> List[dict]:
     """Merge the collections of rule configurations into hook JSON ``CollectionConfigurations``.
 
-    A collection requested by several rules gets the *smallest* save interval any of them asked for (so
-    every rule has its data). ``save_interval`` overrides the intervals (e.g. 1 for short local runs).
+    A collection requested by several rules gets the *smallest* save interval any of them asked for and the
+    union of their ``save_steps`` (so every rule has its data). ``save_interval`` overrides the intervals
+    (e.g. 1 for short local runs).
     """
     merged: Dict[str, dict] = {}
     for config in configs:
@@ -180,5 +311,8 @@ def hook_collection_configs(*configs: dict, save_interval: Optional[int] = None)
             previous = merged.get(coll["CollectionName"])
             if previous is not None and "save_interval" in previous and "save_interval" in params:
                 params["save_interval"] = str(min(int(previous["save_interval"]), int(params["save_interval"])))
+            if previous is not None and "save_steps" in previous and "save_steps" in params:
+                steps = {int(x) for p in (previous, params) for x in str(p["save_steps"]).split(",") if x.strip()}
+                params["save_steps"] = ",".join(str(x) for x in sorted(steps))
             merged[coll["CollectionName"]] = {**(previous or {}), **params}
     return [{"CollectionName": name, "CollectionParameters": params} for name, params in merged.items()]

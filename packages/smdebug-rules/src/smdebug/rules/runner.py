@@ -19,6 +19,7 @@ from typing import Callable, Iterable, List, Mapping, Optional, Sequence, Tuple,
 from smdebug.core.logger import get_logger
 from smdebug.exceptions import (
     NoMoreData,
+    SMDebugValueError,
     RuleEvaluationConditionMet,
     SMDebugError,
     StepUnavailable,
@@ -26,8 +27,18 @@ from smdebug.exceptions import (
     TensorUnavailableForStep,
 )
 from smdebug.rules.action.builders import StopTraining
+from smdebug.rules.evaluation import UNREADABLE
 from smdebug.rules.registry import build_rule, find_rule
-from smdebug.rules.results import ERROR, IN_PROGRESS, ISSUES, NO_ISSUES, Finding, RuleResult, RunResult
+from smdebug.rules.results import (
+    ERROR,
+    IN_PROGRESS,
+    ISSUES,
+    NO_ISSUES,
+    NOT_EVALUATED,
+    Finding,
+    RuleResult,
+    RunResult,
+)
 
 logger = get_logger()
 
@@ -35,7 +46,8 @@ RuleRequest = Union[str, Tuple[str, Mapping[str, object]], Tuple[str, Mapping[st
 #: called with (event, rule_result, finding_or_None): "finding", "error", "done"
 EventCallback = Callable[[str, RuleResult, Optional[Finding]], None]
 
-# Conditions that mean "nothing to evaluate at this step for this rule", not an error.
+# Conditions that mean "nothing to evaluate at this step for this rule", not an error. Unreadable data
+# (UNREADABLE; MissingEventFile is a subclass of TensorUnavailableForStep) is caught before them.
 _SKIP = (TensorUnavailableForStep, StepUnavailable, TensorUnavailable)
 
 
@@ -57,7 +69,7 @@ def _normalise(request: RuleRequest) -> Tuple[str, dict, Optional[str]]:
 
 def run_rules(
     trial,
-    rules: Sequence[RuleRequest],
+    rules: Optional[Sequence[RuleRequest]] = None,
     *,
     other_trials: Optional[Sequence] = None,
     start_step: int = 0,
@@ -72,36 +84,50 @@ def run_rules(
 ) -> RunResult:
     """Evaluate ``rules`` over ``trial`` (a path or a Trial) and return a :class:`RunResult`.
 
+    Each rule ends with a status: IssuesFound (it fired), NoIssuesFound (it judged real data at one step
+    or more and never fired), NotEvaluated (the run ended and the rule found nothing it could evaluate;
+    ``detail`` says what it looked for and what the run has), InProgress (the run is still training), or
+    Error (the rule could not be built or crashed, or the data it needed cannot be read: ``error`` names
+    the file and the step). The run's status is the first of Error, IssuesFound, NotEvaluated, InProgress
+    that any rule has, else NoIssuesFound.
+
     :param rules: rule names (``"vanishing_gradient"``, ``"VanishingGradient"``) or Rule subclasses, or
-        ``(rule, params)`` / ``(rule, params, action_str)`` tuples; parameter values may be strings.
+        ``(rule, params)`` / ``(rule, params, action_str)`` tuples; parameter values may be strings. A name
+        no installed pack registers raises SMDebugValueError (naming the close matches) before anything is
+        read; a rule that cannot be built from its parameters is reported as an Error. None: the
+        recommended rules for the framework that wrote the run (:func:`recommended_rules_for`).
     :param other_trials: paths or trials for rules comparing runs (SimilarAcrossRuns).
     :param end_step: first step *not* evaluated (None: to the end of the run).
     :param follow: keep evaluating new steps until training ends (or ``timeout`` seconds pass).
     :param stop_training_on_issue: give every rule a StopTraining action (stops the job writing the trial
         at its next step boundary when any rule fires).
     :param max_findings: findings kept per rule (the rest are only counted).
+    :param on_event: called with ("finding" | "error" | "done", rule result, finding or None) as it happens.
+    :param on_progress: called with the RunResult after each step and, while following, between polls.
     """
     from smdebug.trials import create_trial
 
+    def resolve(rule_requests):
+        requests = [_normalise(request) for request in rule_requests]
+        return requests, [None if isinstance(name, type) else find_rule(name) for name, _, _ in requests]
+
+    if rules is not None:
+        requests, infos = resolve(rules)  # typos: fail before anything is read
     if isinstance(trial, str):
         trial = create_trial(trial, range_steps=(start_step, end_step) if (start_step or end_step) else None)
     others = [create_trial(t) if isinstance(t, str) else t for t in (other_trials or [])]
+    if rules is None:
+        requests, infos = resolve(recommended_rules_for(trial))
     result = RunResult(trial=str(trial.path), rules=[], follow=follow)
     active: List[_Active] = []
-    for request in rules:
-        name, params, action_str = _normalise(request)
-        if isinstance(name, type):  # a Rule subclass of the caller's, not registered by any pack
+    for (name, params, action_str), info in zip(requests, infos):
+        if info is None:  # a Rule subclass of the caller's, not registered by any pack
             rr = RuleResult(name=name.__name__, requested_as=name.__name__, pack=None, params=params)
         else:
-            rr = RuleResult(name=name, requested_as=name, params=params)
+            rr = RuleResult(name=info.name, requested_as=name, pack=info.pack, params=params)
         result.rules.append(rr)
         try:
-            if isinstance(name, type):
-                rule_class = name
-            else:
-                info = find_rule(name)
-                rr.name, rr.pack = info.name, info.pack
-                rule_class = info.load()
+            rule_class = name if info is None else info.load()
             if stop_training_on_issue:
                 action_str = _with_stop_training(action_str)
             rule = build_rule(rule_class, trial, params, other_trials=others, action_str=action_str)
@@ -136,17 +162,55 @@ def run_rules(
                 break
             if not steps:
                 _check_idle(active, result.last_step, max_findings, on_event)
+                if on_progress is not None:  # findings made while idle reach the caller's output too
+                    on_progress(result)
                 time.sleep(poll_interval)
     except KeyboardInterrupt:
         result.interrupted = True
+    except UNREADABLE as e:  # the run's own index cannot be read any more: every rule still running fails
+        for a in active:
+            if not a.done:
+                _fail(a, e, result.last_step, on_event)
     result.training_ended = bool(trial.loaded_all_steps)
+    complete = result.training_ended and not result.interrupted
     for a in active:
-        r = a.result
-        if r.status != ERROR:
-            r.status = ISSUES if r.findings_total else (NO_ISSUES if result.training_ended else IN_PROGRESS)
-        _emit(on_event, "done", r, None)
+        _conclude(a.result, a.rule, trial, complete)
+        _emit(on_event, "done", a.result, None)
     result.finished = time.time()
     return result
+
+
+def _conclude(r: RuleResult, rule, trial, complete: bool) -> None:
+    """The rule's final status from what it found and what it evaluated."""
+    evaluation = rule.evaluation
+    r.steps_evaluated = evaluation.steps
+    r.tensors_evaluated = len(evaluation.tensors)
+    if r.status == ERROR:
+        return
+    if r.findings_total:
+        r.status = ISSUES
+    elif evaluation.steps:
+        r.status = NO_ISSUES if complete else IN_PROGRESS
+    else:
+        r.status = NOT_EVALUATED if complete else IN_PROGRESS
+        r.detail = evaluation.detail(trial) if complete else f"nothing evaluated yet: {evaluation.detail(trial)}"
+
+
+def recommended_rules_for(trial) -> List[Tuple[str, dict]]:
+    """The recommended rules (``rule_configs.RECOMMENDED``) for the framework that wrote ``trial``.
+
+    :raises SMDebugValueError: the run does not tell its framework, or it has no recommended rules.
+    """
+    from smdebug.core.run_info import framework_of
+    from smdebug.rules import rule_configs
+
+    framework = framework_of(trial)
+    if framework not in rule_configs.RECOMMENDED:
+        what = f"was written by {framework!r}" if framework else "does not tell which framework wrote it"
+        raise SMDebugValueError(
+            f"{trial.path} {what}, and there are recommended rules for {', '.join(rule_configs.RECOMMENDED)} "
+            "runs only: name the rules to evaluate (--rule NAME; `smdebug rules list` shows them)")
+    return rule_configs.recommended_rules(framework)
 
 
 def _with_stop_training(action_str: Optional[str]) -> str:
@@ -159,6 +223,22 @@ def _with_stop_training(action_str: Optional[str]) -> str:
     return json.dumps(actions)
 
 
+def _fail(a: _Active, error: BaseException, step: Optional[int], on_event, where: Optional[str] = None) -> None:
+    """Mark the rule failed: Error with the message (and, for unreadable data, the file and the step)."""
+    r = a.result
+    if isinstance(error, UNREADABLE):
+        r.error = f"{type(error).__name__}: {error}"
+        r.error_file = getattr(error, "path", None)
+        r.error_step = getattr(error, "step", None)
+        if r.error_step is None:
+            r.error_step = step
+    else:
+        r.error = f"{type(error).__name__} {where or f'at step {step}'}: {error}"
+    r.status = ERROR
+    a.done = True
+    _emit(on_event, "error", r, None)
+
+
 def _evaluate_step(active: Iterable[_Active], step: int, max_findings: int, on_event) -> None:
     for a in active:
         if a.done:
@@ -169,17 +249,16 @@ def _evaluate_step(active: Iterable[_Active], step: int, max_findings: int, on_e
             _record(a, step, e.reason, max_findings, on_event)
             if e.end_of_rule:
                 a.done = True
+        except UNREADABLE as e:  # before _SKIP: MissingEventFile is a TensorUnavailableForStep
+            logger.debug("%s: unreadable data at step %d: %s", a.result.name, step, e)
+            _fail(a, e, step, on_event)
         except _SKIP as e:
             logger.debug("%s: nothing to evaluate at step %d: %s", a.result.name, step, e)
         except NoMoreData:
             a.done = True
         except Exception as e:  # noqa: BLE001 - a broken rule is reported, the others go on
-            a.result.status, a.result.error = ERROR, f"{type(e).__name__} at step {step}: {e}"
-            a.done = True
             logger.exception("%s failed at step %d", a.result.name, step)
-            _emit(on_event, "error", a.result, None)
-            continue
-        a.result.steps_evaluated += 1
+            _fail(a, e, step, on_event)
 
 
 def _check_idle(active: Iterable[_Active], last_step: Optional[int], max_findings: int, on_event) -> None:
@@ -194,21 +273,13 @@ def _check_idle(active: Iterable[_Active], last_step: Optional[int], max_finding
             _record(a, e.step, e.reason, max_findings, on_event)
             if e.end_of_rule:
                 a.done = True
-        except Exception as e:  # noqa: BLE001
-            a.result.status, a.result.error = ERROR, f"{type(e).__name__} while idle: {e}"
-            a.done = True
-            _emit(on_event, "error", a.result, None)
+        except Exception as e:  # noqa: BLE001 - a broken rule is reported, the others go on
+            _fail(a, e, last_step, on_event, where="while idle")
 
 
 def _record(a: _Active, step: int, reason: Optional[str], max_findings: int, on_event) -> None:
-    trial = a.rule.base_trial
-    mode, mode_step = None, None
-    try:
-        mode_enum, mode_step = trial.mode_modestep(step)
-        mode = getattr(mode_enum, "name", None)
-    except Exception:  # noqa: BLE001 - a step found while idle may not be a saved step
-        pass
-    finding = Finding(step=step, reason=reason, mode=mode, mode_step=mode_step)
+    mode_enum, mode_step = a.rule.base_trial.mode_modestep(step)  # (None, None): a step found while idle
+    finding = Finding(step=step, reason=reason, mode=getattr(mode_enum, "name", None), mode_step=mode_step)
     a.result.findings_total += 1
     a.result.status = ISSUES
     if len(a.result.findings) < max_findings:

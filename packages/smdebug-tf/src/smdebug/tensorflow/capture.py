@@ -13,6 +13,7 @@ steps that save nothing run Keras' own code untouched.
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 from typing import Callable, Dict, Iterable, List, Optional
 
@@ -21,6 +22,8 @@ import tensorflow as tf
 from smdebug.tensorflow.utils import flatten_tensors, structure_names, variable_name
 
 _state = threading.local()
+#: ``<layer path>/activation_inputs``: the input of a layer's fused activation (see patched_layers)
+ACTIVATION_INPUTS = "activation_inputs"
 _patch_lock = threading.RLock()
 _patch_count = 0
 _original_call = None
@@ -38,29 +41,76 @@ def current() -> Optional["Recorder"]:
 
 def _patched_call(self, *args, **kwargs):
     rec = getattr(_state, "recorder", None)
-    outputs = _original_call(self, *args, **kwargs)
+    calls = None
+    if rec is not None and id(self) in _probed:
+        # a layer with a fused activation: its probe reports the activation's (input, output) of this call
+        calls = []
+        pending = _state.__dict__.setdefault("activation_calls", {})
+        pending[id(self)] = calls
+    try:
+        outputs = _original_call(self, *args, **kwargs)
+    finally:
+        if calls is not None:
+            _state.activation_calls.pop(id(self), None)
     if rec is not None:
         try:
-            rec.on_layer_call(self, args, outputs)
+            rec.on_layer_call(self, args, outputs, calls)
         except Exception as e:  # noqa: BLE001 - capturing must never break the step
             rec.errors.append(e)
     return outputs
 
 
+def _probe(layer_id: int, fn):
+    """``fn`` (a layer's fused activation), reporting each call to the layer call in progress on this thread."""
+
+    @functools.wraps(fn)
+    def activation(x, *args, **kwargs):
+        y = fn(x, *args, **kwargs)
+        calls = getattr(_state, "activation_calls", {}).get(layer_id)
+        if calls is not None:
+            calls.append((x, y))
+        return y
+
+    return activation
+
+
+#: id(layer) -> [layer, its own activation function, contexts using the probe]
+_probed: Dict[int, list] = {}
+
+
 @contextlib.contextmanager
-def patched_layers():
-    """Route Keras layer calls through the recorders while the context is open (re-entrant)."""
+def patched_layers(fused: Iterable = ()):
+    """Route Keras layer calls through the recorders while the context is open (re-entrant). The ``fused``
+    layers (with a fused ``activation=``) get their activation function probed meanwhile, so the recorder
+    sees its input, which never leaves the layer's ``call`` otherwise."""
     global _patch_count, _original_call
     layer_cls = _layer_class()
+    probed = []
     with _patch_lock:
         if _patch_count == 0:
             _original_call = layer_cls.__dict__["__call__"]
             layer_cls.__call__ = _patched_call
         _patch_count += 1
+        for layer in fused:
+            entry = _probed.get(id(layer))
+            if entry is None:
+                fn = layer.__dict__.get("activation")
+                if not callable(fn):
+                    continue
+                entry = _probed[id(layer)] = [layer, fn, 0]
+                object.__setattr__(layer, "activation", _probe(id(layer), fn))  # (past Keras' attribute tracking)
+            entry[2] += 1
+            probed.append(id(layer))
     try:
         yield
     finally:
         with _patch_lock:
+            for layer_id in probed:
+                entry = _probed[layer_id]
+                entry[2] -= 1
+                if entry[2] == 0:
+                    object.__setattr__(entry[0], "activation", entry[1])
+                    del _probed[layer_id]
             _patch_count -= 1
             if _patch_count == 0:
                 layer_cls.__call__ = _original_call
@@ -147,7 +197,7 @@ class Recorder:
             return [t for t in tensors if not hasattr(t, "graph") or tf.executing_eagerly()]
         return [t for t in tensors if getattr(t, "graph", None) is self.graph]
 
-    def on_layer_call(self, layer, args, outputs) -> None:
+    def on_layer_call(self, layer, args, outputs, activation_calls=None) -> None:
         out = flatten_tensors(outputs)
         if not out or len(self._reachable(out)) != len(out):
             return  # a call in another graph (shape inference, a tf.cond branch): not this step's
@@ -168,6 +218,9 @@ class Recorder:
             name = layer_name(layer, fallback)
         self._io(name, "inputs", self._reachable(flatten_tensors(args)))
         self._io(name, "outputs", out)
+        if activation_calls and len(activation_calls) == 1 and len(out) == 1 and activation_calls[0][1] is out[0]:
+            # the fused activation ran once and made the layer's output: its input is the pre-activation
+            self._io(name, ACTIVATION_INPUTS, self._reachable([activation_calls[0][0]]))
 
     def on_apply(self, optimizer, grads, trainable_variables) -> None:
         if trainable_variables is None:

@@ -30,11 +30,12 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from smdebug.core import activations
 from smdebug.core.collection import CollectionKeys
 from smdebug.core.hook import BaseHook, logger
 from smdebug.core.modes import ModeKeys
 from smdebug.exceptions import SMDebugTypeError
-from smdebug.tensorflow import capture
+from smdebug.tensorflow import capture, layers
 from smdebug.tensorflow.base import LOSS_RE, TFHookMixin
 from smdebug.tensorflow.utils import device_reductions, flatten_tensors, is_bias, variable_name
 
@@ -158,6 +159,7 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
             include_workers=include_workers,
         )
         self._registered = None  # the model whose names are known
+        self._fused_layers: List = []  # its layers with a fused activation= (probed while capturing)
         self._layer_map: Dict[int, str] = {}
         self._variables: List[Tuple[str, object]] = []
         self._n_weights = -1
@@ -201,6 +203,8 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
             self._offered.clear()
         self._registered = model
         self._layer_map = capture.layer_names(model)
+        activations.add_to_collections(self, layers.activation_layers(model, self._layer_map))
+        self._fused_layers = layers.fused_layers(model)
         self._variables = []
         for v in model.weights:
             name = variable_name(v)
@@ -561,9 +565,10 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
             return outputs, dict(rec.tensors)
 
         optimizer = model.optimizer if kind == "train" else None
+        fused = list(self._fused_layers)
 
         def step(data):
-            with capture.patched_layers(), capture.patched_optimizer(optimizer):
+            with capture.patched_layers(fused), capture.patched_optimizer(optimizer):
                 outputs, extras = strategy.run(replica_step, args=(data,))
             outputs = _reduce_per_replica(outputs, strategy, "concat" if kind == "predict" else "auto")
             return outputs, strategy.experimental_local_results(extras)
@@ -653,7 +658,7 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
                 self._save_variables()
             rec = capture.Recorder(self.is_due, self._layer_map if self.model is not None else None, self.model)
             stack = contextlib.ExitStack()
-            stack.enter_context(capture.patched_layers())
+            stack.enter_context(capture.patched_layers(self._fused_layers if self.model is not None else ()))
             stack.enter_context(rec.active())
             self._tape_stack, self._tape_recorder = stack, rec
         except Exception as e:  # noqa: BLE001

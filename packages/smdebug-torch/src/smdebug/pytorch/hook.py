@@ -31,12 +31,12 @@ from typing import Dict, List, Optional, Tuple
 
 import torch
 
-from smdebug.core import singleton
+from smdebug.core import activations, singleton
 from smdebug.core.collection import CollectionKeys
 from smdebug.core.hook import BaseHook, _guarded, logger
 from smdebug.core.modes import ModeKeys
 from smdebug.exceptions import SMDebugTypeError, SMDebugValueError, TrainingStopRequested
-from smdebug.pytorch import _dynamo, sharded
+from smdebug.pytorch import _dynamo, layers, sharded
 from smdebug.pytorch.collection import Collection
 from smdebug.pytorch.gradients import GRADIENT_PREFIX, GradientSource
 from smdebug.pytorch.module_io import io_targets, tensors
@@ -138,8 +138,12 @@ class Hook(BaseHook):
             Collection(CollectionKeys.BIASES, include_regex=["^(?!gradient).*bias"]),
             Collection(CollectionKeys.GRADIENTS, include_regex=["^gradient"]),
             Collection(CollectionKeys.LOSSES, include_regex=["[Ll]oss_(?!input).*output"]),
-            Collection(CollectionKeys.INPUTS, include_regex=[r"_input_\d+$"]),
-            Collection(CollectionKeys.OUTPUTS, include_regex=[r"_output_\d+$"]),
+            # every module's inputs/outputs; the model's own (``inputs``/``outputs``), the activation modules'
+            # (``relu_activations``...) and a classification loss's (``predictions``/``labels``) are added by
+            # type when the model and the loss are registered (smdebug.pytorch.layers)
+            Collection(CollectionKeys.LAYERS, include_regex=[r"_input_\d+$", r"_output_\d+$"]),
+            Collection(CollectionKeys.INPUTS),
+            Collection(CollectionKeys.OUTPUTS),
         ]
 
     # ------------------------------------------------------------------------------------------
@@ -164,6 +168,9 @@ class Hook(BaseHook):
             self._names.setdefault(sub, qualified or self.model_name)
         self._names[inner] = self.model_name
         self._refresh_params()
+        self.get_collection(CollectionKeys.INPUTS).include(layers.io_regex(self.model_name, "input"))
+        self.get_collection(CollectionKeys.OUTPUTS).include(layers.io_regex(self.model_name, "output"))
+        activations.add_to_collections(self, layers.activation_layers(inner, self._names.get))
         self._model_handles.append(self._add_eager_hook(inner.register_forward_pre_hook, self._on_model_forward_pre))
         _dynamo.notify_when_loaded(self)
         self._rewire_later()
@@ -171,10 +178,18 @@ class Hook(BaseHook):
     register_hook = register_module
 
     def register_loss(self, loss_module) -> None:
-        """Save the outputs of a loss module (``<LossClass>_output_0``, in the ``losses`` collection)."""
+        """Save the outputs of a loss module (``<LossClass>_output_0``, in the ``losses`` collection).
+
+        For a classification loss (CrossEntropyLoss, NLLLoss, BCELoss, MultiMarginLoss) its inputs are also
+        the ``predictions`` (``<LossClass>_input_0``) and ``labels`` (``<LossClass>_input_1``) collections.
+        """
         if not isinstance(loss_module, torch.nn.Module):
             raise SMDebugTypeError(f"register_loss expects a torch.nn.Module, got {type(loss_module).__name__}")
-        self._names[loss_module] = type(loss_module).__name__
+        name = type(loss_module).__name__
+        self._names[loss_module] = name
+        if layers.is_classification_loss(loss_module):
+            self.get_collection(CollectionKeys.PREDICTIONS).include(layers.io_regex(name, "input", 0))
+            self.get_collection(CollectionKeys.LABELS).include(layers.io_regex(name, "input", 1))
         if loss_module not in self._loss_modules:
             self._loss_modules.append(loss_module)
         self._rewire_later()

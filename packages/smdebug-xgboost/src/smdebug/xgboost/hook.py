@@ -12,10 +12,17 @@ in every ``xgboost.train`` call, also when it continues an ``xgb_model``), in mo
 * ``feature_importance/<type>/<feature>``: ``get_score(importance_type)`` divided by its sum over the
   features, for weight, gain, cover, total_gain and total_cover (tree boosters);
 * ``average_shap/<feature>``, ``full_shap/<feature>``, ``shap_bias``: from
-  ``predict(train_data, pred_contribs=True)``: the mean of the feature's SHAP column over the rows, the
-  column itself, and the mean of the bias (expected value) column;
+  ``predict(train_data, pred_contribs=True)``: the mean of the feature's SHAP column over the rows; the
+  whole SHAP matrix, ``(rows, features + 1)`` with the bias last, as smdebug 1.0.x saved it under every
+  feature's name (written once per step: every name indexes the same record); and the mean of the bias
+  (expected value) column;
 * ``trees/<column>``: the trees built in this iteration as 1-D arrays, one per column of
   ``Booster.trees_to_dataframe()``, plus ``trees/Depth`` (each node's depth, the root's is 0).
+
+The run stays open when ``xgboost.train`` returns, so values saved after training
+(``hook.save_scalar``) still land in it; it is marked as ended when the hook is closed (``hook.close()``,
+or when the process exits). A second ``xgboost.train`` with the same hook records nothing: use a new hook
+and ``out_dir`` per training run.
 
 Never breaks training: an XGBoost call that fails for one kind of data (say, SHAP values of a model
 type that has none) is logged once and that kind is skipped from then on; any other failure is logged
@@ -212,6 +219,7 @@ class Hook(TrainingCallback, BaseHook):
         self._skipped: Dict[str, str] = {}  # kind of data -> why it is no longer saved
         self._warned: Set[str] = set()
         self._distributed = False  # xgboost.collective running with several workers (set per training run)
+        self._trained = False  # xgboost.train returned: later iterations (another train call) are not recorded
         # Hyperparameters do not change during training: saved once, at step 0 (every xgboost.train call
         # starts there), unless the user (or the JSON configuration) gives the collection a schedule.
         self.collection_manager.get(CollectionKeys.HYPERPARAMETERS).save_config = SaveConfig(save_steps=[0], end_step=1)
@@ -278,9 +286,10 @@ class Hook(TrainingCallback, BaseHook):
         if self._disabled:
             return model
         try:
-            if self._closed:
-                self._warn_once("closed", "smdebug: this hook already recorded a training run in %s and was "
-                                "closed; use a new Hook (and out_dir) for each training run", self.out_dir)
+            if self._closed or self._trained:
+                self._warn_once("closed", "smdebug: this hook already recorded a training run in %s; it records "
+                                "nothing of this one: use a new Hook (and out_dir) for each training run",
+                                self.out_dir)
                 return model
             self._booster = _booster_kind(model)
         except Exception as e:  # noqa: BLE001 - never break training
@@ -288,7 +297,7 @@ class Hook(TrainingCallback, BaseHook):
         return model
 
     def after_iteration(self, model, epoch: int, evals_log) -> bool:
-        if not self._disabled and not self._closed:
+        if not self._disabled and not self._closed and not self._trained:
             try:
                 self._after_iteration(model, int(epoch), evals_log)
             except Exception as e:  # noqa: BLE001 - never break training
@@ -313,8 +322,15 @@ class Hook(TrainingCallback, BaseHook):
             return stop
 
     def after_training(self, model):
-        if not getattr(self, "_inactive", False) and not self._closed:
-            self.close()  # never raises: failures are logged and disable the hook
+        if not getattr(self, "_inactive", False) and not self._closed and not self._trained:
+            # Everything saved so far is written now; the run stays open for values saved after training
+            # (hook.save_scalar) and is marked ended at close().
+            self._trained = True
+            if not self._disabled:
+                try:
+                    self.flush()
+                except Exception as e:  # noqa: BLE001 - never break training
+                    self._fail("after_training()", e)
         return model
 
     def _on_stop_requested(self, signal: dict) -> None:
@@ -461,12 +477,18 @@ class Hook(TrainingCallback, BaseHook):
         # (rows, features + 1), or (rows, outputs, features + 1) for multi-class / multi-output models;
         # the last column is the bias: the model's expected output, the same in every row.
         features = self._feature_names(model, contribs.shape[-1] - 1)
+        if want_full:
+            matrix = np.ascontiguousarray(contribs)
+            first = None  # the name the matrix was recorded under: the other names index that record
+            for feature in features:
+                name = "full_shap/" + feature
+                if not self.is_due(name) or (first is not None and self._record_same(name, first)):
+                    continue
+                if self.record(name, matrix) and first is None:
+                    first = name
         for i, feature in enumerate(features):
-            column = contribs[..., i]
-            if want_full and self.is_due("full_shap/" + feature):
-                self.record("full_shap/" + feature, np.ascontiguousarray(column))
             if want_avg and self.is_due("average_shap/" + feature):
-                self.record("average_shap/" + feature, np.atleast_1d(column.mean(axis=0)))
+                self.record("average_shap/" + feature, np.atleast_1d(contribs[..., i].mean(axis=0)))
         if want_avg and self.is_due(SHAP_BIAS):
             self.record(SHAP_BIAS, np.atleast_1d(contribs[..., -1].mean(axis=0)))
 
@@ -478,6 +500,7 @@ def _inactive_hook(out_dir: str) -> Hook:
         _inactive=True, _disabled=True, _closed=True, _failure=None, out_dir=out_dir, stop_requested=False,
         stop_reason=None, step=Hook.init_step, mode=ModeKeys.GLOBAL, include_collections=[],
         _hyperparameters=None, _train_data=None, _validation_data=None, _distributed=False, _warned=set(),
+        _trained=True,
     )
     return hook
 

@@ -19,7 +19,7 @@ This module only declares; the types used in annotations are imported for type c
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, List, Optional
 
 from smdebug.core.plugins.markers import hookspec
 
@@ -117,6 +117,26 @@ def smdebug_detect_worker(framework: Optional[str]) -> Optional[WorkerInfo]:
             if dist is None or not dist.is_available() or not dist.is_initialized():
                 return None
             return WorkerInfo(rank=dist.get_rank(), size=dist.get_world_size())
+    """
+
+
+@hookspec
+def smdebug_recommended_collections(framework: str) -> Optional[List[str]]:
+    """Name the collections a hook must save for a rule pack's recommended rules to have their data.
+
+    Asked by ``Hook.recommended(out_dir)`` (:meth:`smdebug.core.hook.BaseHook.recommended`), which saves the
+    union of every pack's answer on one schedule (:meth:`smdebug.core.save_config.SaveConfig.tapered`).
+
+    :param framework: the framework of the hook being configured (``"pytorch"``, ``"tensorflow"``,
+        ``"mxnet"``, ``"xgboost"``).
+    :return: collection names (built-in ones such as ``"gradients"``, ``"relu_activations"``), or ``None``
+        when this pack recommends nothing for ``framework``.
+
+    Use in plugins::
+
+        @hookimpl
+        def smdebug_recommended_collections(framework):
+            return ["losses", "gradients"] if framework == "pytorch" else None
     """
 
 

@@ -97,12 +97,25 @@ class Storage(abc.ABC):
         return None
 
 
-def is_s3_path(path: str) -> bool:
+def as_path_str(path) -> str:
+    """``path`` as a string: strings as they are, path-like objects (``pathlib.Path``, ``py.path.local``)
+    through ``os.fspath``. Anything else is a TypeError naming what was passed."""
+    if isinstance(path, str):
+        return path
+    if isinstance(path, os.PathLike):
+        path = os.fspath(path)
+        if isinstance(path, bytes):
+            path = os.fsdecode(path)
+        return path
+    raise TypeError(f"Expected a path (str or os.PathLike), got {type(path).__name__}")
+
+
+def is_s3_path(path) -> bool:
     return isinstance(path, str) and path.strip().startswith("s3://")
 
 
 def parse_s3_path(path: str) -> Tuple[str, str]:
-    rest = path.strip()[len("s3://"):]
+    rest = as_path_str(path).strip()[len("s3://"):]
     bucket, _, key = rest.partition("/")
     return bucket, key
 
@@ -111,8 +124,9 @@ def get_storage(path: str, cache_dir: Optional[str] = None) -> Storage:
     """Storage for a run at ``path`` (local directory or ``s3://bucket/prefix``).
 
     ``cache_dir``: keep downloaded index and event data of a remote run on local disk (ignored for
-    local paths).
+    local paths). ``path`` may be path-like (``pathlib.Path``, ``py.path.local``).
     """
+    path = as_path_str(path)
     if is_s3_path(path):
         try:
             from smdebug.core.storage.s3 import S3Storage  # type: ignore[import-not-found]
@@ -125,6 +139,16 @@ def get_storage(path: str, cache_dir: Optional[str] = None) -> Storage:
     from smdebug.core.storage.local import LocalStorage
 
     return LocalStorage(os.path.expanduser(path.strip()))
+
+
+def storage_for_file(path) -> Tuple["Storage", str]:
+    """``(storage of the file's folder, the file's key in it)`` for a local path or ``s3://bucket/key``."""
+    path = as_path_str(path).strip()
+    if is_s3_path(path):
+        folder, _, name = path.rstrip("/").rpartition("/")
+        return get_storage(folder + "/"), name
+    folder, name = os.path.split(os.path.abspath(os.path.expanduser(path)))
+    return get_storage(folder), name
 
 
 def iter_chunks(items: Iterable, size: int):

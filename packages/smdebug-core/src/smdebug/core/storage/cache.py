@@ -20,6 +20,8 @@ import shutil
 import threading
 from typing import Dict, List, Optional, Tuple
 
+from smdebug.core.storage.safe_fs import open_regular, read_all, write_file_atomic
+
 CACHEABLE_PREFIXES = ("index/", "events/")
 _SPAN_RE = re.compile(r"^(\d+)-(\d+)$")
 _SAFE_ETAG = re.compile(r"[^A-Za-z0-9-]")
@@ -92,10 +94,14 @@ class DiskCache:
         if path is None:
             self.misses += 1
             return None
-        try:
-            with open(path, "rb") as f:
-                f.seek(offset - base)
-                data = f.read() if length is None else f.read(length)
+        try:  # (a regular file only: whatever else sits in the cache folder is never read)
+            fd, size = open_regular(path)
+            try:
+                start = offset - base
+                data = read_all(fd, max(0, size - start) if length is None else max(0, min(length, size - start)),
+                                start)
+            finally:
+                os.close(fd)
         except OSError:
             self.misses += 1
             return None
@@ -126,17 +132,11 @@ class DiskCache:
                 self._spans.setdefault(key, []).append((start, end, path))
 
     def _write(self, key: str, name: str, data: bytes) -> Optional[str]:
-        folder = self._key_dir(key)
-        path = os.path.join(folder, name)
-        tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+        path = os.path.join(self._key_dir(key), name)
         try:
-            os.makedirs(folder, exist_ok=True)
-            with open(tmp, "wb") as f:
-                f.write(data)
-            os.replace(tmp, path)
+            write_file_atomic(path, data)  # (never through a link planted in the cache folder)
             return path
         except OSError:  # a full or read-only cache disk never breaks a read
-            _remove(tmp)
             return None
 
     def clear(self) -> None:

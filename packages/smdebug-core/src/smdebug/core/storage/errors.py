@@ -38,3 +38,8 @@ class StorageBucketNotFound(StorageError, FileNotFoundError):
 
 class StorageUnavailable(StorageError, ConnectionError):
     """The endpoint could not be reached or kept failing (network, 5xx, throttling) after retries."""
+
+
+class StorageRootRemoved(StorageBucketNotFound):
+    """The run folder (or a folder of it) was removed while a hook was writing to it. A hook stops saving
+    (it reports this once) rather than making a new folder that would hold a partial run."""

@@ -5,12 +5,28 @@ from __future__ import annotations
 import os
 import threading
 import time
+import weakref
+from collections import OrderedDict
 from typing import List, Optional
 
+from smdebug.core.logger import get_logger
 from smdebug.core.storage.base import Storage, StorageWriter
+from smdebug.core.storage.errors import StorageRootRemoved
+from smdebug.core.storage.safe_fs import (
+    DIR_FLAGS,
+    HAVE_DIR_FD,
+    UnsafeFileError,
+    create_new,
+    open_dir,
+    open_dir_beneath,
+    open_regular,
+    read_all,
+)
+
+logger = get_logger()
 
 TMP_SUFFIX = ".tmp"
-_READ_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
+_DIR_FLAGS_FOLLOW = DIR_FLAGS & ~getattr(os, "O_NOFOLLOW", 0)
 #: ranges at least this large are read through a file map (``read_view``); smaller ones are copied
 MAP_MIN_BYTES = 1 << 20
 if os.name == "posix":
@@ -24,12 +40,19 @@ else:  # Windows: a mapped file cannot be deleted while mapped; keep plain reads
 
 
 class LocalWriter(StorageWriter):
-    __slots__ = ("_final", "_tmp", "_f", "_pos")
+    """A file being written as ``<name>.tmp`` in its folder (an open descriptor: a folder swapped for a
+    link meanwhile changes nothing), renamed to its final name by :meth:`commit`."""
 
-    def __init__(self, final_path: str):
-        self._final = final_path
-        self._tmp = final_path + TMP_SUFFIX
-        self._f = open(self._tmp, "wb", buffering=1 << 20)
+    __slots__ = ("_dir_fd", "_name", "_tmp", "_f", "_pos", "_display")
+
+    def __init__(self, dir_fd: Optional[int], name: str, display: str = ""):
+        self._dir_fd = dir_fd
+        self._name = name
+        self._display = display
+        self._tmp = name + TMP_SUFFIX
+        # (a .tmp name left by a crash, or a link planted there, is unlinked and the file made anew)
+        fd = create_new(self._tmp, dir_fd, replace_own=True)
+        self._f = os.fdopen(fd, "wb", buffering=1 << 20)
         self._pos = 0
 
     def write(self, data: bytes) -> None:
@@ -40,31 +63,95 @@ class LocalWriter(StorageWriter):
         return self._pos
 
     def commit(self) -> None:
-        self._f.close()
-        os.replace(self._tmp, self._final)
+        try:
+            self._f.close()
+            if self._dir_fd is not None:
+                os.replace(self._tmp, self._name, src_dir_fd=self._dir_fd, dst_dir_fd=self._dir_fd)
+            else:
+                os.replace(self._tmp, self._name)
+        except FileNotFoundError:
+            removed = _folder_removed(self._dir_fd)
+            self._remove_tmp()
+            if removed:
+                raise StorageRootRemoved(f"the folder of {self._display} was removed while it was being "
+                                         "written") from None
+            raise
+        except BaseException:
+            self._remove_tmp()  # a full disk fails the close: leave no .tmp behind
+            raise
+        self._release()
 
     def abort(self) -> None:
         try:
             self._f.close()
+        except OSError:
+            pass  # (a full disk fails the flush of what is dropped anyway)
         finally:
+            self._remove_tmp()
+
+    def _remove_tmp(self) -> None:
+        try:
+            if self._dir_fd is not None:
+                os.unlink(self._tmp, dir_fd=self._dir_fd)
+            else:
+                os.unlink(self._tmp)
+        except OSError:
+            pass
+        self._release()
+
+    def _release(self) -> None:
+        if self._dir_fd is not None:
+            os.close(self._dir_fd)
+            self._dir_fd = None
+
+
+class _Descriptors:
+    """The folder descriptors a LocalStorage holds, closed when it is garbage-collected."""
+
+    def __init__(self):
+        self.root: Optional[int] = None  # (set from "root_fd", which setdefault fills atomically)
+        self.dirs: "OrderedDict[str, int]" = OrderedDict()  # folder key -> descriptor (reading)
+
+    def close(self) -> None:
+        root = self.__dict__.pop("root_fd", None)
+        for fd in list(self.dirs.values()) + ([root] if root is not None else []):
             try:
-                os.remove(self._tmp)
-            except FileNotFoundError:
+                os.close(fd)
+            except OSError:
                 pass
+        self.dirs.clear()
+        self.root = None
 
 
 class LocalStorage(Storage):
+    """A run folder on a local file system.
+
+    The root is the folder the user named (it may itself be a link: the user chose it). Below it nothing
+    is followed: every folder is opened relative to its parent without following links, only regular
+    files are read (a FIFO, device, socket, folder or link where a file belongs raises
+    :class:`~smdebug.core.storage.safe_fs.UnsafeFileError`), and files are created only under free
+    ``.tmp`` names (see safe_fs). The root is opened once: if it is removed while a hook writes, writes
+    fail (the hook reports it once) instead of silently making a new, partial run.
+    """
+
     # A trial reads the records of a small step file in one read and keeps it for a while: a rule reads
     # several tensors of each step, and a read costs about as much for the whole file as for one record.
     read_ahead = int(os.environ.get("SMDEBUG_LOCAL_READ_AHEAD", 64 << 10))
+    #: folder descriptors kept for reading: a trial reads step after step, each step in its own folder
+    #: under events/, and its index files from index/<n>/. Few, as a trial is freed only by the cyclic
+    #: garbage collector (and its descriptors with it): many trials opened in a loop must not run out.
+    _MAX_OPEN_DIRS = 8
 
     def __init__(self, root: str):
         self.root = os.path.abspath(root)
         self.display_path = self.root
         self._root_sep = os.path.join(self.root, "")  # root + separator: keys are joined by concatenation
-        self._made_dirs = set()  # directories known to exist: saves two mkdir calls per saved step
+        self._fds = _Descriptors()
+        self._lock = threading.Lock()
+        self._warned_links: set = set()
+        weakref.finalize(self, self._fds.close)
 
-    def _path(self, key: str) -> str:
+    def _check_key(self, key: str) -> str:
         # Keys are relative paths inside the run; one that could leave it (an absolute path, "..",
         # NUL) comes from damaged or hostile data and is refused before any file is touched.
         if key.startswith(("/", "\\")) or "\x00" in key or ".." in key or ":" in key:
@@ -72,17 +159,101 @@ class LocalStorage(Storage):
             if (key.startswith(("/", "\\")) or "\x00" in key or ".." in parts
                     or (os.name == "nt" and ":" in key)):
                 raise ValueError(f"Refusing a path outside the run directory: {key[:200]!r}")
+        return key
+
+    def _path(self, key: str) -> str:
+        self._check_key(key)
         return self._root_sep + key if key else self.root
 
+    # --- descriptors ------------------------------------------------------------------------------
+    def _root_fd(self, create: bool = False) -> int:
+        """The root folder, opened once. ``create``: make it first if it does not exist yet (the first
+        write of a new run; once opened, a removed root is never made again)."""
+        fd = self._fds.root
+        if fd is None:
+            # No lock here: a hook's SIGTERM handler may run this on the main thread while the writer
+            # thread does too. Two threads opening it at once keep the first descriptor stored.
+            if create:
+                os.makedirs(self.root, exist_ok=True)
+            mine = os.open(self.root, _DIR_FLAGS_FOLLOW)  # (no O_NOFOLLOW: the user chose the root)
+            fd = self._fds.__dict__.setdefault("root_fd", mine)  # atomic
+            if fd != mine:
+                os.close(mine)
+            self._fds.root = fd
+        return fd
+
+    def _split(self, key: str):
+        parts = self._check_key(key).strip("/").split("/")
+        return [p for p in parts[:-1] if p], parts[-1]
+
+    def _open_file(self, key: str):
+        """(fd, size) of the regular file ``key``, opened without following any link below the root.
+        (Paid per value a trial reads: one key check, and the folder's descriptor from a small cache.)"""
+        if not HAVE_DIR_FD:
+            path = self._path(key)
+            return open_regular(path, display=path)
+        folder, _, name = self._check_key(key).rpartition("/")
+        try:
+            if not folder:
+                return open_regular(name, self._root_fd())
+            with self._lock:
+                return open_regular(name, self._dir_fd_locked(folder))
+        except UnsafeFileError as e:
+            if e.filename == name:  # (named relative to its folder: say which file of the run it is)
+                raise UnsafeFileError(self._root_sep + key, e.kind, e.expected) from None
+            raise
+
+    def _dir_fd_locked(self, folder: str) -> int:
+        """The descriptor of ``folder`` (a key), from the cache or opened relative to its parent's
+        (itself cached: a trial reading step after step opens one new folder per step). Lock held."""
+        dirs = self._fds.dirs
+        fd = dirs.get(folder)
+        if fd is not None:
+            dirs.move_to_end(folder)
+            return fd
+        parent, _, last = folder.rpartition("/")
+        parent_fd = self._dir_fd_locked(parent) if parent else self._root_fd()
+        fd = open_dir(last, parent_fd, self._root_sep + folder) if last else os.dup(parent_fd)
+        dirs[folder] = fd
+        if len(dirs) > self._MAX_OPEN_DIRS:
+            for old in list(dirs)[: len(dirs) - self._MAX_OPEN_DIRS]:
+                if old != folder and not folder.startswith(old + "/"):  # (never the folders just used)
+                    os.close(dirs.pop(old))
+        return fd
+
+    def _parent_fd(self, key: str, create: bool = False):
+        """(descriptor of the folder holding ``key``, owned by the caller or None; name in it)."""
+        folders, name = self._split(key)
+        if not HAVE_DIR_FD:
+            path = self._path(key)
+            if create:
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+            return None, path
+        return open_dir_beneath(self._root_fd(create), folders, create=create, display=self.root), name
+
+    # --- listing ----------------------------------------------------------------------------------
     def list(self, prefix: str, start_after: Optional[str] = None) -> List[str]:
-        base = self._path(prefix)
         out: List[str] = []
-        self._walk(base, prefix.rstrip("/"), start_after, out)
+        key = prefix.strip("/")
+        if not HAVE_DIR_FD:
+            self._walk(self._path(prefix), key, start_after, out)
+            return out
+        try:
+            fd = open_dir_beneath(self._root_fd(), self._split(key + "/x")[0], display=self.root)
+        except (FileNotFoundError, NotADirectoryError):
+            return out
+        except UnsafeFileError as e:
+            self._warn_link(key, e)
+            return out
+        try:
+            self._walk(fd, key, start_after, out)
+        finally:
+            os.close(fd)
         return out
 
-    def _walk(self, path: str, key: str, start_after: Optional[str], out: List[str]) -> None:
+    def _walk(self, folder, key: str, start_after: Optional[str], out: List[str]) -> None:
         try:
-            entries = sorted(os.scandir(path), key=lambda e: e.name)
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
         except (FileNotFoundError, NotADirectoryError):
             return
         for e in entries:
@@ -91,26 +262,40 @@ class LocalStorage(Storage):
                 # Skip folders whose every key sorts before start_after (zero-padded names sort by step).
                 if start_after is not None and child + "/\uffff" <= start_after:
                     continue
-                self._walk(e.path, child, start_after, out)
+                if not HAVE_DIR_FD:
+                    self._walk(e.path, child, start_after, out)
+                    continue
+                try:
+                    sub = open_dir(e.name, folder)
+                except (FileNotFoundError, NotADirectoryError, UnsafeFileError):
+                    continue  # removed or replaced since the listing
+                try:
+                    self._walk(sub, child, start_after, out)
+                finally:
+                    os.close(sub)
             elif not e.name.endswith(TMP_SUFFIX):
+                if e.is_symlink() and e.is_dir():
+                    self._warn_link(child, None)
+                    continue
+                # Links to files, FIFOs, devices... are listed: reading one raises the documented error
+                # of its kind of file, naming it, rather than hiding it.
                 if start_after is None or child > start_after:
                     out.append(child)
 
+    def _warn_link(self, key: str, err) -> None:
+        if key not in self._warned_links:
+            self._warned_links.add(key)
+            logger.warning("smdebug: %s is %s; smdebug follows no link inside a run, so it is not read",
+                           self._path(key), err.kind if err is not None else "a symbolic link to a folder")
+
+    # --- reading ----------------------------------------------------------------------------------
     def read(self, key: str, offset: int = 0, length: Optional[int] = None) -> bytes:
-        # os.open/pread rather than open(): no buffered file object per read (a trial reads one small
-        # record per tensor value, so this is paid per value).
-        fd = os.open(self._path(key), _READ_FLAGS)
+        # One open + fstat + pread per read, no buffered file object (a trial reads one small record per
+        # tensor value, so this is paid per value). A range past the end gives the short bytes there are
+        # (an index may claim any offset or length: nothing is allocated for bytes the file lacks).
+        fd, size = self._open_file(key)
         try:
-            if length is None:
-                size = os.fstat(fd).st_size
-                length = max(0, size - offset)
-            data = os.pread(fd, length, offset)
-            while len(data) < length:  # pread may return less than asked for; a short file ends it
-                more = os.pread(fd, length - len(data), offset + len(data))
-                if not more:
-                    break
-                data += more
-            return data
+            return read_all(fd, _clamp(offset, length, size), offset)
         finally:
             os.close(fd)
 
@@ -124,11 +309,10 @@ class LocalStorage(Storage):
         """
         if length < MAP_MIN_BYTES or mmap is None:
             return self.read(key, offset, length)
-        fd = os.open(self._path(key), _READ_FLAGS)
+        fd, size = self._open_file(key)
         try:
-            size = os.fstat(fd).st_size
             if offset + length > size:
-                return os.pread(fd, max(0, size - offset), offset)
+                return read_all(fd, _clamp(offset, length, size), offset)
             start = offset - offset % mmap.ALLOCATIONGRANULARITY
             mapped = mmap.mmap(fd, offset + length - start, flags=mmap.MAP_SHARED | _MAP_POPULATE,
                                prot=mmap.PROT_READ, offset=start)
@@ -141,49 +325,102 @@ class LocalStorage(Storage):
         return [self.read(k, o, n) if n is None or n < MAP_MIN_BYTES else self.read_view(k, o, n)
                 for k, o, n in requests]
 
+    def _lstat(self, key: str):
+        if not HAVE_DIR_FD:
+            return os.lstat(self._path(key))
+        folders, name = self._split(key)
+        if not folders:  # (the end and stop markers, looked for at every step)
+            return os.stat(name, dir_fd=self._root_fd(), follow_symlinks=False)
+        dir_fd, name = self._parent_fd(key)
+        try:
+            return os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        finally:
+            os.close(dir_fd)
+
     def exists(self, key: str) -> bool:
-        return os.path.exists(self._path(key))
+        try:
+            self._lstat(key)
+            return True
+        except (OSError, ValueError):
+            return False
 
     def age(self, key: str) -> Optional[float]:
         try:
-            return max(0.0, time.time() - os.stat(self._path(key)).st_mtime)
+            return max(0.0, time.time() - self._lstat(key).st_mtime)
         except OSError:
             return None
 
-    def open_writer(self, key: str) -> LocalWriter:
-        path = self._path(key)
-        folder = os.path.dirname(path)
-        if folder not in self._made_dirs:
-            os.makedirs(folder, exist_ok=True)
-            self._made_dirs.add(folder)
+    # --- writing ----------------------------------------------------------------------------------
+    def _folder_for_writing(self, key: str):
+        """``_parent_fd(key, create=True)``; StorageRootRemoved once the run folder was removed."""
         try:
-            return LocalWriter(path)
-        except FileNotFoundError:  # the folder was removed under us: make it again, once
-            self._made_dirs.discard(folder)
-            os.makedirs(folder, exist_ok=True)
-            return LocalWriter(path)
+            return self._parent_fd(key, create=True)
+        except FileNotFoundError:
+            if self._fds.root is not None and _folder_removed(self._fds.root):
+                raise StorageRootRemoved(f"the run folder {self.root} was removed while it was being written; "
+                                         "nothing more is saved (a new folder would hold a partial run)") from None
+            raise
+
+    def open_writer(self, key: str) -> LocalWriter:
+        dir_fd, name = self._folder_for_writing(key)
+        try:
+            return LocalWriter(dir_fd, name, self._root_sep + key)
+        except BaseException:
+            if dir_fd is not None:
+                os.close(dir_fd)
+            raise
 
     def create_exclusive(self, key: str, data: bytes) -> bool:
-        path = self._path(key)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
         # Write the content under a private name, then hard-link it into place: the link fails if the
         # file exists, and a reader never sees the file without its content.
-        tmp = f"{path}.{os.getpid()}.{threading.get_ident()}{TMP_SUFFIX}"
-        with open(tmp, "wb") as f:
-            f.write(data)
+        dir_fd, name = self._folder_for_writing(key)
+        kw = {"dir_fd": dir_fd} if dir_fd is not None else {}
+        tmp = f"{name}.{os.getpid()}.{threading.get_ident()}{TMP_SUFFIX}"
         try:
-            os.link(tmp, path)
-            return True
-        except FileExistsError:
-            return False
+            with os.fdopen(create_new(tmp, dir_fd, replace_own=True), "wb") as f:
+                f.write(data)
+            try:
+                if dir_fd is not None:
+                    os.link(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
+                else:
+                    os.link(tmp, name)
+                return True
+            except FileExistsError:
+                return False
+            finally:
+                os.unlink(tmp, **kw)
         finally:
-            os.remove(tmp)
+            if dir_fd is not None:
+                os.close(dir_fd)
 
     def remove(self, key: str) -> None:
         try:
-            os.remove(self._path(key))
+            dir_fd, name = self._parent_fd(key)
+        except FileNotFoundError:
+            return
+        try:
+            os.unlink(name, **({"dir_fd": dir_fd} if dir_fd is not None else {}))  # (a link: the link goes)
         except FileNotFoundError:
             pass
+        finally:
+            if dir_fd is not None:
+                os.close(dir_fd)
 
     def full_path(self, key: str) -> str:
         return self._path(key)
+
+
+def _folder_removed(dir_fd: Optional[int]) -> bool:
+    """Was the folder open as ``dir_fd`` removed (a removed folder has no links left)?"""
+    try:
+        return dir_fd is not None and os.fstat(dir_fd).st_nlink == 0
+    except OSError:
+        return False
+
+
+def _clamp(offset: int, length: Optional[int], size: int) -> int:
+    """How many bytes of ``[offset, offset+length)`` (to the end if None) a file of ``size`` bytes has."""
+    if offset < 0:
+        raise ValueError(f"negative file offset {offset}")
+    available = max(0, size - offset)
+    return available if length is None else max(0, min(length, available))

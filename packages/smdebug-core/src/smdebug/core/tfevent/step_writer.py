@@ -54,7 +54,10 @@ class StepWriter:
         self._tensors: List[tuple] = []  # (name, start, length) of each record
         self._shapes: List[dict] = []
 
-    def write_tensor(self, name: str, value: np.ndarray, mode: ModeKeys, mode_step: int, wall_time=None) -> None:
+    def write_tensor(self, name: str, value: np.ndarray, mode: ModeKeys, mode_step: int, wall_time=None,
+                     index: bool = True) -> None:
+        """Append a tensor record; ``index=False`` leaves it out of the step's index (readers of the run
+        will not see it; tools reading the event file itself will)."""
         if self._events is None:
             self._events = self.storage.open_writer(self.event_key)
         start = self._events.tell()
@@ -72,7 +75,17 @@ class StepWriter:
             for piece in encode_record_parts(head, body):
                 if len(piece):
                     self._events.write(piece)
-        self._tensors.append((name, start, self._events.tell() - start))
+        if index:
+            self._tensors.append((name, start, self._events.tell() - start))
+
+    def write_alias(self, name: str, same_as: str) -> bool:
+        """Index ``name`` at the record already written for ``same_as`` in this step (one record, two
+        names). False if ``same_as`` has no record here."""
+        for tname, start, length in reversed(self._tensors):
+            if tname == same_as:
+                self._tensors.append((name, start, length))
+                return True
+        return False
 
     def write_shape(self, name: str, shape: Sequence[int], original_name: Optional[str] = None) -> None:
         self._shapes.append(

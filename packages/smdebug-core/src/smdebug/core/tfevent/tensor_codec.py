@@ -52,7 +52,8 @@ def make_numpy_array(value) -> np.ndarray:
     """Normalise what a user or plugin handed us into an ndarray (the on-disk conventions).
 
     ndarrays keep their shape (0-d stays 0-d); Python/numpy scalars become shape (1,) as in the original;
-    lists/tuples go through ``np.asarray``; strings become 1-element string arrays.
+    lists/tuples go through ``np.asarray``; strings become 1-element string arrays; a dict becomes a
+    0-d object array, as in the original (hooks refuse to save dicts: see ``BaseHook.to_numpy``).
     """
     if isinstance(value, np.ndarray):
         return value
@@ -63,7 +64,7 @@ def make_numpy_array(value) -> np.ndarray:
     if isinstance(value, (list, tuple)):
         return np.asarray(value)
     if isinstance(value, dict):
-        raise SMDebugTypeError("A dict cannot be saved as a tensor; save its values one by one")
+        return np.array(value)
     raise SMDebugTypeError(f"Cannot save a value of type {type(value).__name__} as a tensor")
 
 
@@ -102,14 +103,40 @@ def numpy_to_tensor_proto(arr: np.ndarray, tag: str, out: Optional[TensorProto] 
 
 
 #: A record states its shape; without content bytes (TF's "splat" form: one value for every element)
-#: the decoder would allocate whatever the shape says. Refuse more than this many bytes that way.
-MAX_SPLAT_BYTES = 1 << 30
+#: the decoder would allocate whatever the shape says. Refuse more than this many bytes that way: a record
+#: of a few bytes must not become an arbitrarily large array.
+MAX_SPLAT_BYTES = 16 << 20
+#: numpy's fixed-width string arrays take (longest string) x (count) x 4 bytes. A string tensor is
+#: returned that way (as the original did) only while that is at most this many times the bytes of its
+#: strings (plus a little); otherwise, e.g. one long string among many short ones, as an array of Python
+#: str objects (dtype object), whose size follows the record's.
+STRING_EXPANSION_LIMIT = 8
+#: more dimensions than numpy supports cannot be a tensor we wrote (and are not multiplied out)
+MAX_RANK = 64
+
+
+def _string_array(raw_values) -> np.ndarray:
+    values = [v.decode("utf-8", errors="replace") for v in raw_values]
+    if not values:
+        return np.array([], dtype=str)
+    longest = max(map(len, values))
+    stored = sum(map(len, raw_values)) + 2 * len(values)  # each value costs its bytes + key + length
+    if longest * len(values) * 4 <= STRING_EXPANSION_LIMIT * stored + 4096:
+        return np.array(values)
+    arr = np.empty(len(values), dtype=object)
+    arr[:] = values
+    return arr
 
 
 def tensor_proto_to_numpy(tp: TensorProto, content=None) -> np.ndarray:
     """The array a TensorProto holds. ``content``: its ``tensor_content`` given separately (a view on the
-    bytes read, see :mod:`~smdebug.core.tfevent.content_span`), for a ``tp`` parsed without it."""
+    bytes read, see :mod:`~smdebug.core.tfevent.content_span`), for a ``tp`` parsed without it.
+
+    Memory stays bounded by the record's size: content must match the shape exactly, strings never
+    become a fixed-width array much larger than they are, and a splat is capped (MAX_SPLAT_BYTES)."""
     dims = tp.tensor_shape.dim
+    if len(dims) > MAX_RANK:
+        raise SMDebugValueError(f"Tensor has {len(dims)} dimensions, more than {MAX_RANK}")
     shape = (dims[0].size,) if len(dims) == 1 else tuple([d.size for d in dims])  # (1-d: the usual case)
     if shape and min(shape) < 0:
         raise SMDebugValueError(f"Tensor shape {shape} has a negative dimension")
@@ -117,8 +144,7 @@ def tensor_proto_to_numpy(tp: TensorProto, content=None) -> np.ndarray:
     if dt >= _DT_REF_OFFSET:
         dt -= _DT_REF_OFFSET
     if dt in (_DT_INVALID, _DT_STRING):
-        values = [v.decode("utf-8", errors="replace") for v in tp.string_val]
-        arr = np.array(values) if values else np.array([], dtype=str)
+        arr = _string_array(tp.string_val)
         if math.prod(shape) == arr.size:
             arr = arr.reshape(shape)
         return arr
@@ -337,13 +363,19 @@ def decode_tensor_event(payload: bytes):
     for value in ev.summary.value:
         if value.WhichOneof("value") != "tensor":
             raise SMDebugValueError(f"Event for {value.tag!r} does not hold a tensor")
-        mode, mode_step = ModeKeys.GLOBAL, ev.step
-        for pd in value.metadata.plugin_data:
-            if pd.plugin_name == MODE_STEP_PLUGIN_NAME:
-                mode_step = int(pd.content)
-            elif pd.plugin_name == MODE_PLUGIN_NAME:
-                mode = ModeKeys(int(pd.content))
+        mode, mode_step = summary_value_mode(value, ev.step)
         yield value.tag, tensor_proto_to_numpy(value.tensor), ev.step, mode, mode_step
+
+
+def summary_value_mode(value, step: int):
+    """``(mode, mode_step)`` of a summary value, from its plugin metadata (GLOBAL and ``step`` if absent)."""
+    mode, mode_step = ModeKeys.GLOBAL, step
+    for pd in value.metadata.plugin_data:
+        if pd.plugin_name == MODE_STEP_PLUGIN_NAME:
+            mode_step = int(pd.content)
+        elif pd.plugin_name == MODE_PLUGIN_NAME:
+            mode = ModeKeys(int(pd.content))
+    return mode, mode_step
 
 
 #: Records at least this large are decoded without copying their tensor bytes (content_span.py); below

@@ -36,13 +36,18 @@ def parse_action_str(action_str) -> List[dict]:
 class Actions:
     """The actions of one rule."""
 
-    def __init__(self, action_str=None, rule_name: str = "", trial=None):
+    def __init__(self, action_str=None, rule_name: str = "", trial=None, *, actions_str=None):
+        """``actions_str``: smdebug 1.0.x's name of ``action_str``."""
         from smdebug.rules.action.message import MessageAction
         from smdebug.rules.action.stop_training import StopTrainingAction
 
         self.rule_name = rule_name
         self.trial = trial
         self.actions = []
+        if actions_str is not None:
+            if action_str is not None:
+                raise SMDebugValueError("Pass either action_str or actions_str, not both")
+            action_str = actions_str
         for spec in parse_action_str(action_str):
             name = str(spec.get("name", "")).lower()
             try:
@@ -67,7 +72,12 @@ class Actions:
     def __len__(self):
         return len(self.actions)
 
-    def invoke(self, step: int, reason: Optional[str] = None) -> None:
+    @property
+    def _actions(self):
+        """smdebug 1.0.x's name of :attr:`actions`."""
+        return self.actions
+
+    def invoke(self, step: Optional[int] = None, reason: Optional[str] = None) -> None:
         """Run every action. An action that fails is logged; it never stops the rule."""
         for action in self.actions:
             try:

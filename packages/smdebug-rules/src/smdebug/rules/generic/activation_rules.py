@@ -8,14 +8,18 @@ several workers saved the tensor at the same step, their batches are pooled.
 from __future__ import annotations
 
 import re
-from typing import List
+from typing import Dict, List
 
 import numpy as np
 
-from smdebug.exceptions import SMDebugValueError, StepUnavailable, TensorUnavailableForStep
-from smdebug.rules.generic.selection import select_tensors
+from smdebug.core.collection import CollectionKeys
+from smdebug.exceptions import MissingEventFile, SMDebugValueError, StepUnavailable, TensorUnavailableForStep
+from smdebug.rules.generic.selection import collection_tensors, select_tensors
 from smdebug.rules.params import as_float, as_list, in_range
 from smdebug.rules.rule import Rule
+
+
+_SATURATING = f"{CollectionKeys.TANH_ACTIVATIONS},{CollectionKeys.SIGMOID_ACTIVATIONS}"
 
 
 def batches_at(trial, name: str, step: int) -> List[np.ndarray]:
@@ -31,6 +35,8 @@ def batches_at(trial, name: str, step: int) -> List[np.ndarray]:
     for worker in workers:
         try:
             values.append(np.asarray(tensor.value(step, worker=worker)))
+        except MissingEventFile:
+            raise  # saved, but its file is gone: an error, not "not saved"
         except TensorUnavailableForStep:  # only reductions or a shape saved by that worker
             continue
     if len(values) > 1 and all(v.ndim >= 1 and v.shape[1:] == values[0].shape[1:] for v in values):
@@ -57,27 +63,39 @@ class DeadRelu(Rule):
     The condition is met when ``dead_percent > threshold_layer`` for some tensor. Tensors with no values,
     scalars and non-numeric tensors are skipped; NaN counts as inactive.
 
-    :param tensor_regex: comma-separated regexes of the ReLU outputs (default ``".*relu_output"``; a PyTorch
-        module named ``layer0_relu`` saves ``layer0_relu_output_0``, which it matches).
+    The inspected tensors are the outputs of the layers of ``collection_names`` (the hooks put every ReLU
+    layer there by its type, whatever its name, and record which of its tensors are outputs) and the tensors
+    matching ``tensor_regex``.
+
+    :param collection_names: comma-separated collections of ReLU layers (default ``"relu_activations"``);
+        empty for none.
+    :param tensor_regex: comma-separated regexes of the ReLU outputs (default ``".*relu_output"``, the
+        original's: a module named ``layer0_relu`` saves ``layer0_relu_output_0``, which it matches).
     :param threshold_inactivity: percent of samples (default 1.0) under which a unit counts as dead.
     :param threshold_layer: percent of a layer's units (default 50.0) that may be dead.
     """
 
     def __init__(self, base_trial, tensor_regex=".*relu_output", threshold_inactivity="1.0",
-                 threshold_layer="50.0", other_trials=None, action_str=None):
+                 threshold_layer="50.0", collection_names="relu_activations", other_trials=None, action_str=None):
         super().__init__(base_trial, other_trials=other_trials, action_str=action_str)
         rule = self.rule_name
         self.tensor_regex = as_list(rule, "tensor_regex", tensor_regex)
-        if not self.tensor_regex:
-            raise SMDebugValueError(f"{rule}: tensor_regex is required")
+        self.collection_names = as_list(rule, "collection_names", collection_names)
+        if not (self.tensor_regex or self.collection_names):
+            raise SMDebugValueError(f"{rule}: give collection_names or tensor_regex")
         _check_regexes(rule, "tensor_regex", self.tensor_regex)
         self.threshold_inactivity = in_range(rule, "threshold_inactivity",
                                              as_float(rule, "threshold_inactivity", threshold_inactivity), 0, 100)
         self.threshold_layer = in_range(rule, "threshold_layer", as_float(rule, "threshold_layer", threshold_layer),
                                         0, 100)
 
+    def tensors(self) -> List[str]:
+        names = set(collection_tensors(self.base_trial, self.collection_names, "outputs"))
+        names.update(select_tensors(self.base_trial, [], self.tensor_regex))
+        return sorted(names)
+
     def invoke_at_step(self, step):
-        for name in select_tensors(self.base_trial, [], self.tensor_regex):
+        for name in self.tensors():
             for value in batches_at(self.base_trial, name, step):
                 if value.ndim == 0 or value.size == 0 or value.dtype.kind not in "fiub":
                     continue
@@ -97,10 +115,14 @@ class SaturatedActivation(Rule):
     magnitude that the activation is flat and passes almost no gradient).
 
     The inspected tensors are the *inputs* of the activations: the union of the tensors of
-    ``collection_names`` and of those matching ``tensor_regex`` (``re.search``). A tensor whose name contains
-    ``tanh`` (case-insensitive) is judged with the tanh bounds, one whose name contains ``sigmoid`` with the
-    sigmoid bounds (``tanh`` wins if both appear); any other selected tensor is skipped with a warning logged
-    once. With axis 0 the batch of ``n`` samples and every other index a unit::
+    ``collection_names`` and of those matching ``tensor_regex`` (``re.search``). Of an activation collection
+    (``tanh_activations``, ``sigmoid_activations``: the hooks put every such layer there by its type and record
+    which of its tensors are inputs) only the layers' inputs are taken, judged with the bounds of the
+    collection's kind (for a Keras layer with a fused ``activation=``, the pre-activation the hook captured
+    inside it); a layer whose input the hook could not observe contributes nothing. Any other tensor whose
+    name contains ``tanh`` (case-insensitive) is judged with the tanh bounds, one whose name contains
+    ``sigmoid`` with the sigmoid bounds (``tanh`` wins if both appear); any other selected tensor is skipped
+    with a warning logged once. With axis 0 the batch of ``n`` samples and every other index a unit::
 
         saturated_percent(unit) = 100 * #{samples with x < min or x > max} / n
         saturated(unit)         = saturated_percent(unit) > 100 - threshold_inactivity
@@ -108,7 +130,8 @@ class SaturatedActivation(Rule):
 
     The condition is met when ``layer_percent > threshold_layer`` for some tensor (NaN is not saturated).
 
-    :param collection_names: comma-separated collections to inspect (default None).
+    :param collection_names: comma-separated collections to inspect (default
+        ``"tanh_activations,sigmoid_activations"``).
     :param tensor_regex: comma-separated regexes (default ``".*tanh_input|.*sigmoid_input"``, e.g.
         ``layer0_tanh_input_0``). Give an empty string to inspect only ``collection_names``.
     :param threshold_tanh_min: lower bound of the unsaturated tanh input (default -9.4999).
@@ -120,7 +143,7 @@ class SaturatedActivation(Rule):
     :param threshold_layer: percent of a layer's units (default 50.0) that may be saturated.
     """
 
-    def __init__(self, base_trial, collection_names=None, tensor_regex=".*tanh_input|.*sigmoid_input",
+    def __init__(self, base_trial, collection_names=_SATURATING, tensor_regex=".*tanh_input|.*sigmoid_input",
                  threshold_tanh_min="-9.4999", threshold_tanh_max="9.4999", threshold_sigmoid_min="-23",
                  threshold_sigmoid_max="16.99999", threshold_inactivity="1.0", threshold_layer="50.0",
                  other_trials=None, action_str=None):
@@ -146,18 +169,29 @@ class SaturatedActivation(Rule):
                                         0, 100)
         self._warned = set()
 
-    def bounds(self, name: str):
-        """(kind, min, max) for a tensor name, or None if it is neither a tanh nor a sigmoid input."""
+    def bounds(self, name: str, collection: str = ""):
+        """(kind, min, max) for a tensor (of ``collection``, if selected by one), or None if it is neither a
+        tanh nor a sigmoid input."""
         lowered = name.lower()
+        if collection == CollectionKeys.TANH_ACTIVATIONS:
+            return "tanh", self.threshold_tanh_min, self.threshold_tanh_max
+        if collection == CollectionKeys.SIGMOID_ACTIVATIONS:
+            return "sigmoid", self.threshold_sigmoid_min, self.threshold_sigmoid_max
         if "tanh" in lowered:
             return "tanh", self.threshold_tanh_min, self.threshold_tanh_max
         if "sigmoid" in lowered:
             return "sigmoid", self.threshold_sigmoid_min, self.threshold_sigmoid_max
         return None
 
+    def tensors(self) -> Dict[str, str]:
+        """``{name: collection the name was selected by, or ""}``."""
+        selected = {n: "" for n in select_tensors(self.base_trial, [], self.tensor_regex)}
+        selected.update(collection_tensors(self.base_trial, self.collection_names, "inputs"))
+        return dict(sorted(selected.items()))
+
     def invoke_at_step(self, step):
-        for name in select_tensors(self.base_trial, self.collection_names, self.tensor_regex):
-            bounds = self.bounds(name)
+        for name, collection in self.tensors().items():
+            bounds = self.bounds(name, collection)
             if bounds is None:
                 if name not in self._warned:
                     self._warned.add(name)

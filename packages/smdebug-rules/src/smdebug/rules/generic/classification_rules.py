@@ -16,9 +16,10 @@ from typing import List, Optional, Tuple
 import numpy as np
 
 from smdebug.exceptions import SMDebugValueError
+from smdebug.rules.evaluation import looking_for
 from smdebug.rules.generic.activation_rules import _check_regexes, batches_at
 from smdebug.rules.generic.input_rules import StepSums
-from smdebug.rules.generic.selection import select_tensors
+from smdebug.rules.generic.selection import collection_tensors, select_tensors
 from smdebug.rules.params import as_bool, as_float, as_int, as_list, as_optional_int, in_range
 from smdebug.rules.rule import Rule
 
@@ -143,9 +144,10 @@ class Confusion(_LabelsAndPredictions):
 
     def _names(self, name: str, collection: str) -> List[str]:
         if self.base_trial.has_tensor(name):
+            looking_for(f"tensor {name!r}", [name])
             return [name]
-        coll = self.base_trial.collection(collection)
-        return [n for n in self.base_trial.tensor_names() if coll.matches(n)]
+        looking_for(f"tensor {name!r}", [])
+        return select_tensors(self.base_trial, [collection], [])
 
     def confusion_matrix(self, step: int) -> Optional[np.ndarray]:
         """The step's confusion matrix (rows: labels, columns: predictions), None if nothing to pair."""
@@ -173,6 +175,7 @@ class Confusion(_LabelsAndPredictions):
     def invoke_at_step(self, step):
         matrix = self.confusion_matrix(step)
         if matrix is None:
+            self.not_evaluated("needs labels and predictions saved at the same step, with class ids that pair up")
             return False
         for i, row in enumerate(matrix):
             total = int(row.sum())
@@ -211,10 +214,14 @@ class ClassImbalance(_LabelsAndPredictions):
     :param argmax: ``argmax`` the predictions over their last axis (default False).
     :param labels_regex: comma-separated regexes of the label tensors (default ``".*labels"``).
     :param predictions_regex: comma-separated regexes of the prediction tensors (default ``".*predictions"``).
+    :param labels_collection: the tensors of this collection are labels too (default ``"labels"``: the
+        hooks' labels, e.g. a PyTorch classification loss's targets); empty for none.
+    :param predictions_collection: likewise for predictions (default ``"predictions"``).
     """
 
     def __init__(self, base_trial, threshold_imbalance="10", threshold_misprediction="0.7", samples="500",
-                 argmax="False", labels_regex=".*labels", predictions_regex=".*predictions", other_trials=None,
+                 argmax="False", labels_regex=".*labels", predictions_regex=".*predictions",
+                 labels_collection="labels", predictions_collection="predictions", other_trials=None,
                  action_str=None):
         super().__init__(base_trial, other_trials=other_trials, action_str=action_str)
         rule = self.rule_name
@@ -227,8 +234,10 @@ class ClassImbalance(_LabelsAndPredictions):
         self.argmax = as_bool(rule, "argmax", argmax)
         self.labels_regex = as_list(rule, "labels_regex", labels_regex)
         self.predictions_regex = as_list(rule, "predictions_regex", predictions_regex)
-        if not self.labels_regex:
-            raise SMDebugValueError(f"{rule}: labels_regex is required")
+        self.labels_collection = as_list(rule, "labels_collection", labels_collection)
+        self.predictions_collection = as_list(rule, "predictions_collection", predictions_collection)
+        if not (self.labels_regex or self.labels_collection):
+            raise SMDebugValueError(f"{rule}: give labels_regex or labels_collection")
         _check_regexes(rule, "labels_regex", self.labels_regex)
         _check_regexes(rule, "predictions_regex", self.predictions_regex)
         #: per step: (labels per class, mispredicted per class, labels with a prediction per class)
@@ -250,22 +259,27 @@ class ClassImbalance(_LabelsAndPredictions):
         return counts, wrong, counts.copy()
 
     def invoke_at_step(self, step):
-        label_names = select_tensors(self.base_trial, [], self.labels_regex)
+        label_names = sorted(set(select_tensors(self.base_trial, [], self.labels_regex))
+                             | set(collection_tensors(self.base_trial, self.labels_collection)))
         if not label_names:
             return False
-        prediction_names = select_tensors(self.base_trial, [], self.predictions_regex)
+        prediction_names = sorted(set(select_tensors(self.base_trial, [], self.predictions_regex))
+                                  | set(collection_tensors(self.base_trial, self.predictions_collection)))
 
         def saved_steps():
             return sorted({s for n in label_names for s in self.base_trial.tensor(n).steps()})
 
         for s in self._counts.steps_to_read(saved_steps, step):
             self._counts.add(s, self._contribution(s, label_names, prediction_names))
-        if self._counts.parts.get(step) is None:
+        if self._counts.parts.get(step) is None:  # no labels at this step: nothing new to judge
+            self.not_evaluated("judges at steps where labels were saved")
             return False
         counts, wrong, compared = self._counts.total(step)
         total = int(counts.sum())
         if total < self.samples or total == 0:
+            self.not_evaluated(f"{total} labels seen; judges after samples={self.samples}")
             return False
+        self.mark_evaluated(*label_names)
         present = np.flatnonzero(counts)
         most, least = present[np.argmax(counts[present])], present[np.argmin(counts[present])]
         ratio = counts[most] / counts[least]

@@ -8,7 +8,7 @@ import numpy as np
 
 from smdebug.exceptions import SMDebugValueError
 from smdebug.rules.generic.activation_rules import _check_regexes, batches_at
-from smdebug.rules.generic.selection import select_tensors
+from smdebug.rules.generic.selection import collection_tensors, select_tensors
 from smdebug.rules.params import as_float, as_float_list, as_int, as_int_list, as_list, in_range
 from smdebug.rules.rule import Rule
 
@@ -84,8 +84,9 @@ def _add_channel_stats(total: Optional[dict], part: _Stats) -> dict:
 class CheckInputImages(Rule):
     """Fires when the input images do not look normalised: the mean of some channel is far from 0.
 
-    Inspects the tensors whose name matches ``regex`` (``re.search``) and that have at least 3 dimensions
-    (axis 0 the batch, ``channel`` the channel axis; others are skipped). At step ``s`` the statistics of a
+    Inspects the tensors of ``collection_names`` (``inputs``: the model's inputs, which every hook saves
+    there) and those whose name matches ``regex`` (``re.search``) that have at least 3 dimensions (axis 0 the
+    batch, ``channel`` the channel axis; others are skipped). At step ``s`` the statistics of a
     tensor cover every step ``<= s`` at which it was saved with the same number of channels as at ``s`` (the
     run as seen live up to ``s``, whatever step the evaluation started at); per channel ``c``::
 
@@ -99,19 +100,24 @@ class CheckInputImages(Rule):
     :param threshold_mean: largest allowed ``|mean|`` of a channel (default 0.2).
     :param threshold_samples: images to see before judging (default 500).
     :param regex: comma-separated regexes of the input tensors (default ``".*hybridsequential0_input_0"``,
-        the MXNet name; for PyTorch e.g. ``".*conv0_input_0"``).
-    :param channel: the channel axis (default 1, NCHW; 3 or -1 for NHWC). 0 (the batch axis) is refused.
+        the original's, an MXNet name).
+    :param channel: the channel axis (default 1, NCHW; 3 or -1 for NHWC, as Keras images). 0 (the batch
+        axis) is refused.
+    :param collection_names: comma-separated collections of input tensors (default ``"inputs"``); empty for
+        none.
     """
 
     def __init__(self, base_trial, threshold_mean="0.2", threshold_samples="500",
-                 regex=".*hybridsequential0_input_0", channel="1", other_trials=None, action_str=None):
+                 regex=".*hybridsequential0_input_0", channel="1", collection_names="inputs", other_trials=None,
+                 action_str=None):
         super().__init__(base_trial, other_trials=other_trials, action_str=action_str)
         rule = self.rule_name
         self.threshold_mean = in_range(rule, "threshold_mean", as_float(rule, "threshold_mean", threshold_mean), 0)
         self.threshold_samples = as_int(rule, "threshold_samples", threshold_samples, minimum=0)
         self.regex = as_list(rule, "regex", regex)
-        if not self.regex:
-            raise SMDebugValueError(f"{rule}: regex is required")
+        self.collection_names = as_list(rule, "collection_names", collection_names)
+        if not (self.regex or self.collection_names):
+            raise SMDebugValueError(f"{rule}: give collection_names or regex")
         _check_regexes(rule, "regex", self.regex)
         self.channel = as_int(rule, "channel", channel)
         if self.channel == 0:
@@ -144,7 +150,9 @@ class CheckInputImages(Rule):
         return None if sums is None else (sums, counts, samples)
 
     def invoke_at_step(self, step):
-        for name in select_tensors(self.base_trial, [], self.regex):
+        # reads of earlier steps (evaluation started late) are not a judgement of this one
+        self.not_evaluated("judges at steps where an image tensor (>= 3 dimensions) was saved")
+        for name in select_tensors(self.base_trial, self.collection_names, self.regex):
             stats = self._stats.setdefault(name, StepSums(_add_channel_stats))
             for s in stats.steps_to_read(self.base_trial.tensor(name).steps, step):
                 stats.add(s, self._contribution(name, s))
@@ -153,7 +161,10 @@ class CheckInputImages(Rule):
                 continue
             sums, counts, samples = stats.total(step)[current[0].shape]
             if samples < self.threshold_samples:
+                self.not_evaluated(f"{name}: {samples} images seen; judges after threshold_samples="
+                                   f"{self.threshold_samples}")
                 continue
+            self.mark_evaluated(name)
             means = sums / np.maximum(counts, 1)
             worst = int(np.nanargmax(np.abs(means))) if not np.all(np.isnan(means)) else 0
             if abs(means[worst]) > self.threshold_mean:
@@ -176,15 +187,19 @@ class NLPSequenceRatio(Rule):
     :param tensor_regex: comma-separated regexes of the token-id inputs (default ``".*embedding0_input_0"``).
     :param token_values: comma-separated integer token ids (default ``"0"``).
     :param token_thresholds_percent: comma-separated percents, one per token value (default ``"50"``).
+    :param collection_names: comma-separated collections of inputs (e.g. ``"inputs"``, the model's inputs;
+        default None). Of those only integer tensors are judged: token ids, not images or features whose
+        zeros would count as padding.
     """
 
     def __init__(self, base_trial, tensor_regex=".*embedding0_input_0", token_values="0",
-                 token_thresholds_percent="50", other_trials=None, action_str=None):
+                 token_thresholds_percent="50", collection_names=None, other_trials=None, action_str=None):
         super().__init__(base_trial, other_trials=other_trials, action_str=action_str)
         rule = self.rule_name
         self.tensor_regex = as_list(rule, "tensor_regex", tensor_regex)
-        if not self.tensor_regex:
-            raise SMDebugValueError(f"{rule}: tensor_regex is required")
+        self.collection_names = as_list(rule, "collection_names", collection_names)
+        if not (self.tensor_regex or self.collection_names):
+            raise SMDebugValueError(f"{rule}: give collection_names or tensor_regex")
         _check_regexes(rule, "tensor_regex", self.tensor_regex)
         self.token_values = as_int_list(rule, "token_values", token_values)
         self.token_thresholds_percent = [
@@ -199,8 +214,10 @@ class NLPSequenceRatio(Rule):
                 f"{len(self.token_values)} token values and {len(self.token_thresholds_percent)} thresholds")
 
     def invoke_at_step(self, step):
-        for name in select_tensors(self.base_trial, [], self.tensor_regex):
-            values = [v.reshape(-1) for v in batches_at(self.base_trial, name, step) if v.dtype.kind in "fiub"]
+        by_regex = set(select_tensors(self.base_trial, [], self.tensor_regex))
+        for name in sorted(by_regex | set(collection_tensors(self.base_trial, self.collection_names))):
+            kinds = "fiub" if name in by_regex else "iu"
+            values = [v.reshape(-1) for v in batches_at(self.base_trial, name, step) if v.dtype.kind in kinds]
             if not values:
                 continue
             flat = np.concatenate(values)

@@ -14,7 +14,14 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from smdebug.core.modes import ModeKeys
-from smdebug.exceptions import SMDebugValueError, TensorUnavailable, TensorUnavailableForStep
+from smdebug.exceptions import (
+    MissingEventFile,
+    ShapeUnavailableForStep,
+    SMDebugValueError,
+    TensorUnavailable,
+    TensorUnavailableForStep,
+)
+from smdebug.rules.evaluation import looking_for, note_read
 from smdebug.rules.params import as_bool, as_float, as_int, as_list
 from smdebug.rules.rule import Rule
 
@@ -79,8 +86,12 @@ class SavedSteps:
             try:
                 value = np.asarray(self.trial.tensor(name).value(step, mode=mode), dtype=np.float64)
                 self._scalars[key] = float(value.mean()) if value.size else None
+            except MissingEventFile:
+                raise  # saved, but its file is gone: an error, not "only reductions saved"
             except (TensorUnavailableForStep, TypeError, ValueError):
                 self._scalars[key] = None
+        elif self._scalars[key] is not None:
+            note_read(name)  # judged again from the value read earlier
         return self._scalars[key]
 
 
@@ -124,24 +135,32 @@ class LossSelection:
 
     def names(self) -> List[str]:
         all_names = self.trial.tensor_names()
-        if self._cached is not None and self._cached[0] == len(all_names):
-            return self._cached[1]
+        if self._cached is None or self._cached[0] != len(all_names):
+            self._cached = (len(all_names), *self._choose(all_names))
+        for what, found in self._cached[2]:
+            looking_for(what, found)
+        return self._cached[1]
+
+    def _choose(self, all_names: List[str]):
+        """(loss names, [(what was looked for, what matched)])."""
         collections = self.trial.collections()
         wanted = list(self.collection_names)
-        if self.use_losses_collection and LOSSES in collections and LOSSES not in wanted:
+        if self.use_losses_collection and LOSSES not in wanted and (LOSSES in collections or not wanted):
             wanted.append(LOSSES)
-        chosen = set()
+        chosen, looked = set(), []
         for cname in wanted:
             coll = collections.get(cname)
-            if coll is not None:
-                chosen.update(n for n in all_names if coll.matches(n))
-        if self.regexes:
-            chosen.update(n for n in all_names if any(r.search(n) for r in self.regexes))
+            found = [n for n in all_names if coll.matches(n)] if coll is not None else []
+            looked.append((f"collection {cname!r}", found))
+            chosen.update(found)
+        for r in self.regexes:
+            found = [n for n in all_names if r.search(n)]
+            looked.append((f"tensors matching {r.pattern!r}", found))
+            chosen.update(found)
         if not chosen and self.scalar_fallback:
             chosen = {n for n in all_names if self._scalar(n)}
-        names = sorted(chosen)
-        self._cached = (len(all_names), names)
-        return names
+            looked.append(("scalar tensors (no loss collection or regex)", sorted(chosen)))
+        return sorted(chosen), looked
 
     def _scalar(self, name: str) -> bool:
         if name not in self._is_scalar:
@@ -149,7 +168,9 @@ class LossSelection:
                 tensor = self.trial.tensor(name)
                 steps = tensor.steps(show_incomplete_steps=True)
                 self._is_scalar[name] = bool(steps) and int(np.prod(tensor.shape(steps[0]))) == 1
-            except Exception:  # noqa: BLE001 - shape unknown (only reductions saved): not a loss candidate
+            except MissingEventFile:
+                raise
+            except (TensorUnavailableForStep, ShapeUnavailableForStep):  # only reductions saved: no shape
                 self._is_scalar[name] = False
         return self._is_scalar[name]
 
@@ -243,6 +264,7 @@ class LossNotDecreasing(Rule):
         return schedule
 
     def invoke_at_step(self, step):
+        judged = False
         for name in self._losses.names():
             mode = auto_mode(self._saved, name, self.mode)
             s = step_in_mode(self.base_trial, step, mode)
@@ -254,6 +276,7 @@ class LossNotDecreasing(Rule):
             now, then = self._saved.mean(name, s, mode), self._saved.mean(name, p, mode)
             if now is None or then is None:
                 continue
+            judged = True
             tol = self.tolerance_percent
             limit = then + abs(then) * tol / 100.0
             if now >= limit:
@@ -263,6 +286,9 @@ class LossNotDecreasing(Rule):
                 label = mode_label(mode)
                 return (f"{name} {what} over {self.num_steps} steps: {then:.6g} at {label} {p} -> {now:.6g} at "
                         f"{label} {s} ({change:+.3g}%)")
+        if not judged:
+            self.not_evaluated(f"needs two saves of a loss at least num_steps={self.num_steps} steps apart"
+                               + (f" in mode {self.mode.name}" if self.mode is not None else ""))
         return False
 
 
@@ -350,14 +376,20 @@ class Overfit(Rule):
 
     def invoke_at_step(self, step):
         if step < self.start_step or self.base_trial.mode(step) != ModeKeys.EVAL:
+            self.not_evaluated(f"judges at EVAL-mode saves of a loss from start_step={self.start_step}, "
+                               "against the TRAIN-mode saves before them")
             return False
+        judged = False
         for name in self._losses.names():
             steps = self._saved.steps(name)
             i = bisect.bisect_left(steps, step)
             if i >= len(steps) or steps[i] != step:
                 continue
             current = self._evaluate(name, steps, i)
-            if current is None or not current[2] > self.ratio_threshold:
+            if current is None:
+                continue
+            judged = True
+            if not current[2] > self.ratio_threshold:
                 continue
             streak = 1
             j = i - 1
@@ -373,6 +405,8 @@ class Overfit(Rule):
                 val, train, ratio = current
                 return (f"{name}: validation loss {val:.4g} is {ratio:.1%} above training loss {train:.4g} "
                         f"(ratio_threshold {self.ratio_threshold:g}) for {self.patience} evaluation(s)")
+        if not judged:
+            self.not_evaluated("needs EVAL-mode saves of a loss with non-zero TRAIN-mode saves before them")
         return False
 
 
@@ -459,6 +493,7 @@ class Overtraining(Rule):
 
     def invoke_at_step(self, step):
         step_mode, mode_step = self.base_trial.mode_modestep(step)
+        judged = False
         for name in self._losses.names():
             has_modes = bool(self._saved.steps(name, ModeKeys.TRAIN) or self._saved.steps(name, ModeKeys.EVAL))
             if has_modes:
@@ -471,10 +506,14 @@ class Overtraining(Rule):
             state = tracker.at(self._saved, name, mode, self._saved.steps(name, mode), s)
             if state is None or state[1] is None:
                 continue
+            judged = True
+            note_read(name)
             wait, best, best_step = state
             patience = self.patience_validation if mode == ModeKeys.EVAL else self.patience_train
             if wait >= patience:
                 kind = "validation" if mode == ModeKeys.EVAL else "training"
                 return (f"{name}: {kind} loss has not improved by {self.delta:g} for {wait} saves "
                         f"(best {best:.6g} at {mode_label(mode)} {best_step}; patience {patience})")
+        if not judged:
+            self.not_evaluated("needs saves of a loss (TRAIN, EVAL or without modes)")
         return False

@@ -8,7 +8,8 @@ from typing import Dict, Optional, Tuple
 import numpy as np
 
 from smdebug.core.modes import ModeKeys
-from smdebug.exceptions import SMDebugValueError, TensorUnavailableForStep
+from smdebug.exceptions import MissingEventFile, SMDebugValueError, TensorUnavailableForStep
+from smdebug.rules.evaluation import looking_for
 from smdebug.rules.generic.loss_rules import (
     LossSelection,
     NoImprovement,
@@ -18,6 +19,7 @@ from smdebug.rules.generic.loss_rules import (
     mode_label,
     step_in_mode,
 )
+from smdebug.rules.generic.selection import collection_tensors
 from smdebug.rules.params import as_float, as_int, as_list
 from smdebug.rules.rule import Rule
 
@@ -40,7 +42,10 @@ class PoorWeightInitialization(Rule):
     are taken over all values of a tensor (batch included).
 
     :param activation_inputs_regex: regex (or list of regexes) of the activation-input tensors.
-        Default ``".*relu_input"``.
+        Default ``".*relu_input"``; the empty string for none.
+    :param collection_names: comma-separated collections of activation layers whose *inputs* are also
+        activation inputs (the hooks put every ReLU layer in ``relu_activations`` by its type and record which
+        of its tensors are inputs). Default ``"relu_activations"``.
     :param threshold: largest tolerated ratio of activation-input variances (> 0). Default ``"10.0"``.
     :param distribution_range: smallest tolerated 5th-95th percentile spread of a gradient (>= 0).
         Default ``"0.001"``.
@@ -49,14 +54,16 @@ class PoorWeightInitialization(Rule):
     """
 
     def __init__(self, base_trial, activation_inputs_regex=".*relu_input", threshold="10.0",
-                 distribution_range="0.001", patience="5", steps="10", other_trials=None, action_str=None):
+                 distribution_range="0.001", patience="5", steps="10", collection_names="relu_activations",
+                 other_trials=None, action_str=None):
         super().__init__(base_trial, other_trials=other_trials, action_str=action_str)
         name = self.rule_name
         regexes = ([activation_inputs_regex] if isinstance(activation_inputs_regex, str)
                    else as_list(name, "activation_inputs_regex", activation_inputs_regex))
         regexes = [r for r in regexes if r.strip()]
-        if not regexes:
-            raise SMDebugValueError(f"{name}: activation_inputs_regex must not be empty")
+        self.collection_names = as_list(name, "collection_names", collection_names)
+        if not (regexes or self.collection_names):
+            raise SMDebugValueError(f"{name}: give activation_inputs_regex or collection_names")
         try:
             self._activation_regexes = [re.compile(r) for r in regexes]
         except re.error as e:
@@ -77,14 +84,19 @@ class PoorWeightInitialization(Rule):
     def _value(self, name: str, step: int) -> Optional[np.ndarray]:
         try:
             value = np.asarray(self.base_trial.tensor(name).value(step), dtype=np.float64)
-        except (TensorUnavailableForStep, TypeError, ValueError):
+        except MissingEventFile:
+            raise  # saved, but its file is gone: an error, not "not saved"
+        except (TensorUnavailableForStep, TypeError, ValueError):  # not saved here, or not numbers
             return None
         return value
 
     def _activations(self, names, step) -> Optional[str]:
         variances = {}
+        for regex in self._activation_regexes:
+            looking_for(f"tensors matching {regex.pattern!r}", [n for n in names if regex.search(n)])
+        by_collection = collection_tensors(self.base_trial, self.collection_names, "inputs")
         for name in names:
-            if any(r.search(name) for r in self._activation_regexes):
+            if name in by_collection or any(r.search(name) for r in self._activation_regexes):
                 value = self._value(name, step)
                 if value is not None and value.size:
                     variances[name] = float(np.var(value))
@@ -102,6 +114,7 @@ class PoorWeightInitialization(Rule):
 
     def _gradients(self, names, step) -> Optional[str]:
         coll = self.base_trial.collections().get(GRADIENTS)
+        looking_for(f"collection {GRADIENTS!r}", [n for n in names if coll.matches(n)] if coll is not None else [])
         if coll is None:
             return None
         for name in names:
@@ -136,6 +149,7 @@ class PoorWeightInitialization(Rule):
 
     def invoke_at_step(self, step):
         if step >= self.steps:
+            self.not_evaluated(f"judges the first steps={self.steps} global steps only")
             return False
         names = self.base_trial.tensor_names(step=step)
         return self._activations(names, step) or self._gradients(names, step) or self._loss(step) or False

@@ -1,28 +1,100 @@
-"""Which tensors a rule inspects: the union of named collections and regexes."""
+"""Which tensors a rule inspects (the union of named collections and regexes), and reading a value that may
+not have been saved at a step.
+
+"Not saved at this step" is normal and skipped (None). "Saved, but unreadable" is not: ``MissingEventFile``
+(a subclass of ``TensorUnavailableForStep``), ``EventFileCorrupted`` and ``IndexReaderException``
+propagate, so the rule's verdict is an Error naming the file and the step.
+"""
 
 from __future__ import annotations
 
 import re
-from typing import List
+from typing import Dict, Iterable, List
 
-from smdebug.exceptions import TensorUnavailableForStep
+from smdebug.exceptions import MissingEventFile, TensorUnavailableForStep
+from smdebug.rules.evaluation import looking_for
 
 
 def select_tensors(trial, collection_names: List[str], tensor_regex: List[str]) -> List[str]:
+    """Names of the tensors of the named collections and of those matching a regex (``re.search``). What
+    was looked for is recorded for the rule's verdict (see :func:`smdebug.rules.evaluation.looking_for`)."""
+    all_names = trial.tensor_names()
     names = set()
-    for coll in collection_names:
-        names.update(trial.tensor_names(collection=coll))
-    if tensor_regex:
-        compiled = [re.compile(r) for r in tensor_regex]
-        names.update(n for n in trial.tensor_names() if any(c.search(n) for c in compiled))
+    for cname in collection_names:
+        coll = trial.collection(cname)
+        found = [n for n in all_names if coll.matches(n)]
+        looking_for(f"collection {cname!r}", found)
+        names.update(found)
+    for regex in tensor_regex or ():
+        compiled = re.compile(regex)
+        found = [n for n in all_names if compiled.search(n)]
+        looking_for(f"tensors matching {regex!r}", found)
+        names.update(found)
     return sorted(names)
 
 
-def value_at(trial, name: str, step: int):
-    """The tensor's value at ``step``, or None if it was not saved there."""
+def every_tensor(trial) -> List[str]:
+    """Every tensor of the run (a rule given no selection), recorded like :func:`select_tensors`."""
+    names = trial.tensor_names()
+    looking_for("every tensor", names)
+    return names
+
+
+def collection_tensors(trial, collection_names: Iterable[str], role: str = "") -> Dict[str, str]:
+    """``{tensor name: collection}`` for the saved tensors of ``collection_names`` (collections the run does
+    not have hold nothing).
+
+    ``role`` (``"inputs"`` or ``"outputs"``) narrows an activation collection (``relu_activations``...) to the
+    inputs or the outputs of its layers, as the hook recorded them (``smdebug.core.activations``); without
+    that record (a run of the original smdebug) the collection's tensors are all taken.
+    """
+    from smdebug.core.activations import activation_layers
+
+    collections = trial.collections()
+    layers = activation_layers(trial) if role else None
+    names = None
+    out: Dict[str, str] = {}
+    for cname in collection_names:
+        coll = collections.get(cname)
+        if coll is None:
+            looking_for(f"collection {cname!r}", ())
+            continue
+        if names is None:
+            names = trial.tensor_names()
+        recorded = layers.get(cname) if layers is not None else None
+        if recorded is not None:
+            found = []
+            for layer in recorded:
+                found += layer.input_names(names) if role == "inputs" else layer.output_names(names)
+            what = (f"collection {cname!r} ({role} of its layers)" if recorded
+                    else f"collection {cname!r} (the hook found no such layers in the model)")
+        else:
+            found = [n for n in names if coll.matches(n)]
+            what = f"collection {cname!r}"
+        looking_for(what, found)
+        out.update((n, cname) for n in found if n not in out)
+    return out
+
+
+def value_at(trial, name: str, step: int, **kwargs):
+    """The tensor's value at ``step``, or None if it was not saved there (only reductions, or not at all)."""
     tensor = trial.tensor(name)
     try:
-        return tensor.value(step)
+        return tensor.value(step, **kwargs)
+    except MissingEventFile:
+        raise
+    except TensorUnavailableForStep:
+        return None
+
+
+def reduction_at(trial, name: str, step: int, reduction: str, abs: bool = False):
+    """A reduction of the tensor at ``step`` (stored, else computed from the value), or None if neither
+    was saved there."""
+    tensor = trial.tensor(name)
+    try:
+        return tensor.reduction_value(step, reduction, abs=abs)
+    except MissingEventFile:
+        raise
     except TensorUnavailableForStep:
         return None
 

@@ -8,12 +8,15 @@ import numpy as np
 
 from smdebug.core.modes import ModeKeys
 from smdebug.exceptions import (
+    MissingEventFile,
     NoMoreData,
     SMDebugValueError,
     StepUnavailable,
     TensorUnavailable,
     TensorUnavailableForStep,
 )
+from smdebug.rules.evaluation import looking_for
+from smdebug.rules.generic.selection import value_at
 from smdebug.rules.params import as_float, as_list
 from smdebug.rules.rule import Rule
 
@@ -58,11 +61,19 @@ class SimilarAcrossRuns(Rule):
 
     def _selected(self, names):
         if not (self.collection_names or self._regexes):
+            looking_for("every tensor", names)
             return sorted(names)
-        collections = self.base_trial.collections()
-        colls = [collections[c] for c in self.collection_names if c in collections]
-        return sorted(n for n in names
-                      if any(c.matches(n) for c in colls) or any(r.search(n) for r in self._regexes))
+        chosen = set()
+        for cname in self.collection_names:
+            coll = self.base_trial.collection(cname)
+            found = [n for n in names if coll.matches(n)]
+            looking_for(f"collection {cname!r}", found)
+            chosen.update(found)
+        for regex in self._regexes:
+            found = [n for n in names if regex.search(n)]
+            looking_for(f"tensors matching {regex.pattern!r}", found)
+            chosen.update(found)
+        return sorted(chosen)
 
     def _other_value(self, other, name, mode, mode_step):
         """The other run's value of ``name`` at ``(mode, mode_step)``, or None if it has none there."""
@@ -72,6 +83,8 @@ class SimilarAcrossRuns(Rule):
                 self.logger.debug("%s: %s has no tensor %s", self.rule_name, other.name, name)
                 return None
             return other.tensor(name).value(mode_step, mode=mode)
+        except MissingEventFile:
+            raise  # saved, but its file is gone: an error, not "nothing to compare"
         except (StepUnavailable, NoMoreData, TensorUnavailable, TensorUnavailableForStep) as e:
             self.logger.debug("%s: nothing to compare in %s for %s: %s", self.rule_name, other.name, name, e)
             return None
@@ -82,19 +95,24 @@ class SimilarAcrossRuns(Rule):
         if mode is None or mode == ModeKeys.GLOBAL:
             mode, mode_step = ModeKeys.GLOBAL, step
         where = f"step {step}" if mode == ModeKeys.GLOBAL else f"{mode.name} step {mode_step}"
+        compared = False
         for name in self._selected(base.tensor_names(step=step)):
-            try:
-                mine = np.asarray(base.tensor(name).value(step))
-            except TensorUnavailableForStep:
+            mine = value_at(base, name, step)
+            if mine is None:  # only reductions saved
                 continue
+            mine = np.asarray(mine)
             for other in self.other_trials:
                 theirs = self._other_value(other, name, mode, mode_step)
                 if theirs is None:
                     continue
+                compared = True
                 theirs = np.asarray(theirs)
                 difference = self._difference(mine, theirs)
                 if difference:
                     return f"{name} at {where} differs from run {other.name}: {difference}"
+        if not compared:
+            self.not_evaluated(f"found no tensor saved both here and in {', '.join(t.name for t in self.other_trials)} "
+                               "at the same step")
         return False
 
     def _difference(self, a: np.ndarray, b: np.ndarray):

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from smdebug.core.modes import ModeKeys
 from smdebug.exceptions import SMDebugValueError
-from smdebug.rules.generic.selection import scalar, select_tensors, value_at
+from smdebug.rules.generic.selection import every_tensor, reduction_at, scalar, select_tensors, value_at
+from smdebug.rules.evaluation import note_read
 from smdebug.rules.params import as_bool, as_float, as_int, as_list
 from smdebug.rules.rule import Rule
 
@@ -22,7 +24,7 @@ class _TensorRule(Rule):
 
     def tensors(self):
         if not (self.collection_names or self.tensor_regex):
-            return self.base_trial.tensor_names()
+            return every_tensor(self.base_trial)
         return select_tensors(self.base_trial, self.collection_names, self.tensor_regex)
 
     def values(self, step):
@@ -69,7 +71,12 @@ class AllZero(_TensorRule):
 
 class UnchangedTensor(_TensorRule):
     """Fires when an inspected tensor has not changed over its last ``num_steps`` saved steps (the current
-    one included), compared with ``numpy.allclose(rtol, atol, equal_nan)``."""
+    one included), compared with ``numpy.allclose(rtol, atol, equal_nan)``.
+
+    The saves compared are those of the current step's mode (TRAIN saves with TRAIN saves, EVAL with EVAL:
+    an activation's batch differs between training and evaluation); runs without modes compare global
+    steps. Saves whose shapes differ (a smaller last batch) count as changed.
+    """
 
     def __init__(self, base_trial, collection_names=None, tensor_regex=None, num_steps="3", rtol="1e-05",
                  atol="1e-08", equal_nan="False", other_trials=None, action_str=None):
@@ -78,31 +85,48 @@ class UnchangedTensor(_TensorRule):
         self.rtol = as_float(self.rule_name, "rtol", rtol)
         self.atol = as_float(self.rule_name, "atol", atol)
         self.equal_nan = as_bool(self.rule_name, "equal_nan", equal_nan)
-        # the values read at recent steps, per tensor: consecutive evaluations share num_steps - 1 of them
+        # the values read at recent steps, per (tensor, mode): consecutive evaluations share num_steps - 1
         self._recent = {}
 
-    def _value(self, tensor, step):
-        recent = self._recent.setdefault(tensor.name, {})
-        if step not in recent:
+    def _value(self, name, mode, step):
+        """The value at mode step ``step`` (None if only reductions were saved there)."""
+        recent = self._recent.setdefault((name, mode), {})
+        if step in recent:
+            note_read(name)
+        else:
             if len(recent) >= 2 * self.num_steps:
                 for old in sorted(recent)[: self.num_steps]:
                     del recent[old]
-            recent[step] = tensor.value(step)
+            recent[step] = value_at(self.base_trial, name, step, mode=mode)
         return recent[step]
 
+    def _same(self, a, b) -> bool:
+        if a.shape != b.shape:
+            return False
+        if a.dtype.kind in "fciub" and b.dtype.kind in "fciub":
+            return bool(np.allclose(a, b, rtol=self.rtol, atol=self.atol, equal_nan=self.equal_nan))
+        return bool(np.array_equal(a, b))  # strings and other non-numbers: exactly equal
+
     def invoke_at_step(self, step):
+        mode, mode_step = self.base_trial.mode_modestep(step)
+        if mode is None or mode == ModeKeys.GLOBAL:
+            mode, mode_step = ModeKeys.GLOBAL, step
+        where = "steps" if mode == ModeKeys.GLOBAL else f"{mode.name} steps"
+        judged = False
         for name in self.tensors():
-            tensor = self.base_trial.tensor(name)
-            steps = tensor.prev_steps(step, self.num_steps)
-            if len(steps) < self.num_steps or steps[-1] != step:
+            steps = self.base_trial.tensor(name).prev_steps(mode_step, self.num_steps, mode=mode)
+            if len(steps) < self.num_steps or steps[-1] != mode_step:
                 continue
-            try:
-                values = [self._value(tensor, s) for s in steps]
-            except Exception:  # noqa: BLE001 - only reductions saved for some step
+            values = [self._value(name, mode, s) for s in steps]
+            if any(v is None for v in values):
                 continue
-            if all(np.allclose(values[-1], v, rtol=self.rtol, atol=self.atol, equal_nan=self.equal_nan)
-                   for v in values[:-1]):
-                return f"{name} unchanged over steps {', '.join(map(str, steps))}"
+            judged = True
+            values = [np.asarray(v) for v in values]
+            if all(self._same(values[-1], v) for v in values[:-1]):
+                return f"{name} unchanged over {where} {', '.join(map(str, steps))}"
+        if not judged:
+            self.not_evaluated(f"needs a tensor saved at num_steps={self.num_steps} steps of one mode "
+                               "(the current step included)")
         return False
 
 
@@ -121,10 +145,10 @@ class TensorVariance(_TensorRule):
 
     def invoke_at_step(self, step):
         for name in self.tensors():
-            try:
-                variance = scalar(self.base_trial.tensor(name).reduction_value(step, "variance"))
-            except Exception:  # noqa: BLE001 - not saved at this step
+            value = reduction_at(self.base_trial, name, step, "variance")
+            if value is None:  # not saved at this step
                 continue
+            variance = scalar(value)
             if self.max_threshold is not None and variance > self.max_threshold:
                 return f"{name}: variance {variance:.4g} > max_threshold {self.max_threshold:g}"
             if self.min_threshold is not None and variance < self.min_threshold:

@@ -1,9 +1,10 @@
 from __future__ import annotations
 
-from smdebug.exceptions import TensorUnavailableForStep
-from smdebug.rules.generic.selection import scalar
+from smdebug.rules.generic.selection import reduction_at, scalar, select_tensors
 from smdebug.rules.params import as_float
 from smdebug.rules.rule import Rule
+
+GRADIENTS = "gradients"
 
 
 class VanishingGradient(Rule):
@@ -15,11 +16,11 @@ class VanishingGradient(Rule):
         self.threshold = as_float(self.rule_name, "threshold", threshold)
 
     def invoke_at_step(self, step):
-        for name in self.base_trial.tensor_names(collection="gradients"):
-            try:
-                mean_abs = scalar(self.base_trial.tensor(name).reduction_value(step, "mean", abs=True))
-            except TensorUnavailableForStep:
+        for name in select_tensors(self.base_trial, [GRADIENTS], []):
+            value = reduction_at(self.base_trial, name, step, "mean", abs=True)
+            if value is None:  # not saved at this step
                 continue
+            mean_abs = scalar(value)
             if mean_abs < self.threshold:
                 return f"{name}: mean |gradient| {mean_abs:.3g} < threshold {self.threshold:g}"
         return False

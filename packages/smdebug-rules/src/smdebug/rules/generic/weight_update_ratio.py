@@ -8,8 +8,9 @@ from typing import Optional
 import numpy as np
 
 from smdebug.core.modes import ModeKeys
-from smdebug.exceptions import SMDebugValueError, TensorUnavailableForStep
+from smdebug.exceptions import SMDebugValueError
 from smdebug.rules.generic.loss_rules import SavedSteps, contains, mode_label, step_in_mode
+from smdebug.rules.generic.selection import select_tensors, value_at
 from smdebug.rules.params import as_float, as_int
 from smdebug.rules.rule import Rule
 
@@ -61,8 +62,7 @@ class WeightUpdateRatio(Rule):
         self._warned_no_weights = False
 
     def _weights(self):
-        coll = self.base_trial.collections().get(WEIGHTS)
-        names = [n for n in self.base_trial.tensor_names() if coll.matches(n)] if coll is not None else []
+        names = select_tensors(self.base_trial, [WEIGHTS], [])
         if not names and not self._warned_no_weights:
             self.logger.warning("%s: the run has no tensors in the %r collection", self.rule_name, WEIGHTS)
             self._warned_no_weights = True
@@ -76,6 +76,7 @@ class WeightUpdateRatio(Rule):
         return steps[j] if j < i else None
 
     def invoke_at_step(self, step):
+        judged = False
         for name in self._weights():
             mode = ModeKeys.TRAIN if self._saved.steps(name, ModeKeys.TRAIN) else ModeKeys.GLOBAL
             s = step_in_mode(self.base_trial, step, mode)
@@ -85,15 +86,14 @@ class WeightUpdateRatio(Rule):
             p = self._previous(steps, s)
             if p is None:
                 continue
-            tensor = self.base_trial.tensor(name)
-            try:
-                now = np.asarray(tensor.value(s, mode=mode), dtype=np.float64)
-                before = np.asarray(tensor.value(p, mode=mode), dtype=np.float64)
-            except TensorUnavailableForStep:  # only reductions saved
+            now, before = value_at(self.base_trial, name, s, mode=mode), value_at(self.base_trial, name, p, mode=mode)
+            if now is None or before is None:  # only reductions saved
                 continue
+            now, before = np.asarray(now, dtype=np.float64), np.asarray(before, dtype=np.float64)
             if now.shape != before.shape:
                 self.logger.debug("%s: %s changed shape between steps %d and %d", self.rule_name, name, p, s)
                 continue
+            judged = True
             with np.errstate(all="ignore"):
                 ratio = float(np.linalg.norm((now - before).ravel()) / (np.linalg.norm(before.ravel()) + self.epsilon))
             where = f"between {mode_label(mode)}s {p} and {s}"
@@ -103,4 +103,7 @@ class WeightUpdateRatio(Rule):
                 return f"{name}: update/weight ratio {ratio:.4g} > large_threshold {self.large_threshold:g} {where}"
             if ratio < self.small_threshold:
                 return f"{name}: update/weight ratio {ratio:.4g} < small_threshold {self.small_threshold:g} {where}"
+        if not judged:
+            self.not_evaluated("needs two saves of a weight" + (f" at most num_steps={self.num_steps} steps apart"
+                                                                 if self.num_steps is not None else ""))
         return False

@@ -15,6 +15,7 @@ from typing import Dict, List, Optional
 import numpy as np
 
 from smdebug.exceptions import SMDebugValueError
+from smdebug.rules.evaluation import looking_for
 from smdebug.rules.generic.activation_rules import _check_regexes
 from smdebug.rules.generic.selection import select_tensors, value_at
 from smdebug.rules.params import as_float, as_int, as_list, in_range
@@ -101,7 +102,9 @@ class TreeDepth(Rule):
 
     def tree_depths(self, step: int) -> Optional[Dict[int, int]]:
         """{tree index: depth} of the trees saved at ``step`` (None if none were)."""
-        if not self.base_trial.has_tensor("trees/Node"):
+        has_nodes = self.base_trial.has_tensor("trees/Node")
+        looking_for("tensor 'trees/Node' (the trees collection)", ["trees/Node"] if has_nodes else [])
+        if not has_nodes:
             if not self._warned:
                 self._warned = True
                 self.logger.warning("%s: the run has no trees/Node tensor (save the trees collection)",
@@ -187,6 +190,7 @@ class FeatureImportanceOverweight(Rule):
     def invoke_at_step(self, step):
         values = self.importances(step)
         if values is None:
+            self.not_evaluated("judges at steps where a non-zero feature importance was saved")
             return False
         total = sum(values.values())
         ranked = sorted(values.items(), key=lambda item: (-item[1], item[0]))[: self.nfeatures]

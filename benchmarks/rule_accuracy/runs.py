@@ -1,0 +1,110 @@
+"""Training the scenarios, each once: runs are cached by scenario definition and code version.
+
+A run is written into ``<cache>/<scenario id>-<definition hash>-<code hash>/`` (the trial in ``run/``, what
+the label checks need in ``meta.json``), first under a temporary name and then renamed, so an interrupted
+training leaves nothing that looks finished. The code hash covers the modules that decide what is trained
+and saved (data, models and loops, hook configuration) and the versions of smdebug and the frameworks; the
+evaluation and report modules are not in it, so re-evaluating rules never retrains.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import importlib
+import json
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Optional
+
+from .scenarios import Scenario
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+#: the modules whose code decides what a run contains (with the framework's training module, TRAINERS, and
+#: its hook function in hooks.py)
+TRAINING_CODE = ("data.py",)
+TRAINERS = {"torch": "torch_runs", "keras": "keras_runs", "xgboost": "xgboost_runs"}
+_HOOKS = {"torch": "torch_hook", "keras": "keras_hook", "xgboost": "xgboost_hook"}
+_DISTRIBUTIONS = ("smdebug-core", "smdebug-torch", "smdebug-tf", "smdebug-xgboost", "torch", "tensorflow-cpu",
+                  "keras", "xgboost-cpu", "xgboost", "numpy", "scikit-learn")
+
+
+def cache_root() -> str:
+    return os.environ.get("SMDEBUG_RULE_ACCURACY_CACHE") or os.path.join(
+        os.path.expanduser("~"), ".cache", "smdebug-rule-accuracy")
+
+
+@lru_cache(maxsize=None)
+def code_version(framework: str) -> str:
+    """Hash of what decides a framework's runs: the data module, the framework's training module and hook
+    function, the versions of smdebug and the frameworks."""
+    import inspect
+    from importlib import metadata
+
+    from . import hooks
+
+    digest = hashlib.sha256(hooks.HOOK_CONFIG_VERSION.encode())
+    digest.update(inspect.getsource(getattr(hooks, _HOOKS[framework])).encode())
+    for name in (*TRAINING_CODE, TRAINERS[framework] + ".py"):
+        with open(os.path.join(HERE, name), "rb") as f:
+            digest.update(f.read())
+    for dist in _DISTRIBUTIONS:
+        try:
+            digest.update(f"{dist}={metadata.version(dist)}".encode())
+        except metadata.PackageNotFoundError:
+            digest.update(f"{dist}=none".encode())
+    return digest.hexdigest()[:12]
+
+
+@dataclass
+class TrainedRun:
+    scenario: Scenario
+    path: str  # the trial directory
+    facts: dict  # what the training function reported (names of layers, what the loss expects, ...)
+    train_seconds: float
+    cached: bool
+
+
+def _load(scenario: Scenario, entry: str) -> Optional[TrainedRun]:
+    meta_path = os.path.join(entry, "meta.json")
+    if not os.path.exists(meta_path):
+        return None
+    with open(meta_path) as f:
+        meta = json.load(f)
+    return TrainedRun(scenario, os.path.join(entry, "run"), meta["facts"], meta["train_seconds"], True)
+
+
+def ensure_run(scenario: Scenario, cache: Optional[str] = None) -> TrainedRun:
+    """The scenario's run, trained now unless the cache has it. Processes sharing a cache (pytest-xdist
+    workers) train each run once: the first takes a lock on the entry, the others wait and load it."""
+    root = cache or cache_root()
+    entry = os.path.join(root, f"{scenario.id}-{scenario.key()}-{code_version(scenario.framework)}")
+    found = _load(scenario, entry)
+    if found is not None:
+        return found
+    os.makedirs(root, exist_ok=True)
+    with open(entry + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        found = _load(scenario, entry)
+        return found if found is not None else _train(scenario, root, entry)
+
+
+def _train(scenario: Scenario, root: str, entry: str) -> TrainedRun:
+    work = tempfile.mkdtemp(dir=root, prefix=f".{scenario.id}-")
+    try:
+        trainer = importlib.import_module(f"{__package__}.{TRAINERS[scenario.framework]}")
+        started = time.perf_counter()
+        facts = trainer.train(scenario.train, os.path.join(work, "run"))
+        seconds = time.perf_counter() - started
+        with open(os.path.join(work, "meta.json"), "w") as f:
+            json.dump({"scenario": scenario.id, "definition": scenario.train, "facts": facts,
+                       "train_seconds": seconds}, f, indent=1)
+        os.replace(work, entry)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    return TrainedRun(scenario, os.path.join(entry, "run"), facts, seconds, False)

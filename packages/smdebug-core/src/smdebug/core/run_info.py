@@ -1,0 +1,46 @@
+"""Which framework wrote a run.
+
+Hooks record it in the collections file (``_meta.framework``: ``"pytorch"``, ``"tensorflow"``, ``"mxnet"``,
+``"xgboost"``: the hook's ``framework_name``). Runs without the record (written by the original smdebug, which
+reads ``_meta`` as a whole and so accepts the key, but never writes it) are recognised by the collections
+each framework's hook creates with its default regexes, which the collections file carries.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+FRAMEWORK_KEY = "framework"
+
+#: collections only one framework's hook creates
+_XGBOOST_COLLECTIONS = ("hyperparameters", "trees", "feature_importance", "average_shap", "full_shap")
+_TENSORFLOW_COLLECTIONS = ("optimizer_variables", "sm_metrics", "tensorflow_summaries")
+#: the default regex of the ``losses`` collection, which differs between PyTorch and MXNet
+_LOSS_REGEXES = {r"[Ll]oss_(?!input).*output": "pytorch", r".*loss._(?!input).*output": "mxnet"}
+
+
+def framework_of(source) -> Optional[str]:
+    """The framework of a run (a trial or its CollectionManager): the recorded one, else inferred from its
+    collections; None when neither tells."""
+    cm = getattr(source, "collection_manager", source)
+    recorded = getattr(cm, "meta", {}).get(FRAMEWORK_KEY)
+    if isinstance(recorded, str) and recorded.strip():
+        return recorded.strip()
+    return infer_framework(getattr(cm, "collections", {}))
+
+
+def infer_framework(collections) -> Optional[str]:
+    """The framework whose hook creates these collections (name -> Collection), None if unknown."""
+    if any(name in collections for name in _XGBOOST_COLLECTIONS):
+        return "xgboost"
+    if any(name in collections for name in _TENSORFLOW_COLLECTIONS):
+        return "tensorflow"
+    losses = collections.get("losses")
+    for regex in getattr(losses, "include_regex", None) or ():
+        if regex in _LOSS_REGEXES:
+            return _LOSS_REGEXES[regex]
+    return None
+
+
+def record_framework(collection_manager, framework: str) -> None:
+    collection_manager.meta[FRAMEWORK_KEY] = framework

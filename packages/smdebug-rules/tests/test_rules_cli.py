@@ -1,0 +1,253 @@
+"""``smdebug rules`` as a command-line tool: a verdict and an exit status for every outcome, results on
+stdout and the rest on stderr, quiet when asked, progress bars only on a terminal, typos answered with the
+close names, s3:// everywhere a path goes, and no traceback when the reader of its output goes away."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import pty
+import re
+import select
+import shutil
+import struct
+import subprocess
+import sys
+import termios
+import time
+
+import pytest
+
+from smdebug.rules.results import (
+    ERROR,
+    EXIT_CODES,
+    IN_PROGRESS,
+    ISSUES,
+    NO_ISSUES,
+    NOT_EVALUATED,
+    RuleResult,
+    RunResult,
+)
+
+from _hooks import write_run
+
+CLI = [sys.executable, "-m", "smdebug.cli.main"]
+
+
+def smdebug(*args, env=None, timeout=120, **kwargs):
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})}, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cli-runs")
+    healthy = write_run(root / "healthy", [1e-3] * 4)
+    vanishing = write_run(root / "vanishing", [1e-3, 1e-9, 1e-3])
+    missing = shutil.copytree(healthy, root / "missing")
+    shutil.rmtree(missing / "events")
+    unfinished = write_run(root / "unfinished", [1e-3] * 3, close=False)
+    return {"healthy": healthy, "vanishing": vanishing, "missing": str(missing), "unfinished": unfinished}
+
+
+# --- verdicts and exit statuses ----------------------------------------------------------------------------
+@pytest.mark.parametrize("statuses, expected", [
+    ((NO_ISSUES,), NO_ISSUES),
+    ((IN_PROGRESS, NO_ISSUES), IN_PROGRESS),
+    ((NOT_EVALUATED, IN_PROGRESS, NO_ISSUES), NOT_EVALUATED),
+    ((ISSUES, NOT_EVALUATED, IN_PROGRESS), ISSUES),
+    ((NO_ISSUES, ISSUES, ERROR, NOT_EVALUATED), ERROR),
+])
+def test_the_run_status_is_the_first_of_error_issues_not_evaluated_in_progress(statuses, expected):
+    result = RunResult(trial="t", rules=[RuleResult(name=s, requested_as=s, status=s) for s in statuses])
+    assert result.status == expected and result.exit_code == EXIT_CODES[expected]
+    assert EXIT_CODES == {NO_ISSUES: 0, IN_PROGRESS: 0, ISSUES: 1, ERROR: 2, NOT_EVALUATED: 3}
+
+
+@pytest.mark.parametrize("run, rules, code, status", [
+    ("healthy", ["vanishing_gradient"], 0, NO_ISSUES),
+    ("vanishing", ["vanishing_gradient", "dead_relu"], 1, ISSUES),  # IssuesFound before NotEvaluated
+    ("healthy", ["vanishing_gradient", "dead_relu"], 3, NOT_EVALUATED),
+    ("missing", ["vanishing_gradient", "dead_relu"], 2, ERROR),  # Error before NotEvaluated
+    ("unfinished", ["vanishing_gradient", "dead_relu"], 0, IN_PROGRESS),
+])
+def test_each_outcome_has_its_verdict_and_exit_status(runs, run, rules, code, status):
+    args = [a for rule in rules for a in ("--rule", rule)]
+    proc = smdebug("rules", "run", runs[run], *args, "--json")
+    assert proc.returncode == code, proc.stderr
+    document = json.loads(proc.stdout)
+    assert document["status"] == status and document["exit_code"] == code
+    by_name = {r["name"]: r for r in document["rules"]}
+    if "DeadRelu" in by_name:  # a run with no ReLU output saved
+        relu = by_name["DeadRelu"]
+        if run == "unfinished":
+            assert relu["status"] == IN_PROGRESS and relu["detail"].startswith("nothing evaluated yet: looked for")
+        else:
+            assert relu["status"] == NOT_EVALUATED and relu["steps_evaluated"] == 0
+            assert relu["detail"].startswith("looked for collection 'relu_activations' -> none; tensors matching "
+                                             "'.*relu_output' -> none; the run has ")
+    if run == "missing":
+        vg = by_name["VanishingGradient"]
+        assert vg["error_file"].startswith(os.path.join(runs["missing"], "events")) and vg["error_step"] == 0
+
+
+def test_the_verdict_table_goes_to_stdout_the_rest_to_stderr(runs):
+    proc = smdebug("rules", "run", runs["vanishing"], "--rule", "vanishing_gradient", "--rule", "dead_relu")
+    assert proc.returncode == 1
+    out, err = proc.stdout, proc.stderr
+    assert out.splitlines()[-1] == "result: IssuesFound (exit status 1)"
+    table = "\n".join(out.splitlines()[1:-1])
+    assert "VanishingGradient  IssuesFound" in table and "first at step 1: gradient/w: mean |gradient| 1e-09" in table
+    assert "DeadRelu           NotEvaluated" in table and "tensors matching '.*relu_output' -> none" in table
+    assert "[VanishingGradient] issue at step 1 (GLOBAL 1)" in err and "evaluating" in err
+    assert "[VanishingGradient]" not in out and "\r" not in err  # no counter running into other output
+
+
+def test_quiet_prints_nothing_but_json_when_asked(runs):
+    proc = smdebug("rules", "run", runs["vanishing"], "--rule", "vanishing_gradient", "-q")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", "")
+    proc = smdebug("rules", "run", runs["vanishing"], "--rule", "vanishing_gradient", "-q", "--json")
+    assert proc.returncode == 1 and proc.stderr == "" and json.loads(proc.stdout)["status"] == ISSUES
+    proc = smdebug("rules", "run", runs["missing"], "--rule", "vanishing_gradient", "-q")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (2, "", "")
+
+
+def test_a_misspelt_rule_is_an_error_with_the_close_names(runs):
+    proc = smdebug("rules", "run", runs["healthy"], "--rule", "exploding_tensor", "--rule", "vanishing_gradiant")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.strip() == ("smdebug rules run: unknown rule 'vanishing_gradiant'; did you mean "
+                                   "VanishingGradient? (`smdebug rules list` shows every rule)")
+    proc = smdebug("rules", "show", "dead_relus")
+    assert proc.returncode == 2 and "did you mean DeadRelu?" in proc.stderr
+
+
+def test_a_missing_run_directory_is_a_message(tmp_path):
+    proc = smdebug("rules", "run", str(tmp_path / "nope"), "--rule", "vanishing_gradient")
+    assert proc.returncode == 2 and proc.stderr.strip() == f"smdebug rules run: {tmp_path / 'nope'}: no such directory"
+
+
+def test_help_explains_verdicts_examples_and_exit_codes():
+    proc = smdebug("rules", "run", "--help")
+    assert proc.returncode == 0
+    for text in ("NotEvaluated (the run has nothing the rule can evaluate", "examples:",
+                 "smdebug rules run /tmp/run --rule vanishing_gradient", "exit status:", "0  no issues found",
+                 "1  issues found", "2  error", "3  not evaluated", "s3://"):
+        assert text in proc.stdout, text
+
+
+# --- a reader that goes away ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("args", [("rules", "show", "dead_relu"), ("rules", "list"), ("rules", "list", "--json")])
+def test_a_closed_pipe_is_no_traceback(args):
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before anything is written: every write fails with EPIPE
+    try:
+        proc = subprocess.run([*CLI, *args], stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write_end)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    # and the shell's way: `smdebug rules show dead_relu | head -1`
+    command = " ".join([*(f"'{a}'" for a in CLI), *args]) + " | head -1; exit ${PIPESTATUS[0]}"
+    shell = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=120)
+    assert shell.returncode == 0 and shell.stderr == "" and len(shell.stdout.splitlines()) == 1, shell.stderr
+
+
+# --- progress bars -------------------------------------------------------------------------------------------
+def _run_with_stderr_on_a_terminal(args, timeout=120):
+    """Run the command with stderr on a pseudo-terminal (stdout piped); returns (code, stdout, terminal text)."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # a terminal has a size
+    proc = subprocess.Popen([*CLI, *args], stdout=subprocess.PIPE, stderr=slave, text=True)
+    os.close(slave)
+    seen = b""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([master], [], [], 0.1)
+        if ready:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # the terminal closed with the process
+                break
+            if not chunk:
+                break
+            seen += chunk
+        elif proc.poll() is not None:
+            break
+    out = proc.communicate(timeout=timeout)[0]
+    os.close(master)
+    return proc.returncode, out, seen.decode("utf-8", "replace")
+
+
+def test_a_progress_bar_is_drawn_only_when_stderr_is_a_terminal(runs):
+    args = ["rules", "run", runs["vanishing"], "--rule", "vanishing_gradient", "--follow", "--timeout", "30"]
+    code, out, terminal = _run_with_stderr_on_a_terminal(args)
+    assert code == 1 and out.splitlines()[-1] == "result: IssuesFound (exit status 1)"
+    assert "evaluating: " in terminal and "step/s" in terminal and "\r" in terminal, terminal  # tqdm's bar
+    assert "[VanishingGradient] issue at step 1" in terminal
+    piped = smdebug(*args)
+    assert piped.returncode == 1 and "evaluating: " not in piped.stderr and "\r" not in piped.stderr
+    code, out, terminal = _run_with_stderr_on_a_terminal([*args, "--no-progress"])
+    assert code == 1 and "evaluating: " not in terminal
+    code, out, terminal = _run_with_stderr_on_a_terminal([*args, "-q"])
+    assert code == 1 and terminal == "" and out == ""
+    forced = smdebug(*args, "--progress")
+    assert forced.returncode == 1 and "evaluating: " in forced.stderr
+
+
+# --- s3:// paths -----------------------------------------------------------------------------------------------
+def _upload(local: str, bucket: str, prefix: str) -> None:
+    import boto3
+
+    s3 = boto3.client("s3")
+    for folder, _, files in os.walk(local):
+        for name in files:
+            path = os.path.join(folder, name)
+            s3.upload_file(path, bucket, f"{prefix}/{os.path.relpath(path, local)}")
+
+
+def test_every_path_option_takes_s3(runs, aws):
+    pytest.importorskip("smdebug.core.storage.s3")
+    import boto3
+
+    s3 = boto3.client("s3")
+    s3.create_bucket(Bucket="rules")
+    _upload(runs["vanishing"], "rules", "runs/vanishing")
+    _upload(runs["healthy"], "rules", "runs/healthy")
+    proc = smdebug("rules", "run", "s3://rules/runs/vanishing", "--rule", "vanishing_gradient",
+                   "--rule", "similar_across_runs", "--param", "collection_names=gradients",
+                   "--other-trials", "s3://rules/runs/healthy", "-o", "s3://rules/runs/vanishing/rule_results.json",
+                   env=aws.env)
+    assert proc.returncode == 1, proc.stderr
+    assert not os.path.exists("s3:") and not os.path.exists(os.path.join(os.getcwd(), "s3:"))
+    saved = json.loads(s3.get_object(Bucket="rules", Key="runs/vanishing/rule_results.json")["Body"].read())
+    assert saved["status"] == ISSUES and saved["trial"] == "s3://rules/runs/vanishing/"
+    by_name = {r["name"]: r for r in saved["rules"]}
+    assert [f["step"] for f in by_name["VanishingGradient"]["findings"]] == [1]
+    assert [f["step"] for f in by_name["SimilarAcrossRuns"]["findings"]] == [1]  # 1e-9 here, 1e-3 there
+    proc = smdebug("rules", "run", runs["healthy"], "--rule", "vanishing_gradient", "-o", "s3://no-such-bucket/x.json",
+                   env=aws.env)
+    assert proc.returncode == 2 and "cannot write s3://no-such-bucket/x.json" in proc.stderr
+
+
+def test_output_to_a_local_file_is_written_atomically(runs, tmp_path):
+    target = tmp_path / "deep" / "rule_results.json"
+    proc = smdebug("rules", "run", runs["healthy"], "--rule", "dead_relu", "-o", str(target), "-q")
+    assert proc.returncode == 3 and json.loads(target.read_text())["rules"][0]["status"] == NOT_EVALUATED
+    assert os.listdir(target.parent) == ["rule_results.json"]
+
+
+# --- the report shows what was not evaluated, and errors, as such --------------------------------------------
+def test_the_report_does_not_show_not_evaluated_or_errors_as_a_pass(runs, tmp_path):
+    pytest.importorskip("bokeh")
+    results = tmp_path / "results.json"
+    smdebug("rules", "run", runs["missing"], "--rule", "vanishing_gradient", "--rule", "dead_relu", "-o",
+            str(results), "-q")
+    html = tmp_path / "report.html"
+    proc = smdebug("report", runs["healthy"], "--rules", str(results), "-o", str(html))
+    assert proc.returncode == 0, proc.stderr
+    text = html.read_text()
+    # both shown as what they are, neither as a pass
+    assert re.search(r'<span class="badge skip"[^>]*>NotEvaluated</span>', text)
+    assert re.search(r'<span class="badge err"[^>]*>Error</span>', text)
+    assert "tensors matching &#x27;.*relu_output&#x27; -&gt; none" in text
+    assert "MissingEventFile" in text and 'class="badge ok"' not in text

@@ -1,0 +1,80 @@
+"""What the hook recognises in a PyTorch model by type: activation modules and classification losses.
+
+Activation modules (instances of these ``torch.nn`` classes or of subclasses of them) have their inputs
+and outputs in the kind's collection (``smdebug.core.activations``), whatever the module is called:
+
+==============  ======================================
+kind            torch.nn classes
+==============  ======================================
+relu            ReLU, ReLU6
+leaky_relu      LeakyReLU, PReLU, RReLU
+elu             ELU, SELU, CELU
+gelu            GELU
+silu            SiLU
+tanh            Tanh
+sigmoid         Sigmoid
+softmax         Softmax, LogSoftmax, Softmax2d
+softplus        Softplus
+==============  ======================================
+
+Only modules are seen: ``torch.nn.functional.relu(x)`` or ``torch.tanh(x)`` inside a ``forward`` runs no
+module hook, so it is in no collection (use an ``nn.ReLU()`` module where a rule should see it).
+
+Classification losses: their first input is the prediction (scores, logits or log-probabilities over the
+classes, the class being the argmax over the last axis) and their second the class ids, so the loss module's
+inputs are the run's ``predictions`` and ``labels``. Only losses where that holds for sure are listed; a
+``BCEWithLogitsLoss`` is not (its predictions are logits of one class, which the classification rules would
+read as class ids), nor are regression losses. The classification rules take the class axis to be the last
+one: right for the usual ``(batch, classes)`` scores, not for per-pixel ``(batch, classes, H, W)`` scores.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Dict, List, Optional
+
+import torch
+
+from smdebug.core.activations import ActivationLayer, io_regex
+
+_KINDS = (
+    (("ReLU", "ReLU6"), "relu"),
+    (("LeakyReLU", "PReLU", "RReLU"), "leaky_relu"),
+    (("ELU", "SELU", "CELU"), "elu"),
+    (("GELU",), "gelu"),
+    (("SiLU",), "silu"),
+    (("Tanh",), "tanh"),
+    (("Sigmoid",), "sigmoid"),
+    (("Softmax", "LogSoftmax", "Softmax2d"), "softmax"),
+    (("Softplus",), "softplus"),
+)
+_CLASSES = tuple((tuple(getattr(torch.nn, n) for n in names if hasattr(torch.nn, n)), kind) for names, kind in _KINDS)
+#: (prediction: scores over classes, or one probability for BCELoss; target: class ids or 0/1)
+CLASSIFICATION_LOSSES = tuple(getattr(torch.nn, n) for n in ("CrossEntropyLoss", "NLLLoss", "BCELoss", "MultiMarginLoss")
+                              if hasattr(torch.nn, n))
+
+
+def activation_kind(module) -> Optional[str]:
+    for classes, kind in _CLASSES:
+        if isinstance(module, classes):
+            return kind
+    return None
+
+
+def activation_layers(model: torch.nn.Module, name_of: Callable[[torch.nn.Module], Optional[str]]
+                      ) -> Dict[str, List[ActivationLayer]]:
+    """kind -> the activation modules of ``model`` (each once, also when used at several places)."""
+    found: Dict[str, List[ActivationLayer]] = {kind: [] for _, kind in _KINDS}
+    for module in model.modules():  # (each module once, however often the model uses it)
+        kind = activation_kind(module)
+        if kind is None:
+            continue
+        name = name_of(module)
+        if name is None:
+            continue
+        found[kind].append(ActivationLayer(name, type(module).__name__, io_regex(name, "input"),
+                                           io_regex(name, "output")))
+    return found
+
+
+def is_classification_loss(loss_module) -> bool:
+    return isinstance(loss_module, CLASSIFICATION_LOSSES)
