@@ -17,7 +17,7 @@ def train(out_dir, scaler=None, register_optimizer=False, steps=STEPS):
     model, loss_fn = MLP(), nn.CrossEntropyLoss()
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     hook = smd.Hook(out_dir=out_dir, save_config=smd.SaveConfig(save_interval=1),
-                    include_collections=["weights", "gradients", "losses", "outputs"])
+                    include_collections=["weights", "gradients", "losses", "layers"])
     hook.register_module(model)
     hook.register_loss(loss_fn)
     if register_optimizer:

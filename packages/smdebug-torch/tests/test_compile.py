@@ -98,7 +98,7 @@ def baseline():
 def eager_trial(tmp_path_factory):
     """What the hook saves from the eager model (the reference for every compiled run)."""
     out = str(tmp_path_factory.mktemp("eager") / "run")
-    trial, _, _ = train(out, how="eager", collections=WGL + ["outputs", "inputs"])
+    trial, _, _ = train(out, how="eager", collections=WGL + ["layers"])
     return trial
 
 
@@ -127,20 +127,33 @@ def test_weights_gradients_losses_cost_no_graph_break_or_recompile(tmp_path, bas
 
 
 def test_layer_inputs_outputs_of_a_compiled_model_equal_eager(tmp_path, baseline, eager_trial):
-    trial, counts, _ = train(str(tmp_path / "run"), collections=WGL + ["outputs", "inputs"])
+    trial, counts, _ = train(str(tmp_path / "run"), collections=WGL + ["layers"])
     # the traced hooks add outputs to the one graph: no break, no recompilation on the quiet steps
     assert counts == baseline[0]
-    names = trial.tensor_names(collection="outputs") + trial.tensor_names(collection="inputs")
+    names = trial.tensor_names(collection="layers")
     assert {"fc1_output_0", "relu_output_0", "relu_output_1", "MLP_output_0", "fc1_input_0",
             "MLP_input_0"} <= set(names)
     assert_same_values(trial, eager_trial, names)
+
+
+def test_activation_collections_of_a_compiled_model(tmp_path, baseline, eager_trial):
+    """Collections chosen by layer type (``relu_activations``) and the model's own ``inputs``/``outputs``:
+    only the modules they name are hooked, and the values equal eager's."""
+    trial, counts, _ = train(str(tmp_path / "run"), collections=["relu_activations", "inputs", "outputs"])
+    assert counts == baseline[0]
+    assert set(trial.tensor_names(collection="relu_activations")) == {
+        "relu_input_0", "relu_input_1", "relu_output_0", "relu_output_1"}
+    assert trial.tensor_names(collection="inputs") == ["MLP_input_0"]
+    assert trial.tensor_names(collection="outputs") == ["MLP_output_0"]
+    assert not any(n.startswith("fc") for n in trial.tensor_names())
+    assert_same_values(trial, eager_trial, trial.tensor_names())
 
 
 def test_nothing_from_dynamo_in_the_logs(tmp_path, caplog):
     caplog.set_level(logging.WARNING)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        train(str(tmp_path / "run"), collections=WGL + ["outputs"], save_interval=3, steps=9)
+        train(str(tmp_path / "run"), collections=WGL + ["layers"], save_interval=3, steps=9)
     torch_records = [r for r in caplog.records if r.name.startswith("torch")]
     assert torch_records == []
     assert [w for w in caught if "torch" in str(w.filename)] == []
@@ -173,7 +186,7 @@ def test_a_compiled_function_that_calls_the_model_costs_one_break(tmp_path, base
 def test_inductor(tmp_path, eager_trial):
     """The default backend: generated code, same counts as without the hook, values equal to eager."""
     _, plain, _ = train(None, backend="inductor", hooked=False, steps=3)
-    trial, counts, _ = train(str(tmp_path / "run"), backend="inductor", collections=WGL + ["outputs"], steps=3)
+    trial, counts, _ = train(str(tmp_path / "run"), backend="inductor", collections=WGL + ["layers"], steps=3)
     assert counts == plain
     assert trial.steps() == [0, 2]
     assert_same_values(trial, eager_trial, trial.tensor_names())
