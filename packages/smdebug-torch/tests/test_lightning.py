@@ -90,16 +90,29 @@ def test_modes_and_the_trainers_global_step(run):
 
 def test_losses_and_logged_metrics(run):
     trial, _, _ = run
-    # the loss of both batches of each accumulated step
+    TRAIN, EVAL = smd.modes.TRAIN, smd.modes.EVAL
+    # the loss of both batches of each accumulated step, as training_step computed it (Lightning hands
+    # callbacks the loss divided by accumulate_grad_batches)
     for name in ("loss_output_0", "loss_output_1"):
-        assert trial.tensor(name).steps(mode=smd.modes.TRAIN) == [0, 1, 2]
-    assert trial.tensor("loss_output_0").steps(mode=smd.modes.EVAL) == list(range(6))
+        assert trial.tensor(name).steps(mode=TRAIN) == [0, 1, 2]
+    assert trial.tensor("loss_output_0").steps(mode=EVAL) == list(range(6))
     assert {"train_loss", "val_loss", "loss_output_0"} <= set(trial.tensor_names(collection="losses"))
-    assert "train_acc" in trial.tensor_names(collection="metrics")
-    # self.log("train_loss") at the end of the step is the step's last batch's loss
+    assert trial.tensor_names(collection="metrics") == ["train_acc"]
+    # self.log(...) values of the step, the last batch's under gradient accumulation
+    assert trial.tensor("train_loss").steps(mode=TRAIN) == trial.tensor("train_acc").steps(mode=TRAIN) == [0, 1, 2]
     for step in (0, 1, 2):
-        assert trial.tensor("train_loss").value(step, mode=smd.modes.TRAIN) == pytest.approx(
-            trial.tensor("loss_output_1").value(step, mode=smd.modes.TRAIN))
+        assert trial.tensor("train_loss").value(step, mode=TRAIN) == pytest.approx(
+            trial.tensor("loss_output_1").value(step, mode=TRAIN), rel=1e-6)
+        assert 0 <= trial.tensor("train_acc").value(step, mode=TRAIN) <= 1
+    # each evaluation batch logs its val_loss; a training value never shows up in an EVAL step
+    assert trial.tensor("val_loss").steps(mode=EVAL) == list(range(6))
+    assert trial.tensor("val_loss").steps(mode=TRAIN) == []
+    assert trial.tensor("train_loss").steps(mode=EVAL) == []
+    for step in range(6):
+        assert trial.tensor("val_loss").value(step, mode=EVAL) == pytest.approx(
+            trial.tensor("loss_output_0").value(step, mode=EVAL), rel=1e-6)
+    # validate() and test() ran the same batches with the same (final) weights
+    np.testing.assert_allclose(trial.tensor("val_loss").value(2, mode=EVAL), trial.tensor("val_loss").value(4, mode=EVAL))
 
 
 def test_weights_and_gradients_per_optimizer_step(run):

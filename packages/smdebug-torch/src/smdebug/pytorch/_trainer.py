@@ -34,10 +34,14 @@ def resolve_hook(hook: Optional[Hook], hook_kwargs: Mapping[str, Any]) -> Option
 
 def take_over(hook: Hook, model: torch.nn.Module) -> None:
     """The callback follows ``model`` from now on: the zero-code attach (if it runs) stands down, and a
-    model it registered by its first forward call gives way."""
+    model it registered by its first forward call gives way. A hook with the default configuration
+    (losses) saves the trainer's metrics too."""
     from smdebug.pytorch import zero_code
 
     zero_code.hand_over(hook)
+    if hook.has_default_hook_configuration() and CollectionKeys.METRICS not in hook.include_collections:
+        # (as the Keras hook's defaults: the losses, and the metrics the trainer logs)
+        hook.include_collections.append(CollectionKeys.METRICS)
     if hook.model is not None and hook.model is not model and getattr(hook.model, "_orig_mod", None) is not model:
         logger.info("smdebug: the trainer's model replaces %s in the hook", hook.model_name)
         hook.remove()

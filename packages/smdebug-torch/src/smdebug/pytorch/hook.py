@@ -559,26 +559,38 @@ class Hook(BaseHook):
         self._rewire_later()
 
     def _save_named(self, name: str, value, collection: str) -> None:
-        """Save a value a trainer reports (a logged metric, the learning rate) under its own name in
-        ``collection`` (created and included on first use), at a step where that collection is due."""
-        if self._disabled:
+        """Save a value a trainer reports (a logged metric, the learning rate) under its own name, added
+        to ``collection``, if that collection is included and due at this step; once per step (the first
+        value of the step is kept)."""
+        if self._disabled or not self._in_step:
             return
         try:
             with self._step_lock:
                 coll = self.collection_manager.get(collection)
                 if name not in coll.tensor_names:
+                    # a new name changes the collections: prepared again, and the due ones of this step
+                    # recomputed (a collection empty until now was not included), as save_tensor does
                     coll.add_tensor_name(name)
-                if collection not in self.include_collections:
-                    self.include_collections.append(collection)  # (due from the next step on)
-                if self._in_step and collection in self._due:
-                    saved = self._named_saved
-                    if saved[0] != self.step:
-                        saved = self._named_saved = (self.step, set())
-                    if name not in saved[1]:  # (a trainer may report a value twice in a step)
-                        saved[1].add(name)
-                        self._record(name, value, force_collections=(coll,))
+                    self._prepare_collections()
+                    if self._is_writer:
+                        self._due = self._compute_due()
+                    if self._due and self._writer is None and not self.dry_run:
+                        self._start_writing()
+                if collection not in self._due:
+                    return
+                saved = self._named_saved
+                if saved[0] != self.step:
+                    saved = self._named_saved = (self.step, set())
+                if name not in saved[1]:
+                    saved[1].add(name)
+                    self._record(name, value, force_collections=(coll,))
         except Exception as e:  # noqa: BLE001
             self._fail(f"saving {name}", e)
+
+    def _may_be_empty(self, collection: str) -> bool:
+        # (a trainer callback fills "metrics" with the names the trainer logs, as they come)
+        return super()._may_be_empty(collection) or (collection == CollectionKeys.METRICS
+                                                     and bool(self._external_modes))
 
     def _record_output_loss(self, outputs) -> None:
         """The model's output carries the loss (``outputs.loss`` / ``outputs["loss"]``, as Hugging Face

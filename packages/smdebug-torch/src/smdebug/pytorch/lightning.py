@@ -11,10 +11,15 @@ trainer = L.Trainer(callbacks=[SmdebugCallback(out_dir="/tmp/run", include_colle
 * Steps: a TRAIN step is one optimizer step, numbered by the trainer's ``global_step`` (the batches of
   gradient accumulation belong to it); each EVAL/PREDICT batch is one step of its mode.
 * Saved: parameters at the start of the step, gradients at Lightning's ``on_before_optimizer_step``
-  (unscaled under mixed precision), the loss ``training_step`` returns (``loss_output_<i>``) and what
-  the module logs with ``self.log`` (``trainer.callback_metrics`` at the end of the step, each under its
-  own name: ``losses`` collection for names with "loss", ``metrics`` for the others), plus everything the
-  hook's collections ask for (layer inputs/outputs...).
+  (unscaled under mixed precision), the loss ``training_step`` (``validation_step``, ``test_step``)
+  returns (``loss_output_<i>``, one per batch, as the step computed it: not divided by
+  ``accumulate_grad_batches``), and each value the module logs with ``self.log``/``self.log_dict`` during
+  a step, under its own name (``losses`` collection for names with "loss", ``metrics`` for the others;
+  the value of the step's last batch): the value logged, not the epoch aggregate Lightning computes
+  from it. Values logged between steps (``on_train_epoch_end``) belong to no step and are not saved;
+  ``on_validation_epoch_end``'s go into the loop's last step. Plus everything the hook's collections ask
+  for (layer inputs/outputs, activations...). With the default configuration the ``metrics`` collection
+  is included too.
 * Works with the ``lightning`` package and with ``pytorch_lightning``; with DDP every rank runs the
   callback, and ``include_workers`` decides which ranks write.
 
@@ -25,7 +30,9 @@ The hook comes from ``SmdebugCallback(hook=...)``, or is built from keyword argu
 from __future__ import annotations
 
 import importlib
-from typing import Optional
+from typing import Mapping, Optional
+
+import torch
 
 from smdebug.core.modes import ModeKeys
 from smdebug.pytorch import _trainer
@@ -58,6 +65,8 @@ class _Follower:
         self.hook: Optional[Hook] = None
         self._active = False
         self._train_step: Optional[int] = None  # the global step of the TRAIN step open in the hook
+        self._logged: dict = {}  # name -> value the module logged in the open step
+        self._log_wrapper = None
 
     # -- set-up ------------------------------------------------------------------------------------
     def setup(self, trainer, pl_module, stage: str) -> None:
@@ -70,11 +79,41 @@ class _Follower:
         _trainer.take_over(self.hook, pl_module)
         # Every step is begun and ended here; gradients are saved at on_before_optimizer_step
         self.hook._follow_trainer(tuple(ModeKeys), gradients="manual")
+        self._listen_to_log(pl_module)
         self._active = True
+
+    def teardown(self, trainer, pl_module, stage: str) -> None:
+        if pl_module.__dict__.get("log") is self._log_wrapper:
+            del pl_module.log  # the class's own method again
+
+    def _listen_to_log(self, pl_module) -> None:
+        """Keep what the module logs during a step (``self.log``; ``log_dict`` calls it): the
+        instance's ``log`` is wrapped until teardown."""
+        if pl_module.__dict__.get("log") is self._log_wrapper and self._log_wrapper is not None:
+            return
+        original, logged = pl_module.log, self._logged
+
+        def log(name, value, *args, **kwargs):
+            result = original(name, value, *args, **kwargs)  # (Lightning's own errors are the script's)
+            hook = self.hook
+            if hook is not None and hook._in_step:
+                # (the last value of the step is saved, at its end: see _save_logged)
+                logged[name] = value.detach() if isinstance(value, torch.Tensor) else value
+            return result
+
+        self._log_wrapper = log
+        pl_module.log = log
+
+    def _save_logged(self) -> None:
+        if self._logged:
+            _trainer.save_logged(self.hook, self._logged)
+            self._logged.clear()
 
     def _end_step(self) -> None:
         if self.hook._in_step:
+            self._save_logged()
             self.hook.end_step()
+        self._logged.clear()
         self._train_step = None
 
     # -- training ----------------------------------------------------------------------------------
@@ -96,9 +135,10 @@ class _Follower:
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
         if not self._active:
             return
-        self._save_loss(outputs)
+        # Under automatic optimization Lightning hands callbacks the loss divided by accumulate_grad_batches
+        # (what backward ran on); the loss training_step computed is saved
+        self._save_loss(outputs, trainer.accumulate_grad_batches if pl_module.automatic_optimization else 1)
         if trainer.global_step != self._train_step:  # the optimizer stepped: the step is complete
-            _trainer.save_logged(self.hook, trainer.callback_metrics)
             self._end_step()
 
     def on_train_end(self, trainer, pl_module) -> None:
@@ -114,18 +154,15 @@ class _Follower:
         self.hook.begin_step()
 
     def _eval_batch_end(self, trainer, outputs) -> None:
-        # (the step stays open until the next batch or the end of the loop: what is logged for the epoch
-        # is in callback_metrics only then, and goes into the loop's last step)
+        # (the step stays open until the next batch or the end of the loop: what on_*_epoch_end logs
+        # goes into the loop's last step)
         if not self._active or trainer.sanity_checking:
             return
         self._save_loss(outputs)
-        _trainer.save_logged(self.hook, trainer.callback_metrics)
 
     def _eval_end(self, trainer) -> None:
         if not self._active or trainer.sanity_checking:
             return
-        if self.hook._in_step:
-            _trainer.save_logged(self.hook, trainer.callback_metrics)
         self._end_step()
 
     def on_validation_end(self, trainer, pl_module) -> None:
@@ -160,10 +197,11 @@ class _Follower:
             self._end_step()
 
     # -- helpers -----------------------------------------------------------------------------------
-    def _save_loss(self, outputs) -> None:
-        loss = outputs.get("loss") if isinstance(outputs, dict) else outputs
-        if loss is not None and hasattr(loss, "detach") and getattr(loss, "numel", lambda: 0)() == 1:
-            self.hook.record_tensor_value("loss", loss.detach())
+    def _save_loss(self, outputs, normalized_by: int = 1) -> None:
+        loss = outputs.get("loss") if isinstance(outputs, Mapping) else outputs
+        if isinstance(loss, torch.Tensor) and loss.numel() == 1:
+            loss = loss.detach()
+            self.hook.record_tensor_value("loss", loss * normalized_by if normalized_by != 1 else loss)
 
 
 _classes = {}

@@ -82,20 +82,16 @@ class SmdebugCallback(TrainerCallback):
             self.hook.set_mode(ModeKeys.TRAIN)
             self.hook.begin_step(mode_step=state.global_step)
 
-    def on_step_end(self, args, state, control, optimizer=None, lr_scheduler=None, **kwargs):
-        # (the step stays open until the next one or an evaluation: on_log comes after on_step_end)
-        if self.hook is None or not self.hook._due:
+    def on_optimizer_step(self, args, state, control, optimizer=None, **kwargs):
+        # the learning rate the optimizer just applied (on_step_end comes after the scheduler's step)
+        if self.hook is None or not self.hook._due or optimizer is None:
             return
-        lr = None
-        if lr_scheduler is not None and hasattr(lr_scheduler, "get_last_lr"):
-            lr = lr_scheduler.get_last_lr()[0]
-        elif optimizer is not None:
-            lr = optimizer.param_groups[0]["lr"]
-        if lr is not None:
-            self.hook._save_named("learning_rate", float(lr), CollectionKeys.METRICS)
+        self.hook._save_named("learning_rate", float(optimizer.param_groups[0]["lr"]), CollectionKeys.METRICS)
 
     def on_log(self, args, state, control, logs=None, **kwargs):
-        if self.hook is not None and self.hook.mode == ModeKeys.TRAIN:
+        # (the step logged for is still open: training's until the next step begins, evaluate()'s until
+        # on_evaluate; the learning rate was saved at the optimizer step)
+        if self.hook is not None:
             _trainer.save_logged(self.hook, {k: v for k, v in (logs or {}).items() if k != "learning_rate"})
 
     def _loop_end(self):
