@@ -7,6 +7,7 @@
     nox -s torch_trainers  # smdebug-torch's Lightning and Hugging Face Trainer callbacks
     nox -s horovod       # a real horovodrun job (builds Horovod for PyTorch 2.x once, cached)
     nox -s horovod_tf    # the same with horovod.tensorflow and Keras 3 (builds Horovod for TF 2.21 once)
+    nox -s install       # the README's install commands in a fresh venv; each package from its wheel alone
     nox -s demo          # python examples/demo.py
     nox -s conformance   # the original smdebug 1.0.34's own tests against this checkout (../shared/conformance)
     nox -s bench         # python benchmarks/run.py (bench_tf: the Keras hook overhead)
@@ -68,7 +69,7 @@ FALLBACK_FIND_LINKS = "/opt/wheels"
 nox.options.default_venv_backend = "uv"
 nox.options.reuse_venv = "yes"  # installs still run every time; uv's cache makes them quick
 nox.options.error_on_external_run = True
-nox.options.sessions = ["core", "slow", "compat", *PLUGINS, "torch_trainers", "horovod", "horovod_tf", "conformance"]  # `nox` alone: every test session, not demo/bench
+nox.options.sessions = ["core", "slow", "compat", *PLUGINS, "torch_trainers", "horovod", "horovod_tf", "conformance", "install"]  # `nox` alone: every test session, not demo/bench
 
 
 # --------------------------------------------------------------------------------------------------
@@ -138,7 +139,8 @@ def _install(session: nox.Session, editable: Sequence[str], requirements: Sequen
 
 
 def _guard_no_pypi_smdebug(session: nox.Session) -> None:
-    """Fail if any smdebug-* distribution is installed non-editable (a PyPI copy of a sibling)."""
+    """Fail if any smdebug-* distribution is installed non-editable (a PyPI copy of a sibling), or the
+    original smdebug (distribution ``smdebug``, whose ``smdebug`` package would shadow ours)."""
     python = os.path.join(session.virtualenv.bin, "python")
     listing = session.run(
         "uv", "pip", "list", "--quiet", "--exclude-editable", "--format", "json", "--python", python,
@@ -147,11 +149,12 @@ def _guard_no_pypi_smdebug(session: nox.Session) -> None:
     # silent output may carry uv's stderr notes too: the JSON document is the line starting with "["
     document = next((line for line in listing.splitlines() if line.startswith("[")), "[]")
     installed = {item["name"].lower() for item in json.loads(document)}
-    strays = sorted(name for name in installed if name.replace("_", "-").startswith("smdebug-"))
+    strays = sorted(name for name in installed if name.replace("_", "-").startswith("smdebug-") or name == "smdebug")
     if strays:
         session.error(
             f"non-editable smdebug packages were installed (a sibling came from an index instead of "
-            f"this checkout): {', '.join(strays)}"
+            f"this checkout, or the original smdebug): {', '.join(strays)}; remove {session.virtualenv.location} "
+            "and run the session again"
         )
 
 
@@ -181,9 +184,10 @@ def slow(session: nox.Session) -> None:
     """The slow reliability tests (marked ``slow``, skipped by the other sessions): 60 SIGKILLs, 40 resource
     faults, 100,000 inputs per fuzz target with hypothesis and with atheris. About 9 minutes on 2 cores."""
     _install(session, [CORE, NUMPY_PLUGIN_FIXTURE, *PLUGINS.values()], [*CORE_TEST_DEPS, *SLOW_TEST_DEPS])
-    # -rP: show what the passed tests printed, the figures RELIABILITY.md quotes (kills survived, inputs
-    # fuzzed, faults injected)
-    session.run("pytest", "-n", "auto", "-rP", "--run-slow", "-m", "slow", f"{CORE}/tests", *session.posargs)
+    # No -rP (it replayed every passed test's captured logs: 13,000 lines): the figures RELIABILITY.md
+    # quotes (kills survived, inputs fuzzed, faults injected) come in one short section at the end
+    # (packages/smdebug-core/tests/conftest.py).
+    session.run("pytest", "-n", "auto", "--run-slow", "-m", "slow", f"{CORE}/tests", *session.posargs)
 
 
 # The oldest and newest runtimes smdebug-core supports: generated protobuf code must load on 4.x..7.x
@@ -276,7 +280,7 @@ def horovod_tf(session: nox.Session) -> None:
 
 # MXNet 1.9.1 is the last release. Its wheel bundles OpenBLAS and libgfortran, and links against the
 # system's libgomp1 and libquadmath0 (present wherever gcc is). It imports only with numpy<1.24
-# (numpy 1.24 removed the np.bool alias it uses): this pin lives here, never in smdebug-mxnet's metadata.
+# (numpy 1.24 removed the np.bool alias it uses): smdebug-mxnet's framework extra carries the same pin.
 MXNET_TEST_DEPS = ["mxnet==1.9.1", "numpy<1.24"]
 
 
@@ -291,8 +295,9 @@ XGBOOST_TEST_DEPS = [
     # xgboost-cpu: the same module and API as "xgboost", without the ~350 MB NCCL/CUDA libraries.
     "xgboost-cpu>=3.0,<4",
     "scikit-learn",  # the sklearn estimators' callbacks=
-    "pandas",  # Booster.trees_to_dataframe, categorical data
     "bokeh",  # the report of an XGBoost run (tests/test_report.py)
+    # pandas (trees_to_dataframe, categorical data) comes from smdebug-xgboost's own dependencies: not
+    # installed here by hand, so a missing declaration fails these tests
 ]
 
 
@@ -345,6 +350,14 @@ def conformance(session: nox.Session) -> None:
         "CONFORMANCE_OUT": os.environ.get("CONFORMANCE_OUT", str(cache / "out")),
     }
     session.run("bash", str(suite / "run.sh"), *session.posargs, env=env, external=True)
+
+
+@nox.session(python=PYTHON, tags=["test"])
+def install(session: nox.Session) -> None:
+    """smdebug installed as users install it: the README's Installing block run as written in a fresh
+    virtualenv from a copy of the checkout (then a PyTorch hook trains there), and each package from its
+    wheel with only what it declares (tests/install/run_checks.py). Nothing is installed editable."""
+    session.run("python", "tests/install/run_checks.py", "--torch", _torch_requirement(), *session.posargs)
 
 
 # --------------------------------------------------------------------------------------------------

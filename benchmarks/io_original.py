@@ -14,6 +14,11 @@ import numpy as np
 
 os.environ.setdefault("SMDEBUG_TRAINING_END_DELAY_REFRESH", "0")
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sides import check_original  # noqa: E402
+
+check_original()  # this side measures the original 1.0.34, or nothing
+
 from smdebug.core.access_layer.utils import training_has_ended  # noqa: E402
 from smdebug.core.collection_manager import CollectionManager  # noqa: E402
 from smdebug.core.modes import ModeKeys  # noqa: E402

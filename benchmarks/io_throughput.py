@@ -214,6 +214,9 @@ def _case_bytes(case: str) -> int:
 
 def main(quick=False, repeat=3):
     from original_env import original_python
+    from sides import check_ours
+
+    check_ours()
 
     python = original_python()
     base = tempfile.mkdtemp(prefix="smdebug-bench-")

@@ -267,20 +267,22 @@ def format_table(report: dict) -> str:
 def main(quick: bool = False, repeat: int = 3) -> dict:
     """One process per (configuration, length); ``repeat`` is not used (peaks are not noisy)."""
     from original_env import original_python
+    from sides import check_ours
 
-    try:
-        python, error = original_python(with_torch=True), None
-    except Exception as e:  # noqa: BLE001 - the table says why
-        python, error = None, f"cannot build the original's torch venv: {type(e).__name__}: {e}"[:300]
+    check_ours()
+    python = original_python(with_torch=True)  # no comparison, no benchmark: a failure here fails the run
     base = tempfile.mkdtemp(prefix="smdebug-memory-bench-")
     try:
-        return run(python, base, quick=quick, original_error=error)
+        return run(python, base, quick=quick)
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
 
 if __name__ == "__main__":
+    sys.path.insert(0, HERE)
+    from sides import check_ours
+
+    check_ours()  # our side (also the no-hook child of our venv)
     if len(sys.argv) > 1 and sys.argv[1] == "child":
         sys.exit(child_main(sys.argv[2:]))
-    sys.path.insert(0, HERE)
     print(format_table(main(quick="--quick" in sys.argv)))

@@ -15,6 +15,10 @@ os.environ.setdefault("SMDEBUG_LOG_LEVEL", "warning")
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from sides import check_original  # noqa: E402
+
+check_original()  # this side measures the original 1.0.34, or nothing
+
 import memory  # noqa: E402
 
 
@@ -22,13 +26,6 @@ def main(argv) -> int:
     if len(argv) != 5 or argv[0] != "child":
         print(__doc__, file=sys.stderr)
         return 2
-    if argv[3] == "hook":
-        import smdebug
-
-        if not str(getattr(smdebug, "__version__", "")).startswith("1.0."):
-            print(f"this process imported smdebug {getattr(smdebug, '__version__', '?')} from {smdebug.__file__}",
-                  file=sys.stderr)
-            return 1
     return memory.child_main(argv[1:])
 
 

@@ -7,6 +7,11 @@ tests build the same environment.
 ``original_python(with_torch=True)`` gives a second venv, ``...-torch``, with the same requirements plus
 PyTorch pinned to the local CPU wheel (``torch==2.13.0+cpu`` from /opt/wheels, or the folder named by
 ``SMDEBUG_TORCH_FIND_LINKS``), for the PyTorch hook benchmark.
+
+Every uv call names its target (``--python <venv>/bin/python``): under nox, ``UV_PYTHON`` points at the
+session's own venv, and a ``uv pip install`` guided only by ``VIRTUAL_ENV`` installed the original into
+it, where it then shadowed ours. A venv counts as built only when its ``import smdebug`` is the original
+1.0.34 from that venv (``sides.check_original``).
 """
 
 from __future__ import annotations
@@ -22,7 +27,10 @@ ORIGINAL_VERSION = "1.0.34"
 REQUIREMENTS = [f"smdebug=={ORIGINAL_VERSION}", "numpy<2.3", "protobuf==3.20.3", "requests", "pandas", "psutil"]
 TORCH_VERSION = "2.13.0"
 DEFAULT_FIND_LINKS = "/opt/wheels"
-PROBE = "import smdebug.trials, smdebug.core.writer"
+HERE = os.path.dirname(os.path.abspath(__file__))
+# sides.check_original: smdebug is the original 1.0.34 of that venv (and smdebug-core is not there)
+PROBE = (f"import sys; sys.path.insert(0, {HERE!r}); import sides; sides.check_original(); "
+         "import smdebug.trials, smdebug.core.writer")
 TORCH_PROBE = PROBE + ", torch, smdebug.pytorch"
 
 
@@ -60,11 +68,16 @@ def _python(path: str) -> str:
     return os.path.join(path, "bin", "python")
 
 
+def _clean_env() -> dict:
+    """The environment for the original's processes and for uv: nothing pointing at our venv."""
+    return {k: v for k, v in os.environ.items()
+            if k not in ("VIRTUAL_ENV", "UV_PYTHON", "PYTHONPATH", "PYTHONHOME", "CONDA_PREFIX")}
+
+
 def _works(python: str, probe: str = PROBE) -> bool:
     if not os.path.exists(python):
         return False
-    env = {**os.environ, "PYTHONPATH": ""}
-    return subprocess.run([python, "-c", probe], capture_output=True, env=env).returncode == 0
+    return subprocess.run([python, "-c", probe], capture_output=True, env=_clean_env()).returncode == 0
 
 
 def original_python(with_torch: bool = False) -> str:
@@ -84,17 +97,17 @@ def original_python(with_torch: bool = False) -> str:
         if uv is None:
             raise RuntimeError("uv is needed to build the original smdebug environment: pip install uv")
         shutil.rmtree(path, ignore_errors=True)
-        subprocess.run([uv, "venv", "-q", "-p", sys.executable, path], check=True)
-        env = {**os.environ, "VIRTUAL_ENV": path}
+        env = _clean_env()
+        subprocess.run([uv, "venv", "-q", "-p", sys.executable, path], check=True, env=env)
         requirements = list(REQUIREMENTS)
         extra: list = []
         if with_torch:
             requirements.append(torch_requirement())
             extra = ["--find-links", torch_find_links()]
-        subprocess.run([uv, "pip", "install", "-q", *extra, *requirements], check=True, env=env)
+        # --python: the target is this venv, whatever UV_PYTHON / VIRTUAL_ENV say
+        subprocess.run([uv, "pip", "install", "-q", "--python", python, *extra, *requirements], check=True, env=env)
         if not _works(python, probe):
-            failure = subprocess.run([python, "-c", probe], capture_output=True, text=True,
-                                     env={**os.environ, "PYTHONPATH": ""})
+            failure = subprocess.run([python, "-c", probe], capture_output=True, text=True, env=_clean_env())
             raise RuntimeError(
                 f"The original smdebug environment at {path} does not import: {failure.stderr[-1500:]}"
             )

@@ -126,6 +126,9 @@ def time_user_rule_original(python: str, run: str, rule_name: str) -> float:
 
 def main(quick: bool = False, repeat: int = 3) -> dict:
     from original_env import original_python
+    from sides import check_ours
+
+    check_ours()
 
     from smdebug.rules import list_rules
 

@@ -40,6 +40,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(HERE, "RESULTS.md")
 sys.path.insert(0, HERE)
 
+from sides import check_ours  # noqa: E402
+
 
 def machine() -> str:
     cpu = platform.processor() or "unknown CPU"
@@ -231,18 +233,59 @@ def main(argv=None):
                              (f"--only {args.only}", args.only)) if on]
     command = "nox -s bench" + (" -- " + " ".join(extra) if extra else "")
     sections = _Sections(record=not args.no_record)
+    if not args.summary:
+        print(f"ours: {check_ours()}", file=sys.stderr)
+    failed = []
     for name, (module_name, title, run, header) in BENCHMARKS.items():
         if args.only not in (None, name) or args.summary or (args.only is None and name in OPT_IN):
             continue
         module = importlib.import_module(module_name)
-        report = run(module, args)
+        try:
+            report = run(module, args)
+            missing = comparison_failures(report)
+            if missing:
+                raise RuntimeError("the original's side is missing: " + "; ".join(missing[:3]))
+        except Exception as e:  # noqa: BLE001 - one benchmark failing does not hide the others' results
+            print(f"benchmark {name} FAILED, nothing recorded: {type(e).__name__}: {e}", file=sys.stderr)
+            failed.append(name)
+            continue
         sections.append(_section(title, [f"- machine: {machine()}", *header(args, command, report, module), "",
                                          module.format_table(report)]))
     if args.summary or (sections.record and sections):
         summary = targets_summary(RESULTS)
         if summary:
             sections.replace_summary(summary)
+    if failed:
+        print(f"failed: {', '.join(failed)}", file=sys.stderr)
+        return 1
     return 0
+
+
+def comparison_failures(report) -> list:
+    """Why the original's side of a report is missing, anywhere in it (empty: the comparison is whole).
+
+    Benchmarks mark it as ``original_error``, an ``original`` entry holding an ``error``, or a row of the
+    original (``"original": True``) whose results hold errors."""
+    found: list = []
+
+    def walk(node) -> None:
+        if isinstance(node, dict):
+            if node.get("original_error"):
+                found.append(str(node["original_error"]))
+            side = node.get("original")
+            if isinstance(side, dict) and side.get("error"):
+                found.append(str(side["error"]))
+            if side is True:
+                found.extend(str(r["error"]) for r in (node.get("results") or {}).values()
+                             if isinstance(r, dict) and r.get("error"))
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, (list, tuple)):
+            for value in node:
+                walk(value)
+
+    walk(report)
+    return list(dict.fromkeys(found))
 
 
 SUMMARY_TITLE = "Targets at a glance"

@@ -10,6 +10,11 @@ import time
 
 os.environ.setdefault("SMDEBUG_TRAINING_END_DELAY_REFRESH", "0")
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sides import check_original  # noqa: E402
+
+check_original()  # this side measures the original 1.0.34, or nothing
+
 from smdebug.trials import create_trial  # noqa: E402
 
 

@@ -66,6 +66,9 @@ def _delta(after: dict, before: dict) -> int:
 
 def main(quick: bool = False, latency: float = 0.02) -> dict:
     from original_env import original_python
+    from sides import check_ours
+
+    check_ours()
 
     steps, tensors = (20, 10) if quick else (100, 20)
     python = original_python()

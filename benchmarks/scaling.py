@@ -436,6 +436,9 @@ def chart(report: dict, path: str) -> Optional[str]:
 
 
 def main(quick: bool = False, repeat: int = 3, chart_path: Optional[str] = None) -> dict:
+    from sides import check_ours
+
+    check_ours()
     base = tempfile.mkdtemp(prefix="smdebug-scaling-bench-")
     try:
         report = run(base, repeat=repeat, quick=quick)
@@ -448,6 +451,9 @@ def main(quick: bool = False, repeat: int = 3, chart_path: Optional[str] = None)
 
 if __name__ == "__main__":
     sys.path.insert(0, HERE)
+    from sides import check_ours
+
+    check_ours()
     if len(sys.argv) > 1 and sys.argv[1] == "read":
         print(json.dumps(measure_read(sys.argv[2])))
     elif len(sys.argv) > 1 and sys.argv[1] == "worker":

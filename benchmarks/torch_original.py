@@ -20,6 +20,10 @@ os.environ.setdefault("SMDEBUG_LOG_LEVEL", "warning")
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from sides import check_original  # noqa: E402
+
+check_original()  # this side measures the original 1.0.34, or nothing
+
 import torch_overhead  # noqa: E402
 
 

@@ -572,12 +572,11 @@ def targets(rows) -> List[str]:
 def main(quick: bool = False, repeat: int = 3):
     """Both sides with ``repeat * PASSES_PER_REPEAT`` passes each."""
     from original_env import original_python
+    from sides import check_ours
 
-    try:
-        python, error = original_python(with_torch=True), None
-    except Exception as e:  # noqa: BLE001 - the table says why
-        python, error = None, f"cannot build the original's torch venv: {type(e).__name__}: {e}"[:300]
-    return run(python, passes=max(1, repeat) * PASSES_PER_REPEAT, quick=quick, original_error=error)
+    check_ours()
+    python = original_python(with_torch=True)  # no comparison, no benchmark: a failure here fails the run
+    return run(python, passes=max(1, repeat) * PASSES_PER_REPEAT, quick=quick)
 
 
 if __name__ == "__main__":

@@ -258,20 +258,23 @@ def format_table(report: dict) -> str:
 
 def main(quick: bool = False, repeat: int = 3) -> dict:
     from original_env import original_python
+    from sides import check_ours
 
-    try:
-        python, error = original_python(), None
-    except Exception as e:  # noqa: BLE001 - the table says why
-        python, error = None, f"cannot build the original's venv: {type(e).__name__}: {e}"[:300]
+    check_ours()
+    python = original_python()  # no comparison, no benchmark: a failure here fails the run
     base = tempfile.mkdtemp(prefix="smdebug-trial-bench-")
     try:
-        return run(python, base, repeat=repeat, quick=quick, original_error=error)
+        return run(python, base, repeat=repeat, quick=quick)
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
 
 def _cli(argv: List[str]) -> int:
     """``read RUN NAMES BULK_NAMES``: one fresh reader process; prints one JSON line."""
+    sys.path.insert(0, HERE)
+    from sides import check_ours
+
+    check_ours()
     if len(argv) >= 4 and argv[0] == "read":
         print(json.dumps(measure_read(argv[1], argv[2].split(","), argv[3].split(","))))
         return 0

@@ -16,6 +16,10 @@ os.environ.setdefault("SMDEBUG_LOG_LEVEL", "warning")
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from sides import check_original  # noqa: E402
+
+check_original()  # this side measures the original 1.0.34, or nothing
+
 import trial_read  # noqa: E402
 
 
@@ -23,12 +27,6 @@ def main(argv) -> int:
     if len(argv) != 4 or argv[0] != "read":
         print(__doc__, file=sys.stderr)
         return 2
-    import smdebug
-
-    if not str(getattr(smdebug, "__version__", "")).startswith("1.0."):
-        print(f"this process imported smdebug {getattr(smdebug, '__version__', '?')} from {smdebug.__file__}",
-              file=sys.stderr)
-        return 1
     print(json.dumps(trial_read.measure_read(argv[1], argv[2].split(","), argv[3].split(","))))
     return 0
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -31,6 +32,37 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: long reliability tests, skipped unless --run-slow is given")
+
+
+#: lines of a passed slow test's stdout shown at the end (its figures: kills survived, inputs fuzzed...)
+FIGURE_LINES_PER_TEST = 5
+
+
+# what a test's stdout holds besides its figures: smdebug's log records ("[2026-01-01 12:00:00.000 host:pid
+# LEVEL file:line] ...") and the tracebacks they carry
+_LOG_RECORD = re.compile(r"^\[\d{4}-\d\d-\d\d \d")
+_TRACEBACK_END = re.compile(r"^[\w.]+(Error|Exception|Warning|Interrupt)\b")
+
+
+def _is_figure(line: str) -> bool:
+    return bool(line.strip()) and not (line[0].isspace() or line.startswith("Traceback")
+                                       or _LOG_RECORD.match(line) or _TRACEBACK_END.match(line))
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """One short section with what the passed slow tests printed on stdout (the figures RELIABILITY.md
+    quotes), instead of ``-rP``, which also replays every passed test's captured logs and warnings
+    (13,000 lines). Failed tests show everything they captured, as usual."""
+    lines = []
+    for report in terminalreporter.stats.get("passed", []):
+        if getattr(report, "when", None) != "call" or "slow" not in getattr(report, "keywords", {}):
+            continue
+        printed = [line.strip() for line in (report.capstdout or "").splitlines() if _is_figure(line)]
+        lines += [f"{report.nodeid}: {line}" for line in printed[-FIGURE_LINES_PER_TEST:]]
+    if lines:
+        terminalreporter.write_sep("=", "figures of the slow tests")
+        for line in lines:
+            terminalreporter.write_line(line)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -151,10 +151,10 @@ def test_ls_workers_of_a_multi_worker_run(tmp_path, smdebug_cli):
 
 def test_ls_errors(tmp_path, smdebug_cli):
     out = smdebug_cli("ls", str(tmp_path / "missing"))
-    assert out.returncode == 2 and "no such directory" in out.stderr
+    assert out.returncode == 2 and f"no smdebug run at {tmp_path / 'missing'}: the directory does not exist" in out.stderr
     (tmp_path / "empty").mkdir()
     out = smdebug_cli("ls", str(tmp_path / "empty"))
-    assert out.returncode == 2 and "cannot read" in out.stderr
+    assert out.returncode == 2 and "no smdebug run at" in out.stderr and "the directory is empty" in out.stderr
     assert "Traceback" not in out.stderr
 
 

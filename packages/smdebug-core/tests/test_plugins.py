@@ -518,7 +518,8 @@ def test_finder_names_the_distribution_to_install(restore_meta_path):
     with pytest.raises(ModuleNotFoundError) as info:
         importlib.import_module(module)
     assert isinstance(info.value, MissingPluginError)
-    assert str(info.value).startswith(f"{module} is provided by the smdebug-fake plugin: pip install 'smdebug-core[fake]'")
+    assert str(info.value).startswith(f"{module} is provided by the smdebug-fake plugin, which is not installed: "
+                                      "pip install --find-links dist 'smdebug-core[fake]'")
     assert module not in sys.modules
     with pytest.raises(ModuleNotFoundError, match="No module named"):  # other names: the usual error
         importlib.import_module(f"smdebug.{uid('other')}")
@@ -559,8 +560,9 @@ def test_import_of_an_uninstalled_plugin_module_explains_itself(monkeypatch):
         monkeypatch.delitem(sys.modules, name)
     if hasattr(smdebug, "pytorch"):
         monkeypatch.delattr(smdebug, "pytorch")
-    with pytest.raises(ModuleNotFoundError, match=r"smdebug\.pytorch is provided by the smdebug-torch plugin: "
-                                                  r"pip install 'smdebug-core\[torch\]'"):
+    with pytest.raises(ModuleNotFoundError, match=r"smdebug\.pytorch is provided by the smdebug-torch plugin, which "
+                                                  r"is not installed: pip install --find-links dist "
+                                                  r"'smdebug-core\[torch\]' \(dist: the wheels built from"):
         importlib.import_module("smdebug.pytorch")
     with pytest.raises(ModuleNotFoundError, match="smdebug-torch"):
         exec("from smdebug import pytorch", {})

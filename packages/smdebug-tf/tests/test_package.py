@@ -33,7 +33,7 @@ def test_a_missing_tensorflow_is_reported_clearly():
     result = run_python(code)
     assert result.returncode == 0, result.stderr
     assert "MSG smdebug.tensorflow.KerasHook needs TensorFlow" in result.stdout
-    assert "pip install 'smdebug-tf[framework]'" in result.stdout
+    assert "pip install --find-links dist 'smdebug-tf[framework]'" in result.stdout
 
 
 def test_public_names():

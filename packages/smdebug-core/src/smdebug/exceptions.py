@@ -135,11 +135,32 @@ class NoMoreData(SMDebugError):
 
 
 class MissingCollectionFiles(SMDebugError):
+    """A run's collection files are not all there: the run ended without them, or a wait ran out."""
+
     def __str__(self):
-        return (
-            "Training has ended but not all collection files were found. "
-            + (self.args[0] if self.args else "")
-        ).strip()
+        return str(self.args[0]) if self.args else "Training has ended but not all collection files were found."
+
+
+class NoSmdebugRun(MissingCollectionFiles):
+    """Nothing smdebug writes is at the path given to ``create_trial``: it does not exist, is empty, or
+    holds something else. Raised at once unless a wait was asked for (``wait_for_collections``).
+
+    A :class:`MissingCollectionFiles` for code written against the original, which raised that (or
+    waited forever) in this case.
+    """
+
+    #: how to wait instead, appended to the message (the command line says it its own way)
+    WAIT_HINT = "to wait for a run about to start: create_trial(path, wait_for_collections=SECONDS)"
+
+    def __init__(self, path, reason="", hint=WAIT_HINT):
+        super().__init__(path, reason, hint)
+        self.path = path
+        self.reason = reason
+        self.hint = hint
+
+    def __str__(self):
+        text = f"no smdebug run at {self.path}" + (f": {self.reason}" if self.reason else "")
+        return f"{text}; {self.hint}" if self.hint else text
 
 
 class IndexReaderException(SMDebugError):
@@ -195,7 +216,7 @@ class InvalidCollectionConfiguration(SMDebugError):
     def __str__(self):
         return (
             f"Collection {self.c_name} has no include_regex and no tensor_names, "
-            "so it can never match a tensor. Give it a regex or tensor names."
+            "so it can never match a tensor; give it a regex or tensor names"
         )
 
 

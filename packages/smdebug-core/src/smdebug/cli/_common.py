@@ -1,4 +1,11 @@
-"""Pieces shared by the commands that read a run (ls, show, plot, report).
+"""Pieces shared by the commands (ls, show, plot, report, export, plugins, run; rules may use them too).
+
+Streams: a command's result goes to stdout (:func:`out`, :func:`print_json`), everything else to stderr:
+logs (``smdebug.cli.main`` moves smdebug's log handlers there), notes (:func:`note`) and progress bars
+(:func:`progress`: tqdm, only when stderr is a terminal and the work has lasted a second, unless forced
+on or off with ``--progress`` / ``-q``). A reader that goes away (``smdebug ls RUN | head``) ends the
+command quietly with :data:`EXIT_CLOSED_PIPE`: ``main`` catches the ``BrokenPipeError`` wherever it
+surfaces, including the last flush (:func:`closed_pipe`).
 
 Nothing heavy is imported at module level: numpy, the trial machinery, tqdm and matplotlib are
 imported inside the functions that need them, so ``smdebug --help`` stays instant.
@@ -19,6 +26,7 @@ PLOT_EXTRA = "smdebug-core[cli]"
 EXIT_OK = 0
 EXIT_NOT_FOUND = 1  # the run is readable, but the tensor/step/worker asked for is not in it
 EXIT_ERROR = 2  # bad arguments, unreadable run, missing optional dependency
+EXIT_CLOSED_PIPE = 141  # stdout's reader went away (128 + SIGPIPE, what a shell reports for such a command)
 
 
 class CliError(Exception):
@@ -36,7 +44,8 @@ def add_trial_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("trial", metavar="TRIAL", help="the run's directory or s3://bucket/prefix")
     parser.add_argument(
         "--wait", type=float, default=0.0, metavar="SECONDS",
-        help="wait this long for the run's collection files to appear (a job that is just starting); default 0",
+        help="wait this long for a run that is just starting (its collection files); default 0: a path with "
+             "no run fails at once",
     )
 
 
@@ -68,22 +77,46 @@ def parse_mode(text: str):
 # opening a run
 # --------------------------------------------------------------------------------------------------
 def open_trial(path: str, wait: float = 0.0):
-    """``create_trial(path)`` for the CLI: a missing directory or a run with no data is a CliError, and
-    a run whose collection files are not there yet is waited for at most ``wait`` seconds."""
-    from smdebug.core.storage.base import is_s3_path
-    from smdebug.exceptions import SMDebugError
+    """``create_trial(path)`` for the CLI: a path with no run ("no smdebug run at PATH") or an unreadable
+    run is a CliError, and a run whose collection files are not there yet is waited for at most ``wait``
+    seconds (also a run that has not started yet)."""
+    from smdebug.exceptions import NoSmdebugRun, SMDebugError
     from smdebug.trials import create_trial
 
-    if not is_s3_path(path):
-        local = os.path.expanduser(path.strip())
-        if not os.path.isdir(local):
-            raise CliError(f"{path}: no such directory")
     try:
         return create_trial(path, wait_for_collections=max(wait, 0.0))
+    except NoSmdebugRun as e:
+        hint = "; --wait SECONDS waits for a run about to start" if not wait else ""
+        raise CliError(f"no smdebug run at {path}" + (f": {e.reason}" if e.reason else "") + hint) from None
     except SMDebugError as e:
         raise CliError(f"cannot read {path}: {e}") from None
     except (OSError, ImportError) as e:  # an S3 backend without boto3, permissions...
         raise CliError(f"cannot read {path}: {e}") from None
+
+
+#: the largest file a command reads whole (rule results, configurations)
+MAX_DOCUMENT_BYTES = 64 << 20
+
+
+def read_file(path: str, what: str) -> bytes:
+    """The bytes of a file named on the command line: a local path or ``s3://bucket/key``.
+
+    A missing or unreadable file is a CliError naming ``what`` it was meant to be.
+    """
+    from smdebug.core.storage.base import get_storage, is_s3_path
+    from smdebug.core.storage.safe_fs import read_regular
+    from smdebug.exceptions import SMDebugError
+
+    try:
+        if is_s3_path(path):
+            folder, _, name = path.strip().rstrip("/").rpartition("/")
+            return get_storage(folder).read(name)
+        # a regular file only (a FIFO would block), of a size a document can have
+        return read_regular(os.path.expanduser(path), limit=MAX_DOCUMENT_BYTES)
+    except FileNotFoundError:
+        raise CliError(f"cannot read {what} {path}: no such file") from None
+    except (OSError, ValueError, SMDebugError) as e:
+        raise CliError(f"cannot read {what} {path}: {e}") from None
 
 
 def display_path(trial) -> str:
@@ -123,8 +156,7 @@ def resolve_tensor_names(trial, patterns: Sequence[str], collections: Sequence[s
     for cname in collections:
         coll = trial.collections().get(cname)
         if coll is None:
-            raise CliError(f"no collection {cname!r} in the run (it has: {', '.join(sorted(trial.collections())) or 'none'})",
-                           EXIT_NOT_FOUND)
+            raise no_collection_error(cname, trial)
         out += [n for n in coll.members(all_names) if n not in out]
     if missing:
         raise CliError(f"no tensor matches {', '.join(repr(m) for m in missing)}{suggest(missing[0], all_names)}",
@@ -133,11 +165,17 @@ def resolve_tensor_names(trial, patterns: Sequence[str], collections: Sequence[s
 
 
 def suggest(name: str, names: Iterable[str]) -> str:
-    """`` (did you mean 'a', 'b'?)`` or ''."""
-    import difflib
+    """`` (did you mean 'a' or 'b'?)`` or ''."""
+    from smdebug.core.names import did_you_mean
 
-    close = difflib.get_close_matches(name, list(names), n=3, cutoff=0.5)
-    return f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
+    return did_you_mean(name, names)
+
+
+def no_collection_error(name: str, trial) -> CliError:
+    """The error for a collection name the run does not have, with the close names it has."""
+    names = sorted(trial.collections())
+    return CliError(f"no collection {name!r} in the run{suggest(name, names)} (it has: {', '.join(names) or 'none'})",
+                    EXIT_NOT_FOUND)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -250,6 +288,28 @@ def need_matplotlib(command: str):
 # --------------------------------------------------------------------------------------------------
 # output
 # --------------------------------------------------------------------------------------------------
+def out(text: str = "") -> None:
+    """A line of the command's result, on stdout."""
+    sys.stdout.write(text + "\n")
+
+
+def note(text: str) -> None:
+    """A line about the work (not its result), on stderr: ``--json`` and pipes see only results."""
+    sys.stderr.write(text + "\n")
+
+
+def closed_pipe() -> int:
+    """stdout's reader has gone: point stdout at /dev/null, so that the interpreter's last flush of what
+    is still buffered cannot raise again at exit, and return :data:`EXIT_CLOSED_PIPE`."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # stdout without a file descriptor (captured): nothing to redirect
+        pass
+    return EXIT_CLOSED_PIPE
+
+
 def jsonable(value: Any) -> Any:
     """numpy values and arrays as JSON-friendly data; non-finite floats as the strings nan/inf/-inf
     (strict JSON has no NaN)."""

@@ -69,8 +69,7 @@ def collect(trial, collection=None, regex=None, tensors=True) -> dict:
     shown = names
     if collection is not None:
         if collection not in colls:
-            raise c.CliError(f"no collection {collection!r} in the run (it has: {', '.join(coll_names) or 'none'})",
-                             c.EXIT_NOT_FOUND)
+            raise c.no_collection_error(collection, trial)
         shown = [n for n in names if collection in membership[n]]
     elif regex is not None:
         try:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
-import os
 import sys
 from typing import Dict, List, Optional
 
@@ -22,6 +21,7 @@ COMMANDS: Dict[str, str] = {
     "rules": "smdebug.cli.rules_cmd",
     "run": "smdebug.cli.run_cmd",
     "plugins": "smdebug.cli.plugins_cmd",
+    "export": "smdebug.cli.export_cmd",
 }
 
 
@@ -75,10 +75,14 @@ def main(argv: Optional[List[str]] = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     _logs_to_stderr(args.verbose)
-    from smdebug.cli._common import CliError
+    from smdebug.cli._common import CliError, closed_pipe
 
     try:
-        return int(args._run(args) or 0)
+        code = int(args._run(args) or 0)
+        sys.stdout.flush()  # a reader that went away shows here, not as "Exception ignored" at exit
+        return code
+    except BrokenPipeError:  # `smdebug ... | head`: the reader went away; exit quietly (before `Exception`)
+        return closed_pipe()
     except CliError as e:
         print(f"smdebug {args.command}: {e}", file=sys.stderr)
         return e.code
@@ -91,10 +95,6 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:  # `smdebug ... | head`: the reader went away; exit quietly
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return 1
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -3,6 +3,12 @@
 Each plugin found through the smdebug.frameworks and smdebug.rules entry points is shown with its
 status: loaded, skipped (its framework is not installed), failed (with the error) or disabled
 (SMDEBUG_DISABLE_PLUGINS / SMDEBUG_LOAD_PLUGINS).
+
+  smdebug plugins
+  smdebug plugins --json
+  smdebug plugins --strict        # in CI: fail when a plugin could not load
+
+Exit status: 0, 1 (--strict and a plugin failed).
 """
 
 from __future__ import annotations

@@ -51,6 +51,7 @@ from smdebug.core.locations import (
 )
 from smdebug.core.logger import get_logger
 from smdebug.core.modes import ModeKeys
+from smdebug.core.names import did_you_mean
 from smdebug.core.reduction_config import ReductionConfig
 from smdebug.core.reductions import compute_reduction, reduction_tensor_name
 from smdebug.core.run_info import record_framework
@@ -63,12 +64,11 @@ from smdebug.core.stop_signal import StopSignalWatcher
 from smdebug.core.storage.base import Storage, get_storage, is_s3_path, parse_s3_path
 from smdebug.core.storage.errors import StorageAccessDenied, StorageError, StorageUnavailable
 from smdebug.core.legacy.hook_methods import LegacyHookMethods
-from smdebug.core.tensorboard import TensorBoardWriter
+from smdebug.core.tensorboard import TensorBoardWriter, histogram_tag
 from smdebug.core.timeline import TraceTimeline
 from smdebug.core.tfevent.tensor_codec import make_numpy_array
 from smdebug.core.writer import BackgroundWriter, format_steps
 from smdebug.exceptions import (
-    InvalidCollectionConfiguration,
     InvalidConfigurationError,
     SMDebugError,
     SMDebugRuntimeError,
@@ -280,6 +280,7 @@ class BaseHook(LegacyHookMethods):
             self.include_collections.append(CollectionKeys.ALL)
         self._prepared_token = None
         self._included: List[Collection] = []
+        self._reported_collections: Set[str] = set()  # included names already reported as matching nothing
         self._match_cache: Dict[str, Tuple[Collection, ...]] = {}
         # (tensor name, due collections) -> what saving it means (_SavePlan); the due sets are interned
         # frozensets, equal from one step to the next, so a tensor's plan is worked out once per schedule
@@ -516,6 +517,7 @@ class BaseHook(LegacyHookMethods):
         included = []
         for name in self.include_collections:
             coll = self.collection_manager.collections.get(name)
+            known = coll is not None
             if coll is None:
                 coll = self.collection_manager.get(name)
             if not coll.has_regex() and not coll.tensor_names:
@@ -524,7 +526,7 @@ class BaseHook(LegacyHookMethods):
                     # be empty because the model has nothing of the kind (no tanh layer, no classification
                     # loss), which the run records (smdebug.core.activations), or not registered yet
                     continue
-                logger.error("smdebug: %s; it is skipped.", InvalidCollectionConfiguration(name))
+                self._report_empty_collection(name, known)
                 continue
             included.append(coll)
         for coll in self.collection_manager.collections.values():
@@ -547,6 +549,20 @@ class BaseHook(LegacyHookMethods):
         """Whether an included collection with nothing in it yet is normal (skipped quietly) rather than a
         configuration error. Plugins add the collections they fill at run time."""
         return collection in _QUIET_WHEN_EMPTY
+
+    def _report_empty_collection(self, name: str, known: bool) -> None:
+        """Once per name: an included collection that can match nothing, most often a typo."""
+        if name in self._reported_collections:
+            return
+        self._reported_collections.add(name)
+        usable = [c.name for c in self.collection_manager.collections.values() if c.has_regex() or c.tensor_names]
+        hint = did_you_mean(name, usable)
+        if known:
+            logger.error("smdebug: collection %r has no include_regex and no tensor_names%s, so it can never match "
+                         "a tensor; it is skipped (give it a regex or tensor names).", name, hint)
+        else:
+            logger.error("smdebug: include_collections names %r, which is not a collection of this hook%s; it is "
+                         "skipped (collections: %s).", name, hint, ", ".join(sorted(usable)) or "none")
 
     def _before_prepare(self) -> None:
         """Plugins: resolve framework objects in collections (e.g. modules) before they are prepared."""
@@ -732,13 +748,14 @@ class BaseHook(LegacyHookMethods):
             return
         self.stop_requested = True
         self.stop_reason = stop_signal.describe(signal)
-        logger.warning("smdebug: %s; stopping training at step %d", self.stop_reason, self.step)
         self._on_stop_requested(signal)
 
     def _on_stop_requested(self, signal: dict) -> None:
-        """React to a stop signal at a step boundary. Plugins override this to stop their framework's
-        loop their own way (Keras: ``model.stop_training``; XGBoost: the callback returns True)."""
+        """React to a stop signal at a step boundary, and say so once: the exception's message, or one
+        log line. Plugins override this to stop their framework's loop their own way (Keras:
+        ``model.stop_training``; XGBoost: the callback returns True), logging that line themselves."""
         if self.on_stop == "flag":
+            logger.warning("smdebug: %s; stopping training at step %d", self.stop_reason, self.step)
             return
         self.close()
         self._disabled = True  # the run is complete: later hook calls (if the loop goes on) are no-ops
@@ -1113,7 +1130,7 @@ class BaseHook(LegacyHookMethods):
             if scalar and arr.size == 1 and arr.dtype.kind in "iufb":
                 self._tb.write_scalar(mode, step, name, arr)
             elif hist is not None:
-                self._tb.write_histogram(mode, step, f"{hist}/{name}", arr)
+                self._tb.write_histogram(mode, step, histogram_tag(hist, name), arr)
         w = writer.step_writer(step, mode, mode_step)
         if save_shape:
             w.write_shape(name, arr.shape if arr is not None else shape)

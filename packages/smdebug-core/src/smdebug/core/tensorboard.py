@@ -1,8 +1,14 @@
 """TensorBoard output: scalars and histograms of saved tensors, one event file per mode.
 
 Files are ``<tensorboard_dir>/<MODE>/<STEP12>_<pid>_<hostname>.tfevents`` (the global step at which
-the file was opened), plain TensorFlow records with real CRCs. The file of a mode stays open for the
-run and is flushed at every step boundary, so TensorBoard can follow a run live.
+the file was opened), plain TensorFlow records with real CRCs. The hook's file of a mode stays open for
+the run and is flushed at every step boundary, so TensorBoard can follow a run live; an export after
+the fact (``smdebug export tensorboard``) writes through a :class:`Storage` instead (local or S3), each
+file appearing whole when it is closed.
+
+Histogram tags are ``<collection>/<tensor>``, except that a tensor whose name already starts with its
+collection's name (``gradient/fc1.weight`` in ``gradients``) keeps its name: the original wrote
+``gradients/gradient/fc1.weight``.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from smdebug.core.storage.safe_fs import create_new
 
 from smdebug.core.locations import step_str
 from smdebug.core.modes import ModeKeys
+from smdebug.core.storage.base import Storage
 from smdebug.core.tfevent.proto.event_pb2 import Event
 from smdebug.core.tfevent.records import encode_record
 
@@ -27,6 +34,16 @@ _TAG_RE = re.compile(r"[^-/\w.]")
 
 def sanitize_tag(tag: str) -> str:
     return _TAG_RE.sub("_", tag).lstrip("/")
+
+
+def histogram_tag(collection: str, name: str) -> str:
+    """The tag of a histogram of tensor ``name`` saved for ``collection``: ``<collection>/<name>``, or
+    ``name`` alone when its first component already names the collection (``gradient/...`` in
+    ``gradients``, ``weights/...`` in ``weights``)."""
+    head, sep, _ = name.partition("/")
+    if sep and head and collection in (head, head + "s", head + "es"):
+        return name
+    return f"{collection}/{name}"
 
 
 def _default_bucket_edges() -> np.ndarray:
@@ -75,15 +92,24 @@ def _new_events_file(folder: str, stem: str):
 
 
 class TensorBoardWriter:
-    """Writes scalar and histogram summaries (on the hook's writer thread)."""
+    """Writes scalar and histogram summaries (the hook: on its writer thread).
 
-    def __init__(self, directory: str):
+    ``storage``: write the files through it (each one appears whole at :meth:`close`) instead of as
+    local files flushed as they grow; ``directory`` is then only used in messages.
+    """
+
+    def __init__(self, directory: str, storage: Optional[Storage] = None):
         self.directory = os.path.expanduser(directory)
+        self._storage = storage
         self._files: Dict[ModeKeys, object] = {}
 
     def _file(self, mode: ModeKeys, step: int):
         f = self._files.get(mode)
         if f is None:
+            name = f"{step_str(step)}_{os.getpid()}_{socket.gethostname()}.tfevents"
+            if self._storage is not None:
+                f = self._files[mode] = self._storage.open_writer(f"{mode.name}/{name}")
+                return f
             folder = os.path.join(self.directory, mode.name)
             os.makedirs(folder, exist_ok=True)
             f = self._files[mode] = _new_events_file(folder, f"{step_str(step)}_{os.getpid()}_{socket.gethostname()}")
@@ -103,16 +129,18 @@ class TensorBoardWriter:
 
         self._write(mode, step, fill, wall_time)
 
-    def write_histogram(self, mode: ModeKeys, step: int, tag: str, values: np.ndarray) -> None:
+    def write_histogram(self, mode: ModeKeys, step: int, tag: str, values: np.ndarray) -> bool:
+        """False (nothing written) for what has no histogram: empty, bool or non-numeric values."""
         arr = np.asarray(values)
         if arr.size == 0 or arr.dtype == np.bool_ or arr.dtype.kind not in "iuf":
-            return
+            return False
 
         def fill(v):
             v.tag = sanitize_tag(tag)
             fill_histogram(v.histo, arr)
 
         self._write(mode, step, fill)
+        return True
 
     def write_graph(self, mode: ModeKeys, step: int, graph_def: bytes, wall_time=None) -> None:
         """A graph event (``Event.graph_def``: a serialized GraphDef, as TensorBoard's graph view reads)."""
@@ -123,10 +151,23 @@ class TensorBoardWriter:
         self._file(mode, step).write(encode_record(ev.SerializeToString(), compat_footer=False))
 
     def flush(self) -> None:
-        for f in self._files.values():
-            f.flush()
+        if self._storage is None:
+            for f in self._files.values():
+                f.flush()
 
     def close(self) -> None:
-        for f in self._files.values():
-            f.close()
-        self._files.clear()
+        self._finish(keep=True)
+
+    def abort(self) -> None:
+        """Storage files: drop what was written (nothing appears); local files are closed as they are."""
+        self._finish(keep=False)
+
+    def _finish(self, keep: bool) -> None:
+        files, self._files = list(self._files.values()), {}
+        for f in files:
+            if self._storage is None:
+                f.close()
+            elif keep:
+                f.commit()
+            else:
+                f.abort()

@@ -10,13 +10,25 @@ from smdebug.trials.trial import LocalTrial, S3Trial, Trial
 __all__ = ["create_trial", "Trial", "LocalTrial", "S3Trial"]
 
 
-def create_trial(path, name=None, profiler=False, output_dir="/opt/ml/processing/outputs/", **kwargs) -> Trial:
+def create_trial(path=None, name=None, profiler=False, output_dir="/opt/ml/processing/outputs/", *, out_dir=None,
+                 **kwargs) -> Trial:
     """Open the run at ``path`` (a local directory or ``s3://bucket/prefix``).
+
+    ``out_dir=`` is accepted for ``path`` (the hooks' name for the same directory, which smdebug's own
+    documents have long used here). A path that holds no run raises
+    :class:`~smdebug.exceptions.NoSmdebugRun` at once; to wait for a run that is about to start, pass
+    ``wait_for_collections=SECONDS`` (``float('inf')``: no limit).
 
     Keyword arguments go to :class:`~smdebug.trials.trial.Trial`: ``range_steps``, ``cache``,
     ``wait_for_collections``, ``skip_damaged``, ``poll_interval``, and for S3 runs ``cache_dir`` (a
     local directory that keeps downloaded index and tensor data for the next analysis).
     """
+    if out_dir is not None:
+        if path is not None:
+            raise TypeError("create_trial takes the run's path once: give path or out_dir=, not both")
+        path = out_dir
+    if path is None:
+        raise TypeError("create_trial() needs the run's path: create_trial('/path/to/run') (or out_dir=...)")
     if profiler:
         raise NotImplementedError("Profiler trials are not part of this smdebug")
     if not isinstance(path, (str, os.PathLike)):

@@ -30,6 +30,7 @@ from smdebug.core.locations import (
 )
 from smdebug.core.logger import get_logger
 from smdebug.core.modes import ModeKeys
+from smdebug.core.names import did_you_mean
 from smdebug.core.storage.base import Storage, get_storage, is_s3_path, parse_s3_path
 from smdebug.core.storage.safe_fs import UnsafeFileError
 from smdebug.core.tensor import StepState, Tensor
@@ -45,12 +46,14 @@ from smdebug.exceptions import (
     MissingCollectionFiles,
     MissingEventFile,
     NoMoreData,
+    NoSmdebugRun,
     SMDebugValueError,
     StepNotYetAvailable,
     StepUnavailable,
     TensorUnavailable,
     TensorUnavailableForStep,
 )
+from smdebug.trials.run_detection import missing_run_reason
 
 logger = get_logger()
 
@@ -84,8 +87,10 @@ class Trial:
 
     :param range_steps: ``(begin, end)``: only global steps ``begin <= step < end`` are loaded.
     :param cache: keep fetched tensor values in memory.
-    :param wait_for_collections: seconds to wait for the run's collection files to appear (None:
-        wait until they appear or the run ends).
+    :param wait_for_collections: seconds to wait for the run's collection files to appear, also for a
+        run that has not started yet (``float('inf')``: no limit). None (the default): a path holding
+        nothing a hook writes raises :class:`~smdebug.exceptions.NoSmdebugRun` at once; a run that has
+        started is waited for until its collection files appear or it ends.
     :param skip_damaged: skip corrupt index files with a warning instead of raising.
     :param poll_interval: seconds between looks for new data while waiting.
     :param cache_dir: S3 runs: keep downloaded index files and tensor data in this local directory, so
@@ -199,6 +204,7 @@ class Trial:
     def _load_collections(self, timeout: Optional[float]) -> None:
         start = time.monotonic()
         warned_at = start
+        first_look = True
         while True:
             files = self._collection_files()
             if files:
@@ -207,6 +213,12 @@ class Trial:
                 self.num_workers = first.get_num_workers()
                 if len(files) >= self.num_workers:
                     break
+            elif first_look and (timeout is None or timeout <= 0):
+                # Nobody asked to wait: a path with nothing a hook writes fails now, not never.
+                reason = missing_run_reason(self.storage, self.path)
+                if reason is not None:
+                    raise NoSmdebugRun(self.path, reason)
+            first_look = False
             ended = self.storage.exists(END_OF_JOB_FILE)
             if ended:
                 if not files and self.storage.list(INDEX_DIR):
@@ -214,7 +226,8 @@ class Trial:
                     logger.warning("No collection files in %s; assuming a single worker", self.path)
                     break
                 raise MissingCollectionFiles(
-                    f"{self.path}: found {len(files)} collection file(s), expected {max(self.num_workers, 1)}"
+                    f"Training has ended but not all collection files were found. {self.path}: found "
+                    f"{len(files)} collection file(s), expected {max(self.num_workers, 1)}"
                 )
             # Some workers' files but not all, in a run that is writing steps: a worker may have died
             # before exporting its collections. Wait a bounded time (even without a timeout), then go on.
@@ -229,7 +242,13 @@ class Trial:
                         len(files), self.num_workers, self.path, limit,
                     )
                     break
-                raise MissingCollectionFiles(f"{self.path}: no collection files after waiting {timeout}s")
+                reason = missing_run_reason(self.storage, self.path)
+                if reason is not None:
+                    raise NoSmdebugRun(self.path, f"{reason} after waiting {timeout:g}s", hint="")
+                raise MissingCollectionFiles(
+                    f"{self.path}: no collection file after waiting {timeout:g}s (the run has started: "
+                    "its workers have not saved their collections yet)"
+                )
             if time.monotonic() - warned_at > 20:
                 logger.warning("Waiting for the collection files of %s to appear...", self.path)
                 warned_at = time.monotonic()
@@ -570,7 +589,15 @@ class Trial:
             coll = collection if isinstance(collection, Collection) else self.collection(collection)
             names = set(coll.members(names))
         if not names and (regex is not None or collection is not None):
-            logger.warning("No tensors matched %s", regex if regex is not None else collection)
+            hint = ""
+            coll = None
+            if collection is not None:
+                coll = collection if isinstance(collection, Collection) else self.collection(collection)
+            if coll is not None and not coll.has_regex() and not coll.tensor_names:
+                # (trial.collection() keeps even a name the run lacks, so emptiness is what tells a typo)
+                usable = [c.name for c in self.collections().values() if c.has_regex() or c.tensor_names]
+                hint = f": the run has no collection {coll.name!r}" + did_you_mean(coll.name, usable)
+            logger.warning("No tensors matched %s%s", regex if regex is not None else collection, hint)
         return sorted(names)
 
     def _names_of(self, f: IndexFile):

@@ -10,6 +10,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
+from smdebug.core.plugins.missing import missing_framework_error
+
 from smdebug.mxnet._version import __version__
 
 if TYPE_CHECKING:
@@ -44,7 +46,11 @@ def __getattr__(name: str):
     if target is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     module_name, _, attr = target.partition(":")
-    value = getattr(importlib.import_module(module_name), attr)
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as e:  # the framework itself missing: say what to install
+        raise missing_framework_error(e, f"{__name__}.{name}") from e
+    value = getattr(module, attr)
     globals()[name] = value  # later look-ups skip __getattr__
     return value
 

@@ -114,7 +114,11 @@ def run_rules(
     if rules is not None:
         requests, infos = resolve(rules)  # typos: fail before anything is read
     if isinstance(trial, str):
-        trial = create_trial(trial, range_steps=(start_step, end_step) if (start_step or end_step) else None)
+        # Following a run may start before the run does: wait for it (up to the timeout). Otherwise a path
+        # with no run fails at once (NoSmdebugRun).
+        wait = (timeout if timeout else float("inf")) if follow else None
+        trial = create_trial(trial, range_steps=(start_step, end_step) if (start_step or end_step) else None,
+                             wait_for_collections=wait)
     others = [create_trial(t) if isinstance(t, str) else t for t in (other_trials or [])]
     if rules is None:
         requests, infos = resolve(recommended_rules_for(trial))

@@ -13,6 +13,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
+from smdebug.core.plugins.missing import missing_framework_error
+
 from smdebug.tensorflow._version import __version__
 
 if TYPE_CHECKING:
@@ -53,14 +55,8 @@ def __getattr__(name: str):
     module_name, _, attr = target.partition(":")
     try:
         module = importlib.import_module(module_name)
-    except ModuleNotFoundError as e:
-        if e.name in ("tensorflow", "keras"):
-            raise ModuleNotFoundError(
-                f"smdebug.tensorflow.{name} needs TensorFlow 2.16 or later (with Keras 3), which is not "
-                f"installed: pip install 'smdebug-tf[framework]' (or tensorflow / tensorflow-cpu)",
-                name=e.name,
-            ) from e
-        raise
+    except ModuleNotFoundError as e:  # the framework itself missing: say what to install
+        raise missing_framework_error(e, f"{__name__}.{name}") from e
     value = getattr(module, attr)
     globals()[name] = value  # later look-ups skip __getattr__
     return value

@@ -168,7 +168,7 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
         self._keras_depth = 0  # inside fit/evaluate/predict
         self._fit_depth = 0
         self._kind: Optional[str] = None
-        self._plan = None  # frozenset of names to capture in this step, _DISCOVER, or None
+        self._capture_now = None  # frozenset of names to capture in this step, _DISCOVER, or None
         self._offered: Dict[str, set] = {}  # kind -> every in-graph tensor name a step offered
         self._capture_fns: Dict[tuple, Callable] = {}
         self._tape_stack: Optional[contextlib.ExitStack] = None
@@ -307,7 +307,7 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
             self.end_step()
         self._uninstall(kind)
         self._kind = None
-        self._plan = None
+        self._capture_now = None
         if kind == "test" and self._fit_depth > 0:
             BaseHook.set_mode(self, ModeKeys.TRAIN)
         if self._keras_depth == 0:
@@ -316,7 +316,7 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
     def _begin_batch(self, kind: str) -> None:
         self._switch_mode(_KINDS[kind][2])
         self._kind = kind
-        self._plan = None
+        self._capture_now = None
         self.begin_step()
         if self._disabled or not self.is_writing:
             return
@@ -324,7 +324,7 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
         if kind == "train" and not self._graph_written and self._tb is not None and self._writer is not None:
             self._write_graph()
         self._save_variables()
-        self._plan = self._capture_plan(kind)
+        self._capture_now = self._capture_plan(kind)
 
     def _write_graph(self) -> None:
         """The model's graph for TensorBoard, once per run (in the TRAIN folder): the GraphDef of the model's
@@ -457,11 +457,11 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
             setattr(model, attr, original)
 
     def _run(self, kind: str, original: Callable, arg):
-        plan = self._plan if (self._kind == kind and not self._disabled) else None
+        plan = self._capture_now if (self._kind == kind and not self._disabled) else None
         if plan is None:
             outputs = original(arg)
         else:
-            self._plan = None
+            self._capture_now = None
             outputs = self._run_capture(kind, plan, original, arg)
         if not self._disabled and self._kind == kind and self._in_step:
             try:

@@ -335,7 +335,7 @@ class Hook(TrainingCallback, BaseHook):
 
     def _on_stop_requested(self, signal: dict) -> None:
         # Flag only (``stop_requested``); after_iteration returns True and XGBoost ends training.
-        logger.info("smdebug: ending XGBoost training after iteration %d", self.step)
+        logger.warning("smdebug: ending XGBoost training after iteration %d (%s)", self.step, self.stop_reason)
 
     # ------------------------------------------------------------------------------------------
     # one iteration

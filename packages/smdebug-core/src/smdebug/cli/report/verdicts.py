@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime
 import json
 import math
-import os
 from dataclasses import dataclass, field
 from typing import Any, List, Optional
 
@@ -106,18 +105,13 @@ def _time(value: Any) -> Optional[str]:
 
 
 def read_text(path: str) -> str:
-    """The file's text, local or ``s3://`` (through the core's storage layer)."""
-    from smdebug.core.storage.base import get_storage, is_s3_path
+    """The file's text, local or ``s3://`` (the command line's one reader of files it is given)."""
+    from smdebug.cli._common import CliError, read_file
 
     try:
-        if is_s3_path(path):
-            folder, _, name = path.rstrip().rpartition("/")
-            data = get_storage(folder).read(name)
-        else:
-            with open(os.path.expanduser(path), "rb") as f:
-                data = f.read()
-    except Exception as e:  # noqa: BLE001 - OSError, botocore errors, a missing boto3: all mean "cannot read"
-        raise RuleResultsError(f"cannot read rule results {path}: {e}") from None
+        data = read_file(path, "rule results")
+    except CliError as e:
+        raise RuleResultsError(str(e)) from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:

@@ -76,7 +76,8 @@ class FrameworkPluginContract:
         core = [r for r in requires if r.startswith("smdebug-core")]
         assert core and "<1" in core[0] and "==" not in core[0]
         framework = [r for r in requires if re.search(r"extra\s*==\s*['\"]framework['\"]", r)]
-        assert framework and all(r.startswith(self.FRAMEWORK_IMPORT) for r in framework), requires
+        # the framework itself, and possibly what it needs to import (MXNet 1.9: numpy<1.24)
+        assert framework and any(r.startswith(self.FRAMEWORK_IMPORT) for r in framework), requires
 
     def test_does_not_ship_the_smdebug_namespace_init(self):
         # smdebug/__init__.py belongs to smdebug-core; a copy here would overwrite it on install.

@@ -262,6 +262,7 @@ def _framework_version_problem(dist: Optional[metadata.Distribution]) -> Optiona
         requires = dist.requires or []
     except Exception:  # noqa: BLE001
         return None
+    first = True
     for line in requires:
         try:
             req = Requirement(line)
@@ -269,9 +270,14 @@ def _framework_version_problem(dist: Optional[metadata.Distribution]) -> Optiona
                 continue
             if req.marker.evaluate({"extra": ""}):
                 continue  # a base dependency, not specific to the extra
+            is_framework, first = first, False
             try:
                 installed = metadata.version(req.name)
             except metadata.PackageNotFoundError:
+                if is_framework:
+                    # the extra names the framework first: without it, what else the extra pins (numpy for
+                    # MXNet) is no news; the import check says the framework is missing
+                    return None
                 continue
             if req.specifier and not req.specifier.contains(Version(installed), prereleases=True):
                 return f"{req.name} {installed} is installed; this plugin needs {req.name}{req.specifier}"
@@ -595,7 +601,9 @@ def _conversion_error(value: Any) -> str:
         hint = None
     known = ", ".join(sorted(_frameworks)) or "none"
     if hint is not None:
-        message += f". Install the {hint[0]} plugin: pip install 'smdebug-core[{hint[1]}]'"
+        from smdebug.core.plugins.missing import install_command
+
+        message += f". Install the {hint[0]} plugin: {install_command(f'smdebug-core[{hint[1]}]')}"
     return message + f" (frameworks available: {known}; see `smdebug plugins`)"
 
 

@@ -1,4 +1,5 @@
-"""A helpful error for ``import smdebug.pytorch`` when the plugin that provides it is not installed.
+"""Helpful errors for ``import smdebug.pytorch`` when the plugin that provides it is not installed, and
+for ``smdebug.pytorch.Hook`` when the plugin is there but its framework is not.
 
 smdebug-core owns the ``smdebug`` package; ``smdebug.pytorch``, ``smdebug.tensorflow``, ``smdebug.mxnet``,
 ``smdebug.xgboost`` and ``smdebug.rules`` come from separate distributions. Without them Python would only
@@ -19,6 +20,9 @@ __all__ = [
     "MissingPlugin",
     "MissingPluginError",
     "MissingPluginFinder",
+    "MissingFrameworkError",
+    "missing_framework_error",
+    "install_command",
     "install_missing_plugin_finder",
     "uninstall_missing_plugin_finder",
     "plugin_for_framework_import",
@@ -32,22 +36,53 @@ class MissingPlugin(NamedTuple):
     distribution: str  #: the distribution that provides the module (``smdebug-torch``)
     extra: str  #: the smdebug-core extra that pulls it in (``torch``)
     framework_imports: Tuple[str, ...] = ()  #: top-level imports of the framework it adapts
+    framework: str = ""  #: the framework's name in messages (``PyTorch``)
+    framework_install: str = ""  #: what ``pip install`` takes to get a framework this plugin works with
 
 
 #: module provided by a plugin -> where to get it
 PLUGIN_PACKAGES: Dict[str, MissingPlugin] = {
-    "smdebug.pytorch": MissingPlugin("smdebug-torch", "torch", ("torch",)),
-    "smdebug.tensorflow": MissingPlugin("smdebug-tf", "tf", ("tensorflow", "keras")),
-    "smdebug.mxnet": MissingPlugin("smdebug-mxnet", "mxnet", ("mxnet",)),
-    "smdebug.xgboost": MissingPlugin("smdebug-xgboost", "xgboost", ("xgboost",)),
+    "smdebug.pytorch": MissingPlugin("smdebug-torch", "torch", ("torch",), "PyTorch", "torch"),
+    "smdebug.tensorflow": MissingPlugin("smdebug-tf", "tf", ("tensorflow", "keras"),
+                                        "TensorFlow 2.16 or later (with Keras 3)", "tensorflow"),
+    # MXNet 1.9 imports only with numpy < 1.24 (it uses np.bool)
+    "smdebug.mxnet": MissingPlugin("smdebug-mxnet", "mxnet", ("mxnet",), "MXNet 1.9", "'mxnet>=1.9,<2' 'numpy<1.24'"),
+    "smdebug.xgboost": MissingPlugin("smdebug-xgboost", "xgboost", ("xgboost",), "XGBoost", "xgboost"),
     "smdebug.rules": MissingPlugin("smdebug-rules", "rules", ()),
 }
+
+#: where the wheels ``--find-links dist`` names come from (the packages are not on PyPI)
+WHEELS_NOTE = "dist: the wheels built from the smdebug checkout, as its README's Installing section says"
+
+
+def install_command(requirement: str) -> str:
+    """``pip install`` of one of our distributions: from the wheels built from a checkout."""
+    return f"pip install --find-links dist '{requirement}'"
 
 
 def missing_plugin_message(module: str, plugin: MissingPlugin) -> str:
     return (
-        f"{module} is provided by the {plugin.distribution} plugin: "
-        f"pip install 'smdebug-core[{plugin.extra}]' (or pip install {plugin.distribution})"
+        f"{module} is provided by the {plugin.distribution} plugin, which is not installed: "
+        f"{install_command(f'smdebug-core[{plugin.extra}]')} ({WHEELS_NOTE})"
+    )
+
+
+class MissingFrameworkError(ModuleNotFoundError):
+    """A plugin is installed but the framework it adapts is not (``smdebug.pytorch.Hook`` without torch)."""
+
+
+def missing_framework_error(error: ModuleNotFoundError, attribute: str) -> ModuleNotFoundError:
+    """The error to raise for ``error``, met while loading ``attribute`` (``smdebug.pytorch.Hook``): a
+    :class:`MissingFrameworkError` saying what to install when the missing module is the framework of
+    that plugin, else ``error`` itself."""
+    plugin = PLUGIN_PACKAGES.get(".".join(attribute.split(".")[:2]))
+    missing = (error.name or "").split(".")[0]
+    if plugin is None or missing not in plugin.framework_imports:
+        return error
+    return MissingFrameworkError(
+        f"{attribute} needs {plugin.framework or missing}, which is not installed ({error}): "
+        f"pip install {plugin.framework_install or missing}, or {install_command(plugin.distribution + '[framework]')}",
+        name=error.name,
     )
 
 

@@ -58,6 +58,10 @@ class Storage(abc.ABC):
     @abc.abstractmethod
     def exists(self, key: str) -> bool: ...
 
+    def has_folder(self, prefix: str) -> bool:
+        """Whether anything lies under the folder ``prefix`` (cheaper than listing it on every backend)."""
+        return bool(self.list(prefix))
+
     def age(self, key: str) -> Optional[float]:
         """Seconds since ``key`` was last modified, or None if unknown."""
         return None

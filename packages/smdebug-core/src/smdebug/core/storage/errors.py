@@ -43,3 +43,8 @@ class StorageUnavailable(StorageError, ConnectionError):
 class StorageRootRemoved(StorageBucketNotFound):
     """The run folder (or a folder of it) was removed while a hook was writing to it. A hook stops saving
     (it reports this once) rather than making a new folder that would hold a partial run."""
+
+
+class UnsafeKeyError(StorageError, ValueError):
+    """A key that would leave the run's folder (an absolute path, ``..``, NUL): damaged or hostile data.
+    Still a ValueError, as it was before it was a StorageError."""

@@ -11,7 +11,7 @@ from typing import List, Optional
 
 from smdebug.core.logger import get_logger
 from smdebug.core.storage.base import Storage, StorageWriter
-from smdebug.core.storage.errors import StorageRootRemoved
+from smdebug.core.storage.errors import StorageRootRemoved, UnsafeKeyError
 from smdebug.core.storage.safe_fs import (
     DIR_FLAGS,
     HAVE_DIR_FD,
@@ -158,7 +158,7 @@ class LocalStorage(Storage):
             parts = key.replace("\\", "/").split("/")
             if (key.startswith(("/", "\\")) or "\x00" in key or ".." in parts
                     or (os.name == "nt" and ":" in key)):
-                raise ValueError(f"Refusing a path outside the run directory: {key[:200]!r}")
+                raise UnsafeKeyError(f"Refusing a path outside the run directory: {key[:200]!r}", key=key[:200])
         return key
 
     def _path(self, key: str) -> str:
@@ -239,7 +239,7 @@ class LocalStorage(Storage):
             self._walk(self._path(prefix), key, start_after, out)
             return out
         try:
-            fd = open_dir_beneath(self._root_fd(), self._split(key + "/x")[0], display=self.root)
+            fd = open_dir_beneath(self._root_fd(), self._split(f"{key}/x" if key else "x")[0], display=self.root)
         except (FileNotFoundError, NotADirectoryError):
             return out
         except UnsafeFileError as e:
@@ -342,6 +342,13 @@ class LocalStorage(Storage):
             self._lstat(key)
             return True
         except (OSError, ValueError):
+            return False
+
+    def has_folder(self, prefix: str) -> bool:
+        try:
+            with os.scandir(self._path(prefix)) as entries:
+                return any(True for _ in entries)
+        except (FileNotFoundError, NotADirectoryError):
             return False
 
     def age(self, key: str) -> Optional[float]:

@@ -487,6 +487,12 @@ class S3Storage(Storage):
     def exists(self, key: str) -> bool:
         return self._head(key) is not None
 
+    def has_folder(self, prefix: str) -> bool:
+        s3_prefix = self._key(prefix).rstrip("/") + "/"
+        page = self._call("ListObjectsV2", prefix,
+                          lambda: self.client.list_objects_v2(Bucket=self.bucket, Prefix=s3_prefix, MaxKeys=1))
+        return bool(page.get("Contents"))
+
     def age(self, key: str) -> Optional[float]:
         head = self._head(key)
         if head is None or head.get("LastModified") is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from typing import List, Optional
 
@@ -56,6 +57,9 @@ class Actions:
                 elif name in ("email", "sms"):
                     if not spec.get("endpoint"):
                         raise SMDebugValueError(f"the {name} action needs an 'endpoint'")
+                    if importlib.util.find_spec("boto3") is None:  # said now, not at every finding
+                        raise SMDebugValueError(f"the {name} action sends through SNS and needs boto3: "
+                                                "pip install 'smdebug-rules[aws]'")
                     self.actions.append(MessageAction(rule_name, name, spec["endpoint"]))
                 else:
                     raise SMDebugValueError(f"unknown action {spec.get('name')!r} (use stoptraining, email or sms)")

@@ -10,6 +10,6 @@ def client(service: str):
     try:
         import boto3
     except ImportError:
-        raise ImportError(f"the {service} action needs boto3: pip install boto3") from None
+        raise ImportError(f"the {service} action needs boto3: pip install 'smdebug-rules[aws]'") from None
     region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
     return boto3.client(service, region_name=region)

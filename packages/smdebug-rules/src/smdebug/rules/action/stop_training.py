@@ -31,9 +31,9 @@ class StopTrainingAction:
         self.stopped = True
         if self.trial is not None:
             first = _ASKED.setdefault(self.trial.path, self.rule_name)
-            if first != self.rule_name:
-                logger.info("%s: %s already asked the job writing %s to stop", self.rule_name, first,
-                            self.trial.path)
+            if first != self.rule_name:  # said once, by the first rule: the others only in debug logs
+                logger.debug("%s: %s already asked the job writing %s to stop", self.rule_name, first,
+                             self.trial.path)
             else:
                 write_stop_signal(self.trial.path, self.rule_name, step, reason)
                 logger.warning("%s: asked the training job writing %s to stop (step %s)", self.rule_name,

@@ -1,0 +1,133 @@
+"""Export a saved run to TensorBoard after the fact (what ``smdebug export tensorboard`` runs).
+
+The files are laid out as the hook writes them with ``export_tensorboard=True``: one event file per
+mode under ``<out_dir>/<MODE>/``, ``Event.step`` the global step. What goes in:
+
+* a one-element value (a loss, a metric, a scalar) becomes a scalar summary tagged with its name;
+* a larger numeric value becomes a histogram tagged ``<collection>/<name>`` (its first collection that
+  keeps histograms; see :func:`smdebug.core.tensorboard.histogram_tag`), or its name outside any;
+* a step where only reductions were saved gives one scalar per reduction, ``<name>/<reduction>``;
+* strings, complex and boolean arrays have no TensorBoard form and are counted as skipped.
+
+Steps are exported in order, all tensors of a step together, so each step's data is read at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Dict, Iterable, List, Optional, Sequence
+
+import numpy as np
+
+from smdebug.core.collection import NON_HISTOGRAM_COLLECTIONS
+from smdebug.core.modes import ModeKeys
+from smdebug.core.storage.base import get_storage
+from smdebug.core.tensorboard import TensorBoardWriter, histogram_tag
+from smdebug.exceptions import SMDebugValueError, TensorUnavailableForStep
+
+__all__ = ["ExportSummary", "export_tensorboard"]
+
+
+@dataclass
+class ExportSummary:
+    """What an export wrote."""
+
+    out_dir: str
+    scalars: int = 0
+    histograms: int = 0
+    reduction_scalars: int = 0
+    tensors: int = 0
+    steps_by_mode: Dict[str, List[int]] = field(default_factory=dict)  # mode -> global steps written
+    skipped: Dict[str, str] = field(default_factory=dict)  # tensor -> why it has no TensorBoard form
+
+    def to_dict(self) -> dict:
+        return {
+            "out_dir": self.out_dir, "scalars": self.scalars, "histograms": self.histograms,
+            "reduction_scalars": self.reduction_scalars, "tensors": self.tensors,
+            "steps": {m: len(s) for m, s in self.steps_by_mode.items()}, "skipped": dict(self.skipped),
+        }
+
+
+def _histogram_collections(trial, names: Sequence[str]) -> Dict[str, Optional[str]]:
+    """tensor -> the collection its histogram is tagged with (the first one keeping histograms)."""
+    colls = [c for name, c in sorted(trial.collections().items())
+             if c.save_histogram and name not in NON_HISTOGRAM_COLLECTIONS]
+    return {n: next((c.name for c in colls if c.matches(n)), None) for n in names}
+
+
+def _reduction_tag(name: str, op: str, is_abs: bool) -> str:
+    return f"{name}/{'abs_' if is_abs else ''}{op}"
+
+
+def export_tensorboard(
+    trial,
+    out_dir: str,
+    names: Optional[Sequence[str]] = None,
+    mode: Optional[ModeKeys] = None,
+    worker: Optional[str] = None,
+    progress: Optional[Callable[[Iterable, int], Iterable]] = None,
+) -> ExportSummary:
+    """Write the run of ``trial`` as TensorBoard event files under ``out_dir`` (local or ``s3://``).
+
+    :param names: the tensors to export (default: every tensor).
+    :param mode: only the steps of this mode.
+    :param worker: the worker whose values are exported (default: each step's first worker).
+    :param progress: wraps the iteration over steps, ``progress(steps, total)`` (a progress bar).
+    :raises SMDebugValueError: ``out_dir`` already holds TensorBoard event files.
+    """
+    storage = get_storage(out_dir)
+    existing = [k for k in storage.list("") if k.endswith(".tfevents")]
+    if existing:
+        raise SMDebugValueError(
+            f"{out_dir} already holds TensorBoard event files ({existing[0]}...): export into an empty or new "
+            "directory, so that TensorBoard does not show the same steps twice"
+        )
+    wanted = set(trial.tensor_names() if names is None else names)
+    tags = _histogram_collections(trial, sorted(wanted))
+    steps = [g for g in trial.steps() if mode is None or (trial.mode(g) or ModeKeys.GLOBAL) == mode]
+    summary = ExportSummary(out_dir=out_dir)
+    exported = set()
+    writer = TensorBoardWriter(out_dir, storage=storage)
+    try:
+        for g in (progress(steps, len(steps)) if progress is not None else steps):
+            step_mode = trial.mode(g) or ModeKeys.GLOBAL
+            wrote = False
+            for name in trial.tensor_names(step=g):
+                if name not in wanted or name in summary.skipped:
+                    continue
+                if _export_value(writer, trial.tensor(name), g, step_mode, worker, tags[name], summary):
+                    exported.add(name)
+                    wrote = True
+            if wrote:
+                summary.steps_by_mode.setdefault(step_mode.name, []).append(g)
+    except BaseException:
+        writer.abort()
+        raise
+    writer.close()
+    summary.tensors = len(exported)
+    return summary
+
+
+def _export_value(writer: TensorBoardWriter, tensor, step: int, mode: ModeKeys, worker: Optional[str],
+                  collection: Optional[str], summary: ExportSummary) -> bool:
+    """Write one tensor at one step; False when there was nothing to write."""
+    name = tensor.name
+    try:
+        arr = np.asarray(tensor.value(step, worker=worker))
+    except TensorUnavailableForStep as e:
+        if not e.has_reductions:
+            return False  # this worker did not save it at this step
+        for (op, is_abs), value in sorted(tensor.reduction_values(step, worker=worker).items()):
+            writer.write_scalar(mode, step, _reduction_tag(name, op, is_abs), value)
+            summary.reduction_scalars += 1
+        return True
+    if arr.size == 1 and arr.dtype.kind in "biuf":
+        writer.write_scalar(mode, step, name, arr)
+        summary.scalars += 1
+        return True
+    if writer.write_histogram(mode, step, histogram_tag(collection, name) if collection else name, arr):
+        summary.histograms += 1
+        return True
+    if arr.size:
+        summary.skipped[name] = f"{arr.dtype} values have no TensorBoard summary"
+    return False

@@ -1,0 +1,26 @@
+"""Close-name suggestions for names a user typed: collections, tensors, rules ("did you mean ...?")."""
+
+from __future__ import annotations
+
+import difflib
+from typing import Iterable, List
+
+
+def close_names(name: str, candidates: Iterable[str], n: int = 3) -> List[str]:
+    """Up to ``n`` candidates close to ``name``, closest first (case-insensitive, so ``Weights`` finds
+    ``weights``); ``name`` itself is never suggested."""
+    by_key = {}
+    for c in candidates:
+        if c != name:
+            by_key.setdefault(c.lower(), c)
+    return [by_key[k] for k in difflib.get_close_matches(name.lower(), list(by_key), n=n, cutoff=0.6)]
+
+
+def did_you_mean(name: str, candidates: Iterable[str]) -> str:
+    """`` (did you mean 'a' or 'b'?)`` or '' when nothing is close."""
+    close = close_names(name, candidates)
+    if not close:
+        return ""
+    quoted = [repr(c) for c in close]
+    text = quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
+    return f" (did you mean {text}?)"
