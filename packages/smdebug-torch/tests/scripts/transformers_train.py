@@ -33,4 +33,4 @@ if __name__ == "__main__":
     trainer = transformers.Trainer(model=model, args=args, train_dataset=Tokens(BATCH * ACCUMULATE * MAX_STEPS, 0))
     trainer.train()
     metrics = trainer.evaluate(Tokens(2 * BATCH, 1))
-    print("global_step", trainer.state.global_step, "eval_loss", round(metrics["eval_loss"], 4))
+    print(f"done: global_step={trainer.state.global_step} eval_loss={metrics['eval_loss']:.6f}")
