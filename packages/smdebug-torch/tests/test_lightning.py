@@ -127,3 +127,22 @@ def test_weights_and_gradients_per_optimizer_step(run):
     np.testing.assert_allclose(model.fc1.weight.detach().numpy(),
                                w.value(2, mode=smd.modes.TRAIN) - 0.1 * g.value(2, mode=smd.modes.TRAIN),
                                rtol=1e-5, atol=1e-6)
+
+
+def test_a_second_smdebug_callback_stands_down(tmp_path):
+    """Two smdebug callbacks in one Trainer (a script's own and zero-code's): the first follows the
+    model, the second does nothing, and both leave the module as they found it."""
+    from smdebug.pytorch.lightning import SmdebugCallback
+
+    torch.manual_seed(0)
+    model = Net()
+    first = SmdebugCallback(out_dir=str(tmp_path / "first"), include_collections=["losses"],
+                            save_config=smd.SaveConfig(save_interval=1))
+    second = SmdebugCallback(out_dir=str(tmp_path / "second"), include_collections=["losses"])
+    t = L.Trainer(accelerator="cpu", max_epochs=1, limit_train_batches=2, limit_val_batches=0, callbacks=[first, second],
+                  logger=False, enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False)
+    t.fit(model, loader(0))
+    first.hook.close()
+    assert "log" not in model.__dict__  # the module's own log() again
+    assert smd.create_trial(str(tmp_path / "first")).steps(mode=smd.modes.TRAIN) == [0, 1]
+    assert not (tmp_path / "second").exists()

@@ -83,13 +83,14 @@ class _Follower:
         self._active = True
 
     def teardown(self, trainer, pl_module, stage: str) -> None:
-        if pl_module.__dict__.get("log") is self._log_wrapper:
+        if self._log_wrapper is not None and pl_module.__dict__.get("log") is self._log_wrapper:
             del pl_module.log  # the class's own method again
+        self._log_wrapper = None
 
     def _listen_to_log(self, pl_module) -> None:
         """Keep what the module logs during a step (``self.log``; ``log_dict`` calls it): the
         instance's ``log`` is wrapped until teardown."""
-        if pl_module.__dict__.get("log") is self._log_wrapper and self._log_wrapper is not None:
+        if self._log_wrapper is not None and pl_module.__dict__.get("log") is self._log_wrapper:
             return
         original, logged = pl_module.log, self._logged
 
