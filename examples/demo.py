@@ -107,7 +107,9 @@ def main(argv=None):
     train(healthy, lr=0.5)
     trial = create_trial(healthy)
     loss = trial.tensor("CrossEntropyLoss_output_0")
-    print(f"  saved {len(trial.steps())} steps ({', '.join(map(str, trial.steps()))}), {len(trial.tensor_names())} "
+    steps = trial.steps()
+    shown = ", ".join(map(str, steps)) if len(steps) <= 12 else f"{', '.join(map(str, steps[:6]))}, ..., {steps[-1]}"
+    print(f"  saved {len(steps)} steps ({shown}), {len(trial.tensor_names())} "
           f"tensors; loss {float(loss.value(loss.steps()[0])):.3f} -> {float(loss.value(loss.steps()[-1])):.3f}")
     quiet = smdebug_rules_run(healthy)
 

@@ -16,7 +16,7 @@ import smdebug.pytorch as smd
 from smdebug import SaveConfig
 from smdebug.core.testing import TAPERED_SAVED_STEPS, one_torch_thread
 from smdebug.rules import rule_configs, run_rules
-from smdebug.rules.results import ISSUES, NO_ISSUES, NOT_EVALUATED
+from smdebug.rules.results import ISSUES, NO_ISSUES, NOT_APPLICABLE, NOT_EVALUATED
 
 from _hooks import NumpyHook
 
@@ -81,8 +81,10 @@ def test_smdebug_rules_run_with_no_rule_evaluates_the_pytorch_set(tmp_path):
     code, result, err = rules_run(healthy)
     assert [r["name"] for r in result["rules"]] == list(rule_configs.RECOMMENDED["pytorch"]), err
     statuses = {r["name"]: r["status"] for r in result["rules"]}
-    # a short run without evaluation: the curve rules, Overfit/Overtraining have too little to judge and say so
-    assert set(statuses.values()) <= {NO_ISSUES, NOT_EVALUATED}, statuses
+    # a short run without evaluation: the curve rules may have too little to judge and say so; Overfit and
+    # Overtraining do not apply to a run that never validated
+    assert set(statuses.values()) <= {NO_ISSUES, NOT_EVALUATED, NOT_APPLICABLE}, statuses
+    assert statuses["Overfit"] == statuses["Overtraining"] == NOT_APPLICABLE, statuses
     assert all(statuses[r] == NO_ISSUES for r in ("VanishingGradient", "ExplodingTensor", "WeightUpdateRatio",
                                                   "DeadRelu", "SaturatedActivation", "CheckInputImages")), statuses
     assert code == (3 if NOT_EVALUATED in statuses.values() else 0)
@@ -149,3 +151,52 @@ def test_xgboost_recommended_hook_and_rules(tmp_path, rounds, saved):
     assert [r["name"] for r in result["rules"]] == list(rule_configs.RECOMMENDED["xgboost"]), err
     if rounds == 30:
         assert code == 0, result  # a slow, sound learner (the run stays open: SlowConvergence waits for its end)
+
+
+def train_tabular(out_dir, steps=40, eval_every=None):
+    """A ReLU MLP on tabular input; with ``eval_every``, an evaluation pass in EVAL mode every so many steps."""
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(0)
+    model, loss_fn = nn.Sequential(nn.Linear(5, 16), nn.ReLU(), nn.Linear(16, 2)), nn.CrossEntropyLoss()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    hook = smd.Hook.recommended(str(out_dir))
+    hook.register_module(model)
+    hook.register_loss(loss_fn)
+    for step in range(steps):
+        hook.set_mode(smd.modes.TRAIN)
+        x = torch.randn(64, 5, generator=g)
+        opt.zero_grad()
+        loss_fn(model(x), (x[:, 0] > 0).long()).backward()
+        opt.step()
+        if eval_every and step % eval_every == eval_every - 1:
+            hook.set_mode(smd.modes.EVAL)
+            with torch.no_grad():
+                x = torch.randn(64, 5, generator=g)
+                loss_fn(model(x), (x[:, 0] > 0).long())
+    hook.close()
+    return str(out_dir)
+
+
+def test_rules_that_do_not_concern_the_run_say_not_applicable(tmp_path):
+    """No tanh/sigmoid layer, no image input, no validation: NotApplicable, and the run's verdict is the other
+    rules' (NoIssuesFound, exit 0); the same rules on a run that validated too seldom say NotEvaluated."""
+    code, result, err = rules_run(train_tabular(tmp_path / "train-only"))
+    statuses = {r["name"]: r["status"] for r in result["rules"]}
+    for name in ("SaturatedActivation", "CheckInputImages", "Overfit", "Overtraining"):
+        assert statuses[name] == NOT_APPLICABLE, statuses
+    details = {r["name"]: r["detail"] for r in result["rules"]}
+    assert "no such layers" in details["SaturatedActivation"] and "no image" in details["CheckInputImages"]
+    assert "no validation" in details["Overfit"]
+    if NOT_EVALUATED not in statuses.values():
+        assert code == 0 and result["status"] == NO_ISSUES, (statuses, err)
+
+    # the run validated (twice): Overfit does apply, and has too few evaluations to judge
+    code, result, err = rules_run(train_tabular(tmp_path / "validated", eval_every=20))
+    statuses = {r["name"]: r["status"] for r in result["rules"]}
+    assert statuses["Overfit"] == statuses["Overtraining"] == NOT_EVALUATED, statuses
+    assert code in (1, 3) and result["status"] in (ISSUES, NOT_EVALUATED)  # (40 steps: SlowConvergence may fire)
+
+    # only not-applicable rules: nothing was judged
+    code, result, err = rules_run(tmp_path / "train-only", "--rule", "SaturatedActivation", "--rule", "Overfit")
+    assert {r["status"] for r in result["rules"]} == {NOT_APPLICABLE}
+    assert code == 3 and result["status"] == NOT_EVALUATED

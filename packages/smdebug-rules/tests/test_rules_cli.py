@@ -25,6 +25,7 @@ from smdebug.rules.results import (
     IN_PROGRESS,
     ISSUES,
     NO_ISSUES,
+    NOT_APPLICABLE,
     NOT_EVALUATED,
     RuleResult,
     RunResult,
@@ -58,11 +59,14 @@ def runs(tmp_path_factory):
     ((NOT_EVALUATED, IN_PROGRESS, NO_ISSUES), NOT_EVALUATED),
     ((ISSUES, NOT_EVALUATED, IN_PROGRESS), ISSUES),
     ((NO_ISSUES, ISSUES, ERROR, NOT_EVALUATED), ERROR),
+    ((NOT_APPLICABLE, NO_ISSUES), NO_ISSUES),  # "not applicable" is an answer about the run, not a judgement
+    ((NOT_APPLICABLE, NOT_APPLICABLE), NOT_EVALUATED),  # ... but no rule judged anything
+    ((NOT_APPLICABLE, NOT_EVALUATED, NO_ISSUES), NOT_EVALUATED),
 ])
 def test_the_run_status_is_the_first_of_error_issues_not_evaluated_in_progress(statuses, expected):
     result = RunResult(trial="t", rules=[RuleResult(name=s, requested_as=s, status=s) for s in statuses])
     assert result.status == expected and result.exit_code == EXIT_CODES[expected]
-    assert EXIT_CODES == {NO_ISSUES: 0, IN_PROGRESS: 0, ISSUES: 1, ERROR: 2, NOT_EVALUATED: 3}
+    assert EXIT_CODES == {NO_ISSUES: 0, IN_PROGRESS: 0, ISSUES: 1, ERROR: 2, NOT_EVALUATED: 3, NOT_APPLICABLE: 3}
 
 
 @pytest.mark.parametrize("run, rules, code, status", [

@@ -15,6 +15,13 @@ Rules whose verdict needs more than "read a value" say so: ``self.not_evaluated(
 read at a step is not enough to judge (fewer samples than the rule needs), ``self.mark_evaluated()`` when the
 step was judged on something other than tensor values (StalledTrainingRule judges step arrival). An
 explicit ``mark_evaluated()`` wins over ``not_evaluated()`` at the same step.
+
+``self.not_applicable(reason)`` is for what the rule *knows* from the run does not concern it: the model's
+input is not an image, the run has no validation at all, the hook scanned the model and found no layer of
+the types the rule judges. A rule that judged no step and said so ends ``NotApplicable`` rather than
+``NotEvaluated``: the run was read, and there is nothing of this kind in it to go wrong. The selection
+helpers say it for activation collections the hook found no layers for, when nothing else the rule looked
+for matched either.
 """
 
 from __future__ import annotations
@@ -54,12 +61,13 @@ class RuleNotEvaluated(SMDebugError):
 class _Step:
     """What happened while one step was evaluated."""
 
-    __slots__ = ("evaluation", "judged", "unjudged", "tensors")
+    __slots__ = ("evaluation", "judged", "unjudged", "inapplicable", "tensors")
 
     def __init__(self, evaluation: "Evaluation"):
         self.evaluation = evaluation
         self.judged = False  # mark_evaluated() was called
         self.unjudged: Optional[str] = None  # not_evaluated(reason) was called
+        self.inapplicable: Optional[str] = None  # not_applicable(reason) was called
         self.tensors: Set[str] = set()  # named by mark_evaluated() / note_read()
 
 
@@ -77,6 +85,10 @@ class Evaluation:
         self.wanted: Dict[str, Set[str]] = {}
         #: why the rule could not judge, as it last said (``not_evaluated``)
         self.reason: Optional[str] = None
+        #: why the run gives the rule nothing to judge, as it last said (``not_applicable``)
+        self.inapplicable: Optional[str] = None
+        #: what the rule looked for that the hook knows the model lacks (no layers of the type)
+        self.absent_by_design: Set[str] = set()
 
     # --- one step -------------------------------------------------------------------------------------
     def watch(self, step: int, trials: Iterable) -> "_Watch":
@@ -90,6 +102,16 @@ class Evaluation:
         for what, names in self.wanted.items():
             parts.append(f"{what} -> {_names(names) if names else 'none'}")
         return "; ".join(parts)
+
+    def not_applicable_reason(self) -> Optional[str]:
+        """Why the rule does not apply to the run, or None: its own word, or every collection it looked for
+        is one the hook found no layers for and nothing else it looked for matched."""
+        if self.inapplicable:
+            return self.inapplicable
+        if self.absent_by_design and not any(self.wanted.values()):
+            return "the model has no layers of the types this rule judges (" + "; ".join(
+                sorted(self.absent_by_design)) + ")"
+        return None
 
     def detail(self, trial=None) -> str:
         """Why the rule evaluated nothing: its own reason, what it looked for, what the run has."""
@@ -152,6 +174,9 @@ class _Watch:
         record, ev = self.record, self.evaluation
         if record.unjudged is not None:
             ev.reason = record.unjudged
+        ev.inapplicable = record.inapplicable  # as of the last step (a run may start validating later)
+        if record.inapplicable is not None:
+            record.unjudged = record.unjudged or record.inapplicable  # not a judged step
         watched = bool(self.trials)
         judged = record.judged or (record.unjudged is None and (reads > 0 or bool(record.tensors)
                                                                   or not watched))
@@ -162,12 +187,15 @@ class _Watch:
 
 
 # --- used by rules and selection helpers while a step is evaluated ----------------------------------------
-def looking_for(what: str, names: Iterable[str] = ()) -> None:
+def looking_for(what: str, names: Iterable[str] = (), absent_by_design: bool = False) -> None:
     """Record that the rule being evaluated looks for ``what`` (``"collection 'gradients'"``) and which
-    tensors of the run matched it. Does nothing outside an evaluation."""
+    tensors of the run matched it; ``absent_by_design``: the hook recorded that the model has nothing of
+    the kind (no layer of the collection's types). Does nothing outside an evaluation."""
     record = _CURRENT.get()
     if record is not None:
         record.evaluation.wanted.setdefault(what, set()).update(names)
+        if absent_by_design:
+            record.evaluation.absent_by_design.add(what)
 
 
 def note_read(name: str) -> None:
@@ -188,6 +216,12 @@ def not_evaluated(reason: str) -> None:
     record = _CURRENT.get()
     if record is not None:
         record.unjudged = reason
+
+
+def not_applicable(reason: str) -> None:
+    record = _CURRENT.get()
+    if record is not None:
+        record.inapplicable = reason
 
 
 # --- what the run has -----------------------------------------------------------------------------------

@@ -14,12 +14,16 @@ NO_ISSUES = "NoIssuesFound"
 ISSUES = "IssuesFound"
 ERROR = "Error"
 NOT_EVALUATED = "NotEvaluated"
+# The run was read and holds nothing of the kind the rule judges (no tanh/sigmoid layer, no image input,
+# no validation at all): an answer about the run, unlike NotEvaluated, where data the rule needs is missing.
+NOT_APPLICABLE = "NotApplicable"
 
-#: the run's status is the first of these that any rule has
+#: the run's status is the first of these that any rule has (NotApplicable rules do not count; a run where
+#: every rule is NotApplicable was judged by none: NotEvaluated)
 PRECEDENCE = (ERROR, ISSUES, NOT_EVALUATED, IN_PROGRESS, NO_ISSUES)
 
 #: exit codes of ``smdebug rules run``
-EXIT_CODES = {NO_ISSUES: 0, IN_PROGRESS: 0, ISSUES: 1, ERROR: 2, NOT_EVALUATED: 3}
+EXIT_CODES = {NO_ISSUES: 0, IN_PROGRESS: 0, ISSUES: 1, ERROR: 2, NOT_EVALUATED: 3, NOT_APPLICABLE: 3}
 
 
 @dataclass
@@ -71,8 +75,11 @@ class RunResult:
 
     @property
     def status(self) -> str:
-        """The first of Error, IssuesFound, NotEvaluated, InProgress that any rule has; else NoIssuesFound."""
-        statuses = {r.status for r in self.rules}
+        """The first of Error, IssuesFound, NotEvaluated, InProgress that any rule has; else NoIssuesFound
+        (NotEvaluated when every rule is NotApplicable: no rule judged anything)."""
+        statuses = {r.status for r in self.rules} - {NOT_APPLICABLE}
+        if self.rules and not statuses:
+            return NOT_EVALUATED
         for status in PRECEDENCE:
             if status in statuses:
                 return status

@@ -67,6 +67,12 @@ class Rule(ABC):
         the step does not count as evaluated, and ``reason`` is reported if no step ever does."""
         _evaluation.not_evaluated(reason)
 
+    def not_applicable(self, reason: str) -> None:
+        """Say that the run, as read, gives this rule nothing to judge by its nature (the input is no image,
+        the run has no validation at all): if no step is ever judged the verdict is ``NotApplicable`` with
+        ``reason``, not ``NotEvaluated``. The step does not count as evaluated."""
+        _evaluation.not_applicable(reason)
+
     def set_required_tensors(self, step: int) -> None:
         """Optionally declare what the rule needs at ``step`` with ``self.req_tensors.add(...)``."""
 

@@ -27,13 +27,14 @@ from smdebug.exceptions import (
     TensorUnavailableForStep,
 )
 from smdebug.rules.action.builders import StopTraining
-from smdebug.rules.evaluation import UNREADABLE
+from smdebug.rules.evaluation import UNREADABLE, describe_run
 from smdebug.rules.registry import build_rule, find_rule
 from smdebug.rules.results import (
     ERROR,
     IN_PROGRESS,
     ISSUES,
     NO_ISSUES,
+    NOT_APPLICABLE,
     NOT_EVALUATED,
     Finding,
     RuleResult,
@@ -195,6 +196,9 @@ def _conclude(r: RuleResult, rule, trial, complete: bool) -> None:
         r.status = ISSUES
     elif evaluation.steps:
         r.status = NO_ISSUES if complete else IN_PROGRESS
+    elif complete and evaluation.not_applicable_reason():
+        r.status = NOT_APPLICABLE
+        r.detail = f"not applicable: {evaluation.not_applicable_reason()}; the run has {describe_run(trial)}"
     else:
         r.status = NOT_EVALUATED if complete else IN_PROGRESS
         r.detail = evaluation.detail(trial) if complete else f"nothing evaluated yet: {evaluation.detail(trial)}"

@@ -24,7 +24,8 @@ PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e
            "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd")
 DASHES = ("solid", "dashed", "dotted", "dotdash", "dashdot")
 MODE_DASH = {"TRAIN": "solid", "EVAL": "dashed", "PREDICT": "dotted", "GLOBAL": "solid"}
-STATUS_COLOUR = {"IssuesFound": "#d62728", "Error": "#b35900", "NotEvaluated": "#7b8794", "InProgress": "#52606d",
+STATUS_COLOUR = {"IssuesFound": "#d62728", "Error": "#b35900", "NotEvaluated": "#7b8794", "NotApplicable": "#aab4be",
+                 "InProgress": "#52606d",
                  "NoIssuesFound": "#2ca02c"}
 HEIGHT = 320
 

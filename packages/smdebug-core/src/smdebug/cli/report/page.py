@@ -43,7 +43,7 @@ code { font-size: 12px; }
 .badge { display: inline-block; white-space: nowrap; padding: 1px 8px; border-radius: 10px; font-size: 12px; font-weight: 600; }
 .ok { background: #c6f7e2; color: #014d40; } .bad { background: #ffd0d0; color: #8a041a; }
 .err { background: #ffe8b3; color: #8d2b0b; } .wait { background: #e4e7eb; color: #323f4b; }
-.skip { background: #e4e7eb; color: #3e4c59; border: 1px dashed #7b8794; } .unknown { background: #e8e1fa; color: #44337a; }
+.skip { background: #e4e7eb; color: #3e4c59; border: 1px dashed #7b8794; } .na { background: #f5f7fa; color: #616e7c; border: 1px dotted #9aa5b1; } .unknown { background: #e8e1fa; color: #44337a; }
 .note { color: #52606d; font-size: 13px; margin: 4px 0; }
 .problem { color: #8d2b0b; font-size: 13px; }
 footer { color: #7b8794; font-size: 12px; padding: 0 32px 24px; }

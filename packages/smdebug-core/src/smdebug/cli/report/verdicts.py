@@ -22,6 +22,7 @@ STATUSES = {
     "NoIssuesFound": ("ok", "evaluated, no issue found"),
     "IssuesFound": ("bad", "the rule fired"),
     "NotEvaluated": ("skip", "nothing this rule looks at was found: not a pass"),
+    "NotApplicable": ("na", "the run has nothing of the kind this rule judges (no such layers, no images, no validation)"),
     "Error": ("err", "the rule could not run or read the data: not a pass"),
     "InProgress": ("wait", "still evaluating (the run was training)"),
 }
@@ -152,7 +153,9 @@ def parse(text: str, source: str) -> RuleResults:
 
 
 def _overall(verdicts: List[Verdict]) -> str:
-    statuses = {v.status for v in verdicts}
+    statuses = {v.status for v in verdicts} - {"NotApplicable"}  # answers about the run, not judgements
+    if verdicts and not statuses:
+        return "NotEvaluated"
     for s in ("Error", "IssuesFound", "NotEvaluated", "InProgress"):
         if s in statuses:
             return s

@@ -126,10 +126,13 @@ class CheckInputImages(Rule):
             raise SMDebugValueError(f"{rule}: channel must not be 0 (axis 0 is the batch)")
         self._stats: Dict[str, StepSums] = {}
         self._warned = set()
+        self._flat: Dict[str, int] = {}  # input tensor -> dimensions, for inputs read that are no images
 
     def _contribution(self, name: str, step: int) -> Optional[_Stats]:
         sums, counts, samples = None, None, 0
         for value in batches_at(self.base_trial, name, step):
+            if value.ndim < 3 and value.size:
+                self._flat[name] = value.ndim
             if value.ndim < 3 or value.size == 0 or value.dtype.kind not in "fiub":
                 continue
             axis = self.channel if self.channel > 0 else value.ndim + self.channel
@@ -160,6 +163,9 @@ class CheckInputImages(Rule):
                 stats.add(s, self._contribution(name, s))
             current = stats.parts.get(step)
             if current is None:
+                if name in self._flat:
+                    self.not_applicable(f"the model's input is no image: {name} has {self._flat[name]} "
+                                        f"dimension{'s' if self._flat[name] != 1 else ''}")
                 continue
             sums, counts, samples = stats.total(step)[current[0].shape]
             if samples < self.threshold_samples:

@@ -45,6 +45,13 @@ def parse_mode(rule: str, name: str, value) -> Optional[ModeKeys]:
         f"{rule}: {name} must be one of {', '.join(ModeKeys.__members__)} (or empty for automatic), got {value!r}")
 
 
+def _no_validation(rule: Rule) -> None:
+    """A rule that compares validation with training does not apply to a run that never validated."""
+    if not rule.base_trial.steps(mode=ModeKeys.EVAL):
+        rule.not_applicable("the run has no validation: no EVAL-mode step (call hook.set_mode(modes.EVAL) "
+                            "around evaluation to have it judged)")
+
+
 class SavedSteps:
     """Per-tensor lists of saved steps (and loss values), cached while the trial knows of no new steps.
 
@@ -309,6 +316,7 @@ class Overfit(Rule):
         if step < self.start_step or self.base_trial.mode(step) != ModeKeys.EVAL:
             self.not_evaluated(f"judges at EVAL-mode saves of a loss from start_step={self.start_step}, "
                                "against the TRAIN-mode saves before them")
+            _no_validation(self)
             return False
         judged = False
         for name in self._losses.names():
@@ -539,4 +547,6 @@ class Overtraining(Rule):
         if not judged:
             self.not_evaluated(f"needs window_validation={self.window_validation} EVAL-mode saves of a loss (or, with "
                                f"judge_training, blocks of window_train={self.window_train} training saves)")
+            if not self.judge_training:
+                _no_validation(self)
         return False
