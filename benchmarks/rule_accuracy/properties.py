@@ -371,16 +371,21 @@ def improper_output(run: Run, facts: dict) -> Result:
 
 def frozen_weights(run: Run, facts: dict) -> Result:
     """At least half of the weight matrices/kernels are identical at the first and last training save while
-    their gradients are not all zero."""
+    their gradients are not all zero, or while the optimizer had no gradient to apply to any weight of the
+    model (the PyTorch hook saves gradients as the optimizer sees them at its step: none after a
+    ``zero_grad()`` between ``backward()`` and ``step()``)."""
+    prefix = facts["gradient_prefix"]
+    no_gradient_at_all = not any((prefix + w) in run.names for w in facts["weights"])
     unchanged, total = [], 0
     for w in facts["weights"]:
         values = run.values(w, "TRAIN")
-        grads = run.values(facts["gradient_prefix"] + w, "TRAIN")
+        grads = run.values(prefix + w, "TRAIN") if (prefix + w) in run.names else {}
         if len(values) < 2:
             continue
         total += 1
         steps = sorted(values)
-        if np.array_equal(values[steps[0]], values[steps[-1]]) and any(np.any(g != 0) for g in grads.values()):
+        if np.array_equal(values[steps[0]], values[steps[-1]]) and (
+                no_gradient_at_all or any(np.any(g != 0) for g in grads.values())):
             unchanged.append(w)
     holds = total > 0 and len(unchanged) * 2 >= total
     return holds, f"{len(unchanged)} of {total} weight tensors unchanged with non-zero gradients"
