@@ -50,9 +50,9 @@ RULE_PACK_FIXTURE = "packages/smdebug-rules/tests/fixtures/smdebug-example-rules
 TEST_TOOLS = ["pytest", "pytest-xdist", "pytest-timeout"]
 # A test that hangs fails after this many seconds instead of eating CI's budget (override: -- --timeout=N).
 TEST_TIMEOUT = "--timeout=900"
-# bokeh: smdebug report; playwright: drives the system chromium in the report's browser tests (its
+# grimp: the import-cycle check (tests/test_import_cycles.py); bokeh: smdebug report; playwright: drives the system chromium in the report's browser tests (its
 # Python package only: the tests launch Debian's chromium, no browser is downloaded)
-CORE_TEST_DEPS = TEST_TOOLS + ["hypothesis", "pandas", "tensorboard", "boto3", "moto[server]", "matplotlib", "bokeh",
+CORE_TEST_DEPS = TEST_TOOLS + ["hypothesis", "pandas", "tensorboard", "boto3", "moto[server]", "matplotlib", "bokeh", "grimp",
                                "playwright"]
 # boto3/moto: rule results written to s3:// and SNS actions; bokeh: `smdebug report` shows rule verdicts
 RULES_TEST_DEPS = ["boto3", "moto[server]", "bokeh"]

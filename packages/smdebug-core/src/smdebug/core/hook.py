@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import atexit
 import functools
+import inspect
 import json
 import os
 import re
@@ -48,7 +49,7 @@ from smdebug.core.locations import (
     worker_end_file_name,
     worker_name_problem,
 )
-from smdebug.core.logger import get_logger
+from smdebug.core.logger import WarnsOnce, get_logger
 from smdebug.core.modes import ModeKeys
 from smdebug.core.names import did_you_mean
 from smdebug.core.reduction_config import ReductionConfig
@@ -59,7 +60,8 @@ from smdebug.core.snapshot import POOL_MIN_BYTES, give_back, snapshot
 from smdebug.core import stop_signal
 from smdebug.core.state_store import StateStore
 from smdebug.core.stop_signal import StopSignalWatcher
-from smdebug.core.storage.base import Storage, get_storage, is_s3_path, parse_s3_path
+from smdebug.core.storage.base import Storage, is_s3_path, parse_s3_path
+from smdebug.core.storage.factory import get_storage
 from smdebug.core.storage.errors import StorageAccessDenied, StorageError, StorageUnavailable
 from smdebug.core.legacy.hook_methods import LegacyHookMethods
 from smdebug.core.tensorboard import TensorBoardWriter, histogram_tag
@@ -160,7 +162,7 @@ def _guarded(default=None):
     return wrap
 
 
-class BaseHook(LegacyHookMethods):
+class BaseHook(WarnsOnce, LegacyHookMethods):
     """Base class of every framework hook (PyTorch/MXNet/XGBoost ``Hook``, Keras ``KerasHook``...)."""
 
     #: name used for plugin look-ups and in messages
@@ -306,11 +308,18 @@ class BaseHook(LegacyHookMethods):
         self._unsaved_steps: List[int] = []
         self._timeline: Optional[TraceTimeline] = None  # trace events (record_trace_events), made on use
 
+        self._setup()
         singleton.set_hook(self)
         atexit.register(self._atexit_close)
         _open_hooks.add(self)
         _install_sigterm_handler()
         self._notify("smdebug_hook_created", hook=self)
+
+    def _setup(self) -> None:
+        """Framework hooks create their own state here, so they need no constructor of their own (the
+        constructor's arguments are BaseHook's, :data:`ARGUMENTS`). Called once by ``__init__``, after the
+        core's state exists and before the hook is registered and announced to plugins; an override calls
+        ``super()._setup()``."""
 
     # ------------------------------------------------------------------------------------------
     # construction helpers
@@ -1346,3 +1355,7 @@ def _pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+#: the names of BaseHook's constructor arguments (a framework hook with arguments of its own passes these on)
+BaseHook.ARGUMENTS = tuple(inspect.signature(BaseHook.__init__).parameters)[1:]

@@ -22,7 +22,8 @@ from typing import Optional
 
 from smdebug.core.locations import STOP_SIGNAL_FILE
 from smdebug.core.logger import get_logger
-from smdebug.core.storage.base import get_storage, is_s3_path
+from smdebug.core.storage.base import is_s3_path
+from smdebug.core.storage.factory import get_storage
 
 logger = get_logger()
 

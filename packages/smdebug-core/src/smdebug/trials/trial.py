@@ -31,7 +31,8 @@ from smdebug.core.locations import (
 from smdebug.core.logger import get_logger
 from smdebug.core.modes import ModeKeys
 from smdebug.core.names import did_you_mean
-from smdebug.core.storage.base import Storage, get_storage, is_s3_path, parse_s3_path
+from smdebug.core.storage.base import Storage, is_s3_path, parse_s3_path
+from smdebug.core.storage.factory import get_storage
 from smdebug.core.storage.safe_fs import UnsafeFileError
 from smdebug.core.tensor import StepState, Tensor
 from smdebug.core.tfevent.index_file import IndexEntry, IndexFile, event_file_key, parse_index_file

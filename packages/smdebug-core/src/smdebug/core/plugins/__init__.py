@@ -14,7 +14,7 @@ Names are loaded on first access so that ``import smdebug`` (which imports
 
 from __future__ import annotations
 
-import importlib
+from smdebug.core.lazy import lazy_exports
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -71,15 +71,4 @@ _EXPORTS = {
 
 __all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name: str):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
