@@ -35,7 +35,7 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 import pluggy
 
 from smdebug.core.plugins import hookspecs
-from smdebug.core.plugins.info import FrameworkInfo, RuleInfo, WorkerInfo
+from smdebug.core.plugins.info import CommandInfo, FrameworkInfo, RuleInfo, WorkerInfo
 from smdebug.core.plugins.markers import PROJECT_NAME
 from smdebug.core.plugins.worker_env import apply_overrides, worker_from_env
 
@@ -54,6 +54,8 @@ __all__ = [
     "frameworks",
     "framework_plugin",
     "rules",
+    "commands",
+    "command_plugin",
     "tensor_to_numpy",
     "detect_worker",
     "reset_for_tests",
@@ -144,6 +146,8 @@ _frameworks: Dict[str, FrameworkInfo] = {}
 _framework_owner: Dict[str, str] = {}
 _rules: Dict[str, RuleInfo] = {}
 _rule_owner: Dict[str, str] = {}
+_commands: Dict[str, CommandInfo] = {}
+_command_owner: Dict[str, str] = {}
 
 _DEFAULT_WORKER = WorkerInfo(rank=0, size=1, name="worker_0")
 
@@ -505,7 +509,7 @@ def _collect(pm: SmdebugPluginManager, hook_name: str, kind: str, expected: type
 
 
 def _refresh_registry() -> None:
-    global _registry_generation, _frameworks, _framework_owner, _rules, _rule_owner
+    global _registry_generation, _frameworks, _framework_owner, _rules, _rule_owner, _commands, _command_owner
     pm = _get_pm()
     if _registry_generation == pm.generation:
         return
@@ -514,6 +518,7 @@ def _refresh_registry() -> None:
             failures: Dict[Any, str] = {}
             fw = _collect(pm, "smdebug_register_frameworks", "framework", FrameworkInfo, failures)
             rl = _collect(pm, "smdebug_register_rules", "rule", RuleInfo, failures)
+            cm = _collect(pm, "smdebug_register_commands", "command", CommandInfo, failures)
             if failures:
                 # A plugin that cannot even describe itself is not trusted with the other hooks.
                 for plugin, detail in failures.items():
@@ -526,6 +531,8 @@ def _refresh_registry() -> None:
             _framework_owner = {k: v[1] for k, v in fw.items()}
             _rules = {k: v[0] for k, v in rl.items()}
             _rule_owner = {k: v[1] for k, v in rl.items()}
+            _commands = {k: v[0] for k, v in cm.items()}
+            _command_owner = {k: v[1] for k, v in cm.items()}
             _registry_generation = pm.generation
 
 
@@ -555,6 +562,20 @@ def rule_plugin(name: str) -> Optional[str]:
     load_plugins()
     _refresh_registry()
     return _rule_owner.get(name)
+
+
+def commands() -> Dict[str, CommandInfo]:
+    """``smdebug`` subcommands registered by the loaded plugins, by name."""
+    load_plugins()
+    _refresh_registry()
+    return dict(_commands)
+
+
+def command_plugin(name: str) -> Optional[str]:
+    """The name of the plugin that registered command ``name`` (None if unknown)."""
+    load_plugins()
+    _refresh_registry()
+    return _command_owner.get(name)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -647,6 +668,7 @@ def reset_for_tests() -> None:
     Modules already imported stay in ``sys.modules``; entry points are re-read at the next discovery.
     """
     global _pm, _loaded, _loading, _registry_generation, _frameworks, _framework_owner, _rules, _rule_owner
+    global _commands, _command_owner
     with _lock:
         _pm = None
         _loaded = False
@@ -657,4 +679,5 @@ def reset_for_tests() -> None:
         _runtime_failures.clear()
         _registry_generation = -1
         _frameworks, _framework_owner, _rules, _rule_owner = {}, {}, {}, {}
+        _commands, _command_owner = {}, {}
         importlib.invalidate_caches()
