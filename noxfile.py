@@ -46,6 +46,8 @@ PLUGINS = {
 }
 NUMPY_PLUGIN_FIXTURE = "tests/fixtures/smdebug-numpy-plugin"
 RULE_PACK_FIXTURE = "packages/smdebug-rules/tests/fixtures/smdebug-example-rules"
+# the tests' and benchmarks' shared helpers (moto server, horovodrun launcher): pure Python, no dependencies
+TEST_SUPPORT = "tests/support"
 
 TEST_TOOLS = ["pytest", "pytest-xdist", "pytest-timeout"]
 # A test that hangs fails after this many seconds instead of eating CI's budget (override: -- --timeout=N).
@@ -132,8 +134,9 @@ def _editable(*paths: str) -> List[str]:
 
 
 def _install(session: nox.Session, editable: Sequence[str], requirements: Sequence[str] = ()) -> None:
-    """One resolver call for everything, then the guard against PyPI copies of our own packages."""
-    session.install(*_editable(*editable), *requirements)
+    """One resolver call for everything (with the tests' shared helpers), then the guard against PyPI copies
+    of our own packages."""
+    session.install(*_editable(*editable, TEST_SUPPORT), *requirements)
     _guard_no_pypi_smdebug(session)
 
 
