@@ -383,7 +383,7 @@ RULE_ACCURACY_DEPS: List[str] = [*TF_TEST_DEPS, *XGBOOST_TEST_DEPS]
 @nox.session(python=PYTHON)
 def bench_rules(session: nox.Session) -> None:
     """The rule-accuracy benchmark (benchmarks/rule_accuracy): real PyTorch, Keras and XGBoost runs with known
-    bugs and healthy ones, every built-in rule at its defaults and the recommended set; appended to RESULTS.md.
+    bugs and healthy ones, every built-in rule at its defaults and the recommended set; recorded in RESULTS.md.
     Same as ``nox -s bench -- --only rule_accuracy`` but with TensorFlow and XGBoost installed."""
     _install(session, [CORE, *PLUGINS.values()], [*BENCH_DEPS, *RULE_ACCURACY_DEPS, _torch_requirement()])
     session.env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
