@@ -83,11 +83,14 @@ def smdebug_register_commands(register: Callable[[CommandInfo], None]) -> None:
     without importing them, and a plugin whose module is broken fails its own command only, with a message
     that names the plugin. A name smdebug-core or an earlier plugin already uses is ignored, with a warning.
 
+    :param register: call it once per command with a
+        :class:`~smdebug.core.plugins.info.CommandInfo`.
+
     Use in plugins::
 
         @hookimpl
         def smdebug_register_commands(register):
-            register(CommandInfo("rules", "smdebug.rules.command", "list, describe and run rules over a run"))
+            register(CommandInfo("rules", "smdebug.rules.command", "List, describe and run rules over a run."))
     """
 
 
