@@ -20,7 +20,7 @@ that named the hook that way keeps working with MonitoredSession.
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Dict, List, Set, Tuple
 
 import tensorflow as tf
 
