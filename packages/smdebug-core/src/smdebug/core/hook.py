@@ -362,7 +362,7 @@ class BaseHook(HookCollections, HookSaving, HookOutput, HookClosing, WarnsOnce, 
             return
         if self._stop_watcher is not None and not self.stop_requested:
             self._check_stop_signal()
-        if self._claimed and self._out_is_s3 and self._writer is not None:
+        if self._out_is_s3 and self._claimed and self._writer is not None:
             self._refresh_s3_claim()
         self.step += 1
         self.mode_steps[self.mode] += 1
