@@ -4,6 +4,7 @@
     nox -s core          # smdebug-core, the plugin/CLI tests and the cross-package integration tests
     nox -s slow          # the slow reliability tests: 60 SIGKILLs, 100,000 fuzz inputs per target (RELIABILITY.md)
     nox -s torch         # one plugin package: torch, tf, mxnet, xgboost, rules
+    nox -s torch_trainers  # smdebug-torch's Lightning and Hugging Face Trainer callbacks
     nox -s horovod       # a real horovodrun job (builds Horovod for PyTorch 2.x once, cached)
     nox -s horovod_tf    # the same with horovod.tensorflow and Keras 3 (builds Horovod for TF 2.21 once)
     nox -s install       # the README's install commands in a fresh venv; each package from its wheel alone
@@ -70,7 +71,7 @@ FALLBACK_FIND_LINKS = "/opt/wheels"
 nox.options.default_venv_backend = "uv"
 nox.options.reuse_venv = "yes"  # installs still run every time; uv's cache makes them quick
 nox.options.error_on_external_run = True
-nox.options.sessions = ["core", "slow", "compat", *PLUGINS, "horovod", "horovod_tf", "conformance", "install"]  # `nox` alone: every test session, not demo/bench
+nox.options.sessions = ["core", "slow", "compat", *PLUGINS, "torch_trainers", "horovod", "horovod_tf", "conformance", "install"]  # `nox` alone: every test session, not demo/bench
 
 
 # --------------------------------------------------------------------------------------------------
@@ -218,6 +219,22 @@ def torch(session: nox.Session) -> None:
     """smdebug-torch with PyTorch (CPU wheel from the find-links folder)."""
     _install(session, [CORE, PLUGINS["torch"], PLUGINS["rules"]], [*TEST_TOOLS, _torch_requirement()])
     _pytest(session, f"{PLUGINS['torch']}/tests")
+
+
+# The trainers smdebug-torch has callbacks for (its extras "lightning" and "transformers"), pinned, in the same
+# resolver call as the local torch build so that they never bring another torch. accelerate: the HF Trainer's
+# required companion. Tests build tiny models from configs: nothing is downloaded.
+TORCH_TRAINER_DEPS = ["lightning==2.6.6", "transformers==5.24.0", "accelerate==1.15.0"]
+TORCH_TRAINER_TESTS = ["test_lightning.py", "test_transformers.py", "test_trainers_zero_code.py",
+                       # (with the trainers installed: importing smdebug.pytorch still loads none of them)
+                       "test_torch_plugin.py::test_importing_smdebug_pytorch_imports_no_trainer"]
+
+
+@nox.session(python=PYTHON, tags=["test", "plugin"])
+def torch_trainers(session: nox.Session) -> None:
+    """smdebug-torch's Lightning and Hugging Face Trainer callbacks, with the real libraries (CPU)."""
+    _install(session, [CORE, PLUGINS["torch"]], [*TEST_TOOLS, _torch_requirement(), *TORCH_TRAINER_DEPS])
+    _pytest(session, *(f"{PLUGINS['torch']}/tests/{name}" for name in TORCH_TRAINER_TESTS))
 
 
 # cmake<4: CMake 4 refuses the cmake_minimum_required(<3.5) of the Gloo copy that Horovod 0.28.1 bundles.

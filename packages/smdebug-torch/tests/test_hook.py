@@ -354,3 +354,43 @@ def test_api_misuse_is_reported(out_dir):
     with pytest.raises(SMDebugTypeError):
         hook.register_optimizer(object())
     hook.close()
+
+
+def _torch_hooks(model, loss_fn):
+    from torch.optim import optimizer as torch_optimizer
+
+    modules = [*model.modules(), loss_fn]
+    return (sum(len(m._forward_hooks) + len(m._forward_pre_hooks) + len(m._backward_hooks) for m in modules)
+            + sum(len(p._backward_hooks or {}) + len(getattr(p, "_post_accumulate_grad_hooks", None) or {})
+                  for p in model.parameters())
+            + len(torch_optimizer._global_optimizer_pre_hooks) + len(torch_optimizer._global_optimizer_post_hooks))
+
+
+@pytest.mark.parametrize("depth", [2, 40])
+def test_a_quiet_step_leaves_one_hook_whatever_the_number_of_modules(out_dir, depth):
+    """On a step where nothing is due, PyTorch calls into the hook once (the model's forward pre-hook);
+    module, parameter and optimizer hooks are there only on steps that save."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(10, 8), *(m for _ in range(depth) for m in (nn.Linear(8, 8), nn.ReLU())),
+                          nn.Linear(8, 3))
+    loss_fn = nn.CrossEntropyLoss()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    hook = smd.Hook(out_dir=out_dir, save_config=smd.SaveConfig(save_interval=3),
+                    include_collections=["weights", "gradients", "losses", "relu_activations"])
+    hook.register_module(model)
+    hook.register_loss(loss_fn)
+    before = _torch_hooks(model, loss_fn)
+    x, y = mlp_data()
+    during = []
+    for _ in range(7):
+        opt.zero_grad()
+        loss = loss_fn(model(x), y)
+        during.append(_torch_hooks(model, loss_fn) - before)  # mid-step: forward done, backward to come
+        loss.backward()
+        opt.step()
+    hook.close()
+    quiet = [during[s] for s in range(7) if s % 3]
+    assert quiet == [0] * len(quiet)  # (the forward pre-hook is in `before`: it stays attached)
+    saving = [during[s] for s in (0, 3, 6)]
+    assert min(saving) >= depth + 1  # the ReLUs' forward hooks and the loss's, at least
+    assert smd.create_trial(out_dir).steps() == [0, 3, 6]

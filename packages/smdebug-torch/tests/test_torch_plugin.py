@@ -62,3 +62,17 @@ def test_worker_comes_from_torch_distributed_when_initialised(plugins, monkeypat
     assert (worker.rank, worker.size, worker.name) == (2, 4, "worker_2")
     # Another framework's hook asking gets no answer from the torch plugin.
     assert plugins.detect_worker("tensorflow").size == 1
+
+
+def test_importing_smdebug_pytorch_imports_no_trainer():
+    """The trainer callbacks are optional extras: `import smdebug.pytorch` (and the hook) loads neither
+    Lightning nor Transformers, whether they are installed or not."""
+    import subprocess
+    import sys
+
+    code = ("import sys, smdebug.pytorch as smd; smd.Hook; import smdebug.pytorch.trainer_factories; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('lightning', 'pytorch_lightning', 'transformers', 'accelerate')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

@@ -74,3 +74,27 @@ def test_xgboost_run_gets_the_boosting_sections(boosted_run, tmp_path):
 
     absent = re.search(r"<th>not in this run</th><td>([^<]*)</td>", page).group(1)
     assert {"weights", "gradients", "activations"} <= set(absent.split(", "))
+
+
+def test_shap_summary_names_the_columns_of_named_features(out_dir):
+    """Named features: the saved matrix's columns are matched to their names through average_shap."""
+    from smdebug.cli.report import content
+    from smdebug.cli.report.lines import LineReader
+    from smdebug.trials import create_trial
+
+    X, y = regression_data(rows=120, features=4)
+    names = ["zeta", "alpha", "mid", "beta"]  # not in sorted order on purpose
+    d = xgb.DMatrix(X, label=y, feature_names=names)
+    hook = smd.Hook(out_dir, save_config=smd.SaveConfig(save_interval=1), train_data=d,
+                    include_collections=["full_shap", "average_shap"])
+    booster = xgb.train({"nthread": 1, "max_depth": 3}, d, num_boost_round=4, callbacks=[hook])
+    hook.close()
+    trial = create_trial(out_dir)
+    run = content.RunInfo("run", trial, LineReader(trial))
+    xgb_section = next(s for s in content.build([run]) if s.sid == "xgboost")
+    shap = next(c for c in xgb_section.charts if c.title.startswith("SHAP summary"))
+    mean_abs = np.abs(booster.predict(d, pred_contribs=True)[:, :-1]).mean(axis=0)
+    by_name = dict(zip(shap.data["features"], shap.data["mean_abs"]))
+    assert set(by_name) == set(names)
+    for name, value in zip(names, mean_abs):
+        assert by_name[name] == pytest.approx(float(value), rel=1e-5)

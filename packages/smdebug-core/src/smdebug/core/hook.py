@@ -28,10 +28,12 @@ from __future__ import annotations
 
 import inspect
 import threading
+import time
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from smdebug.core import process_exit, singleton, stop_signal
 from smdebug.core.collection import TRAIN_ONLY_COLLECTIONS, Collection, CollectionKeys
+from smdebug.core.collection import _Mutations as _CollectionMutations
 from smdebug.core.collection_manager import CollectionManager
 from smdebug.core.hook_closing import HookClosing
 from smdebug.core.hook_collections import SCALAR_PREFIX, HookCollections, included_collection_names
@@ -45,6 +47,7 @@ from smdebug.core.out_dir import OutDirClaim, resolve_tensorboard_dir, validate_
 from smdebug.core.reduction_config import ReductionConfig
 from smdebug.core.run_info import record_framework
 from smdebug.core.save_config import SaveConfig, schedule_changes
+from smdebug.core.save_config import _Changes as _ScheduleChanges
 from smdebug.core.save_plan import SavePlan
 from smdebug.core.state_store import StateStore
 from smdebug.core.storage.base import Storage, is_s3_path
@@ -59,6 +62,7 @@ from smdebug.exceptions import (
 )
 
 __all__ = ["BaseHook", "SCALAR_PREFIX", "logger"]
+_QUIET_STOP_LOOK_S = 0.05
 logger = get_logger()
 
 
@@ -177,6 +181,7 @@ class BaseHook(HookCollections, HookSaving, HookOutput, HookClosing, WarnsOnce, 
         # (first mode step that may save, mode, prepared token, schedule changes, the empty due set):
         # the steps before it need no look at the schedules (see _compute_due)
         self._quiet: Optional[tuple] = None
+        self._next_stop_look = 0.0  # (monotonic time) see _begin_quiet_step
 
     def _resume_from_checkpoint(self) -> None:
         """Resume step numbering after a restart from a checkpoint (spot training)."""
@@ -348,16 +353,26 @@ class BaseHook(HookCollections, HookSaving, HookOutput, HookClosing, WarnsOnce, 
             self.mode = mode
 
     @_guarded()
-    def begin_step(self) -> None:
-        """Start the next step of the current mode (closing the previous one if still open)."""
-        with self._step_lock:
-            self._begin_step()
+    def begin_step(self, mode_step: Optional[int] = None) -> None:
+        """Start the next step of the current mode (closing the previous one if still open).
 
-    def _begin_step(self) -> None:
+        ``mode_step``: the step's number in its mode, for loops that count steps themselves (a trainer's
+        global step); by default the mode's last step plus one. The global step always counts on by one.
+        """
+        if mode_step is not None and (isinstance(mode_step, bool) or not isinstance(mode_step, int) or mode_step < 0):
+            raise SMDebugValueError(f"begin_step(mode_step=...) needs a step number >= 0, got {mode_step!r}")
+        with self._step_lock:
+            self._begin_step(mode_step)
+
+    def _begin_step(self, mode_step: Optional[int] = None) -> None:
+        if self._begin_quiet_step(mode_step):
+            return
         if self._in_step:
             self._finish_step()
-        self._close_open_step()
-        self._check_writer()
+        if self._open_step is not None:
+            self._close_open_step()
+        if self._writer is not None and self._writer.error is not None:
+            self._check_writer()
         if self._disabled:
             return
         if self._stop_watcher is not None and not self.stop_requested:
@@ -365,7 +380,8 @@ class BaseHook(HookCollections, HookSaving, HookOutput, HookClosing, WarnsOnce, 
         if self._out_is_s3 and self._claimed and self._writer is not None:
             self._refresh_s3_claim()
         self.step += 1
-        self.mode_steps[self.mode] += 1
+        mode_steps = self.mode_steps
+        mode_steps[self.mode] = mode_steps[self.mode] + 1 if mode_step is None else self._next_mode_step(mode_step)
         self.mode_steps[ModeKeys.GLOBAL] = self.step
         self._in_step = True
         self._wrote_this_step = False
@@ -388,6 +404,63 @@ class BaseHook(HookCollections, HookSaving, HookOutput, HookClosing, WarnsOnce, 
             pending, self._pending_scalars = self._pending_scalars, []
             for args in pending:
                 self._write_scalar(*args)
+
+    def _begin_quiet_step(self, mode_step: Optional[int] = None) -> bool:
+        """Begin the next step here, in one frame, if it is one of the quiet steps the schedules named
+        when last asked (nothing due before ``self._quiet[0]``) and nothing else needs attention: no step
+        to close, no writer error, nothing pending, collections and schedules unchanged. Most steps are
+        such steps, and plugins begin a step at every forward call or batch (PyTorch calls this first, and
+        the full :meth:`_begin_step` only when it returns False). The stop signal is looked for at most
+        every ``_QUIET_STOP_LOOK_S`` seconds here (the watcher itself reads storage at most every 0.5 s)."""
+        quiet = self._quiet
+        if (quiet is None or mode_step is not None or self._disabled or self._open_step is not None
+                or (self._in_step and self._wrote_this_step) or self._pending_user_tensors or self._pending_scalars or self.worker is None
+                or (self._writer is not None and self._writer.error is not None)
+                or (self._out_is_s3 and self._claimed) or self._state_store.dir is not None):
+            return False
+        mode = self.mode
+        step = self.mode_steps[mode] + 1
+        token = self._prepared_token
+        if not (step < quiet[0] and quiet[1] is mode and token is not None and quiet[2] is token
+                and quiet[3] == _ScheduleChanges.count and token[1] == _CollectionMutations.count
+                and token[2] == id(self.collection_manager.collections)
+                and token[0] == tuple(self.include_collections)):
+            return False
+        if self._in_step:
+            listeners = self.__dict__.get("_listeners")
+            if (listeners is None or "smdebug_step_end" in listeners
+                    or type(self)._finish_step is not BaseHook._finish_step):
+                self._finish_step()
+            else:
+                self._in_step = False  # all _finish_step does for a step that wrote nothing, no one listening
+        if self._stop_watcher is not None and not self.stop_requested:
+            now = time.monotonic()
+            if now >= self._next_stop_look:
+                self._next_stop_look = now + _QUIET_STOP_LOOK_S
+                self._check_stop_signal()
+                if self._disabled:
+                    return True  # the stop signal closed the hook
+        self.step += 1
+        self.mode_steps[mode] = step
+        self.mode_steps[ModeKeys.GLOBAL] = self.step
+        self._in_step = True
+        self._wrote_this_step = False
+        self._due = quiet[4] if self._is_writer else set()
+        return True
+
+    def _next_mode_step(self, wanted: Optional[int]) -> int:
+        last = self.mode_steps[self.mode]
+        if wanted is None:
+            return last + 1
+        if wanted <= last:
+            # Step numbers of a mode only grow (the index and the trials rely on it): a loop whose own
+            # count went back (a second trainer started from 0 with the same hook) continues ours.
+            if not self.__dict__.get("_warned_mode_step"):
+                self._warned_mode_step = True
+                logger.warning("smdebug: %s step %d requested after step %d; numbering continues at %d",
+                               self.mode.name, wanted, last, last + 1)
+            return last + 1
+        return wanted
 
     @_guarded()
     def end_step(self) -> None:

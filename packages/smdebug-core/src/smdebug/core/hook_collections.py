@@ -108,7 +108,7 @@ class HookCollections:
             if coll is None:
                 coll = self.collection_manager.get(name)
             if not coll.has_regex() and not coll.tensor_names:
-                if name in _QUIET_WHEN_EMPTY:
+                if self._may_be_empty(name):
                     # empty built-ins simply match nothing; those a framework hook fills from the model may
                     # be empty because the model has nothing of the kind (no tanh layer, no classification
                     # loss), which the run records (smdebug.core.activations), or not registered yet
@@ -131,6 +131,11 @@ class HookCollections:
         self._plans.clear()
         self._prepared_token = self._token()
         self._after_prepare()
+
+    def _may_be_empty(self, collection: str) -> bool:
+        """Whether an included collection with nothing in it yet is normal (skipped quietly) rather than a
+        configuration error. Plugins add the collections they fill at run time."""
+        return collection in _QUIET_WHEN_EMPTY
 
     def _report_empty_collection(self, name: str, known: bool) -> None:
         """Once per name: an included collection that can match nothing, most often a typo."""

@@ -11,6 +11,10 @@ class ModeKeys(Enum):
     PREDICT = 3
     GLOBAL = 4
 
+    # Members are singletons compared by identity, so identity hashing is consistent with equality.
+    # Enum's own __hash__ is a Python function, and a hook looks its mode up several times per step.
+    __hash__ = object.__hash__
+
     @classmethod
     def parse(cls, value) -> "ModeKeys":
         """Accept a ModeKeys, its name (any case) or its integer value."""

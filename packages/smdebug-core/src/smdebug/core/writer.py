@@ -192,6 +192,10 @@ class BackgroundWriter:
     def flush(self, timeout: Optional[float] = None) -> bool:
         """Wait until everything submitted so far is written. False on timeout or writer death."""
         with self._lock:
+            if not self._queue and not self._busy:
+                # Nothing is unwritten: no need to wake the writer thread (which then competes for the
+                # GIL with the caller; a loop that flushes after quiet steps paid for it)
+                return self.error is None
             self._cond.notify_all()  # items queued without waking the writer must be written too
             ok = self._wait_for(
                 lambda: (not self._queue and not self._busy) or self.error is not None or not self._thread.is_alive(),

@@ -10,12 +10,11 @@ did, and wires it into the framework (PyTorch: global module hooks; XGBoost: the
 
 from __future__ import annotations
 
-import importlib
-import importlib.abc
-import importlib.util
+import functools
 import logging
-import sys
 from typing import Callable, Dict
+
+from smdebug.core.after_import import call_after_import
 
 _log = logging.getLogger("smdebug")
 _attached: Dict[str, bool] = {}
@@ -35,41 +34,6 @@ def _run_attach(framework: str, target: str) -> None:
                    type(e).__name__, e)
 
 
-class _AfterImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Runs an attach function right after a top-level module has been imported."""
-
-    def __init__(self, module: str, framework: str, target: str):
-        self.module, self.framework, self.target = module, framework, target
-        self._spec = None
-
-    def find_spec(self, fullname, path=None, target=None):
-        if fullname != self.module or self._spec is not None:
-            return None
-        sys.meta_path.remove(self)  # let the normal finders find the real module
-        try:
-            spec = importlib.util.find_spec(fullname)
-        finally:
-            sys.meta_path.insert(0, self)
-        if spec is None or spec.loader is None:
-            return None
-        self._spec = spec
-        real_loader = spec.loader
-        finder = self
-
-        class _Loader(importlib.abc.Loader):
-            def create_module(self, spec):
-                return real_loader.create_module(spec)
-
-            def exec_module(self, module):
-                real_loader.exec_module(module)
-                if finder in sys.meta_path:
-                    sys.meta_path.remove(finder)
-                _run_attach(finder.framework, finder.target)
-
-        spec.loader = _Loader()
-        return spec
-
-
 def install() -> None:
     """Arrange for every installed framework plugin with a zero-code attach function to attach."""
     from smdebug.core.plugins import frameworks
@@ -77,7 +41,4 @@ def install() -> None:
     for name, info in frameworks().items():
         if not info.zero_code:
             continue
-        if info.import_name in sys.modules:
-            _run_attach(name, info.zero_code)
-        else:
-            sys.meta_path.insert(0, _AfterImport(info.import_name, name, info.zero_code))
+        call_after_import(info.import_name, functools.partial(_run_attach, name, info.zero_code))

@@ -1,4 +1,5 @@
-"""The PyTorch hook: module forward hooks, parameter gradient hooks and (optionally) optimizer hooks.
+"""The PyTorch hook: a forward pre-hook on the model marks steps and saves parameters; module forward
+hooks, gradients and optimizer hooks are attached only for what a step needs.
 
 Names, as in smdebug 1.0.x: parameters ``<Model>_<param>`` (``Net_fc1.weight``), gradients
 ``gradient/<Model>_<param>``, module inputs/outputs ``<module>_input_<i>`` / ``<module>_output_<i>``
@@ -7,8 +8,19 @@ Names, as in smdebug 1.0.x: parameters ``<Model>_<param>`` (``Net_fc1.weight``),
 
 A step begins at each forward call of the registered model. With ``hook.register_optimizer(opt)`` a
 step is an optimizer step instead (for gradient accumulation): the forward calls before
-``opt.step()`` belong to one step, and gradients are saved once, as accumulated, just before the
-optimizer applies them.
+``opt.step()`` belong to one step. Trainer callbacks (``smdebug.pytorch.lightning``,
+``smdebug.pytorch.transformers``) begin and end steps themselves. Gradients: see
+:mod:`smdebug.pytorch.gradients`.
+
+Costing nothing when nothing is due: on a step where no collection is due, the only callback PyTorch
+makes into the hook is the model's forward pre-hook, which counts the step. Module forward hooks (layer
+inputs/outputs, losses) and parameter hooks are attached for the steps that need them and removed after.
+
+torch.compile: see :mod:`smdebug.pytorch._dynamo`. Parameters and gradients are read outside the compiled
+region (no graph break, no recompilation). Inside a compiled forward, hooks are traced: they cannot be
+added and removed per step (dynamo does not see hook changes after compiling), so while the model runs
+compiled the forward hooks of every module some included collection may save stay attached; their
+tensors become extra outputs of the graph and are saved after it (see :meth:`Hook._on_forward`).
 """
 
 from __future__ import annotations
@@ -21,30 +33,42 @@ import torch
 
 from smdebug.core import activations, singleton
 from smdebug.core.collection import CollectionKeys
-from smdebug.core.hook import BaseHook, logger
+from smdebug.core.hook import BaseHook, _guarded, logger
 from smdebug.core.modes import ModeKeys
 from smdebug.exceptions import SMDebugTypeError, SMDebugValueError, TrainingStopRequested
-from smdebug.pytorch import layers
+from smdebug.pytorch import _dynamo, layers, sharded
 from smdebug.pytorch.collection import Collection
+from smdebug.pytorch.gradients import GRADIENT_PREFIX, GradientSource
+from smdebug.pytorch.module_io import io_targets, tensors
 from smdebug.pytorch.reductions import device_reductions
 
 _WRAPPERS = (torch.nn.DataParallel, torch.nn.parallel.DistributedDataParallel)
 _OPTIMIZER_MODES = (ModeKeys.TRAIN, ModeKeys.GLOBAL)
+_NOTHING: frozenset = frozenset()
+OUTPUT_LOSS = "loss"
 
 
-def _tensors(value):
-    """Every tensor in a (nested) tuple/list/dict output, in order."""
-    if isinstance(value, torch.Tensor):
-        yield value
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            yield from _tensors(v)
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from _tensors(v)
-    elif hasattr(value, "__dataclass_fields__") or hasattr(value, "_fields"):  # dataclasses / namedtuples
-        for v in (getattr(value, f) for f in getattr(value, "_fields", None) or value.__dataclass_fields__):
-            yield from _tensors(v)
+def _unwrap(module: torch.nn.Module) -> torch.nn.Module:
+    """The model inside DataParallel/DistributedDataParallel and torch.compile's OptimizedModule."""
+    while True:
+        if isinstance(module, _WRAPPERS):
+            module = module.module
+            continue
+        orig = module.__dict__.get("_orig_mod") or module.__dict__.get("_modules", {}).get("_orig_mod")
+        if isinstance(orig, torch.nn.Module) and type(module).__name__ == "OptimizedModule":
+            module = orig
+            continue
+        return module
+
+
+def _class_name(module: torch.nn.Module) -> str:
+    """The model's class name, as the user wrote it: FSDP2's ``fully_shard`` swaps a module's class
+    for a subclass ``FSDP<Class>`` of (FSDPModule, Class)."""
+    cls = type(module)
+    bases = cls.__bases__
+    if len(bases) == 2 and bases[0].__name__ == "FSDPModule" and cls.__name__ == "FSDP" + bases[1].__name__:
+        return bases[1].__name__
+    return cls.__name__
 
 
 class Hook(BaseHook):
@@ -58,16 +82,32 @@ class Hook(BaseHook):
         self.model_name: Optional[str] = None
         self._names: "weakref.WeakKeyDictionary[torch.nn.Module, str]" = weakref.WeakKeyDictionary()
         self._params: List[Tuple[str, torch.nn.Parameter]] = []
+        self._params_version = 0
+        self._loss_modules: List[torch.nn.Module] = []
+        # torch hooks that must run as plain Python even when the model is compiled: (handle, function)
+        self._eager_handles: List[Tuple[object, object]] = []
         self._model_handles: List = []
-        self._io_handles: Dict[int, object] = {}
-        self._loss_handles: List = []
-        self._grad_handles: List = []
+        self._io_handles: Dict[torch.nn.Module, Tuple[object, Tuple[bool, bool]]] = {}
         self._optimizer_handles: List = []
         self._optimizer = None
+        self._grads = GradientSource(self)
         # module name -> (input counter, output counter) of the current step; itertools.count because
         # next() on it is atomic, so two threads running the model never get the same tensor name
         self._io_index: Dict[str, Tuple[itertools.count, itertools.count]] = {}
         self._step_mode = None  # mode of the step the model's forward opened
+        # (module, input tensors, output tensors) captured inside compiled forwards, saved eagerly after
+        self._traced: List[tuple] = []
+        # modes whose steps a trainer callback begins and ends (the model's forwards then mark no step)
+        self._external_modes: frozenset = _NOTHING
+        self._forward_mode = None  # trainers: module -> the mode its forward call runs in (or None)
+        self._loss_in_output = False  # save the model output's "loss" (see _record_output_loss)
+        self._named_saved: Tuple[int, set] = (-1, set())  # (step, names _save_named saved in it)
+        self._wired = None  # what the attached torch hooks were chosen for (see _rewire)
+        self._wired_quiet = False  # nothing attached, as a step with nothing due needs
+        self._compiled = False  # the model has run compiled
+        self._sharded = False  # some parameters are sharded DTensors (gathered by every rank)
+        self._sched_due: frozenset = _NOTHING  # collections due by the schedule, on every rank
+        self._failed_sharded = False
 
     def default_collections(self):
         return [
@@ -87,11 +127,11 @@ class Hook(BaseHook):
     # registration
     # ------------------------------------------------------------------------------------------
     def register_module(self, module) -> None:
-        """Attach the hook to a model: its forward calls mark steps; parameters, gradients and module
-        inputs/outputs become available to collections."""
+        """Attach the hook to a model (also wrapped in DataParallel/DDP or ``torch.compile``): its forward
+        calls mark steps; parameters, gradients and module inputs/outputs become available to collections."""
         if not isinstance(module, torch.nn.Module):
             raise SMDebugTypeError(f"register_module expects a torch.nn.Module, got {type(module).__name__}")
-        inner = module.module if isinstance(module, _WRAPPERS) else module
+        inner = _unwrap(module)
         if self.model is not None:
             if self.model is inner:
                 logger.warning("smdebug: %s is already registered with this hook", type(inner).__name__)
@@ -100,16 +140,17 @@ class Hook(BaseHook):
                 f"This hook already follows {self.model_name}; call hook.remove() before registering another model"
             )
         self.model = inner
-        self.model_name = type(inner).__name__
+        self.model_name = _class_name(inner)
         for qualified, sub in inner.named_modules():
             self._names.setdefault(sub, qualified or self.model_name)
         self._names[inner] = self.model_name
-        self._params = [(f"{self.model_name}_{name}", p) for name, p in inner.named_parameters()]
+        self._refresh_params()
         self.get_collection(CollectionKeys.INPUTS).include(layers.io_regex(self.model_name, "input"))
         self.get_collection(CollectionKeys.OUTPUTS).include(layers.io_regex(self.model_name, "output"))
         activations.add_to_collections(self, layers.activation_layers(inner, self._names.get))
-        self._model_handles.append(inner.register_forward_pre_hook(self._on_model_forward_pre))
-        self._prepared_token = None  # re-evaluate which module/gradient hooks are needed
+        self._model_handles.append(self._add_eager_hook(inner.register_forward_pre_hook, self._on_model_forward_pre))
+        _dynamo.notify_when_loaded(self)
+        self._rewire_later()
 
     register_hook = register_module
 
@@ -126,7 +167,12 @@ class Hook(BaseHook):
         if layers.is_classification_loss(loss_module):
             self.get_collection(CollectionKeys.PREDICTIONS).include(layers.io_regex(name, "input", 0))
             self.get_collection(CollectionKeys.LABELS).include(layers.io_regex(name, "input", 1))
-        self._loss_handles.append(loss_module.register_forward_hook(self._on_forward))
+        if loss_module not in self._loss_modules:
+            self._loss_modules.append(loss_module)
+        self._rewire_later()
+        if self._in_step:
+            with self._step_lock:
+                self._rewire()  # (registered during a step, e.g. by zero-code at the loss's first call)
 
     def register_optimizer(self, optimizer) -> None:
         """Count steps by ``optimizer.step()`` calls (in TRAIN and GLOBAL modes).
@@ -138,24 +184,29 @@ class Hook(BaseHook):
             raise SMDebugTypeError(f"register_optimizer expects a torch.optim.Optimizer, got {type(optimizer).__name__}")
         self._remove(self._optimizer_handles)
         self._optimizer = optimizer
+        self._grads.use("registered")
         self._optimizer_handles = [
             optimizer.register_step_pre_hook(self._on_optimizer_pre_step),
             optimizer.register_step_post_hook(self._on_optimizer_post_step),
         ]
-        self._remove(self._grad_handles)  # gradients now come from the optimizer step
-        self._prepared_token = None
+        self._rewire_later()
 
     def remove(self) -> None:
         """Detach every hook from the model, losses and optimizer (saved data stays)."""
-        for handles in (self._model_handles, self._loss_handles, self._grad_handles, self._optimizer_handles):
+        for handles in (self._model_handles, self._optimizer_handles):
             self._remove(handles)
-        for handle in self._io_handles.values():
+        for handle, _ in self._io_handles.values():
             handle.remove()
         self._io_handles.clear()
+        self._eager_handles.clear()
+        self._grads.remove()
         self.model = None
         self.model_name = None
         self._optimizer = None
         self._params = []
+        self._loss_modules = []
+        self._traced.clear()
+        self._rewire_later()
 
     @staticmethod
     def _remove(handles: List) -> None:
@@ -164,11 +215,42 @@ class Hook(BaseHook):
         handles.clear()
 
     def close(self) -> None:
+        if not self._closed and not self._disabled:
+            with self._step_lock:
+                self._settle_step()
         super().close()
         self.remove()
 
+    def end_step(self) -> None:
+        if not self._disabled:
+            try:
+                with self._step_lock:
+                    self._settle_step()
+            except Exception as e:  # noqa: BLE001
+                self._fail("end_step()", e)
+        super().end_step()
+
     # ------------------------------------------------------------------------------------------
-    # collections <-> module hooks
+    # torch hooks that must stay out of compiled code
+    # ------------------------------------------------------------------------------------------
+    def _add_eager_hook(self, register, fn):
+        """``register(fn)`` (a module's register_forward_*_hook), with ``fn`` running as plain Python even
+        where dynamo compiles around it; returns the handle."""
+        handle = register(_dynamo.eager(fn))
+        self._eager_handles.append((handle, fn))
+        return handle
+
+    def _on_dynamo_loaded(self) -> None:
+        """torch._dynamo was just imported (torch.compile is about to be used): from now on the eager
+        hooks must be hidden from it. They are swapped in place, keeping their order among the module's
+        hooks."""
+        for handle, fn in self._eager_handles:
+            hooks = handle.hooks_dict_ref()
+            if hooks is not None and handle.id in hooks:
+                hooks[handle.id] = _dynamo.eager(fn)
+
+    # ------------------------------------------------------------------------------------------
+    # collections <-> torch hooks
     # ------------------------------------------------------------------------------------------
     def _before_prepare(self) -> None:
         for coll in self.collection_manager.collections.values():
@@ -178,63 +260,217 @@ class Hook(BaseHook):
     def _may_save(self, name: str) -> bool:
         return any(c.matches(name) for c in self._included)
 
-    def _after_prepare(self) -> None:
-        # Hook only the modules whose inputs/outputs some included collection can match: every forward
-        # hook takes torch off its fast path, which costs time on every step.
-        if self.model is not None:
-            for module in self.model.modules():
-                name = self._names.get(module)
-                wanted = name is not None and (
-                    self._may_save(f"{name}_input_0") or self._may_save(f"{name}_output_0")
-                )
-                handle = self._io_handles.get(id(module))
-                if wanted and handle is None:
-                    self._io_handles[id(module)] = module.register_forward_hook(self._on_forward)
-                elif not wanted and handle is not None:
-                    handle.remove()
-                    del self._io_handles[id(module)]
-        wants_grads = any(self._may_save("gradient/" + name) for name, _ in self._params)
-        if self._optimizer is None and wants_grads and not self._grad_handles:
-            for name, p in self._params:
-                if p.requires_grad:  # frozen parameters get no gradient and no hook
-                    self._grad_handles.append(p.register_hook(self._grad_hook("gradient/" + name)))
-        elif not wants_grads and self._grad_handles:
-            self._remove(self._grad_handles)
+    def _rewire_later(self) -> None:
+        """Something the wiring depends on changed (registrations, compilation, gradient source): the
+        next step chooses its torch hooks afresh."""
+        self._wired = None
+        self._wired_quiet = False
+
+    def _rewire(self) -> None:
+        """Attach the module and parameter hooks the current step needs, and remove the others.
+
+        Forward hooks (inputs/outputs of modules, losses) cost time on every call of their module, so
+        they are attached only where a due collection can save what they see; while the model runs
+        compiled, where any included collection may (see the module docstring). Cheap when nothing
+        changed since the last step: the due collections are interned sets."""
+        due = self._sched_due  # (on a rank that writes, self._due)
+        wired = self._wired
+        # (whatever else decides the wiring, compiled-ness, registrations, where gradients come from, sets
+        # _wired to None when it changes)
+        if wired is not None and wired[1] is self._prepared_token and wired[0] == due:
+            return
+        self._wired = (due, self._prepared_token)
+        self._wired_quiet = False  # (set below when nothing is attached for a step with nothing due)
+        wanted = self._may_save if self._compiled else self.is_due
+        targets = io_targets(self.model, self._names, wanted) if self.model is not None else {}
+        for module in self._loss_modules:
+            name = self._names.get(module) or type(module).__name__
+            inputs, outputs = wanted(f"{name}_input_0"), wanted(f"{name}_output_0")
+            if inputs or outputs:
+                targets[module] = (inputs, outputs)
+        if self._loss_in_output and self.model is not None and wanted(OUTPUT_LOSS + "_output_0"):
+            # the loss the model computes in its forward (Hugging Face models given labels)
+            targets[self.model] = targets.get(self.model, (False, False)) + (True,)
+        for module in [m for m in self._io_handles if m not in targets]:
+            self._io_handles.pop(module)[0].remove()
+        for module, flags in targets.items():
+            current = self._io_handles.get(module)
+            if current is not None and current[1] == flags:
+                continue
+            if current is not None:
+                current[0].remove()
+            self._io_handles[module] = (self._add_io_hook(module, *flags), flags)
+        grads_due = bool(due) and any(self._due_by_schedule(GRADIENT_PREFIX + n) for n, _ in self._params)
+        self._grads.wire(grads_due)
+        # A later quiet step may skip all this (see _on_model_forward_pre) only if it would attach nothing
+        self._wired_quiet = not due and not self._io_handles and not grads_due
+
+    def _add_io_hook(self, module, inputs: bool, outputs: bool, output_loss: bool = False):
+        if module is self.model:
+            # The model's own hooks run eagerly even when it is compiled (around the compiled forward).
+            def on_model(mod, ins, outs):
+                if output_loss:
+                    self._record_output_loss(outs)
+                if inputs or outputs:
+                    self._on_forward_eager(mod, ins if inputs else (), outs if outputs else ())
+
+            handle = self._add_eager_hook(module.register_forward_hook, on_model)
+            return _Handle(handle, self._eager_handles)
+        return module.register_forward_hook(self._io_hook(inputs, outputs))
+
+    def _io_hook(self, inputs: bool, outputs: bool):
+        traced = self._traced
+        eager = self._on_forward_eager
+
+        def on_forward(module, ins, outs):
+            # Traced when the module runs inside a compiled forward: no Python may run there, so the tensors
+            # become outputs of the graph and are saved, by name and due or not, once it has run.
+            if _dynamo.is_compiling():
+                traced.append((module, tensors(ins) if inputs else [], tensors(outs) if outputs else []))
+                return None
+            return eager(module, ins if inputs else (), outs if outputs else ())
+
+        return on_forward
 
     # ------------------------------------------------------------------------------------------
-    # torch callbacks (all guarded: a failure here must never reach the training loop)
+    # steps
     # ------------------------------------------------------------------------------------------
     def _on_model_forward_pre(self, module, inputs):
-        if self._disabled:
-            return None
         try:
+            # The usual step, kept lean (it runs at every forward call): nothing attached, nothing to
+            # settle, not compiled, steps counted by forwards. The core counts it (_begin_quiet_step).
+            if (self._wired_quiet and not (self._compiled or self._traced or self._grads.kept) and self._optimizer is None
+                    and not self._external_modes and not (_dynamo._loaded[0] and _dynamo.runs_compiled(module))):
+                with self._step_lock:
+                    if self._begin_quiet_step():
+                        self._step_mode = self.mode
+                        return None
+            if self._disabled:
+                return None
+            if self._traced:
+                self._drain_traced()  # (a compiled forward's tensors, from the last call)
+            if not self._compiled and _dynamo._loaded[0] and _dynamo.runs_compiled(module):
+                self._compiled = True  # (for good: hooks traced into the graph cannot be taken out)
+                self._rewire_later()
+            if self._forward_mode is not None:
+                mode = self._forward_mode(module)
+                if mode is not None:
+                    self.mode = mode
+            if self.mode in self._external_modes:
+                if self._in_step:
+                    with self._step_lock:
+                        self._rewire()
+                return None
             # Atomic for threads running the model at once (see BaseHook._step_lock): otherwise two
             # forwards of one optimizer step could both find no step open and begin one each, and a
             # step's parameters could be refused because another thread began the next step first.
             with self._step_lock:
                 if (self._optimizer is not None and self.mode in _OPTIMIZER_MODES and self._in_step
                         and self._step_mode == self.mode):
-                    return None  # another micro-batch of the current optimizer step
-                self._begin_step()  # (the lock is held, and this callback has its own guard)
-                self._step_mode = self.mode
-                self._io_index.clear()
-                if self.is_writing:
-                    for name, p in self._params:
-                        if self.is_due(name):
-                            self.record(name, p)
+                    self._rewire()  # another micro-batch of the current optimizer step
+                    return None
+                self._start_step()
         except TrainingStopRequested:
             raise  # a rule stopped training: the hook is closed, the exception ends the user's loop
         except Exception as e:  # noqa: BLE001
             self._fail("the model's forward pre-hook", e)
         return None
 
+    @_guarded()
+    def begin_step(self, mode_step: Optional[int] = None) -> None:
+        """Start the next step of the current mode (the model's forward calls do this by themselves;
+        loops that count steps otherwise call it, and ``end_step``). ``mode_step``: see BaseHook."""
+        if mode_step is not None and (isinstance(mode_step, bool) or not isinstance(mode_step, int) or mode_step < 0):
+            raise SMDebugValueError(f"begin_step(mode_step=...) needs a step number >= 0, got {mode_step!r}")
+        with self._step_lock:
+            self._start_step(mode_step)
+
+    def _start_step(self, mode_step: Optional[int] = None) -> None:
+        """(step lock held) Begin a step, attach what it needs, and save the parameters due."""
+        self._settle_step()
+        self._begin_step(mode_step)
+        if self._disabled:
+            return
+        self._step_mode = self.mode
+        if self._io_index:
+            self._io_index.clear()
+        # Every rank follows the schedule, writer or not: sharded parameters are gathered by all ranks.
+        due = self._sched_due = self._due if self._is_writer else self._compute_due()
+        wired = self._wired
+        if wired is None or wired[1] is not self._prepared_token or wired[0] != due:
+            self._rewire()
+        if due:
+            self._save_parameters()
+
+    def _settle_step(self) -> None:
+        """(step lock held) Before a step ends: save what compiled forwards captured, and gradients kept
+        from backward, in the step they belong to."""
+        if self._in_step:
+            if self._traced:
+                self._drain_traced()
+            if self._grads.kept:
+                self._grads.end_of_step()
+
+    def _save_parameters(self) -> None:
+        self._refresh_params()
+        for name, p in self._params:
+            if sharded.is_dtensor(p):
+                if not self._due_by_schedule(name):
+                    continue
+                value = sharded.full_value(p)  # every rank: a collective
+            elif self.is_due(name):
+                value = p
+            else:
+                continue
+            self.record(name, value)
+
+    def _refresh_params(self) -> None:
+        """The model's parameters as they are now: FSDP's fully_shard (or any re-parametrisation) after
+        registration replaces them."""
+        if self.model is None:
+            return
+        current = [(f"{self.model_name}_{name}", p) for name, p in self.model.named_parameters()]
+        if len(current) != len(self._params) or any(a[1] is not b[1] for a, b in zip(current, self._params)):
+            self._params = current
+            self._params_version += 1
+            self._sharded = sharded.any_sharded(current)
+
+    def _due_by_schedule(self, name: str) -> bool:
+        """Due at this step by the schedules, whichever rank writes (for collectives every rank joins)."""
+        due = self._sched_due
+        return bool(due) and any(c.name in due for c in self._matching(name))
+
+    def _fail(self, where: str, exc: BaseException) -> None:
+        super()._fail(where, exc)
+        if self._sharded and self.num_workers_in_job() > 1 and not self._failed_sharded:
+            # The other ranks will still gather sharded tensors at the due steps, a collective this rank
+            # must join: it goes on following the schedule as a rank that writes nothing.
+            self._failed_sharded = True
+            self._disabled = False
+            self._is_writer = False
+            self._due = set()
+            self._writer = None
+            self._open_step = None
+            logger.error("smdebug: this rank saves nothing more, but keeps joining the gathers of sharded "
+                         "tensors so that the other ranks do not wait for it.")
+
+    @staticmethod
+    def num_workers_in_job() -> int:
+        dist = getattr(torch, "distributed", None)
+        if dist is not None and dist.is_available() and dist.is_initialized():
+            return dist.get_world_size()
+        return 1
+
+    # ------------------------------------------------------------------------------------------
+    # module inputs and outputs
+    # ------------------------------------------------------------------------------------------
     def _next_name(self, base: str, kind: int, label: str) -> str:
         counters = self._io_index.get(base)
         if counters is None:
             counters = self._io_index.setdefault(base, (itertools.count(), itertools.count()))
         return f"{base}_{label}_{next(counters[kind])}"
 
-    def _on_forward(self, module, inputs, outputs):
+    def _on_forward_eager(self, module, inputs, outputs):
         if self._disabled or not self._due:
             return None
         try:
@@ -242,34 +478,42 @@ class Hook(BaseHook):
             # Naming and saving in one step: a name counted in one step and saved in the next (another
             # thread began it meanwhile) could repeat a name of that step.
             with self._step_lock:
-                for t in _tensors(inputs):
-                    name = self._next_name(base, 0, "input")
-                    if self.is_due(name):
-                        self.record(name, t)
-                for t in _tensors(outputs):
-                    name = self._next_name(base, 1, "output")
-                    if self.is_due(name):
-                        self.record(name, t)
+                self._save_io(base, tensors(inputs), tensors(outputs))
         except Exception as e:  # noqa: BLE001
             self._fail(f"the forward hook of {type(module).__name__}", e)
         return None
 
-    def _grad_hook(self, name: str):
-        def on_grad(grad):
-            if self._due and not self._disabled and self.is_due(name):
-                self.record(name, grad)
-            return None
+    def _save_io(self, base: str, inputs, outputs) -> None:
+        for t in inputs:
+            name = self._next_name(base, 0, "input")
+            if self.is_due(name):
+                self.record(name, t)
+        for t in outputs:
+            name = self._next_name(base, 1, "output")
+            if self.is_due(name):
+                self.record(name, t)
 
-        return on_grad
+    def _drain_traced(self) -> None:
+        """Save what the hooks traced into compiled forwards captured (they run in the graph's order)."""
+        if not self._traced:
+            return
+        with self._step_lock:
+            # Emptied in place: compiled code appends to this very list (dynamo guards on it).
+            captured = list(self._traced)
+            self._traced.clear()
+            if self._disabled or not self._due:
+                return
+            for module, inputs, outputs in captured:
+                self._save_io(self._names.get(module) or type(module).__name__, inputs, outputs)
 
+    # ------------------------------------------------------------------------------------------
+    # optimizer
+    # ------------------------------------------------------------------------------------------
     def _on_optimizer_pre_step(self, optimizer, args, kwargs):
-        if self._disabled or not self._due:
+        if self._disabled:
             return None
         try:
-            for name, p in self._params:
-                gname = "gradient/" + name
-                if p.grad is not None and self.is_due(gname):
-                    self.record(gname, p.grad)
+            self._grads.save()
         except Exception as e:  # noqa: BLE001
             self._fail("the optimizer pre-step hook", e)
         return None
@@ -280,6 +524,69 @@ class Hook(BaseHook):
         return None
 
     # ------------------------------------------------------------------------------------------
+    # trainer callbacks (smdebug.pytorch.lightning / smdebug.pytorch.transformers)
+    # ------------------------------------------------------------------------------------------
+    def _follow_trainer(self, modes, gradients: str = "auto") -> None:
+        """Steps of ``modes`` are begun and ended by a trainer callback (``begin_step(mode_step=...)``,
+        ``end_step()``), not by the model's forward calls. ``gradients="manual"``: the callback saves
+        them at the trainer's own event (``_save_gradients``), no optimizer hook is used."""
+        self._external_modes = frozenset(modes)
+        if gradients == "manual":
+            self._grads.use("manual")
+        self._rewire_later()
+
+    def _save_named(self, name: str, value, collection: str) -> None:
+        """Save a value a trainer reports (a logged metric, the learning rate) under its own name, added
+        to ``collection``, if that collection is included and due at this step; once per step (the first
+        value of the step is kept)."""
+        if self._disabled or not self._in_step:
+            return
+        try:
+            with self._step_lock:
+                coll = self.collection_manager.get(collection)
+                if name not in coll.tensor_names:
+                    # a new name changes the collections: prepared again, and the due ones of this step
+                    # recomputed (a collection empty until now was not included), as save_tensor does
+                    coll.add_tensor_name(name)
+                    self._prepare_collections()
+                    if self._is_writer:
+                        self._due = self._compute_due()
+                    if self._due and self._writer is None and not self.dry_run:
+                        self._start_writing()
+                if collection not in self._due:
+                    return
+                saved = self._named_saved
+                if saved[0] != self.step:
+                    saved = self._named_saved = (self.step, set())
+                if name not in saved[1]:
+                    saved[1].add(name)
+                    self._record(name, value, force_collections=(coll,))
+        except Exception as e:  # noqa: BLE001
+            self._fail(f"saving {name}", e)
+
+    def _may_be_empty(self, collection: str) -> bool:
+        # (a trainer callback fills "metrics" with the names the trainer logs, as they come)
+        return super()._may_be_empty(collection) or (collection == CollectionKeys.METRICS
+                                                     and bool(self._external_modes))
+
+    def _record_output_loss(self, outputs) -> None:
+        """The model's output carries the loss (``outputs.loss`` / ``outputs["loss"]``, as Hugging Face
+        models return it when given labels): saved as ``loss_output_<i>``, in the ``losses`` collection."""
+        loss = outputs.get(OUTPUT_LOSS) if isinstance(outputs, dict) else getattr(outputs, OUTPUT_LOSS, None)
+        if isinstance(loss, torch.Tensor):
+            self.record_tensor_value(OUTPUT_LOSS, loss)
+
+    def _save_gradients(self) -> None:
+        """Save the model's gradients now (a trainer's "before optimizer step" event)."""
+        if self._disabled:
+            return
+        try:
+            with self._step_lock:
+                self._grads.save()
+        except Exception as e:  # noqa: BLE001
+            self._fail("saving gradients", e)
+
+    # ------------------------------------------------------------------------------------------
     # user API
     # ------------------------------------------------------------------------------------------
     def record_tensor_value(self, tensor_name: str, tensor_value) -> None:
@@ -287,7 +594,7 @@ class Hook(BaseHook):
         ``<tensor_name>_output_<i>``, as if a module had produced it."""
         if self._disabled or not self._due:
             return
-        with self._step_lock:  # as in _on_forward
+        with self._step_lock:  # as in _on_forward_eager
             name = self._next_name(tensor_name, 1, "output")
             if self.is_due(name):
                 self.record(name, tensor_value)
@@ -299,6 +606,17 @@ class Hook(BaseHook):
         if isinstance(value, torch.Tensor):
             return tuple(value.shape)
         return super()._shape_of(value)
+
+
+class _Handle:
+    """A forward-hook handle whose removal also forgets the eager hook's entry."""
+
+    def __init__(self, handle, eager_handles: List):
+        self.handle, self.eager_handles = handle, eager_handles
+
+    def remove(self) -> None:
+        self.handle.remove()
+        self.eager_handles[:] = [e for e in self.eager_handles if e[0] is not self.handle]
 
 
 def get_hook(json_config_path: Optional[str] = None, create_if_not_exists: bool = False) -> Optional[Hook]:

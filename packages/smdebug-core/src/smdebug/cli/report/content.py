@@ -346,17 +346,11 @@ def _xgboost(runs, groups, many) -> Section:
 
 
 def _shap_chart(run, xgb, suffix) -> Optional[Chart]:
-    from smdebug.trials.table import long_table
-
     trial = run.trial
     full = xgb.get("full_shap", [])
     if full:
         last = max(max(trial.tensor(n).steps() or [-1]) for n in full)
-        table = long_table(trial, tensors=full, steps=[last])
-        rows = {}
-        for n, v in zip(table["tensor"], table["value"]):
-            arr = np.asarray(v, dtype=np.float64).reshape(-1)
-            rows.setdefault(n, arr)  # first worker's
+        rows = _shap_columns(trial, full, last)
         if not rows:
             return None
         ranked = sorted(rows, key=lambda n: -float(np.mean(np.abs(rows[n]))))[:MAX_SHAP_FEATURES]
@@ -364,10 +358,10 @@ def _shap_chart(run, xgb, suffix) -> Optional[Chart]:
         spread = {}
         for n in ranked:
             v = rows[n]
-            spread[n.split("/", 1)[-1]] = v if len(v) <= SHAP_POINTS else rng.choice(v, SHAP_POINTS, replace=False)
+            spread[n] = v if len(v) <= SHAP_POINTS else rng.choice(v, SHAP_POINTS, replace=False)
         return Chart("spread", f"SHAP summary at round {last}{suffix}", key="full_shap", smooth=False,
                      x_label="SHAP value (impact on the model's output)", y_label="feature",
-                     data={"features": [n.split("/", 1)[-1] for n in ranked],
+                     data={"features": ranked,
                            "mean_abs": [float(np.mean(np.abs(rows[n]))) for n in ranked], "values": spread,
                            "rows": int(max(len(v) for v in rows.values()))},
                      note=f"features by mean |SHAP| over the rows (bars); each dot one row (up to {SHAP_POINTS} per feature)")
@@ -382,6 +376,59 @@ def _shap_chart(run, xgb, suffix) -> Optional[Chart]:
                  x_label="mean SHAP value over the rows (signed)", y_label="feature",
                  data={"features": [n.split("/", 1)[-1] for n in ranked], "values": [last_vals[n] for n in ranked]},
                  note="only average_shap was saved (signed means); save full_shap for mean |SHAP| and the spread")
+
+
+def _shap_columns(trial, names: List[str], step: int) -> Dict[str, np.ndarray]:
+    """Each feature's SHAP values (flattened over rows and outputs) at ``step``, by feature name.
+
+    The XGBoost hook saves, as smdebug 1.0.x did, the whole ``(rows[, outputs], features + 1)`` matrix under
+    every ``full_shap/<feature>`` name (bias last), so one read gives every feature; which column is which
+    feature comes from the ``f<i>`` names XGBoost gives unnamed features, else from the run's
+    ``average_shap/<feature>`` means (each column's mean is its feature's saved average). A run whose
+    ``full_shap/<feature>`` tensors are single columns is read column by column.
+    """
+    features = [n.split("/", 1)[-1] for n in names]
+    try:
+        first = np.asarray(trial.tensor(names[0]).value(step), dtype=np.float64)
+    except Exception:  # noqa: BLE001 - a damaged record leaves the chart out, the rest of the report stays
+        return {}
+    if first.ndim < 2 or first.shape[-1] < 2:
+        out = {}
+        for name, feature in zip(names, features):
+            try:
+                out[feature] = np.asarray(trial.tensor(name).value(step), dtype=np.float64).reshape(-1)
+            except Exception:  # noqa: BLE001
+                continue
+        return out
+    columns = first.reshape(-1, first.shape[-1])[:, :-1]  # the bias column is no feature
+    index = _shap_column_index(trial, features, columns, step)
+    if index is None:
+        return {f"column {i}": columns[:, i] for i in range(columns.shape[1])}
+    return {feature: columns[:, i] for feature, i in index.items()}
+
+
+def _shap_column_index(trial, features: List[str], columns: np.ndarray, step: int) -> Optional[Dict[str, int]]:
+    width = columns.shape[1]
+    numbered = {}
+    for feature in features:
+        if feature[:1] == "f" and feature[1:].isdigit() and int(feature[1:]) < width:
+            numbered[feature] = int(feature[1:])
+    if len(numbered) == len(features) and len(set(numbered.values())) == len(features):
+        return numbered
+    if len(features) != width:
+        return None
+    means = columns.mean(axis=0)
+    index: Dict[str, int] = {}
+    free = set(range(width))
+    for feature in features:
+        try:
+            saved = float(np.asarray(trial.tensor("average_shap/" + feature).value(step)).reshape(-1)[0])
+        except Exception:  # noqa: BLE001 - not saved at this step: the columns stay unnamed
+            return None
+        best = min(free, key=lambda i: abs(means[i] - saved))
+        free.discard(best)
+        index[feature] = best
+    return index
 
 
 def _trees_chart(run, xgb, suffix, many) -> Optional[Chart]:

@@ -1,0 +1,177 @@
+"""Where the PyTorch hook takes gradients from.
+
+* When an optimizer steps the model's parameters (found through torch's global optimizer step hook, or
+  given with ``hook.register_optimizer``), gradients are read from ``param.grad`` just before its step:
+  what the optimizer applies. That is after DDP's all-reduce and FSDP's reduce-scatter (sharded
+  gradients are gathered, see :mod:`smdebug.pytorch.sharded`), after ``GradScaler`` unscaled them, after
+  gradient clipping, and summed over the micro-batches of gradient accumulation. It costs no hook per
+  parameter, and runs outside any compiled region.
+* In a loop with no torch optimizer (manual updates), from parameter hooks during backward: attached only
+  for steps where gradients are due, the gradients are kept (summed over several backward passes) and saved
+  when the step ends.
+
+An optimizer wrapping another (accelerate's ``AcceleratedOptimizer``) is passed over: the inner one's step
+is where the update happens (and where ``GradScaler`` has unscaled the gradients).
+Trainer callbacks may take over (``manual()``): they call :meth:`GradientSource.save` themselves at the
+trainer's own "before optimizer step" event.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Dict, List, Optional, Tuple
+
+import torch
+
+from smdebug.pytorch import sharded
+
+GRADIENT_PREFIX = "gradient/"
+
+
+def _wraps_optimizer(optimizer) -> bool:
+    inner = getattr(optimizer, "optimizer", None)
+    return isinstance(inner, torch.optim.Optimizer) and inner is not optimizer
+
+
+class GradientSource:
+    def __init__(self, hook):
+        self.hook = hook
+        #: "auto": optimizers found by the global hook, parameter hooks until one is; "registered": the
+        #: optimizer given to register_optimizer only; "manual": a trainer callback calls save()
+        self.policy = "auto"
+        self.optimizer_seen = False
+        self._global_handle = None
+        self._param_handles: List = []
+        self.kept: Dict[str, torch.Tensor] = {}  # from parameter hooks, saved at the end of the step
+        self._optimizers: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+        self._saved_at: Optional[int] = None  # the step whose gradients were saved (each is saved once)
+        self._saved: set = set()
+
+    # -- set-up --------------------------------------------------------------------------------------
+    def _listen(self, on: bool) -> None:
+        """Listen to every optimizer's steps (policy "auto"), only while gradients are due."""
+        if on and self._global_handle is None:
+            from torch.optim.optimizer import register_optimizer_step_pre_hook
+
+            self._global_handle = register_optimizer_step_pre_hook(self._on_any_step)
+        elif not on and self._global_handle is not None:
+            self._global_handle.remove()
+            self._global_handle = None
+
+    def use(self, policy: str) -> None:
+        self.policy = policy
+        self.hook._rewire_later()
+        if policy != "auto":
+            self._listen(False)
+            self.detach()
+            self.kept.clear()
+
+    def remove(self) -> None:
+        self._listen(False)
+        self.detach()
+        self.kept.clear()
+        self._optimizers = weakref.WeakKeyDictionary()
+
+    # -- parameter hooks (loops without an optimizer) --------------------------------------------------
+    def wire(self, due: bool) -> None:
+        """For a step where gradients are due: listen to optimizers, and attach parameter hooks until an
+        optimizer has been seen to step the model. Nothing for the other steps."""
+        self._listen(due and self.policy == "auto")
+        want = due and self.policy == "auto" and not self.optimizer_seen
+        if want and not self._param_handles:
+            for name, p in self.hook._params:
+                if p.requires_grad:  # frozen parameters get no gradient and no hook
+                    self._param_handles.append(p.register_hook(self._keep(GRADIENT_PREFIX + name)))
+        elif not want and self._param_handles:
+            self.detach()
+
+    def detach(self) -> None:
+        for handle in self._param_handles:
+            handle.remove()
+        self._param_handles.clear()
+
+    def _keep(self, name: str):
+        kept = self.kept
+
+        def on_grad(grad):
+            previous = kept.get(name)
+            kept[name] = grad if previous is None else previous + grad
+            return None
+
+        return on_grad
+
+    def end_of_step(self) -> None:
+        """Save what parameter hooks kept in the step that is ending (the hook is still in it)."""
+        if not self.kept:
+            return
+        kept = dict(self.kept)
+        self.kept.clear()  # (in place: the parameter hooks hold this dict)
+        if self.optimizer_seen:
+            return  # an optimizer stepped meanwhile: its gradients were saved instead
+        hook = self.hook
+        for name, grad in kept.items():
+            if name not in self._saved_names() and hook.is_due(name):
+                hook.record(name, grad)
+
+    # -- optimizers -------------------------------------------------------------------------------------
+    def _on_any_step(self, optimizer, args, kwargs):
+        hook = self.hook
+        if hook._disabled or not hook._sched_due:
+            return None  # (nothing due: the usual step costs this test and no more)
+        try:
+            if _wraps_optimizer(optimizer):
+                return None
+            pairs = self._ours(optimizer)
+            if not pairs:
+                return None
+            if not self.optimizer_seen:
+                self.optimizer_seen = True
+                self.detach()
+                self.kept.clear()
+                hook._rewire_later()
+            self.save(pairs)
+        except Exception as e:  # noqa: BLE001
+            hook._fail("the optimizer step hook", e)
+        return None
+
+    def _ours(self, optimizer) -> List[Tuple[str, torch.nn.Parameter]]:
+        """The model's (name, parameter) pairs this optimizer updates (cached per optimizer)."""
+        count = sum(len(g["params"]) for g in optimizer.param_groups)
+        key = (count, self.hook._params_version)
+        cached = self._optimizers.get(optimizer)
+        if cached is None or cached[0] != key:
+            ids = {id(p) for g in optimizer.param_groups for p in g["params"]}
+            cached = (key, [(n, p) for n, p in self.hook._params if id(p) in ids])
+            self._optimizers[optimizer] = cached
+        return cached[1]
+
+    def save(self, pairs=None) -> None:
+        """Save the gradients of ``pairs`` (default: every parameter of the model) now due, each once a step."""
+        hook = self.hook
+        if pairs is None:
+            pairs = hook._params
+        if hook._disabled:
+            return
+        hook._drain_traced()
+        if not hook._sched_due:
+            return
+        saved = self._saved_names()
+        for name, p in pairs:
+            grad = p.grad
+            gname = GRADIENT_PREFIX + name
+            if grad is None or gname in saved:
+                continue
+            if sharded.is_dtensor(grad):
+                if not hook._due_by_schedule(gname):
+                    continue
+                grad = sharded.full_value(grad)  # every rank: a collective
+            if hook.is_due(gname):
+                hook.record(gname, grad)
+                saved.add(gname)
+
+    def _saved_names(self) -> set:
+        step = self.hook.step
+        if self._saved_at != step:
+            self._saved_at = step
+            self._saved = set()
+        return self._saved

@@ -1,0 +1,225 @@
+"""smdebug for PyTorch Lightning: ``SmdebugCallback``.
+
+```python
+from smdebug.pytorch.lightning import SmdebugCallback
+
+trainer = L.Trainer(callbacks=[SmdebugCallback(out_dir="/tmp/run", include_collections=["weights", "gradients"])])
+```
+
+* Modes: ``fit`` trains in TRAIN and validates in EVAL; ``validate`` and ``test`` are EVAL; ``predict``
+  is PREDICT (the sanity check before fitting is not saved).
+* Steps: a TRAIN step is one optimizer step, numbered by the trainer's ``global_step`` (the batches of
+  gradient accumulation belong to it); each EVAL/PREDICT batch is one step of its mode.
+* Saved: parameters at the start of the step, gradients at Lightning's ``on_before_optimizer_step``
+  (unscaled under mixed precision), the loss ``training_step`` (``validation_step``, ``test_step``)
+  returns (``loss_output_<i>``, one per batch, as the step computed it: not divided by
+  ``accumulate_grad_batches``), and each value the module logs with ``self.log``/``self.log_dict`` during
+  a step, under its own name (``losses`` collection for names with "loss", ``metrics`` for the others;
+  the value of the step's last batch): the value logged, not the epoch aggregate Lightning computes
+  from it. Values logged between steps (``on_train_epoch_end``) belong to no step and are not saved;
+  ``on_validation_epoch_end``'s go into the loop's last step. Plus everything the hook's collections ask
+  for (layer inputs/outputs, activations...). With the default configuration the ``metrics`` collection
+  is included too.
+* Works with the ``lightning`` package and with ``pytorch_lightning``; with DDP every rank runs the
+  callback, and ``include_workers`` decides which ranks write.
+
+The hook comes from ``SmdebugCallback(hook=...)``, or is built from keyword arguments (those of
+``smdebug.pytorch.Hook``), or from the JSON configuration (``smdebug run``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Mapping, Optional
+
+import torch
+
+from smdebug.core.modes import ModeKeys
+from smdebug.pytorch import _trainer
+from smdebug.pytorch.hook import Hook
+
+_PACKAGES = ("lightning.pytorch", "pytorch_lightning")
+
+
+def _bases(package: Optional[str] = None) -> tuple:
+    """Lightning's Callback classes: of ``package``, else of both Lightning packages that are installed
+    (a callback that is an instance of both works with either package's Trainer)."""
+    bases = []
+    for name in ((package,) if package else _PACKAGES):
+        try:
+            bases.append(importlib.import_module(name).Callback)
+        except ImportError:
+            continue
+    if not bases:
+        raise ModuleNotFoundError("smdebug.pytorch.lightning needs PyTorch Lightning: "
+                                  "pip install 'smdebug-torch[lightning]'")
+    return tuple(bases)
+
+
+class _Follower:
+    """smdebug's Lightning callback (see the module's docstring): ``SmdebugCallback(hook=None, **hook_kwargs)``."""
+
+    def __init__(self, hook: Optional[Hook] = None, **hook_kwargs):
+        super().__init__()
+        self._hook_arg, self._hook_kwargs = hook, hook_kwargs
+        self.hook: Optional[Hook] = None
+        self._active = False
+        self._train_step: Optional[int] = None  # the global step of the TRAIN step open in the hook
+        self._logged: dict = {}  # name -> value the module logged in the open step
+        self._log_wrapper = None
+
+    # -- set-up ------------------------------------------------------------------------------------
+    def setup(self, trainer, pl_module, stage: str) -> None:
+        if any(isinstance(cb, _Follower) for cb in trainer.callbacks[:trainer.callbacks.index(self)]):
+            return  # another smdebug callback came first (e.g. the user's, and zero-code's)
+        if self.hook is None:
+            self.hook = _trainer.resolve_hook(self._hook_arg, self._hook_kwargs)
+        if self.hook is None:
+            return
+        _trainer.take_over(self.hook, pl_module)
+        # Every step is begun and ended here; gradients are saved at on_before_optimizer_step
+        self.hook._follow_trainer(tuple(ModeKeys), gradients="manual")
+        self._listen_to_log(pl_module)
+        self._active = True
+
+    def teardown(self, trainer, pl_module, stage: str) -> None:
+        if self._log_wrapper is not None and pl_module.__dict__.get("log") is self._log_wrapper:
+            del pl_module.log  # the class's own method again
+        self._log_wrapper = None
+
+    def _listen_to_log(self, pl_module) -> None:
+        """Keep what the module logs during a step (``self.log``; ``log_dict`` calls it): the
+        instance's ``log`` is wrapped until teardown."""
+        if self._log_wrapper is not None and pl_module.__dict__.get("log") is self._log_wrapper:
+            return
+        original, logged = pl_module.log, self._logged
+
+        def log(name, value, *args, **kwargs):
+            result = original(name, value, *args, **kwargs)  # (Lightning's own errors are the script's)
+            hook = self.hook
+            if hook is not None and hook._in_step:
+                # (the last value of the step is saved, at its end: see _save_logged)
+                logged[name] = value.detach() if isinstance(value, torch.Tensor) else value
+            return result
+
+        self._log_wrapper = log
+        pl_module.log = log
+
+    def _save_logged(self) -> None:
+        if self._logged:
+            _trainer.save_logged(self.hook, self._logged)
+            self._logged.clear()
+
+    def _end_step(self) -> None:
+        if self.hook._in_step:
+            self._save_logged()
+            self.hook.end_step()
+        self._logged.clear()
+        self._train_step = None
+
+    # -- training ----------------------------------------------------------------------------------
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
+        if not self._active:
+            return
+        step = trainer.global_step
+        if self._train_step == step and self.hook.mode == ModeKeys.TRAIN and self.hook._in_step:
+            return  # another batch of the same optimizer step (gradient accumulation)
+        self._end_step()
+        self.hook.set_mode(ModeKeys.TRAIN)
+        self.hook.begin_step(mode_step=step)
+        self._train_step = step
+
+    def on_before_optimizer_step(self, trainer, pl_module, optimizer) -> None:
+        if self._active:
+            self.hook._save_gradients()
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        if not self._active:
+            return
+        # Under automatic optimization Lightning hands callbacks the loss divided by accumulate_grad_batches
+        # (what backward ran on); the loss training_step computed is saved
+        self._save_loss(outputs, trainer.accumulate_grad_batches if pl_module.automatic_optimization else 1)
+        if trainer.global_step != self._train_step:  # the optimizer stepped: the step is complete
+            self._end_step()
+
+    def on_train_end(self, trainer, pl_module) -> None:
+        if self._active:
+            self._end_step()
+
+    # -- evaluation and prediction: one step per batch ---------------------------------------------
+    def _eval_batch_start(self, trainer, mode) -> None:
+        if not self._active or trainer.sanity_checking:
+            return
+        self._end_step()
+        self.hook.set_mode(mode)
+        self.hook.begin_step()
+
+    def _eval_batch_end(self, trainer, outputs) -> None:
+        # (the step stays open until the next batch or the end of the loop: what on_*_epoch_end logs
+        # goes into the loop's last step)
+        if not self._active or trainer.sanity_checking:
+            return
+        self._save_loss(outputs)
+
+    def _eval_end(self, trainer) -> None:
+        if not self._active or trainer.sanity_checking:
+            return
+        self._end_step()
+
+    def on_validation_end(self, trainer, pl_module) -> None:
+        self._eval_end(trainer)
+
+    def on_test_end(self, trainer, pl_module) -> None:
+        self._eval_end(trainer)
+
+    def on_predict_end(self, trainer, pl_module) -> None:
+        self._eval_end(trainer)
+
+    def on_validation_batch_start(self, trainer, pl_module, batch, batch_idx, dataloader_idx=0) -> None:
+        self._eval_batch_start(trainer, ModeKeys.EVAL)
+
+    def on_validation_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0) -> None:
+        self._eval_batch_end(trainer, outputs)
+
+    def on_test_batch_start(self, trainer, pl_module, batch, batch_idx, dataloader_idx=0) -> None:
+        self._eval_batch_start(trainer, ModeKeys.EVAL)
+
+    def on_test_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0) -> None:
+        self._eval_batch_end(trainer, outputs)
+
+    def on_predict_batch_start(self, trainer, pl_module, batch, batch_idx, dataloader_idx=0) -> None:
+        self._eval_batch_start(trainer, ModeKeys.PREDICT)
+
+    def on_predict_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0) -> None:
+        self._eval_batch_end(trainer, None)  # (predictions are not losses)
+
+    def on_exception(self, trainer, pl_module, exception) -> None:
+        if self._active:
+            self._end_step()
+
+    # -- helpers -----------------------------------------------------------------------------------
+    def _save_loss(self, outputs, normalized_by: int = 1) -> None:
+        loss = outputs.get("loss") if isinstance(outputs, Mapping) else outputs
+        if isinstance(loss, torch.Tensor) and loss.numel() == 1:
+            loss = loss.detach()
+            self.hook.record_tensor_value("loss", loss * normalized_by if normalized_by != 1 else loss)
+
+
+_classes = {}
+
+
+def callback_class(package: Optional[str] = None):
+    """``SmdebugCallback`` for ``package`` ("lightning.pytorch" or "pytorch_lightning"; default: both
+    that are installed)."""
+    bases = _bases(package)
+    cls = _classes.get(bases)
+    if cls is None:
+        cls = _classes[bases] = type("SmdebugCallback", (_Follower, *bases), {"__module__": __name__,
+                                                                            "__doc__": _Follower.__doc__})
+    return cls
+
+
+def __getattr__(name: str):
+    if name == "SmdebugCallback":
+        return callback_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

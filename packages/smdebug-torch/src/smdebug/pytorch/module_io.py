@@ -1,0 +1,50 @@
+"""Which modules' inputs and outputs the hook captures — decided here, and only here.
+
+A module's tensors are named ``<module>_input_<i>`` / ``<module>_output_<i>`` (the model by its class,
+submodules by their qualified name); a module is hooked when a collection the caller asks about can match
+those names. Collections name modules by regex, or by ``Collection.add_module_tensors`` (resolved to
+regexes when the hook prepares its collections).
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Dict, List, Mapping, Tuple
+
+import torch
+
+
+def io_targets(model: torch.nn.Module, names: Mapping[torch.nn.Module, str],
+               wanted: Callable[[str], bool]) -> Dict[torch.nn.Module, Tuple[bool, bool]]:
+    """``{module: (inputs, outputs)}`` for the modules of ``model`` whose inputs and/or outputs
+    ``wanted(tensor name)`` accepts (the hook asks "may a collection ever save it" or "is it due now")."""
+    targets = {}
+    for module in model.modules():
+        name = names.get(module)
+        if name is None:
+            continue
+        inputs, outputs = wanted(f"{name}_input_0"), wanted(f"{name}_output_0")
+        if inputs or outputs:
+            targets[module] = (inputs, outputs)
+    return targets
+
+
+def tensors(value) -> List[torch.Tensor]:
+    """Every tensor in a (nested) tuple/list/dict/dataclass/namedtuple, in order.
+
+    Plain code on purpose: dynamo traces it inside compiled forwards (see ``Hook._on_forward``)."""
+    if isinstance(value, torch.Tensor):
+        return [value]
+    found: List[torch.Tensor] = []
+    if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
+        for v in value:
+            found.extend(tensors(v))
+    elif isinstance(value, dict):  # (HF ModelOutput is an OrderedDict of its fields that are set)
+        for v in value.values():
+            found.extend(tensors(v))
+    elif hasattr(value, "_fields"):  # namedtuple
+        for f in value._fields:
+            found.extend(tensors(getattr(value, f)))
+    elif hasattr(value, "__dataclass_fields__"):
+        for f in value.__dataclass_fields__:
+            found.extend(tensors(getattr(value, f)))
+    return found

@@ -1,0 +1,148 @@
+"""The Lightning callback (smdebug.pytorch.lightning) with the real Lightning on CPU: modes, the
+trainer's global step under gradient accumulation, losses, self.log metrics, gradients."""
+
+import numpy as np
+import pytest
+
+L = pytest.importorskip("lightning")
+
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+import smdebug.pytorch as smd  # noqa: E402
+from models import mlp_data  # noqa: E402
+
+TRAIN_BATCHES, ACCUMULATE, VAL_BATCHES = 6, 2, 2
+
+
+class Net(L.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(10, 16)
+        self.fc2 = nn.Linear(16, 3)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(x)))
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        logits = self(x)
+        loss = F.cross_entropy(logits, y)
+        self.log("train_loss", loss)
+        self.log("train_acc", (logits.argmax(1) == y).float().mean())
+        return loss
+
+    def validation_step(self, batch, batch_idx):
+        x, y = batch
+        loss = F.cross_entropy(self(x), y)
+        self.log("val_loss", loss)
+        return loss
+
+    test_step = validation_step
+
+    def predict_step(self, batch, batch_idx):
+        return self(batch[0]).softmax(1)
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+
+
+def loader(seed):
+    x, y = mlp_data(n=64, seed=seed)
+    return torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=8)
+
+
+def trainer(callback, **kw):
+    return L.Trainer(accelerator="cpu", max_epochs=1, limit_train_batches=TRAIN_BATCHES,
+                     limit_val_batches=VAL_BATCHES, limit_test_batches=2, limit_predict_batches=2,
+                     accumulate_grad_batches=ACCUMULATE, num_sanity_val_steps=2, callbacks=[callback], logger=False,
+                     enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False, **kw)
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    from smdebug.pytorch.lightning import SmdebugCallback
+
+    out = str(tmp_path_factory.mktemp("lightning") / "run")
+    torch.manual_seed(0)
+    model = Net()
+    cb = SmdebugCallback(out_dir=out, save_config=smd.SaveConfig(save_interval=1),
+                         include_collections=["weights", "biases", "gradients", "losses", "metrics"])
+    t = trainer(cb)
+    t.fit(model, loader(0), loader(1))
+    t.validate(model, loader(1), verbose=False)
+    t.test(model, loader(1), verbose=False)
+    t.predict(model, loader(2))
+    cb.hook.close()
+    assert not cb.hook.disabled
+    return smd.create_trial(out), t, model
+
+
+def test_modes_and_the_trainers_global_step(run):
+    trial, t, _ = run
+    # 6 batches, 2 per optimizer step: 3 TRAIN steps numbered as trainer.global_step counted them
+    assert t.global_step == 3 and trial.steps(mode=smd.modes.TRAIN) == [0, 1, 2]
+    # the validation of fit, validate() and test(): 2 batches each (the sanity check is not saved)
+    assert trial.steps(mode=smd.modes.EVAL) == list(range(6))
+    assert trial.steps(mode=smd.modes.PREDICT) == [0, 1]
+
+
+def test_losses_and_logged_metrics(run):
+    trial, _, _ = run
+    TRAIN, EVAL = smd.modes.TRAIN, smd.modes.EVAL
+    # the loss of both batches of each accumulated step, as training_step computed it (Lightning hands
+    # callbacks the loss divided by accumulate_grad_batches)
+    for name in ("loss_output_0", "loss_output_1"):
+        assert trial.tensor(name).steps(mode=TRAIN) == [0, 1, 2]
+    assert trial.tensor("loss_output_0").steps(mode=EVAL) == list(range(6))
+    assert {"train_loss", "val_loss", "loss_output_0"} <= set(trial.tensor_names(collection="losses"))
+    assert trial.tensor_names(collection="metrics") == ["train_acc"]
+    # self.log(...) values of the step, the last batch's under gradient accumulation
+    assert trial.tensor("train_loss").steps(mode=TRAIN) == trial.tensor("train_acc").steps(mode=TRAIN) == [0, 1, 2]
+    for step in (0, 1, 2):
+        assert trial.tensor("train_loss").value(step, mode=TRAIN) == pytest.approx(
+            trial.tensor("loss_output_1").value(step, mode=TRAIN), rel=1e-6)
+        assert 0 <= trial.tensor("train_acc").value(step, mode=TRAIN) <= 1
+    # each evaluation batch logs its val_loss; a training value never shows up in an EVAL step
+    assert trial.tensor("val_loss").steps(mode=EVAL) == list(range(6))
+    assert trial.tensor("val_loss").steps(mode=TRAIN) == []
+    assert trial.tensor("train_loss").steps(mode=EVAL) == []
+    for step in range(6):
+        assert trial.tensor("val_loss").value(step, mode=EVAL) == pytest.approx(
+            trial.tensor("loss_output_0").value(step, mode=EVAL), rel=1e-6)
+    # validate() and test() ran the same batches with the same (final) weights
+    np.testing.assert_allclose(trial.tensor("val_loss").value(2, mode=EVAL), trial.tensor("val_loss").value(4, mode=EVAL))
+
+
+def test_weights_and_gradients_per_optimizer_step(run):
+    trial, _, model = run
+    w, g = trial.tensor("Net_fc1.weight"), trial.tensor("gradient/Net_fc1.weight")
+    assert g.steps(mode=smd.modes.TRAIN) == [0, 1, 2]
+    for step in (0, 1):
+        # SGD: the next step's weights are this step's minus lr times the (accumulated) gradient saved
+        np.testing.assert_allclose(w.value(step + 1, mode=smd.modes.TRAIN),
+                                   w.value(step, mode=smd.modes.TRAIN) - 0.1 * g.value(step, mode=smd.modes.TRAIN),
+                                   rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(model.fc1.weight.detach().numpy(),
+                               w.value(2, mode=smd.modes.TRAIN) - 0.1 * g.value(2, mode=smd.modes.TRAIN),
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_a_second_smdebug_callback_stands_down(tmp_path):
+    """Two smdebug callbacks in one Trainer (a script's own and zero-code's): the first follows the
+    model, the second does nothing, and both leave the module as they found it."""
+    from smdebug.pytorch.lightning import SmdebugCallback
+
+    torch.manual_seed(0)
+    model = Net()
+    first = SmdebugCallback(out_dir=str(tmp_path / "first"), include_collections=["losses"],
+                            save_config=smd.SaveConfig(save_interval=1))
+    second = SmdebugCallback(out_dir=str(tmp_path / "second"), include_collections=["losses"])
+    t = L.Trainer(accelerator="cpu", max_epochs=1, limit_train_batches=2, limit_val_batches=0, callbacks=[first, second],
+                  logger=False, enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False)
+    t.fit(model, loader(0))
+    first.hook.close()
+    assert "log" not in model.__dict__  # the module's own log() again
+    assert smd.create_trial(str(tmp_path / "first")).steps(mode=smd.modes.TRAIN) == [0, 1]
+    assert not (tmp_path / "second").exists()
