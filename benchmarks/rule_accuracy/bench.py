@@ -60,7 +60,7 @@ def rules_version() -> str:
     return digest.hexdigest()[:12]
 
 
-def _evaluations(path: str, params: Dict[str, Dict[str, str]], recommended: List[str]) -> dict:
+def _evaluations(path: str, params: Dict[str, Dict[str, str]], recommended: list) -> dict:
     """Every rule's outcome and the recommended set's, kept next to the run and reused while the rules'
     code, the parameters and the set are unchanged (changing a rule re-evaluates everything)."""
     key = hashlib.sha256(json.dumps([rules_version(), params, recommended], sort_keys=True).encode()).hexdigest()[:12]
@@ -69,7 +69,7 @@ def _evaluations(path: str, params: Dict[str, Dict[str, str]], recommended: List
         with open(saved) as f:
             return {**json.load(f), "reused": True}
     result = {"rules": {rule: evaluate.evaluate_rule(path, rule, p).to_dict() for rule, p in params.items()},
-              "recommended": {"names": recommended, **evaluate.evaluate_set(path, recommended)}}
+              "recommended": {"names": [name for name, _ in recommended], **evaluate.evaluate_set(path, recommended)}}
     with open(saved + ".tmp", "w") as f:
         json.dump(result, f, default=str)
     os.replace(saved + ".tmp", saved)
@@ -152,6 +152,27 @@ def main(quick: bool = False, only: Optional[List[str]] = None, cache: Optional[
     return result
 
 
+def _train_one(scenario: Scenario, cache: Optional[str]) -> str:
+    trained = ensure_run(scenario, cache)
+    return f"{scenario.id}: {'cached' if trained.cached else f'trained in {trained.train_seconds:.1f} s'}"
+
+
+def train_only(quick: bool, only: Optional[List[str]], cache: Optional[str], jobs: int) -> int:
+    """Fill the cache with the selected scenarios' runs (e.g. before iterating on rules), in ``jobs`` processes."""
+    scenarios = [s for s in select(quick, only) if available(s.framework)]
+    if jobs <= 1:
+        for s in scenarios:
+            _log(_train_one(s, cache))
+        return 0
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        for future in as_completed([pool.submit(_train_one, s, cache) for s in scenarios]):
+            _log(future.result())
+    return 0
+
+
 def header_lines(result: dict) -> List[str]:
     """The section's lines after the machine/versions lines (benchmarks/run.py adds those)."""
     required = "; ".join(f"{rule}: " + ", ".join(f"{k}={v}" for k, v in p.items())
@@ -185,7 +206,10 @@ def _cli(argv=None) -> int:
     parser.add_argument("--cache", help="cache folder (default: $SMDEBUG_RULE_ACCURACY_CACHE or ~/.cache/...)")
     parser.add_argument("--json", default=None, help="write the JSON here (default: not written)")
     parser.add_argument("--jobs", type=int, default=2, help="processes (default 2)")
+    parser.add_argument("--train-only", action="store_true", help="only train (fill the cache); evaluate nothing")
     args = parser.parse_args(argv)
+    if args.train_only:
+        return train_only(args.quick, args.only, args.cache, args.jobs)
     result = main(args.quick, args.only, args.cache, args.json, args.jobs)
     print("\n".join(header_lines(result)) + "\n\n" + format_table(result))
     return 0

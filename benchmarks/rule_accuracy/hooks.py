@@ -1,15 +1,23 @@
-"""How the benchmark's runs are recorded, and which rules form "the recommended set" — the switch point.
+"""How the benchmark's runs are recorded, and which rules form "the recommended set": the documented way.
 
-The issue asks for the recommended rule set "used the documented way": a documented hook call that saves
-what the recommended rules need, and ``smdebug rules run RUN`` (no ``--rule``) evaluating the framework's
-recommended set. Until that call exists, each framework's hook is configured here, in ONE function per
-framework, with explicit collections that save weights, biases, gradients, losses, metrics, every module's
-(layer's) inputs and outputs — activations and the model's input included — on a schedule dense enough for
-runs of a few hundred steps; and the recommended set is today's ``rule_configs.<FRAMEWORK>.SIMPLE`` group.
+Every run is recorded as the README tells users to: ``Hook.recommended(out_dir)`` (``KerasHook.recommended``
+for Keras; the XGBoost hook's with its data), which saves what the recommended rules need on the tapered
+schedule (every step at first, then sparser; losses and metrics at every step). The recommended set is what
+``smdebug rules run RUN`` evaluates with no ``--rule``: ``rule_configs.RECOMMENDED[framework]``, each rule with
+the parameters ``rule_configs`` gives it.
 
->>> SWITCH POINT <<< When the documented call lands, change the bodies of :func:`torch_hook`,
-:func:`keras_hook`, :func:`xgboost_hook` and :func:`recommended_rules` (nothing else in the benchmark
-builds hooks or names the recommended rules) and bump ``HOOK_CONFIG_VERSION`` so cached runs are retrained.
+So that the rules *outside* the recommended set are measured fairly too, the same call adds, through
+``include_collections``, the collections those rules read (``rule_configs.collections_for``: labels and
+predictions for Confusion/ClassImbalance, the XGBoost trees and feature importances...), on the same
+schedule; and the inputs of the loss module (``<Loss>_input_<i>``, which only a classification loss puts in
+``predictions``/``labels``) through ``include_regex``, for the label checks of properties.py. The
+recommended rules select their tensors by collection, so what is added does not change what they judge
+(ExplodingTensor, which judges every tensor of a run by default, sees the added tensors too: more chances
+to find a NaN, none to raise a false alarm on finite values).
+
+>>> SWITCH POINT <<< nothing else in the benchmark builds hooks or names the recommended rules. Change
+``HOOK_CONFIG_VERSION`` whenever what the hooks save changes so cached runs are retrained (the code hash of
+runs.py also covers the recommended collections and the preset's source).
 """
 
 from __future__ import annotations
@@ -17,70 +25,86 @@ from __future__ import annotations
 from typing import List
 
 #: part of every cached run's key: change it whenever what the hooks save changes
-HOOK_CONFIG_VERSION = "explicit-collections-1"
+HOOK_CONFIG_VERSION = "hook-recommended-1"
 
-#: TRAIN saves every this many steps (losses every step); EVAL saves every step (evaluation is sparse)
-TRAIN_INTERVAL = 5
+#: framework of the benchmark -> rule_configs' name for it
+FRAMEWORKS = {"torch": "pytorch", "keras": "tensorflow", "xgboost": "xgboost"}
+
+#: saved whatever the rules read: the model's output and what the loss compares (for the label checks)
+ALWAYS = ("predictions", "labels", "outputs")
+
+#: the loss module's inputs (prediction, target) for the label checks, whatever the loss
+LOSS_INPUTS = r"[Ll]oss_input_\d+$"
 
 
-def _torch_modes(smd):
-    return smd.SaveConfig(mode_save_configs={
-        smd.modes.TRAIN: smd.SaveConfigMode(save_interval=TRAIN_INTERVAL),
-        smd.modes.EVAL: smd.SaveConfigMode(save_interval=1),
-        smd.modes.PREDICT: smd.SaveConfigMode(save_interval=1),
-        smd.modes.GLOBAL: smd.SaveConfigMode(save_interval=TRAIN_INTERVAL),
-    })
+def extra_collections(framework: str) -> List[str]:
+    """The collections every built-in rule reads for ``framework`` that Hook.recommended does not save."""
+    from smdebug.rules import rule_configs
+    from smdebug.rules.plugin import RULES
+
+    fw = FRAMEWORKS[framework]
+    wanted = rule_configs.collections_for([info.name for info in RULES], fw) + list(ALWAYS)
+    recommended = rule_configs.recommended_collections(fw)
+    return list(dict.fromkeys(c for c in wanted if c not in recommended and _has(framework, c)))
+
+
+def _has(framework: str, collection: str) -> bool:
+    """Whether the framework's hook defines ``collection`` (an unknown one is refused with an error log)."""
+    trees_only = ("trees", "feature_importance", "average_shap", "full_shap", "hyperparameters")
+    if framework == "xgboost":
+        return collection in trees_only or collection in ("losses", "metrics", "predictions", "labels")
+    return collection not in trees_only and (collection != "outputs" or framework == "torch")
 
 
 def torch_hook(out_dir: str):
     """The PyTorch hook of every benchmark run (register the model and the loss on it)."""
     import smdebug.pytorch as smd
 
-    hook = smd.Hook(out_dir=out_dir, save_config=_torch_modes(smd),
-                    include_collections=["weights", "biases", "gradients", "losses", "inputs", "outputs"])
-    # The loss curve every step: loss rules and the label checks see minibatch noise as it is.
-    hook.get_collection("losses").save_config = smd.SaveConfig(save_interval=1)
-    return hook
+    return smd.Hook.recommended(out_dir, include_collections=extra_collections("torch"), include_regex=[LOSS_INPUTS])
 
 
 def keras_hook(out_dir: str):
     """The Keras hook (a callback of ``fit``)."""
     import smdebug.tensorflow as smd
 
-    save_config = smd.SaveConfig(mode_save_configs={
-        smd.modes.TRAIN: smd.SaveConfigMode(save_interval=TRAIN_INTERVAL),
-        smd.modes.EVAL: smd.SaveConfigMode(save_interval=1),
-        smd.modes.PREDICT: smd.SaveConfigMode(save_interval=1),
-        smd.modes.GLOBAL: smd.SaveConfigMode(save_interval=TRAIN_INTERVAL),
-    })
-    hook = smd.KerasHook(out_dir, save_config=save_config,
-                         include_collections=["weights", "biases", "gradients", "layers", "losses", "metrics",
-                                              "inputs", "labels", "predictions"])
-    hook.get_collection("losses").save_config = smd.SaveConfig(save_interval=1)
-    return hook
+    return smd.KerasHook.recommended(out_dir, include_collections=extra_collections("keras"))
 
 
 def xgboost_hook(out_dir: str, params: dict, train, valid):
-    """The XGBoost hook (a training callback): every boosting round. Everything but ``average_shap``: no rule
-    reads SHAP values, and computing them on deep trees every round costs minutes per run."""
+    """The XGBoost hook (a training callback). ``average_shap`` is in no rule's collections: computing SHAP
+    values on deep trees every round would cost minutes per run."""
     import smdebug.xgboost as smd
 
-    return smd.Hook(out_dir=out_dir, save_config=smd.SaveConfig(save_interval=1),
-                    include_collections=["metrics", "losses", "predictions", "labels", "feature_importance",
-                                         "trees", "hyperparameters"],
-                    hyperparameters=params, train_data=train, validation_data=valid)
+    return smd.Hook.recommended(out_dir, include_collections=extra_collections("xgboost"), hyperparameters=params,
+                                train_data=train, validation_data=valid)
 
 
-def recommended_rules(framework: str) -> List[str]:
-    """The rule names of the framework's recommended set, as the documentation has users get them."""
+def recommended_rules(framework: str) -> list:
+    """The recommended set as ``run_rules`` takes it: ``[(rule, parameters), ...]`` from
+    ``rule_configs.recommended_rules`` (what ``smdebug rules run RUN`` evaluates with no ``--rule``)."""
     from smdebug.rules import rule_configs
 
-    group = {"torch": rule_configs.PYTORCH.SIMPLE, "keras": rule_configs.TENSORFLOW.SIMPLE,
-             "xgboost": rule_configs.XGBOOST.SIMPLE}[framework]
-    return [config["DebugRuleConfiguration"]["RuleParameters"]["rule_to_invoke"]
-            for config in rule_configs.get_rule_groups(group)]
+    return rule_configs.recommended_rules(FRAMEWORKS[framework])
+
+
+def recommended_rule_names(framework: str) -> List[str]:
+    return [name for name, _ in recommended_rules(framework)]
+
+
+def recording_key(framework: str) -> str:
+    """What decides what a run records beyond this module's source: the collections saved (recommended
+    and added, as one set: moving a rule in or out of the recommended set retrains nothing), and the source of
+    the preset (its schedule)."""
+    import inspect
+
+    from smdebug.core import presets
+    from smdebug.rules import rule_configs
+
+    saved = set(extra_collections(framework)) | set(rule_configs.recommended_collections(FRAMEWORKS[framework]))
+    return repr((HOOK_CONFIG_VERSION, sorted(saved), inspect.getsource(presets)))
 
 
 def recommended_set_description() -> str:
-    return ("today's `rule_configs.<FRAMEWORK>.SIMPLE` group (`get_rule_groups`), each rule at its defaults, on "
-            "runs saved by the explicit hook configuration of benchmarks/rule_accuracy/hooks.py")
+    return ("`rule_configs.RECOMMENDED[framework]` with the parameters `rule_configs` gives them (what `smdebug rules "
+            "run RUN` evaluates with no `--rule`), on runs recorded with `Hook.recommended(out_dir, "
+            "include_collections=<the other rules' collections>)` (benchmarks/rule_accuracy/hooks.py)")

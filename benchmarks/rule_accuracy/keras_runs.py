@@ -128,7 +128,8 @@ def _model_facts(model, steps: int) -> dict:
         outputs.setdefault(kind, []).append(f"(^|/){name}/outputs$")
         if not isinstance(layer, layers.Dense):
             inputs.setdefault(kind, []).append(f"(^|/){name}/inputs$")
-    weights = [v.path for v in model.trainable_variables if len(v.shape) >= 2]
+    # kernels and embeddings (the hook's weights collection); a GRU/LSTM bias is 2-D but a bias
+    weights = [v.path for v in model.trainable_variables if len(v.shape) >= 2 and not v.path.endswith("bias")]
     return {"framework": "keras", "model_input": "^inputs$", "activation_inputs": inputs,
             "activation_outputs": outputs, "weights": weights, "gradient_prefix": "gradients/",
             "loss": "^loss$", "predictions": "^predictions$", "labels": "^labels$", "train_steps": steps}

@@ -41,13 +41,13 @@ def cache_root() -> str:
 @lru_cache(maxsize=None)
 def code_version(framework: str) -> str:
     """Hash of what decides a framework's runs: the data module, the framework's training module and hook
-    function, the versions of smdebug and the frameworks."""
+    function, what the hook records (hooks.recording_key), the versions of smdebug and the frameworks."""
     import inspect
     from importlib import metadata
 
     from . import hooks
 
-    digest = hashlib.sha256(hooks.HOOK_CONFIG_VERSION.encode())
+    digest = hashlib.sha256(hooks.recording_key(framework).encode())
     digest.update(inspect.getsource(getattr(hooks, _HOOKS[framework])).encode())
     for name in (*TRAINING_CODE, TRAINERS[framework] + ".py"):
         with open(os.path.join(HERE, name), "rb") as f:

@@ -200,7 +200,7 @@ def build_model(spec: dict, x: np.ndarray, outputs: int) -> nn.Module:
     raise ValueError(f"unknown arch {arch!r}")
 
 
-class ManualCrossEntropy(nn.Module):
+class ManualCrossEntropyLoss(nn.Module):
     """``-log(softmax(logits)[label])`` written out by hand, as in scripts that compute the probabilities
     first: once a probability underflows to 0 the loss is infinite and its gradient NaN."""
 
@@ -213,7 +213,7 @@ def _loss(kind: str):
     """(loss module, output units for ``classes``, how targets are given to it)."""
     return {
         "ce": nn.CrossEntropyLoss(), "nll": nn.NLLLoss(), "mse": nn.MSELoss(), "bce": nn.BCEWithLogitsLoss(),
-        "manual_ce": ManualCrossEntropy(),
+        "manual_ce": ManualCrossEntropyLoss(),
         # MSE between one output unit and the class index as a number: a classification trained as regression
         "mse_labels": nn.MSELoss(),
     }[kind]

@@ -27,7 +27,7 @@ def write_run(path, grad_means, close=True, delay=0.0):
                      include_collections=["gradients", "losses"])
     for step, mean in enumerate(grad_means):
         hook.begin_step()
-        hook.record("gradient/w", np.full(4, mean, np.float32))
+        hook.record("gradient/w", np.full((2, 2), mean, np.float32))
         hook.record("loss", np.float32(2.0 - 0.1 * step))
         hook.end_step()
         if delay:

@@ -23,7 +23,7 @@ from smdebug.trials import create_trial
 from _hooks import NumpyHook
 
 
-def write(path, steps, collections=None, hook_class=NumpyHook, save_interval=1, **hook_args):
+def write(path, steps, collections=None, hook_class=NumpyHook, save_interval=1, close=True, **hook_args):
     """``steps``: one {name: array} per step, every ``save_interval``-th step saved (a ``loss`` scalar keeps
     empty steps)."""
     hook = hook_class(out_dir=str(path), save_config=SaveConfig(save_interval=save_interval), include_regex=[".*"],
@@ -36,7 +36,10 @@ def write(path, steps, collections=None, hook_class=NumpyHook, save_interval=1, 
         for name, value in tensors.items():
             hook.record(name, np.asarray(value))
         hook.end_step()
-    hook.close()
+    if close:
+        hook.close()
+    else:
+        hook.flush()
 
 
 def run(path, steps, collections=None, save_interval=1):
@@ -196,14 +199,16 @@ def test_check_input_images_needs_threshold_samples(tmp_path):
     name = "hybridsequential0_input_0"
     steps = [{name: images(100, [0.0, 0.25, -0.1])} for _ in range(6)]
     trial = run(tmp_path, steps)
-    assert invoke_rule(CheckInputImages(trial)) == [4, 5]  # 500 samples seen at step 4
-    assert invoke_rule(CheckInputImages(trial, threshold_samples="501")) == [5]
-    assert invoke_rule(CheckInputImages(trial, threshold_samples="300")) == [2, 3, 4, 5]
+    old = dict(threshold_mean="0.2")  # the original's default; ours is 2.0 (see test_check_input_images_default)
+    assert invoke_rule(CheckInputImages(trial, **old)) == [4, 5]  # 500 samples seen at step 4
+    assert invoke_rule(CheckInputImages(trial, threshold_samples="501", **old)) == [5]
+    assert invoke_rule(CheckInputImages(trial, threshold_samples="300", **old)) == [2, 3, 4, 5]
     assert invoke_rule(CheckInputImages(trial, threshold_mean="0.25")) == []  # |0.25| is not above 0.25
     assert invoke_rule(CheckInputImages(trial, threshold_mean="0.249")) == [4, 5]
     # the samples of the steps before start_step count: rules judge what the run has written so far
-    assert invoke_rule(CheckInputImages(trial), start_step=5) == [5]
-    rule = CheckInputImages(trial)
+    assert invoke_rule(CheckInputImages(trial, **old), start_step=5) == [5]
+    assert invoke_rule(CheckInputImages(trial)) == []  # default 2.0
+    rule = CheckInputImages(trial, **old)
     invoke_rule(rule, end_step=5)
     assert rule.last_reason == f"{name}: mean of channel 1 is 0.25 (|mean| > threshold_mean 0.2) over 500 samples"
 
@@ -213,19 +218,19 @@ def test_check_input_images_means_accumulate_over_steps(tmp_path):
     steps = [{name: images(100, [0.0])}, {"other": np.zeros(2)}, {name: images(100, [-0.5])},
              {name: images(100, [0.0])}, {name: images(100, [0.0])}]
     trial = run(tmp_path, steps)
-    rule = CheckInputImages(trial, regex=".*conv0_input_0", threshold_samples="100")
+    rule = CheckInputImages(trial, regex=".*conv0_input_0", threshold_samples="100", threshold_mean="0.2")
     # means over the saved steps so far: 0, (step 1: nothing new), -0.25, -0.1667, -0.125
     assert invoke_rule(rule) == [2]
     assert "channel 0 is -0.25" in rule.last_reason and "200 samples" in rule.last_reason
 
 
 def test_check_input_images_channel_axis_and_shapes(tmp_path):
-    steps = [{"x_input_0": images(500, [1.0, -1.0, 0.0], channel_axis=3), "flat_input_0": np.ones((500, 3))}]
+    steps = [{"x_input_0": images(500, [3.0, -3.0, 0.0], channel_axis=3), "flat_input_0": np.ones((500, 3))}]
     trial = run(tmp_path, steps)
     assert invoke_rule(CheckInputImages(trial, regex="_input_0")) == []  # NHWC read as NCHW: every "channel" 0
     rule = CheckInputImages(trial, regex="_input_0", channel="-1")
     assert invoke_rule(rule) == [0]  # the 2-D tensor is no image and is skipped
-    assert rule.last_reason.startswith("x_input_0: mean of channel 0 is 1 ")
+    assert rule.last_reason.startswith("x_input_0: mean of channel 0 is 3 ")
     assert invoke_rule(CheckInputImages(trial, regex="_input_0", channel="3")) == [0]
     assert invoke_rule(CheckInputImages(trial, regex="_input_0", channel="7")) == []  # no such axis: skipped
 
@@ -296,14 +301,16 @@ def test_confusion_identity_and_one_mistake(tmp_path):
     trial = run(tmp_path, [{"labels": labels, "predictions": labels}, {"labels": labels, "predictions": wrong}])
     # the names "labels"/"predictions" are used as they are: the run has no such collections
     assert "labels" not in trial.collections()
-    rule = Confusion(trial)
+    one = dict(min_class_samples="1")
+    assert invoke_rule(Confusion(trial)) == []  # class 4 has 1 sample: fewer than min_class_samples 10
+    rule = Confusion(trial, **one)
     assert invoke_rule(rule) == [1]
-    assert rule.last_reason == "class 4: 0 of 1 samples predicted correctly (0 < min_diag 0.9)"
-    rule = Confusion(trial, min_diag="0", max_off_diag="0.01")
+    assert rule.last_reason == "class 4: 0 of 1 samples predicted correctly (0 < min_diag 0.5)"
+    rule = Confusion(trial, min_diag="0", max_off_diag="0.01", **one)
     assert invoke_rule(rule) == [1]
     assert rule.last_reason == "class 4 predicted as 7 in 1 of 1 samples (1 > max_off_diag 0.01)"
-    assert invoke_rule(Confusion(trial, None, "labels", "predictions", min_diag="0", max_off_diag="1")) == []
-    assert invoke_rule(Confusion(trial, "10", "labels", "predictions")) == [1]  # positional order kept
+    assert invoke_rule(Confusion(trial, None, "labels", "predictions", min_diag="0", max_off_diag="1", **one)) == []
+    assert invoke_rule(Confusion(trial, "10", "labels", "predictions", **one)) == [1]  # positional order kept
 
 
 def test_confusion_ratios_are_per_true_class(tmp_path):
@@ -336,19 +343,55 @@ def test_confusion_collections_scores_and_category_no(tmp_path):
              {"labels_0": labels, "predictions_0": bad_scores},
              {"labels_0": np.array([0, 1, 5]), "predictions_0": np.eye(6)[[0, 1, 3]]}]
     trial = run(tmp_path, steps, collections={"labels": "^labels_", "predictions": "^predictions_"})
-    assert invoke_rule(Confusion(trial)) == [1, 2]  # scores argmax-ed; 5 -> 3 wrong at step 2
+    one = dict(min_class_samples="1")
+    # judged at the last step with labels (the trained model): scores argmax-ed; 5 -> 3 wrong at step 2
+    assert invoke_rule(Confusion(trial, **one)) == [2]
     # with 3 classes the pair (5, 3) is out of range and ignored
-    assert invoke_rule(Confusion(trial, category_no="3")) == [1]
-    assert invoke_rule(Confusion(trial, category_no="None")) == [1, 2]
+    assert invoke_rule(Confusion(trial, category_no="3", **one)) == []
+    assert invoke_rule(Confusion(trial, category_no="None", **one)) == [2]
     # no tensor of that name and no such collection: nothing to judge
-    assert invoke_rule(Confusion(trial, labels="y", labels_collection="y")) == []
+    assert invoke_rule(Confusion(trial, labels="y", labels_collection="y", **one)) == []
 
 
 def test_confusion_binary_probabilities_are_rounded(tmp_path):
     labels = np.array([0.0, 1.0, 1.0, 0.0], np.float32)
     trial = run(tmp_path, [{"labels": labels, "predictions": np.array([0.1, 0.8, 0.6, 0.4])},
                            {"labels": labels, "predictions": np.array([0.1, 0.8, 0.4, 0.4])}])
-    assert invoke_rule(Confusion(trial)) == [1]
+    assert invoke_rule(Confusion(trial, min_class_samples="1")) == [1]
+
+
+def test_confusion_column_outputs_and_labels(tmp_path):
+    # Keras-style (n, 1) sigmoid outputs and (n, 1) labels: rounded, not argmax-ed over a single column
+    labels = np.array([[0.0]] * 10 + [[1.0]] * 10)
+    good = np.where(labels > 0, 0.9, 0.1)
+    trial = run(tmp_path, [{"labels": labels, "predictions": good}])
+    assert invoke_rule(Confusion(trial)) == []
+    # (n, 1) sparse labels against (n, k) scores: the scores are argmax-ed
+    scores = np.eye(2)[labels[:, 0].astype(int)]
+    trial = run(tmp_path / "scores", [{"labels": labels, "predictions": scores}])
+    rule = Confusion(trial)
+    assert invoke_rule(rule) == [] and rule.evaluation.steps == 1
+    assert invoke_rule(Confusion(run(tmp_path / "wrong", [{"labels": labels, "predictions": scores[::-1].copy()}]))) == [0]
+
+
+def test_confusion_judges_the_trained_model_only(tmp_path):
+    labels = np.array([0] * 10 + [1] * 10)
+    untrained, trained = np.zeros(20, np.int64), labels.copy()
+    trial = run(tmp_path, [{"labels": labels, "predictions": untrained}, {"labels": labels, "predictions": trained}])
+    rule = Confusion(trial)
+    assert invoke_rule(rule) == [] and rule.evaluation.steps == 1  # step 0's untrained model is not judged
+    reversed_run = run(tmp_path / "worse", [{"labels": labels, "predictions": trained},
+                                            {"labels": labels, "predictions": untrained}])
+    assert invoke_rule(Confusion(reversed_run)) == [1]
+    # a run still training is not judged (nothing says its last step is the trained model)
+    write(tmp_path / "open", [{"labels": labels, "predictions": untrained}] * 2, close=False)
+    rule = Confusion(create_trial(str(tmp_path / "open")))
+    assert invoke_rule(rule, end_step=2) == [] and rule.evaluation.steps == 0
+    # regression targets are not class ids
+    targets = np.linspace(0.0, 3.0, 20)
+    regression = run(tmp_path / "regression", [{"labels": targets, "predictions": targets[::-1].copy()}])
+    rule = Confusion(regression)
+    assert invoke_rule(rule) == [] and rule.evaluation.steps == 0
 
 
 def test_confusion_bad_parameters(tmp_path):
@@ -430,11 +473,16 @@ def test_class_imbalance_mispredictions(tmp_path):
 
     trial = run(tmp_path, [{"labels": labels, "predictions": predictions(210)},
                            {"labels": labels, "predictions": predictions(270)}])
-    # step 0: class 1 wrong in 210/300 = 0.7 (not above); step 1: 480/600 = 0.8 over both steps
+    # judged on the last step's predictions once training has ended: class 1 wrong in 270/300 = 0.9
     rule = ClassImbalance(trial)
     assert invoke_rule(rule) == [1]
-    assert rule.last_reason == "class 1: 480 of 600 samples mispredicted (0.8 > threshold_misprediction 0.7)"
-    assert invoke_rule(ClassImbalance(trial, threshold_misprediction="0.69")) == [0, 1]
+    assert rule.last_reason == "class 1: 270 of 300 samples mispredicted (0.9 > threshold_misprediction 0.7)"
+    assert invoke_rule(ClassImbalance(trial, threshold_misprediction="0.9")) == []
+    assert invoke_rule(ClassImbalance(trial, threshold_misprediction="0.89")) == [1]
+    # the first step's (untrained) mispredictions are not judged
+    early = run(tmp_path / "early", [{"labels": labels, "predictions": predictions(270)},
+                                     {"labels": labels, "predictions": labels}])
+    assert invoke_rule(ClassImbalance(early)) == []
 
 
 def test_class_imbalance_argmax(tmp_path):
@@ -472,7 +520,8 @@ def complete_tree(depth):
 def test_tree_depth_from_node_ids(tmp_path):
     deeper = np.concatenate([complete_tree(4), [31, 32]])  # node 15 split once more: depth 5
     trial = run(tmp_path, [{"trees/Node": complete_tree(4)}, {"trees/Node": deeper}, {"trees/Node": [0]}])
-    rule = TreeDepth(trial)
+    assert invoke_rule(TreeDepth(trial)) == []  # default depth 8
+    rule = TreeDepth(trial, depth="4")
     assert invoke_rule(rule) == [1]
     assert rule.last_reason == "tree 0 has depth 5 > depth 4"
     assert invoke_rule(TreeDepth(trial, depth="5")) == []
@@ -494,7 +543,7 @@ def test_tree_depth_follows_yes_no_links(tmp_path):
     steps = [{"trees/Node": nodes, "trees/Yes": yes, "trees/No": no, "trees/Tree": np.zeros(11, np.int64)},
              {"trees/Node": nodes}]
     trial = run(tmp_path, steps)
-    assert invoke_rule(TreeDepth(trial)) == [0]  # exact depth 5 with the links; the estimate (3) without
+    assert invoke_rule(TreeDepth(trial, depth="4")) == [0]  # exact depth 5 with the links; the estimate (3) without
     assert invoke_rule(TreeDepth(trial, depth="5")) == []
     assert invoke_rule(TreeDepth(trial, depth="2")) == [0, 1]
 
@@ -506,7 +555,7 @@ def test_tree_depth_from_the_hooks_depth_column(tmp_path):
              {"trees/Node": nodes, "trees/Depth": np.minimum(depths, 4)},  # the column wins over the ids
              {"trees/Node": nodes, "trees/Yes": yes, "trees/No": no, "trees/Depth": np.full(11, -1)}]
     trial = run(tmp_path, steps)
-    assert invoke_rule(TreeDepth(trial)) == [0, 2]  # step 2: no known depth, the links say 5
+    assert invoke_rule(TreeDepth(trial, depth="4")) == [0, 2]  # step 2: no known depth, the links say 5
     assert invoke_rule(TreeDepth(trial, depth="3")) == [0, 1, 2]
 
 
@@ -514,7 +563,7 @@ def test_tree_depth_several_trees_per_step(tmp_path):
     nodes = np.concatenate([complete_tree(2), complete_tree(5), complete_tree(1)])
     trees = np.repeat([3, 4, 5], [7, 63, 3])
     trial = run(tmp_path, [{"trees/Node": nodes, "trees/Tree": trees}])
-    rule = TreeDepth(trial)
+    rule = TreeDepth(trial, depth="4")
     assert invoke_rule(rule) == [0]
     assert rule.last_reason == "tree 4 has depth 5 > depth 4"
 

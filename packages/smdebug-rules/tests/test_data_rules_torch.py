@@ -148,12 +148,12 @@ def linear(seed=0):
 def test_confusion_learnable_vs_unlearnable_labels(tmp_path):
     x, y = clusters([50, 50, 50])
     learned = train_classifier(tmp_path / "learned", linear(), x, y, steps=30)
-    steps = findings(learned, "confusion")
-    assert steps and max(steps) < 15  # off the diagonal while it learns, then quiet for good
+    # judged on the trained model (the last step, once training has ended): learned, quiet
+    assert findings(learned, "confusion") == []
     g = torch.Generator().manual_seed(1)
     shuffled = y[torch.randperm(len(y), generator=g)]  # labels unrelated to the inputs: nothing to learn
     unlearnable = train_classifier(tmp_path / "unlearnable", linear(), x, shuffled, steps=30)
-    assert findings(unlearnable, "confusion") == list(range(30))
+    assert findings(unlearnable, "confusion") == [29]
 
 
 def test_class_imbalance_on_imbalanced_labels_and_a_stuck_model(tmp_path):
@@ -170,4 +170,5 @@ def test_class_imbalance_on_imbalanced_labels_and_a_stuck_model(tmp_path):
     with torch.no_grad():
         stuck[0].bias.copy_(torch.tensor([100.0, 0.0, 0.0]))  # always predicts class 0 and never trains
     stuck_path = train_classifier(tmp_path / "stuck", stuck, x, y, steps=5, lr=0)
-    assert findings(stuck_path, "class_imbalance", argmax="True") == [3, 4]  # 600 labels at step 3
+    # mispredictions are judged on the last step once training has ended (the trained model)
+    assert findings(stuck_path, "class_imbalance", argmax="True") == [4]

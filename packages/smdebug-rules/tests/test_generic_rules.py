@@ -30,7 +30,17 @@ def run(path, steps, reduction_config=None):
 
 
 def grads(*means):
-    return [{"gradient/w/a": np.full(4, m), "gradient/w/b": np.full(4, 1.0)} for m in means]
+    """Gradients of two weight matrices; the first one's mean |gradient| is ``means[step]``."""
+    return [{"gradient/w/a": np.full((2, 2), m), "gradient/w/b": np.full((2, 2), 1.0)} for m in means]
+
+
+def test_vanishing_gradient_leaves_out_biases_and_normalisation_parameters(tmp_path):
+    # a bias followed by BatchNorm gets no gradient by construction: 1-D gradients are not judged
+    steps = [{"gradient/w/bias": np.zeros(4), "gradient/w/a": np.full((2, 2), 1e-3)}] * 2
+    trial = run(tmp_path, steps)
+    rule = VanishingGradient(trial)
+    assert invoke_rule(rule) == [] and rule.evaluation.steps == 2
+    assert invoke_rule(VanishingGradient(run(tmp_path / "matrix", grads(1e-9)))) == [0]
 
 
 def test_vanishing_gradient_threshold_is_strict(tmp_path):
@@ -56,7 +66,11 @@ def test_all_zero_threshold_in_percent(tmp_path):
     steps = [{"w/z": [0, 0, 0, 1]}, {"w/z": [0, 0, 0, 0]}, {"w/z": [0, 1, 1, 1]}]
     trial = run(tmp_path, steps)
     assert invoke_rule(AllZero(trial, collection_names="weights")) == [1]
-    assert invoke_rule(AllZero(trial, collection_names="weights", threshold="75")) == [0, 1]
+    # a weight's first save is its initialisation (zero biases, normalisation shifts): not judged
+    assert invoke_rule(AllZero(trial, collection_names="weights", threshold="75")) == [1]
+    # ... but a gradient's first save is a computed value: judged
+    trial = run(tmp_path / "gradients", [{"gradient/w/z": [0, 0, 0, 0]}, {"gradient/w/z": [0, 0, 1, 1]}])
+    assert invoke_rule(AllZero(trial, collection_names="gradients")) == [0]
     with pytest.raises(SMDebugValueError, match="collection_names or tensor_regex"):
         AllZero(trial)
 

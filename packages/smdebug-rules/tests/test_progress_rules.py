@@ -125,222 +125,271 @@ def test_weight_update_ratio_parameters(tmp_path):
 
 
 # --- LossNotDecreasing -------------------------------------------------------------------------------------
-RECORDED_LOSSES = [0.3, 0.33, 0.31, 0.30, 0.28, 0.2, 0.42]  # saved at global steps 0, 4, ..., 24
+# At saved step s (first save f = 0, every step saved): windows of w = max(num_steps, (s + 1) // 4) steps;
+# now = median over (s - w, s], then = median over (m - w, m] with m = (s + 1) // 2 - 1, first = median of the
+# first num_steps steps. Judged from s = 39 on with num_steps 10 (m - w = 9 >= num_steps - 1).
+def test_loss_not_decreasing_flat_loss_fires_after_warm_up_and_patience(tmp_path):
+    trial = run(tmp_path, [{"loss": 1.0}] * 60)
+    assert invoke_rule(LossNotDecreasing(trial, patience="1")) == list(range(39, 60))
+    # patience 2 (default): met at s and at the latest judged step <= s - 10
+    assert invoke_rule(LossNotDecreasing(trial)) == list(range(49, 60))
+    assert invoke_rule(LossNotDecreasing(trial, patience="3")) == list(range(59, 60))
+    rule = LossNotDecreasing(trial)
+    invoke_rule(rule, end_step=50)
+    assert rule.last_reason.startswith(
+        "loss did not decrease over the second half of the run so far (steps): median 1 over the 12 steps to "
+        "step 24 -> 1 over the 12 steps to step 49 (+0%; tolerance 0%)")
+    # a run too short to judge says so
+    short = run(tmp_path / "short", [{"loss": 1.0}] * 39)
+    rule = LossNotDecreasing(short)
+    assert invoke_rule(rule) == [] and rule.evaluation.steps == 0
 
 
-def every_fourth(name):
-    return [{name: RECORDED_LOSSES[i // 4]} if i % 4 == 0 else {} for i in range(25)]
+def test_loss_not_decreasing_tolerance_is_pinned_both_ways(tmp_path):
+    # 1.0 for steps 0-19, 1.25 from step 20 on: at s = 39, then = 1.0 (steps 10-19), now = 1.25 (+25%)
+    trial = run(tmp_path, [{"loss": 1.0}] * 20 + [{"loss": 1.25}] * 20)
+    one = dict(patience="1")
+    assert invoke_rule(LossNotDecreasing(trial, diff_percent="25", **one)) == [39]
+    assert invoke_rule(LossNotDecreasing(trial, diff_percent="25.01", **one)) == []
+    assert invoke_rule(LossNotDecreasing(trial, increase_threshold_percent="25.01", **one)) == []
+    assert invoke_rule(LossNotDecreasing(trial, diff_percent="25", increase_threshold_percent="25", **one)) == [39]
+    with pytest.raises(SMDebugValueError, match="diff_percent .* increase_threshold_percent"):
+        LossNotDecreasing(trial, diff_percent="5", increase_threshold_percent="10")
+    # a negative tolerance demands a decrease: 1.0 -> 0.9 is -10 %, and the start (1.0) is 10 % away
+    falling = run(tmp_path / "falling", [{"loss": 1.0}] * 20 + [{"loss": 0.9}] * 20)
+    assert invoke_rule(LossNotDecreasing(falling, diff_percent="-10", min_progress_percent="10", **one)) == [39]
+    assert invoke_rule(LossNotDecreasing(falling, diff_percent="-9.99", min_progress_percent="10", **one)) == []
+    assert invoke_rule(LossNotDecreasing(falling, diff_percent="-10", min_progress_percent="9.99", **one)) == []
 
 
-def test_loss_not_decreasing_recorded_expectations(tmp_path):
-    trial = run(tmp_path, every_fourth("loss"))
-    # 12 vs 0: 0.30 -> 0.30 (not decreased); next evaluation at >= 22: 24 vs 12: 0.30 -> 0.42
-    assert invoke_rule(LossNotDecreasing(trial)) == [12, 24]
-    assert invoke_rule(LossNotDecreasing(trial), start_step=13, end_step=17) == []
-    assert invoke_rule(LossNotDecreasing(trial, diff_percent="20")) == [24]  # 0.42 >= 0.30 * 1.2
-    assert reason_at(LossNotDecreasing(trial), 12) == (
-        "loss did not decrease over 10 steps: 0.3 at step 0 -> 0.3 at step 12 (+0%)")
-    assert reason_at(LossNotDecreasing(trial, diff_percent="20"), 24) == (
-        "loss rose by at least 20% over 10 steps: 0.3 at step 12 -> 0.42 at step 24 (+40%)")
+def test_loss_not_decreasing_progress_since_the_start_keeps_a_converged_loss_quiet(tmp_path):
+    # fell from 1.0 to 0.5 in the first steps, flat since: converged, not stuck
+    trial = run(tmp_path, [{"loss": 1.0}] * 10 + [{"loss": 0.5}] * 50)
+    assert invoke_rule(LossNotDecreasing(trial, patience="1")) == []
+    assert invoke_rule(LossNotDecreasing(trial, patience="1", min_progress_percent="50")) == list(range(39, 60))
+    assert invoke_rule(LossNotDecreasing(trial, patience="1", min_progress_percent="49.99")) == []
 
 
-def test_loss_not_decreasing_schedule_does_not_depend_on_the_start(tmp_path):
-    trial = run(tmp_path, every_fourth("loss"))
-    # evaluations are at 12 and 24 only; 16 (0.28 vs 0.33 at step 4) and 20 are never evaluated
-    assert invoke_rule(LossNotDecreasing(trial), start_step=13) == [24]
-    # num_steps 4: every save against the previous one: 0.30 -> 0.33 and 0.20 -> 0.42 are rises
-    assert invoke_rule(LossNotDecreasing(trial, num_steps="4")) == [4, 24]
+def test_loss_not_decreasing_is_robust_to_minibatch_noise(tmp_path):
+    rng = np.random.default_rng(0)
+    steps = np.arange(200)
+    noise = rng.uniform(0.5, 1.5, size=200)  # every batch up to 50 % off
+    learning = run(tmp_path / "learning", [{"loss": v} for v in (0.1 + 2.0 * np.exp(-steps / 40)) * noise])
+    assert invoke_rule(LossNotDecreasing(learning)) == []
+    stuck = run(tmp_path / "stuck", [{"loss": v} for v in 2.0 * noise])
+    assert 49 <= invoke_rule(LossNotDecreasing(stuck))[0] < 70
+    rising = run(tmp_path / "rising", [{"loss": v} for v in (1.0 + steps / 50) * noise])
+    assert 49 <= invoke_rule(LossNotDecreasing(rising))[0] < 70
+
+
+def test_loss_not_decreasing_sparse_saves_are_not_judged(tmp_path):
+    # saved every 25 steps: no window of w steps holds 3 saves until the run is long
+    trial = run(tmp_path, [{"loss": 1.0} if i % 25 == 0 else {} for i in range(200)])
+    rule = LossNotDecreasing(trial)
+    assert invoke_rule(rule) == [] and rule.evaluation.steps == 0
 
 
 def test_loss_not_decreasing_without_losses_inspects_every_scalar(tmp_path):
-    steps = [{"metric": RECORDED_LOSSES[i // 4], "w/vector": [1.0, 2.0]} if i % 4 == 0 else {} for i in range(25)]
+    steps = [{"metric": 1.0, "w/vector": [1.0, 2.0]}] * 50
     trial = run(tmp_path, steps, include_regex=["metric"])
     assert trial.tensor_names(collection="losses") == []
-    assert invoke_rule(LossNotDecreasing(trial)) == [12, 24]
+    assert invoke_rule(LossNotDecreasing(trial)) == list(range(49, 50))
     # an explicit selection that finds nothing is not widened to all scalars
     assert invoke_rule(LossNotDecreasing(trial, tensor_regex="no_such_loss")) == []
 
 
-def test_loss_not_decreasing_tolerance_is_pinned_both_ways(tmp_path):
-    trial = run(tmp_path, [{"loss": 1.0}, {"loss": 1.25}, {"loss": 0.5}, {"loss": 0.45}])
-    # num_steps 1: every save against the previous one
-    assert invoke_rule(LossNotDecreasing(trial, num_steps="1")) == [1]
-    assert invoke_rule(LossNotDecreasing(trial, num_steps="1", diff_percent="25")) == [1]  # +25% exactly
-    assert invoke_rule(LossNotDecreasing(trial, num_steps="1", diff_percent="25.01")) == []
-    # a negative tolerance demands a decrease of more than |diff_percent| percent: 0.5 -> 0.45 is -10%
-    assert invoke_rule(LossNotDecreasing(trial, num_steps="1", diff_percent="-10")) == [1, 3]
-    assert invoke_rule(LossNotDecreasing(trial, num_steps="1", diff_percent="-9.99")) == [1]
-    assert reason_at(LossNotDecreasing(trial, num_steps="1", diff_percent="-10"), 3) == (
-        "loss did not decrease by more than 10% over 1 steps: 0.5 at step 2 -> 0.45 at step 3 (-10%)")
-    # increase_threshold_percent is the same tolerance under its newer name
-    assert invoke_rule(LossNotDecreasing(trial, num_steps="1", increase_threshold_percent="25.01")) == []
-    assert invoke_rule(LossNotDecreasing(trial, num_steps="1", diff_percent="-10",
-                                         increase_threshold_percent="-10")) == [1, 3]
-    with pytest.raises(SMDebugValueError, match="diff_percent .* increase_threshold_percent"):
-        LossNotDecreasing(trial, diff_percent="5", increase_threshold_percent="10")
-
-
 def test_loss_not_decreasing_negative_losses(tmp_path):
-    trial = run(tmp_path, [{"loss": -1.0}, {"loss": -1.0}, {"loss": -1.5}, {"loss": -1.35}])
-    assert invoke_rule(LossNotDecreasing(trial, num_steps="1")) == [1, 3]
-    # |loss| keeps the meaning: -1.5 -> -1.35 is a 10 % rise
-    assert invoke_rule(LossNotDecreasing(trial, num_steps="1", diff_percent="10")) == [3]
-    assert invoke_rule(LossNotDecreasing(trial, num_steps="1", diff_percent="10.01")) == []
+    # -1 then -1.25 from step 20: a decrease of 25 % of |loss|
+    trial = run(tmp_path, [{"loss": -1.0}] * 20 + [{"loss": -1.25}] * 20)
+    assert invoke_rule(LossNotDecreasing(trial, patience="1")) == []
+    assert invoke_rule(LossNotDecreasing(trial, patience="1", diff_percent="-25", min_progress_percent="25")) == [39]
+    assert invoke_rule(LossNotDecreasing(trial, patience="1", diff_percent="-24.99", min_progress_percent="25")) == []
+    assert invoke_rule(LossNotDecreasing(trial, patience="1", diff_percent="-25", min_progress_percent="24.99")) == []
 
 
 def test_loss_not_decreasing_modes(tmp_path):
     steps = []
-    for i in range(6):
-        steps.append((TRAIN, {"loss": 1.0 - 0.1 * i}))
+    for i in range(50):
+        steps.append((TRAIN, {"loss": 2.0 * 0.95 ** i}))
         steps.append((EVAL, {"loss": 2.0}))
     trial = run(tmp_path, steps)
-    assert invoke_rule(LossNotDecreasing(trial, num_steps="2")) == []  # automatic: TRAIN, which decreases
-    assert invoke_rule(LossNotDecreasing(trial, num_steps="2", mode="TRAIN")) == []
-    # EVAL steps 2 (global 5) vs 0 and 4 (global 9) vs 2; num_steps counts EVAL steps
-    assert invoke_rule(LossNotDecreasing(trial, num_steps="2", mode="eval")) == [5, 9]
-    assert reason_at(LossNotDecreasing(trial, num_steps="2", mode="eval"), 5) == (
-        "loss did not decrease over 2 steps: 2 at EVAL step 0 -> 2 at EVAL step 2 (+0%)")
-    # GLOBAL: every save against the previous global save; each EVAL 2.0 is a rise over TRAIN
-    assert invoke_rule(LossNotDecreasing(trial, num_steps="1", mode="GLOBAL")) == [1, 3, 5, 7, 9, 11]
+    assert invoke_rule(LossNotDecreasing(trial)) == []  # automatic: TRAIN, which decreases
+    assert invoke_rule(LossNotDecreasing(trial, mode="TRAIN")) == []
+    # EVAL step 49 (global 99) is the first with patience 2
+    assert invoke_rule(LossNotDecreasing(trial, mode="eval")) == [99]
+    rule = LossNotDecreasing(trial, mode="eval")
+    invoke_rule(rule)
+    assert "(EVAL steps)" in rule.last_reason
 
 
 def test_loss_not_decreasing_selection(tmp_path):
-    steps = [{"loss": 1.0, "w/acc": 3.0 - i} for i in range(3)]
+    steps = [{"loss": 2.0 * 0.95 ** i, "w/acc": 1.0} for i in range(50)]
     trial = run(tmp_path, steps, include_regex=["acc"])
-    assert invoke_rule(LossNotDecreasing(trial, num_steps="1")) == [1, 2]
-    assert invoke_rule(LossNotDecreasing(trial, num_steps="1", tensor_regex="acc")) == [1, 2]  # + losses
-    assert invoke_rule(LossNotDecreasing(trial, num_steps="1", tensor_regex="acc",
-                                         use_losses_collection="false")) == []
-    assert invoke_rule(LossNotDecreasing(trial, num_steps="1", collection_names="weights",
-                                         use_losses_collection="0")) == []
+    assert invoke_rule(LossNotDecreasing(trial)) == []
+    assert invoke_rule(LossNotDecreasing(trial, tensor_regex="acc")) == [49]  # + losses
+    assert invoke_rule(LossNotDecreasing(trial, tensor_regex="acc", use_losses_collection="false")) == [49]
+    assert invoke_rule(LossNotDecreasing(trial, collection_names="gradients", use_losses_collection="0")) == []
 
 
 def test_loss_not_decreasing_parameters(tmp_path):
     trial = run(tmp_path, [{"loss": 1.0}])
     rule = LossNotDecreasing(trial, collection_names="a,b", tensor_regex="x", use_losses_collection="false",
-                             num_steps="3", diff_percent="0.5", mode="train")
+                             num_steps="3", diff_percent="0.5", mode="train", min_progress_percent="5",
+                             patience="4")
     assert (rule.collection_names, rule.tensor_regex, rule.use_losses_collection) == (["a", "b"], ["x"], False)
     assert (rule.num_steps, rule.tolerance_percent, rule.mode) == (3, 0.5, TRAIN)
+    assert (rule.min_progress_percent, rule.patience) == (5.0, 4)
     for kwargs, message in [({"num_steps": "0"}, "num_steps must be >= 1"),
                             ({"num_steps": "ten"}, "num_steps must be an integer"),
                             ({"diff_percent": "lots"}, "diff_percent must be a number"),
+                            ({"diff_percent": "inf"}, "diff_percent must be a finite number"),
                             ({"use_losses_collection": "maybe"}, "use_losses_collection must be true or false"),
                             ({"mode": "testing"}, "mode must be one of"),
+                            ({"min_progress_percent": "-1"}, "min_progress_percent"),
+                            ({"patience": "0"}, "patience must be >= 1"),
                             ({"tensor_regex": "(["}, "tensor_regex")]:
         with pytest.raises(SMDebugValueError, match=message):
             LossNotDecreasing(trial, **kwargs)
 
 
 # --- Overfit -----------------------------------------------------------------------------------------------
-def passes(train_means, evals):
-    """Two TRAIN saves (mean +-0.5 around each ``train_means`` value) then the EVAL saves of one pass."""
+def evaluations(train, val):
+    """Evaluation k: a TRAIN save of ``train[k]`` (global step 2k) then an EVAL save of ``val[k]`` (2k + 1)."""
     steps = []
-    for mean, pass_values in zip(train_means, evals):
-        steps += [(TRAIN, {"loss": mean - 0.5}), (TRAIN, {"loss": mean + 0.5})]
-        steps += [(EVAL, {"loss": v}) for v in pass_values]
+    for t, v in zip(train, val):
+        steps += [(TRAIN, {"loss": t}), (EVAL, {"loss": v})]
     return steps
 
 
-def test_overfit_ratio_threshold_is_strict_and_patience_counts_evaluations(tmp_path):
-    # EVAL saves at global steps 2, 5, 8, 11, 14; train mean 1.0 each time
-    trial = run(tmp_path, passes([1.0] * 5, [[1.25], [1.5], [1.5], [1.0], [2.0]]))
-    assert invoke_rule(Overfit(trial, ratio_threshold="0.25")) == [5, 8, 14]  # 1.25 is not above 1.25
-    assert invoke_rule(Overfit(trial, ratio_threshold="0.2499")) == [2, 5, 8, 14]
-    assert invoke_rule(Overfit(trial, ratio_threshold="0.25", patience="2")) == [8]
-    assert invoke_rule(Overfit(trial, ratio_threshold="0.2499", patience="3")) == [8]
-    # the streak depends on the data, not on where the rule was started ...
-    assert invoke_rule(Overfit(trial, ratio_threshold="0.25", patience="2"), start_step=6) == [8]
-    # ... but start_step is where evaluations begin
-    assert invoke_rule(Overfit(trial, ratio_threshold="0.25", patience="2", start_step="6")) == []
-    assert invoke_rule(Overfit(trial, ratio_threshold="0.25", start_step="6")) == [8, 14]
-    assert reason_at(Overfit(trial, ratio_threshold="0.25"), 5) == (
-        "loss: validation loss 1.5 is 50.0% above training loss 1 (ratio_threshold 0.25) for 1 evaluation(s)")
+def test_overfit_thresholds_are_pinned_both_ways(tmp_path):
+    # window 1: best validation 0.5 at k=1; k=2: 0.75 (+50%), training 0.25 (gap 2.0); k=3: 1.0, 0.125 (gap 7)
+    trial = run(tmp_path, evaluations([1.0, 0.5, 0.25, 0.125], [1.0, 0.5, 0.75, 1.0]))
+    w1 = dict(window="1")
+    assert invoke_rule(Overfit(trial, rise_percent="49.99", ratio_threshold="1.99", **w1)) == [5, 7]
+    assert invoke_rule(Overfit(trial, rise_percent="50", ratio_threshold="1.99", **w1)) == [7]  # not above +50%
+    assert invoke_rule(Overfit(trial, rise_percent="49.99", ratio_threshold="2", **w1)) == [7]  # gap 2 not above 2
+    assert invoke_rule(Overfit(trial, rise_percent="49.99", ratio_threshold="7", **w1)) == []
+    assert invoke_rule(Overfit(trial, rise_percent="49.99", ratio_threshold="1.99", patience="2", **w1)) == [7]
+    assert invoke_rule(Overfit(trial, rise_percent="49.99", ratio_threshold="1.99", start_step="6", **w1)) == [7]
+    rule = Overfit(trial, rise_percent="49.99", ratio_threshold="1.99", **w1)
+    invoke_rule(rule)
+    assert rule.last_reason.startswith("loss: overfitting: median validation loss 0.5 at its best (step 3) -> 1 "
+                                       "(+100.0%, rise_percent 49.99) while the median training loss fell 0.5 -> 0.125")
+    # the defaults need 2 * window = 6 evaluations: 4 are too few, and the rule says so
+    rule = Overfit(trial)
+    assert invoke_rule(rule) == [] and rule.evaluation.steps == 0
 
 
-def test_overfit_default_threshold(tmp_path):
-    trial = run(tmp_path, passes([1.0, 1.0, 1.0], [[1.0], [1.0 + 0.1 + 1e-9], [1.0 + 0.1 - 1e-9]]))
-    assert invoke_rule(Overfit(trial)) == [5]
+def test_overfit_needs_the_training_loss_to_keep_falling(tmp_path):
+    trial = run(tmp_path, evaluations([1.0, 0.5, 0.5, 0.5], [1.0, 0.5, 0.75, 1.0]))
+    assert invoke_rule(Overfit(trial, window="1", rise_percent="0", ratio_threshold="0")) == []
+
+
+def test_overfit_defaults_on_a_memorising_curve(tmp_path):
+    train = [1.0, 0.5, 0.1, 0.05, 0.01, 0.005, 0.001, 0.0005]
+    val = [1.0, 0.8, 0.6, 0.6, 0.7, 0.8, 0.9, 1.0]
+    # medians of 3: V = .8 .6 .6 .6 .7 .8 from k = 2; best .6 (k = 3); k = 5: .7 > .66, T .01 < .1, gap 69
+    assert invoke_rule(Overfit(run(tmp_path / "memorising", evaluations(train, val)))) == [11, 13, 15]
+    # a healthy run: validation above training (even 5-fold) but still falling
+    healthy_val = [1.2, 0.9, 0.7, 0.5, 0.45, 0.4, 0.38, 0.36]
+    assert invoke_rule(Overfit(run(tmp_path / "healthy", evaluations(train, healthy_val)))) == []
 
 
 def test_overfit_multi_step_eval_pass_uses_the_running_mean(tmp_path):
-    trial = run(tmp_path, passes([1.0, 1.0], [[1.0, 2.0, 1.5], [1.0]]))
-    # pass 1 at global steps 2, 3, 4: running means 1.0, 1.5, 1.5; pass 2 at 7
-    assert invoke_rule(Overfit(trial, ratio_threshold="0.4")) == [3, 4]
-    assert invoke_rule(Overfit(trial, ratio_threshold="0.4", patience="2")) == [4]
+    steps = [(TRAIN, {"loss": 1.0}), (EVAL, {"loss": 0.5}), (TRAIN, {"loss": 0.5}), (EVAL, {"loss": 0.5}),
+             (EVAL, {"loss": 1.5}), (TRAIN, {"loss": 0.25}), (EVAL, {"loss": 0.5})]
+    trial = run(tmp_path, steps)
+    # (validation, training): (0.5, 1) at 1, (0.5, 0.5) at 3, (running mean 1.0, 0.5) at 4, (0.5, 0.25) at 6
+    assert invoke_rule(Overfit(trial, window="1", rise_percent="0", ratio_threshold="0")) == [4]
 
 
 def test_overfit_skips_evaluations_without_training_loss(tmp_path):
-    steps = [(EVAL, {"loss": 5.0}), (TRAIN, {"loss": 1.0}), (EVAL, {"loss": 5.0}), (TRAIN, {"loss": 0.0}),
+    steps = [(EVAL, {"loss": 5.0}), (TRAIN, {"loss": 1.0}), (EVAL, {"loss": 1.0}), (TRAIN, {"loss": 0.5}),
              (EVAL, {"loss": 5.0})]
     trial = run(tmp_path, steps)
-    assert invoke_rule(Overfit(trial)) == [2]  # step 0: no training loss yet; step 4: training loss 0
-    assert invoke_rule(Overfit(trial, patience="2")) == []
+    assert invoke_rule(Overfit(trial, window="1", rise_percent="0", ratio_threshold="0")) == [4]
     # runs without modes never have EVAL losses
-    assert invoke_rule(Overfit(run(tmp_path / "plain", [{"loss": 1.0}, {"loss": 9.0}]))) == []
+    rule = Overfit(run(tmp_path / "plain", [{"loss": 1.0}, {"loss": 9.0}]))
+    assert invoke_rule(rule) == [] and rule.evaluation.steps == 0
 
 
 def test_overfit_tensor_regex(tmp_path):
-    steps = [(TRAIN, {"loss": 1.0, "w/other": 1.0}), (EVAL, {"loss": 1.0, "w/other": 3.0})]
-    trial = run(tmp_path, steps)
-    assert invoke_rule(Overfit(trial)) == []
-    assert invoke_rule(Overfit(trial, tensor_regex="w/other")) == [1]
+    steps = evaluations([1.0, 0.5, 0.25], [1.0, 0.5, 0.75])
+    steps = [(mode, {"w/other": v["loss"]}) for mode, v in steps]
+    trial = run(tmp_path, steps, include_regex=["other"])
+    assert invoke_rule(Overfit(trial, tensor_regex="w/other", window="1", rise_percent="0", ratio_threshold="0")) == [5]
 
 
 def test_overfit_parameters(tmp_path):
     trial = run(tmp_path, [{"loss": 1.0}])
-    rule = Overfit(trial, tensor_regex="a,b", start_step="3", patience="2", ratio_threshold="0.5")
+    rule = Overfit(trial, tensor_regex="a,b", start_step="3", patience="2", ratio_threshold="0.5", window="4",
+                   rise_percent="5")
     assert (rule.tensor_regex, rule.start_step, rule.patience, rule.ratio_threshold) == (["a", "b"], 3, 2, 0.5)
-    with pytest.raises(SMDebugValueError, match="patience must be >= 1"):
-        Overfit(trial, patience="0")
-    with pytest.raises(SMDebugValueError, match="start_step must be >= 0"):
-        Overfit(trial, start_step="-1")
-    with pytest.raises(SMDebugValueError, match="ratio_threshold must be a number"):
-        Overfit(trial, ratio_threshold="ten percent")
+    assert (rule.window, rule.rise_percent) == (4, 5.0)
+    assert (Overfit(trial).ratio_threshold, Overfit(trial).window, Overfit(trial).rise_percent) == (20.0, 3, 10.0)
+    for kwargs, message in [({"patience": "0"}, "patience must be >= 1"), ({"start_step": "-1"}, "start_step must be >= 0"),
+                            ({"ratio_threshold": "ten percent"}, "ratio_threshold must be a number"),
+                            ({"window": "0"}, "window must be >= 1"), ({"rise_percent": "-1"}, "rise_percent")]:
+        with pytest.raises(SMDebugValueError, match=message):
+            Overfit(trial, **kwargs)
 
 
 # --- Overtraining ------------------------------------------------------------------------------------------
-def test_overtraining_training_loss_with_absolute_delta(tmp_path):
+TRAINING = [1.0, 0.5, 0.25, 0.2, 0.125, 0.05, 0.04, 0.03]
+VALIDATION = [1.0, 0.5, 0.6, 0.6, 0.6, 0.6, 0.6, 0.6]  # best at evaluation 1 (global step 3)
+
+
+def test_overtraining_validation_plateau_while_training_goes_on(tmp_path):
+    trial = run(tmp_path, evaluations(TRAINING, VALIDATION))
+    w1 = dict(window_train="1", window_validation="1", patience_validation="3")
+    # k = 4 (global 9): 3 evaluations without improvement; training 0.125 = 0.5 * (1 - 75 %)
+    assert invoke_rule(Overtraining(trial, train_progress_percent="75", **w1)) == [9, 11, 13, 15]
+    assert invoke_rule(Overtraining(trial, train_progress_percent="75.01", **w1)) == [11, 13, 15]
+    assert invoke_rule(Overtraining(trial, **w1)) == [13, 15]  # default 90 %: 0.04 <= 0.05
+    assert invoke_rule(Overtraining(trial, train_progress_percent="75", window_train="1", window_validation="1",
+                                    patience_validation="4")) == [11, 13, 15]
+    rule = Overtraining(trial, **w1)
+    invoke_rule(rule)
+    assert rule.last_reason == ("loss: validation loss has not improved by 1% for 6 evaluations (best median 0.5 at "
+                                "EVAL step 1; patience_validation 3) while the training loss went on falling "
+                                "(0.5 -> 0.03, medians of 1 saves)")
+    # a validation loss still improving, by at least min_delta_percent of its best, never fires
+    slow = [1.0 * 0.98 ** k for k in range(8)]
+    assert invoke_rule(Overtraining(run(tmp_path / "slow", evaluations(TRAINING, slow)), **w1)) == []
+    assert invoke_rule(Overtraining(run(tmp_path / "slow2", evaluations(TRAINING, slow)), min_delta_percent="50",
+                                    **w1))
+
+
+def test_overtraining_training_loss_alone_only_when_asked(tmp_path):
     values = [2.0, 1.75, 1.75, 1.625, 1.5, 1.5, 1.5, 1.5]
     trial = run(tmp_path, [{"loss": v} for v in values])  # no modes: training losses
-    # delta 0.25: improvements at 1 (by exactly 0.25) and 4 (1.75 -> 1.5); 1.625 is not one
-    assert invoke_rule(Overtraining(trial, patience_train="2", delta="0.25")) == [3, 6, 7]
-    # delta 0: any strictly lower loss improves (1, 3, 4); equal losses do not
-    assert invoke_rule(Overtraining(trial, patience_train="2", delta="0")) == [6, 7]
-    assert invoke_rule(Overtraining(trial, patience_train="3", delta="0.25")) == [7]
-    assert invoke_rule(Overtraining(trial, delta="0.25")) == []  # default patience_train 5
-    assert invoke_rule(Overtraining(trial, patience_train="2", delta="0.25"), start_step=5) == [6, 7]
-    assert reason_at(Overtraining(trial, patience_train="2", delta="0.25"), 3) == (
-        "loss: training loss has not improved by 0.25 for 2 saves (best 1.75 at step 1; patience 2)")
-
-
-def test_overtraining_validation_loss(tmp_path):
-    steps = []
-    for i in range(6):
-        steps += [(TRAIN, {"loss": 6.0 - i}), (EVAL, {"loss": 1.0})]
-    trial = run(tmp_path, steps)
-    # EVAL saves at global 1, 3, ..., 11; the 3rd save without improvement is EVAL step 3 (global 7)
-    assert invoke_rule(Overtraining(trial, patience_train="1", patience_validation="3")) == [7, 9, 11]
-    assert invoke_rule(Overtraining(trial, patience_train="1")) == []  # default patience_validation 10
-    assert reason_at(Overtraining(trial, patience_validation="3"), 7) == (
-        "loss: validation loss has not improved by 0.01 for 3 saves (best 1 at EVAL step 0; patience 3)")
-
-
-def test_overtraining_default_delta(tmp_path):
-    values = [1.0, 0.9, 0.895, 0.892, 0.8925, 0.894, 0.8999]  # all within 0.01 of the best, 0.9
-    trial = run(tmp_path, [(TRAIN, {"loss": v}) for v in values])
-    assert invoke_rule(Overtraining(trial)) == [6]
+    assert invoke_rule(Overtraining(trial, window_train="1", patience_train="2")) == []  # judge_training off
+    on = dict(window_train="1", judge_training="true", min_delta_percent="0")
+    # delta 0.25 (absolute): improvements at 1 (by exactly 0.25) and 4 (1.75 -> 1.5); 1.625 is not one
+    assert invoke_rule(Overtraining(trial, patience_train="2", delta="0.25", **on)) == [3, 6, 7]
+    assert invoke_rule(Overtraining(trial, patience_train="2", delta="0", **on)) == [6, 7]
+    assert invoke_rule(Overtraining(trial, patience_train="3", delta="0.25", **on)) == [7]
+    rule = Overtraining(trial, patience_train="2", delta="0.25", **on)
+    invoke_rule(rule, end_step=4)
+    assert rule.last_reason == ("loss: training loss has not improved by 0% for 2 blocks of 1 saves (best median 1.75 "
+                                "at step 1; patience_train 2)")
 
 
 def test_overtraining_parameters(tmp_path):
     trial = run(tmp_path, [{"loss": 1.0}])
-    rule = Overtraining(trial, patience_train="2", patience_validation="4", delta="0.5")
+    rule = Overtraining(trial, patience_train="2", patience_validation="4", delta="0.5", min_delta_percent="3",
+                        window_train="5", window_validation="2", train_progress_percent="60", judge_training="1")
     assert (rule.patience_train, rule.patience_validation, rule.delta) == (2, 4, 0.5)
-    with pytest.raises(SMDebugValueError, match="patience_train must be >= 1"):
-        Overtraining(trial, patience_train="0")
-    with pytest.raises(SMDebugValueError, match="patience_validation must be an integer"):
-        Overtraining(trial, patience_validation="1.5")
-    with pytest.raises(SMDebugValueError, match="delta must be a finite number >= 0"):
-        Overtraining(trial, delta="-0.1")
+    assert (rule.min_delta_percent, rule.window_train, rule.window_validation) == (3.0, 5, 2)
+    assert (rule.train_progress_percent, rule.judge_training) == (60.0, True)
+    for kwargs, message in [({"patience_train": "0"}, "patience_train must be >= 1"),
+                            ({"patience_validation": "1.5"}, "patience_validation must be an integer"),
+                            ({"delta": "-0.1"}, "delta must be a finite number >= 0"),
+                            ({"min_delta_percent": "-1"}, "min_delta_percent"),
+                            ({"train_progress_percent": "101"}, "train_progress_percent"),
+                            ({"window_train": "0"}, "window_train must be >= 1")]:
+        with pytest.raises(SMDebugValueError, match=message):
+            Overtraining(trial, **kwargs)
 
 
 # --- SimilarAcrossRuns -------------------------------------------------------------------------------------
@@ -465,7 +514,7 @@ def test_stalled_training_parameters(tmp_path):
 
 
 # --- PoorWeightInitialization ------------------------------------------------------------------------------
-def test_poor_weight_initialization_activation_variance_ratio(tmp_path):
+def test_poor_weight_initialization_activation_variance_ratio_per_layer(tmp_path):
     # variances 1 and 16; a tensor not matching the regex is ignored
     step = {"a_relu_input": [-1.0, 1.0], "b_relu_input": [-4.0, 4.0], "c_tanh_input": [0.0, 1000.0]}
     trial = run(tmp_path, [step] * 3, include_regex=["_input"])
@@ -473,40 +522,66 @@ def test_poor_weight_initialization_activation_variance_ratio(tmp_path):
     assert invoke_rule(PoorWeightInitialization(trial, threshold="15.99")) == [0, 1, 2]
     assert invoke_rule(PoorWeightInitialization(trial, threshold="15.99", steps="2")) == [0, 1]  # first 2 steps
     assert reason_at(PoorWeightInitialization(trial), 0) == (
-        "activation inputs: variance ratio 16 > threshold 10 at step 0 "
+        "activation inputs: variance ratio 16 over 2 layers (16 per layer) > threshold 10 at step 0 "
         "(b_relu_input: 16, a_relu_input: 1)")
     assert invoke_rule(PoorWeightInitialization(trial, activation_inputs_regex="tanh_input|a_relu")) == [0, 1, 2]
+    # three layers, variances 1, 4, 16: 4 per layer (PyTorch's default init shrinks it about 3-fold per layer)
+    step3 = {"a_relu_input": [-1.0, 1.0], "b_relu_input": [-2.0, 2.0], "c_relu_input": [-4.0, 4.0]}
+    trial3 = run(tmp_path / "three", [step3], include_regex=["_input"])
+    assert invoke_rule(PoorWeightInitialization(trial3)) == []
+    assert invoke_rule(PoorWeightInitialization(trial3, threshold="4")) == []
+    assert invoke_rule(PoorWeightInitialization(trial3, threshold="3.99")) == [0]
 
 
 def test_poor_weight_initialization_gradient_spread(tmp_path):
-    # percentiles 5 and 95 of (0, 0.002): 0.0001 and 0.0019 -> spread 0.0018
-    steps = [{"gradient/w/a": [0.0, 0.002], "gradient/w/b": [5.0]}] * 2
+    # spreads (5th-95th percentile): w/a (0, 0.002) -> 0.0018; w/b (-5, 5) -> 9; 1-D biases are not judged
+    steps = [{"gradient/w/a": [[0.0, 0.002]], "gradient/w/b": [[5.0, -5.0]], "gradient/w/bias": [0.0, 0.0]}] * 2
     trial = run(tmp_path, steps)
-    assert invoke_rule(PoorWeightInitialization(trial)) == []
-    assert invoke_rule(PoorWeightInitialization(trial, distribution_range="0.0019")) == [0, 1]
-    assert reason_at(PoorWeightInitialization(trial, distribution_range="0.0019"), 1) == (
+    assert invoke_rule(PoorWeightInitialization(trial, relative_range="0.00019")) == []  # 0.0018 / 9 = 0.0002
+    assert invoke_rule(PoorWeightInitialization(trial, relative_range="0.00021")) == [0, 1]
+    assert invoke_rule(PoorWeightInitialization(trial)) == [0, 1]  # default relative_range 0.001 > 0.0002
+    assert invoke_rule(PoorWeightInitialization(trial, relative_range="0", distribution_range="0.0019")) == [0, 1]
+    assert reason_at(PoorWeightInitialization(trial, relative_range="0", distribution_range="0.0019"), 1) == (
         "gradients: gradient/w/a spans only 0.0018 between its 5th and 95th percentiles "
         "(< distribution_range 0.0019) at step 1")
 
 
-def test_poor_weight_initialization_loss_patience(tmp_path):
-    values = [1.0, 0.9, 0.95, 0.92, 0.8, 0.8, 0.85, 0.9, 0.8, 0.7, 0.7, 0.7]
-    trial = run(tmp_path, [{"loss": v} for v in values])
-    assert invoke_rule(PoorWeightInitialization(trial, patience="2")) == [3, 6, 7, 8]  # not 10, 11: after steps
-    assert invoke_rule(PoorWeightInitialization(trial, patience="4")) == [8]
+def test_poor_weight_initialization_gradient_rows_and_constant_gradients(tmp_path):
+    # an embedding: rows of tokens absent from the batch get no gradient and are left out of its spread
+    embedding = np.zeros((10, 3))
+    embedding[4] = [1.0, 2.0, 3.0]
+    trial = run(tmp_path, [{"gradient/w/emb": embedding, "gradient/w/out": [[-2.0, 2.0]]}])
     assert invoke_rule(PoorWeightInitialization(trial)) == []
-    assert invoke_rule(PoorWeightInitialization(trial, patience="2", steps="12")) == [3, 6, 7, 8, 11]
+    # every weight gradient constant (a constant initialisation: every unit gets the same gradient)
+    trial = run(tmp_path / "constant", [{"gradient/w/a": np.full((3, 3), 0.5), "gradient/w/b": np.zeros((2, 2))}])
+    rule = PoorWeightInitialization(trial)
+    assert invoke_rule(rule) == [0] and "every weight gradient (2 tensors) is constant" in rule.last_reason
+
+
+def test_poor_weight_initialization_loss_patience(tmp_path):
+    values = [1.0, 0.9, 1.0, 1.1, 1.0, 1.2, 1.0, 1.0, 1.0, 1.0]
+    trial = run(tmp_path, [{"loss": v} for v in values])
+    assert invoke_rule(PoorWeightInitialization(trial, patience="2")) == [3, 4, 5, 6, 7, 8, 9]
+    assert invoke_rule(PoorWeightInitialization(trial, patience="4")) == [5, 6, 7, 8, 9]
+    assert invoke_rule(PoorWeightInitialization(trial, patience="2", steps="5")) == [3, 4]
+    assert invoke_rule(PoorWeightInitialization(trial)) == []  # default patience 0: the loss test is off
     assert reason_at(PoorWeightInitialization(trial, patience="2"), 3) == (
         "loss: loss has not gone below 0.9 (step 1) for 2 saves (patience 2) at step 3")
+    # a noisy loss below where it started is making progress
+    noisy = run(tmp_path / "noisy", [{"loss": v} for v in [1.0, 0.5, 0.7, 0.6, 0.6, 0.6, 0.6, 0.6]])
+    assert invoke_rule(PoorWeightInitialization(noisy, patience="2")) == []
 
 
 def test_poor_weight_initialization_parameters(tmp_path):
     trial = run(tmp_path, [{"loss": 1.0}])
-    rule = PoorWeightInitialization(trial, threshold="5", distribution_range="0.01", patience="3", steps="20")
+    rule = PoorWeightInitialization(trial, threshold="5", distribution_range="0.01", patience="3", steps="20",
+                                    relative_range="0.01")
     assert (rule.threshold, rule.distribution_range, rule.patience, rule.steps) == (5.0, 0.01, 3, 20)
+    assert rule.relative_range == 0.01
     for kwargs, message in [({"threshold": "0"}, "threshold must be > 0"),
                             ({"distribution_range": "-1"}, "distribution_range must be >= 0"),
-                            ({"patience": "0"}, "patience must be >= 1"),
+                            ({"relative_range": "-1"}, "relative_range"),
+                            ({"patience": "-1"}, "patience must be >= 0"),
                             ({"steps": "ten"}, "steps must be an integer"),
                             ({"activation_inputs_regex": "(["}, "activation_inputs_regex")]:
         with pytest.raises(SMDebugValueError, match=message):

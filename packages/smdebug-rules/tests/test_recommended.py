@@ -17,7 +17,7 @@ from smdebug import SaveConfig
 from smdebug.core.testing import TAPERED_SAVED_STEPS
 from smdebug_test_support.threads import one_torch_thread
 from smdebug.rules import rule_configs, run_rules
-from smdebug.rules.results import ISSUES, NO_ISSUES
+from smdebug.rules.results import ISSUES, NO_ISSUES, NOT_EVALUATED
 
 from _hooks import NumpyHook
 
@@ -66,8 +66,10 @@ def train_images(out_dir, broken, steps=40, batch=64):
     hook.register_loss(loss_fn)
     hook.set_mode(smd.modes.TRAIN)
     for _ in range(steps):
-        x = torch.randn(batch, 3, 6, 6, generator=g) + (5.0 if broken else 0.0)  # broken: not normalised
-        y = torch.randint(0, 3, (batch,), generator=g)
+        base = torch.randn(batch, 3, 6, 6, generator=g)
+        x = base + (5.0 if broken else 0.0)  # broken: not normalised
+        # labels the model can learn (random labels would be a run that cannot learn: rules rightly fire)
+        y = (base[:, 0].mean(dim=(1, 2)) > 0).long() + (base[:, 1].mean(dim=(1, 2)) > 0).long()
         opt.zero_grad()
         loss_fn(model(x), y).backward()
         opt.step()
@@ -79,9 +81,12 @@ def test_smdebug_rules_run_with_no_rule_evaluates_the_pytorch_set(tmp_path):
     healthy = train_images(tmp_path / "healthy", broken=False)
     code, result, err = rules_run(healthy)
     assert [r["name"] for r in result["rules"]] == list(rule_configs.RECOMMENDED["pytorch"]), err
-    assert {r["name"]: r["status"] for r in result["rules"]} == dict.fromkeys(rule_configs.RECOMMENDED["pytorch"],
-                                                                              NO_ISSUES)
-    assert code == 0
+    statuses = {r["name"]: r["status"] for r in result["rules"]}
+    # a short run without evaluation: the curve rules, Overfit/Overtraining have too little to judge and say so
+    assert set(statuses.values()) <= {NO_ISSUES, NOT_EVALUATED}, statuses
+    assert all(statuses[r] == NO_ISSUES for r in ("VanishingGradient", "ExplodingTensor", "WeightUpdateRatio",
+                                                  "DeadRelu", "SaturatedActivation", "CheckInputImages")), statuses
+    assert code == (3 if NOT_EVALUATED in statuses.values() else 0)
 
     broken = train_images(tmp_path / "broken", broken=True)
     code, result, err = rules_run(broken)
@@ -137,10 +142,11 @@ def test_xgboost_recommended_hook_and_rules(tmp_path, rounds, saved):
     xgb.train({"objective": "binary:logistic", "max_depth": 2, "eta": 0.05, "nthread": 1}, train,
               num_boost_round=rounds, evals=[(train, "train")], verbose_eval=False, callbacks=[hook])
     trial = smd_xgb.create_trial(out)
-    expected = saved
-    assert trial.steps() == expected
-    assert {"train-logloss", "predictions"} <= set(trial.tensor_names(step=expected[-1]))
+    # the metrics (a curve) at every round, the other collections on the tapered schedule
+    assert trial.steps() == list(range(rounds))
+    assert trial.tensor("train-logloss").steps() == list(range(rounds))
+    assert trial.tensor("predictions").steps() == saved
     code, result, err = rules_run(out)
     assert [r["name"] for r in result["rules"]] == list(rule_configs.RECOMMENDED["xgboost"]), err
     if rounds == 30:
-        assert code == 0, result  # a slow, sound learner: the training loss keeps falling
+        assert code == 0, result  # a slow, sound learner (the run stays open: SlowConvergence waits for its end)

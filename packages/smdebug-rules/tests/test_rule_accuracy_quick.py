@@ -31,39 +31,18 @@ HEALTHY = [s for s in QUICK if s.healthy]
 BUGGY = [s for s in QUICK if not s.healthy]
 RULES = [r for r in evaluate.builtin_rules() if r not in evaluate.NOT_APPLICABLE]
 
-# The xfail tables below are today's baseline (benchmarks/RESULTS.md, "Rule accuracy", 2026-11-25), the first
-# finding of each rule as the benchmark recorded it.
+# Pairs that fail today are listed in these tables with the reason, and marked ``xfail(strict=True)`` (a fixed
+# pair then fails as XPASS until its entry goes). Every rule at its defaults and the recommended set meet the
+# targets on the quick subset today: the tables are empty.
 #: (scenario, rule) -> why the rule fires on this healthy run today (or ends in Error)
-FALSE_ALARMS_TODAY = {
-    ("h_mlp_relu_sgd", "LossNotDecreasing"): "fires at step 68: minibatch noise, 0.33 at TRAIN step 50 -> 0.47 at 60",
-    ("h_mlp_relu_sgd", "Overfit"): "fires at step 144: validation loss 0.22 is 28.5% above the training loss 0.17 (> 10%)",
-    ("h_mlp_relu_sgd", "Overtraining"): "fires at step 51: training loss not better by 0.01 (absolute) for 5 saves",
-    ("h_mlp_relu_sgd", "UnchangedTensor"): "Error: compares a TRAIN batch (32, 10) with an EVAL batch (128, 10)",
-    ("h_bow_embedding", "LossNotDecreasing"): "fires at step 78: minibatch noise, 0.031 at TRAIN step 60 -> 0.10 at 70",
-    ("h_bow_embedding", "Overfit"): "fires at step 112: validation loss 0.047 is 27% above the training loss 0.037",
-    ("h_bow_embedding", "Overtraining"): "fires at step 62: training loss not better by 0.01 (absolute) for 5 saves",
-    ("h_bow_embedding", "PoorWeightInitialization"):
-        "fires at step 0: the embedding's gradient (rows of tokens absent from the batch get none) spans "
-        "< 0.001 between its 5th and 95th percentiles",
-    ("h_bow_embedding", "UnchangedTensor"): "Error: compares a TRAIN batch (32, 24) with an EVAL batch (128, 24)",
-    ("h_xgb_binary", "Confusion"): "fires at step 0 on the first tree's predictions: class 0: 0 of 46 right (< 0.9)",
-    ("h_xgb_binary", "ExplodingTensor"): "fires at step 0: the saved tree table's trees/Category column is NaN (13 of 13)",
-    ("h_xgb_binary", "Overtraining"): "fires at step 36: validation-logloss not better by 0.01 (absolute) for 5 rounds",
-    ("h_xgb_binary", "UnchangedTensor"): "fires at step 2: feature_importance/weight/f21 unchanged over 3 rounds",
-}
+FALSE_ALARMS_TODAY: dict = {}
 #: scenario -> why the recommended set fires on this healthy run today
-RECOMMENDED_ALARMS_TODAY = {
-    "h_mlp_relu_sgd": "LossNotDecreasing fires at step 68 on minibatch noise (0.33 -> 0.47 over 10 steps)",
-    "h_bow_embedding": "LossNotDecreasing fires at step 78 on minibatch noise (0.031 -> 0.10 over 10 steps)",
-}
+RECOMMENDED_ALARMS_TODAY: dict = {}
 #: scenario -> why the recommended set misses this buggy run today
 RECOMMENDED_MISSES_TODAY: dict = {}
 #: scenario -> why no rule relevant to the bug fires today
-RELEVANT_MISSES_TODAY = {
-    "b_dead_relu_negative_bias":
-        "DeadRelu's default tensor_regex '.*relu_output' matches none of this model's ReLU outputs "
-        "(relu1_output_0, relu2_output_0): it evaluates nothing and reports NoIssuesFound",
-}
+RELEVANT_MISSES_TODAY: dict = {}
+
 
 def _xfail(reasons, key):
     reason = reasons.get(key)

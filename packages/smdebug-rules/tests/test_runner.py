@@ -189,7 +189,9 @@ def test_cli_list_and_show():
     code, out, _ = smdebug_cli("rules", "list", "--json")
     names = {r["name"]: r["pack"] for r in json.loads(out)}
     assert code == 0 and names["VanishingGradient"] == "builtin" and names["LossAboveThreshold"] == "example"
-    assert len([n for n, pack in names.items() if pack == "builtin"]) == 20
+    from smdebug.rules.plugin import RULES
+
+    assert len([n for n, pack in names.items() if pack == "builtin"]) == len(RULES) == 25
     code, out, _ = smdebug_cli("rules", "show", "unchanged_tensor", "--json")
     assert code == 0 and "num_steps" in json.loads(out)["parameters"]
     code, _, err = smdebug_cli("rules", "show", "nope")

@@ -51,7 +51,15 @@ NEEDS = {
     "DeadRelu": Needs(looks_for="tensors matching '.*relu_output'"),
     "ExplodingTensor": Needs(missing_params={"collection_names": "gradients"}, looks_for="collection 'gradients'"),
     "FeatureImportanceOverweight": Needs("xgboost", looks_for="tensors matching '.*feature_importance/weight'"),
-    "LossNotDecreasing": Needs(params={"num_steps": "2"}, looks_for="collection 'losses'"),
+    "LossNotDecreasing": Needs(params={"num_steps": "3"}, looks_for="collection 'losses'"),
+    "OscillatingLoss": Needs(params={"window": "2", "min_swings": "2"}, looks_for="collection 'losses'"),
+    "SlowConvergence": Needs(params={"window": "2"}, looks_for="collection 'losses'"),
+    "Divergence": Needs(looks_for="collection 'losses'"),
+    # the healthy run's dense ReLU outputs are its only 2-D float tensors (its input is an image)
+    "UnnormalizedInput": Needs(params={"collection_names": "", "tensor_regex": "CrossEntropyLoss_input_0",
+                                       "threshold": "1e9", "min_samples": "2"},
+                               looks_for="tensors matching 'CrossEntropyLoss_input_0'"),
+    "ImproperOutput": Needs(looks_for="a loss module's inputs"),
     "NLPSequenceRatio": Needs(looks_for="tensors matching '.*embedding0_input_0'"),
     "Overfit": Needs(looks_for="EVAL-mode saves of a loss"),
     "Overtraining": Needs(looks_for="collection 'losses'"),
@@ -89,10 +97,10 @@ def runs(tmp_path_factory):
     x, y = image_data()
     paths = {
         ("torch", "healthy"): train_torch(
-            root / "torch", EveryKindNet(), (x, y), steps=6, eval_data=(x[:8], y[:8]),
+            root / "torch", EveryKindNet(), (x, y), steps=24, eval_data=(x[:8], y[:8]),
             include_regex=[".*relu_output", ".*relu_input", ".*tanh_input", ".*sigmoid_input", "conv0_input_0",
-                           "embedding0_input_0"]),
-        ("bare", "healthy"): train_torch(root / "bare", EveryKindNet(), (x, y), steps=6, eval_data=(x[:8], y[:8]),
+                           "embedding0_input_0", r"Loss_input_\d+$"]),
+        ("bare", "healthy"): train_torch(root / "bare", EveryKindNet(), (x, y), steps=24, eval_data=(x[:8], y[:8]),
                                          include_collections=["biases"], register_loss=False),
     }
     xs, ys = xgboost_data(n=200)
@@ -138,7 +146,7 @@ def test_a_run_missing_its_tensors_is_not_evaluated(runs, rule):
     assert r.steps_evaluated == 0 and r.tensors_evaluated == 0 and not r.findings
     # what it looked for, and what the run has: its steps, modes, collections and a few tensor names
     assert needs.looks_for is None or needs.looks_for in r.detail, r.detail
-    has = "the run has 12 steps 0-11 (EVAL 6, TRAIN 6); collections biases; 4 tensors: EveryKindNet_conv0.bias"
+    has = "the run has 48 steps 0-47 (EVAL 24, TRAIN 24); collections biases; 4 tensors: EveryKindNet_conv0.bias"
     assert has in r.detail, r.detail
 
 

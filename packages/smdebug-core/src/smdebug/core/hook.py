@@ -233,20 +233,28 @@ class BaseHook(HookCollections, HookSaving, HookOutput, HookClosing, WarnsOnce, 
 
         The collections come from the installed rule packs (smdebug-rules: weights, gradients, losses, the
         model's inputs, the activation collections...), saved on :meth:`SaveConfig.tapered`: every step
-        until step 10, then steps 10, 20, 40... 320, then every 500 steps. Other keyword arguments are the
-        constructor's; ``include_collections`` adds to the recommended ones, ``save_config`` replaces the
-        schedule.
+        until step 10, then steps 10, 20, 40... 320, then every 500 steps; the losses and metrics (scalars
+        that rules read as curves, :data:`smdebug.core.presets.CURVE_COLLECTIONS`) at every step. Other
+        keyword arguments are the constructor's; ``include_collections`` adds to the recommended ones,
+        ``save_config`` replaces the schedule (of every collection, the curves included).
 
         :raises InvalidConfigurationError: no rule pack is installed that recommends rules for this framework.
         """
-        from smdebug.core.presets import recommended_collections, recommended_save_config
+        from smdebug.core.presets import (CURVE_COLLECTIONS, curve_save_config, recommended_collections,
+                                          recommended_save_config)
 
         names = recommended_collections(cls.framework_name)
         extra = kwargs.pop("include_collections", None) or []
         if isinstance(extra, str):
             raise InvalidConfigurationError("include_collections must be a list of collection names")
+        own_schedule = "save_config" in kwargs
         kwargs.setdefault("save_config", recommended_save_config())
-        return cls(out_dir=out_dir, include_collections=names + [c for c in extra if c not in names], **kwargs)
+        hook = cls(out_dir=out_dir, include_collections=names + [c for c in extra if c not in names], **kwargs)
+        if not own_schedule:
+            for name in CURVE_COLLECTIONS:
+                if name in hook.include_collections:
+                    hook.get_collection(name).save_config = curve_save_config()
+        return hook
 
     @classmethod
     def create_from_json_file(cls, json_file_path: Optional[str] = None):

@@ -4,20 +4,33 @@
 asks the rule packs through the ``smdebug_recommended_collections`` plugin hook which collections their
 recommended rules read for the hook's framework (smdebug-rules answers from its ``rule_configs``; the core
 knows no rule), and saves them all on :meth:`SaveConfig.tapered <smdebug.core.save_config.SaveConfig.tapered>`:
-every step at first, then sparser, so a 30-step run and a 3000-step run both have steps to judge.
-``smdebug rules run OUT_DIR`` then evaluates the same recommended rules.
+every step at first, then sparser, so a 30-step run and a 3000-step run both have steps to judge. The
+scalar curves (:data:`CURVE_COLLECTIONS`: losses, metrics) are saved at every step instead: a rule judging a
+loss curve (a trend, oscillation, overfitting) needs the curve, minibatch noise and all, and a scalar a
+step costs little next to the tensors. ``smdebug rules run OUT_DIR`` then evaluates the same recommended
+rules.
 """
 
 from __future__ import annotations
 
 from typing import List
 
+from smdebug.core.collection import CollectionKeys
 from smdebug.core.save_config import SaveConfig
 from smdebug.exceptions import InvalidConfigurationError
 
 
+#: collections of scalars that rules read as curves over the steps: saved at every step by Hook.recommended
+CURVE_COLLECTIONS = (CollectionKeys.LOSSES, CollectionKeys.METRICS, CollectionKeys.SM_METRICS)
+
+
 def recommended_save_config() -> SaveConfig:
     return SaveConfig.tapered()
+
+
+def curve_save_config() -> SaveConfig:
+    """The schedule of :data:`CURVE_COLLECTIONS` under Hook.recommended: every step of every mode."""
+    return SaveConfig(save_interval=1)
 
 
 def recommended_collections(framework: str) -> List[str]:

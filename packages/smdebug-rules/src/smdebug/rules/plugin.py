@@ -15,7 +15,7 @@ def _rule(name: str, module: str, description: str) -> RuleInfo:
     return RuleInfo(name, f"smdebug.rules.generic.{module}:{name}", PACK, description)
 
 
-#: the rules of this pack (the 17 of the original's documentation, then the three its users also had)
+#: the rules of this pack (the 17 of the original's documentation, the three its users also had, then ours)
 RULES: Tuple[RuleInfo, ...] = (
     _rule("VanishingGradient", "vanishing_gradient", "mean |gradient| below a threshold"),
     _rule("AllZero", "tensor_rules", "tensors (almost) entirely zero"),
@@ -24,7 +24,7 @@ RULES: Tuple[RuleInfo, ...] = (
     _rule("WeightUpdateRatio", "weight_update_ratio", "weight updates too large or too small for the weights"),
     _rule("ExplodingTensor", "tensor_rules", "NaN or infinite values"),
     _rule("UnchangedTensor", "tensor_rules", "tensors that stopped changing"),
-    _rule("LossNotDecreasing", "loss_rules", "loss not decreasing (or rising) over num_steps"),
+    _rule("LossNotDecreasing", "curve_rules", "loss not decreasing (or rising) without having made progress"),
     _rule("DeadRelu", "activation_rules", "too many ReLU units never active"),
     _rule("Confusion", "classification_rules", "confusion matrix off its diagonal"),
     _rule("Overfit", "loss_rules", "validation loss drifting above training loss"),
@@ -37,6 +37,13 @@ RULES: Tuple[RuleInfo, ...] = (
     _rule("ClassImbalance", "classification_rules", "imbalanced classes or classes mostly mispredicted"),
     _rule("FeatureImportanceOverweight", "xgboost_rules", "a few features carry almost all importance"),
     _rule("StalledTrainingRule", "stalled_training", "no new data written for a while"),
+    # problem classes the original's rules did not cover (AUTOTRAINER, ICSE'21; DeepDiagnosis, ICSE'22)
+    _rule("OscillatingLoss", "curve_rules", "loss swinging up and down instead of converging"),
+    _rule("SlowConvergence", "curve_rules", "loss still falling steadily when training ended, far from converged"),
+    _rule("Divergence", "divergence", "loss or weights growing by orders of magnitude, still finite"),
+    _rule("UnnormalizedInput", "model_io_rules", "tabular or sequence input features far from unit scale"),
+    _rule("ImproperOutput", "model_io_rules", "model output that does not fit the loss (probabilities into a "
+          "logits loss, regression on class ids)"),
 )
 
 

@@ -64,6 +64,11 @@ _COLLECTIONS: Dict[str, List[tuple]] = {
     "ClassImbalance": [("labels", _TAPERED), ("predictions", _TAPERED)],
     "TreeDepth": [("trees", _TAPERED)],
     "FeatureImportanceOverweight": [("feature_importance", _TAPERED)],
+    "OscillatingLoss": [("losses", _TAPERED)],
+    "SlowConvergence": [("losses", _TAPERED)],
+    "Divergence": [("losses", _TAPERED), ("weights", _TAPERED)],
+    "UnnormalizedInput": [("inputs", _TAPERED)],
+    "ImproperOutput": [("predictions", _TAPERED), ("labels", _TAPERED)],
     "CreateXgboostReport": [
         ("metrics", {"save_interval": "5"}),
         ("feature_importance", {"save_interval": "5"}),
@@ -95,7 +100,9 @@ _FRAMEWORK_PARAMETERS: Dict[str, Dict[str, Dict[str, str]]] = {
 }
 # framework -> rule -> the collections it reads instead of _COLLECTIONS'
 _FRAMEWORK_COLLECTIONS: Dict[str, Dict[str, List[tuple]]] = {
-    "xgboost": {"ExplodingTensor": [("losses", _TAPERED), ("metrics", _TAPERED), ("predictions", _TAPERED)]},
+    "xgboost": {"ExplodingTensor": [("losses", _TAPERED), ("metrics", _TAPERED), ("predictions", _TAPERED)],
+                # a booster has no weight tensors: only the loss part of Divergence applies
+                "Divergence": [("losses", _TAPERED), ("metrics", _TAPERED)]},
 }
 
 
@@ -204,6 +211,26 @@ def feature_importance_overweight(framework=None):
     return _config("FeatureImportanceOverweight", framework)
 
 
+def oscillating_loss(framework=None):
+    return _config("OscillatingLoss", framework)
+
+
+def slow_convergence(framework=None):
+    return _config("SlowConvergence", framework)
+
+
+def divergence(framework=None):
+    return _config("Divergence", framework)
+
+
+def unnormalized_input(framework=None):
+    return _config("UnnormalizedInput", framework)
+
+
+def improper_output(framework=None):
+    return _config("ImproperOutput", framework)
+
+
 def create_xgboost_report(framework=None):
     """The configuration of SageMaker's XGBoost report job (a report, not a rule: no pack registers
     ``CreateXgboostReport``, so it is in no rule group; its collections are what the report reads)."""
@@ -241,19 +268,27 @@ _GROUPS = {
 }
 
 
-# The rules a run of each framework is judged by when none are named: those that find real faults (NaN,
-# vanishing or exploding gradients, a loss that stops falling, dead ReLUs, saturated tanh/sigmoid units,
-# unnormalised images) and stay quiet on a sound run from its first steps on. Left out: rules that need the
-# user's knowledge of the task (NLPSequenceRatio's padding id, a TreeDepth limit, the number of steps a
-# loss may plateau) or that judge accuracy, which any run lacks at its start (Confusion, ClassImbalance).
+# The rules a run of each framework is judged by when none are named: every rule that finds a real fault and,
+# at its defaults, stays quiet on sound training (measured on the rule-accuracy benchmark's healthy runs,
+# benchmarks/RESULTS.md): NaN and finite explosion, vanishing gradients, a loss that stops falling,
+# oscillates or falls too slowly, dead ReLUs, saturated tanh/sigmoid units, unnormalised images and tabular
+# inputs, an output the loss does not expect, overfitting and overtraining, imbalanced classes. Left out:
+# rules that need the user's knowledge of the run (NLPSequenceRatio's padding id, AllZero's and
+# TensorVariance's selections and thresholds), those that judge the model's accuracy (Confusion: a hard task
+# is not a fault), UnchangedTensor (frozen weights are WeightUpdateRatio's small_threshold too; it would add
+# the biases to what the hook saves) and PoorWeightInitialization (its loss test judges 10 noisy steps).
 _DEEP_LEARNING_RECOMMENDED = ("VanishingGradient", "ExplodingTensor", "LossNotDecreasing", "WeightUpdateRatio",
-                              "DeadRelu", "SaturatedActivation", "CheckInputImages")
+                              "DeadRelu", "SaturatedActivation", "CheckInputImages", "UnnormalizedInput",
+                              "ImproperOutput", "OscillatingLoss", "SlowConvergence", "Divergence", "Overfit",
+                              "Overtraining", "ClassImbalance")
 RECOMMENDED: Dict[str, Tuple[str, ...]] = {
     "pytorch": _DEEP_LEARNING_RECOMMENDED,
     "tensorflow": _DEEP_LEARNING_RECOMMENDED,
     "mxnet": _DEEP_LEARNING_RECOMMENDED,
-    # (LossNotDecreasing also flags a validation loss that rises: boosting on past the best round)
-    "xgboost": ("ExplodingTensor", "LossNotDecreasing"),
+    # the curve rules read XGBoost's metrics (train-*/validation-*) as losses
+    # (FeatureImportanceOverweight is left out: a data set with a few informative features is no fault)
+    "xgboost": ("ExplodingTensor", "LossNotDecreasing", "OscillatingLoss", "SlowConvergence", "Divergence",
+                "TreeDepth", "ClassImbalance"),
 }
 _RECOMMENDED_GROUPS = {MXNET.RECOMMENDED: "mxnet", TENSORFLOW.RECOMMENDED: "tensorflow",
                        PYTORCH.RECOMMENDED: "pytorch", XGBOOST.RECOMMENDED: "xgboost"}
@@ -272,11 +307,18 @@ def recommended_rules(framework: str) -> List[Tuple[str, Dict[str, str]]]:
     return [(rule, rule_parameters(rule, framework)) for rule in _recommended_names(framework)]
 
 
+def collections_for(rules, framework: Optional[str] = None) -> List[str]:
+    """The collections ``rules`` (names) read for ``framework``'s runs, in order, each once."""
+    _check_framework(framework)
+    names: List[str] = []
+    for rule in rules:
+        names.extend(c for c, _ in _collections(rule, framework) if c not in names)
+    return names
+
+
 def recommended_collections(framework: str) -> List[str]:
     """The collections the recommended rules for ``framework`` read (what ``Hook.recommended`` saves)."""
-    names: List[str] = []
-    for rule in _recommended_names(framework):
-        names.extend(c for c, _ in _collections(rule, framework) if c not in names)
+    names = collections_for(_recommended_names(framework), framework)
     if "losses" not in names:
         names.append("losses")  # always worth having, and every hook saves it anyway
     return names

@@ -41,6 +41,21 @@ def _class_ids(scores: np.ndarray) -> np.ndarray:
     return scores.astype(np.int64)
 
 
+#: the last labels must have been saved in the last 10 % of the run to stand for the trained model
+TRAINED_SHARE = 0.9
+
+
+def _near_the_end(trial, step: int) -> bool:
+    """Whether ``step`` is in the last 10 % of the run's steps (a model saved half-way is not the trained one:
+    a tapered schedule's last save of a 40-step run is step 20)."""
+    steps = trial.steps()
+    return bool(steps) and step >= TRAINED_SHARE * steps[-1]
+
+
+def _squeeze_last(value: np.ndarray) -> np.ndarray:
+    return value.reshape(value.shape[:-1]) if value.ndim >= 2 and value.shape[-1] == 1 else value
+
+
 def _pooled(trial, name: str, step: int) -> Optional[np.ndarray]:
     values = [v for v in batches_at(trial, name, step) if v.dtype.kind in "fiub"]
     if not values:
@@ -70,7 +85,15 @@ class _LabelsAndPredictions(Rule):
             labels = _pooled(self.base_trial, lname, step)
             if labels is None:
                 continue
+            if labels.dtype.kind == "f" and not np.all(np.isfinite(labels) & (labels == np.round(labels))):
+                # targets of a regression (or soft labels): not class ids, nothing to count
+                self._warn_once(("not ids", lname), "%s: %s holds values that are not class ids (a regression "
+                                "target?); not judged", self.rule_name, lname)
+                continue
             predictions = _pooled(self.base_trial, prediction_names[i], step) if prediction_names else None
+            # a trailing axis of size 1 is no class axis: (n, 1) sigmoid outputs, (n, 1) sparse labels
+            labels = _squeeze_last(labels)
+            predictions = _squeeze_last(predictions) if predictions is not None else None
             if predictions is not None and argmax is None and labels.ndim == predictions.ndim + 1:
                 labels = np.argmax(labels, axis=-1)  # one-hot labels
             if predictions is not None:
@@ -106,7 +129,15 @@ class Confusion(_LabelsAndPredictions):
         confusion[i][i] / row_i < min_diag          (class i too often mispredicted)
         confusion[i][j] / row_i > max_off_diag      (j != i: class i too often taken for j)
 
-    Either inequality met for some class means the condition is met. (The original's documentation divides by
+    Either inequality met for some class means the condition is met; classes with fewer than
+    ``min_class_samples`` samples are skipped (a fraction of 2 samples is noise).
+
+    **Which step.** The matrix judged is the trained model's: the rule judges once training has ended, at the
+    last step where labels were saved if that is in the last 10 % of the run's steps (an untrained model mispredicts every class: the original judged every
+    step and fired at the first one of any run). On a run still training it evaluates nothing and says so.
+    Labels that are not class ids (floats with fractions: a regression target) are not judged.
+
+    (The original's documentation divides by
     column sums and once by the sum of the diagonal, which looks like a typo; recall per class is used here.)
 
     The labels are the tensor named ``labels`` if the run has it, else the tensors of ``labels_collection``;
@@ -119,13 +150,17 @@ class Confusion(_LabelsAndPredictions):
     :param labels_collection: collection of the labels when there is no ``labels`` tensor (default
         ``"labels"``).
     :param predictions_collection: likewise for predictions (default ``"predictions"``).
-    :param min_diag: smallest allowed fraction of a class predicted correctly (default 0.9).
-    :param max_off_diag: largest allowed fraction of a class predicted as one other class (default 0.1).
+    :param min_diag: smallest allowed fraction of a class predicted correctly (default 0.5: a class the model
+        gets wrong more often than right; the original's 0.9 fired on sound classifiers of hard tasks, whose
+        per-class recall is often 0.8).
+    :param max_off_diag: largest allowed fraction of a class predicted as one other class (default 0.4; the
+        original's 0.1).
+    :param min_class_samples: classes with fewer samples at the judged step are skipped (>= 1; default 10).
     """
 
     def __init__(self, base_trial, category_no=None, labels="labels", predictions="predictions",
-                 labels_collection="labels", predictions_collection="predictions", min_diag="0.9",
-                 max_off_diag="0.1", other_trials=None, action_str=None):
+                 labels_collection="labels", predictions_collection="predictions", min_diag="0.5",
+                 max_off_diag="0.4", min_class_samples="10", other_trials=None, action_str=None):
         super().__init__(base_trial, other_trials=other_trials, action_str=action_str)
         rule = self.rule_name
         self.category_no = as_optional_int(rule, "category_no", category_no, minimum=1)
@@ -135,6 +170,7 @@ class Confusion(_LabelsAndPredictions):
         self.predictions_collection = _name(rule, "predictions_collection", predictions_collection)
         self.min_diag = in_range(rule, "min_diag", as_float(rule, "min_diag", min_diag), 0, 1)
         self.max_off_diag = in_range(rule, "max_off_diag", as_float(rule, "max_off_diag", max_off_diag), 0, 1)
+        self.min_class_samples = as_int(rule, "min_class_samples", min_class_samples, minimum=1)
 
     def _names(self, name: str, collection: str) -> List[str]:
         if self.base_trial.has_tensor(name):
@@ -166,14 +202,30 @@ class Confusion(_LabelsAndPredictions):
         np.add.at(matrix, (labels, predictions), 1)
         return matrix
 
+    def _last_labels_step(self) -> Optional[int]:
+        names = self._names(self.labels, self.labels_collection)
+        last = [self.base_trial.tensor(n).steps()[-1] for n in names if self.base_trial.tensor(n).steps()]
+        return max(last) if last else None
+
     def invoke_at_step(self, step):
+        if not self.base_trial.loaded_all_steps:
+            self.not_evaluated("judges the trained model: the last labels and predictions saved, once training "
+                               "has ended")
+            return False
+        if step != self._last_labels_step():
+            self.not_evaluated("judges the last step where labels were saved")
+            return False
+        if not _near_the_end(self.base_trial, step):
+            self.not_evaluated(f"judges the last labels if saved in the last 10% of the run (the trained model); "
+                               f"the last were saved at step {step}")
+            return False
         matrix = self.confusion_matrix(step)
         if matrix is None:
             self.not_evaluated("needs labels and predictions saved at the same step, with class ids that pair up")
             return False
         for i, row in enumerate(matrix):
             total = int(row.sum())
-            if total == 0:
+            if total < self.min_class_samples:
                 continue
             if row[i] / total < self.min_diag:
                 return (f"class {i}: {row[i]} of {total} samples predicted correctly ({row[i] / total:.4g} "
@@ -198,8 +250,11 @@ class ClassImbalance(_LabelsAndPredictions):
         mispredicted_c  = #{labels equal to c whose prediction differs} / #{such labels with a prediction}
 
     Once ``sum_c count_c >= samples``, the condition is met at a step where labels were saved when
-    ``max_c count_c / min_c count_c > threshold_imbalance`` or ``mispredicted_c > threshold_misprediction``
-    for some class. Classes that never occur among the labels are unknown to the rule (it is not told how
+    ``max_c count_c / min_c count_c > threshold_imbalance`` (the data: judged live), or -- once training has
+    ended, at the last step where labels were saved if it is in the last 10 % of the run, on that step's
+    labels and predictions (the trained model: an untrained one mispredicts every class) -- when ``mispredicted_c > threshold_misprediction``
+    for some class with at least 10 such labels. Labels that are not class ids (floats with fractions: a
+    regression target) are not counted. Classes that never occur among the labels are unknown to the rule (it is not told how
     many classes there are) and do not count as a minimum of 0.
 
     :param threshold_imbalance: largest allowed ratio of the most to the least frequent class (default 10).
@@ -280,8 +335,12 @@ class ClassImbalance(_LabelsAndPredictions):
         if ratio > self.threshold_imbalance:
             return (f"class {most} has {counts[most]} samples, class {least} {counts[least]}: ratio {ratio:.4g} "
                     f"> threshold_imbalance {self.threshold_imbalance:g} ({total} labels)")
-        for c in present:
-            if compared[c] and wrong[c] / compared[c] > self.threshold_misprediction:
+        if (not self.base_trial.loaded_all_steps or step != saved_steps()[-1]
+                or not _near_the_end(self.base_trial, step)):
+            return False
+        _, wrong, compared = self._counts.parts[step]
+        for c in np.flatnonzero(compared >= 10):
+            if wrong[c] / compared[c] > self.threshold_misprediction:
                 return (f"class {c}: {wrong[c]} of {compared[c]} samples mispredicted ({wrong[c] / compared[c]:.4g} "
                         f"> threshold_misprediction {self.threshold_misprediction:g})")
         return False

@@ -97,7 +97,9 @@ class CheckInputImages(Rule):
     ``|mean_c| > threshold_mean`` for some channel. At steps where no matching tensor was saved the rule
     stays quiet (nothing new to judge).
 
-    :param threshold_mean: largest allowed ``|mean|`` of a channel (default 0.2).
+    :param threshold_mean: largest allowed ``|mean|`` of a channel (default 2.0; the original's 0.2 fired on
+        images normalised the usual ways: ``Normalize(0.5, 0.5)`` puts a dark-background image's mean near
+        -0.7. Pixels left in 0-255 (or 0-16) have means of 5 to 100 and more).
     :param threshold_samples: images to see before judging (default 500).
     :param regex: comma-separated regexes of the input tensors (default ``".*hybridsequential0_input_0"``,
         the original's, an MXNet name).
@@ -107,7 +109,7 @@ class CheckInputImages(Rule):
         none.
     """
 
-    def __init__(self, base_trial, threshold_mean="0.2", threshold_samples="500",
+    def __init__(self, base_trial, threshold_mean="2.0", threshold_samples="500",
                  regex=".*hybridsequential0_input_0", channel="1", collection_names="inputs", other_trials=None,
                  action_str=None):
         super().__init__(base_trial, other_trials=other_trials, action_str=action_str)

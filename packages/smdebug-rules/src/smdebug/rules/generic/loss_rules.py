@@ -1,8 +1,8 @@
-"""Rules about the course of the loss: LossNotDecreasing, Overfit and Overtraining.
+"""Rules comparing the training and the validation loss: Overfit and Overtraining.
 
 The small helpers at the top (which tensors are losses, cached saved-step lists, cached loss values) are
-also used by the other training-progress rules of this package (WeightUpdateRatio,
-PoorWeightInitialization).
+also used by the other training-progress rules of this package (the loss-curve rules of
+:mod:`~smdebug.rules.generic.curve_rules`, WeightUpdateRatio, PoorWeightInitialization).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from smdebug.exceptions import (
     TensorUnavailableForStep,
 )
 from smdebug.rules.evaluation import looking_for, note_read
-from smdebug.rules.params import as_bool, as_float, as_int, as_list
+from smdebug.rules.params import as_bool, as_float, as_int, as_list, in_range
 from smdebug.rules.rule import Rule
 
 LOSSES = "losses"
@@ -175,123 +175,6 @@ class LossSelection:
         return self._is_scalar[name]
 
 
-# ----------------------------------------------------------------------------------------------------------
-# LossNotDecreasing
-# ----------------------------------------------------------------------------------------------------------
-class LossNotDecreasing(Rule):
-    """Fires when a loss did not decrease enough (or rose too much) over ``num_steps`` steps.
-
-    **Losses inspected.** The union of the tensors of ``collection_names`` and those matching
-    ``tensor_regex``, plus the ``losses`` collection when ``use_losses_collection`` is true and the run has
-    one. When neither ``collection_names`` nor ``tensor_regex`` is given and that yields nothing, every
-    scalar (one-value) tensor of the run is inspected. An explicit selection is never widened. A loss saved
-    with several values (per sample) is reduced by its mean.
-
-    **Steps.** Each loss is followed in one mode: ``mode`` if given, otherwise TRAIN when the loss has
-    TRAIN-mode saves, else GLOBAL; ``num_steps`` counts steps of that mode. The schedule depends only on the
-    loss's saved steps, not on where the rule was started: the loss is evaluated at a saved step ``s`` that
-    has a saved step ``p <= s - num_steps`` (``p`` = the newest such step); after an evaluation at ``s`` the
-    next one is at the first saved step ``>= s + num_steps``. Example: saved every 3 steps, num_steps 10 ->
-    evaluations at 12 (vs 0), 24 (vs 12), 36 (vs 24), ...
-
-    **Condition.** With ``tol`` = ``increase_threshold_percent`` if given, else ``diff_percent``::
-
-        fires  iff  loss[s] >= loss[p] + |loss[p]| * tol / 100
-
-    so ``tol = 0`` means "did not decrease", ``tol > 0`` tolerates a rise of less than ``tol`` percent and
-    ``tol < 0`` demands a decrease of more than ``|tol|`` percent. (``|loss[p]|`` keeps the meaning for
-    negative losses.)
-
-    :param collection_names: collections holding losses (list or comma-separated string). Default None.
-    :param tensor_regex: regexes of loss tensor names (list or comma-separated string). Default None.
-    :param use_losses_collection: also inspect the ``losses`` collection. Default ``"True"``.
-    :param num_steps: distance in steps between the compared losses (>= 1). Default ``"10"``.
-    :param diff_percent: the tolerance ``tol`` above, in percent. Default ``"0.0"``.
-    :param increase_threshold_percent: newer name of the same tolerance; used instead of ``diff_percent``
-        when given. Giving both with different values is an error (a ``diff_percent`` of 0 -- the default --
-        never conflicts). Default None.
-    :param mode: ``"TRAIN"``, ``"EVAL"``, ``"PREDICT"`` or ``"GLOBAL"``; None/empty for automatic (above).
-    """
-
-    def __init__(self, base_trial, collection_names=None, tensor_regex=None, use_losses_collection="True",
-                 num_steps="10", diff_percent="0.0", increase_threshold_percent=None, mode=None,
-                 other_trials=None, action_str=None):
-        super().__init__(base_trial, other_trials=other_trials, action_str=action_str)
-        name = self.rule_name
-        self.collection_names = as_list(name, "collection_names", collection_names)
-        self.tensor_regex = as_list(name, "tensor_regex", tensor_regex)
-        self.use_losses_collection = as_bool(name, "use_losses_collection", use_losses_collection)
-        self.num_steps = as_int(name, "num_steps", num_steps, minimum=1)
-        self.diff_percent = as_float(name, "diff_percent", diff_percent)
-        self.increase_threshold_percent = as_float(name, "increase_threshold_percent", increase_threshold_percent,
-                                                   allow_none=True)
-        if (self.increase_threshold_percent is not None and self.diff_percent != 0
-                and self.diff_percent != self.increase_threshold_percent):
-            raise SMDebugValueError(
-                f"{name}: diff_percent ({self.diff_percent:g}) and increase_threshold_percent "
-                f"({self.increase_threshold_percent:g}) are two names of one tolerance; give one of them")
-        self.tolerance_percent = (self.increase_threshold_percent if self.increase_threshold_percent is not None
-                                  else self.diff_percent)
-        for pname, pvalue in (("diff_percent", self.diff_percent),
-                              ("increase_threshold_percent", self.increase_threshold_percent)):
-            if pvalue is not None and not np.isfinite(pvalue):
-                raise SMDebugValueError(f"{name}: {pname} must be a finite number, got {pvalue!r}")
-        self.mode = parse_mode(name, "mode", mode)
-        for bad in (r for r in self.tensor_regex if _bad_regex(r)):
-            raise SMDebugValueError(f"{name}: tensor_regex {bad!r} is not a valid regular expression")
-        self._saved = SavedSteps(base_trial)
-        self._losses = LossSelection(base_trial, self.collection_names, self.tensor_regex,
-                                     self.use_losses_collection)
-        self._schedules: Dict[Tuple[str, ModeKeys], Tuple[List[int], Dict[int, int]]] = {}
-
-    def _schedule(self, name: str, mode: ModeKeys) -> Dict[int, int]:
-        """{evaluated step: compared step} for one loss, from its saved steps alone."""
-        steps = self._saved.steps(name, mode)
-        cached = self._schedules.get((name, mode))
-        if cached is not None and cached[0] is steps:
-            return cached[1]
-        schedule: Dict[int, int] = {}
-        last = None
-        for s in steps:
-            if last is not None and s < last + self.num_steps:
-                continue
-            i = bisect.bisect_right(steps, s - self.num_steps)
-            if i == 0:
-                continue
-            schedule[s] = steps[i - 1]
-            last = s
-        self._schedules[(name, mode)] = (steps, schedule)
-        return schedule
-
-    def invoke_at_step(self, step):
-        judged = False
-        for name in self._losses.names():
-            mode = auto_mode(self._saved, name, self.mode)
-            s = step_in_mode(self.base_trial, step, mode)
-            if s is None:
-                continue
-            p = self._schedule(name, mode).get(s)
-            if p is None:
-                continue
-            now, then = self._saved.mean(name, s, mode), self._saved.mean(name, p, mode)
-            if now is None or then is None:
-                continue
-            judged = True
-            tol = self.tolerance_percent
-            limit = then + abs(then) * tol / 100.0
-            if now >= limit:
-                change = (now - then) / abs(then) * 100.0 if then else float("inf") if now > then else 0.0
-                what = "did not decrease" if tol == 0 else (
-                    f"rose by at least {tol:g}%" if tol > 0 else f"did not decrease by more than {-tol:g}%")
-                label = mode_label(mode)
-                return (f"{name} {what} over {self.num_steps} steps: {then:.6g} at {label} {p} -> {now:.6g} at "
-                        f"{label} {s} ({change:+.3g}%)")
-        if not judged:
-            self.not_evaluated(f"needs two saves of a loss at least num_steps={self.num_steps} steps apart"
-                               + (f" in mode {self.mode.name}" if self.mode is not None else ""))
-        return False
-
-
 def _bad_regex(pattern: str) -> bool:
     try:
         re.compile(pattern)
@@ -303,38 +186,91 @@ def _bad_regex(pattern: str) -> bool:
 # ----------------------------------------------------------------------------------------------------------
 # Overfit
 # ----------------------------------------------------------------------------------------------------------
+class Evaluations:
+    """For one loss: its evaluations in order -- each EVAL-mode save with the validation loss (the running
+    mean of its pass of EVAL saves) and the training loss (the mean of the TRAIN-mode saves between the
+    previous pass and this one) -- read once, incrementally."""
+
+    def __init__(self, trial, saved: SavedSteps, name: str):
+        self.trial, self.saved, self.name = trial, saved, name
+        self.steps: List[int] = []  # global EVAL steps with both losses
+        self.val: List[float] = []
+        self.train: List[float] = []
+        self._done = 0  # saved steps of the loss looked at
+        self._pass: List[float] = []
+        self._trains: List[float] = []
+        self._pass_train: Optional[float] = None
+
+    def extend(self, upto: int) -> None:
+        steps = self.saved.steps(self.name)
+        end = bisect.bisect_right(steps, upto)
+        for g in steps[self._done:end]:
+            mode = self.trial.mode(g)
+            value = self.saved.mean(self.name, g)
+            if mode == ModeKeys.TRAIN:
+                if self._pass:  # a pass of EVAL saves ended
+                    self._pass, self._trains = [], []
+                if value is not None:
+                    self._trains.append(value)
+            elif mode == ModeKeys.EVAL:
+                if not self._pass:
+                    self._pass_train = float(np.mean(self._trains)) if self._trains else None
+                if value is None:
+                    continue
+                self._pass.append(value)
+                if self._pass_train is not None:
+                    self.steps.append(g)
+                    self.val.append(float(np.mean(self._pass)))
+                    self.train.append(self._pass_train)
+        self._done = max(self._done, end)
+
+
+def running_medians(values: List[float], window: int) -> List[float]:
+    """``m[i]`` = median of ``values[i - window + 1 .. i]`` for ``i >= window - 1`` (a list ``window - 1``
+    shorter than ``values``)."""
+    return [float(np.median(values[i - window + 1:i + 1])) for i in range(window - 1, len(values))]
+
+
 class Overfit(Rule):
-    """Fires when the validation (EVAL) loss drifts above the training (TRAIN) loss.
+    """Fires when the validation (EVAL) loss rises above its best while the training (TRAIN) loss keeps
+    falling, and sits above the training loss: the model learns its training set at the expense of data it
+    has not seen.
 
-    **Losses.** Tensors matching ``tensor_regex``; without it, the ``losses`` collection (or, if the run
-    has none, every scalar tensor). Each loss needs TRAIN-mode and EVAL-mode saves; a loss saved per sample
-    counts as its mean.
+    **Losses.** Tensors matching ``tensor_regex``; without it, the ``losses`` collection (or, if the run has
+    none, every scalar tensor). Each loss needs TRAIN-mode and EVAL-mode saves; a loss saved per sample counts
+    as its mean.
 
-    **Evaluations.** Every global step ``g >= start_step`` at which the loss was saved in EVAL mode is one
-    evaluation. The saved steps of the loss, in global order, form alternating *passes*: runs of EVAL
-    steps separated by runs of TRAIN steps (steps of other modes are ignored). At ``g``::
+    **Evaluations.** Every global step at which the loss was saved in EVAL mode, with a TRAIN save before
+    its pass, is one evaluation ``k``: ``val[k]`` = mean of the EVAL losses of its pass up to that step,
+    ``train[k]`` = mean of the TRAIN losses saved between the previous pass and this one. Medians over the
+    last ``window`` evaluations smooth both (``V[k]``, ``T[k]``); ``b`` is the evaluation with the lowest
+    ``V`` so far. At an evaluation ``k >= start_step`` with at least ``2 * window`` evaluations so far::
 
-        val   = mean of the EVAL losses of the current pass, from its first step up to g
-        train = mean of the TRAIN losses saved between the previous EVAL pass and the current one
-        ratio = (val - train) / |train|
+        rose    = V[k] > V[b] + |V[b]| * rise_percent / 100     (validation worse than its best)
+        learned = T[k] < T[b]                                    (training still improved since then)
+        gap     = (V[k] - T[k]) / |T[k]| > ratio_threshold        (validation above training)
 
-    An evaluation with no TRAIN loss before its pass, or with ``train == 0``, is skipped (it neither counts
-    nor breaks a streak). With one EVAL step per evaluation pass (the usual schedule) ``val`` is simply that
-    step's loss; with several, every step of the pass is one evaluation on the running mean of the pass.
+    and the rule fires when all three hold at ``k`` and the ``patience - 1`` evaluations before it.
 
-    **Condition.** Fires at ``g`` when ``ratio > ratio_threshold`` at ``g`` and at the ``patience - 1``
-    evaluations before it (counted from ``start_step``); so it fires again at every further evaluation
-    while the streak lasts. The verdict depends only on the saved data, not on where the rule was started.
+    A gap alone is not overfitting (a healthy model's validation loss is often 20-200% above its training
+    loss, the original's only test), nor is one noisy evaluation: the validation loss must have *turned*,
+    by ``rise_percent`` of its best, in medians of several evaluations, while training went on improving.
 
     :param tensor_regex: regexes of the loss tensors (list or comma-separated string). Default None.
     :param start_step: first global step evaluated. Default ``"0"``.
     :param patience: consecutive evaluations needed (>= 1). Default ``"1"``.
-    :param ratio_threshold: largest tolerated relative excess of validation over training loss.
-        Default ``"0.1"`` (10 %).
+    :param ratio_threshold: the smallest relative gap of validation over training loss. Default ``"20"`` (the
+        validation loss 21 times the training loss: a memorising model's training loss goes to ~0 while its
+        validation loss rises -- 200-500 times the training loss in the benchmark's overfitting runs; a
+        healthy model's validation loss is commonly 1.2-6 times its training loss, which the original's 0.1
+        flagged).
+    :param window: evaluations per median (>= 1). Default ``"3"``.
+    :param rise_percent: how far above its best the smoothed validation loss must be, in percent (>= 0).
+        Default ``"10"``.
     """
 
-    def __init__(self, base_trial, tensor_regex=None, start_step="0", patience="1", ratio_threshold="0.1",
-                 other_trials=None, action_str=None):
+    def __init__(self, base_trial, tensor_regex=None, start_step="0", patience="1", ratio_threshold="20",
+                 window="3", rise_percent="10", other_trials=None, action_str=None):
         super().__init__(base_trial, other_trials=other_trials, action_str=action_str)
         name = self.rule_name
         self.tensor_regex = as_list(name, "tensor_regex", tensor_regex)
@@ -343,36 +279,31 @@ class Overfit(Rule):
         self.start_step = as_int(name, "start_step", start_step, minimum=0)
         self.patience = as_int(name, "patience", patience, minimum=1)
         self.ratio_threshold = as_float(name, "ratio_threshold", ratio_threshold)
+        self.window = as_int(name, "window", window, minimum=1)
+        self.rise_percent = as_float(name, "rise_percent", rise_percent)
+        if not (self.rise_percent >= 0 and np.isfinite(self.rise_percent)):
+            raise SMDebugValueError(f"{name}: rise_percent must be a finite number >= 0, got {rise_percent!r}")
         self._saved = SavedSteps(base_trial)
         self._losses = LossSelection(base_trial, [], self.tensor_regex, use_losses_collection=not self.tensor_regex,
                                      scalar_fallback=not self.tensor_regex)
-        self._results: Dict[Tuple[str, int], Optional[Tuple[float, float, float]]] = {}
+        self._evaluations: Dict[str, Evaluations] = {}
+        self._met: Dict[str, Dict[int, bool]] = {}
 
-    def _evaluate(self, name: str, steps: List[int], i: int) -> Optional[Tuple[float, float, float]]:
-        """(val, train, ratio) of the evaluation at ``steps[i]`` (an EVAL step), or None if skipped."""
-        key = (name, steps[i])
-        if key in self._results:
-            return self._results[key]
-        mode_of = self.base_trial.mode
-        evals, trains = [], []
-        j = i
-        while j >= 0 and mode_of(steps[j]) != ModeKeys.TRAIN:
-            if mode_of(steps[j]) == ModeKeys.EVAL:
-                evals.append(steps[j])
-            j -= 1
-        while j >= 0 and mode_of(steps[j]) != ModeKeys.EVAL:
-            if mode_of(steps[j]) == ModeKeys.TRAIN:
-                trains.append(steps[j])
-            j -= 1
-        result = None
-        val_values = [v for v in (self._saved.mean(name, g) for g in evals) if v is not None]
-        train_values = [v for v in (self._saved.mean(name, g) for g in trains) if v is not None]
-        if val_values and train_values:
-            val, train = float(np.mean(val_values)), float(np.mean(train_values))
-            if train != 0:
-                result = (val, train, (val - train) / abs(train))
-        self._results[key] = result
-        return result
+    def _condition(self, ev: Evaluations, k: int) -> Tuple[bool, str]:
+        w = self.window
+        V = running_medians(ev.val[:k + 1], w)
+        T = running_medians(ev.train[:k + 1], w)
+        b = int(np.argmin(V))
+        v, t, vb, tb = V[-1], T[-1], V[b], T[b]
+        rose = v > vb + abs(vb) * self.rise_percent / 100
+        learned = t < tb
+        gap = (v - t) / abs(t) if t else float("inf")
+        met = rose and learned and gap > self.ratio_threshold
+        why = (f"median validation loss {vb:.4g} at its best (step {ev.steps[b + w - 1]}) -> {v:.4g} "
+               f"(+{(v - vb) / abs(vb) if vb else float('inf'):.1%}, rise_percent {self.rise_percent:g}) while the "
+               f"median training loss fell {tb:.4g} -> {t:.4g}; validation {gap:.1%} above training "
+               f"(ratio_threshold {self.ratio_threshold:g}); medians of {w} evaluations")
+        return met, why
 
     def invoke_at_step(self, step):
         if step < self.start_step or self.base_trial.mode(step) != ModeKeys.EVAL:
@@ -381,32 +312,33 @@ class Overfit(Rule):
             return False
         judged = False
         for name in self._losses.names():
-            steps = self._saved.steps(name)
-            i = bisect.bisect_left(steps, step)
-            if i >= len(steps) or steps[i] != step:
+            ev = self._evaluations.setdefault(name, Evaluations(self.base_trial, self._saved, name))
+            ev.extend(step)
+            if not ev.steps or ev.steps[-1] != step:
                 continue
-            current = self._evaluate(name, steps, i)
-            if current is None:
+            k = len(ev.steps) - 1
+            if k + 1 < 2 * self.window:
                 continue
             judged = True
-            if not current[2] > self.ratio_threshold:
+            met, why = self._condition(ev, k)
+            history = self._met.setdefault(name, {})
+            history[k] = met
+            if not met:
                 continue
             streak = 1
-            j = i - 1
-            while streak < self.patience and j >= 0 and steps[j] >= self.start_step:
-                if self.base_trial.mode(steps[j]) == ModeKeys.EVAL:
-                    earlier = self._evaluate(name, steps, j)
-                    if earlier is not None:
-                        if not earlier[2] > self.ratio_threshold:
-                            break
-                        streak += 1
+            j = k - 1
+            while streak < self.patience and j >= 0 and ev.steps[j] >= self.start_step:
+                if j not in history:
+                    history[j] = (j + 1 >= 2 * self.window) and self._condition(ev, j)[0]
+                if not history[j]:
+                    break
+                streak += 1
                 j -= 1
             if streak >= self.patience:
-                val, train, ratio = current
-                return (f"{name}: validation loss {val:.4g} is {ratio:.1%} above training loss {train:.4g} "
-                        f"(ratio_threshold {self.ratio_threshold:g}) for {self.patience} evaluation(s)")
+                return f"{name}: overfitting: {why}" + (f"; for {self.patience} evaluations" if self.patience > 1 else "")
         if not judged:
-            self.not_evaluated("needs EVAL-mode saves of a loss with non-zero TRAIN-mode saves before them")
+            self.not_evaluated(f"needs 2 * window = {2 * self.window} evaluations (EVAL-mode saves of a loss with "
+                               "TRAIN-mode saves before them)")
         return False
 
 
@@ -459,27 +391,68 @@ class NoImprovement:
         return self.waits[i], best, best_step
 
 
+class Plateau:
+    """Along a series (appended in order): how many values since the best last improved, where ``v``
+    improves on the best ``b`` when ``b - v >= max(delta, |b| * min_delta_percent / 100)`` and ``b - v > 0``."""
+
+    def __init__(self, delta: float, min_delta_percent: float):
+        self.delta, self.rel = delta, min_delta_percent / 100
+        self.best: Optional[float] = None
+        self.best_index = -1
+        self.wait = 0
+        self.count = 0
+
+    def add(self, value: float) -> None:
+        if self.best is None or (value < self.best and self.best - value >= max(self.delta, abs(self.best) * self.rel)):
+            self.best, self.best_index, self.wait = value, self.count, 0
+        else:
+            self.wait += 1
+        self.count += 1
+
+
 class Overtraining(Rule):
-    """Early stopping as a rule: fires when the training or the validation loss stopped improving.
+    """Early stopping as a rule: fires when the validation loss stopped improving while training went on
+    improving the training loss, or when the training loss stopped improving long before training ended.
 
     **Losses.** The ``losses`` collection (or, if the run has none, every scalar tensor); a loss saved per
     sample counts as its mean. TRAIN-mode saves are the training loss and EVAL-mode saves the validation
     loss; a loss saved without modes (GLOBAL only) counts as a training loss.
 
-    **Condition**, separately for the training and the validation loss, along its saves in order: the
-    first save sets the best loss ``b``; a later save ``v`` is an *improvement* when ``v < b`` and
-    ``b - v >= delta`` (absolute, like Keras' ``EarlyStopping(min_delta=...)``; ``v`` becomes the best).
-    The rule fires at a TRAIN save when the last ``patience_train`` TRAIN saves were no improvement, and at
-    an EVAL save when the last ``patience_validation`` EVAL saves were no improvement -- and again at every
-    further save without improvement.
+    **Series.** The validation loss is judged as the running median of its last ``window_validation`` EVAL
+    saves, the training loss as medians of consecutive blocks of ``window_train`` TRAIN saves (so one noisy
+    minibatch or evaluation neither makes nor breaks an improvement). Along each series the first value sets
+    the best ``b``; a later value ``v`` *improves* when ``b - v >= max(delta, |b| * min_delta_percent / 100)``
+    and ``v < b`` (then ``v`` is the best): a relative improvement, which a converging loss keeps making
+    at every scale, where the original's absolute 0.01 was out of reach of any loss below about 0.1.
 
-    :param patience_train: TRAIN saves without improvement (>= 1). Default ``"5"``.
+    **Condition.** At an EVAL save, when the validation series has not improved for the last ``w`` values
+    with ``w >= patience_validation`` and ``w >=`` the number of values up to its best (at least half of
+    the evaluations so far came after the best: training went on at least as long as it took to get
+    there), *and* the training series fell by at least ``train_progress_percent`` since the best validation
+    value (training went on learning the training set, not the task). With ``judge_training``, also at a
+    TRAIN save that completes a block, when the last ``patience_train`` blocks were no improvement (the
+    original's test on the training loss alone; off by default: a healthy run's training loss converges
+    and stops improving too, and nothing tells the two apart without a validation loss). It fires again at
+    every further such save.
+
+    :param patience_train: blocks of TRAIN saves without improvement (>= 1). Default ``"5"``.
     :param patience_validation: EVAL saves without improvement (>= 1). Default ``"10"``.
-    :param delta: smallest decrease that counts as an improvement (absolute, >= 0). Default ``"0.01"``.
+    :param delta: smallest absolute decrease that counts as an improvement (>= 0). Default ``"0"`` (the
+        original's ``"0.01"`` is still accepted; the larger of the two thresholds applies).
+    :param min_delta_percent: smallest decrease that counts as an improvement, relative to the best, in
+        percent (>= 0). Default ``"1"``.
+    :param window_train: TRAIN saves per block (>= 1). Default ``"10"``.
+    :param window_validation: EVAL saves per running median (>= 1). Default ``"3"``.
+    :param train_progress_percent: how much the training loss must have fallen since the best validation
+        value, in percent (0-100). Default ``"90"`` (an order of magnitude: a healthy run's training loss
+        goes on falling slowly after its validation loss levels off; a model that memorises its training set
+        drives it towards 0).
+    :param judge_training: also fire on the training loss alone (``patience_train``). Default ``"False"``.
     """
 
-    def __init__(self, base_trial, patience_train="5", patience_validation="10", delta="0.01", other_trials=None,
-                 action_str=None):
+    def __init__(self, base_trial, patience_train="5", patience_validation="10", delta="0", min_delta_percent="1",
+                 window_train="10", window_validation="3", train_progress_percent="90", judge_training="False",
+                 other_trials=None, action_str=None):
         super().__init__(base_trial, other_trials=other_trials, action_str=action_str)
         name = self.rule_name
         self.patience_train = as_int(name, "patience_train", patience_train, minimum=1)
@@ -487,9 +460,41 @@ class Overtraining(Rule):
         self.delta = as_float(name, "delta", delta)
         if not (self.delta >= 0 and np.isfinite(self.delta)):
             raise SMDebugValueError(f"{name}: delta must be a finite number >= 0, got {self.delta!r}")
+        self.min_delta_percent = as_float(name, "min_delta_percent", min_delta_percent)
+        if not (self.min_delta_percent >= 0 and np.isfinite(self.min_delta_percent)):
+            raise SMDebugValueError(f"{name}: min_delta_percent must be a finite number >= 0, got "
+                                    f"{min_delta_percent!r}")
+        self.window_train = as_int(name, "window_train", window_train, minimum=1)
+        self.window_validation = as_int(name, "window_validation", window_validation, minimum=1)
+        self.train_progress_percent = in_range(name, "train_progress_percent",
+                                               as_float(name, "train_progress_percent", train_progress_percent), 0, 100)
+        self.judge_training = as_bool(name, "judge_training", judge_training)
         self._saved = SavedSteps(base_trial)
         self._losses = LossSelection(base_trial, [], [], use_losses_collection=True)
-        self._trackers: Dict[Tuple[str, ModeKeys], NoImprovement] = {}
+        #: per (loss, mode): [values read, their mode steps, Plateau over the smoothed series, next to read]
+        self._series: Dict[Tuple[str, ModeKeys], list] = {}
+
+    def _series_at(self, name: str, mode: ModeKeys, s: int) -> list:
+        """Read the loss's saves of ``mode`` up to mode step ``s`` into its smoothed series."""
+        entry = self._series.setdefault((name, mode), [[], [], Plateau(self.delta, self.min_delta_percent), 0, []])
+        values, steps, plateau, done, smoothed = entry
+        source = self._saved.steps(name, mode)
+        end = bisect.bisect_right(source, s)
+        for m in source[done:end]:
+            value = self._saved.mean(name, m, mode)
+            if value is None:
+                continue
+            values.append(value)
+            steps.append(m)
+            if mode == ModeKeys.EVAL:
+                if len(values) >= self.window_validation:
+                    smoothed.append((m, float(np.median(values[-self.window_validation:]))))
+                    plateau.add(smoothed[-1][1])
+            elif len(values) % self.window_train == 0:
+                smoothed.append((m, float(np.median(values[-self.window_train:]))))
+                plateau.add(smoothed[-1][1])
+        entry[3] = max(done, end)
+        return entry
 
     def invoke_at_step(self, step):
         step_mode, mode_step = self.base_trial.mode_modestep(step)
@@ -502,18 +507,36 @@ class Overtraining(Rule):
                 mode, s = step_mode, mode_step
             else:
                 mode, s = ModeKeys.GLOBAL, step
-            tracker = self._trackers.setdefault((name, mode), NoImprovement(self.delta))
-            state = tracker.at(self._saved, name, mode, self._saved.steps(name, mode), s)
-            if state is None or state[1] is None:
+            if not contains(self._saved.steps(name, mode), s):
                 continue
+            values, steps, plateau, _, smoothed = self._series_at(name, mode, s)
+            if not smoothed or smoothed[-1][0] != s:
+                continue  # no new value of the smoothed series at this save
+            if mode != ModeKeys.EVAL and not self.judge_training:
+                continue  # read for the validation test, judged only with judge_training
             judged = True
             note_read(name)
-            wait, best, best_step = state
-            patience = self.patience_validation if mode == ModeKeys.EVAL else self.patience_train
-            if wait >= patience:
-                kind = "validation" if mode == ModeKeys.EVAL else "training"
-                return (f"{name}: {kind} loss has not improved by {self.delta:g} for {wait} saves "
-                        f"(best {best:.6g} at {mode_label(mode)} {best_step}; patience {patience})")
+            best_step = smoothed[plateau.best_index][0]
+            if mode == ModeKeys.EVAL:
+                if plateau.wait < self.patience_validation or plateau.wait < plateau.best_index + 1:
+                    continue
+                train = self._series.get((name, ModeKeys.TRAIN))
+                if train is None or len(train[4]) < 2:
+                    continue
+                best_global = self.base_trial.global_step(ModeKeys.EVAL, best_step)
+                before = [v for m, v in train[4] if self.base_trial.global_step(ModeKeys.TRAIN, m) <= best_global]
+                if not before or not train[4][-1][1] <= before[-1] * (1 - self.train_progress_percent / 100):
+                    continue
+                return (f"{name}: validation loss has not improved by {self.min_delta_percent:g}% for "
+                        f"{plateau.wait} evaluations (best median {plateau.best:.6g} at EVAL step {best_step}; "
+                        f"patience_validation {self.patience_validation}) while the training loss went on "
+                        f"falling ({before[-1]:.6g} -> {train[4][-1][1]:.6g}, medians of {self.window_train} saves)")
+            if mode != ModeKeys.EVAL and self.judge_training and plateau.wait >= self.patience_train:
+                kind = "training loss"
+                return (f"{name}: {kind} has not improved by {self.min_delta_percent:g}% for {plateau.wait} blocks of "
+                        f"{self.window_train} saves (best median {plateau.best:.6g} at {mode_label(mode)} {best_step}; "
+                        f"patience_train {self.patience_train})")
         if not judged:
-            self.not_evaluated("needs saves of a loss (TRAIN, EVAL or without modes)")
+            self.not_evaluated(f"needs window_validation={self.window_validation} EVAL-mode saves of a loss (or, with "
+                               f"judge_training, blocks of window_train={self.window_train} training saves)")
         return False

@@ -30,13 +30,30 @@ class PoorWeightInitialization(Rule):
     """Fires, during the first ``steps`` global steps only (steps ``0 .. steps-1``), when one of three
     symptoms of a poor weight initialisation shows:
 
-    (a) **activation inputs**: among the tensors matching ``activation_inputs_regex`` saved at the step
-        (one per layer, at least two), ``max(variance) / min(variance) > threshold`` (a zero smallest
-        variance with a non-zero largest one counts as an infinite ratio);
-    (b) **gradients**: a tensor of the ``gradients`` collection (with at least two values) has
-        ``percentile(g, 95) - percentile(g, 5) < distribution_range`` (numpy's linear percentiles);
+    (a) **activation inputs**: among the ``n`` tensors matching ``activation_inputs_regex`` saved at the
+        step (one per layer, at least two), ``(max(variance) / min(variance)) ** (1 / (n - 1)) > threshold``:
+        the ratio per layer, as a geometric mean over the ``n - 1`` layers between (a zero smallest variance
+        with a non-zero largest one counts as an infinite ratio). A sound initialisation keeps the variance
+        of pre-activations about constant from layer to layer (PyTorch's default shrinks it about 3-fold per
+        layer); a badly scaled one multiplies or divides it by the fan-in at every layer. (The original
+        compared the extremes directly, which flagged any healthy network 3 layers deep.)
+    (b) **gradients**: among the gradients of the layers' weights (tensors of the ``gradients`` collection
+        with at least 2 dimensions; 1-D biases and normalisation parameters are left out: a bias followed by
+        BatchNorm gets no gradient by construction), with ``spread(g) = percentile(g', 95) - percentile(g', 5)``
+        (numpy's linear percentiles) over ``g'``, the rows of ``g`` (slices along axis 0) that are not all
+        zero -- an embedding's rows of tokens absent from the batch get no gradient, which says nothing of
+        its initialisation; all rows zero gives a spread of 0 -- some tensor has::
+
+            spread(g) < distribution_range   or   spread(g) < relative_range * max over tensors of spread
+
+        or every weight gradient has a spread of 0 (constant initialisation: every unit of a layer gets the
+        same gradient). The relative test is scale-free (a converging model's gradients are small
+        everywhere; a badly initialised layer's are small next to the others');
     (c) **loss**: a loss (``losses`` collection; TRAIN-mode saves if it has any, else all saves) has not
-        gone below its lowest earlier value for ``patience`` consecutive saves.
+        gone below its lowest earlier value for ``patience`` consecutive saves (only when ``patience`` is
+        given: off by default, since a loss held flat by a learning-rate warmup looks the same in the first
+        steps; LossNotDecreasing judges a loss that does not fall), and is not below its first
+        save's value either (a minibatch loss that made progress but is noisy is not stuck).
 
     Checks run in this order at each step; the reason names the first one met. Variances and percentiles
     are taken over all values of a tensor (batch included).
@@ -46,16 +63,21 @@ class PoorWeightInitialization(Rule):
     :param collection_names: comma-separated collections of activation layers whose *inputs* are also
         activation inputs (the hooks put every ReLU layer in ``relu_activations`` by its type and record which
         of its tensors are inputs). Default ``"relu_activations"``.
-    :param threshold: largest tolerated ratio of activation-input variances (> 0). Default ``"10.0"``.
-    :param distribution_range: smallest tolerated 5th-95th percentile spread of a gradient (>= 0).
-        Default ``"0.001"``.
-    :param patience: consecutive loss saves without a new lowest loss (>= 1). Default ``"5"``.
+    :param threshold: largest tolerated ratio of activation-input variances per layer (> 0). Default
+        ``"10.0"``.
+    :param distribution_range: smallest tolerated 5th-95th percentile spread of a gradient (absolute, >= 0).
+        Default ``"0"`` (the original's 0.001 flagged recurrent weights and any model whose gradients are
+        small; give it to get the absolute test back).
+    :param relative_range: smallest tolerated spread of a weight gradient relative to the largest spread at
+        the step (>= 0). Default ``"0.001"``.
+    :param patience: consecutive loss saves without a new lowest loss (>= 0; 0: the loss test is off).
+        Default ``"0"`` (the original's 5 fired on healthy runs with a learning-rate warmup).
     :param steps: number of initial global steps examined (>= 1). Default ``"10"``.
     """
 
     def __init__(self, base_trial, activation_inputs_regex=".*relu_input", threshold="10.0",
-                 distribution_range="0.001", patience="5", steps="10", collection_names="relu_activations",
-                 other_trials=None, action_str=None):
+                 distribution_range="0", patience="0", steps="10", collection_names="relu_activations",
+                 relative_range="0.001", other_trials=None, action_str=None):
         super().__init__(base_trial, other_trials=other_trials, action_str=action_str)
         name = self.rule_name
         regexes = ([activation_inputs_regex] if isinstance(activation_inputs_regex, str)
@@ -75,7 +97,10 @@ class PoorWeightInitialization(Rule):
         self.distribution_range = as_float(name, "distribution_range", distribution_range)
         if not self.distribution_range >= 0:
             raise SMDebugValueError(f"{name}: distribution_range must be >= 0, got {self.distribution_range!r}")
-        self.patience = as_int(name, "patience", patience, minimum=1)
+        self.relative_range = as_float(name, "relative_range", relative_range)
+        if not (self.relative_range >= 0 and np.isfinite(self.relative_range)):
+            raise SMDebugValueError(f"{name}: relative_range must be a finite number >= 0, got {relative_range!r}")
+        self.patience = as_int(name, "patience", patience, minimum=0)
         self.steps = as_int(name, "steps", steps, minimum=1)
         self._saved = SavedSteps(base_trial)
         self._losses = LossSelection(base_trial, [], [], use_losses_collection=True, scalar_fallback=False)
@@ -107,9 +132,11 @@ class PoorWeightInitialization(Rule):
         if variances[high] == 0 or not np.isfinite(variances[high]):
             return None
         ratio = variances[high] / variances[low] if variances[low] > 0 else float("inf")
-        if ratio > self.threshold:
-            return (f"activation inputs: variance ratio {ratio:.4g} > threshold {self.threshold:g} at step {step} "
-                    f"({high}: {variances[high]:.4g}, {low}: {variances[low]:.4g})")
+        per_layer = ratio ** (1 / (len(variances) - 1))
+        if per_layer > self.threshold:
+            return (f"activation inputs: variance ratio {ratio:.4g} over {len(variances)} layers ({per_layer:.4g} per "
+                    f"layer) > threshold {self.threshold:g} at step {step} ({high}: {variances[high]:.4g}, {low}: "
+                    f"{variances[low]:.4g})")
         return None
 
     def _gradients(self, names, step) -> Optional[str]:
@@ -117,20 +144,39 @@ class PoorWeightInitialization(Rule):
         looking_for(f"collection {GRADIENTS!r}", [n for n in names if coll.matches(n)] if coll is not None else [])
         if coll is None:
             return None
+        spreads = {}
         for name in names:
             if not coll.matches(name):
                 continue
             value = self._value(name, step)
-            if value is None or value.size < 2:
+            if value is None or value.ndim < 2 or value.size < 2:
                 continue
-            p5, p95 = np.percentile(value.ravel(), [5, 95])
-            spread = float(p95 - p5)
+            rows = value.reshape(value.shape[0], -1)
+            rows = rows[np.any(rows != 0, axis=1)]
+            if rows.size == 0:
+                spreads[name] = 0.0
+                continue
+            p5, p95 = np.percentile(rows.ravel(), [5, 95])
+            spreads[name] = float(p95 - p5)
+        if not spreads:
+            return None
+        largest = max(spreads.values())
+        if largest == 0 and len(spreads) >= 1:
+            return (f"gradients: every weight gradient ({len(spreads)} tensors) is constant at step {step} "
+                    "(spread 0: the units of each layer get the same gradient, as after a constant initialisation)")
+        for name, spread in spreads.items():
             if spread < self.distribution_range:
                 return (f"gradients: {name} spans only {spread:.4g} between its 5th and 95th percentiles "
                         f"(< distribution_range {self.distribution_range:g}) at step {step}")
+            if spread < self.relative_range * largest:
+                return (f"gradients: {name} spans only {spread:.4g} between its 5th and 95th percentiles, "
+                        f"{spread / largest:.3g} of the largest spread {largest:.4g} (< relative_range "
+                        f"{self.relative_range:g}) at step {step}")
         return None
 
     def _loss(self, step) -> Optional[str]:
+        if not self.patience:
+            return None
         for name in self._losses.names():
             mode = auto_mode(self._saved, name, None)
             s = step_in_mode(self.base_trial, step, mode)
@@ -142,7 +188,9 @@ class PoorWeightInitialization(Rule):
             if state is None or state[1] is None:
                 continue
             wait, best, best_step = state
-            if wait >= self.patience:
+            first = self._saved.mean(name, steps[0], mode)
+            now = self._saved.mean(name, s, mode)
+            if wait >= self.patience and (first is None or now is None or now >= first):
                 return (f"loss: {name} has not gone below {best:.6g} ({mode_label(mode)} {best_step}) for {wait} "
                         f"saves (patience {self.patience}) at step {step}")
         return None

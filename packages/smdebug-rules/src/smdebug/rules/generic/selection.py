@@ -99,6 +99,19 @@ def reduction_at(trial, name: str, step: int, reduction: str, abs: bool = False)
         return None
 
 
+def ndim_at(trial, name: str, step: int):
+    """The number of dimensions of the tensor saved at ``step`` (from the index, without reading the value),
+    or None when unknown (only reductions saved, or a run that did not record shapes)."""
+    from smdebug.exceptions import ShapeUnavailableForStep
+
+    try:
+        return len(trial.tensor(name).shape(step))
+    except MissingEventFile:
+        raise
+    except (TensorUnavailableForStep, ShapeUnavailableForStep):
+        return None
+
+
 def scalar(value) -> float:
     """A reduction as a float (stored reductions are 1-element arrays, computed ones numpy scalars)."""
     import numpy as np

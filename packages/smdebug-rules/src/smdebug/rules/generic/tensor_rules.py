@@ -22,6 +22,17 @@ class _TensorRule(Rule):
         if self.requires_selection and not (self.collection_names or self.tensor_regex):
             raise SMDebugValueError(f"{self.rule_name}: give collection_names or tensor_regex")
 
+    #: the collections whose tensors are the model's parameters (their first save is the initialisation;
+    #: they change in training steps only)
+    PARAMETERS = ("weights", "biases")
+
+    def is_parameter(self, name: str) -> bool:
+        cache = self.__dict__.setdefault("_is_parameter", {})
+        if name not in cache:
+            collections = self.base_trial.collections()
+            cache[name] = any(c in collections and collections[c].matches(name) for c in self.PARAMETERS)
+        return cache[name]
+
     def tensors(self):
         if not (self.collection_names or self.tensor_regex):
             return every_tensor(self.base_trial)
@@ -35,7 +46,18 @@ class _TensorRule(Rule):
 
 
 class ExplodingTensor(_TensorRule):
-    """Fires when an inspected tensor holds NaN, or +-inf unless ``only_nan``."""
+    """Fires when an inspected tensor holds NaN, or +-inf unless ``only_nan``.
+
+    With neither ``collection_names`` nor ``tensor_regex``, every tensor of the run except those of the
+    ``trees`` collection: XGBoost's tree table holds NaN by construction (a split on no category, a leaf's
+    missing split condition). Name the collection to judge it anyway."""
+
+    def tensors(self):
+        names = super().tensors()
+        if self.collection_names or self.tensor_regex or "trees" not in self.base_trial.collections():
+            return names
+        trees = self.base_trial.collection("trees")
+        return [n for n in names if not trees.matches(n)]
 
     def __init__(self, base_trial, collection_names=None, tensor_regex=None, only_nan="False", other_trials=None,
                  action_str=None):
@@ -52,7 +74,11 @@ class ExplodingTensor(_TensorRule):
 
 
 class AllZero(_TensorRule):
-    """Fires when at least ``threshold`` percent (default 100) of an inspected tensor's values are zero."""
+    """Fires when at least ``threshold`` percent (default 100) of an inspected tensor's values are zero.
+
+    The first save of a tensor of the ``weights`` or ``biases`` collections is its initialisation, where
+    zeros are the norm (biases, normalisation shifts): it is not judged; the same tensor still all zeros at
+    a later save is."""
 
     requires_selection = True
 
@@ -61,8 +87,22 @@ class AllZero(_TensorRule):
         super().__init__(base_trial, collection_names, tensor_regex, other_trials, action_str)
         self.threshold = as_float(self.rule_name, "threshold", threshold)
 
+    def _initial(self, name: str, step: int) -> bool:
+        """Whether ``step`` is the first save of a parameter tensor (weights, biases)."""
+        if not self.is_parameter(name):
+            return False
+        first = self.__dict__.setdefault("_first_save", {})
+        if name not in first:
+            steps = self.base_trial.tensor(name).steps()
+            if not steps:
+                return False
+            first[name] = steps[0]
+        return first[name] == step
+
     def invoke_at_step(self, step):
         for name, value in self.values(step):
+            if self._initial(name, step):
+                continue
             zero_percent = (value == 0).mean() * 100 if value.size else 0.0
             if value.size and zero_percent >= self.threshold:
                 return f"{name} is {zero_percent:.4g}% zeros (threshold {self.threshold:g}%)"
@@ -75,7 +115,13 @@ class UnchangedTensor(_TensorRule):
 
     The saves compared are those of the current step's mode (TRAIN saves with TRAIN saves, EVAL with EVAL:
     an activation's batch differs between training and evaluation); runs without modes compare global
-    steps. Saves whose shapes differ (a smaller last batch) count as changed.
+    steps. Saves whose shapes differ (a smaller last batch) count as changed. The model's parameters (the
+    ``weights`` and ``biases`` collections) are judged at TRAIN (and GLOBAL) steps only: evaluation does
+    not update them, so their being unchanged over EVAL steps is expected.
+
+    With neither ``collection_names`` nor ``tensor_regex``: the ``weights`` and ``biases`` collections (the
+    original inspected every tensor, so data that never changes by design -- the labels of a fixed data
+    set, the importance of an unused feature -- fired).
     """
 
     def __init__(self, base_trial, collection_names=None, tensor_regex=None, num_steps="3", rtol="1e-05",
@@ -87,6 +133,11 @@ class UnchangedTensor(_TensorRule):
         self.equal_nan = as_bool(self.rule_name, "equal_nan", equal_nan)
         # the values read at recent steps, per (tensor, mode): consecutive evaluations share num_steps - 1
         self._recent = {}
+
+    def tensors(self):
+        if not (self.collection_names or self.tensor_regex):
+            return select_tensors(self.base_trial, list(self.PARAMETERS), [])
+        return super().tensors()
 
     def _value(self, name, mode, step):
         """The value at mode step ``step`` (None if only reductions were saved there)."""
@@ -114,6 +165,8 @@ class UnchangedTensor(_TensorRule):
         where = "steps" if mode == ModeKeys.GLOBAL else f"{mode.name} steps"
         judged = False
         for name in self.tensors():
+            if mode in (ModeKeys.EVAL, ModeKeys.PREDICT) and self.is_parameter(name):
+                continue
             steps = self.base_trial.tensor(name).prev_steps(mode_step, self.num_steps, mode=mode)
             if len(steps) < self.num_steps or steps[-1] != mode_step:
                 continue

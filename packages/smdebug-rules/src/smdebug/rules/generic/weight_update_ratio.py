@@ -28,7 +28,9 @@ class WeightUpdateRatio(Rule):
     where ``p`` is the weight's previous saved step when ``num_steps`` is None, or else the *oldest* saved
     step with ``s - num_steps <= p < s``; with no such ``p`` (first save, or saves further apart than
     ``num_steps``) the weight is skipped. The rule fires when ``ratio > large_threshold`` or
-    ``ratio < small_threshold``, and when the ratio is not finite (NaN or infinite weights).
+    ``ratio < small_threshold``, and when the ratio is not finite (NaN or infinite weights). A weight that
+    was all zeros at ``p`` (zero-initialised biases and normalisation shifts) is skipped at ``s``: its ratio
+    has no scale (it used to fire as ``update / epsilon``).
 
     Steps are TRAIN-mode steps when the weight has TRAIN-mode saves (weights do not change during
     evaluation, so EVAL saves are ignored), GLOBAL steps otherwise; ``num_steps`` counts steps of that mode.
@@ -94,6 +96,10 @@ class WeightUpdateRatio(Rule):
                 self.logger.debug("%s: %s changed shape between steps %d and %d", self.rule_name, name, p, s)
                 continue
             judged = True
+            if not np.any(before):
+                # a parameter initialised to zero (a bias, a normalisation shift) has no scale to compare
+                # its first update with: the ratio is undefined, not large
+                continue
             with np.errstate(all="ignore"):
                 ratio = float(np.linalg.norm((now - before).ravel()) / (np.linalg.norm(before.ravel()) + self.epsilon))
             where = f"between {mode_label(mode)}s {p} and {s}"

@@ -83,10 +83,11 @@ class TreeDepth(Rule):
 
     The condition is met when the deepest tree of the step has ``depth(tree) > depth``.
 
-    :param depth: largest allowed tree depth (default 4).
+    :param depth: largest allowed tree depth (default 8; the original's 4 fired on XGBoost's own default
+        ``max_depth`` of 6. Trees deep enough to memorise the data reach 10 and more).
     """
 
-    def __init__(self, base_trial, depth="4", other_trials=None, action_str=None):
+    def __init__(self, base_trial, depth="8", other_trials=None, action_str=None):
         super().__init__(base_trial, other_trials=other_trials, action_str=action_str)
         self.depth = as_int(self.rule_name, "depth", depth, minimum=0)
         self._warned = False

@@ -1,0 +1,285 @@
+"""Rules on the shape of a loss curve: LossNotDecreasing, OscillatingLoss, SlowConvergence.
+
+All three read the curve incrementally (:mod:`~smdebug.rules.generic.curves`) and compare medians of windows
+of saves, so minibatch noise does not make them fire; their windows are a share of the run seen so far, so
+they judge a run of 100 steps and one of 100,000 alike. The losses they follow and the mode they follow them
+in are chosen as :class:`~smdebug.rules.generic.curves.LossCurveRule` says.
+"""
+
+from __future__ import annotations
+
+import bisect
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+
+from smdebug.core.modes import ModeKeys
+from smdebug.exceptions import SMDebugValueError
+from smdebug.rules.generic.curves import Curve, LossCurveRule, block_medians, robust_median, training_ended
+from smdebug.rules.generic.loss_rules import mode_label
+from smdebug.rules.params import as_float, as_int, in_range
+
+
+def _finite(rule: str, name: str, value: float) -> float:
+    if not np.isfinite(value):
+        raise SMDebugValueError(f"{rule}: {name} must be a finite number, got {value!r}")
+    return value
+
+
+# ----------------------------------------------------------------------------------------------------------
+# LossNotDecreasing
+# ----------------------------------------------------------------------------------------------------------
+class LossNotDecreasing(LossCurveRule):
+    """Fires when a loss has stopped decreasing (or rises) without having made real progress.
+
+    **Losses and steps**: see :class:`~smdebug.rules.generic.curves.LossCurveRule` (the ``losses`` collection
+    by default; TRAIN-mode steps when the loss has them).
+
+    **Condition**, at a saved step ``s`` of the loss, with ``f`` its first saved step, ``L = s - f + 1`` the
+    length of the run so far, ``w = max(num_steps, L // 4)`` and ``m = f + L // 2 - 1`` (half-way)::
+
+        now   = median of the losses saved at steps in (s - w, s]
+        then  = median of the losses saved at steps in (m - w, m]
+        first = median of the losses saved at steps in [f, f + num_steps)
+        met   = now >= then + |then| * tol / 100                       (not decreasing over the second half)
+                and now >= first - |first| * min_progress_percent / 100  (nor much below where it started)
+
+    with ``tol`` = ``increase_threshold_percent`` if given, else ``diff_percent``. Each window must hold at least
+    3 saves, all finite, and the window of ``then`` must begin after the first one (``m - w >= f + num_steps -
+    1``: the first ``4 * num_steps`` steps are never judged); otherwise the step is not judged. The rule fires at
+    ``s`` when ``met`` holds there and at the latest judged step at or before ``s - k * num_steps`` for every
+    ``k < patience``.
+
+    The windows' medians follow the loss, not one batch's noise; the comparison with the start keeps a
+    converged run (its loss flat, but far below where it began) from firing; ``patience`` keeps one unlucky
+    window from firing. A rising loss meets the condition too (it did not decrease).
+
+    :param collection_names: collections holding losses (list or comma-separated string). Default None.
+    :param tensor_regex: regexes of loss tensor names (list or comma-separated string). Default None.
+    :param use_losses_collection: also inspect the ``losses`` collection. Default ``"True"``.
+    :param num_steps: the shortest window, and the spacing of the patience checks, in steps (>= 1).
+        Default ``"10"``.
+    :param diff_percent: the tolerance ``tol`` above, in percent (0: the loss must be lower than half-way;
+        > 0 tolerates a rise of less than ``tol`` percent; < 0 demands a decrease of more than ``|tol|``
+        percent). Default ``"0.0"``.
+    :param increase_threshold_percent: newer name of the same tolerance; used instead of ``diff_percent`` when
+        given. Giving both with different values is an error (a ``diff_percent`` of 0 never conflicts).
+    :param mode: ``"TRAIN"``, ``"EVAL"``, ``"PREDICT"`` or ``"GLOBAL"``; None/empty for automatic.
+    :param min_progress_percent: a loss that fell by at least this percentage of its initial value is making
+        progress and never "not decreasing" (>= 0). Default ``"10"``.
+    :param patience: consecutive checks, ``num_steps`` apart, that must meet the condition (>= 1). Default
+        ``"2"``.
+    """
+
+    needs = "saves of a loss over at least 4 * num_steps steps, at least 3 saves per window"
+
+    def __init__(self, base_trial, collection_names=None, tensor_regex=None, use_losses_collection="True",
+                 num_steps="10", diff_percent="0.0", increase_threshold_percent=None, mode=None,
+                 min_progress_percent="10", patience="2", other_trials=None, action_str=None):
+        super().__init__(base_trial, collection_names, tensor_regex, use_losses_collection, mode,
+                         other_trials=other_trials, action_str=action_str)
+        name = self.rule_name
+        self.num_steps = as_int(name, "num_steps", num_steps, minimum=1)
+        self.diff_percent = _finite(name, "diff_percent", as_float(name, "diff_percent", diff_percent))
+        self.increase_threshold_percent = as_float(name, "increase_threshold_percent", increase_threshold_percent,
+                                                   allow_none=True)
+        if self.increase_threshold_percent is not None:
+            _finite(name, "increase_threshold_percent", self.increase_threshold_percent)
+            if self.diff_percent != 0 and self.diff_percent != self.increase_threshold_percent:
+                raise SMDebugValueError(
+                    f"{name}: diff_percent ({self.diff_percent:g}) and increase_threshold_percent "
+                    f"({self.increase_threshold_percent:g}) are two names of one tolerance; give one of them")
+        self.tolerance_percent = (self.increase_threshold_percent if self.increase_threshold_percent is not None
+                                  else self.diff_percent)
+        self.min_progress_percent = in_range(name, "min_progress_percent",
+                                             as_float(name, "min_progress_percent", min_progress_percent), 0)
+        self.patience = as_int(name, "patience", patience, minimum=1)
+        #: per loss: judged steps and whether the condition was met there
+        self._history: Dict[Tuple[str, ModeKeys], Tuple[List[int], List[bool]]] = {}
+
+    def _met(self, curve: Curve, s: int) -> Optional[Tuple[bool, str]]:
+        f = curve.first()
+        length = s - f + 1
+        w = max(self.num_steps, length // 4)
+        m = f + length // 2 - 1
+        if m - w < f + self.num_steps - 1:
+            return None
+        now = robust_median(curve.between(s - w, s))
+        then = robust_median(curve.between(m - w, m))
+        first = robust_median(curve.between(f - 1, f + self.num_steps - 1))
+        if now is None or then is None or first is None:
+            return None
+        tol = self.tolerance_percent
+        met = now >= then + abs(then) * tol / 100 and now >= first - abs(first) * self.min_progress_percent / 100
+        change = (now - then) / abs(then) * 100 if then else 0.0
+        detail = (f"median {then:.4g} over the {w} steps to step {m} -> {now:.4g} over the {w} steps to step {s} "
+                  f"({change:+.3g}%; tolerance {tol:g}%), {now / first if first else float('inf'):.3g}x the initial "
+                  f"{first:.4g} (progress below min_progress_percent {self.min_progress_percent:g}%)")
+        return met, detail
+
+    def judge(self, name, mode, curve, s):
+        result = self._met(curve, s)
+        if result is None:
+            return False, None
+        met, detail = result
+        steps, mets = self._history.setdefault((name, mode), ([], []))
+        steps.append(s)
+        mets.append(met)
+        if not met:
+            return True, None
+        for k in range(1, self.patience):
+            i = bisect.bisect_right(steps, s - k * self.num_steps) - 1
+            if i < 0 or not mets[i]:
+                return True, None
+        label = mode_label(mode).replace("step", "steps")
+        return True, (f"{name} did not decrease over the second half of the run so far ({label}): {detail}"
+                      + (f"; met at {self.patience} checks {self.num_steps} steps apart" if self.patience > 1 else ""))
+
+
+# ----------------------------------------------------------------------------------------------------------
+# OscillatingLoss
+# ----------------------------------------------------------------------------------------------------------
+class OscillatingLoss(LossCurveRule):
+    """Fires when a loss swings up and down instead of converging (a learning rate or momentum too high: the
+    optimiser overshoots back and forth across a valley).
+
+    At a saved step ``s`` of the loss (judged every ``window`` saves), over the saves of the second half of
+    the run so far (steps after ``f + (s - f + 1) // 2 - 1``, ``f`` the first saved step)::
+
+        curve     = medians of consecutive blocks of ``window`` saves
+        initial   = median of the loss's first ``window`` saves
+        threshold = swing_percent / 100 * |initial|
+        swings    = number of moves of ``curve`` larger than ``threshold``, each in the opposite direction of
+                    the one before (a zigzag count: a rise then a fall then a rise...)
+
+    and the rule fires when ``swings >= min_swings``. The blocks' medians follow the loss, not the noise of its
+    batches; the threshold is a share of where the loss started (the scale of what training moves), so the
+    small ups and downs of a converged loss never count; only the second half counts, so the turbulent first
+    steps of a healthy run do not.
+
+    :param window: saves per block (>= 1). Default ``"10"``.
+    :param swing_percent: the smallest move that counts, as a percentage of the initial loss (> 0). Default
+        ``"20"``.
+    :param min_swings: moves needed (>= 2; 4 = two rises and two falls). Default ``"4"``.
+    Plus the loss selection parameters of LossNotDecreasing (``collection_names``, ``tensor_regex``,
+    ``use_losses_collection``, ``mode``).
+    """
+
+    needs = "at least 2 * window * (min_swings + 1) saves of a loss"
+
+    def __init__(self, base_trial, window="10", swing_percent="20", min_swings="4", collection_names=None,
+                 tensor_regex=None, use_losses_collection="True", mode=None, other_trials=None, action_str=None):
+        super().__init__(base_trial, collection_names, tensor_regex, use_losses_collection, mode,
+                         other_trials=other_trials, action_str=action_str)
+        name = self.rule_name
+        self.window = as_int(name, "window", window, minimum=1)
+        self.swing_percent = as_float(name, "swing_percent", swing_percent)
+        if not (self.swing_percent > 0 and np.isfinite(self.swing_percent)):
+            raise SMDebugValueError(f"{name}: swing_percent must be a positive number, got {swing_percent!r}")
+        self.min_swings = as_int(name, "min_swings", min_swings, minimum=2)
+
+    def judge(self, name, mode, curve, s):
+        n = len(curve)
+        if n % self.window or n < 2 * self.window * (self.min_swings + 1):
+            return False, None
+        initial = robust_median(np.asarray(curve.values[:self.window]), minimum=1)
+        f = curve.first()
+        half = curve.index_after(f + (s - f + 1) // 2 - 1)
+        values = curve.values[half:]
+        if initial is None or not initial or not np.all(np.isfinite(values)):
+            return False, None
+        blocks = block_medians(values, self.window)
+        if len(blocks) < self.min_swings + 1:
+            return False, None
+        threshold = self.swing_percent / 100 * abs(initial)
+        swings, anchor, direction, low, high = 0, blocks[0], 0, min(blocks), max(blocks)
+        for v in blocks[1:]:
+            if direction >= 0 and v < anchor - threshold:
+                swings, direction, anchor = swings + 1, -1, v
+            elif direction <= 0 and v > anchor + threshold:
+                swings, direction, anchor = swings + 1, 1, v
+            elif (direction > 0 and v > anchor) or (direction < 0 and v < anchor):
+                anchor = v
+        if swings >= self.min_swings:
+            return True, (f"{name} swings up and down: {swings} moves larger than {threshold:.4g} ({self.swing_percent:g}% "
+                          f"of the initial {initial:.4g}) between {low:.4g} and {high:.4g}, in medians of {self.window} "
+                          f"saves over {mode_label(mode)}s {curve.steps[half]}-{s} (min_swings {self.min_swings})")
+        return True, None
+
+
+# ----------------------------------------------------------------------------------------------------------
+# SlowConvergence
+# ----------------------------------------------------------------------------------------------------------
+class SlowConvergence(LossCurveRule):
+    """Fires when training ended while the loss was still falling steadily, far from converged: the learning
+    rate (or the number of steps) was too small for the budget.
+
+    Judged once, at the last saved step of the loss, when the run has ended (before that, and on a run still
+    training, the rule evaluates nothing: whether the budget was too small is known at its end). With ``n``
+    saves and ``w = max(window, n // 10)``::
+
+        initial = median of the first w saves          early = median of the w saves around n / 3
+        late    = median of the w saves around 2n / 3   final = median of the last w saves
+        falling = late - final >= min_decrease_percent / 100 * |initial|   (still going down at the end)
+                  and late - final > 3 * noise            (noise: the MAD of the last saves / sqrt(w), x1.48)
+        slow    = falling and (final > (1 - progress_percent / 100) * initial
+                               or late - final >= deceleration * (initial - early))
+
+    i.e. the loss is still clearly going down at the end and either less than ``progress_percent`` of it is
+    gone or it falls as fast at the end as at the start (a healthy run's decrease slows down by far: most of
+    it happens early). Needs at least ``3 * window`` saves.
+
+    :param window: the smallest window, in saves (>= 2). Default ``"10"``.
+    :param progress_percent: share of the initial loss that a converging run removes (0-100). Default ``"50"``.
+    :param deceleration: the last third's decrease relative to the first third's below which the curve is
+        converging (> 0). Default ``"0.5"``.
+    :param min_decrease_percent: the last third's decrease that counts as still falling, as a percentage of the
+        initial loss (>= 0). Default ``"2"``.
+    Plus the loss selection parameters of LossNotDecreasing.
+    """
+
+    needs = "a finished run with at least 3 * window saves of a loss (judged once training has ended)"
+
+    def __init__(self, base_trial, window="10", progress_percent="50", deceleration="0.5", min_decrease_percent="2",
+                 collection_names=None, tensor_regex=None, use_losses_collection="True", mode=None, other_trials=None,
+                 action_str=None):
+        super().__init__(base_trial, collection_names, tensor_regex, use_losses_collection, mode,
+                         other_trials=other_trials, action_str=action_str)
+        name = self.rule_name
+        self.window = as_int(name, "window", window, minimum=2)
+        self.progress_percent = in_range(name, "progress_percent", as_float(name, "progress_percent",
+                                                                            progress_percent), 0, 100)
+        self.deceleration = as_float(name, "deceleration", deceleration)
+        if not (self.deceleration > 0 and np.isfinite(self.deceleration)):
+            raise SMDebugValueError(f"{name}: deceleration must be a positive number, got {deceleration!r}")
+        self.min_decrease_percent = in_range(name, "min_decrease_percent",
+                                             as_float(name, "min_decrease_percent", min_decrease_percent), 0)
+
+    def judge(self, name, mode, curve, s):
+        if not training_ended(self.base_trial) or s != self._saved.steps(name, mode)[-1]:
+            return False, None
+        values = np.asarray(curve.values)
+        n = len(values)
+        w = max(self.window, n // 10)
+        if n < 3 * self.window or not np.all(np.isfinite(values)):
+            return False, None
+
+        def around(center: int) -> float:
+            lo = min(max(0, center - w // 2), n - w)
+            return float(np.median(values[lo:lo + w]))
+
+        initial, early, late = float(np.median(values[:w])), around(n // 3), around(2 * n // 3)
+        tail = values[n - w:]
+        final = float(np.median(tail))
+        noise = 1.4826 * float(np.median(np.abs(tail - final))) / np.sqrt(w)
+        drop = late - final
+        falling = drop >= self.min_decrease_percent / 100 * abs(initial) and drop > 3 * noise
+        little_progress = final > (1 - self.progress_percent / 100) * initial
+        steady = initial > early and drop >= self.deceleration * (initial - early)
+        if falling and (little_progress or steady):
+            why = (f"only {1 - final / initial:.0%} of the initial loss is gone" if little_progress else
+                   f"it fell {drop / (initial - early):.2g}x as much in the last third as in the first")
+            return True, (f"{name} was still falling when training ended: {initial:.4g} (first {w} saves) -> "
+                          f"{early:.4g} -> {late:.4g} -> {final:.4g} (last {w} saves); {why} (progress_percent "
+                          f"{self.progress_percent:g}, deceleration {self.deceleration:g})")
+        return True, None

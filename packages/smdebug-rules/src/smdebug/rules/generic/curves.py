@@ -1,0 +1,138 @@
+"""Loss curves as rules read them: a scalar series read once, incrementally, and judged by robust statistics.
+
+A minibatch loss is noisy: two single values say little, and a rule that compares them fires on noise. The
+rules built on this module compare *medians of windows* of saves (a window's median moves with the loss,
+not with one odd batch), measure windows in a share of the run seen so far (so a run of 100 steps and one of
+100,000 are judged alike), and skip a judgement when a window holds fewer than :data:`MIN_SAVES` saves (a
+run saved every 500 steps has no curve to judge: the rule says it evaluated nothing rather than guess).
+
+:class:`Curve` keeps the saves read so far; rules evaluate steps in increasing order, so each save is read
+once and the rule never re-reads the run's history at every step.
+"""
+
+from __future__ import annotations
+
+import bisect
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+
+from smdebug.core.modes import ModeKeys
+from smdebug.rules.generic.loss_rules import LossSelection, SavedSteps, auto_mode, contains, parse_mode, step_in_mode
+from smdebug.rules.params import as_bool, as_list
+from smdebug.rules.rule import Rule
+
+#: fewest saves a window must hold for its median to be judged
+MIN_SAVES = 3
+
+
+class Curve:
+    """The saves of one scalar tensor in one mode: mode steps (or global steps for GLOBAL) and values, in
+    order, read up to the step being evaluated. A save whose value cannot be read as numbers (only
+    reductions were saved) is left out."""
+
+    def __init__(self):
+        self.steps: List[int] = []
+        self.values: List[float] = []
+        self._read = 0  # saved steps of the source list looked at so far
+
+    def extend(self, saved: SavedSteps, name: str, mode: ModeKeys, upto: int) -> None:
+        """Read the saves at steps ``<= upto`` not read yet."""
+        source = saved.steps(name, mode)
+        end = bisect.bisect_right(source, upto)
+        for s in source[self._read:end]:
+            value = saved.mean(name, s, mode)
+            if value is not None:
+                self.steps.append(s)
+                self.values.append(value)
+        self._read = max(self._read, end)
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+    def index_after(self, step: int) -> int:
+        """Number of saves at steps ``<= step``."""
+        return bisect.bisect_right(self.steps, step)
+
+    def between(self, low: int, high: int) -> np.ndarray:
+        """Values saved at steps ``low < step <= high``."""
+        return np.asarray(self.values[bisect.bisect_right(self.steps, low):bisect.bisect_right(self.steps, high)])
+
+    def first(self) -> Optional[int]:
+        return self.steps[0] if self.steps else None
+
+
+def robust_median(values: np.ndarray, minimum: int = MIN_SAVES) -> Optional[float]:
+    """The median of ``values`` if there are at least ``minimum`` of them, all finite; else None (a window
+    with NaN/infinity is ExplodingTensor's to report, not a trend)."""
+    if len(values) < minimum or not np.all(np.isfinite(values)):
+        return None
+    return float(np.median(values))
+
+
+def block_medians(values: List[float], size: int) -> List[float]:
+    """Medians of consecutive blocks of ``size`` values (a last partial block is left out)."""
+    return [float(np.median(values[i:i + size])) for i in range(0, len(values) - size + 1, size)]
+
+
+def training_ended(trial) -> bool:
+    """Whether the run has ended (its end-of-training marker was seen, or it was read as finished)."""
+    return bool(trial.loaded_all_steps)
+
+
+class LossCurveRule(Rule):
+    """A rule judging the curve of each loss: which tensors are losses, which mode, the curves read so far.
+
+    **Losses.** The union of the tensors of ``collection_names`` and those matching ``tensor_regex``, plus the
+    ``losses`` collection when ``use_losses_collection`` is true and the run has one; with neither
+    ``collection_names`` nor ``tensor_regex`` and no loss collection, every scalar tensor. A loss saved per
+    sample counts as its mean. Each loss is followed in one mode: ``mode`` if given, else TRAIN when it has
+    TRAIN-mode saves, else GLOBAL (XGBoost's metrics); steps are steps of that mode.
+
+    Subclasses implement :meth:`judge`, called at every saved step of a loss with its curve read up to there.
+    """
+
+    def __init__(self, base_trial, collection_names=None, tensor_regex=None, use_losses_collection="True", mode=None,
+                 other_trials=None, action_str=None):
+        super().__init__(base_trial, other_trials=other_trials, action_str=action_str)
+        from smdebug.rules.generic.loss_rules import _bad_regex
+        from smdebug.exceptions import SMDebugValueError
+
+        name = self.rule_name
+        self.collection_names = as_list(name, "collection_names", collection_names)
+        self.tensor_regex = as_list(name, "tensor_regex", tensor_regex)
+        for bad in (r for r in self.tensor_regex if _bad_regex(r)):
+            raise SMDebugValueError(f"{name}: tensor_regex {bad!r} is not a valid regular expression")
+        self.use_losses_collection = as_bool(name, "use_losses_collection", use_losses_collection)
+        self.mode = parse_mode(name, "mode", mode)
+        self._saved = SavedSteps(base_trial)
+        self._losses = LossSelection(base_trial, self.collection_names, self.tensor_regex, self.use_losses_collection)
+        self._curves: Dict[Tuple[str, ModeKeys], Curve] = {}
+
+    #: what the rule needs, for its NotEvaluated detail
+    needs = "a loss curve"
+
+    def judge(self, name: str, mode: ModeKeys, curve: Curve, step: int) -> Tuple[bool, Optional[str]]:
+        """(judged, reason if the condition is met) for loss ``name`` at its mode step ``step``."""
+        raise NotImplementedError
+
+    def invoke_at_step(self, step):
+        judged = False
+        for name in self._losses.names():
+            mode = auto_mode(self._saved, name, self.mode)
+            s = step_in_mode(self.base_trial, step, mode)
+            if s is None or not contains(self._saved.steps(name, mode), s):
+                continue
+            curve = self._curves.setdefault((name, mode), Curve())
+            curve.extend(self._saved, name, mode, s)
+            if not curve.steps or curve.steps[-1] != s:
+                continue  # only reductions saved at s
+            done, reason = self.judge(name, mode, curve, s)
+            if done:
+                judged = True
+                self.mark_evaluated(name)
+            if reason:
+                return reason
+        if not judged:
+            self.not_evaluated(f"needs {self.needs}" + (f" in mode {self.mode.name}" if self.mode is not None else ""))
+        return False

@@ -1,0 +1,180 @@
+"""Rules on what goes into the model and what comes out of it: UnnormalizedInput (tabular or sequence
+features left in their raw units) and ImproperOutput (an output activation the loss does not expect).
+
+Both problem classes are from AUTOTRAINER (ICSE'21) and DeepDiagnosis (ICSE'22), which found them among the
+commonest causes of a model that trains badly without any NaN: an input feature in the thousands saturates
+the first layer and dominates the gradient; a softmax fed to a loss that applies log-softmax itself
+flattens the gradient; a classification trained with a squared error against the class index learns an
+ordering of the classes that does not exist.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+
+from smdebug.exceptions import SMDebugValueError
+from smdebug.rules.evaluation import looking_for
+from smdebug.rules.generic.activation_rules import batches_at
+from smdebug.rules.generic.selection import collection_tensors, select_tensors
+from smdebug.rules.params import as_float, as_int, as_list
+from smdebug.rules.rule import Rule
+
+
+def _floats(values: List[np.ndarray]) -> List[np.ndarray]:
+    return [v for v in values if v.dtype.kind == "f" and v.size]
+
+
+class UnnormalizedInput(Rule):
+    """Fires when a tabular or sequence input of the model has a feature far from unit scale.
+
+    Inspects the tensors of ``collection_names`` (``inputs``: the model's own inputs, which the hooks save
+    there) with 2 dimensions (batch, features) or 3 (batch, time, features); images (4 dimensions and more)
+    are CheckInputImages' job. Integer-valued non-negative inputs are token or category ids, not
+    measurements, and are skipped. At a step where such an input was saved (at least ``min_samples`` rows,
+    pooled over workers), per feature ``j`` (the last axis)::
+
+        scale_j = max(|mean_j|, std_j)
+
+    and the rule fires when ``max_j scale_j > threshold``. A standardised feature has scale about 1; a
+    feature min-max scaled to [0, 1] below 1; features left as measured (areas, amounts, sensor readings)
+    reach the hundreds or thousands.
+
+    :param threshold: the largest tolerated feature scale (> 0). Default ``"50"``.
+    :param min_samples: rows a save must hold to be judged (>= 2). Default ``"16"``.
+    :param collection_names: comma-separated collections of input tensors. Default ``"inputs"``.
+    :param tensor_regex: comma-separated regexes of more input tensors. Default None.
+    """
+
+    def __init__(self, base_trial, threshold="50", min_samples="16", collection_names="inputs", tensor_regex=None,
+                 other_trials=None, action_str=None):
+        super().__init__(base_trial, other_trials=other_trials, action_str=action_str)
+        rule = self.rule_name
+        self.threshold = as_float(rule, "threshold", threshold)
+        if not (self.threshold > 0 and np.isfinite(self.threshold)):
+            raise SMDebugValueError(f"{rule}: threshold must be a positive number, got {threshold!r}")
+        self.min_samples = as_int(rule, "min_samples", min_samples, minimum=2)
+        self.collection_names = as_list(rule, "collection_names", collection_names)
+        self.tensor_regex = as_list(rule, "tensor_regex", tensor_regex)
+        if not (self.collection_names or self.tensor_regex):
+            raise SMDebugValueError(f"{rule}: give collection_names or tensor_regex")
+
+    def invoke_at_step(self, step):
+        judged = False
+        for name in select_tensors(self.base_trial, self.collection_names, self.tensor_regex):
+            for value in _floats(batches_at(self.base_trial, name, step)):
+                if value.ndim not in (2, 3):
+                    continue
+                x = value.reshape(-1, value.shape[-1]).astype(np.float64)
+                if x.shape[0] < self.min_samples or not np.all(np.isfinite(x)):
+                    continue
+                if x.min() >= 0 and np.all(x == np.round(x)):
+                    continue  # token / category ids
+                judged = True
+                self.mark_evaluated(name)
+                scale = np.maximum(np.abs(x.mean(axis=0)), x.std(axis=0))
+                j = int(np.argmax(scale))
+                if scale[j] > self.threshold:
+                    return (f"{name}: feature {j} has scale {scale[j]:.4g} (mean {x[:, j].mean():.4g}, std "
+                            f"{x[:, j].std():.4g}) > threshold {self.threshold:g} over {x.shape[0]} rows; "
+                            f"{int((scale > self.threshold).sum())} of {x.shape[1]} features above it")
+        if not judged:
+            self.not_evaluated(f"judges steps where a float 2-D or 3-D input with at least min_samples="
+                               f"{self.min_samples} rows was saved")
+        return False
+
+
+# loss modules (PyTorch class names, as the hook names their tensors) by what their first input must be
+LOGIT_LOSSES = ("CrossEntropyLoss", "BCEWithLogitsLoss", "MultiLabelSoftMarginLoss")
+LOG_PROBABILITY_LOSSES = ("NLLLoss",)
+REGRESSION_LOSSES = ("MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss")
+_LOSS_TENSOR = re.compile(r"^(?:.*[/_.])?(?P<loss>[A-Za-z0-9]+Loss)_(?:input|output)_\d+$")
+
+
+class ImproperOutput(Rule):
+    """Fires when what the model outputs does not fit the loss it is trained with.
+
+    The loss is recognised from the names of its tensors (``<LossClass>_input_0`` = the model's output as
+    the loss gets it, ``<LossClass>_input_1`` = the targets, as the PyTorch hook names a loss module's
+    inputs; the hook also puts them in the ``predictions`` and ``labels`` collections). Pooled over the saves
+    seen so far (from at least ``min_values`` output values), with ``p`` the outputs and ``y`` the targets:
+
+    * a loss that applies (log-)softmax or sigmoid itself (``CrossEntropyLoss``, ``BCEWithLogitsLoss``,
+      ``MultiLabelSoftMarginLoss``) gets outputs all in [0, 1]: probabilities, not logits (a softmax or
+      sigmoid applied twice; the gradient flattens as the outputs saturate);
+    * ``NLLLoss`` (log-probabilities, all <= 0) gets outputs all >= 0: probabilities, not their logarithm;
+    * a regression loss (``MSELoss``, ``L1Loss``, ``SmoothL1Loss``, ``HuberLoss``) on one output per sample
+      gets targets that are the class ids ``0 .. K-1`` (every one present, ``3 <= K <= max_classes``): a
+      classification trained as a regression on the class index.
+
+    Runs whose loss is not named so (a Keras ``loss`` tensor) are not evaluated.
+
+    :param min_values: output values to see before judging (>= 1). Default ``"256"``.
+    :param max_classes: the most class ids a regression target may have to count as class labels (>= 3).
+        Default ``"100"``.
+    """
+
+    def __init__(self, base_trial, min_values="256", max_classes="100", other_trials=None, action_str=None):
+        super().__init__(base_trial, other_trials=other_trials, action_str=action_str)
+        rule = self.rule_name
+        self.min_values = as_int(rule, "min_values", min_values, minimum=1)
+        self.max_classes = as_int(rule, "max_classes", max_classes, minimum=3)
+        #: loss class -> [pooled min, max, count of outputs; target ids seen (or None: not ids); outputs per row]
+        self._seen: Dict[str, list] = {}
+
+    def _losses(self) -> Dict[str, Tuple[Optional[str], Optional[str]]]:
+        """loss class -> (name of its output tensor as the loss gets it, name of its targets)."""
+        found: Dict[str, List[Optional[str]]] = {}
+        names = self.base_trial.tensor_names()
+        for name in names:
+            m = _LOSS_TENSOR.match(name)
+            if m is None:
+                continue
+            entry = found.setdefault(m.group("loss"), [None, None])
+            if name.endswith("_input_0"):
+                entry[0] = name
+            elif name.endswith("_input_1"):
+                entry[1] = name
+        looking_for("tensors named <Loss>_input_0 / _input_1 (a loss module's inputs)",
+                    [n for pair in found.values() for n in pair if n])
+        return {loss: (p, y) for loss, (p, y) in found.items() if p}
+
+    def invoke_at_step(self, step):
+        judged = False
+        for loss, (pname, yname) in self._losses().items():
+            outputs = _floats(batches_at(self.base_trial, pname, step))
+            if not outputs:
+                continue
+            seen = self._seen.setdefault(loss, [np.inf, -np.inf, 0, set(), None])
+            for p in outputs:
+                seen[0], seen[1], seen[2] = min(seen[0], float(p.min())), max(seen[1], float(p.max())), seen[2] + p.size
+                seen[4] = 1 if p.ndim <= 1 else int(np.prod(p.shape[1:]))
+            if yname is not None and seen[3] is not None:
+                for y in batches_at(self.base_trial, yname, step):
+                    if y.dtype.kind in "fiu" and y.size and np.all(y == np.round(y)) and y.min() >= 0:
+                        seen[3].update(int(v) for v in np.unique(y)[: self.max_classes + 1])
+                    else:
+                        seen[3] = None
+                        break
+            if seen[2] < self.min_values:
+                continue
+            judged = True
+            self.mark_evaluated(pname)
+            low, high = seen[0], seen[1]
+            if loss in LOGIT_LOSSES and low >= 0 and high <= 1:
+                return (f"{loss} applies softmax/sigmoid itself but its input {pname} is all in [{low:.3g}, {high:.3g}] "
+                        f"over {seen[2]} values: probabilities, not logits (remove the output activation)")
+            if loss in LOG_PROBABILITY_LOSSES and low >= 0:
+                return (f"{loss} expects log-probabilities (<= 0) but its input {pname} is all in [{low:.3g}, "
+                        f"{high:.3g}] over {seen[2]} values: probabilities (use log_softmax)")
+            ids = seen[3]
+            if (loss in REGRESSION_LOSSES and seen[4] == 1 and ids and 3 <= len(ids) <= self.max_classes
+                    and ids == set(range(len(ids)))):
+                return (f"{loss} on one output per sample against targets {yname} that are the class ids 0-"
+                        f"{len(ids) - 1}: a classification trained as a regression on the class index")
+        if not judged:
+            self.not_evaluated(f"needs a loss module's input (<Loss>_input_0) with at least min_values="
+                               f"{self.min_values} values saved")
+        return False

@@ -1,0 +1,121 @@
+"""UnnormalizedInput and ImproperOutput: thresholds pinned on hand-made runs written with the real hook, and
+each rule on real PyTorch training, broken and healthy."""
+
+import numpy as np
+import pytest
+
+from smdebug.exceptions import SMDebugValueError
+from smdebug.rules.generic import ImproperOutput, UnnormalizedInput
+from smdebug.rules.rule_invoker import invoke_rule
+from smdebug.trials import create_trial
+
+from test_data_rules import run
+
+
+# --- UnnormalizedInput -------------------------------------------------------------------------------------
+def test_unnormalized_input_feature_scale_is_pinned(tmp_path):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(64, 3))
+    x[:, 2] = 50.0  # a constant feature: |mean| 50, std 0
+    trial = run(tmp_path, [{"model_input_0": x}], collections={"inputs": "model_input"})
+    assert invoke_rule(UnnormalizedInput(trial)) == []  # 50 is not above 50
+    rule = UnnormalizedInput(trial, threshold="49.99")
+    assert invoke_rule(rule) == [0]
+    assert rule.last_reason.startswith("model_input_0: feature 2 has scale 50 (mean 50, std 0) > threshold 49.99")
+    # sequences (batch, time, features) are judged per feature too; images (4-D) are CheckInputImages' job
+    seq = np.ones((8, 4, 2)) * [0.5, 500.5]  # measurements, not ids
+    images = np.full((64, 1, 4, 4), 255.0)
+    trial = run(tmp_path / "shapes", [{"seq_input_0": seq, "img_input_0": images}],
+                collections={"inputs": "_input_0"})
+    assert invoke_rule(UnnormalizedInput(trial)) == [0]
+    assert invoke_rule(UnnormalizedInput(trial, tensor_regex="img", collection_names="")) == []
+
+
+def test_unnormalized_input_skips_ids_and_small_batches(tmp_path):
+    ids = np.random.default_rng(1).integers(0, 5000, size=(64, 12)).astype(np.float32)  # token ids
+    trial = run(tmp_path, [{"tokens_input_0": ids, "small_input_0": np.full((8, 2), 900.5)}],
+                collections={"inputs": "_input_0"})
+    rule = UnnormalizedInput(trial)
+    assert invoke_rule(rule) == [] and rule.evaluation.steps == 0  # nothing it could judge: it says so
+    assert invoke_rule(UnnormalizedInput(trial, min_samples="8")) == [0]
+
+
+def test_unnormalized_input_parameters(tmp_path):
+    trial = run(tmp_path, [{"x": np.zeros(1)}])
+    rule = UnnormalizedInput(trial, threshold="10", min_samples="4", collection_names="a,b", tensor_regex="c")
+    assert (rule.threshold, rule.min_samples, rule.collection_names, rule.tensor_regex) == (10.0, 4, ["a", "b"], ["c"])
+    for kwargs, message in [({"threshold": "0"}, "threshold must be a positive number"),
+                            ({"min_samples": "1"}, "min_samples must be >= 2"),
+                            ({"collection_names": "", "tensor_regex": ""}, "give collection_names or tensor_regex")]:
+        with pytest.raises(SMDebugValueError, match=message):
+            UnnormalizedInput(trial, **kwargs)
+
+
+# --- ImproperOutput ----------------------------------------------------------------------------------------
+def test_improper_output_probabilities_into_a_logits_loss(tmp_path):
+    rng = np.random.default_rng(2)
+    logits = rng.normal(size=(32, 4))
+    probabilities = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    steps = [{"CrossEntropyLoss_input_0": probabilities, "CrossEntropyLoss_input_1": rng.integers(0, 4, 32)}] * 2
+    trial = run(tmp_path, steps)
+    # 128 values per save: judged from the second save on (min_values 256)
+    assert invoke_rule(ImproperOutput(trial)) == [1]
+    assert invoke_rule(ImproperOutput(trial, min_values="128")) == [0, 1]
+    rule = ImproperOutput(trial)
+    invoke_rule(rule)
+    assert rule.last_reason.startswith("CrossEntropyLoss applies softmax/sigmoid itself but its input "
+                                       "CrossEntropyLoss_input_0 is all in [")
+    healthy = run(tmp_path / "logits", [{"CrossEntropyLoss_input_0": logits}] * 2)
+    rule = ImproperOutput(healthy)
+    assert invoke_rule(rule) == [] and rule.evaluation.steps == 1
+    # NLLLoss wants log-probabilities
+    nll = run(tmp_path / "nll", [{"NLLLoss_input_0": probabilities}] * 2)
+    assert invoke_rule(ImproperOutput(nll)) == [1]
+    assert invoke_rule(ImproperOutput(run(tmp_path / "nll-ok", [{"NLLLoss_input_0": np.log(probabilities)}] * 2))) == []
+
+
+def test_improper_output_regression_on_class_ids(tmp_path):
+    rng = np.random.default_rng(3)
+    out = rng.normal(size=(300, 1))
+    labels = np.arange(300) % 4  # class ids 0-3
+    trial = run(tmp_path, [{"MSELoss_input_0": out, "MSELoss_input_1": labels.astype(np.float32)}])
+    rule = ImproperOutput(trial)
+    assert invoke_rule(rule) == [0] and "class ids 0-3" in rule.last_reason
+    assert invoke_rule(ImproperOutput(trial, max_classes="3")) == []  # 4 ids: more than max_classes
+    # two ids (a binary target), fractional targets, several outputs per sample: a regression
+    for name, y, p in [("binary", np.arange(300) % 2, out), ("real", rng.normal(size=300), out),
+                       ("wide", labels, rng.normal(size=(300, 4)))]:
+        trial = run(tmp_path / name, [{"MSELoss_input_0": p, "MSELoss_input_1": y.astype(np.float32)}])
+        assert invoke_rule(ImproperOutput(trial)) == [], name
+
+
+def test_improper_output_without_loss_inputs_is_not_evaluated(tmp_path):
+    rule = ImproperOutput(run(tmp_path, [{"predictions": np.zeros((300, 2))}]))
+    assert invoke_rule(rule) == [] and rule.evaluation.steps == 0
+    with pytest.raises(SMDebugValueError, match="min_values must be >= 1"):
+        ImproperOutput(create_trial(str(tmp_path)), min_values="0")
+
+
+# --- real PyTorch training ---------------------------------------------------------------------------------
+torch = pytest.importorskip("torch")
+pytest.importorskip("smdebug.pytorch")
+
+from _torch_runs import classification_data, mlp, train_torch  # noqa: E402
+
+
+@pytest.mark.parametrize("softmax, scale, fires", [(True, 1.0, "ImproperOutput"), (False, 1000.0, "UnnormalizedInput"),
+                                                   (False, 1.0, None)])
+def test_model_io_rules_on_real_training(tmp_path, softmax, scale, fires):
+    model = mlp()
+    if softmax:
+        model = torch.nn.Sequential(model, torch.nn.Softmax(dim=1))
+    x, y = classification_data(256, scale=scale)
+    out = train_torch(tmp_path, model, (x, y), steps=12, lr=0.05, include_collections=["losses", "inputs"],
+                      include_regex=[r"Loss_input_\d+$"], batch_size=64)
+    trial = create_trial(out)
+    results = {}
+    for cls in (ImproperOutput, UnnormalizedInput):
+        rule = cls(trial)
+        results[cls.__name__] = invoke_rule(rule)
+        assert rule.evaluation.steps > 0, cls.__name__
+    assert [name for name, steps in results.items() if steps] == ([fires] if fires else [])
