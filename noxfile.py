@@ -47,13 +47,15 @@ PLUGINS = {
 }
 NUMPY_PLUGIN_FIXTURE = "tests/fixtures/smdebug-numpy-plugin"
 RULE_PACK_FIXTURE = "packages/smdebug-rules/tests/fixtures/smdebug-example-rules"
+# the tests' and benchmarks' shared helpers (moto server, horovodrun launcher): pure Python, no dependencies
+TEST_SUPPORT = "tests/support"
 
 TEST_TOOLS = ["pytest", "pytest-xdist", "pytest-timeout"]
 # A test that hangs fails after this many seconds instead of eating CI's budget (override: -- --timeout=N).
 TEST_TIMEOUT = "--timeout=900"
-# bokeh: smdebug report; playwright: drives the system chromium in the report's browser tests (its
+# grimp: the import-cycle check (tests/test_import_cycles.py); bokeh: smdebug report; playwright: drives the system chromium in the report's browser tests (its
 # Python package only: the tests launch Debian's chromium, no browser is downloaded)
-CORE_TEST_DEPS = TEST_TOOLS + ["hypothesis", "pandas", "tensorboard", "boto3", "moto[server]", "matplotlib", "bokeh",
+CORE_TEST_DEPS = TEST_TOOLS + ["hypothesis", "pandas", "tensorboard", "boto3", "moto[server]", "matplotlib", "bokeh", "grimp",
                                "playwright"]
 # boto3/moto: rule results written to s3:// and SNS actions; bokeh: `smdebug report` shows rule verdicts
 RULES_TEST_DEPS = ["boto3", "moto[server]", "bokeh"]
@@ -133,8 +135,9 @@ def _editable(*paths: str) -> List[str]:
 
 
 def _install(session: nox.Session, editable: Sequence[str], requirements: Sequence[str] = ()) -> None:
-    """One resolver call for everything, then the guard against PyPI copies of our own packages."""
-    session.install(*_editable(*editable), *requirements)
+    """One resolver call for everything (with the tests' shared helpers), then the guard against PyPI copies
+    of our own packages."""
+    session.install(*_editable(*editable, TEST_SUPPORT), *requirements)
     _guard_no_pypi_smdebug(session)
 
 
@@ -397,7 +400,7 @@ RULE_ACCURACY_DEPS: List[str] = [*TF_TEST_DEPS, *XGBOOST_TEST_DEPS]
 @nox.session(python=PYTHON)
 def bench_rules(session: nox.Session) -> None:
     """The rule-accuracy benchmark (benchmarks/rule_accuracy): real PyTorch, Keras and XGBoost runs with known
-    bugs and healthy ones, every built-in rule at its defaults and the recommended set; appended to RESULTS.md.
+    bugs and healthy ones, every built-in rule at its defaults and the recommended set; recorded in RESULTS.md.
     Same as ``nox -s bench -- --only rule_accuracy`` but with TensorFlow and XGBoost installed."""
     _install(session, [CORE, *PLUGINS.values()], [*BENCH_DEPS, *RULE_ACCURACY_DEPS, _torch_requirement()])
     session.env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")

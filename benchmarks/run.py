@@ -1,4 +1,4 @@
-"""Run the benchmarks, print the tables and append them to benchmarks/RESULTS.md.
+"""Run the benchmarks, print the tables and record them in benchmarks/RESULTS.md (one section per benchmark).
 
     python benchmarks/run.py [--quick] [--repeat N] [--no-record]
                              [--only io|torch|rules|s3|trial_read|memory|scaling|report|rule_accuracy]
@@ -22,8 +22,10 @@ it (report_build.py).
 PyTorch, Keras and XGBoost runs, and how often they fire on healthy ones (rule_accuracy/; its own nox session
 ``bench_rules`` has all three frameworks). Only with ``--only rule_accuracy``: it needs TensorFlow and XGBoost,
 which the ``bench`` session does not install.
-All others by default. A recorded run ends with "Targets at a glance": every target's verdict from the latest
-section of each benchmark in RESULTS.md (``--summary`` makes only that table).
+All others by default. Each benchmark's section replaces its previous one in RESULTS.md (which moves to
+benchmarks/history/, see results_file.py); sections are newest first, under "Targets at a glance": every
+target's verdict from the section of each benchmark (``--summary`` makes only that table, and puts the file
+in that shape).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ RESULTS = os.path.join(HERE, "RESULTS.md")
 sys.path.insert(0, HERE)
 
 from sides import check_ours  # noqa: E402
+import results_file  # noqa: E402
 
 
 def machine() -> str:
@@ -122,8 +125,9 @@ def _section(title: str, lines) -> str:
 
 
 class _Sections(list):
-    """Sections of this run; each is printed and, unless recording is off, appended to RESULTS.md at once,
-    so a long run that is interrupted keeps what it already measured."""
+    """Sections of this run; each is printed and, unless recording is off, written to RESULTS.md at once (in
+    the place of that benchmark's previous section), so a long run that is interrupted keeps what it already
+    measured."""
 
     def __init__(self, record: bool):
         super().__init__()
@@ -132,27 +136,13 @@ class _Sections(list):
     def append(self, section: str) -> None:
         super().append(section)
         print(section)
-        if not self.record:
-            return
-        new = not os.path.exists(RESULTS)
-        with open(RESULTS, "a") as f:
-            if new:
-                f.write("# Benchmark results\n\nEach section is appended by `benchmarks/run.py`.\n")
-            f.write(section)
+        if self.record:
+            results_file.normalise(RESULTS, [section], summary_of=targets_summary)
 
-    def replace_summary(self, summary: str) -> None:
-        """Like :meth:`append`, but the targets table takes the place of the one the file had, so the file
-        keeps one, last, however many runs of single benchmarks came since."""
-        super().append(summary)
-        print(summary)
-        if not self.record:
-            return
-        with open(RESULTS) as f:
-            head, *chunks = f.read().split("\n## ")
-        kept = "".join("\n## " + c for c in chunks if not c.startswith(SUMMARY_TITLE + " — "))
-        with open(RESULTS + ".tmp", "w") as f:
-            f.write(head + kept.rstrip("\n") + "\n" + summary)
-        os.replace(RESULTS + ".tmp", RESULTS)
+    def rewrite(self) -> None:
+        """Only the targets table again (and the file in its shape)."""
+        results_file.normalise(RESULTS, summary_of=targets_summary)
+        print(results_file.split(open(RESULTS).read())[1][0][2] if os.path.exists(RESULTS) else "")
 
 
 ORIGINAL_VENV = "original smdebug 1.0.34 in its own venv"
@@ -223,7 +213,7 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="smaller sizes (for a smoke run)")
     parser.add_argument("--repeat", type=int, default=3,
                         help="I/O, trial_read, scaling: best of N runs; torch: 2N passes; memory: unused")
-    parser.add_argument("--no-record", action="store_true", help="do not append to RESULTS.md")
+    parser.add_argument("--no-record", action="store_true", help="do not record in RESULTS.md")
     parser.add_argument("--only", choices=tuple(BENCHMARKS), help="run one benchmark only")
     parser.add_argument("--summary", action="store_true",
                         help="measure nothing; write the targets table again from RESULTS.md's latest sections")
@@ -251,10 +241,8 @@ def main(argv=None):
             continue
         sections.append(_section(title, [f"- machine: {machine()}", *header(args, command, report, module), "",
                                          module.format_table(report)]))
-    if args.summary or (sections.record and sections):
-        summary = targets_summary(RESULTS)
-        if summary:
-            sections.replace_summary(summary)
+    if args.summary:
+        sections.rewrite()
     if failed:
         print(f"failed: {', '.join(failed)}", file=sys.stderr)
         return 1
@@ -288,7 +276,7 @@ def comparison_failures(report) -> list:
     return list(dict.fromkeys(found))
 
 
-SUMMARY_TITLE = "Targets at a glance"
+SUMMARY_TITLE = results_file.SUMMARY_TITLE
 
 
 def _is_verdict(line: str) -> bool:
@@ -296,26 +284,15 @@ def _is_verdict(line: str) -> bool:
     return line.startswith("- ") and any(mark in line for mark in ("(met", "met)", "not met", "MISSED"))
 
 
-def targets_summary(results_path: str) -> str:
-    """A section listing every target verdict of the latest section of each benchmark in RESULTS.md (so a
-    run of one benchmark updates its lines and keeps the others'), with the date each was measured."""
-    try:
-        with open(results_path) as f:
-            text = f.read()
-    except OSError:
-        return ""
-    latest = {}
-    for chunk in text.split("\n## ")[1:]:
-        heading, _, body = chunk.partition("\n")
-        title, _, date = heading.rpartition(" — ")
-        if title and title != SUMMARY_TITLE:
-            latest[title] = (date, body)
-    rows = [f"| {title} ({date}) | {line[2:]} |" for title, (date, body) in latest.items()
-            for line in body.splitlines() if _is_verdict(line)]
+def targets_summary(sections) -> str:
+    """A section listing every target verdict of the current section of each benchmark (``sections``:
+    (title, date, text) as results_file.split gives them), with the date each was measured."""
+    rows = [f"| {title} ({date}) | {line[2:]} |" for title, date, text in sections
+            for line in text.splitlines() if _is_verdict(line)]
     if not rows:
         return ""
     return _section(SUMMARY_TITLE, [
-        "- the verdicts of the latest section of each benchmark above (its date in the first column); "
+        "- the verdicts of the section of each benchmark below (its date in the first column); "
         "`nox -s bench -- --summary` makes this table again", "",
         "| benchmark | target: measured (verdict) |", "|---|---|", *rows])
 

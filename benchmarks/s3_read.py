@@ -20,7 +20,7 @@ import numpy as np
 from smdebug import SaveConfig
 from smdebug.core.collection import Collection
 from smdebug.core.hook import BaseHook
-from smdebug.core.testing import MotoServer, apply_env, restore_env
+from smdebug_test_support.s3 import MotoServer, apply_env, restore_env
 from smdebug.trials import create_trial
 
 HERE = os.path.dirname(os.path.abspath(__file__))

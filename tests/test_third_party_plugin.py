@@ -48,6 +48,9 @@ def test_cli_lists_it(smdebug_cli):
     assert by_name["numpyfw"]["distribution"] == "smdebug-numpy-plugin"
     assert data["frameworks"]["numpyfw"]["plugin"] == "numpyfw"
     assert data["frameworks"]["numpyfw"]["hook_classes"] == {"Hook": "smdebug_numpyfw.hook:Hook"}
+    assert data["commands"]["numpyfw-summary"] == {"name": "numpyfw-summary", "module": "smdebug_numpyfw.command",
+                                                   "help": "Summarise a run saved by a numpyfw hook.",
+                                                   "plugin": "numpyfw"}
 
 
 def test_cli_respects_the_allow_list(smdebug_cli):
@@ -139,3 +142,65 @@ def test_numpy_training_loop_end_to_end(fresh_plugins, tmp_path):
     assert [e[2] for e in step_ends] == list(range(steps))
     assert all(e[3] == "TRAIN" for e in step_ends)
     assert ours[-1][0] == "closed"
+
+
+def _numpyfw_run(out_dir, steps=3) -> str:
+    """A short real run saved by the plugin's hook (the loss of a numpy logistic regression)."""
+    from smdebug import SaveConfig
+    from smdebug_numpyfw import Hook
+
+    x, y = _synthetic_data()
+    w = np.zeros(x.shape[1], dtype=np.float32)
+    hook = Hook(out_dir=str(out_dir), save_config=SaveConfig(save_interval=1), include_collections=["losses"])
+    for _ in range(steps):
+        hook.begin_step()
+        p = 1.0 / (1.0 + np.exp(-(x @ w)))
+        hook.record("loss", np.array([-np.mean(y * np.log(p + 1e-7) + (1 - y) * np.log(1 - p + 1e-7))]))
+        w -= 0.5 * (x.T @ (p - y) / len(y)).astype(np.float32)
+        hook.end_step()
+    hook.close()
+    return str(out_dir)
+
+
+@pytest.mark.needs_core
+def test_its_command_is_listed_and_runs(smdebug_cli, tmp_path):
+    out = smdebug_cli("--help")
+    assert out.returncode == 0, out.stderr
+    assert "numpyfw-summary" in out.stdout and "Summarise a run saved by a numpyfw hook." in out.stdout
+    run = _numpyfw_run(tmp_path / "run")
+    out = smdebug_cli("numpyfw-summary", run, "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == {"steps": [0, 1, 2], "tensors": ["loss"]}
+    out = smdebug_cli("numpyfw-summary", "--help")
+    assert out.returncode == 0 and "smdebug numpyfw-summary RUN" in out.stdout
+
+
+@pytest.mark.needs_core
+def test_a_plugin_command_that_cannot_load_fails_alone(fresh_plugins, tmp_path, capsys):
+    """A plugin whose command module is missing: that command fails with a message naming the plugin and
+    the module; the other plugins' commands and smdebug's own still work, and --help lists them all."""
+    from smdebug.cli.main import main
+    from smdebug.core.plugins import CommandInfo, hookimpl
+
+    class Broken:
+        @staticmethod
+        @hookimpl
+        def smdebug_register_commands(register):
+            register(CommandInfo("broken-cmd", "smdebug_numpyfw.no_such_module", "a command that cannot load"))
+
+    fresh_plugins.get_plugin_manager().register(Broken(), name="broken-pack")
+    assert main(["broken-cmd", "--some", "args"]) == 2
+    err = capsys.readouterr().err
+    assert "smdebug broken-cmd: this command comes from plugin 'broken-pack'" in err
+    assert "smdebug_numpyfw.no_such_module" in err and "ModuleNotFoundError" in err
+
+    run = _numpyfw_run(tmp_path / "run")
+    assert main(["numpyfw-summary", run, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["steps"] == [0, 1, 2]
+    assert main(["ls", run]) == 0
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--help"])
+    assert exit_info.value.code == 0
+    listing = capsys.readouterr().out
+    assert "broken-cmd" in listing and "numpyfw-summary" in listing and "ls" in listing

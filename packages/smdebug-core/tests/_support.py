@@ -84,7 +84,8 @@ def write_run(root, steps, workers=("worker_0",), num_workers=None, mode_of=None
     from smdebug.core.collection_manager import CollectionManager
     from smdebug.core.locations import END_OF_JOB_FILE, collections_file_name
     from smdebug.core.modes import ModeKeys
-    from smdebug.core.storage.base import Storage, get_storage
+    from smdebug.core.storage.base import Storage
+    from smdebug.core.storage.factory import get_storage
     from smdebug.core.tfevent.step_writer import StepWriter
 
     # ``root``: a local path, an s3:// path, a Storage, or a test RunLocation (has .storage)

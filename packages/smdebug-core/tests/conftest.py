@@ -240,7 +240,7 @@ def moto_server():
     Skips where boto3 or moto[server] is not installed (the compat sessions)."""
     pytest.importorskip("boto3")
     pytest.importorskip("moto.server")
-    from smdebug.core.testing import MotoServer, apply_env, restore_env
+    from smdebug_test_support.s3 import MotoServer, apply_env, restore_env
 
     server = MotoServer(interruptible=True).start()
     previous = apply_env({**server.env, **S3_TEST_ENV})

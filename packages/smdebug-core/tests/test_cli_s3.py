@@ -18,7 +18,7 @@ pytest.importorskip("smdebug.core.storage.s3", reason="this smdebug-core has no 
 
 @pytest.fixture(scope="module")
 def s3_env():
-    from smdebug.core.testing import MotoServer
+    from smdebug_test_support.s3 import MotoServer
 
     with MotoServer() as server:
         # quick retries against the local endpoint
@@ -28,7 +28,7 @@ def s3_env():
 @contextlib.contextmanager
 def s3_environment(env):
     """The moto server's endpoint and credentials in os.environ (for boto3 in this process), then restored."""
-    from smdebug.core.testing import apply_env, restore_env
+    from smdebug_test_support.s3 import apply_env, restore_env
 
     previous = apply_env(env)
     try:

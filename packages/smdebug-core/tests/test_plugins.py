@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from smdebug.core.plugins import FrameworkInfo, RuleInfo, WorkerInfo, hookimpl
+from smdebug.core.plugins import CommandInfo, FrameworkInfo, RuleInfo, WorkerInfo, hookimpl
 
 FW = "smdebug.frameworks"
 RULES = "smdebug.rules"
@@ -467,6 +467,37 @@ def test_rule_info_validation():
         RuleInfo("r", "collections:NoSuchClass", "p").load()
 
 
+def test_command_info_validation():
+    assert CommandInfo("my-cmd", "pkg.mod", "help").to_dict() == {"name": "my-cmd", "module": "pkg.mod", "help": "help"}
+    for args in [("My", "m"), ("a b", "m"), ("-x", "m"), ("ok", "not a module"), ("ok", "m:attr"), ("ok", "")]:
+        with pytest.raises(ValueError):
+            CommandInfo(*args)
+    with pytest.raises(ModuleNotFoundError):
+        CommandInfo("ok", "smdebug_no_such_module").load()
+    with pytest.raises(AttributeError, match="no add_arguments"):
+        CommandInfo("ok", "json").load()  # a module, but not a command
+
+
+def test_commands_registered_by_code_and_clashes(fresh_plugins, smdebug_log):
+    from smdebug.core.plugins import hookimpl
+
+    class Pack:
+        def __init__(self, *names):
+            self.names = names
+
+        @hookimpl
+        def smdebug_register_commands(self, register):
+            for name in self.names:
+                register(CommandInfo(name, "smdebug.cli.ls_cmd", f"{name} help"))
+
+    fresh_plugins.get_plugin_manager().register(Pack("alpha", "beta"), name="first-pack")
+    fresh_plugins.get_plugin_manager().register(Pack("beta"), name="second-pack")
+    commands = fresh_plugins.commands()
+    assert {"alpha", "beta"} <= set(commands)
+    assert fresh_plugins.command_plugin("beta") == "first-pack"  # the first to claim a name keeps it
+    assert any("registers command 'beta', which plugin 'first-pack' registered first" in m for m in smdebug_log.warnings)
+
+
 def test_hookspecs_are_documented():
     from smdebug.core.plugins import hookspecs
 
@@ -474,6 +505,7 @@ def test_hookspecs_are_documented():
     assert {f.__name__ for f in specs} == {
         "smdebug_register_frameworks",
         "smdebug_register_rules",
+        "smdebug_register_commands",
         "smdebug_tensor_to_numpy",
         "smdebug_detect_worker",
         "smdebug_recommended_collections",

@@ -10,7 +10,7 @@ def fast_end(monkeypatch):
 @pytest.fixture(scope="session")
 def moto_server():
     """A real moto server on loopback for the session (SNS, SQS, SageMaker over HTTP)."""
-    from smdebug.core.testing import MotoServer
+    from smdebug_test_support.s3 import MotoServer
 
     with MotoServer() as server:
         yield server

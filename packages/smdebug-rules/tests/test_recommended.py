@@ -14,7 +14,8 @@ import xgboost as xgb
 
 import smdebug.pytorch as smd
 from smdebug import SaveConfig
-from smdebug.core.testing import TAPERED_SAVED_STEPS, one_torch_thread
+from smdebug.core.testing import TAPERED_SAVED_STEPS
+from smdebug_test_support.threads import one_torch_thread
 from smdebug.rules import rule_configs, run_rules
 from smdebug.rules.results import ISSUES, NO_ISSUES, NOT_APPLICABLE, NOT_EVALUATED
 

@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("horovod.tensorflow", reason="Horovod is installed by the `horovod_tf` nox session only")
 
-from smdebug.core.testing import run_horovod_job  # noqa: E402
+from smdebug_test_support.horovod import run_horovod_job  # noqa: E402
 from smdebug.trials import create_trial  # noqa: E402
 
 WORKER = Path(__file__).parent / "hvd_worker.py"

@@ -9,7 +9,8 @@ import torch.nn.functional as F
 
 import smdebug.pytorch as smd
 from smdebug.core.activations import ACTIVATION_COLLECTIONS, activation_layers
-from smdebug.core.testing import TAPERED_SAVED_STEPS, check_recommended_run, one_torch_thread
+from smdebug.core.testing import TAPERED_SAVED_STEPS, check_recommended_run
+from smdebug_test_support.threads import one_torch_thread
 
 
 @pytest.fixture(autouse=True)

@@ -10,34 +10,21 @@ __path__ = __import__("pkgutil").extend_path(__path__, __name__)
 
 from smdebug._version import __version__  # noqa: E402
 
+from smdebug.core.lazy import lazy_exports  # noqa: E402
+
 _LAZY = {
-    "modes": ("smdebug.core.modes", "ModeKeys"),
-    "ModeKeys": ("smdebug.core.modes", "ModeKeys"),
-    "SaveConfig": ("smdebug.core.save_config", "SaveConfig"),
-    "SaveConfigMode": ("smdebug.core.save_config", "SaveConfigMode"),
-    "ReductionConfig": ("smdebug.core.reduction_config", "ReductionConfig"),
-    "CollectionKeys": ("smdebug.core.collection", "CollectionKeys"),
-    "Collection": ("smdebug.core.collection", "Collection"),
-    "create_trial": ("smdebug.trials", "create_trial"),
-    "hookimpl": ("smdebug.core.plugins", "hookimpl"),
+    "modes": "smdebug.core.modes:ModeKeys",
+    "ModeKeys": "smdebug.core.modes:ModeKeys",
+    "SaveConfig": "smdebug.core.save_config:SaveConfig",
+    "SaveConfigMode": "smdebug.core.save_config:SaveConfigMode",
+    "ReductionConfig": "smdebug.core.reduction_config:ReductionConfig",
+    "CollectionKeys": "smdebug.core.collection:CollectionKeys",
+    "Collection": "smdebug.core.collection:Collection",
+    "create_trial": "smdebug.trials:create_trial",
+    "hookimpl": "smdebug.core.plugins:hookimpl",
 }
-
 __all__ = ["__version__", *_LAZY]
-
-
-def __getattr__(name):
-    target = _LAZY.get(name)
-    if target is None:
-        raise AttributeError(f"module 'smdebug' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(target[0]), target[1])
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)
 
 
 def _install_missing_plugin_finder():

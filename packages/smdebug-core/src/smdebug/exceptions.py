@@ -7,29 +7,18 @@ existing analysis code and rules keep working.
 
 from __future__ import annotations
 
+from smdebug.core.error_base import (  # noqa: F401 - re-exported: this module is their public place
+    SMDebugError,
+    SMDebugNotImplementedError,
+    SMDebugRuntimeError,
+    SMDebugTypeError,
+    SMDebugValueError,
+)
+from smdebug.core.modes import ModeKeys
+
 
 def _mode_name(mode) -> str:
     return getattr(mode, "name", str(mode))
-
-
-class SMDebugError(Exception):
-    """Base class of every error smdebug raises on purpose."""
-
-
-class SMDebugTypeError(SMDebugError, TypeError):
-    pass
-
-
-class SMDebugValueError(SMDebugError, ValueError):
-    pass
-
-
-class SMDebugRuntimeError(SMDebugError, RuntimeError):
-    pass
-
-
-class SMDebugNotImplementedError(SMDebugError, NotImplementedError):
-    pass
 
 
 class SMDebugCustomerError(SMDebugError):
@@ -52,8 +41,6 @@ class TensorUnavailable(SMDebugError):
 class TensorUnavailableForStep(SMDebugError):
     def __init__(self, tname, step, mode=None, has_reductions=False):
         super().__init__(tname, step, mode, has_reductions)
-        from smdebug.core.modes import ModeKeys
-
         self.tname = tname
         self.step = step
         self.mode = ModeKeys.GLOBAL if mode is None else mode
@@ -83,8 +70,6 @@ class MissingEventFile(TensorUnavailableForStep):
 class ShapeUnavailableForStep(SMDebugError):
     def __init__(self, tname, step, mode=None):
         super().__init__(tname, step, mode)
-        from smdebug.core.modes import ModeKeys
-
         self.tname = tname
         self.step = step
         self.mode = ModeKeys.GLOBAL if mode is None else mode
@@ -99,8 +84,6 @@ class ShapeUnavailableForStep(SMDebugError):
 class StepUnavailable(SMDebugError):
     def __init__(self, step, mode=None):
         super().__init__(step, mode)
-        from smdebug.core.modes import ModeKeys
-
         self.step = step
         self.mode = ModeKeys.GLOBAL if mode is None else mode
 
@@ -111,8 +94,6 @@ class StepUnavailable(SMDebugError):
 class StepNotYetAvailable(SMDebugError):
     def __init__(self, step, mode=None):
         super().__init__(step, mode)
-        from smdebug.core.modes import ModeKeys
-
         self.step = step
         self.mode = ModeKeys.GLOBAL if mode is None else mode
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from smdebug.core.collection import NON_HISTOGRAM_COLLECTIONS
 from smdebug.core.modes import ModeKeys
-from smdebug.core.storage.base import get_storage
+from smdebug.core.storage.factory import get_storage
 from smdebug.core.tensorboard import TensorBoardWriter, histogram_tag
 from smdebug.exceptions import SMDebugValueError, TensorUnavailableForStep
 

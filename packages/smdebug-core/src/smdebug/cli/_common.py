@@ -103,7 +103,8 @@ def read_file(path: str, what: str) -> bytes:
 
     A missing or unreadable file is a CliError naming ``what`` it was meant to be.
     """
-    from smdebug.core.storage.base import get_storage, is_s3_path
+    from smdebug.core.storage.base import is_s3_path
+    from smdebug.core.storage.factory import get_storage
     from smdebug.core.storage.safe_fs import read_regular
     from smdebug.exceptions import SMDebugError
 

@@ -1,7 +1,11 @@
 """Entry point of the ``smdebug`` console script.
 
-To add a subcommand, write ``smdebug/cli/<name>_cmd.py`` with a module docstring (its first line is the
-help text), ``add_arguments(parser)`` and ``run(args) -> int``, then list it in :data:`COMMANDS`.
+smdebug-core's own subcommands are listed in :data:`COMMANDS`: ``smdebug/cli/<name>_cmd.py`` with a module
+docstring (its first line is the help text), ``add_arguments(parser)`` and ``run(args) -> int``. Plugins add
+theirs through the ``smdebug_register_commands`` hook spec (:class:`smdebug.core.plugins.CommandInfo`, e.g.
+``smdebug rules`` from smdebug-rules): the core knows none of them by name. A plugin command's module is
+imported only when that command is used, so ``smdebug --help`` lists them all without importing them, and a
+plugin whose command cannot load fails that command alone, with a message naming the plugin.
 """
 
 from __future__ import annotations
@@ -12,17 +16,18 @@ import logging
 import sys
 from typing import Dict, List, Optional
 
-#: subcommand name -> module implementing it
+#: smdebug-core's subcommands: name -> module implementing it
 COMMANDS: Dict[str, str] = {
     "ls": "smdebug.cli.ls_cmd",
     "show": "smdebug.cli.show_cmd",
     "plot": "smdebug.cli.plot_cmd",
     "report": "smdebug.cli.report_cmd",
-    "rules": "smdebug.cli.rules_cmd",
     "run": "smdebug.cli.run_cmd",
     "plugins": "smdebug.cli.plugins_cmd",
     "export": "smdebug.cli.export_cmd",
 }
+#: the top-level options, which take no value: the first other argument names the command
+_TOP_LEVEL_FLAGS = ("-h", "--help", "--version", "-v", "--verbose")
 
 
 def _version() -> str:
@@ -33,7 +38,64 @@ def _version() -> str:
     return f"smdebug {__version__} (smdebug-core)"
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _command_name(argv: List[str]) -> Optional[str]:
+    return next((a for a in argv if a not in _TOP_LEVEL_FLAGS), None)
+
+
+def _plugin_commands() -> dict:
+    """Commands registered by plugins (CommandInfo by name), minus those that reuse a core name."""
+    try:
+        from smdebug.core.plugins import manager
+
+        found = manager.commands()
+    except Exception as e:  # noqa: BLE001 - a broken plugin system leaves the core's commands working
+        logging.getLogger("smdebug").warning("smdebug: plugin commands unavailable: %s", e)
+        return {}
+    for name in [n for n in found if n in COMMANDS]:
+        logging.getLogger("smdebug").warning("smdebug: plugin %r registers command %r, which is smdebug's own; "
+                                             "ignoring it", manager.command_plugin(name), name)
+        del found[name]
+    return found
+
+
+def _add_command(sub, name: str, module) -> None:
+    doc = (module.__doc__ or "").strip()
+    cmd = sub.add_parser(name, help=doc.splitlines()[0] if doc else "", description=doc or None,
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
+    module.add_arguments(cmd)
+    cmd.set_defaults(_run=module.run)
+
+
+def _add_plugin_command(sub, info, chosen: bool) -> None:
+    """A plugin's command: only its help line unless it is the one being run (then its module loads)."""
+    if chosen:
+        try:
+            _add_command(sub, info.name, info.load())
+            return
+        except Exception as e:  # noqa: BLE001 - the plugin's fault: say so, other commands are unaffected
+            problem = f"{type(e).__name__}: {e}"
+    if not chosen:
+        sub.add_parser(info.name, help=info.help)
+        return
+    # it cannot define its arguments: take whatever follows (no option is recognised), then say why
+    cmd = sub.add_parser(info.name, help=info.help, add_help=False, prefix_chars="\0")
+    cmd.add_argument("_ignored", nargs="*", help=argparse.SUPPRESS)
+    cmd.set_defaults(_run=lambda args: _broken_command(info, problem))
+
+
+def _broken_command(info, problem: str) -> int:
+    from smdebug.core.plugins import manager
+
+    print(f"smdebug {info.name}: this command comes from plugin {manager.command_plugin(info.name)!r} "
+          f"(module {info.module}), which cannot load it: {problem}", file=sys.stderr)
+    return 2
+
+
+def build_parser(argv: Optional[List[str]] = None) -> argparse.ArgumentParser:
+    """The parser for ``argv`` (default ``sys.argv[1:]``): every core command, and the plugins' commands
+    unless ``argv`` names a core command (which then runs without plugin discovery)."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    chosen = _command_name(argv)
     parser = argparse.ArgumentParser(
         prog="smdebug",
         description="Inspect smdebug runs and installation.",
@@ -43,13 +105,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="show debug logs (on stderr)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module_name in COMMANDS.items():
-        module = importlib.import_module(module_name)
-        doc = (module.__doc__ or "").strip()
-        summary = doc.splitlines()[0] if doc else ""
-        cmd = sub.add_parser(name, help=summary, description=doc or None,
-                             formatter_class=argparse.RawDescriptionHelpFormatter)
-        module.add_arguments(cmd)
-        cmd.set_defaults(_run=module.run)
+        _add_command(sub, name, importlib.import_module(module_name))
+    if chosen not in COMMANDS:
+        for name, info in sorted(_plugin_commands().items()):
+            _add_plugin_command(sub, info, chosen == name)
     return parser
 
 
@@ -69,7 +128,8 @@ def _logs_to_stderr(verbose: bool) -> None:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     if getattr(args, "_run", None) is None:
         parser.print_help(sys.stderr)

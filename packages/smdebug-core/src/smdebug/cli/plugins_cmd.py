@@ -1,4 +1,4 @@
-"""List the installed smdebug plugins, with the frameworks and rules they register.
+"""List the installed smdebug plugins, with the frameworks, rules and commands they register.
 
 Each plugin found through the smdebug.frameworks and smdebug.rules entry points is shown with its
 status: loaded, skipped (its framework is not installed), failed (with the error) or disabled
@@ -41,6 +41,8 @@ def collect() -> dict:
             name: {**info.to_dict(), "plugin": manager.framework_plugin(name)} for name, info in sorted(frameworks.items())
         },
         "rules": {name: {**info.to_dict(), "plugin": manager.rule_plugin(name)} for name, info in sorted(rules.items())},
+        "commands": {name: {**info.to_dict(), "plugin": manager.command_plugin(name)}
+                     for name, info in sorted(manager.commands().items())},
     }
 
 
@@ -68,6 +70,8 @@ def render(data: dict) -> str:
     out.append(_table(("NAME", "GROUP", "DISTRIBUTION", "VERSION", "STATUS", "DETAIL"), plugins))
     out += ["", "Frameworks:", _table(("NAME", "MODULE", "IMPORTS", "PLUGIN", "HOOKS"), frameworks)]
     out += ["", "Rules:", _table(("NAME", "PACK", "PLUGIN", "CLASS"), rules)]
+    commands = [(f"smdebug {name}", c["plugin"] or "-", c["module"]) for name, c in data["commands"].items()]
+    out += ["", "Commands:", _table(("COMMAND", "PLUGIN", "MODULE"), commands)]
     env = {k: v for k, v in data["environment"].items() if v is not None}
     if env:
         out += ["", "Environment: " + ", ".join(f"{k}={v!r}" for k, v in env.items())]

@@ -83,14 +83,14 @@ class CollectionManager:
         """Write the collections file ``collections/000000000/<collections_file_name>`` of the run at
         ``out_dir`` (a directory or ``s3://bucket/prefix``), atomically. Hooks do this themselves; this
         is for tools that build or rewrite runs."""
-        from smdebug.core.storage.base import get_storage
+        from smdebug.core.storage.factory import get_storage
 
         get_storage(out_dir).write_atomic(f"{COLLECTIONS_DIR}/{collections_file_name}", self.dumps().encode("utf-8"))
 
     @classmethod
     def load(cls, filename, collection_class=None) -> "CollectionManager":
         """Read a collections file (a local path or ``s3://bucket/key``)."""
-        from smdebug.core.storage.base import storage_for_file
+        from smdebug.core.storage.factory import storage_for_file
 
         storage, name = storage_for_file(filename)
         manager = cls.loads(storage.read(name), storage.full_path(name))

@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import List, Optional, Tuple
 
 from smdebug.core.locations import INDEX_DIR, is_index_file
-from smdebug.core.storage.base import as_path_str, get_storage
+from smdebug.core.storage.base import as_path_str
+from smdebug.core.storage.factory import get_storage
 from smdebug.trials.read_cache import ReadIndexFilesCache  # noqa: F401 - re-exported
 
 

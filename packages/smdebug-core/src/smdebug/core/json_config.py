@@ -19,6 +19,7 @@ import json
 import os
 from typing import Any, Dict, Optional
 
+from smdebug.core.lazy import lazy_exports
 from smdebug.core.storage.safe_fs import UnsafeFileError, read_regular
 from smdebug.core.collection import CollectionKeys
 from smdebug.core.logger import get_logger
@@ -239,18 +240,12 @@ def _apply_sagemaker_tensorboard(kwargs: dict) -> None:
             kwargs["tensorboard_dir"] = local
 
 
-#: smdebug 1.0.x's functions and constants of this module (legacy adapters, loaded on use)
-_LEGACY = frozenset({
-    "CONFIG_FILE_PATH_ENV_STR", "DEFAULT_SAGEMAKER_OUTDIR", "DEFAULT_SAGEMAKER_TENSORBOARD_PATH",
-    "TENSORBOARD_CONFIG_FILE_PATH_ENV_STR", "get_json_config_as_dict", "get_tensorboard_dir_from_json_config",
-    "collect_hook_config_params", "get_include_collections", "add_collections_to_manager",
-    "create_hook_from_json_config",
+#: smdebug 1.0.x's functions and constants of this module (legacy adapters, loaded on use; the legacy
+#: module imports this one, never the other way round)
+__getattr__, __dir__ = lazy_exports(__name__, {
+    name: "smdebug.core.legacy.json_config"
+    for name in ("CONFIG_FILE_PATH_ENV_STR", "DEFAULT_SAGEMAKER_OUTDIR", "DEFAULT_SAGEMAKER_TENSORBOARD_PATH",
+                 "TENSORBOARD_CONFIG_FILE_PATH_ENV_STR", "get_json_config_as_dict",
+                 "get_tensorboard_dir_from_json_config", "collect_hook_config_params", "get_include_collections",
+                 "add_collections_to_manager", "create_hook_from_json_config")
 })
-
-
-def __getattr__(name):
-    if name in _LEGACY:
-        from smdebug.core.legacy import json_config as legacy
-
-        return getattr(legacy, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

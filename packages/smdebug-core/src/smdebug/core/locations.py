@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from typing import Optional
 
+from smdebug.core.lazy import lazy_exports
 from smdebug.exceptions import IndexReaderException
 
 DEFAULT_WORKER_NAME = "worker_0"
@@ -130,14 +131,10 @@ def is_index_file(path: str) -> bool:
     return path.endswith(".json") or path.endswith(".csv")
 
 
-#: smdebug 1.0.x's location classes (legacy adapters over the functions above, loaded on use)
-_LEGACY = ("IndexFileLocationUtils", "TensorFileLocation", "TensorboardFileLocation", "EventFileLocation",
-           "TensorLocation", "TensorShape", "STEP_NUMBER_FORMATTING_LENGTH")
-
-
-def __getattr__(name):
-    if name in _LEGACY:
-        from smdebug.core.legacy import locations
-
-        return getattr(locations, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+#: smdebug 1.0.x's location classes (legacy adapters over the functions above, loaded on use; the
+#: legacy module imports this one, never the other way round)
+__getattr__, __dir__ = lazy_exports(__name__, {
+    name: "smdebug.core.legacy.locations"
+    for name in ("IndexFileLocationUtils", "TensorFileLocation", "TensorboardFileLocation", "EventFileLocation",
+                 "TensorLocation", "TensorShape", "STEP_NUMBER_FORMATTING_LENGTH")
+})

@@ -98,3 +98,14 @@ def get_logger(name: str = "smdebug") -> logging.Logger:
                 _configure(root)
                 _configured = True
     return root if name == "smdebug" else logging.getLogger(name if name.startswith("smdebug") else f"smdebug.{name}")
+
+
+class WarnsOnce:
+    """Mixin: ``self._warn_once(key, message, *args)`` logs a warning the first time ``key`` comes up on this
+    object, and never again (a condition met at every step is worth one line, not thousands)."""
+
+    def _warn_once(self, key, message: str, *args) -> None:
+        warned = self.__dict__.setdefault("_warned", set())
+        if key not in warned:
+            warned.add(key)
+            get_logger().warning(message, *args)

@@ -2,6 +2,8 @@
 
 from enum import Enum
 
+from smdebug.core.error_base import SMDebugValueError
+
 
 class ModeKeys(Enum):
     TRAIN = 1
@@ -28,8 +30,6 @@ class ModeKeys(Enum):
                 return cls(value)
             except ValueError:
                 pass
-        from smdebug.exceptions import SMDebugValueError
-
         raise SMDebugValueError(f"Invalid mode {value!r}; expected one of {[m.name for m in cls]}")
 
 

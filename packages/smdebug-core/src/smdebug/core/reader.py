@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Iterator, List, Optional
 
-from smdebug.core.storage.base import as_path_str, storage_for_file
+from smdebug.core.storage.base import as_path_str
+from smdebug.core.storage.factory import storage_for_file
 from smdebug.core.tfevent.proto.event_pb2 import Event
 from smdebug.core.tfevent.records import iter_records
 from smdebug.core.tfevent.tensor_codec import summary_value_mode, tensor_proto_to_numpy

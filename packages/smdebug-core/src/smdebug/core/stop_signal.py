@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from typing import Optional
 
 from smdebug.core.locations import STOP_SIGNAL_FILE
 from smdebug.core.logger import get_logger
-from smdebug.core.storage.base import get_storage, is_s3_path
+from smdebug.core.storage.base import is_s3_path
+from smdebug.core.storage.factory import get_storage
 
 logger = get_logger()
 
@@ -112,3 +114,42 @@ def describe(signal: dict) -> str:
     reason = signal.get("reason")
     text = f"{rule} asked to stop training" + (f" (condition met at step {step})" if step is not None else "")
     return f"{text}: {reason}" if reason else text
+
+
+def make_stop_watcher(out_dir: str):
+    """What a hook polls at step boundaries: the watcher itself for a local run; for S3, a poller that
+    looks on a thread of its own."""
+    watcher = StopSignalWatcher(out_dir)
+    return BackgroundStopPoller(watcher) if is_s3_path(out_dir) else watcher
+
+
+class BackgroundStopPoller:
+    """Looks for the stop signal on a thread of its own, so an S3 request (or an S3 outage) never
+    delays a training step; the step boundary only reads what the thread found."""
+
+    def __init__(self, watcher: StopSignalWatcher):
+        self.watcher = watcher
+        self.signal: Optional[dict] = None
+        self._stop = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+
+    def poll(self) -> Optional[dict]:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="smdebug-stop-signal", daemon=True)
+            self._thread.start()
+        return self.signal
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                signal = self.watcher.poll()
+            except Exception as e:  # noqa: BLE001 - S3 unreachable: look again later
+                logger.debug("smdebug: could not look for a stop signal in %s: %s", self.watcher.out_dir, e)
+                signal = None
+            if signal is not None:
+                self.signal = signal
+                return
+            self._stop.wait(max(self.watcher.interval, 0.05))
+
+    def stop(self) -> None:
+        self._stop.set()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import bisect
 
 from enum import Enum
-from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Protocol, Sequence, Tuple
 
 import numpy as np
 
@@ -21,7 +21,41 @@ from smdebug.exceptions import (
 )
 
 if TYPE_CHECKING:
-    from smdebug.trials.trial import Trial
+    from smdebug.core.tfevent.index_file import IndexFile
+
+
+class TensorReader(Protocol):
+    """What a :class:`Tensor` reads through: the trial it belongs to (:class:`smdebug.trials.trial.Trial`
+    implements it). Steps are global steps with ``mode=GLOBAL``, else steps of that mode; an ``IndexFile``
+    is one worker's index of one step (where each tensor's record is)."""
+
+    name: str
+    #: skip steps whose files are damaged (with a warning) instead of raising
+    skip_damaged: bool
+
+    def maybe_refresh(self) -> None:
+        """Look for new steps of a run still being written (rate-limited)."""
+
+    def tensor_steps(self, name: str, mode, show_incomplete: bool) -> List[int]:
+        """The steps at which anything of tensor ``name`` was saved."""
+
+    def index_files_with_tensor(self, name: str, step: int, mode) -> List["IndexFile"]:
+        """Every worker's index of ``step`` that has tensor ``name`` (TensorUnavailableForStep if none)."""
+
+    def index_file_for(self, name: str, step: int, mode, worker: Optional[str]) -> "IndexFile":
+        """The index of ``step`` to read ``name`` from: ``worker``'s, or the first worker's that has it."""
+
+    def read_record(self, f: "IndexFile", name: str, location: Tuple[int, int]) -> np.ndarray:
+        """The value stored at ``location`` (offset, length) of ``f``'s event file."""
+
+    def read_records(self, name: str, steps: Sequence[int], mode, worker: Optional[str]) -> List[np.ndarray]:
+        """The values of ``name`` at ``steps``, neighbouring records read together."""
+
+    def note_read(self, name: str, step: int) -> None:
+        """A value was served without reading it (from the tensor's cache): tell the open read logs."""
+
+    def global_step(self, mode, mode_step: int) -> Optional[int]:
+        """The global step of a mode step."""
 
 
 class StepState(Enum):
@@ -31,7 +65,7 @@ class StepState(Enum):
 
 
 class Tensor:
-    def __init__(self, name: str, trial: "Trial", cache: bool = False):
+    def __init__(self, name: str, trial: TensorReader, cache: bool = False):
         self.name = name
         self.original_name = name
         self.trial = trial
@@ -42,7 +76,7 @@ class Tensor:
     def steps(self, mode=ModeKeys.GLOBAL, show_incomplete_steps: bool = False) -> List[int]:
         """Steps (global, or mode steps for a mode) at which anything of this tensor was saved."""
         self.trial.maybe_refresh()
-        return self.trial._tensor_steps(self.name, mode, show_incomplete_steps)
+        return self.trial.tensor_steps(self.name, mode, show_incomplete_steps)
 
     def prev_steps(self, step, n=None, mode=ModeKeys.GLOBAL) -> List[int]:
         """The saved steps up to and including ``step`` (the last ``n`` of them if ``n`` is given)."""
@@ -54,21 +88,20 @@ class Tensor:
         raise SMDebugNotImplementedError("Tensor.step() was removed; use tensor.value(step) and tensor.steps()")
 
     def workers(self, step_num, mode=ModeKeys.GLOBAL) -> List[str]:
-        files = self.trial._files_with_tensor(self.name, step_num, mode)
+        files = self.trial.index_files_with_tensor(self.name, step_num, mode)
         return sorted(f.worker for f in files)
 
     # --- values -------------------------------------------------------------------------------
     def value(self, step_num, mode=ModeKeys.GLOBAL, worker: Optional[str] = None) -> np.ndarray:
-        f = self.trial._file_for(self.name, step_num, mode, worker)
+        f = self.trial.index_file_for(self.name, step_num, mode, worker)
         location = f.location(self.name)
         if location is None:
             raise TensorUnavailableForStep(self.name, step_num, mode, has_reductions=self.name in f.reductions)
         key = (f.step, f.worker)
         if self.cache and key in self._values:
-            if self.trial._read_logs:
-                self.trial._note_read(self.name, f.step)
+            self.trial.note_read(self.name, f.step)
             return self._values[key]
-        value = self.trial._read_value(f, self.name, location)
+        value = self.trial.read_record(f, self.name, location)
         if self.cache:
             self._values[key] = value
         return value
@@ -76,7 +109,7 @@ class Tensor:
     def values(self, mode=ModeKeys.GLOBAL, worker: Optional[str] = None) -> Dict[int, np.ndarray]:
         steps = self.steps(mode)
         try:
-            return dict(zip(steps, self.trial._read_values(self.name, steps, mode, worker)))
+            return dict(zip(steps, self.trial.read_records(self.name, steps, mode, worker)))
         except (EventFileCorrupted, MissingEventFile):
             if not getattr(self.trial, "skip_damaged", False):
                 raise
@@ -91,10 +124,10 @@ class Tensor:
 
     def reduction_value(self, step_num, reduction_name: str, mode=ModeKeys.GLOBAL, worker=None, abs=False):
         """A stored reduction if one was saved, else computed from the raw value (same definitions)."""
-        f = self.trial._file_for(self.name, step_num, mode, worker)
+        f = self.trial.index_file_for(self.name, step_num, mode, worker)
         stored = f.reductions.get(self.name, {}).get((reduction_name, abs))
         if stored is not None:
-            return self.trial._read_value(f, self.name, stored.location)
+            return self.trial.read_record(f, self.name, stored.location)
         entry = f.entries.get(self.name)
         if entry is not None and entry.location is not None:
             return compute_reduction(self.value(step_num, mode, f.worker), reduction_name, abs)
@@ -102,11 +135,11 @@ class Tensor:
 
     def reduction_values(self, step_num, mode=ModeKeys.GLOBAL, worker=None) -> Dict[Tuple[str, bool], np.ndarray]:
         """All reductions saved for this step: {(name, abs): value}."""
-        f = self.trial._file_for(self.name, step_num, mode, worker)
-        return {k: self.trial._read_value(f, self.name, e.location) for k, e in f.reductions.get(self.name, {}).items()}
+        f = self.trial.index_file_for(self.name, step_num, mode, worker)
+        return {k: self.trial.read_record(f, self.name, e.location) for k, e in f.reductions.get(self.name, {}).items()}
 
     def shape(self, step_num, mode=ModeKeys.GLOBAL, worker=None) -> Tuple[int, ...]:
-        f = self.trial._file_for(self.name, step_num, mode, worker)
+        f = self.trial.index_file_for(self.name, step_num, mode, worker)
         entry = f.entries.get(self.name)
         if entry is not None and entry.shape is not None:
             return tuple(entry.shape)
@@ -152,7 +185,7 @@ class Tensor:
                 except TensorUnavailableForStep:
                     continue
                 v = np.asarray(v)
-                f = self.trial._file_for(self.name, step, mode, w)
+                f = self.trial.index_file_for(self.name, step, mode, w)
                 rows.append(
                     {
                         "step": gstep,

@@ -37,7 +37,8 @@ from smdebug.core.locations import (
     parse_step_file_name,
 )
 from smdebug.core.logger import get_logger
-from smdebug.core.storage.base import as_path_str, get_storage, parse_s3_path
+from smdebug.core.storage.base import as_path_str, parse_s3_path
+from smdebug.core.storage.factory import get_storage
 from smdebug.core.tfevent.tensor_codec import make_numpy_array  # noqa: F401 - re-exported
 from smdebug.exceptions import SMDebugNotImplementedError, SMDebugRuntimeError, SMDebugValueError
 

@@ -14,6 +14,7 @@ import os
 import threading
 from typing import Callable, Dict, List, Optional
 
+from smdebug.core.lazy import lazy_exports
 from smdebug.core.logger import get_logger
 from smdebug.core.storage.base import Storage
 from smdebug.core.storage.errors import StorageAccessDenied, StorageBucketNotFound, StorageError
@@ -28,10 +29,6 @@ _RELEASE_EACH_BYTES = 64 << 10
 _ITEM_OVERHEAD = 512
 # Small items queued without waking the writer wake it once this many are waiting.
 _WAKE_AT_ITEMS = 64
-
-
-class WriterFailed(Exception):
-    pass
 
 
 def _human_bytes(n: int) -> str:
@@ -247,8 +244,9 @@ class BackgroundWriter:
     def _run(self):
         try:
             self.storage.serve_background_writer()
-        except Exception:  # noqa: BLE001
-            pass
+        except Exception as e:  # noqa: BLE001 - writing still works, without the backend's patient retries
+            self.logger.warning("smdebug: %s could not set up retries for background writes (%s: %s); "
+                                "writes that fail are not retried", self.storage.display_path, type(e).__name__, e)
         while True:
             with self._lock:
                 while not self._queue and not self._closed:
@@ -299,10 +297,7 @@ class BackgroundWriter:
                 self.lost_steps.setdefault(step, str(err))
             w = self._steps.pop(step, None)
             if w is not None:
-                try:
-                    w.abort()
-                except Exception:  # noqa: BLE001
-                    pass
+                self._abort(w)
             what = f"step {step}"
         else:
             what = getattr(fn, "__name__", "a write")
@@ -347,17 +342,17 @@ class BackgroundWriter:
 
     def _abort_all(self):
         for w in self._steps.values():
-            try:
-                w.abort()
-            except Exception:  # noqa: BLE001
-                pass
+            self._abort(w)
         self._steps.clear()
 
+    def _abort(self, w: StepWriter) -> None:
+        """Drop a step's unfinished files. The step is reported as not saved either way; a failure to
+        clean up only leaves temporary files behind (never visible to readers), said at debug level."""
+        try:
+            w.abort()
+        except Exception as e:  # noqa: BLE001
+            self.logger.debug("smdebug: could not remove the unfinished files of a step: %s: %s", type(e).__name__, e)
 
-def __getattr__(name):
-    # smdebug 1.0.x's FileWriter (one step's files, written directly): a legacy adapter, loaded on use.
-    if name == "FileWriter":
-        from smdebug.core.legacy.file_writer import FileWriter
 
-        return FileWriter
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# smdebug 1.0.x's FileWriter (one step's files, written directly): a legacy adapter, loaded on use.
+__getattr__, __dir__ = lazy_exports(__name__, {"FileWriter": "smdebug.core.legacy.file_writer"})

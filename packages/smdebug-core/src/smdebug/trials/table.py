@@ -205,7 +205,7 @@ def _decode_job(trial, f, key, needs, spans):
         got = {}
         for what, (start, length) in nd:
             if spans is None:  # read_many failed: one record at a time, with the trial's own error handling
-                got[what] = trial._read_value(f, name, (start, length))
+                got[what] = trial.read_record(f, name, (start, length))
                 continue
             raw = _slice(spans, trial.storage.full_path(key), start, length)
             got[what] = trial._decode(f, name, raw, key)

@@ -31,7 +31,8 @@ from smdebug.core.locations import (
 from smdebug.core.logger import get_logger
 from smdebug.core.modes import ModeKeys
 from smdebug.core.names import did_you_mean
-from smdebug.core.storage.base import Storage, get_storage, is_s3_path, parse_s3_path
+from smdebug.core.storage.base import Storage, is_s3_path, parse_s3_path
+from smdebug.core.storage.factory import get_storage
 from smdebug.core.storage.safe_fs import UnsafeFileError
 from smdebug.core.tensor import StepState, Tensor
 from smdebug.core.tfevent.index_file import IndexEntry, IndexFile, event_file_key, parse_index_file
@@ -298,7 +299,9 @@ class Trial:
         when the reader catches the exception. Costs nothing while no log is open."""
         return ReadLog(self._read_logs)
 
-    def _note_read(self, name: str, step: int) -> None:
+    def note_read(self, name: str, step: int) -> None:
+        """Tell the open read logs that a value of ``name`` at ``step`` was returned (part of the reader
+        interface a Tensor uses, :class:`smdebug.core.tensor.TensorReader`)."""
         for log in self._read_logs:
             log.note_read(name, step)
 
@@ -703,7 +706,8 @@ class Trial:
                     if i == len(steps) or steps[i] != step:
                         steps.insert(i, step)
 
-    def _tensor_steps(self, name: str, mode, show_incomplete: bool) -> List[int]:
+    # --- what a Tensor reads through (smdebug.core.tensor.TensorReader) -------------------------------
+    def tensor_steps(self, name: str, mode, show_incomplete: bool) -> List[int]:
         self._parse_pending()
         if self._step_index_backlog:
             self._index_steps()
@@ -733,13 +737,13 @@ class Trial:
             raise StepNotYetAvailable(step, mode)
         return files
 
-    def _files_with_tensor(self, name: str, step: int, mode) -> List[IndexFile]:
+    def index_files_with_tensor(self, name: str, step: int, mode) -> List[IndexFile]:
         files = [f for f in self._step_files(step, mode).values() if f.has_tensor(name)]
         if not files:
             raise TensorUnavailableForStep(name, step, mode)
         return files
 
-    def _file_for(self, name: str, step: int, mode, worker: Optional[str]) -> IndexFile:
+    def index_file_for(self, name: str, step: int, mode, worker: Optional[str]) -> IndexFile:
         files = self._step_files(step, mode)
         if worker is None and len(files) == 1:  # one worker: the usual case, no sorting
             for f in files.values():
@@ -778,7 +782,7 @@ class Trial:
             e.path = self.storage.full_path(key)  # (worked out only when needed: reads are per value)
             raise
 
-    def _read_value(self, f: IndexFile, name: str, location: Tuple[int, int]) -> np.ndarray:
+    def read_record(self, f: IndexFile, name: str, location: Tuple[int, int]) -> np.ndarray:
         try:
             key = self._event_path(f, name)
             start, length = location
@@ -789,7 +793,7 @@ class Trial:
                 self._note_damage(e)
             raise
         if self._read_logs:
-            self._note_read(name, f.step)
+            self.note_read(name, f.step)
         return value
 
     # --- remote reads: one request for neighbouring records ---------------------------------------
@@ -876,19 +880,19 @@ class Trial:
             )
         return raw
 
-    def _read_values(self, name: str, steps: Sequence[int], mode, worker: Optional[str]) -> List[np.ndarray]:
+    def read_records(self, name: str, steps: Sequence[int], mode, worker: Optional[str]) -> List[np.ndarray]:
         """Values of one tensor at many steps, reading neighbouring records in as few requests as possible."""
         tensor = self.tensor(name)
         plan = []
         for s in steps:
-            f = self._file_for(name, s, mode, worker)
+            f = self.index_file_for(name, s, mode, worker)
             location = f.location(name)
             if location is None:
                 raise TensorUnavailableForStep(name, s, mode, has_reductions=name in f.reductions)
             plan.append((f, location))
         if tensor.cache and all((f.step, f.worker) in tensor._values for f, _ in plan):
             for f, _ in plan:
-                self._note_read(name, f.step)
+                self.note_read(name, f.step)
             return [tensor._values[(f.step, f.worker)] for f, _ in plan]
         try:
             return self._read_planned(tensor, name, steps, mode, worker, plan)
@@ -916,7 +920,7 @@ class Trial:
             if tensor.cache:
                 tensor._values[(f.step, f.worker)] = value
             if self._read_logs:
-                self._note_read(name, f.step)
+                self.note_read(name, f.step)
             out.append(value)
         return out
 

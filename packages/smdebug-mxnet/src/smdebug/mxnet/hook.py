@@ -74,31 +74,8 @@ class Hook(BaseHook):
     default_include_collections = (CollectionKeys.LOSSES,)
     collection_class = Collection
 
-    def __init__(
-        self,
-        out_dir: Optional[str] = None,
-        export_tensorboard: bool = False,
-        tensorboard_dir: Optional[str] = None,
-        dry_run: bool = False,
-        reduction_config=None,
-        save_config=None,
-        include_regex=None,
-        include_collections=None,
-        save_all: bool = False,
-        include_workers: str = "one",
-    ):
-        super().__init__(
-            out_dir=out_dir,
-            export_tensorboard=export_tensorboard,
-            tensorboard_dir=tensorboard_dir,
-            dry_run=dry_run,
-            reduction_config=reduction_config,
-            save_config=save_config,
-            include_regex=include_regex,
-            include_collections=include_collections,
-            save_all=save_all,
-            include_workers=include_workers,
-        )
+    def _setup(self) -> None:
+        super()._setup()
         self.model = None
         self.losses: List = []
         self._params: List[Tuple[str, object]] = []

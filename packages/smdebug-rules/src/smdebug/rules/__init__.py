@@ -5,6 +5,7 @@ smdebug 1.0.x. :func:`list_rules` shows every rule of every installed rule pack;
 ``smdebug rules run``) evaluates rules by name over a finished run or follows a live one.
 """
 
+from smdebug.core.lazy import lazy_exports
 from smdebug.rules._version import __version__
 from smdebug.rules.evaluation import RuleNotEvaluated
 from smdebug.rules.registry import build_rule, find_rule, list_rules
@@ -16,11 +17,6 @@ __all__ = ["__version__", "Rule", "invoke_rule", "RequiredTensors", "RequiredTen
            "find_rule", "build_rule", "run_rules", "RuleNotEvaluated"]
 
 
-def __getattr__(name):
-    # imported on first use, so `python -m smdebug.rules.rule_invoker` (the original's command line) does not
-    # find its own module already imported by this package
-    if name == "invoke_rule":
-        from smdebug.rules.rule_invoker import invoke_rule
-
-        return invoke_rule
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# imported on first use, so `python -m smdebug.rules.rule_invoker` (the original's command line) does not find
+# its own module already imported by this package
+__getattr__, __dir__ = lazy_exports(__name__, {"invoke_rule": "smdebug.rules.rule_invoker"})

@@ -1,7 +1,7 @@
 """``smdebug rules list|show|run``: the command-line face of the registry and the runner.
 
-The arguments are defined in smdebug-core (smdebug/cli/rules_cmd.py) so ``smdebug --help`` works without
-this package; this module does the work. Results (the verdict table, ``--json``) go to stdout; progress,
+The arguments are defined in smdebug.rules.command (the command smdebug-rules registers with the
+``smdebug`` command line); this module does the work. Results (the verdict table, ``--json``) go to stdout; progress,
 findings as they happen and logs go to stderr.
 """
 

@@ -6,7 +6,7 @@ Imported during plugin discovery: it imports nothing but smdebug's plugin API. R
 
 from typing import Tuple
 
-from smdebug.core.plugins import RuleInfo, hookimpl
+from smdebug.core.plugins import CommandInfo, RuleInfo, hookimpl
 
 PACK = "builtin"
 
@@ -61,3 +61,9 @@ def smdebug_recommended_collections(framework):
     if framework not in rule_configs.RECOMMENDED:
         return None
     return rule_configs.recommended_collections(framework)
+
+
+@hookimpl
+def smdebug_register_commands(register):
+    """``smdebug rules list|show|run`` (smdebug.rules.command, imported only when it runs)."""
+    register(CommandInfo("rules", "smdebug.rules.command", "List, describe and run rules over a run."))

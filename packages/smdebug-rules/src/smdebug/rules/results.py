@@ -101,7 +101,8 @@ class RunResult:
     def save(self, path: str) -> None:
         """Write the JSON to a local path or ``s3://bucket/key``, atomically (followers of a live run may
         read it at any moment)."""
-        from smdebug.core.storage.base import get_storage, is_s3_path
+        from smdebug.core.storage.base import is_s3_path
+        from smdebug.core.storage.factory import get_storage
 
         if is_s3_path(path):
             folder, _, name = path.strip().rstrip("/").rpartition("/")

@@ -6,14 +6,14 @@ from abc import ABC, abstractmethod
 from typing import List, Optional
 
 from smdebug.analysis.utils import no_refresh
-from smdebug.core.logger import get_logger
+from smdebug.core.logger import WarnsOnce, get_logger
 from smdebug.exceptions import RuleEvaluationConditionMet
 from smdebug.rules import evaluation as _evaluation
 from smdebug.rules.evaluation import Evaluation
 from smdebug.rules.req_tensors import RequiredTensors
 
 
-class Rule(ABC):
+class Rule(WarnsOnce, ABC):
     """Subclass it and implement :meth:`invoke_at_step`.
 
     ``invoke_at_step`` returns a falsy value when all is well, and ``True`` -- or better, a sentence saying

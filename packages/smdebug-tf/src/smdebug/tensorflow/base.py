@@ -28,7 +28,8 @@ class TFHookMixin(BaseHook):
     collection_class = Collection
     keep_device_suffix_in_reductions = True
 
-    def _tf_init(self) -> None:
+    def _setup(self) -> None:
+        super()._setup()
         self._mode_set_by_user = False
         self._logged_names = set()  # names saved in the current step (no duplicates in one step)
         self._devices: Sequence[str] = ()  # MirroredStrategy devices of this process (when several)

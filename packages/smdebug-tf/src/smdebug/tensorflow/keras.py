@@ -130,34 +130,13 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
     ``hook.register_model(model)``.
     """
 
-    def __init__(
-        self,
-        out_dir: Optional[str] = None,
-        export_tensorboard: bool = False,
-        tensorboard_dir: Optional[str] = None,
-        dry_run: bool = False,
-        reduction_config=None,
-        save_config=None,
-        include_regex=None,
-        include_collections=None,
-        save_all: bool = False,
-        include_workers: str = "one",
-    ):
-        keras.callbacks.Callback.__init__(self)
-        self._tf_init()
-        BaseHook.__init__(
-            self,
-            out_dir=out_dir,
-            export_tensorboard=export_tensorboard,
-            tensorboard_dir=tensorboard_dir,
-            dry_run=dry_run,
-            reduction_config=reduction_config,
-            save_config=save_config,
-            include_regex=include_regex,
-            include_collections=include_collections,
-            save_all=save_all,
-            include_workers=include_workers,
-        )
+    @functools.wraps(BaseHook.__init__)  # (BaseHook's arguments and signature)
+    def __init__(self, *args, **kwargs):
+        keras.callbacks.Callback.__init__(self)  # (Callback comes first in the MRO; it takes no arguments)
+        BaseHook.__init__(self, *args, **kwargs)
+
+    def _setup(self) -> None:
+        super()._setup()
         self._registered = None  # the model whose names are known
         self._fused_layers: List = []  # its layers with a fused activation= (probed while capturing)
         self._layer_map: Dict[int, str] = {}
@@ -613,11 +592,6 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
                 continue
             self._logged_names.add(name)
             self._record_replicas(name, [replica[name] for replica in extras])
-
-    def _warn_once(self, key: str, message: str, *args) -> None:
-        if key not in self._warned:
-            self._warned.add(key)
-            logger.warning(message, *args)
 
     # ------------------------------------------------------------------------------------------
     # custom training loops

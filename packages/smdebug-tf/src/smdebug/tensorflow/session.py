@@ -20,7 +20,7 @@ that named the hook that way keeps working with MonitoredSession.
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Dict, List, Set, Tuple
 
 import tensorflow as tf
 
@@ -50,33 +50,8 @@ def _var_name(v) -> str:
 class SessionHook(tf.compat.v1.train.SessionRunHook, TFHookMixin):
     """smdebug's hook for ``tf.compat.v1.train.MonitoredSession(hooks=[hook])``."""
 
-    def __init__(
-        self,
-        out_dir: Optional[str] = None,
-        export_tensorboard: bool = False,
-        tensorboard_dir: Optional[str] = None,
-        dry_run: bool = False,
-        reduction_config=None,
-        save_config=None,
-        include_regex=None,
-        include_collections=None,
-        save_all: bool = False,
-        include_workers: str = "one",
-    ):
-        self._tf_init()
-        BaseHook.__init__(
-            self,
-            out_dir=out_dir,
-            export_tensorboard=export_tensorboard,
-            tensorboard_dir=tensorboard_dir,
-            dry_run=dry_run,
-            reduction_config=reduction_config,
-            save_config=save_config,
-            include_regex=include_regex,
-            include_collections=include_collections,
-            save_all=save_all,
-            include_workers=include_workers,
-        )
+    def _setup(self) -> None:
+        super()._setup()
         self._graph = None
         self._candidates: Dict[str, object] = {}  # name -> graph tensor or variable
         self._gradients: List[Tuple[str, object]] = []

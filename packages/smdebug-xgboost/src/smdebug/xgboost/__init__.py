@@ -8,10 +8,9 @@ not import xgboost.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
-from smdebug.core.plugins.missing import missing_framework_error
+from smdebug.core.lazy import framework_package_exports
 
 from smdebug.xgboost._version import __version__
 
@@ -24,37 +23,12 @@ if TYPE_CHECKING:
     from smdebug.xgboost.collection import Collection  # noqa: F401
     from smdebug.xgboost.hook import Hook, del_hook, get_hook, set_hook  # noqa: F401
 
-#: public name -> "module:attribute" it is loaded from
-_LAZY = {
-    "SaveConfig": "smdebug.core.save_config:SaveConfig",
-    "SaveConfigMode": "smdebug.core.save_config:SaveConfigMode",
-    "ReductionConfig": "smdebug.core.reduction_config:ReductionConfig",
+#: this package's own names -> "module:attribute" they load from (the framework-neutral API comes
+#: with them: smdebug.core.lazy.FRAMEWORK_NEUTRAL_API)
+__getattr__, __dir__, __all__ = framework_package_exports(__name__, {
     "Hook": "smdebug.xgboost.hook:Hook",
     "get_hook": "smdebug.xgboost.hook:get_hook",
     "set_hook": "smdebug.xgboost.hook:set_hook",
     "del_hook": "smdebug.xgboost.hook:del_hook",
     "Collection": "smdebug.xgboost.collection:Collection",
-    "CollectionKeys": "smdebug.core.collection:CollectionKeys",
-    "modes": "smdebug.core.modes:ModeKeys",
-    "create_trial": "smdebug.trials:create_trial",
-}
-
-__all__ = ["__version__", *_LAZY]
-
-
-def __getattr__(name: str):
-    target = _LAZY.get(name)
-    if target is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module_name, _, attr = target.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as e:  # the framework itself missing: say what to install
-        raise missing_framework_error(e, f"{__name__}.{name}") from e
-    value = getattr(module, attr)
-    globals()[name] = value  # later look-ups skip __getattr__
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_LAZY))
+})

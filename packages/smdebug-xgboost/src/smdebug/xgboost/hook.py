@@ -199,19 +199,7 @@ class Hook(TrainingCallback, BaseHook):
         train = as_dmatrix(train_data, "train_data")
         validation = as_dmatrix(validation_data, "validation_data")
         TrainingCallback.__init__(self)
-        BaseHook.__init__(
-            self,
-            out_dir=out_dir,
-            export_tensorboard=export_tensorboard,
-            tensorboard_dir=tensorboard_dir,
-            dry_run=dry_run,
-            reduction_config=reduction_config,
-            save_config=save_config,
-            include_regex=include_regex,
-            include_collections=include_collections,
-            save_all=save_all,
-            include_workers=include_workers,
-        )
+        BaseHook.__init__(self, **{k: v for k, v in locals().items() if k in BaseHook.ARGUMENTS})
         self._hyperparameters = hyperparameters
         self._train_data = train
         self._validation_data = validation
@@ -365,11 +353,6 @@ class Hook(TrainingCallback, BaseHook):
         self._skipped[kind] = f"{type(exc).__name__}: {exc}"
         logger.error("smdebug: cannot save %s (%s: %s); the hook goes on without it", kind.replace("_", " "),
                      type(exc).__name__, str(exc).splitlines()[0] if str(exc) else "", exc_info=exc)
-
-    def _warn_once(self, key: str, message: str, *args) -> None:
-        if key not in self._warned:
-            self._warned.add(key)
-            logger.warning(message, *args)
 
     def _any_due(self, names) -> bool:
         return any(self.is_due(n) for n in names)

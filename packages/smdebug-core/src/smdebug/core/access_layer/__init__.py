@@ -3,6 +3,7 @@
 The S3 classes load on first use (they need boto3)."""
 
 from smdebug.core.access_layer.file import TSAccessFile
+from smdebug.core.lazy import lazy_exports
 from smdebug.core.access_layer.utils import (
     DEFAULT_GRACETIME_FOR_RULE_STOP_SEC,
     ENV_RULE_STOP_SIGNAL_FILENAME,
@@ -16,9 +17,4 @@ __all__ = ["TSAccessFile", "TSAccessS3", "DEFAULT_GRACETIME_FOR_RULE_STOP_SEC", 
            "check_dir_exists", "has_training_ended", "is_rule_signalled_gracetime_passed", "training_has_ended"]
 
 
-def __getattr__(name):
-    if name == "TSAccessS3":
-        from smdebug.core.access_layer.s3 import TSAccessS3
-
-        return TSAccessS3
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(__name__, {"TSAccessS3": "smdebug.core.access_layer.s3"})  # needs boto3

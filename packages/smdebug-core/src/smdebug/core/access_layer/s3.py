@@ -6,7 +6,7 @@ docs/compatibility.md."""
 from __future__ import annotations
 
 from smdebug.core.access_layer._access import _TSAccess
-from smdebug.core.storage.base import get_storage
+from smdebug.core.storage.factory import get_storage
 
 
 class TSAccessS3(_TSAccess):

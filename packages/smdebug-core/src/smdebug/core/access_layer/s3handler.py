@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import List, Optional
 
-from smdebug.core.storage.base import get_storage, is_s3_path, parse_s3_path
+from smdebug.core.storage.base import is_s3_path, parse_s3_path
+from smdebug.core.storage.factory import get_storage
 from smdebug.exceptions import SMDebugValueError
 
 

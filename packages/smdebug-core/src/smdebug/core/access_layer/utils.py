@@ -9,7 +9,8 @@ import time
 
 from smdebug.core.locations import END_OF_JOB_FILE
 from smdebug.core.logger import get_logger
-from smdebug.core.storage.base import as_path_str, get_storage, is_s3_path, storage_for_file
+from smdebug.core.storage.base import as_path_str, is_s3_path
+from smdebug.core.storage.factory import get_storage, storage_for_file
 
 END_OF_JOB_FILENAME = END_OF_JOB_FILE
 #: SageMaker names the rule stop signal file (relative to the run) in this environment variable

@@ -8,7 +8,8 @@ from typing import Optional, Sequence
 
 from smdebug.core.locations import event_file_name
 from smdebug.core.modes import ModeKeys
-from smdebug.core.storage.base import as_path_str, get_storage
+from smdebug.core.storage.base import as_path_str
+from smdebug.core.storage.factory import get_storage
 from smdebug.core.tfevent.step_writer import StepWriter
 from smdebug.core.tfevent.tensor_codec import make_numpy_array
 from smdebug.exceptions import SMDebugRuntimeError, SMDebugTypeError, SMDebugValueError

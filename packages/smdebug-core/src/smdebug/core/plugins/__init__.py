@@ -14,11 +14,11 @@ Names are loaded on first access so that ``import smdebug`` (which imports
 
 from __future__ import annotations
 
-import importlib
+from smdebug.core.lazy import lazy_exports
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from smdebug.core.plugins.info import FrameworkInfo, RuleInfo, WorkerInfo  # noqa: F401
+    from smdebug.core.plugins.info import CommandInfo, FrameworkInfo, RuleInfo, WorkerInfo  # noqa: F401
     from smdebug.core.plugins.manager import (  # noqa: F401 - re-exported lazily
         DISABLE_ENV,
         ENTRY_POINT_GROUPS,
@@ -37,6 +37,8 @@ if TYPE_CHECKING:
         reset_for_tests,
         rule_plugin,
         rules,
+        commands,
+        command_plugin,
         tensor_to_numpy,
     )
     from smdebug.core.plugins.markers import hookimpl, hookspec  # noqa: F401
@@ -48,6 +50,7 @@ _EXPORTS = {
     "FrameworkInfo": "smdebug.core.plugins.info",
     "RuleInfo": "smdebug.core.plugins.info",
     "WorkerInfo": "smdebug.core.plugins.info",
+    "CommandInfo": "smdebug.core.plugins.info",
     "install_missing_plugin_finder": "smdebug.core.plugins.missing",
     "DISABLE_ENV": "smdebug.core.plugins.manager",
     "LOAD_ENV": "smdebug.core.plugins.manager",
@@ -66,20 +69,11 @@ _EXPORTS = {
     "reset_for_tests": "smdebug.core.plugins.manager",
     "rule_plugin": "smdebug.core.plugins.manager",
     "rules": "smdebug.core.plugins.manager",
+    "commands": "smdebug.core.plugins.manager",
+    "command_plugin": "smdebug.core.plugins.manager",
     "tensor_to_numpy": "smdebug.core.plugins.manager",
 }
 
 __all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name: str):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
     from smdebug.core.hook import BaseHook
     from smdebug.core.modes import ModeKeys
-    from smdebug.core.plugins.info import FrameworkInfo, RuleInfo, WorkerInfo
+    from smdebug.core.plugins.info import CommandInfo, FrameworkInfo, RuleInfo, WorkerInfo
 
 
 # --------------------------------------------------------------------------------------------------
@@ -74,6 +74,26 @@ def smdebug_register_rules(register: Callable[[RuleInfo], None]) -> None:
 # --------------------------------------------------------------------------------------------------
 # conversions and runtime queries
 # --------------------------------------------------------------------------------------------------
+@hookspec
+def smdebug_register_commands(register: Callable[[CommandInfo], None]) -> None:
+    """Add subcommands to the ``smdebug`` command line: call ``register(CommandInfo(...))`` for each.
+
+    A command is named with the module that implements it (``add_arguments(parser)``, ``run(args) -> int``),
+    which is imported only when that command is used, so ``smdebug --help`` lists every plugin's commands
+    without importing them, and a plugin whose module is broken fails its own command only, with a message
+    that names the plugin. A name smdebug-core or an earlier plugin already uses is ignored, with a warning.
+
+    :param register: call it once per command with a
+        :class:`~smdebug.core.plugins.info.CommandInfo`.
+
+    Use in plugins::
+
+        @hookimpl
+        def smdebug_register_commands(register):
+            register(CommandInfo("rules", "smdebug.rules.command", "List, describe and run rules over a run."))
+    """
+
+
 @hookspec(firstresult=True)
 def smdebug_tensor_to_numpy(value: Any) -> Optional[np.ndarray]:
     """Convert a framework tensor to a numpy array.

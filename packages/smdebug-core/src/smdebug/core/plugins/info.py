@@ -141,6 +141,47 @@ class RuleInfo:
         return {"name": self.name, "target": self.target, "pack": self.pack, "description": self.description}
 
 
+_COMMAND_RE = re.compile(r"^[a-z][a-z0-9-]*$")
+_MODULE_RE = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*$")
+
+
+@dataclass(frozen=True)
+class CommandInfo:
+    """A subcommand of the ``smdebug`` command line offered by a plugin (``smdebug NAME ...``).
+
+    :param name: the subcommand, lowercase letters, digits and ``-`` (``"rules"``); unique among plugins, and
+        never one of smdebug-core's own commands (``ls``, ``show``, ``plot``, ``report``...).
+    :param module: the module that implements it, imported only when the command runs or its help is asked:
+        ``add_arguments(parser)`` (an ``argparse`` parser of its own), ``run(args) -> int`` (the exit
+        status); its docstring is the command's description.
+    :param help: one line for ``smdebug --help``, which lists every command without importing any of them.
+    """
+
+    name: str
+    module: str
+    help: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not _COMMAND_RE.match(self.name):
+            raise ValueError(f"command name must be lowercase letters, digits and '-', got {self.name!r}")
+        if not isinstance(self.module, str) or not _MODULE_RE.match(self.module):
+            raise ValueError(f"command {self.name!r}: module must be a dotted module name, got {self.module!r}")
+        if not isinstance(self.help, str):
+            raise ValueError(f"command {self.name!r}: help must be a string, got {type(self.help).__name__}")
+
+    def load(self):
+        """Import and return the module implementing the command (ImportError/AttributeError when it
+        cannot: missing, or without ``add_arguments`` and ``run``)."""
+        module = importlib.import_module(self.module)
+        missing = [f for f in ("add_arguments", "run") if not callable(getattr(module, f, None))]
+        if missing:
+            raise AttributeError(f"module {self.module!r} has no {' and no '.join(missing)}() function")
+        return module
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "module": self.module, "help": self.help}
+
+
 @dataclass(frozen=True)
 class WorkerInfo:
     """Who this process is in a distributed job.

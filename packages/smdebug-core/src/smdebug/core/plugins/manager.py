@@ -35,7 +35,7 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 import pluggy
 
 from smdebug.core.plugins import hookspecs
-from smdebug.core.plugins.info import FrameworkInfo, RuleInfo, WorkerInfo
+from smdebug.core.plugins.info import CommandInfo, FrameworkInfo, RuleInfo, WorkerInfo
 from smdebug.core.plugins.markers import PROJECT_NAME
 from smdebug.core.plugins.worker_env import apply_overrides, worker_from_env
 
@@ -54,6 +54,8 @@ __all__ = [
     "frameworks",
     "framework_plugin",
     "rules",
+    "commands",
+    "command_plugin",
     "tensor_to_numpy",
     "detect_worker",
     "reset_for_tests",
@@ -140,10 +142,14 @@ _entry_point_plugins: Dict[str, int] = {}  # pluggy name -> index in _statuses, 
 _env_blocked: Set[str] = set()
 _runtime_failures: Dict[str, str] = {}  # plugins registered by code that failed in a register hook
 _registry_generation = -1
-_frameworks: Dict[str, FrameworkInfo] = {}
-_framework_owner: Dict[str, str] = {}
-_rules: Dict[str, RuleInfo] = {}
-_rule_owner: Dict[str, str] = {}
+#: what plugins register: kind -> (registration hook spec, record type)
+_KINDS: Dict[str, Tuple[str, type]] = {
+    "framework": ("smdebug_register_frameworks", FrameworkInfo),
+    "rule": ("smdebug_register_rules", RuleInfo),
+    "command": ("smdebug_register_commands", CommandInfo),
+}
+#: kind -> name -> (record, name of the plugin that registered it)
+_registered: Dict[str, Dict[str, Tuple[Any, str]]] = {kind: {} for kind in _KINDS}
 
 _DEFAULT_WORKER = WorkerInfo(rank=0, size=1, name="worker_0")
 
@@ -505,15 +511,14 @@ def _collect(pm: SmdebugPluginManager, hook_name: str, kind: str, expected: type
 
 
 def _refresh_registry() -> None:
-    global _registry_generation, _frameworks, _framework_owner, _rules, _rule_owner
+    global _registry_generation, _registered
     pm = _get_pm()
     if _registry_generation == pm.generation:
         return
     with _lock:
         while _registry_generation != pm.generation:
             failures: Dict[Any, str] = {}
-            fw = _collect(pm, "smdebug_register_frameworks", "framework", FrameworkInfo, failures)
-            rl = _collect(pm, "smdebug_register_rules", "rule", RuleInfo, failures)
+            found = {kind: _collect(pm, spec, kind, cls, failures) for kind, (spec, cls) in _KINDS.items()}
             if failures:
                 # A plugin that cannot even describe itself is not trusted with the other hooks.
                 for plugin, detail in failures.items():
@@ -522,39 +527,44 @@ def _refresh_registry() -> None:
                         pm.unregister(plugin)
                         _mark_failed(name, detail)
                 continue
-            _frameworks = {k: v[0] for k, v in fw.items()}
-            _framework_owner = {k: v[1] for k, v in fw.items()}
-            _rules = {k: v[0] for k, v in rl.items()}
-            _rule_owner = {k: v[1] for k, v in rl.items()}
+            _registered = found
             _registry_generation = pm.generation
+
+
+def _registry(kind: str) -> Dict[str, Tuple[Any, str]]:
+    load_plugins()
+    _refresh_registry()
+    return _registered[kind]
 
 
 def frameworks() -> Dict[str, FrameworkInfo]:
     """Frameworks registered by the loaded plugins, by name."""
-    load_plugins()
-    _refresh_registry()
-    return dict(_frameworks)
+    return {name: info for name, (info, _) in _registry("framework").items()}
 
 
 def framework_plugin(name: str) -> Optional[str]:
     """The name of the plugin that registered framework ``name`` (None if unknown)."""
-    load_plugins()
-    _refresh_registry()
-    return _framework_owner.get(name)
+    return _registry("framework").get(name, (None, None))[1]
 
 
 def rules() -> Dict[str, RuleInfo]:
     """Rules registered by the loaded rule packs, by name."""
-    load_plugins()
-    _refresh_registry()
-    return dict(_rules)
+    return {name: info for name, (info, _) in _registry("rule").items()}
 
 
 def rule_plugin(name: str) -> Optional[str]:
     """The name of the plugin that registered rule ``name`` (None if unknown)."""
-    load_plugins()
-    _refresh_registry()
-    return _rule_owner.get(name)
+    return _registry("rule").get(name, (None, None))[1]
+
+
+def commands() -> Dict[str, CommandInfo]:
+    """``smdebug`` subcommands registered by the loaded plugins, by name."""
+    return {name: info for name, (info, _) in _registry("command").items()}
+
+
+def command_plugin(name: str) -> Optional[str]:
+    """The name of the plugin that registered command ``name`` (None if unknown)."""
+    return _registry("command").get(name, (None, None))[1]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -599,7 +609,7 @@ def _conversion_error(value: Any) -> str:
         hint = plugin_for_framework_import(type(value).__module__.split(".")[0])
     except Exception:  # noqa: BLE001
         hint = None
-    known = ", ".join(sorted(_frameworks)) or "none"
+    known = ", ".join(sorted(_registered["framework"])) or "none"
     if hint is not None:
         from smdebug.core.plugins.missing import install_command
 
@@ -646,7 +656,7 @@ def reset_for_tests() -> None:
 
     Modules already imported stay in ``sys.modules``; entry points are re-read at the next discovery.
     """
-    global _pm, _loaded, _loading, _registry_generation, _frameworks, _framework_owner, _rules, _rule_owner
+    global _pm, _loaded, _loading, _registry_generation, _registered
     with _lock:
         _pm = None
         _loaded = False
@@ -656,5 +666,5 @@ def reset_for_tests() -> None:
         _env_blocked.clear()
         _runtime_failures.clear()
         _registry_generation = -1
-        _frameworks, _framework_owner, _rules, _rule_owner = {}, {}, {}, {}
+        _registered = {kind: {} for kind in _KINDS}
         importlib.invalidate_caches()

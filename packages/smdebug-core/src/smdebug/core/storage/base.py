@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import abc
 import os
-from typing import Iterable, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
-from smdebug.exceptions import SMDebugNotImplementedError
+from smdebug.core.lazy import lazy_exports
 
 
 class StorageWriter(abc.ABC):
@@ -124,43 +124,8 @@ def parse_s3_path(path: str) -> Tuple[str, str]:
     return bucket, key
 
 
-def get_storage(path: str, cache_dir: Optional[str] = None) -> Storage:
-    """Storage for a run at ``path`` (local directory or ``s3://bucket/prefix``).
-
-    ``cache_dir``: keep downloaded index and event data of a remote run on local disk (ignored for
-    local paths). ``path`` may be path-like (``pathlib.Path``, ``py.path.local``).
-    """
-    path = as_path_str(path)
-    if is_s3_path(path):
-        try:
-            from smdebug.core.storage.s3 import S3Storage  # type: ignore[import-not-found]
-        except ImportError:
-            raise SMDebugNotImplementedError(
-                f"Cannot open {path}: S3 storage is not available in this installation "
-                "(install boto3: pip install 'smdebug-core[s3]')"
-            ) from None
-        return S3Storage(path, cache_dir=cache_dir)
-    from smdebug.core.storage.local import LocalStorage
-
-    return LocalStorage(os.path.expanduser(path.strip()))
-
-
-def storage_for_file(path) -> Tuple["Storage", str]:
-    """``(storage of the file's folder, the file's key in it)`` for a local path or ``s3://bucket/key``."""
-    path = as_path_str(path).strip()
-    if is_s3_path(path):
-        folder, _, name = path.rstrip("/").rpartition("/")
-        return get_storage(folder + "/"), name
-    folder, name = os.path.split(os.path.abspath(os.path.expanduser(path)))
-    return get_storage(folder), name
-
-
-def iter_chunks(items: Iterable, size: int):
-    chunk = []
-    for it in items:
-        chunk.append(it)
-        if len(chunk) == size:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
+# get_storage and storage_for_file were defined here before the backends' factory moved to
+# smdebug.core.storage.factory: code that imports them from here still finds them (loaded on use, so
+# this interface module does not import its own implementations).
+__getattr__, __dir__ = lazy_exports(__name__, {"get_storage": "smdebug.core.storage.factory",
+                                              "storage_for_file": "smdebug.core.storage.factory"})

@@ -116,12 +116,6 @@ class _LabelsAndPredictions(Rule):
         predictions = np.concatenate(predictions_out) if paired and predictions_out else None
         return labels, predictions
 
-    def _warn_once(self, key, message, *args):
-        warned = self.__dict__.setdefault("_warned", set())
-        if key not in warned:
-            warned.add(key)
-            self.logger.warning(message, *args)
-
 
 class Confusion(_LabelsAndPredictions):
     """Fires when the confusion matrix of a step's labels and predictions is too far from diagonal.

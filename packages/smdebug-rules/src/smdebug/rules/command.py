@@ -1,4 +1,4 @@
-"""List, describe and run rules over a run (needs smdebug-rules).
+"""List, describe and run rules over a run.
 
   smdebug rules list [--json]
   smdebug rules show vanishing_gradient
@@ -13,6 +13,9 @@ arguments), 3 not evaluated (no rule fired, no error, a rule found nothing it co
 
 from __future__ import annotations
 
+# smdebug-rules registers this module as the `smdebug rules` command (plugin.py, smdebug_register_commands):
+# smdebug-core imports it only when `smdebug rules ...` runs. It imports nothing heavy; the work is in
+# smdebug.rules.cli, imported by run().
 import argparse
 
 RUN_DESCRIPTION = """\
@@ -111,12 +114,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args) -> int:
     import sys
 
-    try:
-        from smdebug.rules.cli import run_command
-    except ImportError as e:
-        print(f"smdebug rules: the rules package is not installed ({e}); pip install 'smdebug-core[rules]'",
-              file=sys.stderr)
-        return 2
+    from smdebug.rules.cli import run_command
+
     try:
         code = run_command(args)
         sys.stdout.flush()  # a reader that went away is found here, not at interpreter exit

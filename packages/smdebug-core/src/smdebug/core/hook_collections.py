@@ -1,0 +1,188 @@
+"""The hook's collections (part of :class:`smdebug.core.hook.BaseHook`): which collections exist, which are
+included, which collections a tensor name belongs to, and exporting their definitions to the run.
+
+Preparation runs at step boundaries and is cheap when nothing changed (:meth:`HookCollections._token`):
+it gives every collection a full save and reduction configuration and picks the included ones.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Dict, List, Tuple
+
+from smdebug.core.activations import ACTIVATION_COLLECTIONS
+from smdebug.core.collection import (
+    NON_HISTOGRAM_COLLECTIONS,
+    NON_REDUCTION_COLLECTIONS,
+    Collection,
+    CollectionKeys,
+    mutation_count,
+)
+from smdebug.core.locations import collections_file_name
+from smdebug.core.logger import get_logger
+from smdebug.core.modes import ModeKeys
+from smdebug.core.names import did_you_mean
+from smdebug.core.reduction_config import ReductionConfig
+from smdebug.core.save_config import SaveConfig
+from smdebug.exceptions import SMDebugTypeError
+
+SCALAR_PREFIX = "scalar/"
+#: built-in collections that may be empty without a configuration error
+_QUIET_WHEN_EMPTY = frozenset((CollectionKeys.DEFAULT, CollectionKeys.ALL, CollectionKeys.INPUTS, CollectionKeys.OUTPUTS,
+                               CollectionKeys.PREDICTIONS, CollectionKeys.LABELS, *ACTIVATION_COLLECTIONS))
+logger = get_logger()
+
+
+def included_collection_names(include_collections, default_include_collections, include_regex, save_all) -> List[str]:
+    """The names a hook includes: those asked for, the framework's defaults, ``default`` when
+    ``include_regex`` is given and ``all`` with ``save_all``."""
+    from smdebug.exceptions import InvalidConfigurationError
+
+    if include_collections is not None:
+        if isinstance(include_collections, str) or not all(isinstance(c, str) for c in include_collections):
+            raise InvalidConfigurationError("include_collections must be a list of collection names")
+    names: List[str] = list(include_collections or [])
+    for name in default_include_collections:
+        if name not in names:
+            names.append(name)
+    if include_regex and CollectionKeys.DEFAULT not in names:
+        names.append(CollectionKeys.DEFAULT)
+    if save_all and CollectionKeys.ALL not in names:
+        names.append(CollectionKeys.ALL)
+    return names
+
+
+class HookCollections:
+    """Mixed into BaseHook: its collection manager (``collection_manager``), ``include_collections`` and
+    the prepared state (``_included``, ``_prepared_token``, ``_match_cache``, ``_plans``)."""
+
+    def _core_collections(self) -> List[Collection]:
+        return [
+            self.collection_class(CollectionKeys.DEFAULT),
+            self.collection_class(CollectionKeys.ALL),
+            self.collection_class(CollectionKeys.SCALARS, include_regex=["^" + re.escape(SCALAR_PREFIX)]),
+        ]
+
+    def default_collections(self) -> List[Collection]:
+        """Collections a framework creates with their default regexes. Plugins override this."""
+        return []
+
+    def get_collection(self, name: str, create: bool = True) -> Collection:
+        coll = self.collection_manager.get(name, create=create)
+        self._prepared_token = None
+        return coll
+
+    def get_collections(self) -> Dict[str, Collection]:
+        return self.collection_manager.get_collections()
+
+    def add_collection(self, collection: Collection) -> None:
+        if not isinstance(collection, Collection):
+            raise SMDebugTypeError(f"add_collection expects a Collection, got {type(collection).__name__}")
+        self.collection_manager.add(collection)
+        self._prepared_token = None
+
+    def add_to_collection(self, collection_name: str, args) -> None:
+        """Add tensor names (a name or a list of names) to a collection, creating it if needed."""
+        coll = self.get_collection(collection_name)
+        names = [args] if isinstance(args, str) else list(args)
+        for n in names:
+            coll.add_tensor_name(n)
+        if collection_name not in self.include_collections:
+            self.include_collections.append(collection_name)
+        self._prepared_token = None
+
+    def _token(self):
+        # Cheap on purpose (it runs every step): any change to any collection bumps mutation_count().
+        return tuple(self.include_collections), mutation_count(), id(self.collection_manager.collections)
+
+    def _prepare_collections(self) -> None:
+        """Give every collection a full save config and reduction config; pick the included ones."""
+        token = self._token()
+        if token == self._prepared_token:
+            return
+        self._before_prepare()
+        included = []
+        for name in self.include_collections:
+            coll = self.collection_manager.collections.get(name)
+            known = coll is not None
+            if coll is None:
+                coll = self.collection_manager.get(name)
+            if not coll.has_regex() and not coll.tensor_names:
+                if self._may_be_empty(name):
+                    # empty built-ins simply match nothing; those a framework hook fills from the model may
+                    # be empty because the model has nothing of the kind (no tanh layer, no classification
+                    # loss), which the run records (smdebug.core.activations), or not registered yet
+                    continue
+                self._report_empty_collection(name, known)
+                continue
+            included.append(coll)
+        for coll in self.collection_manager.collections.values():
+            if coll.save_config is None:
+                coll.save_config = SaveConfig(
+                    mode_save_configs={m: self.save_config.get_save_config(m) for m in ModeKeys}
+                )
+            coll.save_config.merge_default(self.save_config)
+            if coll.name in NON_REDUCTION_COLLECTIONS:
+                coll.reduction_config = ReductionConfig(save_raw_tensor=True)
+            if coll.name in NON_HISTOGRAM_COLLECTIONS:
+                coll.save_histogram = False
+        self._included = included
+        self._match_cache.clear()
+        self._plans.clear()
+        self._prepared_token = self._token()
+        self._after_prepare()
+
+    def _may_be_empty(self, collection: str) -> bool:
+        """Whether an included collection with nothing in it yet is normal (skipped quietly) rather than a
+        configuration error. Plugins add the collections they fill at run time."""
+        return collection in _QUIET_WHEN_EMPTY
+
+    def _report_empty_collection(self, name: str, known: bool) -> None:
+        """Once per name: an included collection that can match nothing, most often a typo."""
+        if name in self._reported_collections:
+            return
+        self._reported_collections.add(name)
+        usable = [c.name for c in self.collection_manager.collections.values() if c.has_regex() or c.tensor_names]
+        hint = did_you_mean(name, usable)
+        if known:
+            logger.error("smdebug: collection %r has no include_regex and no tensor_names%s, so it can never match "
+                         "a tensor; it is skipped (give it a regex or tensor names).", name, hint)
+        else:
+            logger.error("smdebug: include_collections names %r, which is not a collection of this hook%s; it is "
+                         "skipped (collections: %s).", name, hint, ", ".join(sorted(usable)) or "none")
+
+    def _before_prepare(self) -> None:
+        """Plugins: resolve framework objects in collections (e.g. modules) before they are prepared."""
+
+    def _after_prepare(self) -> None:
+        """Plugins: react to the included collections having changed (e.g. attach framework hooks)."""
+
+    def _matching(self, name: str) -> Tuple[Collection, ...]:
+        colls = self._match_cache.get(name)
+        if colls is None:
+            colls = tuple(c for c in self._included if c.matches(name))
+            if len(self._match_cache) > 100_000:
+                self._match_cache.clear()
+            self._match_cache[name] = colls
+        return colls
+
+    def has_default_hook_configuration(self) -> bool:
+        return set(self.include_collections) == set(self.default_include_collections)
+
+    def should_save_tensor_or_collection(self, tensor_name: str, collection_name: str) -> bool:
+        if self._prepared_token is None:
+            return False
+        if collection_name in self._due:
+            return True
+        return self.is_due(tensor_name)
+
+    def _export_collections(self) -> None:
+        if self._writer is None:
+            return
+        self.collection_manager.set_num_workers(self.num_workers)
+        payload = self.collection_manager.dumps().encode("utf-8")
+        self._writer.call(self._storage.write_atomic, collections_file_name(self.worker), payload)
+        self._exported_collections += 1
+
+    def export_collections(self) -> None:
+        self._export_collections()

@@ -1,0 +1,225 @@
+"""Saving values (part of :class:`smdebug.core.hook.BaseHook`): deciding whether a tensor is due, taking its
+snapshot on the training thread (with back-pressure), and queueing the writes for the writer thread
+(:mod:`smdebug.core.save_plan`). Also the user's own values: ``save_scalar``, ``save_tensor`` and trace events.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, Optional, Sequence, Tuple
+
+import numpy as np
+
+from smdebug.core import save_plan
+from smdebug.core.collection import Collection, CollectionKeys
+from smdebug.core.hook_collections import SCALAR_PREFIX
+from smdebug.core.hook_guard import guarded as _guarded
+from smdebug.core.save_plan import SavePlan
+from smdebug.core.snapshot import POOL_MIN_BYTES, snapshot
+from smdebug.core.storage.factory import get_storage
+from smdebug.core.tfevent.tensor_codec import make_numpy_array
+from smdebug.core.timeline import TraceTimeline
+from smdebug.exceptions import SMDebugTypeError
+
+
+class HookSaving:
+    """Mixed into BaseHook: uses its step state (``step``, ``mode``, ``_in_step``, ``_due``, ``_step_lock``),
+    its writer (``_writer``, ``_tb``) and its collections."""
+
+    def is_due(self, tensor_name: str) -> bool:
+        """Would a tensor of this name be saved at the current step?"""
+        if not self._due or self._disabled:
+            return False
+        due = self._due
+        return any(c.name in due for c in self._matching(tensor_name))
+
+    def to_numpy(self, value) -> np.ndarray:
+        """Convert a framework tensor to numpy (through the plugins' ``smdebug_tensor_to_numpy``)."""
+        if isinstance(value, np.ndarray):
+            return value
+        if isinstance(value, (list, tuple, int, float, bool, np.generic, str)):
+            return make_numpy_array(value)
+        if isinstance(value, dict):  # (make_numpy_array gives a 0-d object array, which no record holds)
+            raise SMDebugTypeError("A dict cannot be saved as a tensor; save its values one by one")
+        from smdebug.core.plugins import manager
+
+        return make_numpy_array(manager.tensor_to_numpy(value))
+
+    @_guarded(default=False)
+    def record(self, tensor_name: str, value) -> bool:
+        """Save ``value`` as ``tensor_name`` if a due collection includes it. Returns True if saved."""
+        return self._record(tensor_name, value)
+
+    def _record(self, tensor_name: str, value, force_collections: Sequence[Collection] = ()) -> bool:
+        if not self._in_step or not self._due:
+            return False
+        step = self.step
+        due = self._due
+        plan = self._make_plan(tensor_name, due, force_collections) if force_collections else self._plan(tensor_name)
+        if plan is None:
+            return False
+        for names in plan.member_of:
+            names.add(tensor_name)  # no version bump: membership by match is unchanged
+        if self.dry_run or self._writer is None:
+            return True
+        ops = plan.ops
+        tb = plan.tb if self._tb is not None else None
+        # Reductions on the tensor's own device when the framework can (no copy of the whole tensor
+        # to the host if only reductions are wanted); otherwise they are computed on the writer thread.
+        reductions = self._device_reductions(value, ops) if ops else None
+        need_array = plan.write_raw or (ops and reductions is None) or (tb is not None and tb != (False, None))
+        arr = shape = None
+        if need_array:
+            # Snapshot now: the caller may update the tensor in place (optimizer steps) before we write.
+            host = self.to_numpy(value)
+            if host.nbytes >= POOL_MIN_BYTES and self._writer is not None:
+                self._writer.wait_for_room(host.nbytes)  # back-pressure first, then the (pooled) copy
+            arr = snapshot(host)
+        elif plan.save_shape:
+            shape = self._shape_of(value)
+        with self._step_lock:
+            # The snapshot above runs unlocked (it may be large); if another thread ended the step
+            # meanwhile, the tensor is too late for it and is not saved (see ``_step_lock``).
+            writer = self._writer
+            if step != self.step or not self._in_step or writer is None:
+                return False
+            writer.submit(
+                save_plan.write_tensor,
+                writer, self._tb, self.keep_device_suffix_in_reductions,
+                step, self.mode, self.mode_steps[self.mode], tensor_name, arr, plan.write_raw, ops,
+                plan.save_shape, tb, reductions, shape,
+                nbytes=arr.nbytes if arr is not None else 0, step=step, wake=False,
+            )
+            self._wrote_this_step = True
+        return True
+
+    def _plan(self, tensor_name: str) -> Optional[SavePlan]:
+        """What saving ``tensor_name`` at this step means (None: nothing due includes it)."""
+        due = self._due
+        if due.__class__ is not frozenset:  # (a plugin may have replaced it with a set)
+            due = self._intern_due(due)
+        plan = self._plans.get((tensor_name, due))
+        if plan is None:
+            plan = self._make_plan(tensor_name, due)
+            if len(self._plans) > 100_000:
+                self._plans.clear()
+            self._plans[(tensor_name, due)] = plan
+        return plan
+
+    def _record_same(self, tensor_name: str, same_as: str) -> bool:
+        """Save ``tensor_name`` as a second name of ``same_as``, recorded at this step already: one record,
+        two index entries (for plugins that save one value under many names; TensorBoard gets the value
+        once, under ``same_as``). Only when both are saved raw and nothing else (no reductions or shape);
+        False otherwise, and the caller records the value itself."""
+        if not self._in_step or not self._due or self._disabled:
+            return False
+        plans = (self._plan(tensor_name), self._plan(same_as))
+        if any(p is None or not p.write_raw or p.ops or p.save_shape for p in plans):
+            return False
+        for names in plans[0].member_of:
+            names.add(tensor_name)
+        if self.dry_run or self._writer is None:
+            return True
+        step = self.step
+        with self._step_lock:
+            writer = self._writer
+            if step != self.step or not self._in_step or writer is None:
+                return False
+            writer.submit(save_plan.write_alias, writer, step, self.mode, self.mode_steps[self.mode],
+                          tensor_name, same_as, nbytes=0, step=step, wake=False)
+            self._wrote_this_step = True
+        return True
+
+    def _intern_due(self, due) -> frozenset:
+        frozen = frozenset(due)
+        return self._due_sets.setdefault(frozen, frozen)
+
+    def _make_plan(self, tensor_name: str, due, force_collections: Sequence[Collection] = ()) -> Optional[SavePlan]:
+        colls = [c for c in self._matching(tensor_name) if c.name in due]
+        colls += [c for c in force_collections if c not in colls]
+        return save_plan.make_plan(colls, self.reduction_config)
+
+    def _device_reductions(self, value, ops) -> Optional[Dict[Tuple[str, bool], np.ndarray]]:
+        """Framework plugins override this to compute ``ops`` where the tensor lives.
+
+        Return ``{(op, abs): value}`` with the definitions of :mod:`smdebug.core.reductions`, or None
+        to let the core compute them from a host copy.
+        """
+        return None
+
+    def _shape_of(self, value) -> Tuple[int, ...]:
+        shape = getattr(value, "shape", None)
+        return tuple(int(d) for d in shape) if shape is not None else tuple(self.to_numpy(value).shape)
+
+    @_guarded()
+    def save_scalar(self, name: str, value, sm_metric: bool = False, timestamp: Optional[float] = None) -> None:
+        """Save a scalar as ``scalar/<name>`` at the current step, whatever the save schedule says."""
+        if not isinstance(name, str) or not name:
+            raise SMDebugTypeError("save_scalar needs a non-empty name")
+        arr = make_numpy_array(self.to_numpy(value))
+        if arr.size != 1:
+            raise SMDebugTypeError(f"save_scalar({name!r}) needs a single value, got shape {arr.shape}")
+        if self.dry_run or not self._is_writer:
+            return
+        if self.worker is None:
+            self._init_worker()
+        if self._writer is None:
+            self._prepare_collections()
+            self._start_writing()
+            if self._writer is None:
+                return
+        tname = SCALAR_PREFIX + name
+        self.collection_manager.get(CollectionKeys.SCALARS)._tensor_names.add(tname)
+        self._write_scalar(tname, np.array(arr, copy=True), timestamp)
+
+    def _write_scalar(self, tname, arr, timestamp):
+        with self._step_lock:  # save_scalar may come from any thread (see ``_step_lock``)
+            self._write_scalar_locked(tname, arr, timestamp)
+
+    def _write_scalar_locked(self, tname, arr, timestamp):
+        if self._writer is None:
+            return  # closed by another thread since save_scalar looked
+        if not self._in_step and self._open_step is None:
+            # Between steps, after the last step's files were completed: keep it for the next step
+            # rather than rewrite a finished step.
+            self._pending_scalars.append((tname, arr, timestamp))
+            return
+        self._writer.submit(save_plan.write_scalar, self._writer, self._tb, max(self.step, 0), self.mode,
+                            max(self.mode_steps[self.mode], 0), tname, arr, timestamp,
+                            nbytes=arr.nbytes, step=max(self.step, 0))
+        if self._in_step:
+            self._wrote_this_step = True
+
+    @_guarded()
+    def save_tensor(self, tensor_name: str, tensor_value, collections_to_write="default") -> None:
+        """Save a tensor of the user's into one or more collections (created if missing).
+
+        It is written at the current step if one of those collections is due (or at the next step if
+        called between steps). Unlike the original, the name is added to *every* listed collection.
+        """
+        if not isinstance(tensor_name, str) or not tensor_name:
+            raise SMDebugTypeError("save_tensor needs a non-empty tensor name")
+        names = [collections_to_write] if isinstance(collections_to_write, str) else list(collections_to_write)
+        for cname in names:
+            self.add_to_collection(cname, tensor_name)
+        if self._in_step:
+            self._prepare_collections()
+            self._due = self._compute_due() if self._is_writer else set()
+            if self._due and self._writer is None and not self.dry_run:
+                self._start_writing()
+            self._record(tensor_name, tensor_value)
+        else:
+            arr = np.array(self.to_numpy(tensor_value), copy=True)
+            self._pending_user_tensors.append((tensor_name, arr))
+
+    @_guarded()
+    def record_trace_events(self, timestamp, training_phase: str = "", op_name: str = "", phase: str = "X",
+                            duration=1, **kwargs) -> None:
+        """Record a trace event of the training script (``timestamp``, ``duration`` in seconds): saved in
+        the run's ``framework/pevents/`` in the Chrome trace-event format (see smdebug.core.timeline)."""
+        if self.dry_run:
+            return
+        if self._timeline is None:
+            if self.worker is None:
+                self._init_worker()
+            self._timeline = TraceTimeline(get_storage(self.out_dir), self.rank)
+        self._timeline.record(timestamp, training_phase, op_name, phase, duration, **kwargs)

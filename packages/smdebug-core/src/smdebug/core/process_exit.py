@@ -1,0 +1,63 @@
+"""Closing hooks when the process ends: at interpreter exit, and on SIGTERM (what schedulers, ``docker
+stop`` and ``kill`` send), so the steps in flight are written and the run is marked as ended.
+
+A hook calls :func:`track` when it is built and :func:`untrack` once closed.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import signal
+import threading
+import weakref
+from typing import List, Optional
+
+#: hooks not yet closed, closed by the SIGTERM handler below
+_open_hooks: "weakref.WeakSet" = weakref.WeakSet()
+_sigterm_pid: List[Optional[int]] = [None]  # the process that installed the handler
+
+
+def track(hook) -> None:
+    """Close ``hook`` (its ``_atexit_close``, which never raises) at exit and on SIGTERM."""
+    atexit.register(hook._atexit_close)
+    _open_hooks.add(hook)
+    _install_sigterm_handler()
+
+
+def untrack(hook) -> None:
+    try:
+        atexit.unregister(hook._atexit_close)
+    except Exception:  # noqa: BLE001 - interpreter shutting down
+        pass
+
+
+def _on_sigterm(signum, frame) -> None:
+    """Close every open hook, then die of SIGTERM as the sender expects."""
+    if os.getpid() == _sigterm_pid[0]:  # not in a forked child (DataLoader workers inherit handlers)
+        for hook in list(_open_hooks):
+            try:
+                hook.close()
+            except Exception:  # noqa: BLE001 - dying anyway: close the others
+                pass
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _install_sigterm_handler() -> None:
+    """Install :func:`_on_sigterm` unless the program handles SIGTERM itself (its handler usually ends
+    with ``sys.exit``, which runs the at-exit close) or ``SMDEBUG_HANDLE_SIGTERM=false``."""
+    if os.environ.get("SMDEBUG_HANDLE_SIGTERM", "true").strip().lower() in ("0", "false", "no", "off"):
+        return
+    if not hasattr(signal, "SIGTERM") or threading.current_thread() is not threading.main_thread():
+        return
+    try:
+        current = signal.getsignal(signal.SIGTERM)
+        if current is _on_sigterm and _sigterm_pid[0] == os.getpid():
+            return
+        if current not in (signal.SIG_DFL, None, _on_sigterm):
+            return
+        signal.signal(signal.SIGTERM, _on_sigterm)
+    except (ValueError, OSError, RuntimeError):
+        return
+    _sigterm_pid[0] = os.getpid()
