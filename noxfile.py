@@ -333,6 +333,18 @@ def _conformance_dir() -> Optional[Path]:
     return folder if (folder / "run.sh").is_file() else None
 
 
+#: upstream tests that check a behaviour of 1.0.x this project changed on purpose (each one is listed, with
+#: the reason, in docs/compatibility.md under "Original tests not passed on purpose"); kept to a handful
+CONFORMANCE_DEVIATIONS = {
+    "tests/analysis/rules/test_loss_not_decreasing.py::test_default":
+        "LossNotDecreasing compares window medians with warm-up and patience, not two single losses (issue 18)",
+    "tests/analysis/rules/test_loss_not_decreasing.py::test_min_diff":
+        "the same LossNotDecreasing change (diff_percent now applies to window medians)",
+    "tests/analysis/rules/test_confusion.py::test_confusion":
+        "Confusion judges the trained model (labels saved at the end of a finished run), not any step (issue 18)",
+}
+
+
 @nox.session(python=False, tags=["test"])
 def conformance(session: nox.Session) -> None:
     """smdebug 1.0.34's own tests (analysis, rules, core, PyTorch, XGBoost) against this checkout, through
@@ -354,7 +366,11 @@ def conformance(session: nox.Session) -> None:
         "CONFORMANCE_VENV": os.environ.get("CONFORMANCE_VENV", str(cache / "venv")),
         "CONFORMANCE_OUT": os.environ.get("CONFORMANCE_OUT", str(cache / "out")),
     }
-    session.run("bash", str(suite / "run.sh"), *session.posargs, env=env, external=True)
+    deselect = []
+    for test, why in CONFORMANCE_DEVIATIONS.items():
+        session.log(f"not run, changed on purpose: {test}: {why}")
+        deselect += ["--deselect", test]
+    session.run("bash", str(suite / "run.sh"), *deselect, *session.posargs, env=env, external=True)
 
 
 @nox.session(python=PYTHON, tags=["test"])
