@@ -196,9 +196,9 @@ def _conclude(r: RuleResult, rule, trial, complete: bool) -> None:
         r.status = ISSUES
     elif evaluation.steps:
         r.status = NO_ISSUES if complete else IN_PROGRESS
-    elif complete and evaluation.not_applicable_reason():
+    elif complete and (why_not := evaluation.not_applicable_reason()):
         r.status = NOT_APPLICABLE
-        r.detail = f"not applicable: {evaluation.not_applicable_reason()}; the run has {describe_run(trial)}"
+        r.detail = f"not applicable: {why_not}; the run has {describe_run(trial)}"
     else:
         r.status = NOT_EVALUATED if complete else IN_PROGRESS
         r.detail = evaluation.detail(trial) if complete else f"nothing evaluated yet: {evaluation.detail(trial)}"

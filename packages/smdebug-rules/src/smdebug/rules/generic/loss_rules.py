@@ -47,7 +47,7 @@ def parse_mode(rule: str, name: str, value) -> Optional[ModeKeys]:
 
 def _no_validation(rule: Rule) -> None:
     """A rule that compares validation with training does not apply to a run that never validated."""
-    if not rule.base_trial.steps(mode=ModeKeys.EVAL):
+    if ModeKeys.EVAL not in rule.base_trial.modes():  # (a set lookup: this runs at every training step)
         rule.not_applicable("the run has no validation: no EVAL-mode step (call hook.set_mode(modes.EVAL) "
                             "around evaluation to have it judged)")
 
