@@ -1,11 +1,13 @@
 """Run the benchmarks, print the tables and record them in benchmarks/RESULTS.md (one section per benchmark).
 
     python benchmarks/run.py [--quick] [--repeat N] [--no-record]
-                             [--only io|torch|rules|s3|trial_read|memory|scaling|report|rule_accuracy]
+                             [--only io|torch|fsdp|rules|s3|trial_read|memory|scaling|report|rule_accuracy]
                              [--summary]
 
 ``io``: write/read throughput, ours vs the original smdebug 1.0.34 (io_throughput.py).
 ``torch``: step-time overhead of the PyTorch hook, ours vs the original (torch_overhead.py).
+``fsdp``: what saving FSDP2-sharded weights and gradients costs two real ranks: gathers, step time, peak
+memory (fsdp_gather.py; ours only: the original predates FSDP2).
 ``rules``: evaluation time of the built-in rules over a 1,000-step run, and of user-written rules
 ours vs the original (rules_eval.py).
 ``s3``: reading a run from S3 (moto on loopback with a per-request delay), time and HTTP requests,
@@ -114,6 +116,15 @@ TORCH_METHOD = (
 )
 
 
+FSDP_METHOD = (
+    "two real processes (gloo on loopback, one torch thread each, on the 2-core machine), "
+    "`fully_shard` on every linear layer and the root; each configuration a fresh pair of processes, "
+    "the order rotating each round; timed steps between two barriers, ending with `hook.flush()`; gathers "
+    "counted and timed by wrapping `smdebug.pytorch.sharded.full_value` (benchmarks/fsdp_gather.py); peak "
+    "RSS: `VmHWM` of each rank. No original side: 1.0.34 predates DTensor and FSDP2."
+)
+
+
 def rule_accuracy_versions() -> str:
     dists = ("smdebug-core", "smdebug-rules", "smdebug-torch", "smdebug-tf", "smdebug-xgboost", "torch",
              "tensorflow-cpu", "keras", "xgboost-cpu")
@@ -173,6 +184,10 @@ BENCHMARKS = {
               lambda a, cmd, r, m: [f"- versions: {torch_versions(r)}",
                                     f"- command: `{cmd}` ({max(1, a.repeat) * m.PASSES_PER_REPEAT} passes)",
                                     f"- method: {TORCH_METHOD}"]),
+    "fsdp": ("fsdp_gather", "FSDP2: saving sharded weights and gradients",
+             lambda m, a: m.main(quick=a.quick, repeat=a.repeat),
+             lambda a, cmd, r, m: [f"- versions: {torch_versions_plain()}", f"- command: `{cmd}`",
+                                   f"- method: {FSDP_METHOD}"]),
     "rules": ("rules_eval", "Rule evaluation time",
               lambda m, a: m.main(quick=a.quick, repeat=a.repeat),
               lambda a, cmd, r, m: [f"- versions: {versions()}; {ORIGINAL_VENV}",
