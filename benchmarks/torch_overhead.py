@@ -18,10 +18,12 @@ well under a millisecond, and the CNN and MLP compiled with ``torch.compile``), 
   early, denser part, which a long run leaves behind (ours only: the original has no such call)
 
 The small MLP is measured with ``none``, ``default`` and ``wg_every_1``: what the default configuration
-adds to a sub-millisecond step (bound: ``default_target_us``). That bound is judged on a paired measurement
-(``paired_default_cost``): one model, blocks with the hook's torch hooks attached and detached, because two
-model instances alone differ by a few percent of such a step (their memory layout), more than the bound.
-The original is measured the same way beside it. The compiled CNN and MLP (inductor, the
+adds to a sub-millisecond step (bound: ``default_target_us``). The default configuration's bounds (that one
+and the 2% of every model) are judged on a paired measurement (``paired_default_cost``): one model, blocks
+with the hook's torch hooks attached and detached, because two model instances alone differ by a few percent
+of a step either way (their memory layout), more than the bounds. The table's own columns stay the
+two-instance comparison; the original's default config is measured the same paired way beside ours. The
+compiled CNN and MLP (inductor, the
 hook registered before the model is compiled) with the same three, in our process only: their rows sit
 beside the eager ones.
 
@@ -479,6 +481,11 @@ def paired_default_cost(workload: str, rounds: int = 40, block: int = 200) -> di
         drain = getattr(hook, "flush", None)
         data = _make_data(WORKLOADS[workload]["batch"])
         modules, params = [*model.modules(), loss_fn], list(model.parameters())
+        compiled = WORKLOADS[workload].get("compile")
+        if compiled:
+            # Dynamo does not guard on module hooks: detaching and re-attaching them recompiles nothing
+            # (checked below), and the model's own hooks run around the compiled forward.
+            model = torch.compile(model)
         i = 0
 
         def run(n: int):
@@ -496,6 +503,7 @@ def paired_default_cost(workload: str, rounds: int = 40, block: int = 200) -> di
             return (time.perf_counter() - t0) / n, (time.thread_time() - c0) / n
 
         run(WORKLOADS[workload]["warmup"])  # (step 0, which the default schedule saves, is in the warm-up)
+        graphs = _compiled_graphs() if compiled else None
         gc.collect()
         gc.freeze()
         diffs, cpu_diffs = [], []
@@ -514,6 +522,8 @@ def paired_default_cost(workload: str, rounds: int = 40, block: int = 200) -> di
         finally:
             gc.unfreeze()
         hook.close()
+        if compiled and _compiled_graphs() != graphs:
+            raise RuntimeError("the model was compiled again while the hook was attached and detached")
         return {"added_us": statistics.fmean(diffs), "se_us": statistics.stdev(diffs) / len(diffs) ** 0.5,
                 # the training thread's own CPU time: what the hook costs the training loop whatever else
                 # runs on the machine (wall time also counts waiting for the writer thread and the CPU)
@@ -522,6 +532,12 @@ def paired_default_cost(workload: str, rounds: int = 40, block: int = 200) -> di
                 "rounds": rounds, "block": block}
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def _compiled_graphs() -> int:
+    from torch._dynamo.utils import counters
+
+    return counters["stats"]["unique_graphs"]
 
 
 def _median(values: List[float]) -> float:
@@ -593,8 +609,11 @@ def measure(passes: int = 6, quick: bool = False, workloads: Optional[Sequence[s
                     spread = per_pass if len(per_pass) > 1 else diffs  # one pass: the blocks' spread
                     res["added_se_ms"] = statistics.stdev(spread) / len(spread) ** 0.5 if len(spread) > 1 else 0.0
                 per[config] = res
-            if spec.get("default_target_us") is not None and "default" in per and "error" not in per["default"]:
-                for key, measure_it in (("quiet", quiet_step_hooks), ("paired", paired_default_cost)):
+            if "default" in per and "error" not in per["default"]:
+                extra = {"paired": lambda w: paired_default_cost(w, rounds=rounds * 5, block=block)}
+                if spec.get("default_target_us") is not None:
+                    extra["quiet"] = quiet_step_hooks
+                for key, measure_it in extra.items():
                     try:
                         per["default"][key] = measure_it(workload)
                     except Exception as e:  # noqa: BLE001 - reported in the table instead
@@ -748,9 +767,20 @@ def targets(rows) -> List[str]:
                 continue
             pct = (o["ratio"] - 1) * 100
             se_pct = o["added_se_ms"] / o["base_ms"] * 100
-            ok = "met" if pct <= DEFAULT_TARGET_PCT else "MISSED"
-            out.append(f"- {name}, default config <= {DEFAULT_TARGET_PCT:g}% overhead: {pct:+.2f}% ±{se_pct:.2f}% "
-                       f"({o['added_ms'] * 1e3:+.0f} us/step) ({ok})")
+            cross = f"{pct:+.2f}% ±{se_pct:.2f}% ({o['added_ms'] * 1e3:+.0f} us/step)"
+            paired = o.get("paired")
+            if paired and "error" not in paired:
+                # judged on one model with the hook attached and detached (see paired_default_cost)
+                p_pct = paired["added_us"] / (o["base_ms"] * 1e3) * 100
+                p_se = paired["se_us"] / (o["base_ms"] * 1e3) * 100
+                ok = "met" if p_pct <= DEFAULT_TARGET_PCT else "MISSED"
+                out.append(f"- {name}, default config <= {DEFAULT_TARGET_PCT:g}% overhead: {p_pct:+.2f}% ±{p_se:.2f}% "
+                           f"({paired['added_us']:+.0f} us/step) on one model, hook attached vs detached; two "
+                           f"model instances, as in the table: {cross} ({ok})")
+            else:
+                why = f"; the paired measurement failed: {paired['error']}" if paired else ""
+                ok = "met" if pct <= DEFAULT_TARGET_PCT else "MISSED"
+                out.append(f"- {name}, default config <= {DEFAULT_TARGET_PCT:g}% overhead: {cross}{why} ({ok})")
             bound = WORKLOADS[r["workload"]].get("default_target_us")
             if bound is not None:
                 us, se_us = o["added_ms"] * 1e3, o["added_se_ms"] * 1e3
