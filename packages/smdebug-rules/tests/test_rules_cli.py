@@ -255,3 +255,18 @@ def test_the_report_does_not_show_not_evaluated_or_errors_as_a_pass(runs, tmp_pa
     assert re.search(r'<span class="badge err"[^>]*>Error</span>', text)
     assert "tensors matching &#x27;.*relu_output&#x27; -&gt; none" in text
     assert "MissingEventFile" in text and 'class="badge ok"' not in text
+
+
+def test_a_rule_that_keeps_firing_prints_its_first_findings_then_counts(tmp_path):
+    run = write_run(tmp_path / "vanishing_throughout", [1e-9] * 8)
+    proc = smdebug("rules", "run", run, "--rule", "vanishing_gradient")
+    assert proc.returncode == 1, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("[VanishingGradient]")]
+    assert [line.split(":")[0] for line in lines] == [
+        "[VanishingGradient] issue at step 0 (GLOBAL 0)", "[VanishingGradient] issue at step 1 (GLOBAL 1)",
+        "[VanishingGradient] issue at step 2 (GLOBAL 2)",
+        "[VanishingGradient] issue at step 3 (GLOBAL 3) and maybe later"]
+    assert "counted, not printed" in lines[-1] and "-v prints every one" in lines[-1]
+    assert "(+7 more)" in proc.stdout  # the table still counts every one
+    verbose = smdebug("rules", "run", run, "--rule", "vanishing_gradient", "-v")
+    assert len([line for line in verbose.stderr.splitlines() if line.startswith("[VanishingGradient] issue at")]) == 8

@@ -15,6 +15,7 @@ import time
 from typing import Optional
 
 from smdebug.exceptions import SMDebugError
+from smdebug.rules.command import LIVE_FINDINGS_PER_RULE
 from smdebug.rules.registry import find_rule, list_rules, rule_parameters
 from smdebug.rules.results import ERROR, EXIT_CODES, Finding, RuleResult, RunResult
 from smdebug.rules.runner import run_rules
@@ -71,12 +72,18 @@ def _show(args) -> int:
 class _Progress:
     """What goes to stderr while rules run: findings and errors as they happen, and a tqdm progress bar
     (on a terminal, once the work has taken more than a second -- at once when following a run, long work
-    by nature; always with --progress; never with -q, --no-progress or when stderr is not a terminal)."""
+    by nature; always with --progress; never with -q, --no-progress or when stderr is not a terminal).
+
+    A rule that fires keeps firing at every later step (a NaN loss stays NaN): the first
+    LIVE_FINDINGS_PER_RULE findings of each rule are printed, then one line saying the rest are counted, so
+    a live run's stream stays readable; --verbose prints every finding."""
 
     def __init__(self, quiet: bool, bar: Optional[bool], total: Optional[int], follow: bool = False,
-                 stream=sys.stderr):
+                 stream=sys.stderr, verbose: bool = False):
         self.quiet = quiet
         self.stream = stream
+        self.verbose = verbose
+        self._printed = {}  # rule name -> findings printed so far
         self.bar = None
         if quiet or bar is False:
             return
@@ -99,7 +106,15 @@ class _Progress:
 
     def event(self, event: str, rule: RuleResult, finding: Optional[Finding]) -> None:
         if event == "finding":
+            printed = self._printed.get(rule.name, 0)
+            self._printed[rule.name] = printed + 1
+            if printed > LIVE_FINDINGS_PER_RULE and not self.verbose:
+                return
             where = f"step {finding.step}" + (f" ({finding.mode} {finding.mode_step})" if finding.mode else "")
+            if printed == LIVE_FINDINGS_PER_RULE and not self.verbose:
+                self.say(f"[{rule.name}] issue at {where} and maybe later: counted, not printed (the verdict "
+                         "table counts them; -v prints every one)")
+                return
             self.say(f"[{rule.name}] issue at {where}: {finding.reason or 'condition met'}")
         elif event == "error":
             self.say(f"[{rule.name}] error: {rule.error}")
@@ -148,7 +163,7 @@ def _run(args) -> int:
     if not args.follow:
         total = len([s for s in trial.steps() if s >= args.start_step
                      and (args.end_step is None or s < args.end_step)])
-    progress = _Progress(args.quiet, args.progress, total, follow=args.follow)
+    progress = _Progress(args.quiet, args.progress, total, follow=args.follow, verbose=args.verbose)
     saver = _Saver(args.output)
     if not args.quiet:
         verb = "following" if args.follow else "evaluating"

@@ -18,6 +18,9 @@ from __future__ import annotations
 # smdebug.rules.cli, imported by run().
 import argparse
 
+#: findings of one rule printed as they happen; the rest are counted (the verdict table and --output have all)
+LIVE_FINDINGS_PER_RULE = 3
+
 RUN_DESCRIPTION = """\
 Evaluate rules over a run, step by step: a finished run, or (--follow) a run while it trains.
 
@@ -28,7 +31,8 @@ crashed, or its data cannot be read: the file and the step are named). The run's
 of Error, IssuesFound, NotEvaluated, InProgress that any rule has, else NoIssuesFound.
 
 The verdict table goes to stdout (--json prints the result document instead); findings as they
-happen, progress and logs go to stderr; -q silences all but --json. TRIAL, --other-trials and --output take
+happen (the first few of each rule; -v: every one), progress and logs go to stderr; -q silences all but
+--json. TRIAL, --other-trials and --output take
 local paths or s3://bucket/prefix."""
 
 RUN_EPILOG = """\
@@ -104,6 +108,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="print the JSON result document on stdout instead of the table")
     run.add_argument("--quiet", "-q", action="store_true",
                      help="print nothing (no verdict table, findings or progress); the exit status tells")
+    run.add_argument("--verbose", "-v", action="store_true",
+                     help=f"print every finding as it happens (default: the first {LIVE_FINDINGS_PER_RULE} of each "
+                          "rule, then a count)")
     bar = run.add_mutually_exclusive_group()
     bar.add_argument("--progress", dest="progress", action="store_const", const=True, default=None,
                      help="always show a progress bar on stderr (default: only on a terminal, after 1 s)")
