@@ -104,6 +104,8 @@ def test_the_verdict_table_goes_to_stdout_the_rest_to_stderr(runs):
     table = "\n".join(out.splitlines()[1:-1])
     assert "VanishingGradient  IssuesFound" in table and "first at step 1: gradient/w: mean |gradient| 1e-09" in table
     assert "DeadRelu           NotEvaluated" in table and "tensors matching '.*relu_output' -> none" in table
+    # what the run has is said once, under the table, not at the end of every row that judged nothing
+    assert out.count("the run has ") == 1 and out.splitlines()[-2].startswith("the run has 3 steps 0-2")
     assert "[VanishingGradient] issue at step 1 (GLOBAL 1)" in err and "evaluating" in err
     assert "[VanishingGradient]" not in out and "\r" not in err  # no counter running into other output
 

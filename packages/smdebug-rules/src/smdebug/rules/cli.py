@@ -234,6 +234,7 @@ def verdict_table(result: RunResult) -> str:
     if result.interrupted:
         state += ", interrupted"
     rows = []
+    run_has = []  # what the run has, which every NotEvaluated/NotApplicable detail ends with: said once, below
     for r in result.rules:
         if r.error:
             detail = r.error
@@ -242,9 +243,16 @@ def verdict_table(result: RunResult) -> str:
             more = f" (+{r.findings_total - 1} more)" if r.findings_total > 1 else ""
             detail = f"first at step {first.step}: {first.reason or 'condition met'}{more}"
         else:
-            detail = r.detail or ""
+            detail, sep, has = (r.detail or "").partition(RUN_HAS)
+            if sep and has not in run_has:
+                run_has.append(has)
         rows.append((r.name, r.status, r.steps_evaluated, r.tensors_evaluated, detail))
     lines = [f"{result.trial}: {result.steps_evaluated} steps (last {result.last_step}; {state})",
              table(("RULE", "STATUS", "STEPS", "TENSORS", "DETAIL"), rows, align_right=(2, 3)),
+             *(f"the run has {has}" for has in run_has),
              f"result: {result.status} (exit status {result.exit_code})"]
     return "\n".join(lines)
+
+
+#: how the detail of a rule that judged nothing ends (Evaluation.detail, the runner's not-applicable reason)
+RUN_HAS = "; the run has "
