@@ -81,3 +81,9 @@ def test_singleton_utils(out_dir):
     singleton_utils.del_hook()
     assert singleton_utils.get_hook() is None
     hook.close()
+
+
+def test_mixed_precision_support_check():
+    from smdebug.tensorflow.utils import does_tf_support_mixed_precision_training
+
+    assert does_tf_support_mixed_precision_training() is True
