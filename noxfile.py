@@ -54,9 +54,10 @@ TEST_TOOLS = ["pytest", "pytest-xdist", "pytest-timeout"]
 # A test that hangs fails after this many seconds instead of eating CI's budget (override: -- --timeout=N).
 TEST_TIMEOUT = "--timeout=900"
 # grimp: the import-cycle check (tests/test_import_cycles.py); bokeh: smdebug report; playwright: drives the system chromium in the report's browser tests (its
-# Python package only: the tests launch Debian's chromium, no browser is downloaded)
+# Python package only: the tests launch Debian's chromium, no browser is downloaded); ml-dtypes: the
+# frameworks' narrow dtypes (bfloat16, float8, int4) that test_narrow_dtypes.py saves
 CORE_TEST_DEPS = TEST_TOOLS + ["hypothesis", "pandas", "tensorboard", "boto3", "moto[server]", "matplotlib", "bokeh", "grimp",
-                               "playwright"]
+                               "playwright", "ml-dtypes"]
 # boto3/moto: rule results written to s3:// and SNS actions; bokeh: `smdebug report` shows rule verdicts
 RULES_TEST_DEPS = ["boto3", "moto[server]", "bokeh"]
 # Extra requirements of the demo and the benchmarks (both also get torch, pinned by _torch_requirement()).

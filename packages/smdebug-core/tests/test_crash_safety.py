@@ -137,3 +137,49 @@ def test_crashed_run_waits_are_bounded(tmp_path):
     with pytest.raises(NoMoreData) as info:
         trial.wait_for_steps([10**6])
     assert info.value.last_step == last
+
+
+_FORKED_WORKER_SCRIPT = r"""
+import multiprocessing as mp, signal, sys, threading, time
+sys.path.insert(0, sys.argv[2])
+from _support import NumpyHook
+
+def worker(ready, never):
+    # A pool worker as MXNet's DataLoader has them: a thread of the framework's own (its engine) and a main
+    # thread waiting for work in a semaphore. The main thread blocks SIGTERM here so that the signal is
+    # sure to land on the other thread (the kernel may pick any thread that does not block it).
+    threading.Thread(target=time.sleep, args=(600,), daemon=True).start()
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    ready.set()
+    never.acquire()
+
+if __name__ == "__main__":
+    hook = NumpyHook(out_dir=sys.argv[1])  # installs the hook's SIGTERM handler in this process
+    ctx = mp.get_context("fork")
+    ready, never = ctx.Event(), ctx.Semaphore(0)
+    child = ctx.Process(target=worker, args=(ready, never))
+    child.start()
+    assert ready.wait(30)
+    child.terminate()  # SIGTERM, what multiprocessing.Pool.terminate() sends its workers
+    child.join(20)
+    print("EXITCODE", child.exitcode, flush=True)
+    if child.exitcode is None:
+        child.kill()
+        child.join()
+    hook.close()
+"""
+
+
+def test_forked_worker_dies_of_sigterm_whichever_thread_takes_it(tmp_path):
+    """A process forked from one with a hook (DataLoader workers, multiprocessing pools) dies of SIGTERM at
+    once: the hook's Python-level handler is not inherited. With it, a worker whose main thread waited in
+    a semaphore while another thread took the signal never died, and Pool.terminate() (Gluon's DataLoader
+    when deleted) waited for it forever."""
+    import subprocess
+
+    script = tmp_path / "forked_worker.py"
+    script.write_text(_FORKED_WORKER_SCRIPT)
+    proc = subprocess.run([sys.executable, str(script), str(tmp_path / "run"), os.path.dirname(__file__)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert f"EXITCODE {-signal.SIGTERM}" in proc.stdout, (proc.stdout, proc.stderr)

@@ -437,3 +437,19 @@ def test_state_store_legacy_names(tmp_path, monkeypatch):
     assert StateStore().get_last_saved_state()["latest-global-step-seen"] == 7
     (ckpt / "sub" / "model.pt").write_bytes(b"22")
     assert store.is_checkpoint_updated()
+
+
+def test_increment_step_begins_the_next_step(tmp_path):
+    """1.0.x scripts that drove a hook by hand moved it on with ``_increment_step``: here it begins the
+    next step of the current mode, closing the previous one."""
+    out = str(tmp_path / "run")
+    hook = NumpyHook(out_dir=out, include_collections=["weights"], save_config=SaveConfig(save_interval=1))
+    hook.set_mode(modes.TRAIN)
+    for step in range(3):
+        hook._increment_step()
+        assert (hook.step, hook.mode_steps[modes.TRAIN]) == (step, step)
+        hook.record("weights/w", np.full(2, step, dtype=np.float32))
+    hook.close()
+    trial = create_trial(out)
+    assert trial.steps() == [0, 1, 2]
+    assert trial.tensor("weights/w").value(2).tolist() == [2.0, 2.0]

@@ -154,6 +154,26 @@ def test_three_workers_window_gives_up_on_old_incomplete_steps(run_loc, monkeypa
     assert t.last_complete_step >= first
 
 
+def test_window_moves_on_at_every_refresh_of_a_stalled_run(run_loc, monkeypatch):
+    """Workers b and c never wrote (a live run, no end marker): each look at the run gives up on another
+    half window of incomplete steps, new files or not, until fewer than a window remain; the last index
+    token is named after the run's last worker, as 1.0.x named it."""
+    monkeypatch.setenv("SMDEBUG_INCOMPLETE_STEP_WAIT_WINDOW", "10")
+    write_run(run_loc, range(20), workers=("worker_0", "worker_1", "worker_2"), end=False,
+              skip=lambda s, w: w != "worker_0")
+    t = open_trial(run_loc)
+    assert t.last_complete_step == 4
+    assert t.last_index_token.endswith("index/000000000/000000000004_worker_2.json")
+    assert t.workers() == ["worker_0", "worker_1", "worker_2"]  # looks for new data first
+    assert t.last_complete_step == 9
+    assert t.steps(show_incomplete_steps=True) == list(range(20))
+    assert t.steps() == list(range(10))
+    t.tensor_names()
+    t.refresh_data()
+    assert t.last_complete_step == 9  # 19 - 9 is not more than the window
+    assert t.last_index_token.endswith("index/000000000/000000000009_worker_2.json")
+
+
 def test_real_multi_process_run_with_missing_step(run_loc):
     """Two worker processes with include_workers='all'; worker 1 skips step 3."""
     code = textwrap.dedent(

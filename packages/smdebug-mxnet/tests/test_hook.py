@@ -479,3 +479,37 @@ def test_an_internal_failure_never_stops_training(out_dir, monkeypatch, smd_log)
     assert "boom" in smd_log.text
     hook.close()
     assert smd.create_trial(out_dir).steps() == [0, 1]  # what was saved before the failure is intact
+
+
+def test_a_custom_collection_that_matches_nothing(out_dir, smd_log):
+    """Asked for directly (as 1.0.x scripts and tests did), preparing a collection of the user's with no
+    regex and no tensor names raises InvalidCollectionConfiguration; in training it is logged once and
+    skipped, and the other collections are saved."""
+    from smdebug.exceptions import InvalidCollectionConfiguration
+
+    hook = make_hook(out_dir, include_collections=["empty_one", "weights"], save_config=smd.SaveConfig(save_interval=1))
+    hook.get_collection("empty_one")
+    with pytest.raises(InvalidCollectionConfiguration, match="empty_one"):
+        hook._prepare_collections()
+    net = mlp()
+    hook.register_block(net)
+    train(net, 3)
+    hook.close()
+    trial = smd.create_trial(out_dir)
+    assert trial.steps() == [0, 1, 2]
+    assert set(trial.tensor_names(collection="weights")) == {n for n in MLP_PARAMS if n.endswith("weight")}
+    assert "'empty_one' has no include_regex" in smd_log.text
+
+
+def test_collection_modules_and_singleton_utils_of_1_0(out_dir):
+    """1.0.x's module paths: CollectionKeys from smdebug.mxnet.collection, the hook from singleton_utils."""
+    from smdebug.core.collection import CollectionKeys
+    from smdebug.mxnet import collection, singleton_utils
+
+    assert collection.CollectionKeys is CollectionKeys
+    hook = make_hook(out_dir)
+    singleton_utils.set_hook(hook)
+    assert singleton_utils.get_hook() is hook and smd.get_hook() is hook
+    singleton_utils.del_hook()
+    assert singleton_utils.get_hook() is None
+    hook.close()

@@ -34,6 +34,17 @@ def test_lazy_reexports_are_the_core_objects():
         smd.NoSuchThing  # noqa: B018
 
 
+def test_1_0_module_paths_give_the_same_objects():
+    """Scripts written for 1.0.x import CollectionKeys from smdebug.pytorch.collection and the hook
+    accessors from smdebug.pytorch.singleton_utils."""
+    import smdebug.pytorch as smd
+    from smdebug.pytorch import collection, singleton_utils
+
+    assert collection.CollectionKeys is smd.CollectionKeys
+    assert (singleton_utils.get_hook, singleton_utils.set_hook, singleton_utils.del_hook) == (
+        smd.get_hook, smd.set_hook, smd.del_hook)
+
+
 def test_torch_tensors_convert_through_the_plugin(plugins):
     torch = pytest.importorskip("torch")
     w = torch.arange(6, dtype=torch.float32).reshape(2, 3).requires_grad_()

@@ -103,6 +103,7 @@ class Collection:
             raise SMDebugTypeError(f"A collection name must be a non-empty string, got {name!r}")
         self.name = name
         self._include_regex: List[str] = []
+        self._invalid_regex: List[str] = []  # assigned patterns that do not compile (see the setter)
         self._compiled = None
         # Patterns read from a run's collections file are untrusted: matched in bounded time (run_regex)
         self._budget: Optional[Budget] = None
@@ -126,12 +127,21 @@ class Collection:
 
     @include_regex.setter
     def include_regex(self, value):
+        # In 1.0.x include_regex was a plain attribute: scripts assign it, then hand the collection to a
+        # hook, and a pattern that does not compile (``"*"``) only failed later, inside training. Assigning
+        # keeps that leniency: such a pattern is kept (it is what the user wrote, and is exported as
+        # such), matches nothing, and the hook names it once in its log (``invalid_regex``). The
+        # constructor and include() still refuse it at once.
         self._include_regex = []
+        self._invalid_regex = []
         self._compiled = None
         self._touch()
-        self.include(value or [])
+        self._add_patterns(value or [], strict=False)
 
     def include(self, regex) -> None:
+        self._add_patterns(regex, strict=True)
+
+    def _add_patterns(self, regex, strict: bool) -> None:
         regexes = [regex] if isinstance(regex, str) else list(regex)
         for r in regexes:
             if not isinstance(r, str):
@@ -139,11 +149,19 @@ class Collection:
             try:
                 compile_pattern(r) if self._budget is not None else re.compile(r)
             except (re.error, PatternError) as e:
-                raise SMDebugTypeError(f"Invalid regex {r!r} for collection {self.name}: {e}") from None
+                if strict or self._budget is not None:
+                    raise SMDebugTypeError(f"Invalid regex {r!r} for collection {self.name}: {e}") from None
+                if r not in self._invalid_regex:
+                    self._invalid_regex.append(r)
             if r not in self._include_regex:
                 self._include_regex.append(r)
         self._compiled = None
         self._touch()
+
+    @property
+    def invalid_regex(self) -> List[str]:
+        """Assigned patterns that do not compile: they match nothing."""
+        return list(self._invalid_regex)
 
     @property
     def tensor_names(self) -> Set[str]:
@@ -177,7 +195,9 @@ class Collection:
             if self._budget is not None:
                 self._compiled = BoundedPatterns(self._include_regex, f"collection {self.name!r}", self._budget)
             else:
-                self._compiled = re.compile("|".join(f"(?:{r})" for r in self._include_regex))
+                valid = [r for r in self._include_regex if r not in self._invalid_regex]
+                # (?!) matches nothing: a collection whose every pattern is invalid
+                self._compiled = re.compile("|".join(f"(?:{r})" for r in valid) or "(?!)")
         return bool(self._compiled.search(name))
 
     @property
@@ -222,7 +242,9 @@ class Collection:
     def to_json_dict(self) -> dict:
         return {
             "name": self.name,
-            "include_regex": list(self._include_regex),
+            # (a pattern that does not compile matches nothing; written out, it would make the run's
+            # collections file unreadable)
+            "include_regex": [r for r in self._include_regex if r not in self._invalid_regex],
             "tensor_names": sorted(self._tensor_names),
             "reduction_config": self.reduction_config.to_json_dict() if self.reduction_config else None,
             "save_config": self.save_config.to_json_dict() if self.save_config else None,

@@ -211,7 +211,7 @@ class BaseHook(HookCollections, HookSaving, HookOutput, HookClosing, WarnsOnce, 
             include_collections, self.default_include_collections, include_regex, save_all)
         self._prepared_token = None
         self._included: List[Collection] = []
-        self._reported_collections: Set[str] = set()  # included names already reported as matching nothing
+        self._reported_collections: Set = set()  # included names (and (name, pattern)s) already reported
         self._match_cache: Dict[str, Tuple[Collection, ...]] = {}
 
     def _setup(self) -> None:
@@ -400,7 +400,7 @@ class BaseHook(HookCollections, HookSaving, HookOutput, HookClosing, WarnsOnce, 
                                       for m, s in self.mode_steps.items()})
         if self.worker is None:
             self._init_worker()
-        self._prepare_collections()
+        self._refresh_collections()
         self._due = self._compute_due() if self._is_writer else set()
         if self._due and self._writer is None and not self.dry_run and self._is_writer:
             self._start_writing()

@@ -24,7 +24,7 @@ from smdebug.core.modes import ModeKeys
 from smdebug.core.names import did_you_mean
 from smdebug.core.reduction_config import ReductionConfig
 from smdebug.core.save_config import SaveConfig
-from smdebug.exceptions import SMDebugTypeError
+from smdebug.exceptions import InvalidCollectionConfiguration, SMDebugTypeError
 
 SCALAR_PREFIX = "scalar/"
 #: built-in collections that may be empty without a configuration error
@@ -96,12 +96,17 @@ class HookCollections:
         return tuple(self.include_collections), mutation_count(), id(self.collection_manager.collections)
 
     def _prepare_collections(self) -> None:
-        """Give every collection a full save config and reduction config; pick the included ones."""
+        """Give every collection a full save config and reduction config; pick the included ones.
+
+        Raises :class:`InvalidCollectionConfiguration` (as 1.0.x did) when an included collection the
+        user made can never match a tensor (no regex, no tensor names), after preparing the others. The
+        hook's own step boundaries call :meth:`_refresh_collections`, which only logs it: training goes
+        on and the other collections are saved."""
         token = self._token()
         if token == self._prepared_token:
             return
         self._before_prepare()
-        included = []
+        included, unusable = [], []
         for name in self.include_collections:
             coll = self.collection_manager.collections.get(name)
             known = coll is not None
@@ -114,7 +119,11 @@ class HookCollections:
                     # loss), which the run records (smdebug.core.activations), or not registered yet
                     continue
                 self._report_empty_collection(name, known)
+                if known and name not in self._builtin_collection_names():
+                    unusable.append(name)
                 continue
+            if coll.invalid_regex:
+                self._report_invalid_regex(coll)
             included.append(coll)
         for coll in self.collection_manager.collections.values():
             if coll.save_config is None:
@@ -124,6 +133,10 @@ class HookCollections:
             coll.save_config.merge_default(self.save_config)
             if coll.name in NON_REDUCTION_COLLECTIONS:
                 coll.reduction_config = ReductionConfig(save_raw_tensor=True)
+            elif coll.reduction_config is None:
+                # what the collection's tensors get: the hook's (as in 1.0.x, where a prepared collection
+                # always had one; the run's collections file records it)
+                coll.reduction_config = self.reduction_config
             if coll.name in NON_HISTOGRAM_COLLECTIONS:
                 coll.save_histogram = False
         self._included = included
@@ -131,6 +144,32 @@ class HookCollections:
         self._plans.clear()
         self._prepared_token = self._token()
         self._after_prepare()
+        if unusable:
+            raise InvalidCollectionConfiguration(unusable[0])
+
+    def _refresh_collections(self) -> None:
+        """:meth:`_prepare_collections` at the hook's own step boundaries: a collection that can match
+        nothing was reported once in the log and is left out; the hook goes on with the others."""
+        try:
+            self._prepare_collections()
+        except InvalidCollectionConfiguration:
+            pass
+
+    def _builtin_collection_names(self) -> frozenset:
+        """The collections the hook creates itself (core and framework defaults): empty ones are left
+        out quietly or with a log line, never an error. (Asked only when such a collection is empty.)"""
+        return frozenset(c.name for c in (*self._core_collections(), *self.default_collections()))
+
+    def _report_invalid_regex(self, coll: Collection) -> None:
+        """Once per collection and pattern: an assigned include_regex that does not compile."""
+        for pattern in coll.invalid_regex:
+            key = (coll.name, pattern)
+            if key in self._reported_collections:
+                continue
+            self._reported_collections.add(key)
+            logger.error("smdebug: collection %r has include_regex %r, which is not a valid regular expression; "
+                         "it matches nothing (the collection's other patterns and tensor names still apply).",
+                         coll.name, pattern)
 
     def _may_be_empty(self, collection: str) -> bool:
         """Whether an included collection with nothing in it yet is normal (skipped quietly) rather than a

@@ -163,7 +163,7 @@ class HookSaving:
         if self.worker is None:
             self._init_worker()
         if self._writer is None:
-            self._prepare_collections()
+            self._refresh_collections()
             self._start_writing()
             if self._writer is None:
                 return
@@ -202,7 +202,7 @@ class HookSaving:
         for cname in names:
             self.add_to_collection(cname, tensor_name)
         if self._in_step:
-            self._prepare_collections()
+            self._refresh_collections()
             self._due = self._compute_due() if self._is_writer else set()
             if self._due and self._writer is None and not self.dry_run:
                 self._start_writing()

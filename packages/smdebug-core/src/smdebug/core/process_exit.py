@@ -44,6 +44,27 @@ def _on_sigterm(signum, frame) -> None:
     os.kill(os.getpid(), signal.SIGTERM)
 
 
+def _default_sigterm_in_child() -> None:
+    """After ``os.fork`` (DataLoader workers, multiprocessing pools), in the child: give SIGTERM back its
+    default action. A Python-level handler runs only when the child's main thread next executes Python
+    code. A pool worker waits for work in a semaphore while its framework's own threads (MXNet's engine,
+    started in the worker) run; when SIGTERM lands on one of those threads the worker never wakes, so
+    ``Pool.terminate()`` (Gluon's DataLoader when it is deleted) waited forever. The child writes
+    nothing through the parent's hooks, so there is nothing for the handler to close there."""
+    if _sigterm_pid[0] is None:
+        return
+    _sigterm_pid[0] = None
+    try:
+        if signal.getsignal(signal.SIGTERM) is _on_sigterm:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    except (ValueError, OSError, RuntimeError):
+        pass
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_default_sigterm_in_child)
+
+
 def _install_sigterm_handler() -> None:
     """Install :func:`_on_sigterm` unless the program handles SIGTERM itself (its handler usually ends
     with ``sys.exit``, which runs the at-exit close) or ``SMDEBUG_HANDLE_SIGTERM=false``."""

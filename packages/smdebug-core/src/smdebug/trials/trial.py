@@ -316,6 +316,9 @@ class Trial:
             if is_index_file(k) and k not in self._read_keys
         ]
         if not keys:
+            # Nothing new, but the wait for incomplete steps still moves on (as in 1.0.x, at every
+            # refresh): a worker that stopped writing is given up on without new files arriving.
+            self._update_token()
             return
         parsed: List[Tuple[str, int, str]] = []
         for k in keys:
@@ -427,7 +430,10 @@ class Trial:
             self._list_token = index_prefix_for_step(self.last_complete_step + 1)
             files = self._files.get(self.last_complete_step)
             if files:
-                self._last_index_key = max(index_file_name(self.last_complete_step, w) for w in files)
+                # As 1.0.x named it: the step's file of the last worker of the run (by name), whichever
+                # workers wrote that step (a step given up on may lack it).
+                last_worker = max(self.worker_set) if self.worker_set else max(files)
+                self._last_index_key = index_file_name(self.last_complete_step, last_worker)
 
     @property
     def last_index_token(self) -> Optional[str]:
@@ -513,6 +519,8 @@ class Trial:
         return self._mode_to_global.get(mode, {}).get(mode_step)
 
     def workers(self) -> List[str]:
+        """The run's workers (after looking for new data, as 1.0.x did: workers join a live run)."""
+        self.maybe_refresh()
         return sorted(self.worker_set)
 
     def has_passed_step(self, step: int, mode=ModeKeys.GLOBAL) -> StepState:

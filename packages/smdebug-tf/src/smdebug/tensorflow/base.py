@@ -15,6 +15,7 @@ from smdebug.core.locations import collections_file_name
 from smdebug.core.modes import ModeKeys
 from smdebug.core.writer import BackgroundWriter
 from smdebug.tensorflow.collection import RUNTIME_FILLED, Collection, _name_of, default_collections
+from smdebug.tensorflow.constants import TF_DEFAULT_SAVED_COLLECTIONS
 
 LOSS_RE = re.compile(r"(^|_)loss$")
 
@@ -24,7 +25,7 @@ class TFHookMixin(BaseHook):
     :class:`~smdebug.tensorflow.SessionHook`."""
 
     framework_name = "tensorflow"
-    default_include_collections = (CollectionKeys.METRICS, CollectionKeys.LOSSES, CollectionKeys.SM_METRICS)
+    default_include_collections = tuple(TF_DEFAULT_SAVED_COLLECTIONS)
     collection_class = Collection
     keep_device_suffix_in_reductions = True
 
@@ -69,8 +70,14 @@ class TFHookMixin(BaseHook):
         try:
             super()._prepare_collections()
         finally:
+            # (also when a user's collection that can match nothing was reported: this preparation holds)
             self.include_collections = full
-        self._prepared_token = self._token()
+            self._prepared_token = self._token()
+
+    def _prepare_collections_for_tf2(self) -> None:
+        """1.0.x's name (KerasHook) for preparing the collections before the first step; the same as
+        :meth:`_prepare_collections` here (it raises for a user's collection that can match nothing)."""
+        self._prepare_collections()
 
     def _is_empty(self, name: str) -> bool:
         coll = self.collection_manager.collections.get(name)

@@ -195,7 +195,7 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
         self._prepared_token = None
         if self._in_step and self._is_writer and self.worker is not None:
             # names met in the middle of a step (a model built by its first call) count at once
-            self._prepare_collections()
+            self._refresh_collections()
             self._due = set(self._due) | self._compute_due()
             if self._due and self._writer is None and not self.dry_run:
                 self._start_writing()

@@ -144,3 +144,11 @@ def device_reductions(value, ops: Sequence[Tuple[str, bool]]) -> Optional[Dict[T
         x = tf.cast(x, tf.float32)
     results = tf.stack([tf.cast(_op(tf.abs(x) if is_abs else x, op), x.dtype) for op, is_abs in ops]).numpy()
     return {key: results[i] for i, key in enumerate(ops)}
+
+
+def does_tf_support_mixed_precision_training() -> bool:
+    """1.0.x's check for the Keras mixed-precision API (TensorFlow 2.1 and later). Every TensorFlow this
+    plugin supports (2.16+) has it: ``keras.mixed_precision.set_global_policy("mixed_float16")``; the
+    hook saves the float16 tensors and the unscaled gradients of such models."""
+    major, minor = (int(part) for part in tf.__version__.split(".")[:2])
+    return (major, minor) >= (2, 1)

@@ -7,6 +7,7 @@ import weakref
 from typing import Callable, Optional
 
 from smdebug.core.collection import Collection as _CoreCollection
+from smdebug.core.collection import CollectionKeys  # noqa: F401 - 1.0.x scripts import it from here
 
 
 class Collection(_CoreCollection):

@@ -548,7 +548,7 @@ class Hook(BaseHook):
                     # a new name changes the collections: prepared again, and the due ones of this step
                     # recomputed (a collection empty until now was not included), as save_tensor does
                     coll.add_tensor_name(name)
-                    self._prepare_collections()
+                    self._refresh_collections()
                     if self._is_writer:
                         self._due = self._compute_due()
                     if self._due and self._writer is None and not self.dry_run:

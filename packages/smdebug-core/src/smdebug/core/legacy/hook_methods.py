@@ -21,6 +21,11 @@ class LegacyHookMethods:
             self._init_worker()
         return self.num_workers
 
+    def _increment_step(self) -> None:
+        """1.0.x's internal step counter move, which scripts driving a hook by hand called: here it begins
+        the next step of the current mode (:meth:`begin_step`), closing the previous one."""
+        self.begin_step()
+
     def has_default_configuration(self) -> bool:
         """True when the user chose no collections beyond the framework's defaults."""
         return self.has_default_hook_configuration()

@@ -16,25 +16,12 @@ from smdebug.core.tfevent.proto.event_pb2 import Event
 from smdebug.core.tfevent.proto.tensor_pb2 import TensorProto
 from smdebug.core.tfevent.content_span import locate_tensor_content
 from smdebug.core.tfevent.records import decode_record
+from smdebug.core.tfevent.stored_dtypes import STORED, stored_form
 from smdebug.exceptions import EventFileCorrupted, SMDebugTypeError, SMDebugValueError
 
-# numpy dtype -> TF DataType number (types.proto)
-_NP_TO_DT = {
-    np.dtype(np.float16): 19,
-    np.dtype(np.float32): 1,
-    np.dtype(np.float64): 2,
-    np.dtype(np.int8): 6,
-    np.dtype(np.int16): 5,
-    np.dtype(np.int32): 3,
-    np.dtype(np.int64): 9,
-    np.dtype(np.uint8): 4,
-    np.dtype(np.uint16): 17,
-    np.dtype(np.uint32): 22,
-    np.dtype(np.uint64): 23,
-    np.dtype(np.complex64): 8,
-    np.dtype(np.complex128): 18,
-    np.dtype(np.bool_): 10,
-}
+# numpy dtype -> TF DataType number (types.proto); other numeric dtypes are stored as one of these
+# (stored_dtypes.stored_form)
+_NP_TO_DT = {npdt: number for npdt, (number, _) in STORED.items()}
 # Reading decodes every type we write (the original decoded INT8 as uint8 and failed on
 # INT16/UINT16/UINT32/UINT64/COMPLEX64).
 _DT_TO_NP = {dt: npdt.newbyteorder("<") for npdt, dt in _NP_TO_DT.items()}
@@ -90,6 +77,7 @@ def _little_endian(arr: np.ndarray) -> np.ndarray:
 
 def numpy_to_tensor_proto(arr: np.ndarray, tag: str, out: Optional[TensorProto] = None) -> TensorProto:
     tp = TensorProto() if out is None else out
+    arr = stored_form(arr)
     _fill_shape(tp, arr.shape, tag)
     if arr.dtype.kind in "USO":
         tp.dtype = _DT_INVALID  # the original leaves strings as DT_INVALID + string_val; keep that
@@ -327,6 +315,7 @@ def encode_tensor_event_parts(
     ``payload_offset``: where in the file the payload will start; a body of ALIGN_MIN_BYTES or more is
     then aligned there (an unknown padding field before the summary).
     """
+    arr = stored_form(arr)
     dt = arr.dtype
     if dt.kind in "USO":
         return encode_tensor_event(tag, arr, step, mode, mode_step, wall_time), b""
