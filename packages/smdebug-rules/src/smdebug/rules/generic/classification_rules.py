@@ -359,7 +359,7 @@ class ClassImbalance(_LabelsAndPredictions):
         self._counts = StepSums(_add_class_counts)
         #: every step's part, counted or not (the misprediction test reads the last one)
         self._parts: dict = {}
-        self._train_labels: Optional[bool] = None
+        self._train_labels = False  # whether the run has TRAIN-mode labels (once True, stays so)
 
     def _contribution(self, step, label_names, prediction_names):
         labels, predictions = self._pairs(step, label_names, prediction_names, argmax=self.argmax)
@@ -376,17 +376,12 @@ class ClassImbalance(_LabelsAndPredictions):
         wrong = np.bincount(labels[predictions[keep] != labels], minlength=n)
         return counts, wrong, counts.copy()
 
-    def _counted(self, step: int, label_names: List[str]) -> bool:
+    def _counted(self, step: int) -> bool:
         """Whether the labels of ``step`` count towards the class counts: TRAIN-mode labels when the run has
         any (the training data is what the model learns from; a validation set is drawn to be representative,
         and pooling it in hid a training set of 113:5:2 behind balanced validation labels), else every save
         (XGBoost's validation labels are all a run has)."""
-        if self._train_labels is None:
-            has_train = any(self.base_trial.tensor(n).steps(mode=ModeKeys.TRAIN) for n in label_names)
-            if not has_train:
-                return True  # decided again at the next step: training labels may arrive later
-            self._train_labels = True
-        return self.base_trial.mode(step) == ModeKeys.TRAIN
+        return not self._train_labels or self.base_trial.mode(step) == ModeKeys.TRAIN
 
     def invoke_at_step(self, step):
         self._say_no_classes()
@@ -402,10 +397,12 @@ class ClassImbalance(_LabelsAndPredictions):
         def saved_steps():
             return sorted({s for n in label_names for s in self.base_trial.tensor(n).steps()})
 
+        if not self._train_labels:  # decided again until training labels appear (they may arrive later)
+            self._train_labels = any(self.base_trial.tensor(n).steps(mode=ModeKeys.TRAIN) for n in label_names)
         for s in self._counts.steps_to_read(saved_steps, step):
             part = self._contribution(s, label_names, prediction_names)
             self._parts[s] = part
-            self._counts.add(s, part if part is not None and self._counted(s, label_names) else None)
+            self._counts.add(s, part if part is not None and self._counted(s) else None)
         if self._parts.get(step) is None:  # no labels at this step: nothing new to judge
             self.not_evaluated("judges at steps where labels were saved")
             return False

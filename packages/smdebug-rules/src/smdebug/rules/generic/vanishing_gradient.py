@@ -2,8 +2,10 @@ from __future__ import annotations
 
 from typing import List, Optional, Tuple
 
+import numpy as np
+
 from smdebug.exceptions import SMDebugValueError
-from smdebug.rules.generic.selection import ndim_at, reduction_at, scalar, select_tensors
+from smdebug.rules.generic.selection import ndim_at, reduction_at, scalar, select_tensors, value_at
 from smdebug.rules.params import as_float, as_int
 from smdebug.rules.rule import Rule
 
@@ -59,18 +61,25 @@ class VanishingGradient(Rule):
     def invoke_at_step(self, step):
         norms = {}
         for name in select_tensors(self.base_trial, [GRADIENTS], []):
-            value = reduction_at(self.base_trial, name, step, "mean", abs=True)
-            if value is None:  # not saved at this step
-                continue
-            if ndim_at(self.base_trial, name, step) in (0, 1):
-                continue
-            mean_abs = scalar(value)
+            value = value_at(self.base_trial, name, step)
+            if value is not None:  # the value: both statistics from one read
+                if value.ndim in (0, 1) or not value.size:
+                    continue
+                magnitudes = np.abs(np.asarray(value, dtype=np.float64))
+                mean_abs, norm = float(magnitudes.mean()), float(np.sqrt(np.sum(magnitudes ** 2)))
+            else:  # only reductions saved: the stored ones
+                stored = reduction_at(self.base_trial, name, step, "mean", abs=True)
+                if stored is None:  # not saved at this step
+                    continue
+                if ndim_at(self.base_trial, name, step) in (0, 1):
+                    continue
+                mean_abs = scalar(stored)
+                l2 = reduction_at(self.base_trial, name, step, "l2")
+                norm = None if l2 is None else scalar(l2)
             if mean_abs < self.threshold:
                 return f"{name}: mean |gradient| {mean_abs:.3g} < threshold {self.threshold:g}"
-            if self.ratio_threshold > 0:
-                norm = reduction_at(self.base_trial, name, step, "l2")
-                if norm is not None:
-                    norms[name] = scalar(norm)
+            if self.ratio_threshold > 0 and norm is not None:
+                norms[name] = norm
         return self._relative_test(step, norms)
 
     def _relative_test(self, step: int, norms: dict):
