@@ -151,4 +151,5 @@ def recording_key(framework: str) -> str:
 def recommended_set_description() -> str:
     return ("`rule_configs.RECOMMENDED[framework]` with the parameters `rule_configs` gives them (what `smdebug rules "
             "run RUN` evaluates with no `--rule`), on runs recorded with `Hook.recommended(out_dir, "
-            "include_collections=<the other rules' collections>)` (benchmarks/rule_accuracy/hooks.py)")
+            "include_collections=<the other rules' collections>)` (benchmarks/rule_accuracy/hooks.py); the held-out "
+            "rows (`hh_`/`bh_`) with `Hook.recommended(out_dir)` alone, or the hook a row names (`HELDOUT_HOOKS`)")
