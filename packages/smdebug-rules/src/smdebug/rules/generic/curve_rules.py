@@ -219,9 +219,10 @@ class OscillatingLoss(LossCurveRule):
             elif (direction > 0 and v > anchor) or (direction < 0 and v < anchor):
                 anchor = v
         if swings >= self.min_swings:
-            return True, (f"{self.shown(name)} swings up and down: {swings} moves larger than {threshold:.4g} ({self.swing_percent:g}% "
-                          f"of the initial {initial:.4g}) between {low:.4g} and {high:.4g}, in medians of {self.window} "
-                          f"saves over {mode_label(mode)}s {curve.steps[half]}-{s} (min_swings {self.min_swings})")
+            return True, (f"{self.shown(name)} swings up and down: {swings} moves larger than {threshold:.4g} "
+                          f"({self.swing_percent:g}% of the initial {initial:.4g}) between {low:.4g} and {high:.4g}, "
+                          f"in medians of {self.window} saves over {mode_label(mode)}s {curve.steps[half]}-{s} "
+                          f"(min_swings {self.min_swings})")
         return True, None
 
 
@@ -300,7 +301,7 @@ class SlowConvergence(LossCurveRule):
         if falling and (little_progress or steady):
             why = (f"only {1 - final / initial:.0%} of the initial loss is gone" if little_progress else
                    f"it fell {drop / (initial - early):.2g}x as much in the last third as in the first")
-            return True, (f"{self.shown(name)} was still falling when training ended: {initial:.4g} (first {w} saves) -> "
-                          f"{early:.4g} -> {late:.4g} -> {final:.4g} (last {w} saves); {why} (progress_percent "
-                          f"{self.progress_percent:g}, deceleration {self.deceleration:g})")
+            return True, (f"{self.shown(name)} was still falling when training ended: {initial:.4g} (first {w} "
+                          f"saves) -> {early:.4g} -> {late:.4g} -> {final:.4g} (last {w} saves); {why} "
+                          f"(progress_percent {self.progress_percent:g}, deceleration {self.deceleration:g})")
         return True, None

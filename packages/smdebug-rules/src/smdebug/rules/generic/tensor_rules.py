@@ -6,7 +6,14 @@ import numpy as np
 
 from smdebug.core.modes import ModeKeys
 from smdebug.exceptions import SMDebugValueError
-from smdebug.rules.generic.selection import every_tensor, reduction_at, scalar, select_tensors, trained_parameters, value_at
+from smdebug.rules.generic.selection import (
+    every_tensor,
+    reduction_at,
+    scalar,
+    select_tensors,
+    trained_parameters,
+    value_at,
+)
 from smdebug.rules.evaluation import note_read
 from smdebug.rules.params import as_bool, as_float, as_int, as_list
 from smdebug.rules.rule import Rule
