@@ -136,7 +136,9 @@ class ImproperOutput(Rule):
       gets targets that are the class ids ``0 .. K-1`` (every one present, ``3 <= K <= max_classes``): a
       classification trained as a regression on the class index.
 
-    Runs whose loss is not named so (a Keras ``loss`` tensor) are not evaluated.
+    Runs whose loss is not named so (a Keras ``loss`` tensor) are not evaluated, and the verdict says so; nor
+    are runs whose loss module's inputs were not saved (``Hook.recommended`` saves those of a classification
+    loss only): the verdict names the loss and how to save them.
 
     :param min_values: output values to see before judging (>= 1). Default ``"256"``.
     :param max_classes: the most class ids a regression target may have to count as class labels (>= 3).
@@ -167,6 +169,24 @@ class ImproperOutput(Rule):
         looking_for("tensors named <Loss>_input_0 / _input_1 (a loss module's inputs)",
                     [n for pair in found.values() for n in pair if n])
         return {loss: (p, y) for loss, (p, y) in found.items() if p}
+
+    def _why_not(self) -> str:
+        """What the run lacks for this rule: the inputs of a loss module it saved the output of, or any loss
+        module at all (a Keras run's ``loss`` is a value, not a module whose class the hook records)."""
+        names = self.base_trial.tensor_names()
+        unseen = sorted({m.group("loss") for n in names if (m := _LOSS_TENSOR.match(n)) and n.endswith("_output_0")
+                         and m.group("loss") not in self._seen})
+        why = f"needs a loss module's input (<Loss>_input_0) with at least min_values={self.min_values} values saved"
+        if unseen:
+            return (f"{why}; the run saved the output of {', '.join(unseen)} but not its inputs (Hook.recommended "
+                    "saves those of a classification loss only; add include_regex=[r'Loss_input_\\d+$'] to the hook "
+                    "to have the others judged)")
+        losses = self.base_trial.collections().get("losses")
+        saved = [n for n in names if losses is not None and losses.matches(n)]
+        if saved and not any(_LOSS_TENSOR.match(n) for n in names):
+            return (f"{why}; the run's losses ({', '.join(saved[:3])}) are values, not loss modules whose class "
+                    "the hook records (PyTorch and MXNet losses are; a Keras loss is not judged)")
+        return why
 
     def invoke_at_step(self, step):
         judged = False
@@ -206,13 +226,5 @@ class ImproperOutput(Rule):
                 return (f"{loss} on one output per sample against targets {yname} that are the class ids 0-"
                         f"{len(ids) - 1}: a classification trained as a regression on the class index")
         if not judged:
-            unseen = sorted(m.group("loss") for n in self.base_trial.tensor_names()
-                            if (m := _LOSS_TENSOR.match(n)) and n.endswith("_output_0")
-                            and m.group("loss") not in self._seen)
-            self.not_evaluated(f"needs a loss module's input (<Loss>_input_0) with at least min_values="
-                               f"{self.min_values} values saved" + (
-                                   f"; the run saved the output of {', '.join(unseen)} but not its inputs "
-                                   "(Hook.recommended saves those of a classification loss only; add "
-                                   "include_regex=[r'Loss_input_\\d+$'] to the hook to have the others judged)"
-                                   if unseen else ""))
+            self.not_evaluated(self._why_not())
         return False
