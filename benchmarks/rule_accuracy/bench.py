@@ -80,7 +80,14 @@ def run_scenario(scenario: Scenario, params: Dict[str, Dict[str, str]], cache: O
                  log=print) -> dict:
     """Train (or load) one scenario, check its labels, evaluate every rule and the recommended set."""
     trained = ensure_run(scenario, cache)
-    labels = properties.check_labels(trained.path, trained.facts, list(scenario.classes))
+    if scenario.label_twin:  # the same training recorded another way: its run carries the label
+        from .scenarios import by_id
+
+        twin = ensure_run(by_id()[scenario.label_twin], cache)
+        labels = {c: (h, f"on twin {scenario.label_twin}: {e}") for c, (h, e) in
+                  properties.check_labels(twin.path, twin.facts, list(scenario.classes)).items()}
+    else:
+        labels = properties.check_labels(trained.path, trained.facts, list(scenario.classes))
     recommended = recommended_rules(scenario.framework)
     evaluated = _evaluations(trained.path, params, recommended)
     outcomes = evaluated["rules"]
@@ -136,7 +143,9 @@ def main(quick: bool = False, only: Optional[List[str]] = None, cache: Optional[
     result = {
         "summary": summary, "records": records, "rules": rules, "required_params": evaluate.REQUIRED_PARAMS,
         "not_applicable": evaluate.NOT_APPLICABLE, "skipped_frameworks": skipped, "quick": quick,
-        "code_version": {f: code_version(f) for f in sorted({s.framework for s in scenarios})},
+        "code_version": {**{f: code_version(f) for f in sorted({s.framework for s in scenarios})},
+                         **{t: code_version(s.framework, t) for s in scenarios
+                            if (t := s.train.get("trainer"))}},
         "recommended_set": recommended_set_description(),
         "train_seconds": sum(r["train_seconds"] for r in records if not r["cached"]),
         "trained": sum(1 for r in records if not r["cached"]),

@@ -79,6 +79,50 @@ def xgboost_hook(out_dir: str, params: dict, train, valid):
                                 train_data=train, validation_data=valid)
 
 
+#: how the held-out runs (scenarios ``hh_``/``bh_``) are recorded: what somebody outside the team does, not the
+#: benchmark's union of every rule's collections. ``recommended``: ``Hook.recommended(out_dir)`` and nothing more;
+#: ``recommended_loss_io``: the same plus the loss module's inputs (a user who also wants the regression loss's
+#: predictions and targets; the label checks of an output/loss mismatch read them); ``readme_interval``: the
+#: README's first example, weights, gradients and losses every 10 steps; ``default``: ``Hook(out_dir)`` as it
+#: comes (the default collections every 500 steps).
+HELDOUT_HOOKS = ("recommended", "recommended_loss_io", "readme_interval", "default")
+
+
+def heldout_torch_hook(out_dir: str, kind: str = "recommended"):
+    import smdebug.pytorch as smd
+
+    if kind == "recommended":
+        return smd.Hook.recommended(out_dir)
+    if kind == "recommended_loss_io":
+        return smd.Hook.recommended(out_dir, include_regex=[LOSS_INPUTS])
+    if kind == "readme_interval":
+        return smd.Hook(out_dir=out_dir, save_config=smd.SaveConfig(save_interval=10),
+                        include_collections=["weights", "gradients", "losses"])
+    if kind == "default":
+        return smd.Hook(out_dir=out_dir)
+    raise ValueError(f"unknown held-out hook {kind!r}")
+
+
+def heldout_keras_hook(out_dir: str, kind: str = "recommended"):
+    import smdebug.tensorflow as smd
+
+    if kind == "recommended":
+        return smd.KerasHook.recommended(out_dir)
+    if kind == "default":
+        return smd.KerasHook(out_dir=out_dir)
+    raise ValueError(f"unknown held-out hook {kind!r}")
+
+
+def heldout_xgboost_hook(out_dir: str, params: dict, train, valid, kind: str = "recommended"):
+    import smdebug.xgboost as smd
+
+    if kind == "recommended":
+        return smd.Hook.recommended(out_dir, hyperparameters=params, train_data=train, validation_data=valid)
+    if kind == "default":
+        return smd.Hook(out_dir=out_dir, hyperparameters=params, train_data=train, validation_data=valid)
+    raise ValueError(f"unknown held-out hook {kind!r}")
+
+
 def recommended_rules(framework: str) -> list:
     """The recommended set as ``run_rules`` takes it: ``[(rule, parameters), ...]`` from
     ``rule_configs.recommended_rules`` (what ``smdebug rules run RUN`` evaluates with no ``--rule``)."""
@@ -107,4 +151,5 @@ def recording_key(framework: str) -> str:
 def recommended_set_description() -> str:
     return ("`rule_configs.RECOMMENDED[framework]` with the parameters `rule_configs` gives them (what `smdebug rules "
             "run RUN` evaluates with no `--rule`), on runs recorded with `Hook.recommended(out_dir, "
-            "include_collections=<the other rules' collections>)` (benchmarks/rule_accuracy/hooks.py)")
+            "include_collections=<the other rules' collections>)` (benchmarks/rule_accuracy/hooks.py); the held-out "
+            "rows (`hh_`/`bh_`) with `Hook.recommended(out_dir)` alone, or the hook a row names (`HELDOUT_HOOKS`)")

@@ -74,9 +74,14 @@ class Run:
         return sorted((s, float(np.mean(v))) for s, v in self.values(names[0], mode).items())
 
 
+def _as_loss(values: np.ndarray, facts: dict) -> np.ndarray:
+    """An XGBoost metric where higher is better (AUC, NDCG: in [0, 1]) read as the loss ``1 - metric``."""
+    return 1.0 - values if facts.get("metric_higher_is_better") else values
+
+
 def _train_loss(run: Run, facts: dict) -> np.ndarray:
     if facts["framework"] == "xgboost":  # one step per boosting round, in the GLOBAL mode
-        return np.array([v for _, v in run.series(facts["train_metric"], None)])
+        return _as_loss(np.array([v for _, v in run.series(facts["train_metric"], None)]), facts)
     return np.array([v for _, v in run.series(facts["loss"], "TRAIN")])
 
 
@@ -84,7 +89,7 @@ def _evaluations(run: Run, facts: dict) -> Tuple[List[int], np.ndarray]:
     """Mean validation loss of each evaluation (consecutive EVAL steps form one), with its last step."""
     if facts["framework"] == "xgboost":
         points = run.series(facts["valid_metric"], None)
-        return [s for s, _ in points], np.array([v for _, v in points])
+        return [s for s, _ in points], _as_loss(np.array([v for _, v in points]), facts)
     points = run.series(facts["loss"], "EVAL")
     groups: List[List[Tuple[int, float]]] = []
     for step, value in points:
@@ -143,10 +148,14 @@ def finite_explosion(run: Run, facts: dict) -> Result:
 
 
 def vanishing_gradient(run: Run, facts: dict) -> Result:
-    """The first layer's mean |gradient| is below 1/1000 of the last layer's (median over the saved steps)."""
+    """The first layer's mean |gradient| is below 1/1000 of the last layer's (median over the saved steps), among
+    the layers trained (with gradients saved: a layer frozen on purpose has none)."""
     prefix = facts["gradient_prefix"]
-    first = run.values(prefix + facts["weights"][0], "TRAIN")
-    last = run.values(prefix + facts["weights"][-1], "TRAIN")
+    trained = [w for w in facts["weights"] if prefix + w in run.names]
+    if not trained:
+        return None, "no gradients saved"
+    first = run.values(prefix + trained[0], "TRAIN")
+    last = run.values(prefix + trained[-1], "TRAIN")
     ratios = [np.mean(np.abs(first[s])) / max(np.mean(np.abs(last[s])), 1e-30) for s in first if s in last]
     if not ratios:
         return None, "no gradients saved"
@@ -242,7 +251,8 @@ def oscillating(run: Run, facts: dict) -> Result:
     from). Minibatch noise of a converging run stays far below that scale once smoothed."""
     loss = _train_loss(run, facts)
     if len(loss) < 40:
-        return None, "too short a training loss curve"
+        # a curve this short has no second half to swing in: the symptom cannot show
+        return False, f"{len(loss)} training losses: too short a curve to swing"
     if not np.all(np.isfinite(loss)):
         return False, "the training loss is not finite (another problem)"
     s = _smooth(loss[len(loss) // 2:])
@@ -263,8 +273,11 @@ def _curves(run: Run, facts: dict):
     """(validation curve, training curve), or the Result to return when they cannot be judged."""
     _, evals = _evaluations(run, facts)
     loss = _train_loss(run, facts)
-    if len(evals) < 4 or not len(loss):
-        return None, (None, "too few evaluations saved")
+    if not len(loss):
+        return None, (None, "no training loss saved")
+    if len(evals) < 4:
+        # no validation (or too little of it): a validation curve that turns cannot show
+        return None, (False, f"{len(evals)} evaluations: too few for a validation trend")
     if not np.all(np.isfinite(evals)):
         return None, (False, "the validation loss is not finite (another problem)")
     return (evals, loss), None
@@ -303,6 +316,8 @@ def overtraining(run: Run, facts: dict) -> Result:
 def class_imbalance(run: Run, facts: dict) -> Result:
     """The training labels seen (pooled over the training saves; an XGBoost run saves the validation labels,
     drawn from the same data) have a most/least frequent class ratio of at least 10."""
+    if facts.get("task") in ("ranking", "regression"):
+        return False, f"a {facts['task']} task: its targets are no classes"
     counts: Dict[int, int] = {}
     for name in run.matching(facts["labels"]):
         for value in (run.values(name, "TRAIN") or run.values(name)).values():
@@ -358,6 +373,9 @@ def improper_output(run: Run, facts: dict) -> Result:
     in_unit = bool(p.min() >= 0 and p.max() <= 1)
     if expects == "logits" and in_unit:
         return True, f"the loss expects logits; the outputs are all in [{p.min():.3g}, {p.max():.3g}]"
+    if expects == "log_probs" and p.max() > 1e-3:
+        # log-probabilities are <= 0; positive values are logits or scores that were never log-softmaxed
+        return True, f"the loss expects log-probabilities (<= 0); the outputs reach {p.max():.3g}"
     if expects == "probabilities" and (not in_unit or (p.shape[1] > 1 and not np.allclose(p.sum(1), 1, atol=1e-3))):
         return True, f"the loss expects probabilities; outputs in [{p.min():.3g}, {p.max():.3g}]"
     if expects == "values" and facts.get("targets_are_classes"):

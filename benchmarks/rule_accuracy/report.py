@@ -9,6 +9,8 @@ run) and evaluation time. Runs whose label did not check out are listed and left
 
 from __future__ import annotations
 
+import json
+import os
 import statistics
 from typing import Dict, List, Optional
 
@@ -142,6 +144,54 @@ def verdicts(s: dict) -> List[str]:
     ]
 
 
+#: prefixes of the held-out batch's rows (scenarios.HELDOUT) and the verdicts before any rule was changed for it
+HELDOUT_PREFIXES = ("hh_", "bh_")
+HELDOUT_BASELINE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "heldout_baseline.json")
+
+
+def heldout_lines(records: List[dict], rules: List[str]) -> List[str]:
+    """The held-out batch's numbers now, next to those recorded before any rule was changed for it."""
+    held = [r for r in records if r["id"].startswith(HELDOUT_PREFIXES)]
+    if not held or not os.path.exists(HELDOUT_BASELINE):
+        return []
+    with open(HELDOUT_BASELINE) as f:
+        before = json.load(f)
+    now = summarise(held, rules)
+    rec = now["recommended"]
+    missed = sorted(r["id"] for r in held if label_ok(r) and not r["healthy"] and not r["recommended"]["fired"])
+    statuses: Dict[str, int] = {}
+    for r in held:
+        if label_ok(r) and r["healthy"]:
+            statuses[r["recommended"]["status"]] = statuses.get(r["recommended"]["status"], 0) + 1
+    out = ["**Held-out batch** (rows `hh_`/`bh_`: written and recorded apart from the runs the rules were designed "
+           f"against, `Hook.recommended(out_dir)` alone; before = the verdicts of {before['recorded']}, commit "
+           f"{before['commit']}, before any rule was changed for them; the fixes were made on this batch, so 'now' is "
+           "no longer a held-out number)", "",
+           "| | recommended set: buggy detected | recommended set: healthy with an alarm | every rule: buggy | every rule: "
+           "healthy with an alarm | recommended set's status on healthy runs |", "|---|---:|---:|---:|---:|---|",
+           f"| before | {_pct(before['recommended']['caught'], before['buggy'])} | "
+           f"{_pct(len(before['recommended']['false_alarms']), before['healthy'])} | "
+           f"{_pct(before['any_rule']['caught'], before['buggy'])} | {_pct(before['any_rule']['alarms'], before['healthy'])} | "
+           + ", ".join(f"{k} {v}" for k, v in sorted(before["recommended_status_of_healthy_runs"].items())) + " |",
+           f"| now | {_pct(rec['caught'], now['buggy'])} | {_pct(len(rec['false_alarms']), now['healthy'])} | "
+           f"{_pct(now['any_rule_caught'], now['buggy'])} | {_pct(now['any_rule_alarms'], now['healthy'])} | "
+           + ", ".join(f"{k} {v}" for k, v in sorted(statuses.items())) + " |", "",
+           "Before: recommended-set alarms " + "; ".join(before["recommended"]["false_alarms"]) + "; missed "
+           + ", ".join(before["recommended"]["missed"]) + ". Now: alarms "
+           + ("; ".join(f"{a['run']}: {a['rule']}" for a in rec["false_alarms"]) or "none") + "; missed "
+           + (", ".join(missed) or "none") + ".", "",
+           "| rule | false alarms before | now | relevant caught before | now |", "|---|---|---|---:|---:|"]
+    for rule in rules:
+        b, n = before["per_rule"].get(rule), now["per_rule"][rule]
+        if b is None or (not b["false_alarms"] and not n["false_alarms"]
+                         and b["relevant_caught"] == n["relevant_caught"]):
+            continue
+        out.append(f"| {rule} | {', '.join(b['false_alarms']) or '-'} | "
+                   f"{', '.join(a['run'] for a in n['false_alarms']) or '-'} | "
+                   f"{b['relevant_caught']}/{b['relevant_runs']} | {n['relevant_caught']}/{n['relevant_runs']} |")
+    return out + [""]
+
+
 def format_markdown(s: dict, records: List[dict], rules: List[str], not_applicable: Dict[str, str]) -> str:
     out: List[str] = []
     rec = s["recommended"]
@@ -156,6 +206,7 @@ def format_markdown(s: dict, records: List[dict], rules: List[str], not_applicab
             f"{_pct(s['any_rule_alarms'], s['healthy'])} | - |",
             f"| the rules quiet on every healthy run ({len(s['quiet_rules'])}: "
             f"{', '.join(s['quiet_rules']) or 'none'}) | {_pct(s['quiet_rules_caught'], s['buggy'])} | 0 | - |", ""]
+    out += heldout_lines(records, rules)
     if rec["errors"]:
         out += ["Recommended-set rules that could not run: " + "; ".join(_short(e, 200) for e in rec["errors"]), ""]
     out += ["**Per problem class** (a run counts for each of its classes; detected = any rule of the set fired)", "",

@@ -29,6 +29,17 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TRAINING_CODE = ("data.py",)
 TRAINERS = {"torch": "torch_runs", "keras": "keras_runs", "xgboost": "xgboost_runs"}
 _HOOKS = {"torch": "torch_hook", "keras": "keras_hook", "xgboost": "xgboost_hook"}
+#: the held-out runs' trainers (a scenario's ``train["trainer"]``): their own modules, data and hooks, written
+#: apart from the ones the rules were designed against -> (the code they use besides data.py, their hook function)
+HELDOUT_TRAINERS = {
+    "heldout_torch": (("heldout_data.py",), "heldout_torch_hook"),
+    "heldout_keras": (("heldout_data.py", "keras_runs.py"), "heldout_keras_hook"),
+    "heldout_xgboost": (("heldout_data.py",), "heldout_xgboost_hook"),
+}
+
+
+def trainer_of(scenario: Scenario) -> str:
+    return scenario.train.get("trainer") or TRAINERS[scenario.framework]
 _DISTRIBUTIONS = ("smdebug-core", "smdebug-torch", "smdebug-tf", "smdebug-xgboost", "torch", "tensorflow-cpu",
                   "keras", "xgboost-cpu", "xgboost", "numpy", "scikit-learn")
 
@@ -39,17 +50,19 @@ def cache_root() -> str:
 
 
 @lru_cache(maxsize=None)
-def code_version(framework: str) -> str:
+def code_version(framework: str, trainer: Optional[str] = None) -> str:
     """Hash of what decides a framework's runs: the data module, the framework's training module and hook
-    function, what the hook records (hooks.recording_key), the versions of smdebug and the frameworks."""
+    function, what the hook records (hooks.recording_key), the versions of smdebug and the frameworks.
+    ``trainer``: a held-out trainer (HELDOUT_TRAINERS), hashed with its own code and hook function."""
     import inspect
     from importlib import metadata
 
     from . import hooks
 
+    extra, hook_function = HELDOUT_TRAINERS.get(trainer, ((), _HOOKS[framework]))
     digest = hashlib.sha256(hooks.recording_key(framework).encode())
-    digest.update(inspect.getsource(getattr(hooks, _HOOKS[framework])).encode())
-    for name in (*TRAINING_CODE, TRAINERS[framework] + ".py"):
+    digest.update(inspect.getsource(getattr(hooks, hook_function)).encode())
+    for name in (*TRAINING_CODE, *extra, (trainer or TRAINERS[framework]) + ".py"):
         with open(os.path.join(HERE, name), "rb") as f:
             digest.update(f.read())
     for dist in _DISTRIBUTIONS:
@@ -82,7 +95,8 @@ def ensure_run(scenario: Scenario, cache: Optional[str] = None) -> TrainedRun:
     """The scenario's run, trained now unless the cache has it. Processes sharing a cache (pytest-xdist
     workers) train each run once: the first takes a lock on the entry, the others wait and load it."""
     root = cache or cache_root()
-    entry = os.path.join(root, f"{scenario.id}-{scenario.key()}-{code_version(scenario.framework)}")
+    trainer = scenario.train.get("trainer")
+    entry = os.path.join(root, f"{scenario.id}-{scenario.key()}-{code_version(scenario.framework, trainer)}")
     found = _load(scenario, entry)
     if found is not None:
         return found
@@ -96,7 +110,7 @@ def ensure_run(scenario: Scenario, cache: Optional[str] = None) -> TrainedRun:
 def _train(scenario: Scenario, root: str, entry: str) -> TrainedRun:
     work = tempfile.mkdtemp(dir=root, prefix=f".{scenario.id}-")
     try:
-        trainer = importlib.import_module(f"{__package__}.{TRAINERS[scenario.framework]}")
+        trainer = importlib.import_module(f"{__package__}.{trainer_of(scenario)}")
         started = time.perf_counter()
         facts = trainer.train(scenario.train, os.path.join(work, "run"))
         seconds = time.perf_counter() - started

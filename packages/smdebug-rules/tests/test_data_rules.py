@@ -431,12 +431,21 @@ def test_class_imbalance_ratio_threshold_exactly(tmp_path):
 
 
 def test_class_imbalance_counts_accumulate_until_samples(tmp_path):
-    steps = [{"labels": np.array([0] * 99 + [1])} for _ in range(6)]
+    # 92:8 a step (ratio 11.5): at 100-400 labels the counts leave room for a ratio under 10 (each count moved
+    # two standard deviations: (sqrt(368) - 1)^2 / (sqrt(32) + 1)^2 = 7.1), so the rule waits for samples=500
+    steps = [{"labels": np.array([0] * 92 + [1] * 8)} for _ in range(6)]
     steps.insert(3, {"other": np.zeros(1)})  # step 3: no labels, nothing new to judge
     trial = run(tmp_path, steps)
     assert invoke_rule(ClassImbalance(trial)) == [5, 6]  # 500 labels seen at step 5
     assert invoke_rule(ClassImbalance(trial, samples="100")) == [0, 1, 2, 4, 5, 6]
     assert invoke_rule(ClassImbalance(trial), start_step=6) == [6]
+    # 99:1 a step: beyond doubt from the first 100 labels ((sqrt(99) - 1)^2 / (sqrt(1) + 1)^2 = 20 > 10)
+    trial = run(tmp_path / "clear", [{"labels": np.array([0] * 99 + [1])} for _ in range(3)])
+    assert invoke_rule(ClassImbalance(trial)) == [0, 1, 2]
+    rule = ClassImbalance(trial)
+    invoke_rule(rule, end_step=1)
+    assert rule.last_reason == ("class 0 has 99 samples, class 1 1: ratio 99, at least 20 allowing for the chance in "
+                                "counts this small, > threshold_imbalance 10 (100 labels, fewer than samples=500)")
 
 
 @pytest.mark.parametrize("save_interval", [1, 3])

@@ -68,9 +68,10 @@ def test_all_zero_threshold_in_percent(tmp_path):
     assert invoke_rule(AllZero(trial, collection_names="weights")) == [1]
     # a weight's first save is its initialisation (zero biases, normalisation shifts): not judged
     assert invoke_rule(AllZero(trial, collection_names="weights", threshold="75")) == [1]
-    # ... but a gradient's first save is a computed value: judged
+    # ... but a gradient's first save is a computed value: judged (with patience 1, at one save)
     trial = run(tmp_path / "gradients", [{"gradient/w/z": [0, 0, 0, 0]}, {"gradient/w/z": [0, 0, 1, 1]}])
-    assert invoke_rule(AllZero(trial, collection_names="gradients")) == [0]
+    assert invoke_rule(AllZero(trial, collection_names="gradients", patience="1")) == [0]
+    assert invoke_rule(AllZero(trial, collection_names="gradients", patience="1", threshold="50")) == [0, 1]
     with pytest.raises(SMDebugValueError, match="collection_names or tensor_regex"):
         AllZero(trial)
 

@@ -15,6 +15,7 @@ from typing import List, Optional, Tuple
 
 import numpy as np
 
+from smdebug.core.modes import ModeKeys
 from smdebug.exceptions import SMDebugValueError
 from smdebug.rules.evaluation import looking_for
 from smdebug.rules.generic.activation_rules import _check_regexes, batches_at
@@ -52,6 +53,31 @@ def _near_the_end(trial, step: int) -> bool:
     return bool(steps) and step >= TRAINED_SHARE * steps[-1]
 
 
+def _predicts_values(labels: np.ndarray, predictions: np.ndarray) -> bool:
+    """Whether ``predictions`` are a regression's (or a ranking's) estimates of integer ``labels`` rather than a
+    classifier's outputs: one value per label (no class axis), not class ids (fractions), for labels with more
+    than two distinct values (a classifier's outputs for 0..K-1 are scores per class or ids; a single score
+    in [0, 1] is a binary classifier's, and two distinct labels are always treated as classes)."""
+    if predictions.ndim != labels.ndim or predictions.dtype.kind != "f" or not predictions.size:
+        return False
+    finite = predictions[np.isfinite(predictions)]
+    if not finite.size or np.all(finite == np.round(finite)):
+        return False
+    return np.unique(labels).size > 2
+
+
+def labels_configured_empty(trial, collection: str) -> bool:
+    """Whether the run saved a loss but its ``collection`` of labels selects no tensor by its configuration (no
+    regex, no names): the hook was given a loss whose targets are no class ids (the PyTorch and MXNet hooks
+    fill ``labels`` from a classification loss's targets, and leave it empty for a regression loss). With no
+    loss saved either, nothing tells a regression from a classifier whose loss was not registered."""
+    collections = trial.collections()
+    coll, losses = collections.get(collection), collections.get("losses")
+    if coll is None or coll.include_regex or coll.tensor_names or losses is None:
+        return False
+    return any(losses.matches(n) for n in trial.tensor_names())
+
+
 def _squeeze_last(value: np.ndarray) -> np.ndarray:
     return value.reshape(value.shape[:-1]) if value.ndim >= 2 and value.shape[-1] == 1 else value
 
@@ -71,6 +97,16 @@ def _pooled(trial, name: str, step: int) -> Optional[np.ndarray]:
 class _LabelsAndPredictions(Rule):
     """What both rules share: reading (labels, predictions) class-id pairs at a step."""
 
+    def _no_classes(self, name: str, reason: str) -> None:
+        """``name`` holds no class ids: remembered, and said at every step from now on (labels are saved at
+        some steps only; the verdict is NotApplicable if no step ever offered class ids)."""
+        self.__dict__.setdefault("_not_classes", {})[name] = reason
+        self.not_applicable(reason)
+
+    def _say_no_classes(self) -> None:
+        for reason in self.__dict__.get("_not_classes", {}).values():
+            self.not_applicable(reason)
+
     def _pairs(self, step: int, label_names: List[str], prediction_names: List[str],
                argmax: Optional[bool]) -> Tuple[Optional[np.ndarray], Optional[np.ndarray]]:
         """``(labels, predictions)`` as 1-D integer arrays of equal length for ``step`` (``predictions`` None
@@ -89,11 +125,20 @@ class _LabelsAndPredictions(Rule):
                 # targets of a regression (or soft labels): not class ids, nothing to count
                 self._warn_once(("not ids", lname), "%s: %s holds values that are not class ids (a regression "
                                 "target?); not judged", self.rule_name, lname)
+                self._no_classes(lname, f"{lname} holds values that are not class ids (a regression target)")
                 continue
             predictions = _pooled(self.base_trial, prediction_names[i], step) if prediction_names else None
             # a trailing axis of size 1 is no class axis: (n, 1) sigmoid outputs, (n, 1) sparse labels
             labels = _squeeze_last(labels)
             predictions = _squeeze_last(predictions) if predictions is not None else None
+            if predictions is not None and _predicts_values(labels, predictions):
+                # integer targets predicted by continuous values on their own scale: counts, ratings,
+                # relevance grades of a regression or ranking, not classes
+                self._warn_once(("values", lname), "%s: %s is predicted by continuous values (%s): a regression "
+                                "or ranking target; not judged", self.rule_name, lname, prediction_names[i])
+                self._no_classes(lname, f"{lname} holds integer targets that {prediction_names[i]} predicts as "
+                                        "continuous values: a regression or ranking, whose targets are no classes")
+                continue
             if predictions is not None and argmax is None and labels.ndim == predictions.ndim + 1:
                 labels = np.argmax(labels, axis=-1)  # one-hot labels
             if predictions is not None:
@@ -115,6 +160,10 @@ class _LabelsAndPredictions(Rule):
         labels = np.concatenate(labels_out)
         predictions = np.concatenate(predictions_out) if paired and predictions_out else None
         return labels, predictions
+
+
+_NO_LABELS = ("the run has no labels: it saved a loss whose targets are no classes (the hook saves those of a "
+              "classification loss: CrossEntropyLoss, NLLLoss, BCELoss...), a regression's")
 
 
 class Confusion(_LabelsAndPredictions):
@@ -208,9 +257,14 @@ class Confusion(_LabelsAndPredictions):
         return max(last) if last else None
 
     def invoke_at_step(self, step):
+        self._say_no_classes()
         if not self.base_trial.loaded_all_steps:
             self.not_evaluated("judges the trained model: the last labels and predictions saved, once training "
                                "has ended")
+            return False
+        if (not self.base_trial.has_tensor(self.labels)
+                and labels_configured_empty(self.base_trial, self.labels_collection)):
+            self.not_applicable(_NO_LABELS)
             return False
         if step != self._last_labels_step():
             self.not_evaluated("judges the last step where labels were saved")
@@ -240,8 +294,10 @@ class Confusion(_LabelsAndPredictions):
 class ClassImbalance(_LabelsAndPredictions):
     """Fires when the classes seen so far are too imbalanced, or a class is mostly mispredicted.
 
-    At step ``s`` the counts cover every step ``<= s`` at which a label tensor was saved (the run as seen live
-    up to ``s``, whatever step the evaluation started at). Labels are the tensors matching ``labels_regex``,
+    At step ``s`` the counts cover every step ``<= s`` at which a label tensor was saved in TRAIN mode (every
+    mode when the run has no TRAIN-mode labels, as XGBoost's): the data the model trains on, as seen live up
+    to ``s`` whatever step the evaluation started at. A validation set is drawn to be representative, and
+    counting its labels too hid an imbalanced training set. Labels are the tensors matching ``labels_regex``,
     predictions those matching ``predictions_regex`` (``re.search``, paired in order); with ``argmax`` the
     predictions are ``argmax``-ed over their last axis, otherwise they must already be class ids. Per class
     ``c`` seen at least once among the labels::
@@ -249,17 +305,27 @@ class ClassImbalance(_LabelsAndPredictions):
         count_c         = #labels equal to c
         mispredicted_c  = #{labels equal to c whose prediction differs} / #{such labels with a prediction}
 
-    Once ``sum_c count_c >= samples``, the condition is met at a step where labels were saved when
-    ``max_c count_c / min_c count_c > threshold_imbalance`` (the data: judged live), or -- once training has
-    ended, at the last step where labels were saved if it is in the last 10 % of the run, on that step's
-    labels and predictions (the trained model: an untrained one mispredicts every class) -- when ``mispredicted_c > threshold_misprediction``
-    for some class with at least 10 such labels. Labels that are not class ids (floats with fractions: a
-    regression target) are not counted. Classes that never occur among the labels are unknown to the rule (it is not told how
+    With ``most`` and ``least`` the largest and smallest count, the condition is met at a step where labels
+    were saved when ``most / least > threshold_imbalance`` once ``sum_c count_c >= samples`` (the data: judged
+    live), or before that when the imbalance is beyond doubt at the counts seen: ``(sqrt(most) - 1)^2 /
+    (sqrt(least) + 1)^2 > threshold_imbalance`` (each count moved two standard deviations against the
+    finding; a batch size of 8 under Hook.recommended's schedule never reaches 500 training labels). Before
+    ``samples``, counts that show no imbalance even moved the other way (``(sqrt(most) + 1)^2 / (sqrt(least) -
+    1)^2 <= threshold_imbalance``) are judged too; others are not judged yet. Once training has ended, at the
+    last step where labels were saved (any mode) if it is in the last 10 % of the run, on that step's labels
+    and predictions (the trained model: an untrained one mispredicts every class), the condition is met when
+    ``mispredicted_c > threshold_misprediction`` for some class with at least 10 such labels.
+
+    Targets that are not class ids are not judged, and the verdict says NotApplicable when the run has no
+    others: floats with fractions (a regression), integers predicted by continuous values on their own scale
+    (counts, ratings, relevance grades of a regression or ranking: one prediction per label, with fractions,
+    for more than two distinct labels), or no labels at all by the hook's configuration (a PyTorch run with a
+    regression loss). Classes that never occur among the labels are unknown to the rule (it is not told how
     many classes there are) and do not count as a minimum of 0.
 
     :param threshold_imbalance: largest allowed ratio of the most to the least frequent class (default 10).
     :param threshold_misprediction: largest allowed fraction of a class mispredicted (default 0.7).
-    :param samples: labels to see before judging (default 500).
+    :param samples: labels to see before judging the plain ratio (default 500).
     :param argmax: ``argmax`` the predictions over their last axis (default False).
     :param labels_regex: comma-separated regexes of the label tensors (default ``".*labels"``).
     :param predictions_regex: comma-separated regexes of the prediction tensors (default ``".*predictions"``).
@@ -289,8 +355,11 @@ class ClassImbalance(_LabelsAndPredictions):
             raise SMDebugValueError(f"{rule}: give labels_regex or labels_collection")
         _check_regexes(rule, "labels_regex", self.labels_regex)
         _check_regexes(rule, "predictions_regex", self.predictions_regex)
-        #: per step: (labels per class, mispredicted per class, labels with a prediction per class)
+        #: per step counted (see _counted): (labels per class, mispredicted per class, labels with a prediction)
         self._counts = StepSums(_add_class_counts)
+        #: every step's part, counted or not (the misprediction test reads the last one)
+        self._parts: dict = {}
+        self._train_labels = False  # whether the run has TRAIN-mode labels (once True, stays so)
 
     def _contribution(self, step, label_names, prediction_names):
         labels, predictions = self._pairs(step, label_names, prediction_names, argmax=self.argmax)
@@ -307,10 +376,20 @@ class ClassImbalance(_LabelsAndPredictions):
         wrong = np.bincount(labels[predictions[keep] != labels], minlength=n)
         return counts, wrong, counts.copy()
 
+    def _counted(self, step: int) -> bool:
+        """Whether the labels of ``step`` count towards the class counts: TRAIN-mode labels when the run has
+        any (the training data is what the model learns from; a validation set is drawn to be representative,
+        and pooling it in hid a training set of 113:5:2 behind balanced validation labels), else every save
+        (XGBoost's validation labels are all a run has)."""
+        return not self._train_labels or self.base_trial.mode(step) == ModeKeys.TRAIN
+
     def invoke_at_step(self, step):
+        self._say_no_classes()
         label_names = sorted(set(select_tensors(self.base_trial, [], self.labels_regex))
                              | set(collection_tensors(self.base_trial, self.labels_collection)))
         if not label_names:
+            if all(labels_configured_empty(self.base_trial, c) for c in self.labels_collection):
+                self.not_applicable(_NO_LABELS)
             return False
         prediction_names = sorted(set(select_tensors(self.base_trial, [], self.predictions_regex))
                                   | set(collection_tensors(self.base_trial, self.predictions_collection)))
@@ -318,32 +397,62 @@ class ClassImbalance(_LabelsAndPredictions):
         def saved_steps():
             return sorted({s for n in label_names for s in self.base_trial.tensor(n).steps()})
 
+        if not self._train_labels:  # decided again until training labels appear (they may arrive later)
+            self._train_labels = any(self.base_trial.tensor(n).steps(mode=ModeKeys.TRAIN) for n in label_names)
         for s in self._counts.steps_to_read(saved_steps, step):
-            self._counts.add(s, self._contribution(s, label_names, prediction_names))
-        if self._counts.parts.get(step) is None:  # no labels at this step: nothing new to judge
+            part = self._contribution(s, label_names, prediction_names)
+            self._parts[s] = part
+            self._counts.add(s, part if part is not None and self._counted(s) else None)
+        if self._parts.get(step) is None:  # no labels at this step: nothing new to judge
             self.not_evaluated("judges at steps where labels were saved")
             return False
-        counts, wrong, compared = self._counts.total(step)
+        totals = self._counts.total(step)
+        counts = totals[0] if totals is not None else np.zeros(0, np.int64)
         total = int(counts.sum())
-        if total < self.samples or total == 0:
-            self.not_evaluated(f"{total} labels seen; judges after samples={self.samples}")
+        if total == 0:
+            self.not_evaluated("judges at steps where training labels were saved")
             return False
-        self.mark_evaluated(*label_names)
         present = np.flatnonzero(counts)
         most, least = present[np.argmax(counts[present])], present[np.argmin(counts[present])]
         ratio = counts[most] / counts[least]
-        if ratio > self.threshold_imbalance:
-            return (f"class {most} has {counts[most]} samples, class {least} {counts[least]}: ratio {ratio:.4g} "
-                    f"> threshold_imbalance {self.threshold_imbalance:g} ({total} labels)")
+        if total >= self.samples:
+            self.mark_evaluated(*label_names)
+            if ratio > self.threshold_imbalance:
+                return (f"class {most} has {counts[most]} samples, class {least} {counts[least]}: ratio {ratio:.4g} "
+                        f"> threshold_imbalance {self.threshold_imbalance:g} ({total} labels)")
+        else:
+            # fewer labels than ``samples``: judged when the counts settle the question either way despite the
+            # chance in counts this small (the ratio bounded two standard deviations each way)
+            low, high = _ratio_bounds(int(counts[most]), int(counts[least]))
+            if low > self.threshold_imbalance:
+                self.mark_evaluated(*label_names)
+                return (f"class {most} has {counts[most]} samples, class {least} {counts[least]}: ratio {ratio:.4g}, "
+                        f"at least {low:.3g} allowing for the chance in counts this small, > threshold_imbalance "
+                        f"{self.threshold_imbalance:g} ({total} labels, fewer than samples={self.samples})")
+            if high > self.threshold_imbalance:
+                self.not_evaluated(f"{total} labels seen; judges after samples={self.samples} (or sooner when the "
+                                   "counts settle the imbalance either way)")
+                return False
+            self.mark_evaluated(*label_names)
         if (not self.base_trial.loaded_all_steps or step != saved_steps()[-1]
                 or not _near_the_end(self.base_trial, step)):
             return False
-        _, wrong, compared = self._counts.parts[step]
+        _, wrong, compared = self._parts[step]
         for c in np.flatnonzero(compared >= 10):
             if wrong[c] / compared[c] > self.threshold_misprediction:
                 return (f"class {c}: {wrong[c]} of {compared[c]} samples mispredicted ({wrong[c] / compared[c]:.4g} "
                         f"> threshold_misprediction {self.threshold_misprediction:g})")
         return False
+
+
+def _ratio_bounds(most: int, least: int) -> Tuple[float, float]:
+    """Bounds of the ratio of two class counts, each count moved two standard deviations (a count ``c`` is
+    Poisson-like: ``sqrt(c)`` has a standard deviation of about 1/2, so ``(sqrt(c) -+ 1)^2`` bound it): 113
+    against 2 is at least 92.7 / 5.8 = 16; 9 against 1 is at least 4 / 4 = 1, at most 16 / 0 = infinite."""
+    low = max(np.sqrt(most) - 1.0, 0.0) ** 2 / (np.sqrt(least) + 1.0) ** 2
+    floor = max(np.sqrt(least) - 1.0, 0.0) ** 2
+    high = (np.sqrt(most) + 1.0) ** 2 / floor if floor > 0 else float("inf")
+    return float(low), float(high)
 
 
 def _add_class_counts(total, part):

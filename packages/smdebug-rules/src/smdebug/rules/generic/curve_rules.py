@@ -15,7 +15,7 @@ import numpy as np
 
 from smdebug.core.modes import ModeKeys
 from smdebug.exceptions import SMDebugValueError
-from smdebug.rules.generic.curves import Curve, LossCurveRule, block_medians, robust_median, training_ended
+from smdebug.rules.generic.curves import MIN_SAVES, Curve, LossCurveRule, block_medians, robust_median, training_ended
 from smdebug.rules.generic.loss_rules import mode_label
 from smdebug.rules.params import as_float, as_int, in_range
 
@@ -36,17 +36,20 @@ class LossNotDecreasing(LossCurveRule):
     by default; TRAIN-mode steps when the loss has them).
 
     **Condition**, at a saved step ``s`` of the loss, with ``f`` its first saved step, ``L = s - f + 1`` the
-    length of the run so far, ``w = max(num_steps, L // 4)`` and ``m = f + L // 2 - 1`` (half-way)::
+    length of the run so far, ``n`` the saves so far, ``span = max(num_steps, ceil(3 * (s - f) / (n - 1)))``
+    (``num_steps``, widened to hold 3 saves of a loss saved sparsely), ``w = max(span, L // 4)`` and
+    ``m = f + L // 2 - 1`` (half-way)::
 
         now   = median of the losses saved at steps in (s - w, s]
         then  = median of the losses saved at steps in (m - w, m]
-        first = median of the losses saved at steps in [f, f + num_steps)
+        first = median of the losses saved at steps in [f, f + span)
         met   = now >= then + |then| * tol / 100                       (not decreasing over the second half)
                 and now >= first - |first| * min_progress_percent / 100  (nor much below where it started)
+                and not (now == 0 and no save was below 0)             (a loss at its floor of 0 has converged)
 
     with ``tol`` = ``increase_threshold_percent`` if given, else ``diff_percent``. Each window must hold at least
-    3 saves, all finite, and the window of ``then`` must begin after the first one (``m - w >= f + num_steps -
-    1``: the first ``4 * num_steps`` steps are never judged); otherwise the step is not judged. The rule fires at
+    3 saves, all finite, and the window of ``then`` must begin after the first one (``m - w >= f + span - 1``:
+    the first ``4 * span`` steps are never judged); otherwise the step is not judged. The rule fires at
     ``s`` when ``met`` holds there and at the latest judged step at or before ``s - k * num_steps`` for every
     ``k < patience``.
 
@@ -100,17 +103,23 @@ class LossNotDecreasing(LossCurveRule):
     def _met(self, curve: Curve, s: int) -> Optional[Tuple[bool, str]]:
         f = curve.first()
         length = s - f + 1
-        w = max(self.num_steps, length // 4)
+        # the shortest window: num_steps steps, widened to hold MIN_SAVES saves of a loss saved sparsely (every
+        # 10 steps: a window of 10 steps holds one save, and the rule judged nothing on a run that has the data)
+        spacing = (s - f) / (len(curve) - 1) if len(curve) > 1 else 1.0
+        span = max(self.num_steps, int(np.ceil(MIN_SAVES * spacing)))
+        w = max(span, length // 4)
         m = f + length // 2 - 1
-        if m - w < f + self.num_steps - 1:
+        if m - w < f + span - 1:
             return None
         now = robust_median(curve.between(s - w, s))
         then = robust_median(curve.between(m - w, m))
-        first = robust_median(curve.between(f - 1, f + self.num_steps - 1))
+        first = robust_median(curve.between(f - 1, f + span - 1))
         if now is None or then is None or first is None:
             return None
         tol = self.tolerance_percent
         met = now >= then + abs(then) * tol / 100 and now >= first - abs(first) * self.min_progress_percent / 100
+        if met and now == 0 and min(curve.values) >= 0:
+            met = False  # a loss that cannot go below 0 and sits at 0 (an error rate of 0) has converged
         change = (now - then) / abs(then) * 100 if then else 0.0
         detail = (f"median {then:.4g} over the {w} steps to step {m} -> {now:.4g} over the {w} steps to step {s} "
                   f"({change:+.3g}%; tolerance {tol:g}%), {now / first if first else float('inf'):.3g}x the initial "
@@ -132,7 +141,7 @@ class LossNotDecreasing(LossCurveRule):
             if i < 0 or not mets[i]:
                 return True, None
         label = mode_label(mode).replace("step", "steps")
-        return True, (f"{name} did not decrease over the second half of the run so far ({label}): {detail}"
+        return True, (f"{self.shown(name)} did not decrease over the second half of the run so far ({label}): {detail}"
                       + (f"; met at {self.patience} checks {self.num_steps} steps apart" if self.patience > 1 else ""))
 
 
@@ -144,9 +153,10 @@ class OscillatingLoss(LossCurveRule):
     optimiser overshoots back and forth across a valley).
 
     At a saved step ``s`` of the loss (judged every ``window`` saves), over the saves of the second half of
-    the run so far (steps after ``f + (s - f + 1) // 2 - 1``, ``f`` the first saved step)::
+    the run so far (steps after ``f + (s - f + 1) // 2 - 1``, ``f`` the first saved step), at most its last
+    ``2 * (min_swings + 1)`` blocks::
 
-        curve     = medians of consecutive blocks of ``window`` saves
+        curve     = medians of consecutive blocks of ``window`` saves (the last 2 * (min_swings + 1) of them)
         initial   = median of the loss's first ``window`` saves
         threshold = swing_percent / 100 * |initial|
         swings    = number of moves of ``curve`` larger than ``threshold``, each in the opposite direction of
@@ -155,7 +165,11 @@ class OscillatingLoss(LossCurveRule):
     and the rule fires when ``swings >= min_swings``. The blocks' medians follow the loss, not the noise of its
     batches; the threshold is a share of where the loss started (the scale of what training moves), so the
     small ups and downs of a converged loss never count; only the second half counts, so the turbulent first
-    steps of a healthy run do not.
+    steps of a healthy run do not. The swings must come within a stretch of a fixed number of blocks: an
+    optimiser that overshoots swings again and again, while a long noisy run (small batches, thousands of
+    steps) sees a few large excursions of its block medians by chance, and the more blocks one looks at, the
+    more of them -- a fixed stretch keeps the chance of a false alarm the same for a run of 200 steps and one
+    of 20,000.
 
     :param window: saves per block (>= 1). Default ``"10"``.
     :param swing_percent: the smallest move that counts, as a percentage of the initial loss (> 0). Default
@@ -191,6 +205,10 @@ class OscillatingLoss(LossCurveRule):
         blocks = block_medians(values, self.window)
         if len(blocks) < self.min_swings + 1:
             return False, None
+        stretch = 2 * (self.min_swings + 1)
+        if len(blocks) > stretch:  # the latest stretch of blocks (see the docstring)
+            half += (len(blocks) - stretch) * self.window
+            blocks = blocks[-stretch:]
         threshold = self.swing_percent / 100 * abs(initial)
         swings, anchor, direction, low, high = 0, blocks[0], 0, min(blocks), max(blocks)
         for v in blocks[1:]:
@@ -201,9 +219,10 @@ class OscillatingLoss(LossCurveRule):
             elif (direction > 0 and v > anchor) or (direction < 0 and v < anchor):
                 anchor = v
         if swings >= self.min_swings:
-            return True, (f"{name} swings up and down: {swings} moves larger than {threshold:.4g} ({self.swing_percent:g}% "
-                          f"of the initial {initial:.4g}) between {low:.4g} and {high:.4g}, in medians of {self.window} "
-                          f"saves over {mode_label(mode)}s {curve.steps[half]}-{s} (min_swings {self.min_swings})")
+            return True, (f"{self.shown(name)} swings up and down: {swings} moves larger than {threshold:.4g} "
+                          f"({self.swing_percent:g}% of the initial {initial:.4g}) between {low:.4g} and {high:.4g}, "
+                          f"in medians of {self.window} saves over {mode_label(mode)}s {curve.steps[half]}-{s} "
+                          f"(min_swings {self.min_swings})")
         return True, None
 
 
@@ -222,12 +241,14 @@ class SlowConvergence(LossCurveRule):
         late    = median of the w saves around 2n / 3   final = median of the last w saves
         falling = late - final >= min_decrease_percent / 100 * |initial|   (still going down at the end)
                   and late - final > 3 * noise            (noise: the MAD of the last saves / sqrt(w), x1.48)
-        slow    = falling and (final > (1 - progress_percent / 100) * initial
-                               or late - final >= deceleration * (initial - early))
+        steady  = initial > early > late and late - final >= deceleration * (initial - early)
+        slow    = falling and (final > (1 - progress_percent / 100) * initial or steady)
 
     i.e. the loss is still clearly going down at the end and either less than ``progress_percent`` of it is
     gone or it falls as fast at the end as at the start (a healthy run's decrease slows down by far: most of
-    it happens early). Needs at least ``3 * window`` saves.
+    it happens early). "As fast at the end" needs a curve that fell in every third: a last third that only
+    makes up for a middle third that rose (a noisy validation loss, a bump after an lr restart) is no steady
+    decrease. Needs at least ``3 * window`` saves.
 
     :param window: the smallest window, in saves (>= 2). Default ``"10"``.
     :param progress_percent: share of the initial loss that a converging run removes (0-100). Default ``"50"``.
@@ -275,11 +296,12 @@ class SlowConvergence(LossCurveRule):
         drop = late - final
         falling = drop >= self.min_decrease_percent / 100 * abs(initial) and drop > 3 * noise
         little_progress = final > (1 - self.progress_percent / 100) * initial
-        steady = initial > early and drop >= self.deceleration * (initial - early)
+        # every third fell: a drop at the end that only undoes a rise in the middle is noise, not a trend
+        steady = initial > early > late and drop >= self.deceleration * (initial - early)
         if falling and (little_progress or steady):
             why = (f"only {1 - final / initial:.0%} of the initial loss is gone" if little_progress else
                    f"it fell {drop / (initial - early):.2g}x as much in the last third as in the first")
-            return True, (f"{name} was still falling when training ended: {initial:.4g} (first {w} saves) -> "
-                          f"{early:.4g} -> {late:.4g} -> {final:.4g} (last {w} saves); {why} (progress_percent "
-                          f"{self.progress_percent:g}, deceleration {self.deceleration:g})")
+            return True, (f"{self.shown(name)} was still falling when training ended: {initial:.4g} (first {w} "
+                          f"saves) -> {early:.4g} -> {late:.4g} -> {final:.4g} (last {w} saves); {why} "
+                          f"(progress_percent {self.progress_percent:g}, deceleration {self.deceleration:g})")
         return True, None

@@ -31,10 +31,12 @@ class Curve:
     order, read up to the step being evaluated. A save whose value cannot be read as numbers (only
     reductions were saved) is left out."""
 
-    def __init__(self):
+    def __init__(self, inverted: bool = False):
         self.steps: List[int] = []
         self.values: List[float] = []
         self._read = 0  # saved steps of the source list looked at so far
+        #: a score where higher is better, followed as 1 - value (see LossSelection)
+        self.inverted = inverted
 
     def extend(self, saved: SavedSteps, name: str, mode: ModeKeys, upto: int) -> None:
         """Read the saves at steps ``<= upto`` not read yet."""
@@ -44,7 +46,7 @@ class Curve:
             value = saved.mean(name, s, mode)
             if value is not None:
                 self.steps.append(s)
-                self.values.append(value)
+                self.values.append(1.0 - value if self.inverted else value)
         self._read = max(self._read, end)
 
     def __len__(self) -> int:
@@ -85,7 +87,8 @@ class LossCurveRule(Rule):
 
     **Losses.** The union of the tensors of ``collection_names`` and those matching ``tensor_regex``, plus the
     ``losses`` collection when ``use_losses_collection`` is true and the run has one; with neither
-    ``collection_names`` nor ``tensor_regex`` and no loss collection, every scalar tensor. A loss saved per
+    ``collection_names`` nor ``tensor_regex`` and no loss in the run, every scalar tensor, a metric where higher
+    is better (XGBoost's auc, ndcg@k) followed as ``1 - value`` (see LossSelection). A loss saved per
     sample counts as its mean. Each loss is followed in one mode: ``mode`` if given, else TRAIN when it has
     TRAIN-mode saves, else GLOBAL (XGBoost's metrics); steps are steps of that mode.
 
@@ -106,11 +109,16 @@ class LossCurveRule(Rule):
         self.use_losses_collection = as_bool(name, "use_losses_collection", use_losses_collection)
         self.mode = parse_mode(name, "mode", mode)
         self._saved = SavedSteps(base_trial)
-        self._losses = LossSelection(base_trial, self.collection_names, self.tensor_regex, self.use_losses_collection)
+        self._losses = LossSelection(base_trial, self.collection_names, self.tensor_regex, self.use_losses_collection,
+                                     invert_scores=True)
         self._curves: Dict[Tuple[str, ModeKeys], Curve] = {}
 
     #: what the rule needs, for its NotEvaluated detail
     needs = "a loss curve"
+
+    def shown(self, name: str) -> str:
+        """The loss as findings name it (``1 - train-auc`` for a score followed inverted)."""
+        return self._losses.label(name)
 
     def judge(self, name: str, mode: ModeKeys, curve: Curve, step: int) -> Tuple[bool, Optional[str]]:
         """(judged, reason if the condition is met) for loss ``name`` at its mode step ``step``."""
@@ -123,7 +131,7 @@ class LossCurveRule(Rule):
             s = step_in_mode(self.base_trial, step, mode)
             if s is None or not contains(self._saved.steps(name, mode), s):
                 continue
-            curve = self._curves.setdefault((name, mode), Curve())
+            curve = self._curves.setdefault((name, mode), Curve(inverted=name in self._losses.inverted))
             curve.extend(self._saved, name, mode, s)
             if not curve.steps or curve.steps[-1] != s:
                 continue  # only reductions saved at s

@@ -68,9 +68,9 @@ class Divergence(LossCurveRule):
             return False, None
         growth = abs(now) / abs(first)
         if growth >= self.growth_factor:
-            return True, (f"{name} grew {growth:.3g}-fold: median {first:.4g} over its first {self.window} saves -> "
-                          f"{now:.4g} over the {self.window} saves to {mode_label(mode)} {s} (growth_factor "
-                          f"{self.growth_factor:g}), all finite")
+            return True, (f"{self.shown(name)} grew {growth:.3g}-fold: median {first:.4g} over its first "
+                          f"{self.window} saves -> {now:.4g} over the {self.window} saves to {mode_label(mode)} {s} "
+                          f"(growth_factor {self.growth_factor:g}), all finite")
         return True, None
 
     def _weights(self, step: int) -> Optional[str]:

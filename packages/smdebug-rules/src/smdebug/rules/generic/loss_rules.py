@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
@@ -26,6 +26,7 @@ from smdebug.rules.params import as_bool, as_float, as_int, as_list, in_range
 from smdebug.rules.rule import Rule
 
 LOSSES = "losses"
+METRICS = "metrics"
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -46,10 +47,32 @@ def parse_mode(rule: str, name: str, value) -> Optional[ModeKeys]:
 
 
 def _no_validation(rule: Rule) -> None:
-    """A rule that compares validation with training does not apply to a run that never validated."""
-    if ModeKeys.EVAL not in rule.base_trial.modes():  # (a set lookup: this runs at every training step)
+    """A rule that compares validation with training does not apply to a run that never validated -- but a
+    run that validated without modes (XGBoost's ``train-logloss`` and ``validation-logloss``: metrics of each
+    evaluation set, all GLOBAL-mode) did validate: it is not evaluated, and says why."""
+    if ModeKeys.EVAL in rule.base_trial.modes():  # (a set lookup: this runs at every training step)
+        return
+    cache = rule.__dict__.setdefault("_evaluation_sets", {})
+    count = len(rule.base_trial.tensor_names())
+    if cache.get("count") != count:
+        cache.update(count=count, sets=_evaluation_sets(rule.base_trial))
+    if cache["sets"]:
+        rule.not_evaluated(f"the run has no EVAL-mode step; it holds metrics of several evaluation sets "
+                           f"({', '.join(cache['sets'])}), which the rule does not tell apart as training and "
+                           "validation (it compares EVAL-mode saves of a loss with TRAIN-mode ones)")
+    else:
         rule.not_applicable("the run has no validation: no EVAL-mode step (call hook.set_mode(modes.EVAL) "
                             "around evaluation to have it judged)")
+
+
+def _evaluation_sets(trial) -> List[str]:
+    """Metrics named ``<evaluation set>-<metric>`` for one metric in two sets or more (XGBoost's evals), e.g.
+    ``['train-logloss', 'validation-logloss']``; empty when there are none."""
+    by_metric: Dict[str, List[str]] = {}
+    for name in trial.tensor_names():
+        if "/" not in name and name.count("-") >= 1:
+            by_metric.setdefault(name.split("-", 1)[1], []).append(name)
+    return sorted(n for names in by_metric.values() if len(names) >= 2 for n in names)[:6]
 
 
 class SavedSteps:
@@ -128,17 +151,26 @@ def mode_label(mode: ModeKeys) -> str:
 
 class LossSelection:
     """Which tensors are losses: named collections and regexes, plus the ``losses`` collection; when
-    nothing was asked for explicitly and the run has no loss collection, every scalar tensor."""
+    nothing was asked for explicitly and the run has no loss, every scalar tensor -- but a scalar the run's
+    hook filed as a *metric that is not a loss* (in ``metrics``, not in ``losses``: XGBoost's auc, ndcg@k, map,
+    where higher is better) is no loss to minimise: it is followed as ``1 - value`` when its values lie in
+    [0, 1] (an error rate: 1 - AUC) by rules that ask for it (``invert_scores``: the loss-curve rules), and
+    left out otherwise (:attr:`inverted` names those followed so).
+
+    Reading such a metric as a loss made a rising AUC or NDCG look like a loss that does not decrease."""
 
     def __init__(self, trial, collection_names: List[str], tensor_regex: List[str], use_losses_collection: bool,
-                 scalar_fallback: bool = True):
+                 scalar_fallback: bool = True, invert_scores: bool = False):
         self.trial = trial
+        self.invert_scores = invert_scores
         self.collection_names = collection_names
         self.regexes = [re.compile(r) for r in tensor_regex]
         self.use_losses_collection = use_losses_collection
         self.scalar_fallback = scalar_fallback and not (collection_names or tensor_regex)
         self._cached: Optional[Tuple[int, List[str]]] = None
         self._is_scalar: Dict[str, bool] = {}
+        #: scores where higher is better, followed as 1 - value
+        self.inverted: Set[str] = set()
 
     def names(self) -> List[str]:
         all_names = self.trial.tensor_names()
@@ -147,6 +179,10 @@ class LossSelection:
         for what, found in self._cached[2]:
             looking_for(what, found)
         return self._cached[1]
+
+    def label(self, name: str) -> str:
+        """How the rule names the curve it follows in its findings."""
+        return f"1 - {name}" if name in self.inverted else name
 
     def _choose(self, all_names: List[str]):
         """(loss names, [(what was looked for, what matched)])."""
@@ -164,10 +200,39 @@ class LossSelection:
             found = [n for n in all_names if r.search(n)]
             looked.append((f"tensors matching {r.pattern!r}", found))
             chosen.update(found)
+        self.inverted = set()
         if not chosen and self.scalar_fallback:
-            chosen = {n for n in all_names if self._scalar(n)}
+            scores = self._scores(collections, all_names)
+            chosen = {n for n in all_names if self._scalar(n) and n not in scores}
+            if self.invert_scores:
+                self.inverted = {n for n in scores if self._scalar(n) and self._unit_interval(n)}
+            chosen |= self.inverted
             looked.append(("scalar tensors (no loss collection or regex)", sorted(chosen)))
+            if scores - self.inverted:
+                looked.append(("metrics that are not losses (left out)", sorted(scores - self.inverted)))
         return sorted(chosen), looked
+
+    @staticmethod
+    def _scores(collections, all_names: List[str]) -> Set[str]:
+        """The tensors the hook filed as metrics but not as losses."""
+        metrics, losses = collections.get(METRICS), collections.get(LOSSES)
+        if metrics is None or losses is None:
+            return set()
+        return {n for n in all_names if metrics.matches(n) and not losses.matches(n)}
+
+    def _unit_interval(self, name: str) -> bool:
+        """Whether the metric's first saved value lies in [0, 1] (AUC, NDCG, MAP and precision always do)."""
+        tensor = self.trial.tensor(name)
+        steps = tensor.steps()
+        if not steps:
+            return False
+        try:
+            value = np.asarray(tensor.value(steps[0]), dtype=np.float64)
+        except MissingEventFile:
+            raise
+        except (TensorUnavailableForStep, TypeError, ValueError):
+            return False
+        return bool(value.size) and bool(np.all((value >= 0) & (value <= 1)))
 
     def _scalar(self, name: str) -> bool:
         if name not in self._is_scalar:

@@ -33,7 +33,8 @@ class UnnormalizedInput(Rule):
     Inspects the tensors of ``collection_names`` (``inputs``: the model's own inputs, which the hooks save
     there) with 2 dimensions (batch, features) or 3 (batch, time, features); images (4 dimensions and more)
     are CheckInputImages' job. Integer-valued non-negative inputs are token or category ids, not
-    measurements, and are skipped. At a step where such an input was saved (at least ``min_samples`` rows,
+    measurements, and are skipped (the verdict is NotApplicable when the model's input is only images or
+    ids). At a step where such an input was saved (at least ``min_samples`` rows,
     pooled over workers), per feature ``j`` (the last axis)::
 
         scale_j = max(|mean_j|, std_j)
@@ -60,18 +61,39 @@ class UnnormalizedInput(Rule):
         self.tensor_regex = as_list(rule, "tensor_regex", tensor_regex)
         if not (self.collection_names or self.tensor_regex):
             raise SMDebugValueError(f"{rule}: give collection_names or tensor_regex")
+        #: input tensor -> why it is no table of measurements (an image, ids)
+        self._not_tables: Dict[str, str] = {}
+
+    def _not_table(self, name: str, reason: str) -> None:
+        self._not_tables[name] = reason
+        self.not_applicable(reason)
 
     def invoke_at_step(self, step):
         judged = False
+        # what the inputs seen so far are, when they are no table of measurements: said at every step (the
+        # verdict is NotApplicable if no step offered a table: the model takes no such input)
+        for reason in self._not_tables.values():
+            self.not_applicable(reason)
         for name in select_tensors(self.base_trial, self.collection_names, self.tensor_regex):
-            for value in _floats(batches_at(self.base_trial, name, step)):
+            for value in batches_at(self.base_trial, name, step):
+                if not value.size:
+                    continue
+                if value.ndim >= 4:
+                    self._not_table(name, f"the model's input is an image: {name} has {value.ndim} dimensions "
+                                          "(CheckInputImages judges images)")
+                    continue
                 if value.ndim not in (2, 3):
+                    continue
+                if value.dtype.kind in "iub" or (value.dtype.kind == "f" and value.min() >= 0
+                                                 and np.all(value == np.round(value))):
+                    self._not_table(name, f"the model's input is token or category ids: {name} holds "
+                                          "non-negative integers, not measurements")
+                    continue
+                if value.dtype.kind != "f":
                     continue
                 x = value.reshape(-1, value.shape[-1]).astype(np.float64)
                 if x.shape[0] < self.min_samples or not np.all(np.isfinite(x)):
                     continue
-                if x.min() >= 0 and np.all(x == np.round(x)):
-                    continue  # token / category ids
                 judged = True
                 self.mark_evaluated(name)
                 scale = np.maximum(np.abs(x.mean(axis=0)), x.std(axis=0))
@@ -88,7 +110,10 @@ class UnnormalizedInput(Rule):
 
 # loss modules (PyTorch class names, as the hook names their tensors) by what their first input must be
 LOGIT_LOSSES = ("CrossEntropyLoss", "BCEWithLogitsLoss", "MultiLabelSoftMarginLoss")
-LOG_PROBABILITY_LOSSES = ("NLLLoss",)
+LOG_PROBABILITY_LOSSES = ("NLLLoss", "KLDivLoss")
+#: log-probabilities are <= 0 (log-softmax computes x - max - log(sum exp(x - max)), never above 0 even in half
+#: precision); a value above this is a raw score
+LOG_PROBABILITY_TOLERANCE = 1e-3
 REGRESSION_LOSSES = ("MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss")
 _LOSS_TENSOR = re.compile(r"^(?:.*[/_.])?(?P<loss>[A-Za-z0-9]+Loss)_(?:input|output)_\d+$")
 
@@ -104,12 +129,16 @@ class ImproperOutput(Rule):
     * a loss that applies (log-)softmax or sigmoid itself (``CrossEntropyLoss``, ``BCEWithLogitsLoss``,
       ``MultiLabelSoftMarginLoss``) gets outputs all in [0, 1]: probabilities, not logits (a softmax or
       sigmoid applied twice; the gradient flattens as the outputs saturate);
-    * ``NLLLoss`` (log-probabilities, all <= 0) gets outputs all >= 0: probabilities, not their logarithm;
+    * ``NLLLoss`` or ``KLDivLoss`` (log-probabilities, all <= 0) gets outputs all >= 0: probabilities, not
+      their logarithm; or outputs above 0 (beyond ``1e-3``): raw scores, the log-softmax forgotten (NLLLoss then
+      rewards making the true class's score larger without bound, and the loss falls below 0);
     * a regression loss (``MSELoss``, ``L1Loss``, ``SmoothL1Loss``, ``HuberLoss``) on one output per sample
       gets targets that are the class ids ``0 .. K-1`` (every one present, ``3 <= K <= max_classes``): a
       classification trained as a regression on the class index.
 
-    Runs whose loss is not named so (a Keras ``loss`` tensor) are not evaluated.
+    Runs whose loss is not named so (a Keras ``loss`` tensor) are not evaluated, and the verdict says so; nor
+    are runs whose loss module's inputs were not saved (``Hook.recommended`` saves those of a classification
+    loss only): the verdict names the loss and how to save them.
 
     :param min_values: output values to see before judging (>= 1). Default ``"256"``.
     :param max_classes: the most class ids a regression target may have to count as class labels (>= 3).
@@ -141,6 +170,24 @@ class ImproperOutput(Rule):
                     [n for pair in found.values() for n in pair if n])
         return {loss: (p, y) for loss, (p, y) in found.items() if p}
 
+    def _why_not(self) -> str:
+        """What the run lacks for this rule: the inputs of a loss module it saved the output of, or any loss
+        module at all (a Keras run's ``loss`` is a value, not a module whose class the hook records)."""
+        names = self.base_trial.tensor_names()
+        unseen = sorted({m.group("loss") for n in names if (m := _LOSS_TENSOR.match(n)) and n.endswith("_output_0")
+                         and m.group("loss") not in self._seen})
+        why = f"needs a loss module's input (<Loss>_input_0) with at least min_values={self.min_values} values saved"
+        if unseen:
+            return (f"{why}; the run saved the output of {', '.join(unseen)} but not its inputs (Hook.recommended "
+                    "saves those of a classification loss only; add include_regex=[r'Loss_input_\\d+$'] to the hook "
+                    "to have the others judged)")
+        losses = self.base_trial.collections().get("losses")
+        saved = [n for n in names if losses is not None and losses.matches(n)]
+        if saved and not any(_LOSS_TENSOR.match(n) for n in names):
+            return (f"{why}; the run's losses ({', '.join(saved[:3])}) are values, not loss modules whose class "
+                    "the hook records (PyTorch and MXNet losses are; a Keras loss is not judged)")
+        return why
+
     def invoke_at_step(self, step):
         judged = False
         for loss, (pname, yname) in self._losses().items():
@@ -169,12 +216,15 @@ class ImproperOutput(Rule):
             if loss in LOG_PROBABILITY_LOSSES and low >= 0:
                 return (f"{loss} expects log-probabilities (<= 0) but its input {pname} is all in [{low:.3g}, "
                         f"{high:.3g}] over {seen[2]} values: probabilities (use log_softmax)")
+            if loss in LOG_PROBABILITY_LOSSES and high > LOG_PROBABILITY_TOLERANCE:
+                return (f"{loss} expects log-probabilities (<= 0) but its input {pname} reaches {high:.3g} (in "
+                        f"[{low:.3g}, {high:.3g}] over {seen[2]} values): raw scores, not log-probabilities (apply "
+                        f"log_softmax)")
             ids = seen[3]
             if (loss in REGRESSION_LOSSES and seen[4] == 1 and ids and 3 <= len(ids) <= self.max_classes
                     and ids == set(range(len(ids)))):
                 return (f"{loss} on one output per sample against targets {yname} that are the class ids 0-"
                         f"{len(ids) - 1}: a classification trained as a regression on the class index")
         if not judged:
-            self.not_evaluated(f"needs a loss module's input (<Loss>_input_0) with at least min_values="
-                               f"{self.min_values} values saved")
+            self.not_evaluated(self._why_not())
         return False

@@ -9,7 +9,7 @@ propagate, so the rule's verdict is an Error naming the file and the step.
 from __future__ import annotations
 
 import re
-from typing import Dict, Iterable, List
+from typing import Dict, Iterable, List, Optional, Set
 
 from smdebug.exceptions import MissingEventFile, TensorUnavailableForStep
 from smdebug.rules.evaluation import looking_for
@@ -74,6 +74,25 @@ def collection_tensors(trial, collection_names: Iterable[str], role: str = "") -
         looking_for(what, found, absent_by_design=recorded is not None and not recorded)
         out.update((n, cname) for n in found if n not in out)
     return out
+
+
+GRADIENTS = "gradients"
+
+
+def trained_parameters(trial) -> Optional[Set[str]]:
+    """The parameters the run saved a gradient of (``gradient/fc1.weight`` -> ``fc1.weight``; the hooks name a
+    gradient after its parameter below one prefix: ``gradient/`` for PyTorch and MXNet, ``gradients/`` for
+    TensorFlow), or None when the run saved no gradient at all (then nothing tells a frozen parameter from a
+    trained one).
+
+    The hooks save a parameter's gradient as the optimizer sees it: a parameter with no gradient while others
+    have one is not being trained -- frozen on purpose (``requires_grad=False``, ``trainable=False``, left out
+    of the optimizer for fine-tuning) -- so its staying unchanged is no fault. A parameter that does get a
+    gradient and stays unchanged is."""
+    names = [n for n in trial.tensor_names(collection=GRADIENTS)] if GRADIENTS in trial.collections() else []
+    if not names:
+        return None
+    return {n.split("/", 1)[1] for n in names if "/" in n}
 
 
 def value_at(trial, name: str, step: int, **kwargs):

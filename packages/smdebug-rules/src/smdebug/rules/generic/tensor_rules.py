@@ -6,7 +6,14 @@ import numpy as np
 
 from smdebug.core.modes import ModeKeys
 from smdebug.exceptions import SMDebugValueError
-from smdebug.rules.generic.selection import every_tensor, reduction_at, scalar, select_tensors, value_at
+from smdebug.rules.generic.selection import (
+    every_tensor,
+    reduction_at,
+    scalar,
+    select_tensors,
+    trained_parameters,
+    value_at,
+)
 from smdebug.rules.evaluation import note_read
 from smdebug.rules.params import as_bool, as_float, as_int, as_list
 from smdebug.rules.rule import Rule
@@ -78,14 +85,29 @@ class AllZero(_TensorRule):
 
     The first save of a tensor of the ``weights`` or ``biases`` collections is its initialisation, where
     zeros are the norm (biases, normalisation shifts): it is not judged; the same tensor still all zeros at
-    a later save is."""
+    a later save is.
+
+    Any other tensor (a gradient, an activation, an output) is a quantity of one batch: it must meet the
+    threshold at ``patience`` consecutive saves of the step's mode, and a single value is not judged. One
+    batch can make such a tensor exactly zero by chance -- the gradient of a one-output layer's bias under a
+    sign-based loss (L1, hinge) is the mean sign of the residuals, exactly 0 whenever they balance, at one
+    save in five near convergence -- while a layer cut off from the loss (dead ReLUs upstream, a detached
+    branch) stays zero save after save.
+
+    :param threshold: percent of zeros (default 100).
+    :param patience: consecutive saves at which a tensor that is not a parameter must meet it (>= 1; default
+        3).
+    """
 
     requires_selection = True
 
-    def __init__(self, base_trial, collection_names=None, tensor_regex=None, threshold="100", other_trials=None,
-                 action_str=None):
+    def __init__(self, base_trial, collection_names=None, tensor_regex=None, threshold="100", patience="3",
+                 other_trials=None, action_str=None):
         super().__init__(base_trial, collection_names, tensor_regex, other_trials, action_str)
         self.threshold = as_float(self.rule_name, "threshold", threshold)
+        self.patience = as_int(self.rule_name, "patience", patience, minimum=1)
+        #: per (tensor, mode): [(mode step, met)] of its recent saves
+        self._recent = {}
 
     def _initial(self, name: str, step: int) -> bool:
         """Whether ``step`` is the first save of a parameter tensor (weights, biases)."""
@@ -99,12 +121,46 @@ class AllZero(_TensorRule):
             first[name] = steps[0]
         return first[name] == step
 
+    def _persistent(self, name: str, step: int, met: bool) -> bool:
+        """Record ``met`` at ``step``; whether the tensor met the threshold at its last ``patience`` saves of the
+        step's mode (those saves: the tensor's saved mode steps, read from the index)."""
+        mode, mode_step = self.base_trial.mode_modestep(step)
+        if mode is None:
+            mode, mode_step = ModeKeys.GLOBAL, step
+        history = self._recent.setdefault((name, mode), {})
+        history[mode_step] = met
+        if self.patience == 1:
+            return met
+        steps = self.base_trial.tensor(name).prev_steps(mode_step, self.patience, mode=mode)
+        if len(steps) < self.patience or steps[-1] != mode_step:
+            return False
+        for s in steps[:-1]:
+            if s not in history:  # evaluation started after that save: read it now
+                value = value_at(self.base_trial, name, s, mode=mode)
+                history[s] = value is not None and value.size > 1 and self._zero_percent(value) >= self.threshold
+        for old in [s for s in history if s < steps[0]]:
+            del history[old]
+        return all(history[s] for s in steps)
+
+    @staticmethod
+    def _zero_percent(value) -> float:
+        return (value == 0).mean() * 100 if value.size else 0.0
+
     def invoke_at_step(self, step):
         for name, value in self.values(step):
             if self._initial(name, step):
                 continue
-            zero_percent = (value == 0).mean() * 100 if value.size else 0.0
-            if value.size and zero_percent >= self.threshold:
+            zero_percent = self._zero_percent(value)
+            met = bool(value.size) and zero_percent >= self.threshold
+            if not self.is_parameter(name):
+                if value.size <= 1:
+                    continue  # one value being 0 is no tensor of zeros
+                if not self._persistent(name, step, met):
+                    continue
+                if self.patience > 1:
+                    return (f"{name} is {zero_percent:.4g}% zeros (threshold {self.threshold:g}%) at its last "
+                            f"{self.patience} saves")
+            if met:
                 return f"{name} is {zero_percent:.4g}% zeros (threshold {self.threshold:g}%)"
         return False
 
@@ -121,7 +177,10 @@ class UnchangedTensor(_TensorRule):
 
     With neither ``collection_names`` nor ``tensor_regex``: the ``weights`` and ``biases`` collections (the
     original inspected every tensor, so data that never changes by design -- the labels of a fixed data
-    set, the importance of an unused feature -- fired).
+    set, the importance of an unused feature -- fired). Of that default selection, a parameter the run saved no
+    gradient of, while it saved gradients of others, is frozen on purpose (fine-tuning) and not judged (with no
+    gradient saved at all, every parameter is); a tensor named by ``collection_names`` or ``tensor_regex`` is
+    judged whatever its gradient: the user asked about it.
     """
 
     def __init__(self, base_trial, collection_names=None, tensor_regex=None, num_steps="3", rtol="1e-05",
@@ -164,9 +223,16 @@ class UnchangedTensor(_TensorRule):
             mode, mode_step = ModeKeys.GLOBAL, step
         where = "steps" if mode == ModeKeys.GLOBAL else f"{mode.name} steps"
         judged = False
+        frozen = None
         for name in self.tensors():
             if mode in (ModeKeys.EVAL, ModeKeys.PREDICT) and self.is_parameter(name):
                 continue
+            if self.is_parameter(name) and not (self.collection_names or self.tensor_regex):
+                if frozen is None:
+                    trained = trained_parameters(self.base_trial)
+                    frozen = set() if trained is None else {n for n in self.tensors() if n not in trained}
+                if name in frozen:
+                    continue  # no gradient while other parameters have one: frozen on purpose
             steps = self.base_trial.tensor(name).prev_steps(mode_step, self.num_steps, mode=mode)
             if len(steps) < self.num_steps or steps[-1] != mode_step:
                 continue
