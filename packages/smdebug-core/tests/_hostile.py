@@ -197,3 +197,69 @@ def peak_growth_reading(root, name: str, step: int, timeout: float = 120):
     assert out.returncode == 0, out.stderr[-3000:]
     growth, outcome = out.stdout.strip().splitlines()[-2:]
     return int(growth), outcome
+
+
+# --- folders and privileges -------------------------------------------------------------------------
+def nest_folders(path, depth: int, name: str = "a") -> None:
+    """``depth`` folders, each inside the last, under ``path`` (made relative to each folder's descriptor:
+    deeper than any path may be long)."""
+    fd = os.open(str(path), os.O_RDONLY)
+    try:
+        for _ in range(depth):
+            os.mkdir(name, dir_fd=fd)
+            deeper = os.open(name, os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = deeper
+    finally:
+        os.close(fd)
+
+
+def remove_nested(path, name: str = "a") -> None:
+    """Remove the chain of folders ``name`` made by :func:`nest_folders` under ``path``, deepest first,
+    without recursion (shutil.rmtree, and pytest's clean-up of its temporary folders, recurse once per
+    level and fail beyond Python's recursion limit)."""
+    fds = [os.open(str(path), os.O_RDONLY)]
+    try:
+        while True:
+            try:
+                fds.append(os.open(name, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0), dir_fd=fds[-1]))
+            except (FileNotFoundError, NotADirectoryError):
+                break
+        while len(fds) > 1:
+            os.close(fds.pop())
+            os.rmdir(name, dir_fd=fds[-1])
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+#: the uid/gid an unprivileged reader runs as when the tests run as root (root reads files of mode 000)
+NOBODY = 65534
+
+
+def unprivileged(argv: list) -> list:
+    """``argv`` run without root's power to read anything (as ``nobody``) when the tests run as root;
+    as it is otherwise. Skips the test when no child can run as ``nobody`` (an interpreter in a folder
+    only root may enter, and no ``setpriv``)."""
+    import pytest
+    import shutil
+
+    if os.name != "posix" or os.geteuid() != 0:
+        return list(argv)
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("running as root without setpriv: cannot read as an unprivileged user")
+    prefix = [setpriv, "--reuid", str(NOBODY), "--regid", str(NOBODY), "--clear-groups"]
+    probe = subprocess.run(prefix + [sys.executable, "-c", "import smdebug.trials"], capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip("cannot run this interpreter as an unprivileged user: " + probe.stderr.decode()[-300:])
+    return prefix + list(argv)
+
+
+def public_tmp_dir() -> str:
+    """A fresh folder anyone may enter (pytest's tmp_path is private to the user running the tests)."""
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="smdebug-hostile-")
+    os.chmod(folder, 0o755)
+    return folder

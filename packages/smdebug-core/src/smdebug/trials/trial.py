@@ -17,7 +17,11 @@ from typing import Deque, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 import numpy as np
 
 from smdebug.core.collection import Collection
-from smdebug.core.collection_manager import CollectionManager
+from smdebug.core.collection_manager import (
+    MAX_COLLECTIONS_FILE_BYTES,
+    MAX_COLLECTIONS_FILE_SETTING,
+    CollectionManager,
+)
 from smdebug.core.locations import (
     COLLECTIONS_DIR,
     END_OF_JOB_FILE,
@@ -30,12 +34,18 @@ from smdebug.core.locations import (
 )
 from smdebug.core.logger import get_logger
 from smdebug.core.modes import ModeKeys
-from smdebug.core.names import did_you_mean
+from smdebug.core.names import did_you_mean, printable
 from smdebug.core.storage.base import Storage, is_s3_path, parse_s3_path
 from smdebug.core.storage.factory import get_storage
-from smdebug.core.storage.safe_fs import UnsafeFileError
+from smdebug.core.storage.errors import UnreadableFileError
 from smdebug.core.tensor import StepState, Tensor
-from smdebug.core.tfevent.index_file import IndexEntry, IndexFile, event_file_key, parse_index_file
+from smdebug.core.tfevent.index_file import (
+    MAX_INDEX_FILE_BYTES,
+    IndexEntry,
+    IndexFile,
+    event_file_key,
+    parse_index_file,
+)
 from smdebug.core.tfevent.tensor_codec import decode_tensor_record
 from smdebug.trials.read_cache import ReadIndexFilesCache
 from smdebug.trials.read_log import ReadLog
@@ -130,6 +140,10 @@ class Trial:
         self.index_reader = self  # compatibility: the original exposed an index reader object
         self.incomplete_wait_window = _env_int("SMDEBUG_INCOMPLETE_STEP_WAIT_WINDOW", 1000)
         self.missing_event_retry_limit = _env_int("SMDEBUG_MISSING_EVENT_FILE_RETRY_LIMIT", 100)
+        # Fruitless waits for missing event files share one allowance per trial (one file's worth of
+        # retries): a live run whose event files were removed would otherwise cost every value its own
+        # full wait (100 x 2 s). A file that appears while waited for makes the allowance whole again.
+        self._missing_event_waits_left: Optional[int] = None
         self.end_delay_refresh = _env_float("SMDEBUG_TRAINING_END_DELAY_REFRESH", 1.0)
 
         self._files: Dict[int, Dict[str, IndexFile]] = {}  # global step -> worker -> index file
@@ -181,8 +195,22 @@ class Trial:
         begin, end = self.range_steps
         return (begin is None or step >= begin) and (end is None or step < end)
 
+    def _list(self, folder: str, start_after: Optional[str] = None) -> List[str]:
+        """The keys under ``folder`` (INDEX_DIR or COLLECTIONS_DIR). A folder that cannot be listed
+        (permission denied) raises the documented exception of its files, naming it (skipped with a
+        warning under ``skip_damaged``); a run folder that cannot be opened at all is no run."""
+        try:
+            return self.storage.list(folder, start_after=start_after, skip_unreadable=self.skip_damaged)
+        except UnreadableFileError as e:
+            if e.filename == getattr(self.storage, "root", None):
+                raise NoSmdebugRun(self.path, f"it cannot be opened ({e.reason})", hint="") from None
+            error = (CollectionFileCorrupted(str(e), e.filename) if folder == COLLECTIONS_DIR
+                     else IndexReaderException(str(e), e.filename))
+            self._note_damage(error)
+            raise error from None
+
     def _collection_files(self) -> List[str]:
-        return [k for k in self.storage.list(COLLECTIONS_DIR) if re.search(r"_?collections\.json$", k)]
+        return [k for k in self._list(COLLECTIONS_DIR) if re.search(r"_?collections\.json$", k)]
 
     def _read_collection_file(self, files: List[str]) -> CollectionManager:
         """The collections of the run: the first readable collection file. With ``skip_damaged``,
@@ -190,9 +218,13 @@ class Trial:
         for k in files:
             try:
                 try:
-                    raw = self.storage.read(k)
-                except UnsafeFileError as e:  # a FIFO, device, folder or link where the file belongs
+                    raw = self.storage.read_limited(k, MAX_COLLECTIONS_FILE_BYTES, MAX_COLLECTIONS_FILE_SETTING)
+                except UnreadableFileError as e:  # unreadable, too large, or not a regular file
                     raise CollectionFileCorrupted(str(e), self.storage.full_path(k)) from None
+                except FileNotFoundError:  # removed since the listing: as if it had not been listed
+                    logger.warning("Collections file %s vanished while the run was being opened",
+                                   self.storage.full_path(k))
+                    continue
                 return self.collection_manager.loads(raw, self.storage.full_path(k))
             except CollectionFileCorrupted as e:
                 if not self.skip_damaged:
@@ -222,7 +254,7 @@ class Trial:
             first_look = False
             ended = self.storage.exists(END_OF_JOB_FILE)
             if ended:
-                if not files and self.storage.list(INDEX_DIR):
+                if not files and self._list(INDEX_DIR):
                     # A run whose collections were never exported (e.g. killed early): readable anyway.
                     logger.warning("No collection files in %s; assuming a single worker", self.path)
                     break
@@ -236,7 +268,7 @@ class Trial:
             if limit is None and files:
                 limit = float(os.environ.get("SMDEBUG_MISSING_WORKERS_WAIT", "30"))
             if limit is not None and time.monotonic() - start >= limit:
-                if files or self.storage.list(INDEX_DIR):
+                if files or self._list(INDEX_DIR):
                     logger.warning(
                         "Only %d of %d collection files in %s after %.0fs; continuing with what is there "
                         "(a worker may have died before it saved anything)",
@@ -326,7 +358,7 @@ class Trial:
                     logger.warning("Skipping %s", e)
                     self._read_keys.add(k, self._list_token)
                     continue
-                error = IndexReaderException("Invalid File Found", self.storage.full_path(k))
+                error = IndexReaderException(e.message, printable(self.storage.full_path(k)))
                 self._note_damage(error)
                 raise error from None
             if self._in_range(step):
@@ -335,8 +367,10 @@ class Trial:
                 self._read_keys.add(k, self._list_token)
         raws = self._read_index_files(parsed)
         for (k, step, worker), raw in zip(parsed, raws):
+            if isinstance(raw, FileNotFoundError):
+                continue  # removed since the listing (not marked read: should it come back, it is read then)
             try:
-                if isinstance(raw, UnsafeFileError):
+                if isinstance(raw, UnreadableFileError):
                     raise IndexReaderException(str(raw), self.storage.full_path(k), step)
                 f = parse_index_file(self.storage.full_path(k), step, worker, raw)
             except IndexReaderException as e:
@@ -351,20 +385,12 @@ class Trial:
         self._update_token()
 
     def _read_index_files(self, parsed: List[Tuple[str, int, str]]) -> list:
-        """The bytes of each index file, or the UnsafeFileError of one that is not a regular file."""
+        """The bytes of each index file, or the error reading it raised: UnreadableFileError (not a regular
+        file, permission denied, larger than SMDEBUG_MAX_INDEX_FILE_BYTES: refused before it is read) or
+        FileNotFoundError (removed since the listing)."""
         if not parsed:
             return []
-        try:
-            return self.storage.read_many([(k, 0, None) for k, _, _ in parsed])
-        except UnsafeFileError:
-            pass  # (rare: find which ones, one by one)
-        out = []
-        for k, _, _ in parsed:
-            try:
-                out.append(self.storage.read(k))
-            except UnsafeFileError as e:
-                out.append(e)
-        return out
+        return self.storage.read_files([k for k, _, _ in parsed], MAX_INDEX_FILE_BYTES, "SMDEBUG_MAX_INDEX_FILE_BYTES")
 
     def _list_index_keys(self, start_after: Optional[str], settled: bool) -> List[str]:
         """Index keys after ``start_after``, with no file of a worker missing before its last one listed.
@@ -376,7 +402,7 @@ class Trial:
         every file of a worker up to the last one the first listing showed; later files are left for the
         next refresh, which lists from before them. A run that has ended (``settled``) is listed once.
         """
-        keys = self.storage.list(INDEX_DIR, start_after=start_after)
+        keys = self._list(INDEX_DIR, start_after=start_after)
         if settled or not keys:
             return keys
         last: Dict[str, int] = {}
@@ -387,7 +413,7 @@ class Trial:
                 continue  # reported by the caller
             last[worker] = max(step, last.get(worker, -1))
         found = set(keys)
-        for k in self.storage.list(INDEX_DIR, start_after=start_after):
+        for k in self._list(INDEX_DIR, start_after=start_after):
             if k in found:
                 continue
             try:
@@ -860,18 +886,23 @@ class Trial:
         while True:
             try:
                 raw = self._read_record_bytes(f, key, start, length)
+                if attempts:  # it came after all: waiting was worth it, the allowance is whole again
+                    self._missing_event_waits_left = None
                 break
-            except UnsafeFileError as e:  # a FIFO, device, folder or link where the event file belongs
+            except UnreadableFileError as e:  # not a regular file, permission denied, an I/O error
                 raise EventFileCorrupted(str(e), self.storage.full_path(key), f.step) from None
             except FileNotFoundError:
                 attempts += 1
                 later_exists = any(
                     s > f.step and f.worker in self._files[s] for s in self._steps[bisect.bisect_right(self._steps, f.step):][:1]
                 )
+                if self._missing_event_waits_left is None:
+                    self._missing_event_waits_left = self.missing_event_retry_limit
                 if (self.loaded_all_steps or later_exists or self._assumed_ended
-                        or attempts > self.missing_event_retry_limit
+                        or attempts > self.missing_event_retry_limit or self._missing_event_waits_left <= 0
                         or self.storage.exists(END_OF_JOB_FILE)):
                     raise MissingEventFile(name, f.step, f.mode, self.storage.full_path(key)) from None
+                self._missing_event_waits_left -= 1
                 time.sleep(self.poll_interval)
         if len(raw) < length:
             raise EventFileCorrupted(
@@ -909,7 +940,7 @@ class Trial:
         try:
             for i, raw in zip(missing, self.storage.read_many([requests[i] for i in missing]) if missing else []):
                 raws[i] = raw
-        except (FileNotFoundError, UnsafeFileError):  # (one value at a time says which step, and how)
+        except (FileNotFoundError, UnreadableFileError):  # (one value at a time says which step, and how)
             return [tensor.value(s, mode, worker) for s in steps]
         out = []
         for (f, e), raw, (key, start, length) in zip(plan, raws, requests):

@@ -123,9 +123,14 @@ def _open(path: str, follow: bool, **kwargs):
     from smdebug.core.storage.base import is_s3_path
     from smdebug.trials import create_trial
 
-    if not follow and not is_s3_path(path) and not os.path.isdir(os.path.expanduser(path.strip())):
+    from smdebug.exceptions import NoSmdebugRun
+
+    if not follow and not is_s3_path(path) and not os.path.lexists(os.path.expanduser(path.strip())):
         raise SMDebugError(f"{path}: no such directory")
-    return create_trial(path, **kwargs)
+    try:
+        return create_trial(path, **kwargs)
+    except NoSmdebugRun as e:  # (a file, a FIFO, a link loop...: the trial says what is there instead)
+        raise NoSmdebugRun(e.path, e.reason, hint="" if follow else "--follow waits for a run about to start") from None
 
 
 def _run(args) -> int:

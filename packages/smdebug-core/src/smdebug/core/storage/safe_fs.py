@@ -23,7 +23,7 @@ import stat
 import threading
 from typing import Optional, Tuple
 
-from smdebug.core.storage.errors import StorageError
+from smdebug.core.storage.errors import UnreadableFileError
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -46,18 +46,19 @@ _KINDS = (
 )
 
 
-class UnsafeFileError(StorageError):
+class UnsafeFileError(UnreadableFileError):
     """Something other than a regular file (a link, a FIFO, a device, a folder) where smdebug reads or
     writes a file. Readers turn it into the documented exception of the file's kind; a hook loses the
     step it was writing (reported, as any storage failure) and goes on. (A StorageError: an OSError, so
     code written for files keeps working, and an SMDebugError, so the CLI shows it as a message.)"""
 
     def __init__(self, path: str, kind: str, expected: str = "a regular file"):
-        super().__init__(f"{path} is {kind}, not {expected} (smdebug reads and writes only regular files "
-                         "and follows no link inside a run)", operation="open", key=path)
+        super().__init__(path, f"{kind}, not {expected}", operation="open")
+        # (the message names what was found, as before: "<path> is a FIFO, not a regular file (...)")
+        self.message = (f"{path} is {kind}, not {expected} (smdebug reads and writes only regular files "
+                        "and follows no link inside a run)")
         self.kind = kind
         self.expected = expected
-        self.filename = path
 
 
 def describe_mode(mode: int) -> str:
