@@ -355,3 +355,47 @@ def test_a_rule_on_a_run_it_cannot_list_is_an_error_not_a_pass(tmp_path):
     proc = run_smdebug("rules", "run", out, "--rule", "all_zero")
     text = _no_traceback(proc, 2)
     assert "000000000001_worker_0.json" in text and "bytes" in text
+
+
+# --- the report of a hostile run ----------------------------------------------------------------------------
+@pytest.mark.timeout(600)
+def test_the_report_of_hundreds_of_workers_draws_a_bounded_page(tmp_path):
+    """Before: a line per worker in every worker chart (2,000 workers: 224 s and 718 MB to write the page)."""
+    pytest.importorskip("bokeh")
+    from _support import write_run
+
+    from smdebug.cli.report.lines import MAX_LINES_PER_CHART
+
+    out = str(tmp_path / "run")
+    workers = [f"worker_{i}" for i in range(300)]
+    write_run(out, range(3), workers=workers,
+              tensors=lambda step, w: {"w": np.full(3, workers.index(w) + step, np.float32)})
+    started = time.monotonic()
+    proc = run_smdebug("report", out, "-o", tmp_path / "r.html", timeout=600)
+    took = time.monotonic() - started
+    _no_traceback(proc, 0)
+    page = (tmp_path / "r.html").read_text()
+    assert f"{300 - MAX_LINES_PER_CHART} of 300 series not drawn" in page
+    assert took < 120, took
+
+
+@pytest.mark.timeout(600)
+def test_rule_results_that_are_huge_or_list_a_million_findings(tmp_path):
+    """A rule_results.json in the run is anyone's file: one of 3 GiB (sparse) is refused by its size, and
+    the page says so; 5,000 findings of one rule show 1,000 (before: 1,000,000 findings made a 380 MB
+    page, 73 s and 2.9 GB of memory)."""
+    pytest.importorskip("bokeh")
+    out = write_simple_run(tmp_path / "run", names=["loss"], steps=range(5))
+    results = os.path.join(out, "rule_results.json")
+    with open(results, "w"):
+        pass
+    os.truncate(results, 3 << 30)
+    _no_traceback(run_smdebug("report", out, "-o", tmp_path / "a.html"), 0)
+    assert "more than the 67108864 bytes accepted" in (tmp_path / "a.html").read_text()
+    os.unlink(results)
+    findings = [{"step": i % 5, "reason": "<script>alert(1)</script>", "tensor": "loss"} for i in range(5000)]
+    with open(results, "w") as f:
+        json.dump({"rules": [{"name": "R", "status": "IssuesFound", "findings": findings}]}, f)
+    _no_traceback(run_smdebug("report", out, "-o", tmp_path / "b.html"), 0)
+    page = (tmp_path / "b.html").read_text()
+    assert "5000 findings listed: only the first 1000 are shown" in page and "<script>alert(1)" not in page

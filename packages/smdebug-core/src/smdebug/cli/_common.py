@@ -111,7 +111,7 @@ def read_file(path: str, what: str) -> bytes:
     try:
         if is_s3_path(path):
             folder, _, name = path.strip().rstrip("/").rpartition("/")
-            return get_storage(folder).read(name)
+            return get_storage(folder).read_limited(name, MAX_DOCUMENT_BYTES)
         # a regular file only (a FIFO would block), of a size a document can have
         return read_regular(os.path.expanduser(path), limit=MAX_DOCUMENT_BYTES)
     except FileNotFoundError:
