@@ -161,3 +161,35 @@ def test_a_really_full_disk(tmp_path):
             assert trial.tensor("loss").value(step).tolist() == [float(step)]
     finally:
         subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("kind", ["garbage", "nested", "sparse-3GiB", "fifo", "dev-zero", "folder"])
+def test_stop_signals_planted_before_the_run_neither_stop_nor_block_it(tmp_path, kind):
+    """A stop_training.json left in out_dir before the job started is an earlier run's (as a valid one
+    already was): before, a damaged one (garbage, or 3 GiB of zeros read as 64 KiB) stopped training at
+    its first step. A FIFO, a device or a folder there is never read."""
+    out = tmp_path / "run"
+    out.mkdir()
+    signal = out / "stop_training.json"
+    if kind == "garbage":
+        signal.write_text("not json at all")
+    elif kind == "nested":
+        signal.write_text('{"reason": ' + "[" * 100_000)
+    elif kind == "sparse-3GiB":
+        signal.write_bytes(b"")
+        os.truncate(signal, 3 << 30)
+    elif kind == "fifo":
+        os.mkfifo(signal)
+    elif kind == "dev-zero":
+        os.symlink("/dev/zero", signal)
+    else:
+        signal.mkdir()
+    if not signal.is_symlink():
+        an_hour_ago = time.time() - 3600
+        os.utime(signal, (an_hour_ago, an_hour_ago))
+    hook = NumpyHook(out_dir=str(out), save_config=SaveConfig(save_interval=1), include_collections=["losses"])
+    train_logistic_regression(hook, steps=5)
+    hook.close()
+    assert not hook.stop_requested and not hook.disabled
+    assert create_trial(str(out)).tensor("loss").steps() == [0, 1, 2, 3, 4]
