@@ -399,3 +399,28 @@ def test_rule_results_that_are_huge_or_list_a_million_findings(tmp_path):
     _no_traceback(run_smdebug("report", out, "-o", tmp_path / "b.html"), 0)
     page = (tmp_path / "b.html").read_text()
     assert "5000 findings listed: only the first 1000 are shown" in page and "<script>alert(1)" not in page
+
+
+# --- bad arguments to the reader ------------------------------------------------------------------------------
+@pytest.mark.timeout(60)
+def test_bad_arguments_to_the_reader_are_clear_errors_not_hangs(tmp_path):
+    """Before: wait_for_collections=NaN waited for ever; a step given as a string or None, and a regex that
+    does not compile, raised bare TypeError / re.error from inside; a path with NUL, ValueError."""
+    from smdebug.exceptions import SMDebugTypeError, SMDebugValueError
+
+    out = write_simple_run(tmp_path / "run")
+    with pytest.raises(SMDebugValueError, match="NaN"):
+        create_trial(str(tmp_path / "nothing"), wait_for_collections=float("nan"))
+    with pytest.raises(SMDebugTypeError):
+        create_trial(str(tmp_path / "nothing"), wait_for_collections="10")
+    with pytest.raises(SMDebugValueError, match="NUL"):
+        create_trial(out + "\x00x")
+    trial = create_trial(out)
+    for step in ("1", None, 1.5, True):
+        with pytest.raises(SMDebugTypeError, match="a step must be an integer"):
+            trial.tensor("w").value(step)
+    with pytest.raises(SMDebugTypeError):
+        trial.wait_for_steps(["a"], timeout=1)
+    with pytest.raises(SMDebugValueError, match="not a regular expression"):
+        trial.tensor_names(regex="(")
+    assert trial.tensor("w").value(np.int64(1)).tolist() == [1.0] * 3  # (numpy integers are steps)

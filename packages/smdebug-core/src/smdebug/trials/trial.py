@@ -58,6 +58,7 @@ from smdebug.exceptions import (
     MissingEventFile,
     NoMoreData,
     NoSmdebugRun,
+    SMDebugTypeError,
     SMDebugValueError,
     StepNotYetAvailable,
     StepUnavailable,
@@ -168,7 +169,7 @@ class Trial:
         self._span_budget = _env_int("SMDEBUG_TRIAL_SPAN_CACHE_BYTES", 64 << 20)
         self._read_logs: List[ReadLog] = []  # open read_log() blocks
 
-        self._load_collections(wait_for_collections)
+        self._load_collections(_check_wait(wait_for_collections))
         self.refresh_data()
 
     # ------------------------------------------------------------------------------------------
@@ -568,6 +569,8 @@ class Trial:
         reaching it, and TimeoutError after ``timeout`` seconds (None: no limit).
         """
         start = time.monotonic()
+        for step in required_steps:
+            _check_step(step)
         for step in sorted(required_steps):
             while True:
                 state = self._has_passed_step(step, mode)
@@ -602,6 +605,7 @@ class Trial:
                     for f in self._files[g].values():
                         names.update(self._names_of(f))
         else:
+            _check_step(step)
             g = self.global_step(mode, step)
             if g is None or g not in self._files:
                 if self._has_passed_step(step, mode) == StepState.NOT_YET_AVAILABLE:
@@ -611,8 +615,11 @@ class Trial:
             for f in self._files[g].values():
                 names.update(self._names_of(f))
         if regex is not None:
-            regexes = [regex] if isinstance(regex, str) else list(regex)
-            compiled = [re.compile(r) for r in regexes]
+            try:
+                regexes = [regex] if isinstance(regex, str) else list(regex)
+                compiled = [re.compile(r) for r in regexes]
+            except (re.error, TypeError) as e:
+                raise SMDebugValueError(f"tensor_names(regex=...): not a regular expression: {regex!r}: {e}") from None
             names = {n for n in names if any(c.search(n) for c in compiled)}
         elif collection is not None:
             coll = collection if isinstance(collection, Collection) else self.collection(collection)
@@ -748,6 +755,7 @@ class Trial:
         return sorted(ms for g in steps for m, ms in (to_mode.get(g, (None, None)),) if m == mode)
 
     def _step_files(self, step: int, mode) -> Dict[str, IndexFile]:
+        _check_step(step)
         g = step if mode == ModeKeys.GLOBAL else self.global_step(mode, step)
         files = self._files.get(g) if g is not None else None
         if files is None:
@@ -987,6 +995,24 @@ class S3Trial(Trial):
                 raise SMDebugValueError("Pass either path or bucket_name/prefix_name, not both")
             path = f"s3://{bucket_name}/{(prefix_name or '').lstrip('/')}"
         super().__init__(name, path, *args, **kwargs)
+
+
+def _check_wait(seconds) -> Optional[float]:
+    """``wait_for_collections``: None, or seconds (inf: no limit). NaN compared false with every time
+    and waited for ever."""
+    if seconds is None:
+        return None
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float, np.integer, np.floating)):
+        raise SMDebugTypeError(f"wait_for_collections must be seconds (a number) or None, got {seconds!r}")
+    if seconds != seconds:
+        raise SMDebugValueError("wait_for_collections is NaN: give seconds, float('inf') (no limit) or None")
+    return float(seconds)
+
+
+def _check_step(step) -> None:
+    """Steps are integers (a string or None compared with the run's steps raised a bare TypeError)."""
+    if isinstance(step, bool) or not isinstance(step, (int, np.integer)):
+        raise SMDebugTypeError(f"a step must be an integer, got {step!r} ({type(step).__name__})")
 
 
 def _one_of(value, alias, name: str, alias_name: str):
