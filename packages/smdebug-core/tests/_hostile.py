@@ -263,3 +263,65 @@ def public_tmp_dir() -> str:
     folder = tempfile.mkdtemp(prefix="smdebug-hostile-")
     os.chmod(folder, 0o755)
     return folder
+
+
+# --- a run changing while it is read ---------------------------------------------------------------------
+def vandalise_and_read(tmp_path, rounds: int, seed: int):
+    """``rounds`` copies of an 8-step run, each read (with and without skip_damaged) while a thread
+    removes, truncates and swaps its files and folders. Returns (raw exceptions as text, documented
+    exceptions counted): a reader may only ever raise the documented ones."""
+    import random
+    import shutil
+    import threading
+    import time
+
+    from smdebug.exceptions import SMDebugError
+    from smdebug.trials import create_trial
+
+    donor = write_simple_run(os.path.join(str(tmp_path), "donor"), names=("w", "v"), steps=range(8))
+    rng = random.Random(seed)
+    raw, documented = [], 0
+    for round_ in range(rounds):
+        run = os.path.join(str(tmp_path), f"run{round_}")
+        shutil.copytree(donor, run)
+        paths = [os.path.join(r, n) for r, ds, fs in os.walk(run) for n in ds + fs]
+        stop = threading.Event()
+
+        def vandal():
+            while not stop.is_set():
+                p = rng.choice(paths)
+                try:
+                    if rng.random() < 0.5 and os.path.isfile(p):
+                        if rng.random() < 0.5:
+                            os.truncate(p, rng.randint(0, os.path.getsize(p)))
+                        else:
+                            os.unlink(p)
+                    elif os.path.isdir(p) and not os.path.islink(p):
+                        if rng.random() < 0.5:
+                            shutil.rmtree(p)
+                        else:
+                            os.rename(p, p + ".x")
+                            os.symlink("/tmp", p)
+                except OSError:
+                    pass
+                time.sleep(rng.random() * 0.002)
+
+        thread = threading.Thread(target=vandal)
+        thread.start()
+        try:
+            for skip in (False, True):
+                try:
+                    trial = create_trial(run, skip_damaged=skip)
+                    trial.missing_event_retry_limit = 0
+                    for name in trial.tensor_names():
+                        for step in trial.tensor(name).steps():
+                            trial.tensor(name).value(step)
+                except SMDebugError:
+                    documented += 1
+                except Exception as e:  # noqa: BLE001 - what the tests look for
+                    raw.append(f"{type(e).__name__}: {e}")
+        finally:
+            stop.set()
+            thread.join()
+        shutil.rmtree(run, ignore_errors=True)
+    return raw, documented

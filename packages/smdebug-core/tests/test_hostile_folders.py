@@ -12,14 +12,12 @@ import os
 import shutil
 import subprocess
 import sys
-import threading
 import time
 
 import numpy as np
 import pytest
 
 from _hostile import (
-    HERE,
     collections_path,
     event_path,
     index_path,
@@ -28,11 +26,10 @@ from _hostile import (
     public_tmp_dir,
     run_smdebug,
     unprivileged,
+    vandalise_and_read,
     write_simple_run,
 )
 from smdebug.exceptions import (
-    CollectionFileCorrupted,
-    EventFileCorrupted,
     IndexReaderException,
     MissingEventFile,
     NoSmdebugRun,
@@ -270,49 +267,8 @@ def test_file_names_that_are_not_text_are_not_a_worker(tmp_path, worker):
 def test_files_vanishing_while_trials_read_raise_only_documented_errors(tmp_path):
     """A vandal thread removes, truncates and swaps files and folders while trials open and read the run:
     every failure is one of the documented exceptions (before: FileNotFoundError naming '000000000004_
-    worker_0.json' or 'index', raised from deep inside the storage)."""
-    import random
-
-    from smdebug.exceptions import SMDebugError
-
-    donor = write_simple_run(tmp_path / "donor", names=("w", "v"), steps=range(8))
-    rng = random.Random(1234)
-    raw, documented = [], 0
-    for round_ in range(12):
-        run = str(tmp_path / f"run{round_}")
-        shutil.copytree(donor, run)
-        paths = [os.path.join(r, n) for r, ds, fs in os.walk(run) for n in ds + fs]
-        stop = threading.Event()
-
-        def vandal():
-            while not stop.is_set():
-                p = rng.choice(paths)
-                try:
-                    if rng.random() < 0.5 and os.path.isfile(p):
-                        os.truncate(p, rng.randint(0, os.path.getsize(p))) if rng.random() < 0.5 else os.unlink(p)
-                    elif os.path.isdir(p) and not os.path.islink(p):
-                        shutil.rmtree(p) if rng.random() < 0.5 else (os.rename(p, p + ".x"), os.symlink("/tmp", p))
-                except OSError:
-                    pass
-                time.sleep(rng.random() * 0.002)
-
-        thread = threading.Thread(target=vandal)
-        thread.start()
-        try:
-            for skip in (False, True):
-                try:
-                    trial = create_trial(run, skip_damaged=skip)
-                    trial.missing_event_retry_limit = 0
-                    for name in trial.tensor_names():
-                        for step in trial.tensor(name).steps():
-                            trial.tensor(name).value(step)
-                except SMDebugError:
-                    documented += 1
-                except Exception as e:  # noqa: BLE001 - what the test looks for
-                    raw.append(f"{type(e).__name__}: {e}")
-        finally:
-            stop.set()
-            thread.join()
+    worker_0.json' or 'index', raised from deep inside the storage). The slow suite runs 150 rounds."""
+    raw, documented = vandalise_and_read(tmp_path, rounds=12, seed=1234)
     assert not raw, raw
     print(f"\nvandalised runs: 24 opens, {documented} documented errors, no other")
 

@@ -193,3 +193,28 @@ def test_stop_signals_planted_before_the_run_neither_stop_nor_block_it(tmp_path,
     hook.close()
     assert not hook.stop_requested and not hook.disabled
     assert create_trial(str(out)).tensor("loss").steps() == [0, 1, 2, 3, 4]
+
+
+def test_hard_links_planted_at_the_names_a_hook_writes_are_replaced_not_written(tmp_path):
+    """A hard link is the file itself, under another name: writing into it would change the victim. Every
+    file is created under a free name and renamed into place, so a planted hard link (at a final name or
+    at a .tmp name) is replaced by the new file and the victim keeps its content."""
+    from smdebug.core.locations import collections_file_name, event_file_name, index_file_name
+
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"precious\n")
+    out = tmp_path / "run"
+    names = [collections_file_name("worker_0")]
+    for step in range(4):
+        names += [index_file_name(step, "worker_0"), event_file_name(step, "worker_0")]
+    for planted in [n for name in names for n in (name, name + ".tmp")] + ["training_job_end.ts.tmp"]:
+        path = out / planted
+        path.parent.mkdir(parents=True, exist_ok=True)
+        os.link(victim, path)
+    hook = NumpyHook(out_dir=str(out), save_config=SaveConfig(save_interval=1), include_collections=["losses"])
+    train_logistic_regression(hook, steps=4)
+    hook.close()
+    assert victim.read_bytes() == b"precious\n"
+    assert os.stat(victim).st_nlink == 1  # every planted link was replaced or removed
+    trial = create_trial(str(out))
+    assert trial.tensor("loss").steps() == [0, 1, 2, 3]

@@ -5,7 +5,6 @@ says once what it could not do, and what it could save reads back."""
 import os
 import sys
 
-import numpy as np
 import pytest
 import torch
 import torch.nn as nn
