@@ -380,3 +380,25 @@ def test_bad_arguments_to_the_reader_are_clear_errors_not_hangs(tmp_path):
     with pytest.raises(SMDebugValueError, match="not a regular expression"):
         trial.tensor_names(regex="(")
     assert trial.tensor("w").value(np.int64(1)).tolist() == [1.0] * 3  # (numpy integers are steps)
+
+
+@pytest.mark.timeout(600)
+def test_a_run_folder_named_with_bytes_that_are_not_utf8(tmp_path):
+    """A run folder whose name is not UTF-8 (Python spells it with lone surrogates): the hook writes it and
+    every command reads it (before: `smdebug report` raised UnicodeEncodeError writing the page, `smdebug
+    plot` a TypeError from matplotlib drawing the title)."""
+    pytest.importorskip("bokeh")
+    pytest.importorskip("matplotlib")
+    from _support import NumpyHook, train_logistic_regression
+
+    from smdebug import SaveConfig
+
+    out = os.fsdecode(os.fsencode(str(tmp_path)) + b"/run\xff\xfe")
+    hook = NumpyHook(out_dir=out, save_config=SaveConfig(save_interval=1), include_collections=["losses"])
+    train_logistic_regression(hook, steps=4)
+    hook.close()
+    assert not hook.disabled and create_trial(out).tensor("loss").steps() == [0, 1, 2, 3]
+    for args in (("ls", out), ("show", out, "loss"), ("report", out, "-o", tmp_path / "r.html"),
+                 ("plot", out, "loss", "-o", tmp_path / "p.png"), ("export", "tensorboard", out, tmp_path / "tb")):
+        _no_traceback(run_smdebug(*args), 0)
+    assert "run\\udcff\\udcfe" in (tmp_path / "r.html").read_text()

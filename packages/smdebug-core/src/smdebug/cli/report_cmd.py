@@ -33,6 +33,7 @@ import sys
 import time
 
 from smdebug.cli import _common as c
+from smdebug.core.names import printable
 
 #: rule results the report picks up from the run's own directory (kept here for older imports)
 RULE_RESULTS_FILE = "rule_results.json"
@@ -75,7 +76,7 @@ def _labels(args) -> list:
         raise c.CliError(f"--label given {len(args.label)} time(s) for {len(args.runs)} run(s): give one per run")
     if args.label:
         return list(args.label)
-    names = [os.path.basename(os.path.normpath(r.rstrip("/"))) or r for r in args.runs]
+    names = [printable(os.path.basename(os.path.normpath(r.rstrip("/"))) or r) for r in args.runs]
     if len(set(names)) < len(names):  # the same directory name in two places: number them
         names = [f"{n} #{i + 1}" for i, n in enumerate(names)]
     return names
@@ -190,7 +191,7 @@ def write_atomic(path: str, text: str) -> None:
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".report-", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as f:  # (never fails on a name)
             f.write(text)
         umask = os.umask(0)
         os.umask(umask)

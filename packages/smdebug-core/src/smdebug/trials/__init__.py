@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from smdebug.core.names import printable
 from smdebug.core.storage.base import is_s3_path
 from smdebug.exceptions import SMDebugValueError
 from smdebug.trials.trial import LocalTrial, S3Trial, Trial
@@ -40,8 +41,8 @@ def create_trial(path=None, name=None, profiler=False, output_dir="/opt/ml/proce
     if is_s3_path(path):
         if not path.endswith("/"):
             path += "/"
-        name = name or os.path.basename(path.rstrip("/"))
+        name = name or printable(os.path.basename(path.rstrip("/")))
         return S3Trial(name, path, **kwargs)
     path = os.path.expanduser(path)
-    name = name or os.path.basename(os.path.normpath(path))
+    name = name or printable(os.path.basename(os.path.normpath(path)))  # (a name to show: always text)
     return LocalTrial(name, path, **kwargs)
