@@ -271,6 +271,22 @@ def vandalise_and_read(tmp_path, rounds: int, seed: int):
     removes, truncates and swaps its files and folders. Returns (raw exceptions as text, documented
     exceptions counted): a reader may only ever raise the documented ones."""
     import random
+
+    donor = write_simple_run(os.path.join(str(tmp_path), "donor"), names=("w", "v"), steps=range(8))
+    rng = random.Random(seed)
+    # (a run left with index files but neither collections nor end marker is waited for this long)
+    saved_wait = os.environ.get("SMDEBUG_MISSING_WORKERS_WAIT")
+    os.environ["SMDEBUG_MISSING_WORKERS_WAIT"] = "0.5"
+    try:
+        return _vandal_rounds(tmp_path, donor, rng, rounds)
+    finally:
+        if saved_wait is None:
+            os.environ.pop("SMDEBUG_MISSING_WORKERS_WAIT", None)
+        else:
+            os.environ["SMDEBUG_MISSING_WORKERS_WAIT"] = saved_wait
+
+
+def _vandal_rounds(tmp_path, donor, rng, rounds):
     import shutil
     import threading
     import time
@@ -278,8 +294,6 @@ def vandalise_and_read(tmp_path, rounds: int, seed: int):
     from smdebug.exceptions import SMDebugError
     from smdebug.trials import create_trial
 
-    donor = write_simple_run(os.path.join(str(tmp_path), "donor"), names=("w", "v"), steps=range(8))
-    rng = random.Random(seed)
     raw, documented = [], 0
     for round_ in range(rounds):
         run = os.path.join(str(tmp_path), f"run{round_}")

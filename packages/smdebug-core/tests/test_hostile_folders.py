@@ -402,3 +402,19 @@ def test_a_run_folder_named_with_bytes_that_are_not_utf8(tmp_path):
                  ("plot", out, "loss", "-o", tmp_path / "p.png"), ("export", "tensorboard", out, tmp_path / "tb")):
         _no_traceback(run_smdebug(*args), 0)
     assert "run\\udcff\\udcfe" in (tmp_path / "r.html").read_text()
+
+
+@pytest.mark.timeout(120)
+def test_a_run_whose_collections_and_end_marker_were_removed_is_not_waited_for_ever(tmp_path, monkeypatch, caplog):
+    """Index files but neither a collections file nor the end marker: a hook exports its collections
+    before its first step's index, so they were removed; create_trial waited for them for ever (found by
+    the vandal test). Now it waits SMDEBUG_MISSING_WORKERS_WAIT (30 s) and reads the run as one worker's."""
+    out = write_simple_run(tmp_path / "run")
+    os.unlink(collections_path(out))
+    os.unlink(os.path.join(out, "training_job_end.ts"))
+    monkeypatch.setenv("SMDEBUG_MISSING_WORKERS_WAIT", "1")
+    started = time.monotonic()
+    with caplog.at_level("WARNING", logger="smdebug"):
+        trial = create_trial(out)
+    assert time.monotonic() - started < 30
+    assert trial.steps() == [0, 1, 2] and "continuing with what is there" in caplog.text

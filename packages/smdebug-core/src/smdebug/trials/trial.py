@@ -265,8 +265,11 @@ class Trial:
                 )
             # Some workers' files but not all, in a run that is writing steps: a worker may have died
             # before exporting its collections. Wait a bounded time (even without a timeout), then go on.
+            # So too for a run with index files but no collection file at all (a hook exports its
+            # collections before its first step's index: they were removed, or the run is damaged):
+            # waiting for them until an end marker that may never come hung for good.
             limit = timeout
-            if limit is None and files:
+            if limit is None and (files or self._list(INDEX_DIR)):
                 limit = float(os.environ.get("SMDEBUG_MISSING_WORKERS_WAIT", "30"))
             if limit is not None and time.monotonic() - start >= limit:
                 if files or self._list(INDEX_DIR):
