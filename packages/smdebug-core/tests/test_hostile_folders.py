@@ -418,3 +418,51 @@ def test_a_run_whose_collections_and_end_marker_were_removed_is_not_waited_for_e
         trial = create_trial(out)
     assert time.monotonic() - started < 30
     assert trial.steps() == [0, 1, 2] and "continuing with what is there" in caplog.text
+
+
+# --- outputs the user names ---------------------------------------------------------------------------------
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("kind", ["fifo", "chardev", "link-to-chardev", "folder"])
+def test_outputs_that_are_devices_fifos_or_folders_are_refused_not_replaced(tmp_path, kind):
+    """`-o /dev/null` as root replaced the device with an ordinary file: every output is written under a
+    new name and renamed into place. Now a device, FIFO, socket or folder (or a link to one) at the output
+    is refused at once, before the run is read. (The test plants its own device node: never /dev/null.)"""
+    import stat as stat_module
+
+    pytest.importorskip("bokeh")
+    pytest.importorskip("matplotlib")
+    out = write_simple_run(tmp_path / "run", names=["loss"], steps=range(4))
+    target = tmp_path / "target"
+    if kind == "fifo":
+        os.mkfifo(target)
+    elif kind == "folder":
+        target.mkdir()
+    else:
+        try:
+            os.mknod(tmp_path / "dev", 0o666 | stat_module.S_IFCHR, os.makedev(1, 3))  # (what /dev/null is)
+        except PermissionError:
+            pytest.skip("making a device node needs CAP_MKNOD")
+        if kind == "chardev":
+            os.rename(tmp_path / "dev", target)
+        else:
+            os.symlink(tmp_path / "dev", target)
+    before = os.lstat(target)
+    for args in (("report", out, "-o", target), ("plot", out, "loss", "-o", target),
+                 ("rules", "run", out, "--rule", "all_zero", "--param", "collection_names=losses", "-o", target)):
+        proc = run_smdebug(*args)
+        _no_traceback(proc, 2)
+        assert "not a file smdebug may replace" in proc.stderr, proc.stderr
+    after = os.lstat(target)
+    assert (after.st_mode, after.st_ino) == (before.st_mode, before.st_ino)
+    (tmp_path / "file").write_text("x")  # (export writes a folder: a file there is refused, not a traceback)
+    _no_traceback(run_smdebug("export", "tensorboard", out, tmp_path / "file"), 2)
+
+
+def test_plot_sizes_and_formats_no_one_can_draw_are_refused_at_once(tmp_path):
+    """Before: --dpi 100000 died of MemoryError, --size 100000x100000 and -o x.exe raised from matplotlib."""
+    pytest.importorskip("matplotlib")
+    out = write_simple_run(tmp_path / "run", names=["loss"], steps=range(4))
+    for extra in (("--dpi", "100000"), ("--size", "100000x100000")):
+        proc = run_smdebug("plot", out, "loss", "-o", tmp_path / "p.png", *extra)
+        assert "at most 32768 on a side" in _no_traceback(proc, 2)
+    assert "not an image format" in _no_traceback(run_smdebug("plot", out, "loss", "-o", tmp_path / "p.exe"), 2)

@@ -187,6 +187,9 @@ class Report:
 def write_atomic(path: str, text: str) -> None:
     import tempfile
 
+    from smdebug.core.storage.safe_fs import check_output_path
+
+    check_output_path(path)  # (never replace /dev/null, a FIFO or a folder with the page)
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".report-", suffix=".tmp")
@@ -217,6 +220,9 @@ def run(args: argparse.Namespace) -> int:
     if args.follow and not args.interval > 0:
         raise c.CliError("--interval must be positive")
     need_bokeh("smdebug report")
+    from smdebug.core.storage.safe_fs import check_output_path
+
+    check_output_path(args.output)  # (said before the runs are read)
     report = Report(args)
     if not args.follow:
         html, charts, sections = report.page()

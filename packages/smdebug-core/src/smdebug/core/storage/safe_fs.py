@@ -173,6 +173,21 @@ def open_dir_beneath(root_fd: int, parts, create: bool = False, display: str = "
         raise
 
 
+def check_output_path(path: str) -> None:
+    """For a file a command writes where the user said (``-o FILE``): UnsafeFileError if ``path`` is a
+    device, FIFO, socket or folder, or a link to one. Such an output is written as a new file renamed
+    into place, and renaming over ``/dev/null`` as root replaced the device with an ordinary file (a link
+    planted at the name pointing to a regular file is still replaced, never written through)."""
+    try:
+        st = os.lstat(path)
+        if stat.S_ISLNK(st.st_mode):
+            st = os.stat(path)  # (a dangling link raises: replaced like any free name)
+    except OSError:
+        return
+    if not stat.S_ISREG(st.st_mode):
+        raise UnsafeFileError(path, describe_mode(st.st_mode), "a file smdebug may replace with its output")
+
+
 def write_file_atomic(path: str, data: bytes, mode: int = 0o666) -> None:
     """Write ``data`` to ``path`` (a path the user chose) so that nothing is written through a link
     planted at ``path`` or at its temporary name, and readers see the old file or the new one whole."""
