@@ -111,8 +111,9 @@ def test_out_dir_is_the_path(run_loc):
         create_trial()
 
 
-def test_cli_says_no_run_and_how_to_wait(run_loc, smdebug_cli):
-    for command in (["ls"], ["show", "--step", "0"], ["plot", "-o", os.devnull]):
+def test_cli_says_no_run_and_how_to_wait(run_loc, smdebug_cli, tmp_path):
+    # (plot's output is a regular file: a device such as /dev/null is refused before the run is looked at)
+    for command in (["ls"], ["show", "--step", "0"], ["plot", "-o", str(tmp_path / "loss.png")]):
         args = [command[0], str(run_loc.sub("nothing")), *(["loss"] if command[0] != "ls" else []), *command[1:]]
         out = smdebug_cli(*args, timeout=300)  # a wait would never end: the timeout is the check
         assert out.returncode == 2, out

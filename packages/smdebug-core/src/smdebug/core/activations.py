@@ -67,11 +67,11 @@ class ActivationLayer:
 
     def input_names(self, names: Iterable[str]) -> List[str]:
         """Those of ``names`` (e.g. ``trial.tensor_names()``) that hold the activation's input."""
-        return _matching(self.inputs, names)
+        return matching_names(self.inputs, names)
 
     def output_names(self, names: Iterable[str]) -> List[str]:
         """Those of ``names`` that hold the activation's output."""
-        return _matching(self.outputs, names)
+        return matching_names(self.outputs, names)
 
     def regexes(self) -> List[str]:
         return [r for r in (self.inputs, self.outputs) if r]
@@ -105,7 +105,9 @@ def io_regex(name: str, label: str, index: Optional[int] = None) -> str:
     return "^" + re.escape(name) + "_" + label + "_" + (r"\d+" if index is None else str(index)) + "$"
 
 
-def _matching(regex: Optional[str], names: Iterable[str]) -> List[str]:
+def matching_names(regex: Optional[str], names: Iterable[str]) -> List[str]:
+    """The names ``regex`` finds (``re.search``), sorted; none for no regex. Shared by the records of the run's
+    ``_meta`` (activation layers here, losses in ``loss_inputs``) that name their tensors by regex."""
     if not regex:
         return []
     compiled = re.compile(regex)

@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import List, Mapping, Optional, Sequence
 
+from smdebug.core.activations import matching_names
 from smdebug.core.collection import CollectionKeys
 from smdebug.core.logger import get_logger
 
@@ -56,10 +57,10 @@ class LossInputs:
     targets: Optional[str] = None
 
     def prediction_names(self, names: Sequence[str]) -> List[str]:
-        return _matching(self.predictions, names)
+        return matching_names(self.predictions, names)
 
     def target_names(self, names: Sequence[str]) -> List[str]:
-        return _matching(self.targets, names)
+        return matching_names(self.targets, names)
 
     def regexes(self) -> List[str]:
         return [r for r in (self.predictions, self.targets) if r]
@@ -87,13 +88,6 @@ class LossInputs:
             except re.error:
                 return None
         return cls(name, type_, expects, predictions, targets)
-
-
-def _matching(regex: Optional[str], names: Sequence[str]) -> List[str]:
-    if not regex:
-        return []
-    compiled = re.compile(regex)
-    return sorted(n for n in names if compiled.search(n))
 
 
 def add_loss(hook, loss: LossInputs) -> None:
