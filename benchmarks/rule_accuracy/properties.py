@@ -266,8 +266,8 @@ def oscillating(run: Run, facts: dict) -> Result:
     """In the second half of the run the training loss, smoothed over 10 steps (and over at least 256 rows:
     more steps for batches smaller than 26, as the run's facts give ``batch_size``), swings up and down at
     least 3 times (a zigzag count: a swing is a rise and a fall, each larger than 15% of the loss the run
-    started from, or of how far it came down when it went below 0, and larger than 6 standard deviations of
-    the smoothed minibatch noise). Minibatch noise of a converging run stays below that scale."""
+    started from, or of how far it came down when it went below 0). Minibatch noise of a converging run stays
+    far below that scale once smoothed over that many rows."""
     loss = _train_loss(run, facts)
     if len(loss) < 40:
         # a curve this short has no second half to swing in: the symptom cannot show
@@ -279,11 +279,6 @@ def oscillating(run: Run, facts: dict) -> Result:
     s = _smooth(half, window)
     # for a positive loss, the initial loss; for one that goes below 0, how far it came down
     threshold = 0.15 * max(abs(_window_mean(loss, 0.0, 0.05)), _span(loss))
-    # and beyond minibatch noise: a swing of pure noise larger than 6 standard deviations of the smoothed
-    # curve is next to impossible however long the run (the per-step noise from the steps' differences, which
-    # a trend barely moves)
-    noise = float(np.std(np.diff(half))) / np.sqrt(2) if len(half) > 2 else 0.0
-    threshold = max(threshold, 6 * noise / np.sqrt(min(window, len(half))))
     moves, anchor, direction = 0, s[0], 0
     for v in s[1:]:
         if direction >= 0 and v < anchor - threshold:
