@@ -248,7 +248,7 @@ def slow_convergence(run: Run, facts: dict) -> Result:
         return None, "no training loss saved"
     if not np.all(np.isfinite(loss)):
         return False, "the training loss is not finite (another problem)"
-    if np.min(loss) <= 0:
+    if np.min(loss) < 0:
         # a loss that goes below 0 (a density's negative log-likelihood) has no natural zero: how far from
         # converged it is cannot be told by a share of where it started
         return None, f"the training loss goes below 0 ({np.min(loss):.3g}): no share of its start measures convergence"
