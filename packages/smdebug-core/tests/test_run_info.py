@@ -122,6 +122,40 @@ def test_add_to_collections_makes_the_layers_tensors_members(tmp_path):
     assert activation_layers(trial)["relu_activations"] == [layer]
 
 
+def test_the_losses_a_run_was_trained_with_are_recorded_with_their_inputs(tmp_path, caplog):
+    from smdebug.core.loss_inputs import LOGITS, REGRESSION, LossInputs, add_loss, recorded_losses
+
+    hook = NumpyHook(out_dir=str(tmp_path / "run"), save_config=SaveConfig(save_interval=1),
+                     include_collections=["loss_inputs"])
+    assert recorded_losses(hook.collection_manager) is None  # nothing recorded: unknown, not "no loss"
+    ce = LossInputs("CrossEntropyLoss", "CrossEntropyLoss", LOGITS, io_regex("CrossEntropyLoss", "input", 0),
+                    io_regex("CrossEntropyLoss", "input", 1))
+    add_loss(hook, ce)
+    add_loss(hook, LossInputs("mse", "MSELoss", REGRESSION, io_regex("mse", "input", 0)))
+    add_loss(hook, ce)  # registered again: one entry
+    hook.begin_step()
+    for name in ("CrossEntropyLoss_input_0", "CrossEntropyLoss_input_1", "CrossEntropyLoss_output_0",
+                 "mse_input_0", "mse_input_1"):
+        hook.record(name, [1.0, -1.0])
+    hook.end_step()
+    hook.close()
+    assert not hook.disabled
+    trial = create_trial(str(tmp_path / "run"))
+    assert trial.tensor_names(collection="loss_inputs") == ["CrossEntropyLoss_input_0", "CrossEntropyLoss_input_1",
+                                                            "mse_input_0"]
+    losses = recorded_losses(trial)
+    assert [(loss.name, loss.expects) for loss in losses] == [("mse", REGRESSION), ("CrossEntropyLoss", LOGITS)]
+    assert losses[1].prediction_names(trial.tensor_names()) == ["CrossEntropyLoss_input_0"]
+    assert losses[0].target_names(trial.tensor_names()) == []
+    # a damaged record is said once in the log and read as no record
+    doc = json.loads(trial.collection_manager.dumps())
+    for damaged in ("mse", [{"name": "a", "type": "A", "expects": "vibes", "predictions": "x"}],
+                    [{"name": "a", "type": "A", "expects": "logits", "predictions": "("}]):
+        doc["_meta"]["losses"] = damaged
+        assert recorded_losses(CollectionManager.loads(json.dumps(doc))) is None
+    assert "_meta.losses" in caplog.text
+
+
 def test_recommended_hook_asks_the_rule_packs(tmp_path, fresh_plugins, monkeypatch):
     """Hook.recommended saves what the installed rule packs name for the hook's framework, on the tapered
     schedule; with no rule pack there is nothing to recommend, which is said clearly."""

@@ -82,7 +82,8 @@ def test_activation_blocks_fill_their_collections_whatever_their_names(out_dir):
         np.testing.assert_array_equal(trial.tensor("softmaxcrossentropyloss0_input_1").value(step), y)
 
 
-RECOMMENDED_HERE = ("weights", "gradients", "losses", "inputs", "relu_activations", "tanh_activations")
+RECOMMENDED_HERE = ("weights", "gradients", "losses", "inputs", "relu_activations", "tanh_activations",
+                    "loss_inputs")
 
 
 @pytest.mark.parametrize("steps, saved", sorted(TAPERED_SAVED_STEPS.items()))
@@ -92,3 +93,31 @@ def test_recommended_hook_saves_what_the_recommended_rules_need(out_dir, steps, 
     _train(OddNames(prefix="odd_"), hook, steps=steps, batch=4)
     assert not hook.disabled
     check_recommended_run(out_dir, "mxnet", saved, RECOMMENDED_HERE)
+
+
+@pytest.mark.parametrize("softmax, fires", [(True, True), (False, False)])
+def test_the_loss_block_is_recorded_and_improper_output_judges_it(out_dir, softmax, fires):
+    """SoftmaxCrossEntropyLoss applies log-softmax itself (from_logits=False, its default): a softmax before it
+    is a mistake ImproperOutput finds from what the hook recorded of the loss block."""
+    from smdebug.core.loss_inputs import recorded_losses
+    from smdebug.rules import run_rules
+
+    class Net(gluon.Block):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            with self.name_scope():
+                self.body = nn.Dense(8, activation="relu", in_units=6)
+                self.head = nn.Dense(3, in_units=8)
+
+        def forward(self, x):
+            out = self.head(self.body(x))
+            return nd.softmax(out) if softmax else out
+
+    mx.random.seed(0)
+    hook = smd.Hook.recommended(out_dir)
+    _train(Net(prefix="net_"), hook, steps=12, batch=32)
+    assert not hook.disabled
+    [recorded] = recorded_losses(smd.create_trial(out_dir))
+    assert (recorded.type, recorded.expects) == ("SoftmaxCrossEntropyLoss", "logits")
+    result = run_rules(out_dir, ["ImproperOutput"]).rules[0]
+    assert result.status == ("IssuesFound" if fires else "NoIssuesFound"), result.detail

@@ -9,6 +9,7 @@ from smdebug.rules.generic import ImproperOutput, UnnormalizedInput
 from smdebug.rules.rule_invoker import invoke_rule
 from smdebug.trials import create_trial
 
+from _hooks import NumpyHook
 from test_data_rules import run
 
 
@@ -96,6 +97,75 @@ def test_improper_output_without_loss_inputs_is_not_evaluated(tmp_path):
         ImproperOutput(create_trial(str(tmp_path)), min_values="0")
 
 
+# --- ImproperOutput on the loss the hook recorded (smdebug.core.loss_inputs) ----------------------------------
+def recorded_run(path, expects, predictions, targets=None, loss_type="SparseCategoricalCrossentropy"):
+    """A run whose hook recorded one loss (as the Keras hook names its inputs), saved at two steps."""
+    from smdebug.core import loss_inputs
+
+    from test_data_rules import write
+
+    def add_loss(hook):
+        loss_inputs.add_loss(hook, loss_inputs.LossInputs("loss", loss_type, expects, "^predictions$", "^labels$"))
+
+    class RecordingHook(NumpyHook):
+        def _setup(self):
+            super()._setup()
+            add_loss(self)
+
+    step = {"predictions": predictions, **({"labels": targets} if targets is not None else {})}
+    write(path, [step] * 2, hook_class=RecordingHook)
+    return create_trial(str(path))
+
+
+def test_improper_output_judges_what_the_recorded_loss_expects(tmp_path):
+    from smdebug.core import loss_inputs
+
+    rng = np.random.default_rng(4)
+    logits = rng.normal(size=(32, 4)) * 3  # 128 values a save: judged from the second (min_values 256)
+    probabilities = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    labels = rng.integers(0, 4, 32)
+    cases = [  # (what the loss expects, what it gets, fires)
+        (loss_inputs.PROBABILITIES, logits, True),  # Keras from_logits=False fed raw scores
+        (loss_inputs.PROBABILITIES, probabilities, False),
+        (loss_inputs.LOGITS, probabilities, True),  # Keras from_logits=True fed a softmax's output
+        (loss_inputs.LOGITS, logits, False),
+        (loss_inputs.LOG_PROBABILITIES, np.log(probabilities), False),
+    ]
+    for i, (expects, given, fires) in enumerate(cases):
+        rule = ImproperOutput(recorded_run(tmp_path / str(i), expects, given, labels))
+        assert invoke_rule(rule) == ([1] if fires else []), (expects, fires)
+        assert rule.evaluation.steps == 1, (expects, fires)
+        if fires and expects == loss_inputs.PROBABILITIES:
+            assert rule.last_reason.startswith("SparseCategoricalCrossentropy (loss) expects probabilities (in [0, 1]) but "
+                                               "its input predictions is in [")
+    # a recorded regression loss against class ids, named as the hook recorded it
+    rule = ImproperOutput(recorded_run(tmp_path / "mse", loss_inputs.REGRESSION, rng.normal(size=(300, 1)),
+                                       (np.arange(300) % 5).astype(np.float32), loss_type="mean_squared_error"))
+    assert invoke_rule(rule) == [0, 1] and rule.last_reason.startswith("mean_squared_error (loss) on one output")
+
+
+def test_improper_output_on_a_recorded_loss_it_cannot_judge_or_whose_inputs_are_missing(tmp_path):
+    from smdebug.core import loss_inputs
+    from smdebug.rules import run_rules
+
+    other = recorded_run(tmp_path / "other", loss_inputs.OTHER, np.zeros((64, 4)), loss_type="CosineEmbeddingLoss")
+    result = run_rules(other.path, ["ImproperOutput"]).rules[0]
+    assert result.status == "NotApplicable" and "CosineEmbeddingLoss" in result.detail
+    # the loss is known, its inputs were not saved: not evaluated, and the verdict says what to save
+    from test_data_rules import write
+
+    class RecordingHook(NumpyHook):
+        def _setup(self):
+            super()._setup()
+            loss_inputs.add_loss(self, loss_inputs.LossInputs("BCEWithLogitsLoss", "BCEWithLogitsLoss",
+                                                              loss_inputs.LOGITS, "^BCEWithLogitsLoss_input_0$"))
+
+    write(tmp_path / "unsaved", [{"BCEWithLogitsLoss_output_0": np.float32(0.5)}] * 2, hook_class=RecordingHook)
+    result = run_rules(str(tmp_path / "unsaved"), ["ImproperOutput"]).rules[0]
+    assert result.status == "NotEvaluated"
+    assert "the run did not save the inputs of BCEWithLogitsLoss (include the 'loss_inputs' collection" in result.detail
+
+
 # --- real PyTorch training ---------------------------------------------------------------------------------
 torch = pytest.importorskip("torch")
 pytest.importorskip("smdebug.pytorch")
@@ -119,3 +189,30 @@ def test_model_io_rules_on_real_training(tmp_path, softmax, scale, fires):
         results[cls.__name__] = invoke_rule(rule)
         assert rule.evaluation.steps > 0, cls.__name__
     assert [name for name, steps in results.items() if steps] == ([fires] if fires else [])
+
+
+@pytest.mark.parametrize("sigmoid, fires", [(True, True), (False, False)])
+def test_improper_output_judges_any_loss_under_hook_recommended(tmp_path, sigmoid, fires):
+    """BCEWithLogitsLoss is no classification loss of the hook's (its inputs are no class scores), yet
+    Hook.recommended saves its inputs (loss_inputs) and records what it expects: a sigmoid before it is found."""
+    from smdebug.rules import run_rules
+    import smdebug.pytorch as smd
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(6, 16), torch.nn.ReLU(), torch.nn.Linear(16, 3),
+                                *([torch.nn.Sigmoid()] if sigmoid else []))
+    loss_fn = torch.nn.BCEWithLogitsLoss()
+    hook = smd.Hook.recommended(str(tmp_path))
+    hook.register_module(model)
+    hook.register_loss(loss_fn)
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    x, y = torch.randn(128, 6), (torch.rand(128, 3) > 0.5).float()
+    for _ in range(6):
+        opt.zero_grad()
+        loss_fn(model(x), y).backward()
+        opt.step()
+    hook.close()
+    result = run_rules(str(tmp_path), ["ImproperOutput"]).rules[0]
+    assert result.status == ("IssuesFound" if fires else "NoIssuesFound"), result.detail
+    if fires:
+        assert "BCEWithLogitsLoss applies softmax/sigmoid itself" in result.findings[0].reason

@@ -274,9 +274,8 @@ def test_a_regression_run_has_no_classes_to_judge(tmp_path):
     status = {r.name: r for r in result.rules}
     assert status["ClassImbalance"].status == status["Confusion"].status == "NotApplicable"
     assert status["UnnormalizedInput"].status == "NoIssuesFound"
-    # the loss's inputs were not saved (Hook.recommended saves a classification loss's only): said, with the fix
-    assert status["ImproperOutput"].status == "NotEvaluated"
-    assert "the run saved the output of MSELoss but not its inputs" in status["ImproperOutput"].detail
+    # Hook.recommended saves every loss's inputs (loss_inputs): a regression's too, judged and sound
+    assert status["ImproperOutput"].status == "NoIssuesFound"
 
 
 # --- UnnormalizedInput: images and ids are not its kind ---------------------------------------------------------

@@ -139,7 +139,8 @@ def test_recommended_hook_and_smdebug_rules_run_with_no_rule(out_dir, steps, sav
     hook.close()
     assert not hook.disabled
     check_recommended_run(out_dir, "tensorflow", saved,
-                          ("weights", "gradients", "losses", "inputs", "relu_activations", "tanh_activations"))
+                          ("weights", "gradients", "losses", "inputs", "relu_activations", "tanh_activations",
+                           "loss_inputs"))
     if steps > 100:
         return
     result = subprocess.run([sys.executable, "-m", "smdebug.cli", "rules", "run", out_dir, "--json", "-q"],
@@ -150,3 +151,32 @@ def test_recommended_hook_and_smdebug_rules_run_with_no_rule(out_dir, steps, sav
     params = {r["name"]: r["params"] for r in rules}
     assert params["CheckInputImages"]["channel"] == "-1"  # Keras images are channels-last
     assert not [r for r in rules if r["status"] == "Error"], rules
+
+
+# --- the loss the model was compiled with (smdebug.core.loss_inputs) and ImproperOutput judging it -----------------
+@pytest.mark.parametrize("output, loss, fires", [
+    ("softmax", keras.losses.SparseCategoricalCrossentropy(from_logits=True), True),  # softmax applied twice
+    (None, "sparse_categorical_crossentropy", True),  # logits into a loss that wants probabilities
+    ("softmax", "sparse_categorical_crossentropy", False),
+    (None, keras.losses.SparseCategoricalCrossentropy(from_logits=True), False),
+])
+def test_the_compiled_loss_is_recorded_and_improper_output_judges_it(out_dir, output, loss, fires):
+    from smdebug.core.loss_inputs import recorded_losses
+    from smdebug.rules import run_rules
+
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((4,)), layers.Dense(8, activation="relu"),
+                              layers.Dense(3, activation=output)])
+    model.compile(optimizer="adam", loss=loss)
+    x, y = data(256)
+    hook = smd.KerasHook.recommended(out_dir)
+    model.fit(x, y, batch_size=64, epochs=2, shuffle=False, verbose=0, callbacks=[hook])
+    hook.close()
+    assert not hook.disabled
+    trial = smd.create_trial(out_dir)
+    [recorded] = recorded_losses(trial)
+    assert recorded.type == (loss if isinstance(loss, str) else "SparseCategoricalCrossentropy")
+    assert recorded.expects == ("logits" if not isinstance(loss, str) else "probabilities")
+    assert set(trial.tensor_names(collection="loss_inputs")) == {"predictions", "labels"}
+    result = run_rules(out_dir, ["ImproperOutput"]).rules[0]
+    assert result.status == ("IssuesFound" if fires else "NoIssuesFound"), result.detail

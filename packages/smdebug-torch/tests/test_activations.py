@@ -164,7 +164,7 @@ def test_recommended_hook_saves_what_the_recommended_rules_need(out_dir, steps, 
     trial = check_recommended_run(out_dir, "pytorch", saved, ())
     assert set(rule_configs.recommended_collections("pytorch")) <= set(trial.collections())
     for coll, expected in {"gradients": 6, "weights": 3, "losses": 1, "inputs": 1, "relu_activations": 2,
-                           "tanh_activations": 2}.items():
+                           "tanh_activations": 2, "loss_inputs": 2}.items():
         for step in (0, saved[-1]):
             assert len(trial.tensor_names(step=step, collection=coll)) == expected, (coll, step)
     assert "sigmoid_activations" in trial.collections()

@@ -35,6 +35,9 @@ class CollectionKeys:
     # Classifiers: Keras fit/evaluate, XGBoost, the PyTorch/Gluon classification loss modules' inputs
     PREDICTIONS = "predictions"
     LABELS = "labels"
+    # Every loss's inputs, whatever the loss (the prediction as the loss gets it and the targets; what each
+    # loss expects is recorded beside them: smdebug.core.loss_inputs)
+    LOSS_INPUTS = "loss_inputs"
 
     # Activation layers found by their type, whatever their names (inputs and outputs of each layer; see
     # smdebug.core.activations for which layer types go where)

@@ -29,7 +29,8 @@ from smdebug.exceptions import InvalidCollectionConfiguration, SMDebugTypeError
 SCALAR_PREFIX = "scalar/"
 #: built-in collections that may be empty without a configuration error
 _QUIET_WHEN_EMPTY = frozenset((CollectionKeys.DEFAULT, CollectionKeys.ALL, CollectionKeys.INPUTS, CollectionKeys.OUTPUTS,
-                               CollectionKeys.PREDICTIONS, CollectionKeys.LABELS, *ACTIVATION_COLLECTIONS))
+                               CollectionKeys.PREDICTIONS, CollectionKeys.LABELS, CollectionKeys.LOSS_INPUTS,
+                               *ACTIVATION_COLLECTIONS))
 logger = get_logger()
 
 

@@ -34,7 +34,7 @@ from typing import Dict, List, Optional, Tuple
 import mxnet as mx
 from mxnet import gluon
 
-from smdebug.core import activations, singleton
+from smdebug.core import activations, loss_inputs, singleton
 from smdebug.core.collection import CollectionKeys
 from smdebug.core.hook import BaseHook, _guarded, logger
 from smdebug.core.modes import ModeKeys
@@ -105,6 +105,7 @@ class Hook(BaseHook):
             Collection(CollectionKeys.LAYERS, include_regex=[r"_input_\d+$", r"_output_\d+$"]),
             Collection(CollectionKeys.INPUTS),
             Collection(CollectionKeys.OUTPUTS),
+            Collection(CollectionKeys.LOSS_INPUTS),  # (filled by register_block with a loss block)
         ]
 
     # ------------------------------------------------------------------------------------------
@@ -113,8 +114,9 @@ class Hook(BaseHook):
     def register_block(self, block, graph_outputs: bool = False) -> None:
         """Attach the hook to a Gluon block.
 
-        A loss block (``gluon.loss.Loss``) only gets its outputs saved (``<loss>_output_0``, in the
-        ``losses`` collection). Any other block is the model: its forward calls mark steps, its
+        A loss block (``gluon.loss.Loss``) marks no step: its outputs are the ``losses`` collection
+        (``<loss>_output_0``), its inputs the ``loss_inputs`` collection (recorded with what the loss expects
+        of the model's output). Any other block is the model: its forward calls mark steps, its
         parameters and their gradients are saved, and the inputs/outputs of it and its inner blocks
         become available to collections. ``graph_outputs=True`` also offers the outputs of the
         operators of a hybridized network, under MXNet's node names (see the module docstring).
@@ -130,6 +132,7 @@ class Hook(BaseHook):
             if layers.is_classification_loss(block):
                 self.get_collection(CollectionKeys.PREDICTIONS).include(layers.io_regex(block.name, "input", 0))
                 self.get_collection(CollectionKeys.LABELS).include(layers.io_regex(block.name, "input", 1))
+            loss_inputs.add_loss(self, layers.describe_loss(block))  # (every loss: loss_inputs)
             return
         if self.model is not None:
             if self.model is block:

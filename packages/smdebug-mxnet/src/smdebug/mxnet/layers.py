@@ -11,7 +11,8 @@ record of the layers found is written all the same.
 
 Classification losses: a ``SoftmaxCrossEntropyLoss`` with sparse labels over the last axis (the default):
 its first input is the class scores, its second the class ids, so they are the run's ``predictions`` and
-``labels``.
+``labels``. Every loss block's inputs are the run's ``loss_inputs``, recorded with what the loss expects of
+them (:func:`loss_expects`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Dict, Iterable, List
 
 from mxnet import gluon
 
+from smdebug.core import loss_inputs
 from smdebug.core.activations import KIND_COLLECTIONS, ActivationLayer, io_regex
 
 nn = gluon.nn
@@ -54,6 +56,29 @@ def activation_layers(blocks: Iterable) -> Dict[str, List[ActivationLayer]]:
         found[kind].append(ActivationLayer(block.name, description, io_regex(block.name, "input"),
                                            io_regex(block.name, "output")))
     return found
+
+
+def loss_expects(block) -> str:
+    """What a Gluon loss block expects of its first input (smdebug.core.loss_inputs), from its class and flags:
+    ``SoftmaxCrossEntropyLoss`` applies log-softmax itself unless ``from_logits=True`` (its input is then
+    log-probabilities already); ``SigmoidBinaryCrossEntropyLoss`` applies sigmoid unless ``from_sigmoid=True``;
+    ``KLDivLoss`` takes log-probabilities with ``from_logits=True`` (its default), else applies log-softmax."""
+    loss = gluon.loss
+    if isinstance(block, loss.SoftmaxCrossEntropyLoss):
+        return loss_inputs.LOG_PROBABILITIES if getattr(block, "_from_logits", False) else loss_inputs.LOGITS
+    if isinstance(block, loss.SigmoidBinaryCrossEntropyLoss):
+        return loss_inputs.PROBABILITIES if getattr(block, "_from_sigmoid", False) else loss_inputs.LOGITS
+    if isinstance(block, loss.KLDivLoss):
+        return loss_inputs.LOG_PROBABILITIES if getattr(block, "_from_logits", True) else loss_inputs.LOGITS
+    if isinstance(block, (loss.L2Loss, loss.L1Loss, loss.HuberLoss)):
+        return loss_inputs.REGRESSION
+    return loss_inputs.OTHER
+
+
+def describe_loss(block) -> loss_inputs.LossInputs:
+    """The record of a loss block: its inputs are ``<block name>_input_0`` (the prediction) and ``_input_1``."""
+    return loss_inputs.LossInputs(block.name, type(block).__name__, loss_expects(block),
+                                  io_regex(block.name, "input", 0), io_regex(block.name, "input", 1))
 
 
 def is_classification_loss(block) -> bool:

@@ -68,7 +68,7 @@ _COLLECTIONS: Dict[str, List[tuple]] = {
     "SlowConvergence": [("losses", _TAPERED)],
     "Divergence": [("losses", _TAPERED), ("weights", _TAPERED)],
     "UnnormalizedInput": [("inputs", _TAPERED)],
-    "ImproperOutput": [("predictions", _TAPERED), ("labels", _TAPERED)],
+    "ImproperOutput": [("loss_inputs", _TAPERED)],  # (every loss's inputs, classification or not)
     "CreateXgboostReport": [
         ("metrics", {"save_interval": "5"}),
         ("feature_importance", {"save_interval": "5"}),

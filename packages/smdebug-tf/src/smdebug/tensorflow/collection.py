@@ -97,6 +97,9 @@ def default_collections():
         Collection(CollectionKeys.PREDICTIONS, include_regex=[r"^predictions((_\d+)|/.+)?$"]),
         # the model's outputs are its predictions
         Collection(CollectionKeys.OUTPUTS, include_regex=[r"^predictions((_\d+)|/.+)?$"]),
+        # what the loss is computed from (predictions and labels), added with the loss the model was compiled
+        # with (smdebug.tensorflow.losses)
+        Collection(CollectionKeys.LOSS_INPUTS),
         Collection(CollectionKeys.LAYERS, include_regex=[r"/(inputs|outputs)(_\d+)?$"]),
     ]
 

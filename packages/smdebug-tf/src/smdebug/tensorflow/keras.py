@@ -30,12 +30,12 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from smdebug.core import activations
+from smdebug.core import activations, loss_inputs
 from smdebug.core.collection import CollectionKeys
 from smdebug.core.hook import BaseHook, logger
 from smdebug.core.modes import ModeKeys
 from smdebug.exceptions import SMDebugTypeError
-from smdebug.tensorflow import capture, layers
+from smdebug.tensorflow import capture, layers, losses
 from smdebug.tensorflow.base import LOSS_RE, TFHookMixin
 from smdebug.tensorflow.utils import device_reductions, flatten_tensors, is_bias, variable_name
 
@@ -156,6 +156,7 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
         self._warned = set()
         self._wrapped_optimizers = []
         self._graph_written = False
+        self._loss_described = None  # what _record_loss last recorded
 
     # ------------------------------------------------------------------------------------------
     # model registration and names
@@ -278,7 +279,16 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
 
     def _start_loop(self, kind: str) -> None:
         self._register(self.model)
+        self._record_loss(self.model)
         self._install(kind)
+
+    def _record_loss(self, model) -> None:
+        """Record what the loss the model was compiled with expects of its output (smdebug.core.loss_inputs),
+        once per compiled loss (fit/evaluate may follow a new compile)."""
+        described = losses.describe_loss(model) if model is not None else None
+        if described is not None and described != self._loss_described:
+            self._loss_described = described
+            loss_inputs.add_loss(self, described)
 
     def _end_loop(self, kind: str) -> None:
         mode = _KINDS[kind][2]

@@ -31,7 +31,7 @@ from typing import Dict, List, Optional, Tuple
 
 import torch
 
-from smdebug.core import activations, singleton
+from smdebug.core import activations, loss_inputs, singleton
 from smdebug.core.collection import CollectionKeys
 from smdebug.core.hook import BaseHook, _guarded, logger
 from smdebug.core.modes import ModeKeys
@@ -121,6 +121,7 @@ class Hook(BaseHook):
             Collection(CollectionKeys.LAYERS, include_regex=[r"_input_\d+$", r"_output_\d+$"]),
             Collection(CollectionKeys.INPUTS),
             Collection(CollectionKeys.OUTPUTS),
+            Collection(CollectionKeys.LOSS_INPUTS),  # (filled by register_loss)
         ]
 
     # ------------------------------------------------------------------------------------------
@@ -167,6 +168,7 @@ class Hook(BaseHook):
         if layers.is_classification_loss(loss_module):
             self.get_collection(CollectionKeys.PREDICTIONS).include(layers.io_regex(name, "input", 0))
             self.get_collection(CollectionKeys.LABELS).include(layers.io_regex(name, "input", 1))
+        loss_inputs.add_loss(self, layers.describe_loss(loss_module, name))  # (every loss: loss_inputs)
         if loss_module not in self._loss_modules:
             self._loss_modules.append(loss_module)
         self._rewire_later()

@@ -1,4 +1,5 @@
-"""What the hook recognises in a PyTorch model by type: activation modules and classification losses.
+"""What the hook recognises in a PyTorch model by type: activation modules, classification losses and what
+each loss expects of the model's output.
 
 Activation modules (instances of these ``torch.nn`` classes or of subclasses of them) have their inputs
 and outputs in the kind's collection (``smdebug.core.activations``), whatever the module is called:
@@ -34,6 +35,7 @@ from typing import Callable, Dict, List, Optional
 
 import torch
 
+from smdebug.core import loss_inputs
 from smdebug.core.activations import ActivationLayer, io_regex
 
 _KINDS = (
@@ -78,3 +80,28 @@ def activation_layers(model: torch.nn.Module, name_of: Callable[[torch.nn.Module
 
 def is_classification_loss(loss_module) -> bool:
     return isinstance(loss_module, CLASSIFICATION_LOSSES)
+
+
+# What each torch.nn loss expects of its first input (smdebug.core.loss_inputs); a loss not listed: OTHER.
+_EXPECTS = (
+    (("CrossEntropyLoss", "BCEWithLogitsLoss", "MultiLabelSoftMarginLoss"), loss_inputs.LOGITS),
+    (("NLLLoss", "KLDivLoss"), loss_inputs.LOG_PROBABILITIES),  # (KLDivLoss: its input is log-probabilities)
+    (("BCELoss",), loss_inputs.PROBABILITIES),
+    (("MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss"), loss_inputs.REGRESSION),
+)
+_EXPECTS_CLASSES = tuple((tuple(getattr(torch.nn, n) for n in names if hasattr(torch.nn, n)), expects)
+                         for names, expects in _EXPECTS)
+
+
+def loss_expects(loss_module) -> str:
+    for classes, expects in _EXPECTS_CLASSES:
+        if isinstance(loss_module, classes):
+            return expects
+    return loss_inputs.OTHER
+
+
+def describe_loss(loss_module, name: str) -> loss_inputs.LossInputs:
+    """The record of a loss module the hook names ``name``: its inputs are ``<name>_input_0`` (the
+    prediction) and ``<name>_input_1`` (the targets)."""
+    return loss_inputs.LossInputs(name, type(loss_module).__name__, loss_expects(loss_module),
+                                  io_regex(name, "input", 0), io_regex(name, "input", 1))

@@ -15,6 +15,7 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
+from smdebug.core import loss_inputs
 from smdebug.exceptions import SMDebugValueError
 from smdebug.rules.evaluation import looking_for
 from smdebug.rules.generic.activation_rules import batches_at
@@ -108,37 +109,54 @@ class UnnormalizedInput(Rule):
         return False
 
 
-# loss modules (PyTorch class names, as the hook names their tensors) by what their first input must be
-LOGIT_LOSSES = ("CrossEntropyLoss", "BCEWithLogitsLoss", "MultiLabelSoftMarginLoss")
-LOG_PROBABILITY_LOSSES = ("NLLLoss", "KLDivLoss")
+# what a loss expects of its first input, for runs whose hook recorded no losses (the original smdebug's):
+# PyTorch loss classes, as the hook names a loss module's tensors (<LossClass>_input_0)
+_EXPECTS_BY_CLASS = {
+    **dict.fromkeys(("CrossEntropyLoss", "BCEWithLogitsLoss", "MultiLabelSoftMarginLoss"), loss_inputs.LOGITS),
+    **dict.fromkeys(("NLLLoss", "KLDivLoss"), loss_inputs.LOG_PROBABILITIES),
+    **dict.fromkeys(("MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss"), loss_inputs.REGRESSION),
+}
 #: log-probabilities are <= 0 (log-softmax computes x - max - log(sum exp(x - max)), never above 0 even in half
 #: precision); a value above this is a raw score
 LOG_PROBABILITY_TOLERANCE = 1e-3
-REGRESSION_LOSSES = ("MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss")
+#: probabilities lie in [0, 1] (a softmax or sigmoid in half precision rounds to 1 at most); beyond this margin a
+#: value is a raw score
+PROBABILITY_TOLERANCE = 1e-3
+def _label(loss: loss_inputs.LossInputs) -> str:
+    """How verdicts name a recorded loss: its type, and the hook's name for it where that differs."""
+    return loss.type if loss.name == loss.type else f"{loss.type} ({loss.name})"
+
+
 _LOSS_TENSOR = re.compile(r"^(?:.*[/_.])?(?P<loss>[A-Za-z0-9]+Loss)_(?:input|output)_\d+$")
 
 
 class ImproperOutput(Rule):
     """Fires when what the model outputs does not fit the loss it is trained with.
 
-    The loss is recognised from the names of its tensors (``<LossClass>_input_0`` = the model's output as
-    the loss gets it, ``<LossClass>_input_1`` = the targets, as the PyTorch hook names a loss module's
-    inputs; the hook also puts them in the ``predictions`` and ``labels`` collections). Pooled over the saves
-    seen so far (from at least ``min_values`` output values), with ``p`` the outputs and ``y`` the targets:
+    Which loss a run was trained with, and what it expects of the model's output, is what the hook recorded
+    (``smdebug.core.loss_inputs``: PyTorch loss modules and Gluon loss blocks by class and flags, the loss a
+    Keras model was compiled with, ``from_logits`` included); the loss's inputs are the ``loss_inputs``
+    collection (``Hook.recommended`` saves it). For runs with no such record (the original smdebug's), PyTorch
+    loss modules are recognised from their tensors' names (``<LossClass>_input_0``, ``_input_1``). Pooled
+    over the saves seen so far (from at least ``min_values`` output values), with ``p`` the output as the
+    loss gets it and ``y`` the targets:
 
-    * a loss that applies (log-)softmax or sigmoid itself (``CrossEntropyLoss``, ``BCEWithLogitsLoss``,
-      ``MultiLabelSoftMarginLoss``) gets outputs all in [0, 1]: probabilities, not logits (a softmax or
-      sigmoid applied twice; the gradient flattens as the outputs saturate);
-    * ``NLLLoss`` or ``KLDivLoss`` (log-probabilities, all <= 0) gets outputs all >= 0: probabilities, not
-      their logarithm; or outputs above 0 (beyond ``1e-3``): raw scores, the log-softmax forgotten (NLLLoss then
-      rewards making the true class's score larger without bound, and the loss falls below 0);
-    * a regression loss (``MSELoss``, ``L1Loss``, ``SmoothL1Loss``, ``HuberLoss``) on one output per sample
-      gets targets that are the class ids ``0 .. K-1`` (every one present, ``3 <= K <= max_classes``): a
-      classification trained as a regression on the class index.
+    * a loss that applies (log-)softmax or sigmoid itself (``CrossEntropyLoss``, ``BCEWithLogitsLoss``, a
+      Keras cross-entropy with ``from_logits=True``) gets outputs all in [0, 1]: probabilities, not logits (a
+      softmax or sigmoid applied twice; the gradient flattens as the outputs saturate);
+    * a loss that wants probabilities (a Keras cross-entropy with ``from_logits=False``, its default) gets
+      outputs below 0 or above 1 (beyond ``1e-3``): raw scores, the output activation forgotten (Keras clips
+      them into (0, 1), and whatever lies outside gets no gradient);
+    * a loss that wants log-probabilities (``NLLLoss``, ``KLDivLoss``) gets outputs all >= 0: probabilities,
+      not their logarithm; or outputs above 0 (beyond ``1e-3``): raw scores, the log-softmax forgotten (NLLLoss
+      then rewards making the true class's score larger without bound, and the loss falls below 0);
+    * a regression loss (squared, absolute, Huber error) on one output per sample gets targets that are the
+      class ids ``0 .. K-1`` (every one present, ``3 <= K <= max_classes``): a classification trained as a
+      regression on the class index.
 
-    Runs whose loss is not named so (a Keras ``loss`` tensor) are not evaluated, and the verdict says so; nor
-    are runs whose loss module's inputs were not saved (``Hook.recommended`` saves those of a classification
-    loss only): the verdict names the loss and how to save them.
+    Other losses (ranking, contrastive, a user's own) are not judged: the verdict is NotApplicable when the
+    run has only such losses. A run whose loss inputs were not saved is NotEvaluated, and the verdict names
+    the loss and what to save.
 
     :param min_values: output values to see before judging (>= 1). Default ``"256"``.
     :param max_classes: the most class ids a regression target may have to count as class labels (>= 3).
@@ -153,44 +171,65 @@ class ImproperOutput(Rule):
         #: loss class -> [pooled min, max, count of outputs; target ids seen (or None: not ids); outputs per row]
         self._seen: Dict[str, list] = {}
 
-    def _losses(self) -> Dict[str, Tuple[Optional[str], Optional[str]]]:
-        """loss class -> (name of its output tensor as the loss gets it, name of its targets)."""
-        found: Dict[str, List[Optional[str]]] = {}
+    def _losses(self) -> Dict[str, Tuple[str, Optional[str], str]]:
+        """loss -> (the tensor holding its first input, the tensor of its targets or None, what it expects),
+        for the losses this rule can judge whose first input the run saved."""
         names = self.base_trial.tensor_names()
+        recorded = loss_inputs.recorded_losses(self.base_trial)
+        found: Dict[str, Tuple[str, Optional[str], str]] = {}
+        if recorded is not None:
+            judged = [loss for loss in recorded if loss.expects != loss_inputs.OTHER]
+            if recorded and not judged:
+                self.not_applicable("the run's losses (" + ", ".join(sorted({loss.type for loss in recorded}))
+                                    + ") expect nothing this rule can check of the model's output")
+            for loss in judged:
+                predictions, targets = loss.prediction_names(names), loss.target_names(names)
+                looking_for(f"the inputs of the loss {_label(loss)}", predictions + targets)
+                if predictions:
+                    found[_label(loss)] = (
+                        predictions[0], targets[0] if targets else None, loss.expects)
+            return found
+        by_class: Dict[str, List[Optional[str]]] = {}
         for name in names:
             m = _LOSS_TENSOR.match(name)
-            if m is None:
+            if m is None or m.group("loss") not in _EXPECTS_BY_CLASS:
                 continue
-            entry = found.setdefault(m.group("loss"), [None, None])
+            entry = by_class.setdefault(m.group("loss"), [None, None])
             if name.endswith("_input_0"):
                 entry[0] = name
             elif name.endswith("_input_1"):
                 entry[1] = name
         looking_for("tensors named <Loss>_input_0 / _input_1 (a loss module's inputs)",
-                    [n for pair in found.values() for n in pair if n])
-        return {loss: (p, y) for loss, (p, y) in found.items() if p}
+                    [n for pair in by_class.values() for n in pair if n])
+        return {loss: (p, y, _EXPECTS_BY_CLASS[loss]) for loss, (p, y) in by_class.items() if p}
 
     def _why_not(self) -> str:
-        """What the run lacks for this rule: the inputs of a loss module it saved the output of, or any loss
-        module at all (a Keras run's ``loss`` is a value, not a module whose class the hook records)."""
+        """What the run lacks for this rule: the inputs of a loss it knows of, or any loss at all."""
         names = self.base_trial.tensor_names()
+        why = f"needs a loss's first input with at least min_values={self.min_values} values saved"
+        recorded = loss_inputs.recorded_losses(self.base_trial)
+        if recorded:
+            unsaved = [_label(loss) for loss in recorded
+                       if loss.expects != loss_inputs.OTHER and not loss.prediction_names(names)]
+            if unsaved:
+                return (f"{why}; the run did not save the inputs of {', '.join(unsaved)} (include the "
+                        "'loss_inputs' collection, as Hook.recommended does)")
+            return why
         unseen = sorted({m.group("loss") for n in names if (m := _LOSS_TENSOR.match(n)) and n.endswith("_output_0")
                          and m.group("loss") not in self._seen})
-        why = f"needs a loss module's input (<Loss>_input_0) with at least min_values={self.min_values} values saved"
         if unseen:
-            return (f"{why}; the run saved the output of {', '.join(unseen)} but not its inputs (Hook.recommended "
-                    "saves those of a classification loss only; add include_regex=[r'Loss_input_\\d+$'] to the hook "
-                    "to have the others judged)")
+            return (f"{why}; the run saved the output of {', '.join(unseen)} but not its inputs (include the "
+                    "'loss_inputs' collection, as Hook.recommended does)")
         losses = self.base_trial.collections().get("losses")
         saved = [n for n in names if losses is not None and losses.matches(n)]
         if saved and not any(_LOSS_TENSOR.match(n) for n in names):
-            return (f"{why}; the run's losses ({', '.join(saved[:3])}) are values, not loss modules whose class "
-                    "the hook records (PyTorch and MXNet losses are; a Keras loss is not judged)")
+            return (f"{why}; the run's losses ({', '.join(saved[:3])}) are values and its hook recorded no loss "
+                    "(a run of an older writer, or a loss computed by hand: no loss module is registered)")
         return why
 
     def invoke_at_step(self, step):
         judged = False
-        for loss, (pname, yname) in self._losses().items():
+        for loss, (pname, yname, expects) in self._losses().items():
             outputs = _floats(batches_at(self.base_trial, pname, step))
             if not outputs:
                 continue
@@ -210,18 +249,24 @@ class ImproperOutput(Rule):
             judged = True
             self.mark_evaluated(pname)
             low, high = seen[0], seen[1]
-            if loss in LOGIT_LOSSES and low >= 0 and high <= 1:
+            if expects == loss_inputs.LOGITS and low >= 0 and high <= 1:
                 return (f"{loss} applies softmax/sigmoid itself but its input {pname} is all in [{low:.3g}, {high:.3g}] "
-                        f"over {seen[2]} values: probabilities, not logits (remove the output activation)")
-            if loss in LOG_PROBABILITY_LOSSES and low >= 0:
+                        f"over {seen[2]} values: probabilities, not logits (remove the output activation, or "
+                        "build the loss to take probabilities)")
+            if expects == loss_inputs.PROBABILITIES and (low < -PROBABILITY_TOLERANCE
+                                                         or high > 1 + PROBABILITY_TOLERANCE):
+                return (f"{loss} expects probabilities (in [0, 1]) but its input {pname} is in [{low:.3g}, "
+                        f"{high:.3g}] over {seen[2]} values: raw scores (add the softmax/sigmoid output "
+                        "activation, or build the loss with from_logits=True)")
+            if expects == loss_inputs.LOG_PROBABILITIES and low >= 0:
                 return (f"{loss} expects log-probabilities (<= 0) but its input {pname} is all in [{low:.3g}, "
                         f"{high:.3g}] over {seen[2]} values: probabilities (use log_softmax)")
-            if loss in LOG_PROBABILITY_LOSSES and high > LOG_PROBABILITY_TOLERANCE:
+            if expects == loss_inputs.LOG_PROBABILITIES and high > LOG_PROBABILITY_TOLERANCE:
                 return (f"{loss} expects log-probabilities (<= 0) but its input {pname} reaches {high:.3g} (in "
                         f"[{low:.3g}, {high:.3g}] over {seen[2]} values): raw scores, not log-probabilities (apply "
                         f"log_softmax)")
             ids = seen[3]
-            if (loss in REGRESSION_LOSSES and seen[4] == 1 and ids and 3 <= len(ids) <= self.max_classes
+            if (expects == loss_inputs.REGRESSION and seen[4] == 1 and ids and 3 <= len(ids) <= self.max_classes
                     and ids == set(range(len(ids)))):
                 return (f"{loss} on one output per sample against targets {yname} that are the class ids 0-"
                         f"{len(ids) - 1}: a classification trained as a regression on the class index")
