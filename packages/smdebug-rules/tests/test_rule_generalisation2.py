@@ -2,13 +2,15 @@
 the rules, one behaviour per test, on runs written with the real writer (hand-made values): a plateau a finished run left is no stalled loss (but one it never left is, and live it is reported
 when met), a noisy loss is no oscillation (an overshooting optimiser still is), the
 micro-batch losses of one step are one curve, a layer unfrozen mid-run was frozen before, and labels all of one
-class are the extreme of imbalance. (One unit does not decide a layer's death: test_data_rules.py.)"""
+class are the extreme of imbalance, and a sigmoid output that cannot reach its regression targets is an
+improper output. (One unit does not decide a layer's death: test_data_rules.py.)"""
 
 import numpy as np
 
 from smdebug.core.modes import ModeKeys
 from smdebug.rules.generic import (
     ClassImbalance,
+    ImproperOutput,
     LossNotDecreasing,
     OscillatingLoss,
     UnchangedTensor,
@@ -135,3 +137,34 @@ def test_labels_all_of_one_class_are_the_extreme_of_imbalance(tmp_path):
     labels = np.array([0] * 29 + [1] * 3, dtype=np.float64)
     steps = [(TRAIN, {"labels": labels, "predictions": scores}) for _ in range(20)]
     assert invoke_rule(ClassImbalance(run(tmp_path / "two", steps, include_regex=["labels", "predictions"]))) == []
+
+
+# --- ImproperOutput: a bounded output against targets out of its range ---------------------------------------
+def regression_steps(outputs_at, n_steps=12, rows=32, seed=0):
+    """A regression loss's saved inputs: outputs ``outputs_at(step, targets)`` against standardised targets."""
+    rng = np.random.default_rng(seed)
+    steps = []
+    for i in range(n_steps):
+        y = rng.standard_normal(rows)
+        steps.append({"MSELoss_input_0": outputs_at(i, y).reshape(rows, 1), "MSELoss_input_1": y,
+                      "MSELoss_output_0": 1.0})
+    return steps
+
+
+def test_a_sigmoid_output_that_cannot_reach_the_targets(tmp_path):
+    # a sigmoid output on standardised targets: the negative half pushes it against 0, values above 1 against 1
+    sigmoid = regression_steps(lambda i, y: 1 / (1 + np.exp(-4 * y)))
+    rule = ImproperOutput(run(tmp_path / "sigmoid", sigmoid, include_regex=["MSELoss"]))
+    assert invoke_rule(rule) == [11]  # judged once the run has ended, at the loss's last save
+    assert "never left [0, 1] over the run" in rule.last_reason and "bounded output activation" in rule.last_reason
+    # a linear output starts small (all within [-1, 1] at first) and then reaches the targets: no bound
+    linear = regression_steps(lambda i, y: 0.05 * (i + 1) * y)
+    rule = ImproperOutput(run(tmp_path / "linear", linear, include_regex=["MSELoss"]))
+    assert invoke_rule(rule) == [] and rule.evaluation.steps > 0
+    # an underfit model predicting near the mean never leaves [-1, 1] either, but it is not pressed against
+    # its ends: no bound
+    underfit = regression_steps(lambda i, y: 0.3 * y + 0.01 * i)
+    assert invoke_rule(ImproperOutput(run(tmp_path / "underfit", underfit, include_regex=["MSELoss"]))) == []
+    # live, the run is not over: the outputs may still leave the range
+    write(tmp_path / "live", sigmoid, include_regex=["MSELoss"], close=False)
+    assert invoke_rule(ImproperOutput(create_trial(str(tmp_path / "live"))), end_step=12) == []
