@@ -19,9 +19,11 @@ def child_env():
     return env
 
 
-def start_child(out_dir, *args):
-    return subprocess.Popen([sys.executable, CHILD, str(out_dir), *map(str, args)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=child_env())
+def start_child(out_dir, *args, wrap=None):
+    """The training child writing ``out_dir``; ``wrap(argv) -> argv`` runs it another way (as another user)."""
+    argv = [sys.executable, CHILD, str(out_dir), *map(str, args)]
+    return subprocess.Popen(wrap(argv) if wrap else argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=child_env())
 
 
 def check_files_on_disk(out_dir, partial_last_step=False):

@@ -61,6 +61,7 @@ def main(argv=None):
             while os.path.exists(args.out_dir):  # the writer thread may be creating files meanwhile
                 shutil.rmtree(args.out_dir, ignore_errors=True)
         if step == args.chmod_out_dir_at:
+            hook.flush()  # (as above: the steps before this one are on disk first)
             for root, dirs, _files in os.walk(args.out_dir):
                 for d in dirs:
                     os.chmod(os.path.join(root, d), 0o555)

@@ -197,3 +197,145 @@ def peak_growth_reading(root, name: str, step: int, timeout: float = 120):
     assert out.returncode == 0, out.stderr[-3000:]
     growth, outcome = out.stdout.strip().splitlines()[-2:]
     return int(growth), outcome
+
+
+# --- folders and privileges -------------------------------------------------------------------------
+def nest_folders(path, depth: int, name: str = "a") -> None:
+    """``depth`` folders, each inside the last, under ``path`` (made relative to each folder's descriptor:
+    deeper than any path may be long)."""
+    fd = os.open(str(path), os.O_RDONLY)
+    try:
+        for _ in range(depth):
+            os.mkdir(name, dir_fd=fd)
+            deeper = os.open(name, os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = deeper
+    finally:
+        os.close(fd)
+
+
+def remove_nested(path, name: str = "a") -> None:
+    """Remove the chain of folders ``name`` made by :func:`nest_folders` under ``path``, deepest first,
+    without recursion (shutil.rmtree, and pytest's clean-up of its temporary folders, recurse once per
+    level and fail beyond Python's recursion limit)."""
+    fds = [os.open(str(path), os.O_RDONLY)]
+    try:
+        while True:
+            try:
+                fds.append(os.open(name, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0), dir_fd=fds[-1]))
+            except (FileNotFoundError, NotADirectoryError):
+                break
+        while len(fds) > 1:
+            os.close(fds.pop())
+            os.rmdir(name, dir_fd=fds[-1])
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+#: the uid/gid an unprivileged reader runs as when the tests run as root (root reads files of mode 000)
+NOBODY = 65534
+
+
+def unprivileged(argv: list) -> list:
+    """``argv`` run without root's power to read anything (as ``nobody``) when the tests run as root;
+    as it is otherwise. Skips the test when no child can run as ``nobody`` (an interpreter in a folder
+    only root may enter, and no ``setpriv``)."""
+    import pytest
+    import shutil
+
+    if os.name != "posix" or os.geteuid() != 0:
+        return list(argv)
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("running as root without setpriv: cannot read as an unprivileged user")
+    prefix = [setpriv, "--reuid", str(NOBODY), "--regid", str(NOBODY), "--clear-groups"]
+    probe = subprocess.run(prefix + [sys.executable, "-c", "import smdebug.trials"], capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip("cannot run this interpreter as an unprivileged user: " + probe.stderr.decode()[-300:])
+    return prefix + list(argv)
+
+
+def public_tmp_dir() -> str:
+    """A fresh folder anyone may enter (pytest's tmp_path is private to the user running the tests)."""
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="smdebug-hostile-")
+    os.chmod(folder, 0o755)
+    return folder
+
+
+# --- a run changing while it is read ---------------------------------------------------------------------
+def vandalise_and_read(tmp_path, rounds: int, seed: int):
+    """``rounds`` copies of an 8-step run, each read (with and without skip_damaged) while a thread
+    removes, truncates and swaps its files and folders. Returns (raw exceptions as text, documented
+    exceptions counted): a reader may only ever raise the documented ones."""
+    import random
+
+    donor = write_simple_run(os.path.join(str(tmp_path), "donor"), names=("w", "v"), steps=range(8))
+    rng = random.Random(seed)
+    # (a run left with index files but neither collections nor end marker is waited for this long)
+    saved_wait = os.environ.get("SMDEBUG_MISSING_WORKERS_WAIT")
+    os.environ["SMDEBUG_MISSING_WORKERS_WAIT"] = "0.5"
+    try:
+        return _vandal_rounds(tmp_path, donor, rng, rounds)
+    finally:
+        if saved_wait is None:
+            os.environ.pop("SMDEBUG_MISSING_WORKERS_WAIT", None)
+        else:
+            os.environ["SMDEBUG_MISSING_WORKERS_WAIT"] = saved_wait
+
+
+def _vandal_rounds(tmp_path, donor, rng, rounds):
+    import shutil
+    import threading
+    import time
+
+    from smdebug.exceptions import SMDebugError
+    from smdebug.trials import create_trial
+
+    raw, documented = [], 0
+    for round_ in range(rounds):
+        run = os.path.join(str(tmp_path), f"run{round_}")
+        shutil.copytree(donor, run)
+        paths = [os.path.join(r, n) for r, ds, fs in os.walk(run) for n in ds + fs]
+        stop = threading.Event()
+
+        def vandal():
+            while not stop.is_set():
+                p = rng.choice(paths)
+                try:
+                    if rng.random() < 0.5 and os.path.isfile(p):
+                        if rng.random() < 0.5:
+                            os.truncate(p, rng.randint(0, os.path.getsize(p)))
+                        else:
+                            os.unlink(p)
+                    elif os.path.isdir(p) and not os.path.islink(p):
+                        if rng.random() < 0.5:
+                            shutil.rmtree(p)
+                        else:
+                            os.rename(p, p + ".x")
+                            os.symlink("/tmp", p)
+                except OSError:
+                    pass
+                time.sleep(rng.random() * 0.002)
+
+        thread = threading.Thread(target=vandal)
+        thread.start()
+        try:
+            for skip in (False, True):
+                try:
+                    trial = create_trial(run, skip_damaged=skip)
+                    trial.missing_event_retry_limit = 0
+                    for name in trial.tensor_names():
+                        for step in trial.tensor(name).steps():
+                            trial.tensor(name).value(step)
+                except SMDebugError:
+                    documented += 1
+                except Exception as e:  # noqa: BLE001 - what the tests look for
+                    raw.append(f"{type(e).__name__}: {e}")
+        finally:
+            stop.set()
+            thread.join()
+        shutil.rmtree(run, ignore_errors=True)
+    return raw, documented

@@ -1,7 +1,7 @@
 """Child process of the slow hostile-file-system tests: read a run every way a user does and say, as one
 JSON line, how each way ended. Run with a timeout by the parent: a hang is a failure there.
 
-    python _hostile_probe.py RUN
+    python _hostile_probe.py RUN [--full]     (--full: also to_dataframe, report, export, rules run)
 """
 
 from __future__ import annotations
@@ -9,7 +9,9 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import sys
+import tempfile
 
 
 def _attempt(results, what, fn):
@@ -18,23 +20,30 @@ def _attempt(results, what, fn):
     try:
         fn()
         results[what] = "ok"
-    except SMDebugError as e:  # the documented errors (IndexReaderException, EventFileCorrupted, ...)
-        results[what] = f"{type(e).__name__}"
+    except (SMDebugError, CliFailed) as e:  # the documented errors (IndexReaderException, EventFileCorrupted, ...)
+        results[what] = f"{type(e).__name__}: {str(e)[:300]}"
     except Exception as e:  # noqa: BLE001 - anything else is a raw exception: a finding
         results[what] = f"RAW {type(e).__name__}: {str(e)[:200]}"
 
 
-def _cli(*argv):
+class CliFailed(Exception):
+    """A command that ended with an error message (exit status 1 or 2): the message, for the parent."""
+
+
+def _cli(*argv, ok=(0, 1, 2)):
     from smdebug.cli.main import main
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main(list(argv))  # a raw exception escapes main() (the CLI would print a traceback)
-    if code not in (0, 1, 2):
+    if code not in ok:
         raise RuntimeError(f"exit status {code}")
+    if code:
+        lines = [line for line in err.getvalue().splitlines() if line.startswith("smdebug ")]
+        raise CliFailed(f"exit status {code}: {lines[-1] if lines else err.getvalue()[-300:]}")
 
 
-def probe(run: str) -> dict:
+def probe(run: str, full: bool = False) -> dict:
     from smdebug.trials import create_trial
 
     results: dict = {}
@@ -72,8 +81,16 @@ def probe(run: str) -> dict:
     _attempt(results, "smdebug ls", lambda: _cli("ls", run))
     _attempt(results, "smdebug ls --json", lambda: _cli("ls", run, "--json"))
     _attempt(results, "smdebug show", lambda: _cli("show", run, "w", "--step", "1"))
+    if full:
+        scratch = tempfile.mkdtemp(prefix="smdebug-probe-")
+        if "trial" in state:
+            _attempt(results, "to_dataframe(skip_damaged)", lambda: state["trial"].to_dataframe())
+        _attempt(results, "smdebug report", lambda: _cli("report", run, "-o", os.path.join(scratch, "r.html")))
+        _attempt(results, "smdebug export", lambda: _cli("export", "tensorboard", run, os.path.join(scratch, "tb")))
+        # (rules: 3 is "not evaluated", an answer)
+        _attempt(results, "smdebug rules run", lambda: _cli("rules", "run", run, "--rule", "all_zero", ok=(0, 1, 2, 3)))
     return results
 
 
 if __name__ == "__main__":
-    print(json.dumps(probe(sys.argv[1])))
+    print(json.dumps(probe(sys.argv[1], full="--full" in sys.argv[2:])))

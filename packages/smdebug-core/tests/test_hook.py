@@ -267,8 +267,10 @@ def test_internal_write_failure_disables_hook_and_training_continues(tmp_path):
     )
     assert res.returncode == 0, res.stderr
     assert "TRAINING DONE" in res.stdout and res.stdout.strip().endswith("True")
-    assert "smdebug hook disabled" in res.stdout + res.stderr
-    assert res.stdout.count("smdebug hook disabled") == 1  # reported once
+    # an OSError is not a bug of smdebug's: one clear line, no traceback
+    assert "cannot save to" in res.stdout + res.stderr and "File too large" in res.stdout + res.stderr
+    assert res.stdout.count("cannot save to") == 1  # reported once
+    assert "Traceback" not in res.stdout + res.stderr
     trial = create_trial(str(out), wait_for_collections=5)
     trial.treat_as_ended()
     steps = trial.steps()

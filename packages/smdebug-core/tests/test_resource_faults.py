@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
@@ -16,8 +17,8 @@ from _fault_check import check_files_on_disk, check_trial, start_child
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX resource limits and permissions")
 
 
-def _run(out, *args):
-    proc = start_child(out, *args)
+def _run(out, *args, wrap=None):
+    proc = start_child(out, *args, wrap=wrap)
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 0, stderr
     return stdout, stderr
@@ -46,11 +47,18 @@ def test_disk_full(tmp_path):
     check_trial(out, steps)
 
 
-@pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root ignores directory permissions")
 def test_out_dir_becomes_read_only(tmp_path):
-    out = str(tmp_path / "run")
+    """Real permissions: as root (which ignores them) the training child runs as an unprivileged user."""
+    from _hostile import public_tmp_dir, unprivileged
+
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        base = public_tmp_dir()
+        os.chmod(base, 0o777)
+        out = os.path.join(base, "run")
+    else:
+        out = str(tmp_path / "run")
     try:
-        stdout, stderr = _run(out, "--steps", 30, "--chmod-out-dir-at", 10)
+        stdout, stderr = _run(out, "--steps", 30, "--chmod-out-dir-at", 10, wrap=unprivileged)
     finally:
         for root, dirs, _ in os.walk(out):
             os.chmod(root, 0o755)
@@ -58,8 +66,12 @@ def test_out_dir_becomes_read_only(tmp_path):
                 os.chmod(os.path.join(root, d), 0o755)
     assert "TRAINING DONE 30 True" in stdout, stdout + stderr
     _reported_once(stdout, stderr)
+    assert "cannot save to" in stdout + stderr and "Traceback" not in stdout + stderr  # (one clear line)
     steps = check_files_on_disk(out)
-    assert steps[:5] == list(range(5))
+    assert steps == list(range(10))
+    check_trial(out, steps)
+    if not out.startswith(str(tmp_path)):
+        shutil.rmtree(os.path.dirname(out), ignore_errors=True)
 
 
 def _train_with_writes_denied(out, deny_from, monkeypatch, steps=25):

@@ -111,7 +111,7 @@ def read_file(path: str, what: str) -> bytes:
     try:
         if is_s3_path(path):
             folder, _, name = path.strip().rstrip("/").rpartition("/")
-            return get_storage(folder).read(name)
+            return get_storage(folder).read_limited(name, MAX_DOCUMENT_BYTES)
         # a regular file only (a FIFO would block), of a size a document can have
         return read_regular(os.path.expanduser(path), limit=MAX_DOCUMENT_BYTES)
     except FileNotFoundError:
@@ -122,8 +122,10 @@ def read_file(path: str, what: str) -> bytes:
 
 def display_path(trial) -> str:
     """The run's path for output: absolute for a local run, as given for s3://."""
+    from smdebug.core.names import printable
+
     path = str(trial.path)
-    return path if path.startswith("s3://") else os.path.abspath(path)
+    return printable(path if path.startswith("s3://") else os.path.abspath(path))  # (bytes that are not UTF-8: escaped)
 
 
 def run_state(trial) -> str:

@@ -14,6 +14,7 @@ matches, or nothing exportable), 2 (error).
 from __future__ import annotations
 
 import argparse
+import os
 
 from smdebug.cli import _common as c
 
@@ -38,6 +39,10 @@ def run(args: argparse.Namespace) -> int:
     from smdebug.analysis.tensorboard_export import export_tensorboard
     from smdebug.exceptions import SMDebugValueError
 
+    from smdebug.core.storage.base import is_s3_path
+
+    if not is_s3_path(args.out_dir) and os.path.exists(args.out_dir) and not os.path.isdir(args.out_dir):
+        raise c.CliError(f"{args.out_dir} exists and is not a directory")
     trial = c.open_trial(args.trial, args.wait)
     names = None
     if args.tensors or args.collection:
@@ -54,6 +59,8 @@ def run(args: argparse.Namespace) -> int:
                                      progress=bar)
     except SMDebugValueError as e:
         raise c.CliError(str(e)) from None
+    except OSError as e:  # (the folder cannot be made or written: permissions, a full disk)
+        raise c.CliError(f"cannot write {args.out_dir}: {e}") from None
     written = summary.scalars + summary.histograms + summary.reduction_scalars
     if args.json:
         c.print_json({"trial": trial.name, "path": c.display_path(trial), **summary.to_dict()})

@@ -112,8 +112,9 @@ def build_parser(argv: Optional[List[str]] = None) -> argparse.ArgumentParser:
     return parser
 
 
-def _logs_to_stderr(verbose: bool) -> None:
-    """Keep stdout for command output (``--json`` must stay parseable): send smdebug's logs to stderr."""
+def _logs_to_stderr(verbose: bool, stdout, stderr) -> None:
+    """Keep stdout for command output (``--json`` must stay parseable): send smdebug's logs to stderr,
+    through the escaping stream the command prints to (a log record may quote a name from the run)."""
     try:
         from smdebug.core.logger import get_logger
 
@@ -121,20 +122,30 @@ def _logs_to_stderr(verbose: bool) -> None:
     except Exception:  # noqa: BLE001 - the CLI works without the core logger
         logger = logging.getLogger("smdebug")
     for handler in logger.handlers:
-        if isinstance(handler, logging.StreamHandler) and getattr(handler, "stream", None) is sys.stdout:
+        # (a logger made during the command holds the escaping streams already; one made before, the outer)
+        if isinstance(handler, logging.StreamHandler) and any(
+                getattr(handler, "stream", None) is s for s in (stdout, stderr, sys.stdout)):
             handler.setStream(sys.stderr)
     if verbose:
         logger.setLevel(logging.DEBUG)
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    from smdebug.cli.terminal import safe_streams
+
+    outer = sys.stdout, sys.stderr
+    with safe_streams():  # names from a run never reach the terminal as control sequences
+        return _main(argv, *outer)
+
+
+def _main(argv: Optional[List[str]], stdout, stderr) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(argv)
     args = parser.parse_args(argv)
     if getattr(args, "_run", None) is None:
         parser.print_help(sys.stderr)
         return 2
-    _logs_to_stderr(args.verbose)
+    _logs_to_stderr(args.verbose, stdout, stderr)
     from smdebug.cli._common import CliError, closed_pipe
 
     try:

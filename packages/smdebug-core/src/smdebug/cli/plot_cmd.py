@@ -81,6 +81,7 @@ def draw(by_tensor, output: str, *, title: str, x_label: str, subplots: bool, lo
 
     names = [n for n, s in by_tensor.items() if s]
     width, height = size
+    check_pixels(width, 3.0 * len(names) if subplots and len(names) > 1 else height, dpi)
     if subplots and len(names) > 1:
         fig = new_figure(width, 3.0 * len(names), dpi)
         axes = fig.subplots(len(names), 1, sharex=True, squeeze=False)[:, 0]
@@ -98,13 +99,38 @@ def draw(by_tensor, output: str, *, title: str, x_label: str, subplots: bool, lo
     save_figure(fig, output, dpi)
 
 
+#: the longest side of an image, in pixels (matplotlib's own limit is 2**23, where --dpi 100000 asked for a
+#: canvas of terabytes and died of MemoryError)
+MAX_SIDE_PIXELS = 1 << 15
+
+
+def check_pixels(width: float, height: float, dpi: int) -> None:
+    """A CliError for a figure of more than MAX_SIDE_PIXELS on a side, before any memory is spent on it."""
+    side = max(width, height) * dpi
+    if side > MAX_SIDE_PIXELS:
+        raise c.CliError(f"the image would be {width * dpi:.0f}x{height * dpi:.0f} pixels; at most "
+                         f"{MAX_SIDE_PIXELS} on a side (lower --size or --dpi)")
+
+
+def check_format(output: str) -> None:
+    """A CliError for an output whose extension matplotlib cannot write, before the run is read."""
+    from matplotlib.figure import Figure
+
+    fmt = os.path.splitext(output)[1][1:].lower()
+    supported = Figure().canvas.get_supported_filetypes()
+    if fmt and fmt not in supported:
+        raise c.CliError(f"cannot write {output!r}: .{fmt} is not an image format matplotlib writes "
+                         f"(use .png, .svg or .pdf)")
+
+
 def save_figure(fig, output: str, dpi: int) -> None:
     """Save to ``output`` without writing through a link planted there (rendered in memory, then written
     under a new temporary name and renamed into place). The format follows the file's extension."""
     import io
 
-    from smdebug.core.storage.safe_fs import write_file_atomic
+    from smdebug.core.storage.safe_fs import check_output_path, write_file_atomic
 
+    check_output_path(output)
     fmt = os.path.splitext(output)[1][1:].lower() or None
     buf = io.BytesIO()
     fig.savefig(buf, dpi=dpi, format=fmt)
@@ -119,6 +145,11 @@ def run(args: argparse.Namespace) -> int:
     if args.max_points < 0 or args.dpi <= 0:
         raise c.CliError("--max-points and --dpi must be positive")
     c.need_matplotlib("smdebug plot")
+    from smdebug.core.storage.safe_fs import check_output_path
+
+    check_output_path(args.output)  # (before the run is read: said at once)
+    check_format(args.output)
+    check_pixels(*args.size, args.dpi)
     trial = c.open_trial(args.trial, args.wait)
     names = c.resolve_tensor_names(trial, args.tensors, args.collection)
     if args.worker is not None and args.worker not in trial.workers():

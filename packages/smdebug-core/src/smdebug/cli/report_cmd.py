@@ -33,6 +33,7 @@ import sys
 import time
 
 from smdebug.cli import _common as c
+from smdebug.core.names import printable
 
 #: rule results the report picks up from the run's own directory (kept here for older imports)
 RULE_RESULTS_FILE = "rule_results.json"
@@ -75,7 +76,7 @@ def _labels(args) -> list:
         raise c.CliError(f"--label given {len(args.label)} time(s) for {len(args.runs)} run(s): give one per run")
     if args.label:
         return list(args.label)
-    names = [os.path.basename(os.path.normpath(r.rstrip("/"))) or r for r in args.runs]
+    names = [printable(os.path.basename(os.path.normpath(r.rstrip("/"))) or r) for r in args.runs]
     if len(set(names)) < len(names):  # the same directory name in two places: number them
         names = [f"{n} #{i + 1}" for i, n in enumerate(names)]
     return names
@@ -186,11 +187,14 @@ class Report:
 def write_atomic(path: str, text: str) -> None:
     import tempfile
 
+    from smdebug.core.storage.safe_fs import check_output_path
+
+    check_output_path(path)  # (never replace /dev/null, a FIFO or a folder with the page)
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".report-", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as f:  # (never fails on a name)
             f.write(text)
         umask = os.umask(0)
         os.umask(umask)
@@ -216,6 +220,9 @@ def run(args: argparse.Namespace) -> int:
     if args.follow and not args.interval > 0:
         raise c.CliError("--interval must be positive")
     need_bokeh("smdebug report")
+    from smdebug.core.storage.safe_fs import check_output_path
+
+    check_output_path(args.output)  # (said before the runs are read)
     report = Report(args)
     if not args.follow:
         html, charts, sections = report.page()

@@ -4,6 +4,7 @@ hook knows about the run, e.g. ``framework`` and ``activation_layers``; see :att
 from __future__ import annotations
 
 import json
+import os
 from typing import Dict, Optional
 
 from smdebug.core.run_regex import Budget
@@ -12,6 +13,11 @@ from smdebug.core.locations import COLLECTIONS_DIR, DEFAULT_COLLECTIONS_FILE_NAM
 from smdebug.exceptions import CollectionFileCorrupted, SMDebugTypeError
 
 _TOP_LEVEL_KEYS = {"collections", "_meta"}
+#: A collections file larger than this is refused unread (CollectionFileCorrupted): parsing JSON takes
+#: several times the file's size in memory, and a model of 100,000 tensors listed by name in a few
+#: collections makes a file of a few MB.
+MAX_COLLECTIONS_FILE_BYTES = int(os.environ.get("SMDEBUG_MAX_COLLECTIONS_FILE_BYTES", 64 << 20))
+MAX_COLLECTIONS_FILE_SETTING = "SMDEBUG_MAX_COLLECTIONS_FILE_BYTES"
 
 
 class CollectionManager:
@@ -92,8 +98,14 @@ class CollectionManager:
         """Read a collections file (a local path or ``s3://bucket/key``)."""
         from smdebug.core.storage.factory import storage_for_file
 
+        from smdebug.core.storage.errors import UnreadableFileError
+
         storage, name = storage_for_file(filename)
-        manager = cls.loads(storage.read(name), storage.full_path(name))
+        try:
+            raw = storage.read_limited(name, MAX_COLLECTIONS_FILE_BYTES, MAX_COLLECTIONS_FILE_SETTING)
+        except UnreadableFileError as e:
+            raise CollectionFileCorrupted(str(e), storage.full_path(name)) from None
+        manager = cls.loads(raw, storage.full_path(name))
         if collection_class is not None:
             manager.collection_class = collection_class
         return manager

@@ -51,7 +51,6 @@ from smdebug.core.save_config import _Changes as _ScheduleChanges
 from smdebug.core.save_plan import SavePlan
 from smdebug.core.state_store import StateStore
 from smdebug.core.storage.base import Storage, is_s3_path
-from smdebug.core.storage.errors import StorageError
 from smdebug.core.tensorboard import TensorBoardWriter
 from smdebug.core.timeline import TraceTimeline
 from smdebug.core.writer import BackgroundWriter
@@ -275,8 +274,9 @@ class BaseHook(HookCollections, HookSaving, HookOutput, HookClosing, WarnsOnce, 
             return
         self._disabled = True
         self._failure = f"{where}: {type(exc).__name__}: {exc}"
-        if isinstance(exc, StorageError):
-            # Not a bug of ours: permissions, credentials, a missing bucket. One clear line, no traceback.
+        if isinstance(exc, OSError):  # (StorageError is one)
+            # Not a bug of ours: a full disk, permissions, credentials, a missing bucket. One clear line,
+            # no traceback.
             logger.error("smdebug: cannot save to %s: %s. The hook stops saving; training continues.",
                          self.out_dir, exc)
         else:

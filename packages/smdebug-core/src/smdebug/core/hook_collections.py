@@ -108,6 +108,7 @@ class HookCollections:
             return
         self._before_prepare()
         included, unusable = [], []
+        self._usable_names = None  # (worked out once per preparation, for the hints of empty collections)
         for name in self.include_collections:
             coll = self.collection_manager.collections.get(name)
             known = coll is not None
@@ -177,12 +178,24 @@ class HookCollections:
         configuration error. Plugins add the collections they fill at run time."""
         return collection in _QUIET_WHEN_EMPTY
 
+    #: empty collections named one by one; beyond, one line says how many more (a configuration listing
+    #: 50,000 empty collections logged 50,000 lines and took 500 s, each line scanning every collection)
+    MAX_EMPTY_COLLECTION_REPORTS = 20
+
     def _report_empty_collection(self, name: str, known: bool) -> None:
         """Once per name: an included collection that can match nothing, most often a typo."""
         if name in self._reported_collections:
             return
         self._reported_collections.add(name)
-        usable = [c.name for c in self.collection_manager.collections.values() if c.has_regex() or c.tensor_names]
+        if len(self._reported_collections) > self.MAX_EMPTY_COLLECTION_REPORTS:
+            if len(self._reported_collections) == self.MAX_EMPTY_COLLECTION_REPORTS + 1:
+                logger.error("smdebug: more included collections can match no tensor (first: %r); they are "
+                             "skipped, and not named one by one.", name)
+            return
+        usable = getattr(self, "_usable_names", None)
+        if usable is None:
+            usable = self._usable_names = [c.name for c in self.collection_manager.collections.values()
+                                           if c.has_regex() or c.tensor_names]
         hint = did_you_mean(name, usable)
         if known:
             logger.error("smdebug: collection %r has no include_regex and no tensor_names%s, so it can never match "

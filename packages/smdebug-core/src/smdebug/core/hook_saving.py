@@ -13,12 +13,28 @@ from smdebug.core import save_plan
 from smdebug.core.collection import Collection, CollectionKeys
 from smdebug.core.hook_collections import SCALAR_PREFIX
 from smdebug.core.hook_guard import guarded as _guarded
+from smdebug.core.reductions import REDUCTION_PREFIX, parse_reduction_tensor_name
 from smdebug.core.save_plan import SavePlan
 from smdebug.core.snapshot import POOL_MIN_BYTES, snapshot
 from smdebug.core.storage.factory import get_storage
 from smdebug.core.tfevent.tensor_codec import make_numpy_array
 from smdebug.core.timeline import TraceTimeline
 from smdebug.exceptions import SMDebugTypeError
+
+
+def tensor_name_problem(name) -> Optional[str]:
+    """Why a run cannot hold a tensor of this name, or None. Names live inside records and JSON, never in
+    paths, so almost any text will do; not text that cannot be encoded (lone surrogates: the writer
+    thread failed on them), nor a name the reader would take for a reduction the hook stored."""
+    if not isinstance(name, str):
+        return f"it is a {type(name).__name__}, not a string"
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return "it is not valid text (it holds lone surrogates)"
+    if parse_reduction_tensor_name(name) is not None:
+        return f"names starting with {REDUCTION_PREFIX!r} are where the hook stores reductions"
+    return None
 
 
 class HookSaving:
@@ -94,6 +110,9 @@ class HookSaving:
 
     def _plan(self, tensor_name: str) -> Optional[SavePlan]:
         """What saving ``tensor_name`` at this step means (None: nothing due includes it)."""
+        if tensor_name.__class__ is not str and not isinstance(tensor_name, str):
+            self._refuse_name(tensor_name, f"it is a {type(tensor_name).__name__}, not a string")
+            return None
         due = self._due
         if due.__class__ is not frozenset:  # (a plugin may have replaced it with a set)
             due = self._intern_due(due)
@@ -134,9 +153,20 @@ class HookSaving:
         return self._due_sets.setdefault(frozen, frozen)
 
     def _make_plan(self, tensor_name: str, due, force_collections: Sequence[Collection] = ()) -> Optional[SavePlan]:
+        problem = tensor_name_problem(tensor_name)  # (once per name and set of due collections: plans are cached)
+        if problem is not None:
+            self._refuse_name(tensor_name, problem)
+            return None
         colls = [c for c in self._matching(tensor_name) if c.name in due]
         colls += [c for c in force_collections if c not in colls]
         return save_plan.make_plan(colls, self.reduction_config)
+
+    def _refuse_name(self, tensor_name, problem: str) -> None:
+        """One name the run could not hold: that name is not saved (said once), the hook goes on (before,
+        the failure to write it disabled the hook and lost every tensor of the run)."""
+        shown = repr(tensor_name)
+        self._warn_once(("refused-name", shown), "smdebug: not saving the tensor named %s: %s.",
+                        shown if len(shown) <= 200 else shown[:200] + "...", problem)
 
     def _device_reductions(self, value, ops) -> Optional[Dict[Tuple[str, bool], np.ndarray]]:
         """Framework plugins override this to compute ``ops`` where the tensor lives.

@@ -20,7 +20,7 @@ import os
 from typing import Any, Dict, Optional
 
 from smdebug.core.lazy import lazy_exports
-from smdebug.core.storage.safe_fs import UnsafeFileError, read_regular
+from smdebug.core.storage.safe_fs import read_regular
 from smdebug.core.collection import CollectionKeys
 from smdebug.core.logger import get_logger
 from smdebug.core.modes import ModeKeys
@@ -211,7 +211,7 @@ def load_hook_config(json_file_path: Optional[str] = None, default_save_interval
         raise FileNotFoundError(f"Hook configuration file not found: {path}")
     try:  # (a regular file of sane size only: a FIFO there would block the training script for good)
         raw = read_regular(path, limit=MAX_CONFIG_BYTES)
-    except (UnsafeFileError, ValueError) as e:
+    except (OSError, ValueError) as e:  # (UnsafeFileError is an OSError; permission denied is one too)
         raise InvalidConfigurationError(f"Hook configuration {path}: {e}") from None
     try:
         data = json.loads(raw)
@@ -230,11 +230,12 @@ def _apply_sagemaker_tensorboard(kwargs: dict) -> None:
     kwargs["tensorboard_dir"] = None
     path = os.environ.get(TENSORBOARD_CONFIG_FILE_PATH_ENV, DEFAULT_TENSORBOARD_CONFIG_FILE_PATH)
     if os.path.exists(path):
-        try:
-            with open(path) as f:
-                local = json.load(f).get("LocalPath")
-        except (ValueError, OSError, AttributeError) as e:
-            raise InvalidConfigurationError(f"TensorBoard configuration {path} is invalid: {e}") from None
+        try:  # (a regular file of sane size only, as the hook configuration: a FIFO would block training)
+            local = json.loads(read_regular(path, limit=MAX_CONFIG_BYTES)).get("LocalPath")
+        except (ValueError, OSError, AttributeError, RecursionError) as e:
+            raise InvalidConfigurationError(f"TensorBoard configuration {path} is invalid: {e}"[:1000]) from None
+        if local is not None and not isinstance(local, str):
+            raise InvalidConfigurationError(f"TensorBoard configuration {path}: LocalPath must be a string")
         if local:
             kwargs["export_tensorboard"] = True
             kwargs["tensorboard_dir"] = local

@@ -32,6 +32,12 @@ INDEX_STEPS_PER_FOLDER = 1000
 
 _STEP_FILE_RE = re.compile(r"(?:^|/)(\d+)_(.+)\.(json|csv|tfevents)$")
 _COLLECTION_FILE_RE = re.compile(r"(?:^|/)collections/[^/]+/(.+)_collections\.(json|ts)$")
+#: the largest step a run can hold: steps are int64 in the event records (Event.step) and in numpy columns
+MAX_STEP = (1 << 63) - 1
+# Characters no worker name read from a file name may hold: control characters (a newline, an escape
+# sequence for the terminal that shows the name) and lone surrogates, which is how Python spells file-name
+# bytes that are not UTF-8 (such a name cannot be printed, written to JSON or drawn).
+_BAD_NAME_CHARS = re.compile("[\x00-\x1f\x7f\ud800-\udfff]")
 # TF MirroredStrategy device names, serialised for file names ("/" -> "_", ":" -> "-").
 _SERIALIZED_DEVICE_RE = re.compile(r"^_job-[^_/]+_replica-\d+_task-\d+_device-[A-Za-z_]+-\d+$")
 
@@ -117,14 +123,22 @@ def parse_step_file_name(path: str):
     m = _STEP_FILE_RE.search(path)
     if m is None:
         raise IndexReaderException("Invalid File Found", path)
-    return int(m.group(1)), deserialize_worker_name(m.group(2))
+    step = int(m.group(1))
+    if step > MAX_STEP:
+        raise IndexReaderException(f"Invalid File Found: step {m.group(1)[:40]} is larger than a step can be",
+                                   path)
+    if _BAD_NAME_CHARS.search(m.group(2)):
+        raise IndexReaderException("Invalid File Found: the worker name holds control characters or bytes that "
+                                   "are not UTF-8", path)
+    return step, deserialize_worker_name(m.group(2))
 
 
 def parse_collection_file_name(path: str) -> str:
     m = _COLLECTION_FILE_RE.search(path)
-    if m is None:
+    if m is None or _BAD_NAME_CHARS.search(m.group(1)):
         raise IndexReaderException("Invalid collections file name", path)
     return deserialize_worker_name(m.group(1))
+
 
 
 def is_index_file(path: str) -> bool:

@@ -13,6 +13,8 @@ import socket
 import sys
 import threading
 
+from smdebug.core.names import _LONE_SURROGATE, printable
+
 _LEVELS = {
     "debug": logging.DEBUG,
     "info": logging.INFO,
@@ -40,7 +42,11 @@ class DuplicateLogFilter(logging.Filter):
     def filter(self, record):
         n = getattr(record, "_smdebug_repeat", None)
         if n is None:
-            key = (record.levelno, record.getMessage())
+            message = record.getMessage()
+            if _LONE_SURROGATE.search(message):  # (a file name that is not UTF-8: a strict stream would raise)
+                record.msg, record.args = printable(message), None
+                message = record.msg
+            key = (record.levelno, message)
             n = self._counts.get(key, 0) + 1
             if len(self._counts) > 10_000:
                 self._counts.clear()

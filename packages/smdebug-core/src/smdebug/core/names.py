@@ -1,9 +1,21 @@
-"""Close-name suggestions for names a user typed: collections, tensors, rules ("did you mean ...?")."""
+"""Names in messages: close-name suggestions for names a user typed (collections, tensors, rules: "did you
+mean ...?"), and names from a run made printable."""
 
 from __future__ import annotations
 
 import difflib
+import re
 from typing import Iterable, List
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def printable(text: str) -> str:
+    """``text`` as any stream can write it: lone surrogates, which is how Python spells bytes of a file
+    name that are not UTF-8, written as ``\\udcff`` (a UTF-8 stream or file would raise on them)."""
+    if not _LONE_SURROGATE.search(text):
+        return text
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def close_names(name: str, candidates: Iterable[str], n: int = 3) -> List[str]:

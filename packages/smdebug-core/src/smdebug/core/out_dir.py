@@ -33,7 +33,9 @@ def validate_out_dir(out_dir, dry_run) -> str:
         raise InvalidConfigurationError("out_dir is required: the directory (or s3:// path) to save to")
     if not isinstance(out_dir, (str, os.PathLike)):
         raise InvalidConfigurationError(f"out_dir must be a path string, got {type(out_dir).__name__}")
-    out_dir = os.fspath(out_dir).strip()
+    out_dir = os.fsdecode(os.fspath(out_dir)).strip()
+    if "\x00" in out_dir:  # (every file call would raise ValueError: embedded null byte)
+        raise InvalidConfigurationError(f"out_dir {out_dir!r} contains a NUL character")
     if is_s3_path(out_dir):
         bucket, _ = parse_s3_path(out_dir)
         if not bucket:
@@ -42,6 +44,8 @@ def validate_out_dir(out_dir, dry_run) -> str:
     out_dir = os.path.abspath(os.path.expanduser(out_dir))
     if os.path.exists(out_dir) and not os.path.isdir(out_dir):
         raise InvalidConfigurationError(f"out_dir {out_dir} exists and is not a directory")
+    if os.path.islink(out_dir) and not os.path.exists(out_dir):
+        raise InvalidConfigurationError(f"out_dir {out_dir} is a symbolic link to nothing (dangling, or a loop)")
     if os.path.exists(os.path.join(out_dir, END_OF_JOB_FILE)) and not launched_as_one_of_many():
         # (In a multi-process job a slow worker may start after a fast one finished the run; it is
         # not refused here but at its first write, where non-writers never get.)

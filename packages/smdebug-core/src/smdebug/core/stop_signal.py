@@ -52,7 +52,7 @@ def read_stop_signal(out_dir: str) -> Optional[dict]:
     try:
         payload = json.loads(data)
         return payload if isinstance(payload, dict) else {"reason": "stop requested"}
-    except ValueError:
+    except (ValueError, RecursionError):  # (RecursionError: absurdly nested JSON)
         return {"reason": "stop requested (unreadable stop signal)"}
 
 
@@ -99,12 +99,23 @@ class StopSignalWatcher:
         if signal is None:
             return None
         written = signal.get("time")
+        if not isinstance(written, (int, float)) or isinstance(written, bool):
+            # No time in it (damaged, or not written by smdebug): when the file was written says whether it
+            # is a leftover of an earlier run (a file planted before the hook started does not stop it).
+            written = mtime / 1e9 if mtime is not None else self._written_at()
         if isinstance(written, (int, float)) and written < self.started_at - _STALE_SLACK_S:
             if self._stale is None or self._stale[1] != written:
                 logger.warning("smdebug: ignoring a stop signal left in %s by an earlier run", self.out_dir)
             self._stale = (mtime, written)
             return None
         return signal
+
+
+    def _written_at(self) -> Optional[float]:
+        if self._storage is None:
+            self._storage = get_storage(self.out_dir)
+        age = self._storage.age(STOP_SIGNAL_FILE)
+        return None if age is None else time.time() - age
 
 
 def describe(signal: dict) -> str:

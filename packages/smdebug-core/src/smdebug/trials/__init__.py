@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 
+from smdebug.core.names import printable
 from smdebug.core.storage.base import is_s3_path
+from smdebug.exceptions import SMDebugValueError
 from smdebug.trials.trial import LocalTrial, S3Trial, Trial
 
 __all__ = ["create_trial", "Trial", "LocalTrial", "S3Trial"]
@@ -33,12 +35,14 @@ def create_trial(path=None, name=None, profiler=False, output_dir="/opt/ml/proce
         raise NotImplementedError("Profiler trials are not part of this smdebug")
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"create_trial needs a path string, got {type(path).__name__}")
-    path = os.fspath(path).strip()
+    path = os.fsdecode(os.fspath(path)).strip()
+    if "\x00" in path:  # (every file call would raise ValueError: embedded null byte)
+        raise SMDebugValueError(f"create_trial: the path {path!r} contains a NUL character")
     if is_s3_path(path):
         if not path.endswith("/"):
             path += "/"
-        name = name or os.path.basename(path.rstrip("/"))
+        name = name or printable(os.path.basename(path.rstrip("/")))
         return S3Trial(name, path, **kwargs)
     path = os.path.expanduser(path)
-    name = name or os.path.basename(os.path.normpath(path))
+    name = name or printable(os.path.basename(os.path.normpath(path)))  # (a name to show: always text)
     return LocalTrial(name, path, **kwargs)

@@ -19,6 +19,7 @@ import numpy as np
 from smdebug.core.logger import get_logger
 from smdebug.core.modes import ModeKeys
 from smdebug.core.reductions import compute_reduction
+from smdebug.core.storage.errors import UnreadableFileError
 from smdebug.exceptions import EventFileCorrupted, MissingEventFile, SMDebugValueError
 
 #: records of one file closer together than this are fetched in one request
@@ -170,8 +171,8 @@ def _read_batch(trial, batch, specs, per_tensor) -> None:
         return
     try:
         blobs = trial.storage.read_many(requests)
-    except FileNotFoundError:
-        blobs = None  # a file went missing: find out which, record by record, below
+    except (FileNotFoundError, UnreadableFileError):
+        blobs = None  # a file went missing or cannot be read: find out which, record by record, below
     spans: Dict[int, List[Tuple[int, object]]] = {}
     if blobs is not None:
         for (key, lo, _), owner, blob in zip(requests, owners, blobs):

@@ -17,7 +17,11 @@ from typing import Deque, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 import numpy as np
 
 from smdebug.core.collection import Collection
-from smdebug.core.collection_manager import CollectionManager
+from smdebug.core.collection_manager import (
+    MAX_COLLECTIONS_FILE_BYTES,
+    MAX_COLLECTIONS_FILE_SETTING,
+    CollectionManager,
+)
 from smdebug.core.locations import (
     COLLECTIONS_DIR,
     END_OF_JOB_FILE,
@@ -30,12 +34,18 @@ from smdebug.core.locations import (
 )
 from smdebug.core.logger import get_logger
 from smdebug.core.modes import ModeKeys
-from smdebug.core.names import did_you_mean
+from smdebug.core.names import did_you_mean, printable
 from smdebug.core.storage.base import Storage, is_s3_path, parse_s3_path
 from smdebug.core.storage.factory import get_storage
-from smdebug.core.storage.safe_fs import UnsafeFileError
+from smdebug.core.storage.errors import UnreadableFileError
 from smdebug.core.tensor import StepState, Tensor
-from smdebug.core.tfevent.index_file import IndexEntry, IndexFile, event_file_key, parse_index_file
+from smdebug.core.tfevent.index_file import (
+    MAX_INDEX_FILE_BYTES,
+    IndexEntry,
+    IndexFile,
+    event_file_key,
+    parse_index_file,
+)
 from smdebug.core.tfevent.tensor_codec import decode_tensor_record
 from smdebug.trials.read_cache import ReadIndexFilesCache
 from smdebug.trials.read_log import ReadLog
@@ -48,6 +58,7 @@ from smdebug.exceptions import (
     MissingEventFile,
     NoMoreData,
     NoSmdebugRun,
+    SMDebugTypeError,
     SMDebugValueError,
     StepNotYetAvailable,
     StepUnavailable,
@@ -130,6 +141,10 @@ class Trial:
         self.index_reader = self  # compatibility: the original exposed an index reader object
         self.incomplete_wait_window = _env_int("SMDEBUG_INCOMPLETE_STEP_WAIT_WINDOW", 1000)
         self.missing_event_retry_limit = _env_int("SMDEBUG_MISSING_EVENT_FILE_RETRY_LIMIT", 100)
+        # Fruitless waits for missing event files share one allowance per trial (one file's worth of
+        # retries): a live run whose event files were removed would otherwise cost every value its own
+        # full wait (100 x 2 s). A file that appears while waited for makes the allowance whole again.
+        self._missing_event_waits_left: Optional[int] = None
         self.end_delay_refresh = _env_float("SMDEBUG_TRAINING_END_DELAY_REFRESH", 1.0)
 
         self._files: Dict[int, Dict[str, IndexFile]] = {}  # global step -> worker -> index file
@@ -154,7 +169,7 @@ class Trial:
         self._span_budget = _env_int("SMDEBUG_TRIAL_SPAN_CACHE_BYTES", 64 << 20)
         self._read_logs: List[ReadLog] = []  # open read_log() blocks
 
-        self._load_collections(wait_for_collections)
+        self._load_collections(_check_wait(wait_for_collections))
         self.refresh_data()
 
     # ------------------------------------------------------------------------------------------
@@ -181,8 +196,22 @@ class Trial:
         begin, end = self.range_steps
         return (begin is None or step >= begin) and (end is None or step < end)
 
+    def _list(self, folder: str, start_after: Optional[str] = None) -> List[str]:
+        """The keys under ``folder`` (INDEX_DIR or COLLECTIONS_DIR). A folder that cannot be listed
+        (permission denied) raises the documented exception of its files, naming it (skipped with a
+        warning under ``skip_damaged``); a run folder that cannot be opened at all is no run."""
+        try:
+            return self.storage.list(folder, start_after=start_after, skip_unreadable=self.skip_damaged)
+        except UnreadableFileError as e:
+            if e.filename == getattr(self.storage, "root", None):
+                raise NoSmdebugRun(self.path, f"it cannot be opened ({e.reason})", hint="") from None
+            error = (CollectionFileCorrupted(str(e), e.filename) if folder == COLLECTIONS_DIR
+                     else IndexReaderException(str(e), e.filename))
+            self._note_damage(error)
+            raise error from None
+
     def _collection_files(self) -> List[str]:
-        return [k for k in self.storage.list(COLLECTIONS_DIR) if re.search(r"_?collections\.json$", k)]
+        return [k for k in self._list(COLLECTIONS_DIR) if re.search(r"_?collections\.json$", k)]
 
     def _read_collection_file(self, files: List[str]) -> CollectionManager:
         """The collections of the run: the first readable collection file. With ``skip_damaged``,
@@ -190,9 +219,13 @@ class Trial:
         for k in files:
             try:
                 try:
-                    raw = self.storage.read(k)
-                except UnsafeFileError as e:  # a FIFO, device, folder or link where the file belongs
+                    raw = self.storage.read_limited(k, MAX_COLLECTIONS_FILE_BYTES, MAX_COLLECTIONS_FILE_SETTING)
+                except UnreadableFileError as e:  # unreadable, too large, or not a regular file
                     raise CollectionFileCorrupted(str(e), self.storage.full_path(k)) from None
+                except FileNotFoundError:  # removed since the listing: as if it had not been listed
+                    logger.warning("Collections file %s vanished while the run was being opened",
+                                   self.storage.full_path(k))
+                    continue
                 return self.collection_manager.loads(raw, self.storage.full_path(k))
             except CollectionFileCorrupted as e:
                 if not self.skip_damaged:
@@ -222,7 +255,7 @@ class Trial:
             first_look = False
             ended = self.storage.exists(END_OF_JOB_FILE)
             if ended:
-                if not files and self.storage.list(INDEX_DIR):
+                if not files and self._list(INDEX_DIR):
                     # A run whose collections were never exported (e.g. killed early): readable anyway.
                     logger.warning("No collection files in %s; assuming a single worker", self.path)
                     break
@@ -232,11 +265,14 @@ class Trial:
                 )
             # Some workers' files but not all, in a run that is writing steps: a worker may have died
             # before exporting its collections. Wait a bounded time (even without a timeout), then go on.
+            # So too for a run with index files but no collection file at all (a hook exports its
+            # collections before its first step's index: they were removed, or the run is damaged):
+            # waiting for them until an end marker that may never come hung for good.
             limit = timeout
-            if limit is None and files:
+            if limit is None and (files or self._list(INDEX_DIR)):
                 limit = float(os.environ.get("SMDEBUG_MISSING_WORKERS_WAIT", "30"))
             if limit is not None and time.monotonic() - start >= limit:
-                if files or self.storage.list(INDEX_DIR):
+                if files or self._list(INDEX_DIR):
                     logger.warning(
                         "Only %d of %d collection files in %s after %.0fs; continuing with what is there "
                         "(a worker may have died before it saved anything)",
@@ -329,7 +365,7 @@ class Trial:
                     logger.warning("Skipping %s", e)
                     self._read_keys.add(k, self._list_token)
                     continue
-                error = IndexReaderException("Invalid File Found", self.storage.full_path(k))
+                error = IndexReaderException(e.message, printable(self.storage.full_path(k)))
                 self._note_damage(error)
                 raise error from None
             if self._in_range(step):
@@ -338,8 +374,10 @@ class Trial:
                 self._read_keys.add(k, self._list_token)
         raws = self._read_index_files(parsed)
         for (k, step, worker), raw in zip(parsed, raws):
+            if isinstance(raw, FileNotFoundError):
+                continue  # removed since the listing (not marked read: should it come back, it is read then)
             try:
-                if isinstance(raw, UnsafeFileError):
+                if isinstance(raw, UnreadableFileError):
                     raise IndexReaderException(str(raw), self.storage.full_path(k), step)
                 f = parse_index_file(self.storage.full_path(k), step, worker, raw)
             except IndexReaderException as e:
@@ -354,20 +392,12 @@ class Trial:
         self._update_token()
 
     def _read_index_files(self, parsed: List[Tuple[str, int, str]]) -> list:
-        """The bytes of each index file, or the UnsafeFileError of one that is not a regular file."""
+        """The bytes of each index file, or the error reading it raised: UnreadableFileError (not a regular
+        file, permission denied, larger than SMDEBUG_MAX_INDEX_FILE_BYTES: refused before it is read) or
+        FileNotFoundError (removed since the listing)."""
         if not parsed:
             return []
-        try:
-            return self.storage.read_many([(k, 0, None) for k, _, _ in parsed])
-        except UnsafeFileError:
-            pass  # (rare: find which ones, one by one)
-        out = []
-        for k, _, _ in parsed:
-            try:
-                out.append(self.storage.read(k))
-            except UnsafeFileError as e:
-                out.append(e)
-        return out
+        return self.storage.read_files([k for k, _, _ in parsed], MAX_INDEX_FILE_BYTES, "SMDEBUG_MAX_INDEX_FILE_BYTES")
 
     def _list_index_keys(self, start_after: Optional[str], settled: bool) -> List[str]:
         """Index keys after ``start_after``, with no file of a worker missing before its last one listed.
@@ -379,7 +409,7 @@ class Trial:
         every file of a worker up to the last one the first listing showed; later files are left for the
         next refresh, which lists from before them. A run that has ended (``settled``) is listed once.
         """
-        keys = self.storage.list(INDEX_DIR, start_after=start_after)
+        keys = self._list(INDEX_DIR, start_after=start_after)
         if settled or not keys:
             return keys
         last: Dict[str, int] = {}
@@ -390,7 +420,7 @@ class Trial:
                 continue  # reported by the caller
             last[worker] = max(step, last.get(worker, -1))
         found = set(keys)
-        for k in self.storage.list(INDEX_DIR, start_after=start_after):
+        for k in self._list(INDEX_DIR, start_after=start_after):
             if k in found:
                 continue
             try:
@@ -550,6 +580,8 @@ class Trial:
         reaching it, and TimeoutError after ``timeout`` seconds (None: no limit).
         """
         start = time.monotonic()
+        for step in required_steps:
+            _check_step(step)
         for step in sorted(required_steps):
             while True:
                 state = self._has_passed_step(step, mode)
@@ -584,6 +616,7 @@ class Trial:
                     for f in self._files[g].values():
                         names.update(self._names_of(f))
         else:
+            _check_step(step)
             g = self.global_step(mode, step)
             if g is None or g not in self._files:
                 if self._has_passed_step(step, mode) == StepState.NOT_YET_AVAILABLE:
@@ -593,8 +626,11 @@ class Trial:
             for f in self._files[g].values():
                 names.update(self._names_of(f))
         if regex is not None:
-            regexes = [regex] if isinstance(regex, str) else list(regex)
-            compiled = [re.compile(r) for r in regexes]
+            try:
+                regexes = [regex] if isinstance(regex, str) else list(regex)
+                compiled = [re.compile(r) for r in regexes]
+            except (re.error, TypeError) as e:
+                raise SMDebugValueError(f"tensor_names(regex=...): not a regular expression: {regex!r}: {e}") from None
             names = {n for n in names if any(c.search(n) for c in compiled)}
         elif collection is not None:
             coll = collection if isinstance(collection, Collection) else self.collection(collection)
@@ -730,6 +766,7 @@ class Trial:
         return sorted(ms for g in steps for m, ms in (to_mode.get(g, (None, None)),) if m == mode)
 
     def _step_files(self, step: int, mode) -> Dict[str, IndexFile]:
+        _check_step(step)
         g = step if mode == ModeKeys.GLOBAL else self.global_step(mode, step)
         files = self._files.get(g) if g is not None else None
         if files is None:
@@ -868,18 +905,23 @@ class Trial:
         while True:
             try:
                 raw = self._read_record_bytes(f, key, start, length)
+                if attempts:  # it came after all: waiting was worth it, the allowance is whole again
+                    self._missing_event_waits_left = None
                 break
-            except UnsafeFileError as e:  # a FIFO, device, folder or link where the event file belongs
+            except UnreadableFileError as e:  # not a regular file, permission denied, an I/O error
                 raise EventFileCorrupted(str(e), self.storage.full_path(key), f.step) from None
             except FileNotFoundError:
                 attempts += 1
                 later_exists = any(
                     s > f.step and f.worker in self._files[s] for s in self._steps[bisect.bisect_right(self._steps, f.step):][:1]
                 )
+                if self._missing_event_waits_left is None:
+                    self._missing_event_waits_left = self.missing_event_retry_limit
                 if (self.loaded_all_steps or later_exists or self._assumed_ended
-                        or attempts > self.missing_event_retry_limit
+                        or attempts > self.missing_event_retry_limit or self._missing_event_waits_left <= 0
                         or self.storage.exists(END_OF_JOB_FILE)):
                     raise MissingEventFile(name, f.step, f.mode, self.storage.full_path(key)) from None
+                self._missing_event_waits_left -= 1
                 time.sleep(self.poll_interval)
         if len(raw) < length:
             raise EventFileCorrupted(
@@ -917,7 +959,7 @@ class Trial:
         try:
             for i, raw in zip(missing, self.storage.read_many([requests[i] for i in missing]) if missing else []):
                 raws[i] = raw
-        except (FileNotFoundError, UnsafeFileError):  # (one value at a time says which step, and how)
+        except (FileNotFoundError, UnreadableFileError):  # (one value at a time says which step, and how)
             return [tensor.value(s, mode, worker) for s in steps]
         out = []
         for (f, e), raw, (key, start, length) in zip(plan, raws, requests):
@@ -964,6 +1006,24 @@ class S3Trial(Trial):
                 raise SMDebugValueError("Pass either path or bucket_name/prefix_name, not both")
             path = f"s3://{bucket_name}/{(prefix_name or '').lstrip('/')}"
         super().__init__(name, path, *args, **kwargs)
+
+
+def _check_wait(seconds) -> Optional[float]:
+    """``wait_for_collections``: None, or seconds (inf: no limit). NaN compared false with every time
+    and waited for ever."""
+    if seconds is None:
+        return None
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float, np.integer, np.floating)):
+        raise SMDebugTypeError(f"wait_for_collections must be seconds (a number) or None, got {seconds!r}")
+    if seconds != seconds:
+        raise SMDebugValueError("wait_for_collections is NaN: give seconds, float('inf') (no limit) or None")
+    return float(seconds)
+
+
+def _check_step(step) -> None:
+    """Steps are integers (a string or None compared with the run's steps raised a bare TypeError)."""
+    if isinstance(step, bool) or not isinstance(step, (int, np.integer)):
+        raise SMDebugTypeError(f"a step must be an integer, got {step!r} ({type(step).__name__})")
 
 
 def _one_of(value, alias, name: str, alias_name: str):

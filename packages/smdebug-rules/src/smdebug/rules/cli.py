@@ -138,9 +138,14 @@ def _open(path: str, follow: bool, **kwargs):
     from smdebug.core.storage.base import is_s3_path
     from smdebug.trials import create_trial
 
-    if not follow and not is_s3_path(path) and not os.path.isdir(os.path.expanduser(path.strip())):
+    from smdebug.exceptions import NoSmdebugRun
+
+    if not follow and not is_s3_path(path) and not os.path.lexists(os.path.expanduser(path.strip())):
         raise SMDebugError(f"{path}: no such directory")
-    return create_trial(path, **kwargs)
+    try:
+        return create_trial(path, **kwargs)
+    except NoSmdebugRun as e:  # (a file, a FIFO, a link loop...: the trial says what is there instead)
+        raise NoSmdebugRun(e.path, e.reason, hint="" if follow else "--follow waits for a run about to start") from None
 
 
 def _run(args) -> int:
@@ -151,6 +156,10 @@ def _run(args) -> int:
     try:
         for request in args.rules or ():  # a typo is a usage error, found before anything is read
             find_rule(request["name"])
+        if args.output and not args.output.strip().startswith("s3://"):
+            from smdebug.core.storage.safe_fs import check_output_path
+
+            check_output_path(os.path.abspath(os.path.expanduser(args.output)))  # (/dev/null, a FIFO: said first)
         range_steps = (args.start_step, args.end_step) if (args.start_step or args.end_step) else None
         # a job that is just starting has no collection files yet: --follow waits for them (up to --timeout)
         wait = (args.timeout if args.follow else 0.0)

@@ -109,6 +109,9 @@ class RunResult:
             if not name or folder.rstrip("/") in ("s3:", "s3:/"):
                 raise ValueError(f"{path}: give an object key, e.g. s3://bucket/run/rule_results.json")
         else:
+            from smdebug.core.storage.safe_fs import check_output_path
+
+            check_output_path(os.path.abspath(os.path.expanduser(path)))  # (never replace /dev/null or a FIFO)
             folder, name = os.path.split(os.path.abspath(os.path.expanduser(path)))
             os.makedirs(folder, exist_ok=True)
         get_storage(folder).write_atomic(name, self.to_json().encode("utf-8"))

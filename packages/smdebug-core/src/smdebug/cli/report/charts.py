@@ -18,7 +18,7 @@ from typing import List, Tuple
 import numpy as np
 
 from smdebug.cli.report.content import Chart
-from smdebug.cli.report.lines import Line, non_finite_runs, plot_points
+from smdebug.cli.report.lines import Line, limit_lines, non_finite_runs, plot_points
 
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
            "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd")
@@ -28,6 +28,8 @@ STATUS_COLOUR = {"IssuesFound": "#d62728", "Error": "#b35900", "NotEvaluated": "
                  "InProgress": "#52606d",
                  "NoIssuesFound": "#2ca02c"}
 HEIGHT = 320
+#: rule findings marked on one chart at most (each is a glyph with a tooltip)
+MAX_MARKERS = 2000
 
 # The smoothing transform: a debiased exponential moving average over the finite values, as
 # TensorBoard draws it; weight 0 gives the values back.
@@ -69,6 +71,14 @@ class Drawer:
     def add(self, chart: Chart) -> str:
         """Draw a chart; returns its element name (``chart-<n>``)."""
         name = f"chart-{len(self.models) + 1}"
+        if chart.kind == "lines":  # (a chart of thousands of series is neither drawable nor readable)
+            chart.lines, left_out = limit_lines(chart.lines)
+            if left_out:
+                chart.note = f"{chart.note} ({left_out})" if chart.note else left_out
+        if len(chart.markers) > MAX_MARKERS:
+            chart.note = (chart.note + " " if chart.note else "") + (
+                f"({len(chart.markers) - MAX_MARKERS} of {len(chart.markers)} rule findings not marked)")
+            chart.markers = chart.markers[:MAX_MARKERS]
         fig = {"lines": self._lines, "heatmap": self._heatmap, "bars": self._bars, "spread": self._spread,
                "timeline": self._timeline}[chart.kind](chart, name)
         if self.live:

@@ -227,3 +227,31 @@ def non_finite_runs(line: Line) -> List[dict]:
         })
         i = j + 1
     return out
+
+
+#: lines one chart draws at most: a run of 2,000 workers drew 2,000 lines per chart (224 s, 718 MB for
+#: the page, which no one could read); beyond this the chart keeps the lines that reach furthest
+MAX_LINES_PER_CHART = 32
+
+
+def limit_lines(lines: List[Line], limit: int = MAX_LINES_PER_CHART) -> Tuple[List[Line], str]:
+    """At most ``limit`` of ``lines`` (in their order) and a note saying what was left out ('' if none):
+    the lines with the highest maxima and those with the lowest minima, alternately, so the spread of the
+    series stays in view and an outlier is never the one dropped."""
+    if len(lines) <= limit:
+        return lines, ""
+    def extreme(ln: Line, pick) -> float:
+        finite = ln.values[np.isfinite(ln.values)] if len(ln.values) else ln.values
+        return float(pick(finite)) if len(finite) else float("nan")
+    highs = sorted(range(len(lines)), key=lambda i: -np.nan_to_num(extreme(lines[i], np.max), nan=-np.inf))
+    lows = sorted(range(len(lines)), key=lambda i: np.nan_to_num(extreme(lines[i], np.min), nan=np.inf))
+    kept: Dict[int, None] = {}
+    for hi, lo in zip(highs, lows):
+        for i in (hi, lo):
+            if len(kept) < limit:
+                kept.setdefault(i, None)
+        if len(kept) >= limit:
+            break
+    chosen = [lines[i] for i in sorted(kept)]
+    return chosen, (f"{len(lines) - len(chosen)} of {len(lines)} series not drawn: the {len(chosen)} with the "
+                    "highest maxima and the lowest minima are")

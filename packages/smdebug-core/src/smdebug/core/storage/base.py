@@ -39,12 +39,41 @@ class Storage(abc.ABC):
     read_ahead: int = 0
 
     @abc.abstractmethod
-    def list(self, prefix: str, start_after: Optional[str] = None) -> List[str]:
-        """Sorted keys of committed files under ``prefix`` (recursive), strictly after ``start_after``."""
+    def list(self, prefix: str, start_after: Optional[str] = None, skip_unreadable: bool = False) -> List[str]:
+        """Sorted keys of committed files under ``prefix`` (recursive), strictly after ``start_after``.
+        A folder that cannot be listed raises :class:`~smdebug.core.storage.errors.UnreadableFileError`
+        naming it, or with ``skip_unreadable`` is left out with a warning (backends without such folders
+        ignore the flag)."""
 
     @abc.abstractmethod
     def read(self, key: str, offset: int = 0, length: Optional[int] = None) -> bytes:
         """Bytes of a file, or of ``[offset, offset+length)``. FileNotFoundError if missing."""
+
+    def read_limited(self, key: str, limit: int, setting: str = "") -> bytes:
+        """The whole file, unless it holds more than ``limit`` bytes: then
+        :class:`~smdebug.core.storage.errors.FileTooLarge` (``setting``: the knob that raises the limit,
+        named in the message), having read at most ``limit + 1`` bytes. For files a reader parses whole
+        (index, collections, rule results): their size is bounded before any memory is spent on them."""
+        from smdebug.core.storage.errors import FileTooLarge
+
+        data = self.read(key, 0, limit + 1)
+        if len(data) > limit:
+            raise FileTooLarge(self.full_path(key), None, limit, setting)
+        return data
+
+    def read_files(self, keys: Sequence[str], limit: int, setting: str = "") -> list:
+        """Whole files (see :meth:`read_limited`), each as its bytes or as the error reading it raised
+        (FileNotFoundError: gone since it was listed; UnreadableFileError: there but unreadable or too
+        large), so that one bad file does not hide the others. Remote backends fetch them in parallel."""
+        from smdebug.core.storage.errors import UnreadableFileError
+
+        out: list = []
+        for key in keys:
+            try:
+                out.append(self.read_limited(key, limit, setting))
+            except (FileNotFoundError, UnreadableFileError) as e:
+                out.append(e)
+        return out
 
     def read_view(self, key: str, offset: int, length: int):
         """Like :meth:`read` of a range, but may return a read-only buffer (e.g. a memoryview of a file

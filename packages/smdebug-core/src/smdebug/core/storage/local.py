@@ -11,7 +11,13 @@ from typing import List, Optional
 
 from smdebug.core.logger import get_logger
 from smdebug.core.storage.base import Storage, StorageWriter
-from smdebug.core.storage.errors import StorageRootRemoved, UnsafeKeyError
+from smdebug.core.storage.errors import (
+    FileTooLarge,
+    StorageError,
+    StorageRootRemoved,
+    UnreadableFileError,
+    UnsafeKeyError,
+)
 from smdebug.core.storage.safe_fs import (
     DIR_FLAGS,
     HAVE_DIR_FD,
@@ -188,20 +194,26 @@ class LocalStorage(Storage):
 
     def _open_file(self, key: str):
         """(fd, size) of the regular file ``key``, opened without following any link below the root.
-        (Paid per value a trial reads: one key check, and the folder's descriptor from a small cache.)"""
-        if not HAVE_DIR_FD:
-            path = self._path(key)
-            return open_regular(path, display=path)
-        folder, _, name = self._check_key(key).rpartition("/")
+        (Paid per value a trial reads: one key check, and the folder's descriptor from a small cache.)
+
+        Errors name the file by its full path: FileNotFoundError when it (or a folder on its way) is not
+        there, :class:`UnreadableFileError` when it is there but cannot be read (permission denied, an I/O
+        error, not a regular file: :class:`UnsafeFileError`)."""
         try:
+            if not HAVE_DIR_FD:
+                path = self._path(key)
+                return open_regular(path, display=path)
+            folder, _, name = self._check_key(key).rpartition("/")
             if not folder:
                 return open_regular(name, self._root_fd())
             with self._lock:
                 return open_regular(name, self._dir_fd_locked(folder))
         except UnsafeFileError as e:
-            if e.filename == name:  # (named relative to its folder: say which file of the run it is)
+            if not e.filename.startswith(self._root_sep):  # (named relative to its folder: say which file)
                 raise UnsafeFileError(self._root_sep + key, e.kind, e.expected) from None
             raise
+        except OSError as e:
+            raise _named(e, self._root_sep + key) from None
 
     def _dir_fd_locked(self, folder: str) -> int:
         """The descriptor of ``folder`` (a key), from the cache or opened relative to its parent's
@@ -232,49 +244,82 @@ class LocalStorage(Storage):
         return open_dir_beneath(self._root_fd(create), folders, create=create, display=self.root), name
 
     # --- listing ----------------------------------------------------------------------------------
-    def list(self, prefix: str, start_after: Optional[str] = None) -> List[str]:
+    def list(self, prefix: str, start_after: Optional[str] = None, skip_unreadable: bool = False) -> List[str]:
+        """Keys under ``prefix``. A folder that is there but cannot be listed (permission denied) raises
+        :class:`UnreadableFileError` naming it, or with ``skip_unreadable`` is left out with one warning.
+        Folders more than :attr:`MAX_LIST_DEPTH` levels below ``prefix`` are never entered (a run's
+        deepest file is two levels down; a hostile tree may be thousands deep)."""
         out: List[str] = []
         key = prefix.strip("/")
         if not HAVE_DIR_FD:
-            self._walk(self._path(prefix), key, start_after, out)
+            self._walk(self._path(prefix), key, start_after, out, 0, skip_unreadable)
             return out
         try:
-            fd = open_dir_beneath(self._root_fd(), self._split(f"{key}/x" if key else "x")[0], display=self.root)
+            root = self._root_fd()
+        except (FileNotFoundError, NotADirectoryError):
+            return out
+        except OSError as e:  # the run folder itself cannot be opened: permission denied, a link loop...
+            raise _named(e, self.root) from None
+        try:
+            fd = open_dir_beneath(root, self._split(f"{key}/x" if key else "x")[0], display=self.root)
         except (FileNotFoundError, NotADirectoryError):
             return out
         except UnsafeFileError as e:
             self._warn_link(key, e)
             return out
+        except OSError as e:  # a folder of the prefix cannot be opened (permission denied)
+            if skip_unreadable:
+                self._warn_unreadable(key, e)
+                return out
+            raise _named(e, self._path(key)) from None
         try:
-            self._walk(fd, key, start_after, out)
+            self._walk(fd, key, start_after, out, 0, skip_unreadable)
         finally:
             os.close(fd)
         return out
 
-    def _walk(self, folder, key: str, start_after: Optional[str], out: List[str]) -> None:
+    #: how many levels of folders below a listed prefix are entered
+    MAX_LIST_DEPTH = 8
+
+    def _walk(self, folder, key: str, start_after: Optional[str], out: List[str], depth: int,
+              skip_unreadable: bool) -> None:
         try:
             entries = sorted(os.scandir(folder), key=lambda e: e.name)
         except (FileNotFoundError, NotADirectoryError):
             return
+        except OSError as e:
+            if skip_unreadable:
+                self._warn_unreadable(key, e)
+                return
+            raise _named(e, self._path(key)) from None
         for e in entries:
             child = f"{key}/{e.name}" if key else e.name
             if e.is_dir(follow_symlinks=False):
                 # Skip folders whose every key sorts before start_after (zero-padded names sort by step).
                 if start_after is not None and child + "/\uffff" <= start_after:
                     continue
+                if depth >= self.MAX_LIST_DEPTH:
+                    self._warn_once(child, "smdebug: %s is more than %d folders deep; a run has no files there, "
+                                    "so it is not entered", self._path(child), self.MAX_LIST_DEPTH)
+                    continue
                 if not HAVE_DIR_FD:
-                    self._walk(e.path, child, start_after, out)
+                    self._walk(e.path, child, start_after, out, depth + 1, skip_unreadable)
                     continue
                 try:
                     sub = open_dir(e.name, folder)
                 except (FileNotFoundError, NotADirectoryError, UnsafeFileError):
                     continue  # removed or replaced since the listing
+                except OSError as err:  # (permission denied: the folder's files are unknown, not absent)
+                    if skip_unreadable:
+                        self._warn_unreadable(child, err)
+                        continue
+                    raise _named(err, self._path(child)) from None
                 try:
-                    self._walk(sub, child, start_after, out)
+                    self._walk(sub, child, start_after, out, depth + 1, skip_unreadable)
                 finally:
                     os.close(sub)
             elif not e.name.endswith(TMP_SUFFIX):
-                if e.is_symlink() and e.is_dir():
+                if e.is_symlink() and _points_to_folder(e):
                     self._warn_link(child, None)
                     continue
                 # Links to files, FIFOs, devices... are listed: reading one raises the documented error
@@ -282,11 +327,18 @@ class LocalStorage(Storage):
                 if start_after is None or child > start_after:
                     out.append(child)
 
-    def _warn_link(self, key: str, err) -> None:
+    def _warn_once(self, key: str, message: str, *args) -> None:
         if key not in self._warned_links:
             self._warned_links.add(key)
-            logger.warning("smdebug: %s is %s; smdebug follows no link inside a run, so it is not read",
-                           self._path(key), err.kind if err is not None else "a symbolic link to a folder")
+            logger.warning(message, *args)
+
+    def _warn_link(self, key: str, err) -> None:
+        self._warn_once(key, "smdebug: %s is %s; smdebug follows no link inside a run, so it is not read",
+                        self._path(key), err.kind if err is not None else "a symbolic link to a folder")
+
+    def _warn_unreadable(self, key: str, err: OSError) -> None:
+        self._warn_once(key, "smdebug: skipping %s, which cannot be listed (%s): its files are left out",
+                        self._path(key), err.strerror or err)
 
     # --- reading ----------------------------------------------------------------------------------
     def read(self, key: str, offset: int = 0, length: Optional[int] = None) -> bytes:
@@ -296,6 +348,16 @@ class LocalStorage(Storage):
         fd, size = self._open_file(key)
         try:
             return read_all(fd, _clamp(offset, length, size), offset)
+        finally:
+            os.close(fd)
+
+    def read_limited(self, key: str, limit: int, setting: str = "") -> bytes:
+        # The size is known before a byte is read: a sparse file of terabytes costs nothing.
+        fd, size = self._open_file(key)
+        try:
+            if size > limit:
+                raise FileTooLarge(self._root_sep + key, size, limit, setting)
+            return read_all(fd, size)
         finally:
             os.close(fd)
 
@@ -415,6 +477,27 @@ class LocalStorage(Storage):
 
     def full_path(self, key: str) -> str:
         return self._path(key)
+
+
+def _named(err: OSError, path: str) -> OSError:
+    """``err`` naming ``path`` in full (the calls relative to a folder's descriptor name only the last
+    component): FileNotFoundError stays one (a missing file is an answer), NotADirectoryError becomes one
+    (a file where a folder of the path should be: the file is not there); anything else is an
+    :class:`UnreadableFileError` (permission denied, a link loop, an I/O error)."""
+    if isinstance(err, (FileNotFoundError, NotADirectoryError)):
+        return FileNotFoundError(err.errno, err.strerror, path)
+    if isinstance(err, StorageError):  # (UnsafeKeyError, UnreadableFileError: already say what they are)
+        return err
+    return UnreadableFileError(path, err.strerror or str(err))
+
+
+def _points_to_folder(entry) -> bool:
+    """Whether a link found in a listing points to a folder (a loop or an unreadable target: treated as
+    one, so it is left out with a warning instead of raising from the listing)."""
+    try:
+        return entry.is_dir()
+    except OSError:
+        return True
 
 
 def _folder_removed(dir_fd: Optional[int]) -> bool:

@@ -39,10 +39,12 @@ from smdebug.core.logger import get_logger
 from smdebug.core.storage.base import Storage, StorageWriter, parse_s3_path
 from smdebug.core.storage.cache import DiskCache, cacheable
 from smdebug.core.storage.errors import (
+    FileTooLarge,
     StorageAccessDenied,
     StorageBucketNotFound,
     StorageError,
     StorageUnavailable,
+    UnreadableFileError,
 )
 
 logger = get_logger()
@@ -252,6 +254,7 @@ class S3Storage(Storage):
         self.retry_max_delay = _env_float("SMDEBUG_S3_RETRY_MAX_DELAY", 10.0)
         self.cache = DiskCache(cache_dir, f"{bucket}/{prefix}") if cache_dir else None
         self._etags: Dict[str, str] = {}
+        self._sizes: Dict[str, int] = {}  # object sizes seen in listings (files too large are refused unread)
         self._cancel = threading.Event()
         self._background_threads: set = set()
         self._lock = threading.Lock()
@@ -345,7 +348,8 @@ class S3Storage(Storage):
                            time.monotonic() - since, self.display_path)
 
     # --- listing ------------------------------------------------------------------------------
-    def list(self, prefix: str, start_after: Optional[str] = None) -> List[str]:
+    def list(self, prefix: str, start_after: Optional[str] = None, skip_unreadable: bool = False) -> List[str]:
+        # (skip_unreadable: a prefix has no folders that cannot be listed; access is the bucket's)
         s3_prefix = self._key(prefix)
         if s3_prefix and not s3_prefix.endswith("/"):
             s3_prefix += "/"
@@ -360,6 +364,8 @@ class S3Storage(Storage):
             for item in page.get("Contents") or ():
                 rel = item["Key"][n:]
                 out.append(rel)
+                if isinstance(item.get("Size"), int):
+                    self._sizes[rel] = item["Size"]
                 etag = item.get("ETag")
                 if etag and self.cache is not None and cacheable(rel):
                     self._etags[rel] = etag
@@ -391,6 +397,36 @@ class S3Storage(Storage):
             else:
                 self.cache.put_span(key, offset, data)
         return data
+
+    def read_limited(self, key: str, limit: int, setting: str = "") -> bytes:
+        size = self._sizes.get(key)
+        if size is None:  # not listed: one ranged GET of at most limit + 1 bytes tells
+            return super().read_limited(key, limit, setting)
+        if size > limit:
+            raise FileTooLarge(self.full_path(key), size, limit, setting)
+        return self.read(key)  # (whole: the disk cache keeps whole objects by ETag)
+
+    def read_files(self, keys: Sequence[str], limit: int, setting: str = "") -> list:
+        out: list = [None] * len(keys)
+        whole = []  # listed objects of a size within the limit: fetched together, in parallel
+        for i, key in enumerate(keys):
+            size = self._sizes.get(key)
+            if size is not None and size > limit:
+                out[i] = FileTooLarge(self.full_path(key), size, limit, setting)
+            elif size is not None:
+                whole.append(i)
+        try:
+            for i, data in zip(whole, self.read_many([(keys[i], 0, None) for i in whole])):
+                out[i] = data
+        except FileNotFoundError:
+            pass  # (one is gone since the listing: the loop below says which)
+        for i, key in enumerate(keys):
+            if out[i] is None:
+                try:
+                    out[i] = self.read_limited(key, limit, setting)
+                except (FileNotFoundError, UnreadableFileError) as e:
+                    out[i] = e
+        return out
 
     def _get(self, key: str, offset: int, length: Optional[int]) -> Tuple[bytes, Optional[str]]:
         kwargs = {"Bucket": self.bucket, "Key": self._key(key)}

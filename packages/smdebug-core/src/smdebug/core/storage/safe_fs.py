@@ -23,7 +23,7 @@ import stat
 import threading
 from typing import Optional, Tuple
 
-from smdebug.core.storage.errors import StorageError
+from smdebug.core.storage.errors import UnreadableFileError
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -46,18 +46,19 @@ _KINDS = (
 )
 
 
-class UnsafeFileError(StorageError):
+class UnsafeFileError(UnreadableFileError):
     """Something other than a regular file (a link, a FIFO, a device, a folder) where smdebug reads or
     writes a file. Readers turn it into the documented exception of the file's kind; a hook loses the
     step it was writing (reported, as any storage failure) and goes on. (A StorageError: an OSError, so
     code written for files keeps working, and an SMDebugError, so the CLI shows it as a message.)"""
 
     def __init__(self, path: str, kind: str, expected: str = "a regular file"):
-        super().__init__(f"{path} is {kind}, not {expected} (smdebug reads and writes only regular files "
-                         "and follows no link inside a run)", operation="open", key=path)
+        super().__init__(path, f"{kind}, not {expected}", operation="open")
+        # (the message names what was found, as before: "<path> is a FIFO, not a regular file (...)")
+        self.message = (f"{path} is {kind}, not {expected} (smdebug reads and writes only regular files "
+                        "and follows no link inside a run)")
         self.kind = kind
         self.expected = expected
-        self.filename = path
 
 
 def describe_mode(mode: int) -> str:
@@ -170,6 +171,21 @@ def open_dir_beneath(root_fd: int, parts, create: bool = False, display: str = "
     except BaseException:
         os.close(fd)
         raise
+
+
+def check_output_path(path: str) -> None:
+    """For a file a command writes where the user said (``-o FILE``): UnsafeFileError if ``path`` is a
+    device, FIFO, socket or folder, or a link to one. Such an output is written as a new file renamed
+    into place, and renaming over ``/dev/null`` as root replaced the device with an ordinary file (a link
+    planted at the name pointing to a regular file is still replaced, never written through)."""
+    try:
+        st = os.lstat(path)
+        if stat.S_ISLNK(st.st_mode):
+            st = os.stat(path)  # (a dangling link raises: replaced like any free name)
+    except OSError:
+        return
+    if not stat.S_ISREG(st.st_mode):
+        raise UnsafeFileError(path, describe_mode(st.st_mode), "a file smdebug may replace with its output")
 
 
 def write_file_atomic(path: str, data: bytes, mode: int = 0o666) -> None:

@@ -17,6 +17,7 @@ from itertools import chain
 from operator import add
 from typing import Dict, List, Optional, Tuple
 
+from smdebug.core.locations import MAX_STEP
 from smdebug.core.modes import ModeKeys
 from smdebug.core.reductions import REDUCTION_PREFIX, parse_reduction_tensor_name
 from smdebug.exceptions import IndexReaderException
@@ -189,8 +190,10 @@ def _parse_meta(meta, key: str, step: int):
     try:
         mode = ModeKeys[meta["mode"]]
         mode_step = int(meta["mode_step"])
+        if not -MAX_STEP <= mode_step <= MAX_STEP:  # (steps are int64: 10**30 would overflow every reader)
+            raise ValueError("mode_step out of range")
     except (KeyError, TypeError, ValueError, OverflowError):  # OverflowError: int() of 1e999 (found by atheris)
-        raise IndexReaderException(f"Index file has an invalid meta {meta!r}", key, step) from None
+        raise IndexReaderException(f"Index file has an invalid meta {_short(meta)}", key, step) from None
     event_file = meta.get("event_file_name")
     if event_file == "":
         # Written by index files that locate no record in an event file (the original's own test helpers
@@ -205,6 +208,11 @@ def _parse_meta(meta, key: str, step: int):
             raise IndexReaderException(
                 f"Index meta.event_file_name {event_file[:200]!r} could name a file outside the run", key, step)
     return mode, mode_step, event_file
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 300 else text[:300] + "..."
 
 
 def event_file_key(event_file: str) -> Optional[str]:
@@ -245,6 +253,8 @@ def _parse_payload(doc: dict, key: str, step: int):
             elif min(starts) < 0 or min(lengths) <= 0:
                 raise ValueError("a record location is negative or empty")
             extent = (min(starts), max(map(add, starts, lengths)))
+            # Names are text: a lone surrogate ("\udcff" in the JSON) cannot be printed, drawn or written.
+            joined.encode("utf-8")
             if REDUCTION_PREFIX in joined:
                 _split_reductions(locations, reductions)
         # The original kept only the shape when a tensor had both a location and a shape (dropping the
@@ -252,8 +262,15 @@ def _parse_payload(doc: dict, key: str, step: int):
         for item in doc.get("shape_payload") or []:
             name = item["tensorname"]
             if not isinstance(name, str):
-                raise TypeError(f"tensor name {name!r} is not a string")
-            shapes[name] = (tuple(int(d) for d in item["shape"]), item.get("originalname", name))
+                raise TypeError(f"tensor name {_short(name)} is not a string")
+            name.encode("utf-8")
+            shape = tuple(int(d) for d in item["shape"])
+            if any(not -MAX_STEP <= d <= MAX_STEP for d in shape):  # (int64, as numpy holds shapes)
+                raise ValueError(f"shape {_short(shape)} of {_short(name)} has a dimension out of range")
+            shapes[name] = (shape, item.get("originalname", name))
+    except UnicodeEncodeError:
+        raise IndexReaderException("Index file has a tensor name that is not valid text (a lone surrogate)",
+                                   key, step) from None
     except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as e:
         raise IndexReaderException(f"Index file has a malformed payload entry ({e})", key, step) from None
     return locations, shapes, reductions, extent
