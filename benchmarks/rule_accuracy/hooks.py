@@ -153,3 +153,45 @@ def recommended_set_description() -> str:
             "run RUN` evaluates with no `--rule`), on runs recorded with `Hook.recommended(out_dir, "
             "include_collections=<the other rules' collections>)` (benchmarks/rule_accuracy/hooks.py); the held-out "
             "rows (`hh_`/`bh_`) with `Hook.recommended(out_dir)` alone, or the hook a row names (`HELDOUT_HOOKS`)")
+
+
+#: how the second held-out batch (scenarios ``h2_``/``b2_``) is recorded: ``recommended`` and ``recommended_loss_io``
+#: as above; ``interval_10`` / ``interval_50``: the README's hook (weights, gradients and losses) with
+#: ``save_interval=10`` or ``50``; ``default``: ``Hook(out_dir)`` as it comes.
+HELDOUT2_HOOKS = ("recommended", "recommended_loss_io", "interval_10", "interval_50", "default")
+
+
+def heldout2_torch_hook(out_dir: str, kind: str = "recommended"):
+    import smdebug.pytorch as smd
+
+    if kind == "recommended":
+        return smd.Hook.recommended(out_dir)
+    if kind == "recommended_loss_io":
+        return smd.Hook.recommended(out_dir, include_regex=[LOSS_INPUTS])
+    if kind in ("interval_10", "interval_50"):
+        return smd.Hook(out_dir=out_dir, save_config=smd.SaveConfig(save_interval=int(kind.split("_")[1])),
+                        include_collections=["weights", "gradients", "losses"])
+    if kind == "default":
+        return smd.Hook(out_dir=out_dir)
+    raise ValueError(f"unknown held-out hook {kind!r}")
+
+
+def heldout2_keras_hook(out_dir: str, kind: str = "recommended"):
+    import smdebug.tensorflow as smd
+
+    if kind == "recommended":
+        return smd.KerasHook.recommended(out_dir)
+    if kind == "default":
+        return smd.KerasHook(out_dir=out_dir)
+    raise ValueError(f"unknown held-out hook {kind!r}")
+
+
+def heldout2_xgboost_hook(out_dir: str, params: dict, train, valid, kind: str = "recommended"):
+    import smdebug.xgboost as smd
+
+    if kind == "recommended":
+        return smd.Hook.recommended(out_dir, hyperparameters=params, train_data=train, validation_data=valid)
+    if kind == "recommended_importance":  # also the feature importances (the README's collection list)
+        return smd.Hook.recommended(out_dir, hyperparameters=params, train_data=train, validation_data=valid,
+                                    include_collections=["feature_importance"])
+    raise ValueError(f"unknown held-out hook {kind!r}")

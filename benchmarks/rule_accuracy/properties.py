@@ -106,6 +106,20 @@ def _window_mean(values: np.ndarray, start: float, end: float) -> float:
     return float(np.mean(values[lo:hi]))
 
 
+def _span(loss: np.ndarray) -> float:
+    """How far the training loss came down over the run: its first 5% less its lowest value (the scale of a
+    loss that has no natural zero, e.g. a Gaussian negative log-likelihood, which goes below 0)."""
+    return max(_window_mean(loss, 0.0, 0.05) - float(np.min(loss)), 1e-12)
+
+
+def _below(a: float, b: float, fraction: float, span: float) -> bool:
+    """``a`` is at least ``fraction`` below ``b``: ``a < (1 - fraction) * b`` for positive losses, as every check
+    reads them; for a loss that reaches 0 or below, where ratios mean nothing, ``b - a > fraction * span``."""
+    if a > 0 and b > 0:
+        return a < (1 - fraction) * b
+    return b - a > fraction * span
+
+
 def _finite(run: Run, regexes: List[str]) -> Tuple[bool, str]:
     for regex in regexes:
         for name in run.matching(regex):
@@ -128,15 +142,16 @@ def nan_or_inf(run: Run, facts: dict) -> Result:
 
 
 def finite_explosion(run: Run, facts: dict) -> Result:
-    """Everything stays finite, yet the training loss or the weights' total norm grows at least 100-fold
-    (last 20% of the run against the first 10%)."""
+    """Everything stays finite, yet the training loss's magnitude or the weights' total norm grows at least
+    100-fold (last 20% of the run against the first 10%; magnitude: a loss that falls without bound below 0, as
+    an objective with a sign error does, explodes too)."""
     nan, where = nan_or_inf(run, facts)
     if nan:
         return False, f"not finite: {where}"
     loss = _train_loss(run, facts)
     if not len(loss):
         return None, "no training loss saved"
-    loss_growth = _window_mean(loss, 0.8, 1.0) / max(_window_mean(loss, 0.0, 0.1), 1e-12) if len(loss) else 0.0
+    loss_growth = abs(_window_mean(loss, 0.8, 1.0)) / max(abs(_window_mean(loss, 0.0, 0.1)), 1e-12)
     norms: Dict[int, float] = {}
     for w in facts["weights"]:
         for step, value in run.values(w, "TRAIN").items():
@@ -220,8 +235,9 @@ def loss_not_decreasing(run: Run, facts: dict) -> Result:
         return None, "no training loss saved"
     if not np.all(np.isfinite(loss)):
         return False, "the training loss is not finite (another problem)"
-    ratio = _window_mean(loss, 0.8, 1.0) / max(_window_mean(loss, 0.0, 0.05), 1e-12)
-    return ratio >= 0.9, f"late/early training loss = {ratio:.3g}"
+    early, late = _window_mean(loss, 0.0, 0.05), _window_mean(loss, 0.8, 1.0)
+    ratio = late / max(early, 1e-12)
+    return not _below(late, early, 0.1, _span(loss)), f"late/early training loss = {ratio:.3g}"
 
 
 def slow_convergence(run: Run, facts: dict) -> Result:
@@ -232,6 +248,10 @@ def slow_convergence(run: Run, facts: dict) -> Result:
         return None, "no training loss saved"
     if not np.all(np.isfinite(loss)):
         return False, "the training loss is not finite (another problem)"
+    if np.min(loss) < 0:
+        # a loss that goes below 0 (a density's negative log-likelihood) has no natural zero: how far from
+        # converged it is cannot be told by a share of where it started
+        return None, f"the training loss goes below 0 ({np.min(loss):.3g}): no share of its start measures convergence"
     start, end = _window_mean(loss, 0.0, 0.05), _window_mean(loss, 0.9, 1.0)
     earlier = _window_mean(loss, 0.57, 0.67)
     ratio = end / max(start, 1e-12)
@@ -240,23 +260,29 @@ def slow_convergence(run: Run, facts: dict) -> Result:
 
 
 def _smooth(values: np.ndarray, window: int = 10) -> np.ndarray:
+    window = min(window, len(values))
     if len(values) < window:
         return values
     return np.convolve(values, np.ones(window) / window, mode="valid")
 
 
 def oscillating(run: Run, facts: dict) -> Result:
-    """In the second half of the run the training loss, smoothed over 10 steps, swings up and down at least
-    3 times (a zigzag count: a swing is a rise and a fall, each larger than 15% of the loss the run started
-    from). Minibatch noise of a converging run stays far below that scale once smoothed."""
+    """In the second half of the run the training loss, smoothed over 10 steps (and over at least 256 rows:
+    more steps for batches smaller than 26, as the run's facts give ``batch_size``), swings up and down at
+    least 3 times (a zigzag count: a swing is a rise and a fall, each larger than 15% of the loss the run
+    started from, or of how far it came down when it went below 0). Minibatch noise of a converging run stays
+    far below that scale once smoothed over that many rows."""
     loss = _train_loss(run, facts)
     if len(loss) < 40:
         # a curve this short has no second half to swing in: the symptom cannot show
         return False, f"{len(loss)} training losses: too short a curve to swing"
     if not np.all(np.isfinite(loss)):
         return False, "the training loss is not finite (another problem)"
-    s = _smooth(loss[len(loss) // 2:])
-    threshold = 0.15 * _window_mean(loss, 0.0, 0.05)
+    half = loss[len(loss) // 2:]
+    window = max(10, int(np.ceil(256 / facts.get("batch_size", 32))))
+    s = _smooth(half, window)
+    # for a positive loss, the initial loss; for one that goes below 0, how far it came down
+    threshold = 0.15 * max(abs(_window_mean(loss, 0.0, 0.05)), _span(loss))
     moves, anchor, direction = 0, s[0], 0
     for v in s[1:]:
         if direction >= 0 and v < anchor - threshold:
@@ -285,14 +311,17 @@ def _curves(run: Run, facts: dict):
 
 def overfit(run: Run, facts: dict) -> Result:
     """The validation loss ended at least 15% above its best while the training loss ended below a fifth of
-    the validation loss (the model memorises the training set and gets worse on new data)."""
+    the validation loss (the model memorises the training set and gets worse on new data). For a loss that
+    reaches 0 or below, the same fractions of how far the training loss came down (``_below``)."""
     curves, verdict = _curves(run, facts)
     if verdict:
         return verdict
     evals, loss = curves
     best, final = float(evals.min()), float(np.mean(evals[-2:]))
     train_final = _window_mean(loss, 0.9, 1.0)
-    holds = final >= 1.15 * best and train_final < 0.2 * final
+    span = _span(loss)
+    rose = (final >= 1.15 * best) if best > 0 else (final - best >= 0.15 * span)
+    holds = rose and _below(train_final, final, 0.8, span)
     return holds, f"validation loss {best:.3g} (best) -> {final:.3g} (end), training loss {train_final:.3g} at the end"
 
 
@@ -305,10 +334,11 @@ def overtraining(run: Run, facts: dict) -> Result:
     evals, loss = curves
     best_at = int(np.argmin(evals))
     later_best = float(evals[best_at + 1:].min()) if best_at + 1 < len(evals) else np.inf
-    plateau = best_at < len(evals) / 2 and later_best > 0.99 * float(evals[best_at])
+    span = _span(loss)
+    plateau = best_at < len(evals) / 2 and not _below(later_best, float(evals[best_at]), 0.01, span)
     share = (best_at + 1) / len(evals)
     train_then, train_end = _window_mean(loss, max(0.0, share - 0.05), share), _window_mean(loss, 0.9, 1.0)
-    holds = plateau and train_end < 0.7 * train_then
+    holds = plateau and _below(train_end, train_then, 0.3, span)
     return holds, (f"best validation at evaluation {best_at + 1} of {len(evals)}; training loss {train_then:.3g} "
                    f"then, {train_end:.3g} at the end")
 
@@ -316,7 +346,8 @@ def overtraining(run: Run, facts: dict) -> Result:
 def class_imbalance(run: Run, facts: dict) -> Result:
     """The training labels seen (pooled over the training saves; an XGBoost run saves the validation labels,
     drawn from the same data) have a most/least frequent class ratio of at least 10."""
-    if facts.get("task") in ("ranking", "regression"):
+    if facts.get("task") in ("ranking", "regression", "reconstruction", "embedding", "language_model"):
+        # next tokens of text, the index of a row's other view, grades of a ranking: targets, not classes
         return False, f"a {facts['task']} task: its targets are no classes"
     counts: Dict[int, int] = {}
     for name in run.matching(facts["labels"]):
@@ -326,6 +357,9 @@ def class_imbalance(run: Run, facts: dict) -> Result:
                 return False, "continuous targets (a regression): no classes"
             for label, n in zip(*np.unique(np.round(labels).astype(int), return_counts=True)):
                 counts[label] = counts.get(label, 0) + int(n)
+    if len(counts) == 1 and (facts.get("num_classes") or 0) >= 2:
+        # the extreme case: the model scores several classes and every label is the same one
+        return True, f"every label is class {next(iter(counts))}, of the model's {facts['num_classes']} classes"
     if len(counts) < 2:
         return False, f"label counts {counts}"
     ratio = max(counts.values()) / min(counts.values())
@@ -363,8 +397,10 @@ def unnormalised_input(run: Run, facts: dict) -> Result:
 
 def improper_output(run: Run, facts: dict) -> Result:
     """The output does not match the loss: probabilities (all in [0, 1]) fed to a loss that expects logits;
-    unbounded outputs fed to a loss that expects probabilities; or a mean-squared error against integer class
-    labels with three or more classes."""
+    unbounded outputs fed to a loss that expects probabilities; values that are no log-probabilities of the
+    classes (positive, or not normalised over the class axis) fed to one that expects them; outputs bounded to
+    [0, 1] or [-1, 1] against regression targets 10% or more of which lie outside that range; or a
+    mean-squared error against integer class labels with three or more classes."""
     expects = facts.get("loss_expects")
     preds = [v for n in run.matching(facts["predictions"]) for v in run.values(n, "TRAIN").values()]
     if not preds:
@@ -376,8 +412,24 @@ def improper_output(run: Run, facts: dict) -> Result:
     if expects == "log_probs" and p.max() > 1e-3:
         # log-probabilities are <= 0; positive values are logits or scores that were never log-softmaxed
         return True, f"the loss expects log-probabilities (<= 0); the outputs reach {p.max():.3g}"
+    if expects == "log_probs" and p.shape[1] > 1:
+        # log-probabilities of one row sum to 1 once exponentiated (a log-softmax over another axis does not)
+        off = float(np.median(np.abs(np.exp(p).sum(1) - 1)))
+        if off > 0.01:
+            return True, f"the loss expects log-probabilities over the classes; exp() of a row sums to 1 +- {off:.3g}"
     if expects == "probabilities" and (not in_unit or (p.shape[1] > 1 and not np.allclose(p.sum(1), 1, atol=1e-3))):
         return True, f"the loss expects probabilities; outputs in [{p.min():.3g}, {p.max():.3g}]"
+    targets = [v for n in run.matching(facts["labels"]) for v in run.values(n, "TRAIN").values()]
+    if expects == "values" and targets:
+        # an output squashed into [0, 1] (sigmoid) or [-1, 1] (tanh) against targets it cannot reach
+        t = np.concatenate([v.reshape(-1) for v in targets])
+        for lo, hi in ((0.0, 1.0), (-1.0, 1.0)):
+            if p.min() >= lo and p.max() <= hi:
+                out = float(np.mean((t < lo) | (t > hi)))
+                if out >= 0.1:
+                    return True, (f"outputs within [{lo:g}, {hi:g}] for a regression whose targets are {out:.0%} "
+                                  "outside it")
+                break
     if expects == "values" and facts.get("targets_are_classes"):
         labels = np.concatenate([v.reshape(-1) for n in run.matching(facts["labels"])
                                  for v in run.values(n, "TRAIN").values()])
@@ -393,6 +445,8 @@ def frozen_weights(run: Run, facts: dict) -> Result:
     model (the PyTorch hook saves gradients as the optimizer sees them at its step: none after a
     ``zero_grad()`` between ``backward()`` and ``step()``)."""
     prefix = facts["gradient_prefix"]
+    if "trainable" in facts:
+        return _frozen_trainable(run, facts)
     no_gradient_at_all = not any((prefix + w) in run.names for w in facts["weights"])
     unchanged, total = [], 0
     for w in facts["weights"]:
@@ -409,10 +463,30 @@ def frozen_weights(run: Run, facts: dict) -> Result:
     return holds, f"{len(unchanged)} of {total} weight tensors unchanged with non-zero gradients"
 
 
+def _frozen_trainable(run: Run, facts: dict) -> Result:
+    """With the facts saying which weights were meant to be trained (``requires_grad`` at the end of the run):
+    at least half of them identical at the first and last training save, whatever their gradients (a
+    ``.detach()`` in the forward pass leaves them none; a parameter missing from the optimizer has one)."""
+    unchanged, total = [], 0
+    for w in facts["trainable"]:
+        values = run.values(w, "TRAIN")
+        if len(values) < 2:
+            continue
+        total += 1
+        steps = sorted(values)
+        if np.array_equal(values[steps[0]], values[steps[-1]]):
+            unchanged.append(w)
+    holds = total > 0 and len(unchanged) * 2 >= total
+    return holds, f"{len(unchanged)} of {total} weight tensors meant to be trained never changed"
+
+
 def tree_too_deep(run: Run, facts: dict) -> Result:
     """Some tree is at least 10 levels deep (read from the saved trees): far past XGBoost's default of 6 and
     the 3-10 its documentation suggests tuning within."""
     depth = _deepest_tree(run)
+    if depth < 0 and facts.get("max_depth"):
+        # no trees saved (XGBoost cannot dump multi-target trees with their statistics): max_depth bounds them
+        return facts["max_depth"] >= 10, f"no trees saved; max_depth={facts['max_depth']} bounds them"
     if depth < 0:
         return None, "no trees saved"
     return depth >= 10, f"deepest tree {depth} levels"

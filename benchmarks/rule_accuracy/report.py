@@ -144,17 +144,30 @@ def verdicts(s: dict) -> List[str]:
     ]
 
 
-#: prefixes of the held-out batch's rows (scenarios.HELDOUT) and the verdicts before any rule was changed for it
-HELDOUT_PREFIXES = ("hh_", "bh_")
-HELDOUT_BASELINE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "heldout_baseline.json")
+_HERE = os.path.dirname(os.path.abspath(__file__))
+#: the held-out batches: (name, prefixes of their rows, the file of their verdicts before any rule was changed
+#: for them, whether the rules have been fixed on them since -- then "now" is no longer a held-out number)
+HELDOUT_BATCHES = (
+    ("Held-out batch", ("hh_", "bh_"), os.path.join(_HERE, "heldout_baseline.json"), True),
+    ("Second held-out batch", ("h2_", "b2_"), os.path.join(_HERE, "heldout2_baseline.json"), True),
+)
+HELDOUT_PREFIXES = tuple(p for _, prefixes, _, _ in HELDOUT_BATCHES for p in prefixes)
 
 
 def heldout_lines(records: List[dict], rules: List[str]) -> List[str]:
-    """The held-out batch's numbers now, next to those recorded before any rule was changed for it."""
-    held = [r for r in records if r["id"].startswith(HELDOUT_PREFIXES)]
-    if not held or not os.path.exists(HELDOUT_BASELINE):
+    """Each held-out batch's numbers now, next to those recorded before any rule was changed for it."""
+    out: List[str] = []
+    for name, prefixes, baseline, fixed_on in HELDOUT_BATCHES:
+        out += _batch_lines(name, prefixes, baseline, fixed_on, records, rules)
+    return out
+
+
+def _batch_lines(name: str, prefixes, baseline: str, fixed_on: bool, records: List[dict],
+                 rules: List[str]) -> List[str]:
+    held = [r for r in records if r["id"].startswith(prefixes)]
+    if not held or not os.path.exists(baseline):
         return []
-    with open(HELDOUT_BASELINE) as f:
+    with open(baseline) as f:
         before = json.load(f)
     now = summarise(held, rules)
     rec = now["recommended"]
@@ -163,10 +176,11 @@ def heldout_lines(records: List[dict], rules: List[str]) -> List[str]:
     for r in held:
         if label_ok(r) and r["healthy"]:
             statuses[r["recommended"]["status"]] = statuses.get(r["recommended"]["status"], 0) + 1
-    out = ["**Held-out batch** (rows `hh_`/`bh_`: written and recorded apart from the runs the rules were designed "
-           f"against, `Hook.recommended(out_dir)` alone; before = the verdicts of {before['recorded']}, commit "
-           f"{before['commit']}, before any rule was changed for them; the fixes were made on this batch, so 'now' is "
-           "no longer a held-out number)", "",
+    rows = "/".join(f"`{p}`" for p in prefixes)
+    out = [f"**{name}** (rows {rows}: written and recorded apart from the runs the rules were designed "
+           f"against; before = the verdicts of {before['recorded']}, commit {before['commit']}, before any rule was "
+           "changed for them" + ("; the fixes were made on this batch, so 'now' is no longer a held-out number)"
+                                 if fixed_on else ")"), "",
            "| | recommended set: buggy detected | recommended set: healthy with an alarm | every rule: buggy | every rule: "
            "healthy with an alarm | recommended set's status on healthy runs |", "|---|---:|---:|---:|---:|---|",
            f"| before | {_pct(before['recommended']['caught'], before['buggy'])} | "
@@ -176,8 +190,8 @@ def heldout_lines(records: List[dict], rules: List[str]) -> List[str]:
            f"| now | {_pct(rec['caught'], now['buggy'])} | {_pct(len(rec['false_alarms']), now['healthy'])} | "
            f"{_pct(now['any_rule_caught'], now['buggy'])} | {_pct(now['any_rule_alarms'], now['healthy'])} | "
            + ", ".join(f"{k} {v}" for k, v in sorted(statuses.items())) + " |", "",
-           "Before: recommended-set alarms " + "; ".join(before["recommended"]["false_alarms"]) + "; missed "
-           + ", ".join(before["recommended"]["missed"]) + ". Now: alarms "
+           "Before: recommended-set alarms " + ("; ".join(before["recommended"]["false_alarms"]) or "none") + "; missed "
+           + (", ".join(before["recommended"]["missed"]) or "none") + ". Now: alarms "
            + ("; ".join(f"{a['run']}: {a['rule']}" for a in rec["false_alarms"]) or "none") + "; missed "
            + (", ".join(missed) or "none") + ".", "",
            "| rule | false alarms before | now | relevant caught before | now |", "|---|---|---|---:|---:|"]

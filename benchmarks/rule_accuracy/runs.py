@@ -35,6 +35,10 @@ HELDOUT_TRAINERS = {
     "heldout_torch": (("heldout_data.py",), "heldout_torch_hook"),
     "heldout_keras": (("heldout_data.py", "keras_runs.py"), "heldout_keras_hook"),
     "heldout_xgboost": (("heldout_data.py",), "heldout_xgboost_hook"),
+    # the second held-out batch (h2_/b2_)
+    "heldout2_torch": (("heldout_data.py", "heldout2_data.py", "heldout2_torch_models.py"), "heldout2_torch_hook"),
+    "heldout2_keras": (("heldout_data.py", "heldout2_data.py", "keras_runs.py"), "heldout2_keras_hook"),
+    "heldout2_xgboost": (("heldout_data.py", "heldout2_data.py", "heldout_xgboost.py"), "heldout2_xgboost_hook"),
 }
 
 

@@ -778,6 +778,11 @@ HELDOUT: List[Scenario] = [
 ]
 SCENARIOS += HELDOUT
 
+# The second held-out batch (ids h2_/b2_), in a module of its own; imported here, after the helpers it uses
+from .scenarios_heldout2 import HELDOUT2  # noqa: E402
+
+SCENARIOS += HELDOUT2
+
 
 def by_id() -> Dict[str, Scenario]:
     return {s.id: s for s in SCENARIOS}

@@ -60,20 +60,34 @@ def active(n_samples, active_counts):
 # --------------------------------------------------------------------------------------------------------
 def test_dead_relu_thresholds(tmp_path):
     steps = [
-        {"layer0_relu_output_0": active(100, [100, 50, 10, 100])},
-        {"layer0_relu_output_0": active(100, [1, 1, 1, 100])},   # active in exactly 1%: not dead
-        {"layer0_relu_output_0": active(100, [0, 0, 1, 100])},   # 2 of 4 dead: 50%, not more
-        {"layer0_relu_output_0": active(100, [0, 0, 0, 100])},   # 3 of 4 dead
+        {"layer0_relu_output_0": active(100, [100, 50, 10] + [100] * 7)},
+        {"layer0_relu_output_0": active(100, [1] * 7 + [100] * 3)},   # active in exactly 1%: not dead
+        {"layer0_relu_output_0": active(100, [0] * 5 + [100] * 5)},   # 5 of 10 dead: 50%, not more
+        {"layer0_relu_output_0": active(100, [0] * 6 + [100] * 4)},   # 6 of 10: 60%, but 5 would be 50%
+        {"layer0_relu_output_0": active(100, [0] * 7 + [100] * 3)},   # 7 of 10 dead: 70% (and 60% without one)
     ]
     trial = run(tmp_path, steps)
-    assert invoke_rule(DeadRelu(trial)) == [3]
-    assert invoke_rule(DeadRelu(trial, threshold_inactivity="1.5")) == [1, 2, 3]
-    assert invoke_rule(DeadRelu(trial, threshold_layer="49")) == [2, 3]
-    assert invoke_rule(DeadRelu(trial, threshold_layer="75")) == []
+    assert invoke_rule(DeadRelu(trial)) == [4]
+    assert invoke_rule(DeadRelu(trial, threshold_inactivity="1.5")) == [1, 4]
+    assert invoke_rule(DeadRelu(trial, threshold_layer="49")) == [3, 4]
+    assert invoke_rule(DeadRelu(trial, threshold_layer="59")) == [4]
+    assert invoke_rule(DeadRelu(trial, threshold_layer="60")) == []
     rule = DeadRelu(trial)
-    assert invoke_rule(rule, start_step=3) == [3]
-    assert rule.last_reason == ("layer0_relu_output_0: 3 of 4 units (75%) active in < 1% of 100 samples "
+    assert invoke_rule(rule, start_step=4) == [4]
+    assert rule.last_reason == ("layer0_relu_output_0: 7 of 10 units (70%) active in < 1% of 100 samples "
                                 "(threshold_layer 50%)")
+
+
+def test_dead_relu_share_is_not_decided_by_one_unit(tmp_path):
+    # a squeeze-and-excitation bottleneck of 4 units fed channel means: units off for a whole batch come
+    # and go; 3 of 4 is one unit away from half, all 4 is a dead layer; 2 of 2 too, 1 of 2 is not
+    steps = [{"se.act_output_0": active(32, [0, 0, 0, 32]), "tiny_relu_output_0": active(32, [0, 32])},
+             {"se.act_output_0": active(32, [0, 0, 0, 0]), "tiny_relu_output_0": active(32, [0, 32])},
+             {"se.act_output_0": active(32, [0, 0, 32, 32]), "tiny_relu_output_0": active(32, [0, 0])}]
+    trial = run(tmp_path, steps)
+    rule = DeadRelu(trial, tensor_regex="se.act_output|tiny_relu_output")
+    assert invoke_rule(rule) == [1, 2]
+    assert rule.last_reason.startswith("tiny_relu_output_0: 2 of 2 units (100%)")
 
 
 def test_dead_relu_names_and_shapes(tmp_path):
@@ -81,7 +95,7 @@ def test_dead_relu_names_and_shapes(tmp_path):
     conv[:, 0] = -1.0  # half the units (channel 0 at every position) never active: 50%, not more
     conv[:, 1, 0, :] = 0.0  # ... plus 3 of the 9 positions of channel 1
     steps = [
-        {"relu_output": active(10, [0, 0, 0, 10]), "fc0_output_0": np.zeros((10, 4), np.float32)},
+        {"relu_output": active(10, [0] * 7 + [10]), "fc0_output_0": np.zeros((10, 4), np.float32)},
         {"block.relu_output_0": conv},
         {"fc0_output_0": np.zeros((10, 4), np.float32), "relu0_output_0": np.zeros((10, 4), np.float32)},
     ]
@@ -89,7 +103,8 @@ def test_dead_relu_names_and_shapes(tmp_path):
     # the default .*relu_output finds relu_output in a name (re.search); fc0 is not a ReLU, and
     # relu0_output_0 (a module named relu0) does not contain it: those need a tensor_regex
     assert invoke_rule(DeadRelu(trial)) == [0, 1]
-    assert invoke_rule(DeadRelu(trial, threshold_layer="67")) == [0]  # conv: 12 of 18 units = 66.7%
+    # relu_output: 7 of 8 dead (6 of 8 = 75% without one); conv: 12 of 18 units = 66.7%
+    assert invoke_rule(DeadRelu(trial, threshold_layer="67")) == [0]
     assert invoke_rule(DeadRelu(trial, tensor_regex="fc0_output")) == [0, 2]
     assert invoke_rule(DeadRelu(trial, tensor_regex="relu0_output")) == [2]
 
@@ -114,12 +129,13 @@ class _Worker(NumpyHook):
 
 
 def test_dead_relu_pools_the_batches_of_all_workers(tmp_path):
-    # each worker alone: units 0 and 1 of 2 active in 1 of 100 samples (1%, not dead); pooled: 1 of 200
-    # samples (0.5%) for unit 0, so with threshold_layer 49 the pooled batch fires and neither half would.
+    # worker 0 alone: units 0-2 of 4 active in 1 of its 100 samples (1%, not dead); pooled with worker 1's
+    # batch, where they never are: 1 of 200 samples (0.5%), dead, and with threshold_layer 49 the pooled
+    # batch fires (3 of 4 units; 2 of 4 = 50% without one).
     hooks = [type(f"Worker{rank}", (_Worker,), {"test_rank": rank})(
         out_dir=str(tmp_path), save_config=SaveConfig(save_interval=1), include_regex=[".*"], include_workers="all")
         for rank in (0, 1)]
-    for hook, counts in zip(hooks, ([1, 1], [0, 100])):
+    for hook, counts in zip(hooks, ([1, 1, 1, 100], [0, 0, 0, 100])):
         hook.begin_step()
         hook.record("layer0_relu_output_0", active(100, counts))
         hook.end_step()
@@ -129,7 +145,7 @@ def test_dead_relu_pools_the_batches_of_all_workers(tmp_path):
     assert trial.workers() == ["worker_0", "worker_1"]
     rule = DeadRelu(trial, threshold_layer="49")
     assert invoke_rule(rule) == [0]
-    assert "1 of 2 units (50%)" in rule.last_reason and "200 samples" in rule.last_reason
+    assert "3 of 4 units (75%)" in rule.last_reason and "200 samples" in rule.last_reason
 
 
 # --------------------------------------------------------------------------------------------------------

@@ -534,8 +534,8 @@ def test_poor_weight_initialization_activation_variance_ratio_per_layer(tmp_path
 
 
 def test_poor_weight_initialization_gradient_spread(tmp_path):
-    # spreads (5th-95th percentile): w/a (0, 0.002) -> 0.0018; w/b (-5, 5) -> 9; 1-D biases are not judged
-    steps = [{"gradient/w/a": [[0.0, 0.002]], "gradient/w/b": [[5.0, -5.0]], "gradient/w/bias": [0.0, 0.0]}] * 2
+    # spreads (5th-95th percentile): w/a (0.001, 0.003) -> 0.0018; w/b (-5, 5) -> 9; 1-D biases are not judged
+    steps = [{"gradient/w/a": [[0.001, 0.003]], "gradient/w/b": [[5.0, -5.0]], "gradient/w/bias": [0.0, 0.0]}] * 2
     trial = run(tmp_path, steps)
     assert invoke_rule(PoorWeightInitialization(trial, relative_range="0.00019")) == []  # 0.0018 / 9 = 0.0002
     assert invoke_rule(PoorWeightInitialization(trial, relative_range="0.00021")) == [0, 1]
@@ -551,6 +551,12 @@ def test_poor_weight_initialization_gradient_rows_and_constant_gradients(tmp_pat
     embedding = np.zeros((10, 3))
     embedding[4] = [1.0, 2.0, 3.0]
     trial = run(tmp_path, [{"gradient/w/emb": embedding, "gradient/w/out": [[-2.0, 2.0]]}])
+    assert invoke_rule(PoorWeightInitialization(trial)) == []
+    # likewise the columns of input units off for the whole batch (3 of the 4 ReLUs of a squeeze-and-excitation
+    # bottleneck): the exact zeros say nothing of the initialisation, the one live column is judged
+    gate = np.zeros((16, 4))
+    gate[:, 1] = np.linspace(-0.0025, 0.0025, 16)  # spread 0.0045 = 0.00125 x 3.6; with the zeros, 0.0029
+    trial = run(tmp_path / "gate", [{"gradient/w/gate": gate, "gradient/w/out": [[-2.0, 2.0]]}])
     assert invoke_rule(PoorWeightInitialization(trial)) == []
     # every weight gradient constant (a constant initialisation: every unit gets the same gradient)
     trial = run(tmp_path / "constant", [{"gradient/w/a": np.full((3, 3), 0.5), "gradient/w/b": np.zeros((2, 2))}])

@@ -60,7 +60,12 @@ class DeadRelu(Rule):
         dead(unit)           = active_percent(unit) < threshold_inactivity
         dead_percent         = 100 * #dead units / #units
 
-    The condition is met when ``dead_percent > threshold_layer`` for some tensor. Tensors with no values,
+    The condition is met when ``dead_percent > threshold_layer`` for some tensor, and the share is not decided
+    by a single unit: with one dead unit fewer it would still be above ``threshold_layer``, or every unit is
+    dead. A layer of a few units -- the bottleneck of a squeeze-and-excitation block has channels / 16, often
+    4 -- fed inputs that barely vary across the batch (the channel means of an image) has units that are off for
+    the whole batch and on again a few steps later; 3 of its 4 units is no layer-wide death, while all of
+    them is. (In a layer of hundreds of units the second test changes nothing.) Tensors with no values,
     scalars and non-numeric tensors are skipped; NaN counts as inactive.
 
     The inspected tensors are the outputs of the layers of ``collection_names`` (the hooks put every ReLU
@@ -103,7 +108,9 @@ class DeadRelu(Rule):
                 active_percent = (units > 0).mean(axis=0) * 100
                 dead = int((active_percent < self.threshold_inactivity).sum())
                 dead_percent = 100.0 * dead / units.shape[1]
-                if dead_percent > self.threshold_layer:
+                # not decided by one unit (see the docstring): a layer entirely dead always counts
+                decided = dead == units.shape[1] or 100.0 * (dead - 1) / units.shape[1] > self.threshold_layer
+                if dead_percent > self.threshold_layer and decided:
                     return (f"{name}: {dead} of {units.shape[1]} units ({dead_percent:.4g}%) active in "
                             f"< {self.threshold_inactivity:g}% of {units.shape[0]} samples "
                             f"(threshold_layer {self.threshold_layer:g}%)")

@@ -142,6 +142,10 @@ class _LabelsAndPredictions(Rule):
             if predictions is not None and argmax is None and labels.ndim == predictions.ndim + 1:
                 labels = np.argmax(labels, axis=-1)  # one-hot labels
             if predictions is not None:
+                if predictions.ndim == labels.ndim + 1 and predictions.ndim:
+                    # scores per class: how many classes the model tells apart (ClassImbalance's one-class test)
+                    self.__dict__["classes_scored"] = max(self.__dict__.get("classes_scored", 0),
+                                                         int(predictions.shape[-1]))
                 if argmax or (argmax is None and predictions.ndim == labels.ndim + 1):
                     predictions = np.argmax(predictions, axis=-1) if predictions.ndim else predictions
                 predictions = _class_ids(predictions).reshape(-1)
@@ -321,7 +325,13 @@ class ClassImbalance(_LabelsAndPredictions):
     (counts, ratings, relevance grades of a regression or ranking: one prediction per label, with fractions,
     for more than two distinct labels), or no labels at all by the hook's configuration (a PyTorch run with a
     regression loss). Classes that never occur among the labels are unknown to the rule (it is not told how
-    many classes there are) and do not count as a minimum of 0.
+    many classes there are) and do not count as a minimum of 0 -- but when every label is one class while the
+    predictions score ``K >= 2`` classes (a label made by a threshold in the wrong units, a filter that kept one
+    class), the data is the extreme of imbalance: the condition is met once ``n`` labels make it beyond doubt
+    that another class is rarer than ``threshold_imbalance`` allows -- a class holding ``1 / (1 +
+    threshold_imbalance)`` of the data would have shown among ``n`` labels but with a chance below 0.1%:
+    ``(1 - 1 / (1 + threshold_imbalance))^n < 0.001`` (73 labels at the default 10; a batch of a skewed but
+    acceptable binary set is often one class).
 
     :param threshold_imbalance: largest allowed ratio of the most to the least frequent class (default 10).
     :param threshold_misprediction: largest allowed fraction of a class mispredicted (default 0.7).
@@ -413,6 +423,18 @@ class ClassImbalance(_LabelsAndPredictions):
             self.not_evaluated("judges at steps where training labels were saved")
             return False
         present = np.flatnonzero(counts)
+        scored = self.__dict__.get("classes_scored", 0)
+        if len(present) == 1 and scored >= 2:
+            only = int(present[0])
+            chance = (1 - 1 / (1 + self.threshold_imbalance)) ** total
+            if chance < ONE_CLASS_CHANCE:
+                self.mark_evaluated(*label_names)
+                return (f"all {total} labels seen so far are class {only}, of the {scored} classes the model scores "
+                        f"(a class at the ratio threshold_imbalance={self.threshold_imbalance:g} would have shown: "
+                        f"chance {chance:.2g})")
+            self.not_evaluated(f"{total} labels seen, all class {only}: judges one class once a class at the "
+                               f"ratio threshold_imbalance would have shown (chance < {ONE_CLASS_CHANCE:g})")
+            return False
         most, least = present[np.argmax(counts[present])], present[np.argmin(counts[present])]
         ratio = counts[most] / counts[least]
         if total >= self.samples:
@@ -443,6 +465,10 @@ class ClassImbalance(_LabelsAndPredictions):
                 return (f"class {c}: {wrong[c]} of {compared[c]} samples mispredicted ({wrong[c] / compared[c]:.4g} "
                         f"> threshold_misprediction {self.threshold_misprediction:g})")
         return False
+
+
+#: labels all of one class are judged once a class at the threshold ratio would have shown but with this chance
+ONE_CLASS_CHANCE = 0.001
 
 
 def _ratio_bounds(most: int, least: int) -> Tuple[float, float]:

@@ -1,9 +1,9 @@
 """Rules on the shape of a loss curve: LossNotDecreasing, OscillatingLoss, SlowConvergence.
 
-All three read the curve incrementally (:mod:`~smdebug.rules.generic.curves`) and compare medians of windows
-of saves, so minibatch noise does not make them fire; their windows are a share of the run seen so far, so
-they judge a run of 100 steps and one of 100,000 alike. The losses they follow and the mode they follow them
-in are chosen as :class:`~smdebug.rules.generic.curves.LossCurveRule` says.
+All three read the curve incrementally (:mod:`~smdebug.rules.generic.curves`) and compare medians (for
+OscillatingLoss, means beyond their noise) of windows of saves, so minibatch noise does not make them fire; their
+windows are a share of the run seen so far, so they judge a run of 100 steps and one of 100,000 alike. The losses
+they follow and the mode they follow them in are chosen as :class:`~smdebug.rules.generic.curves.LossCurveRule` says.
 """
 
 from __future__ import annotations
@@ -15,7 +15,14 @@ import numpy as np
 
 from smdebug.core.modes import ModeKeys
 from smdebug.exceptions import SMDebugValueError
-from smdebug.rules.generic.curves import MIN_SAVES, Curve, LossCurveRule, block_medians, robust_median, training_ended
+from smdebug.rules.generic.curves import (
+    MIN_SAVES,
+    Curve,
+    LossCurveRule,
+    block_means,
+    robust_median,
+    training_ended,
+)
 from smdebug.rules.generic.loss_rules import mode_label
 from smdebug.rules.params import as_float, as_int, in_range
 
@@ -56,6 +63,15 @@ class LossNotDecreasing(LossCurveRule):
     The windows' medians follow the loss, not one batch's noise; the comparison with the start keeps a
     converged run (its loss flat, but far below where it began) from firing; ``patience`` keeps one unlucky
     window from firing. A rising loss meets the condition too (it did not decrease).
+
+    **A finished run** (its end was seen before the step was judged: a run evaluated after training) is judged
+    knowing how its loss went on: a stall the loss later left -- the median of the run's last window (``w`` computed
+    at the last save) at least ``|first| * min_progress_percent / 100`` below ``now`` and below both ``first`` and
+    the first save (a loss that blew up within its first steps has a high ``first``; back at its first value it made
+    no progress) -- was a plateau, not a fault, and is not reported. Training often starts on one (an LSTM language
+    model at the unigram entropy, a deep net near a saddle; Saxe et al. 2014 relate its length to the initial
+    weights and the learning rate, nothing a rule can know), and a run that then learned did not fail to decrease.
+    Live, the future is unknown and the stall is reported when it is met.
 
     :param collection_names: collections holding losses (list or comma-separated string). Default None.
     :param tensor_regex: regexes of loss tensor names (list or comma-separated string). Default None.
@@ -99,8 +115,10 @@ class LossNotDecreasing(LossCurveRule):
         self.patience = as_int(name, "patience", patience, minimum=1)
         #: per loss: judged steps and whether the condition was met there
         self._history: Dict[Tuple[str, ModeKeys], Tuple[List[int], List[bool]]] = {}
+        #: per loss, on a finished run: the median of its last window (None: too few saves to tell)
+        self._final: Dict[Tuple[str, ModeKeys], Optional[float]] = {}
 
-    def _met(self, curve: Curve, s: int) -> Optional[Tuple[bool, str]]:
+    def _met(self, curve: Curve, s: int) -> Optional[Tuple[bool, str, float, float]]:
         f = curve.first()
         length = s - f + 1
         # the shortest window: num_steps steps, widened to hold MIN_SAVES saves of a loss saved sparsely (every
@@ -124,13 +142,36 @@ class LossNotDecreasing(LossCurveRule):
         detail = (f"median {then:.4g} over the {w} steps to step {m} -> {now:.4g} over the {w} steps to step {s} "
                   f"({change:+.3g}%; tolerance {tol:g}%), {now / first if first else float('inf'):.3g}x the initial "
                   f"{first:.4g} (progress below min_progress_percent {self.min_progress_percent:g}%)")
-        return met, detail
+        return met, detail, now, first
+
+    def _left_later(self, name: str, mode: ModeKeys, curve: Curve, now: float, first: float) -> bool:
+        """On a finished run: whether the loss's last window lies clearly below ``now`` and the start (the stall
+        was left, and the run made progress)."""
+        key = (name, mode)
+        if key not in self._final:
+            steps = self._saved.steps(name, mode)
+            self._final[key] = None
+            if steps:
+                f, last = steps[0], steps[-1]
+                spacing = (last - f) / (len(steps) - 1) if len(steps) > 1 else 1.0
+                span = max(self.num_steps, int(np.ceil(MIN_SAVES * spacing)))
+                w = max(span, (last - f + 1) // 4)
+                calls = self._calls.get(name, [name])
+                tail = []
+                for t in steps[bisect.bisect_right(steps, last - w):]:
+                    parts = [v for v in (self._saved.mean(n, t, mode) for n in calls) if v is not None]
+                    if parts:
+                        tail.append(1.0 - float(np.mean(parts)) if curve.inverted else float(np.mean(parts)))
+                tail = np.asarray(tail)
+                self._final[key] = robust_median(tail)
+        end = self._final[key]
+        return end is not None and end < min(now, first, curve.values[0]) - abs(first) * self.min_progress_percent / 100
 
     def judge(self, name, mode, curve, s):
         result = self._met(curve, s)
         if result is None:
             return False, None
-        met, detail = result
+        met, detail, now, first = result
         steps, mets = self._history.setdefault((name, mode), ([], []))
         steps.append(s)
         mets.append(met)
@@ -140,6 +181,8 @@ class LossNotDecreasing(LossCurveRule):
             i = bisect.bisect_right(steps, s - k * self.num_steps) - 1
             if i < 0 or not mets[i]:
                 return True, None
+        if training_ended(self.base_trial) and self._left_later(name, mode, curve, now, first):
+            return True, None  # a plateau the finished run's loss later left
         label = mode_label(mode).replace("step", "steps")
         return True, (f"{self.shown(name)} did not decrease over the second half of the run so far ({label}): {detail}"
                       + (f"; met at {self.patience} checks {self.num_steps} steps apart" if self.patience > 1 else ""))
@@ -156,20 +199,28 @@ class OscillatingLoss(LossCurveRule):
     the run so far (steps after ``f + (s - f + 1) // 2 - 1``, ``f`` the first saved step), at most its last
     ``2 * (min_swings + 1)`` blocks::
 
-        curve     = medians of consecutive blocks of ``window`` saves (the last 2 * (min_swings + 1) of them)
+        curve     = means of consecutive blocks of ``window`` saves (the last 2 * (min_swings + 1) of them)
         initial   = median of the loss's first ``window`` saves
-        threshold = swing_percent / 100 * |initial|
+        noise     = standard error of a block's mean: sqrt(mean over those blocks of the variance of a block's
+                    saves) / sqrt(window)
+        threshold = max(swing_percent / 100 * |initial|, 4 * noise)
         swings    = number of moves of ``curve`` larger than ``threshold``, each in the opposite direction of
                     the one before (a zigzag count: a rise then a fall then a rise...)
 
-    and the rule fires when ``swings >= min_swings``. The blocks' medians follow the loss, not the noise of its
-    batches; the threshold is a share of where the loss started (the scale of what training moves), so the
-    small ups and downs of a converged loss never count; only the second half counts, so the turbulent first
-    steps of a healthy run do not. The swings must come within a stretch of a fixed number of blocks: an
-    optimiser that overshoots swings again and again, while a long noisy run (small batches, thousands of
-    steps) sees a few large excursions of its block medians by chance, and the more blocks one looks at, the
-    more of them -- a fixed stretch keeps the chance of a false alarm the same for a run of 200 steps and one
-    of 20,000.
+    and the rule fires when ``swings >= min_swings``. The threshold is a share of where the loss started (the scale
+    of what training moves), so the small ups and downs of a converged loss never count, and it is at least four
+    standard errors of a block's mean, so the noise of the batches never counts either: a minibatch loss can be far
+    noisier than its trend moves -- mixup draws one mixing weight per batch and its loss jumps with it, a batch of
+    one row or a few, a noise-robust loss on mislabelled data, a run with an odd batch now and then -- and the
+    blocks of such a loss zigzag by chance (simulated with Gaussian, Student-t, gamma, two-valued and spiky noise
+    around a converging curve: at four standard errors no four-move zigzag in 300 runs of each; by the share alone,
+    up to 86% of them). An optimiser that overshoots moves whole blocks, far beyond their noise. Only the second
+    half counts, so the turbulent first steps of a healthy run do not. The swings must come within a stretch of a
+    fixed number of blocks: an optimiser that overshoots swings again and again, while a long noisy run sees a few
+    large excursions of its blocks by chance, and the more blocks one looks at, the more of them -- a fixed stretch
+    keeps the chance of a false alarm the same for a run of 200 steps and one of 20,000. A loss that is merely spiky
+    -- an unstable optimiser throwing it far up at odd steps -- is noise at this scale; Divergence and
+    LossNotDecreasing judge where it goes.
 
     :param window: saves per block (>= 1). Default ``"10"``.
     :param swing_percent: the smallest move that counts, as a percentage of the initial loss (> 0). Default
@@ -202,14 +253,18 @@ class OscillatingLoss(LossCurveRule):
         values = curve.values[half:]
         if initial is None or not initial or not np.all(np.isfinite(values)):
             return False, None
-        blocks = block_medians(values, self.window)
+        blocks = block_means(values, self.window)
         if len(blocks) < self.min_swings + 1:
             return False, None
         stretch = 2 * (self.min_swings + 1)
         if len(blocks) > stretch:  # the latest stretch of blocks (see the docstring)
             half += (len(blocks) - stretch) * self.window
             blocks = blocks[-stretch:]
-        threshold = self.swing_percent / 100 * abs(initial)
+        share = self.swing_percent / 100 * abs(initial)
+        first_block = len(values) // self.window - len(blocks)  # the saves of the blocks judged
+        noise = _block_mean_error(values[first_block * self.window:(first_block + len(blocks)) * self.window],
+                                  self.window)
+        threshold = max(share, 4 * noise)
         swings, anchor, direction, low, high = 0, blocks[0], 0, min(blocks), max(blocks)
         for v in blocks[1:]:
             if direction >= 0 and v < anchor - threshold:
@@ -219,11 +274,24 @@ class OscillatingLoss(LossCurveRule):
             elif (direction > 0 and v > anchor) or (direction < 0 and v < anchor):
                 anchor = v
         if swings >= self.min_swings:
+            why = (f"{self.swing_percent:g}% of the initial {initial:.4g}" if threshold == share else
+                   f"4 standard errors of a block's mean; {self.swing_percent:g}% of the initial {initial:.4g} is "
+                   f"{share:.4g}")
             return True, (f"{self.shown(name)} swings up and down: {swings} moves larger than {threshold:.4g} "
-                          f"({self.swing_percent:g}% of the initial {initial:.4g}) between {low:.4g} and {high:.4g}, "
-                          f"in medians of {self.window} saves over {mode_label(mode)}s {curve.steps[half]}-{s} "
+                          f"({why}) between {low:.4g} and {high:.4g}, "
+                          f"in means of blocks of {self.window} saves over {mode_label(mode)}s "
+                          f"{curve.steps[half]}-{s} "
                           f"(min_swings {self.min_swings})")
         return True, None
+
+
+def _block_mean_error(values: List[float], window: int) -> float:
+    """The standard error of a block's mean: the root mean square of the blocks' standard deviations (ddof 1)
+    over sqrt(window); 0 for blocks of one save."""
+    if window < 2 or len(values) < window:
+        return 0.0
+    blocks = np.asarray(values[:len(values) // window * window], dtype=np.float64).reshape(-1, window)
+    return float(np.sqrt(np.mean(blocks.var(axis=1, ddof=1))) / np.sqrt(window))
 
 
 # ----------------------------------------------------------------------------------------------------------

@@ -13,7 +13,8 @@ once and the rule never re-reads the run's history at every step.
 from __future__ import annotations
 
 import bisect
-from typing import Dict, List, Optional, Tuple
+import re
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -38,12 +39,15 @@ class Curve:
         #: a score where higher is better, followed as 1 - value (see LossSelection)
         self.inverted = inverted
 
-    def extend(self, saved: SavedSteps, name: str, mode: ModeKeys, upto: int) -> None:
-        """Read the saves at steps ``<= upto`` not read yet."""
-        source = saved.steps(name, mode)
+    def extend(self, saved: SavedSteps, name: Union[str, Sequence[str]], mode: ModeKeys, upto: int) -> None:
+        """Read the saves at steps ``<= upto`` not read yet. ``name`` may be the tensors of one loss module
+        called several times in a step (:func:`loss_calls`): the step's value is their mean."""
+        names = [name] if isinstance(name, str) else list(name)
+        source = saved.steps(names[0], mode)
         end = bisect.bisect_right(source, upto)
         for s in source[self._read:end]:
-            value = saved.mean(name, s, mode)
+            parts = [v for v in (saved.mean(n, s, mode) for n in names) if v is not None]
+            value = float(np.mean(parts)) if parts else None
             if value is not None:
                 self.steps.append(s)
                 self.values.append(1.0 - value if self.inverted else value)
@@ -77,6 +81,27 @@ def block_medians(values: List[float], size: int) -> List[float]:
     return [float(np.median(values[i:i + size])) for i in range(0, len(values) - size + 1, size)]
 
 
+def block_means(values: List[float], size: int) -> List[float]:
+    """Means of consecutive blocks of ``size`` values (a last partial block is left out)."""
+    return [float(np.mean(values[i:i + size])) for i in range(0, len(values) - size + 1, size)]
+
+
+#: a module's output tensor as the hooks name it: ``CrossEntropyLoss_output_0``, ``_output_1`` for the next call
+_CALL = re.compile(r"^(.*_output_)(\d+)$")
+
+
+def loss_calls(names: List[str]) -> List[List[str]]:
+    """The losses grouped by module: ``X_output_0``, ``X_output_1``... are one loss module called several times
+    in a step (the micro-batches of gradient accumulation counted by ``register_optimizer``: each call's tensor
+    is a few samples' loss, the step's loss is their mean), in call order; any other name is its own group."""
+    groups: Dict[str, List[Tuple[int, str]]] = {}
+    for name in names:
+        m = _CALL.match(name)
+        key, index = (m.group(1), int(m.group(2))) if m else (name, 0)
+        groups.setdefault(key, []).append((index, name))
+    return [[n for _, n in sorted(members)] for members in groups.values()]
+
+
 def training_ended(trial) -> bool:
     """Whether the run has ended (its end-of-training marker was seen, or it was read as finished)."""
     return bool(trial.loaded_all_steps)
@@ -91,6 +116,10 @@ class LossCurveRule(Rule):
     is better (XGBoost's auc, ndcg@k) followed as ``1 - value`` (see LossSelection). A loss saved per
     sample counts as its mean. Each loss is followed in one mode: ``mode`` if given, else TRAIN when it has
     TRAIN-mode saves, else GLOBAL (XGBoost's metrics); steps are steps of that mode.
+
+    A loss module called several times in a step (``X_output_0``, ``X_output_1``...: the micro-batches of
+    gradient accumulation) is one curve, the mean of its calls at each step (:func:`loss_calls`): each call's
+    tensor alone is the loss of a few samples, several times noisier than the step's.
 
     Subclasses implement :meth:`judge`, called at every saved step of a loss with its curve read up to there.
     """
@@ -112,12 +141,18 @@ class LossCurveRule(Rule):
         self._losses = LossSelection(base_trial, self.collection_names, self.tensor_regex, self.use_losses_collection,
                                      invert_scores=True)
         self._curves: Dict[Tuple[str, ModeKeys], Curve] = {}
+        #: first call's tensor -> the tensors of every call of that loss module (see loss_calls)
+        self._calls: Dict[str, List[str]] = {}
 
     #: what the rule needs, for its NotEvaluated detail
     needs = "a loss curve"
 
     def shown(self, name: str) -> str:
-        """The loss as findings name it (``1 - train-auc`` for a score followed inverted)."""
+        """The loss as findings name it (``1 - train-auc`` for a score followed inverted; a module called several
+        times a step by its first call's name, ``-<last>`` and "mean per step")."""
+        calls = self._calls.get(name)
+        if calls and len(calls) > 1:
+            return f"{name}-{_CALL.match(calls[-1]).group(2)} (the mean of the calls of one step)"
         return self._losses.label(name)
 
     def judge(self, name: str, mode: ModeKeys, curve: Curve, step: int) -> Tuple[bool, Optional[str]]:
@@ -126,13 +161,15 @@ class LossCurveRule(Rule):
 
     def invoke_at_step(self, step):
         judged = False
-        for name in self._losses.names():
+        for calls in loss_calls(self._losses.names()):
+            name = calls[0]
+            self._calls[name] = calls
             mode = auto_mode(self._saved, name, self.mode)
             s = step_in_mode(self.base_trial, step, mode)
             if s is None or not contains(self._saved.steps(name, mode), s):
                 continue
             curve = self._curves.setdefault((name, mode), Curve(inverted=name in self._losses.inverted))
-            curve.extend(self._saved, name, mode, s)
+            curve.extend(self._saved, calls, mode, s)
             if not curve.steps or curve.steps[-1] != s:
                 continue  # only reductions saved at s
             done, reason = self.judge(name, mode, curve, s)

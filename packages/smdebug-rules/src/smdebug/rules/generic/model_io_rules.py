@@ -152,7 +152,12 @@ class ImproperOutput(Rule):
       then rewards making the true class's score larger without bound, and the loss falls below 0);
     * a regression loss (squared, absolute, Huber error) on one output per sample gets targets that are the
       class ids ``0 .. K-1`` (every one present, ``3 <= K <= max_classes``): a classification trained as a
-      regression on the class index.
+      regression on the class index;
+    * a regression loss whose outputs, over the whole finished run, never left [0, 1] (or [-1, 1]), with at
+      least 10% of them within 1% of that range's width from its ends, while at least 10% of its targets lie
+      outside it: a sigmoid (tanh) output activation that cannot reach the targets -- it saturates chasing
+      them. Judged once training has ended, at the loss's last save: early in training a linear output is
+      small too, and only one that stayed inside the range, pressed against its ends, is bounded.
 
     Other losses (ranking, contrastive, a user's own) are not judged: the verdict is NotApplicable when the
     run has only such losses. A run whose loss inputs were not saved is NotEvaluated, and the verdict names
@@ -170,6 +175,9 @@ class ImproperOutput(Rule):
         self.max_classes = as_int(rule, "max_classes", max_classes, minimum=3)
         #: loss class -> [pooled min, max, count of outputs; target ids seen (or None: not ids); outputs per row]
         self._seen: Dict[str, list] = {}
+        #: regression loss -> counts of outputs near the ends of [0, 1] and [-1, 1], of targets and of targets
+        #: outside those ranges (the bounded-output test)
+        self._bounds: Dict[str, np.ndarray] = {}
 
     def _losses(self) -> Dict[str, Tuple[str, Optional[str], str]]:
         """loss -> (the tensor holding its first input, the tensor of its targets or None, what it expects),
@@ -270,6 +278,42 @@ class ImproperOutput(Rule):
                     and ids == set(range(len(ids)))):
                 return (f"{loss} on one output per sample against targets {yname} that are the class ids 0-"
                         f"{len(ids) - 1}: a classification trained as a regression on the class index")
+            if expects == loss_inputs.REGRESSION and yname is not None:
+                bounded = self._bounded(loss, pname, yname, step, outputs, low, high)
+                if bounded:
+                    return bounded
         if not judged:
             self.not_evaluated(self._why_not())
         return False
+
+    #: the ranges of a squashing output activation: sigmoid, tanh
+    _RANGES = ((0.0, 1.0), (-1.0, 1.0))
+
+    def _bounded(self, loss, pname, yname, step, outputs, low, high) -> Optional[str]:
+        """The bounded-output test (see the class docstring): counts pooled at every step, judged at the loss's
+        last save once training has ended."""
+        counts = self._bounds.setdefault(loss, np.zeros(2 + 2 * len(self._RANGES)))
+        for p in outputs:
+            counts[0] += p.size
+            for i, (lo, hi) in enumerate(self._RANGES):
+                edge = 0.01 * (hi - lo)
+                counts[2 + i] += int(np.sum((p <= lo + edge) | (p >= hi - edge)))
+        for y in _floats(batches_at(self.base_trial, yname, step)) + [
+                y for y in batches_at(self.base_trial, yname, step) if y.dtype.kind in "iu" and y.size]:
+            counts[1] += y.size
+            for i, (lo, hi) in enumerate(self._RANGES):
+                counts[2 + len(self._RANGES) + i] += int(np.sum((y < lo) | (y > hi)))
+        steps = self.base_trial.tensor(pname).steps()
+        if not (self.base_trial.loaded_all_steps and steps and step == steps[-1]) or not counts[1]:
+            return None
+        for i, (lo, hi) in enumerate(self._RANGES):
+            if low < lo - PROBABILITY_TOLERANCE or high > hi + PROBABILITY_TOLERANCE:
+                continue  # the outputs left the range: no such bound
+            pressed, outside = counts[2 + i] / counts[0], counts[2 + len(self._RANGES) + i] / counts[1]
+            if pressed >= 0.1 and outside >= 0.1:
+                return (f"{loss}: its input {pname} never left [{lo:g}, {hi:g}] over the run ({int(counts[0])} "
+                        f"values, {pressed:.0%} of them at its ends) while {outside:.0%} of its targets {yname} lie "
+                        f"outside: a "
+                        f"bounded output activation (sigmoid, tanh) that cannot reach the targets (remove it, or "
+                        f"scale the targets into its range)")
+        return None

@@ -40,9 +40,10 @@ class PoorWeightInitialization(Rule):
     (b) **gradients**: among the gradients of the layers' weights (tensors of the ``gradients`` collection
         with at least 2 dimensions; 1-D biases and normalisation parameters are left out: a bias followed by
         BatchNorm gets no gradient by construction), with ``spread(g) = percentile(g', 95) - percentile(g', 5)``
-        (numpy's linear percentiles) over ``g'``, the rows of ``g`` (slices along axis 0) that are not all
-        zero -- an embedding's rows of tokens absent from the batch get no gradient, which says nothing of
-        its initialisation; all rows zero gives a spread of 0 -- some tensor has::
+        (numpy's linear percentiles) over ``g'``, the entries of ``g`` that are not zero -- an embedding's rows
+        of tokens absent from the batch, and the columns of input units that were off for the whole batch (a
+        squeeze-and-excitation bottleneck's ReLUs, fed channel means), get no gradient, which says nothing of
+        the initialisation; all entries zero gives a spread of 0 -- some tensor has::
 
             spread(g) < distribution_range   or   spread(g) < relative_range * max over tensors of spread
 
@@ -151,12 +152,11 @@ class PoorWeightInitialization(Rule):
             value = self._value(name, step)
             if value is None or value.ndim < 2 or value.size < 2:
                 continue
-            rows = value.reshape(value.shape[0], -1)
-            rows = rows[np.any(rows != 0, axis=1)]
-            if rows.size == 0:
+            entries = value[value != 0]
+            if entries.size == 0:
                 spreads[name] = 0.0
                 continue
-            p5, p95 = np.percentile(rows.ravel(), [5, 95])
+            p5, p95 = np.percentile(entries, [5, 95])
             spreads[name] = float(p95 - p5)
         if not spreads:
             return None

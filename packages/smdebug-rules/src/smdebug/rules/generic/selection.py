@@ -95,6 +95,39 @@ def trained_parameters(trial) -> Optional[Set[str]]:
     return {n.split("/", 1)[1] for n in names if "/" in n}
 
 
+class GradientsByStep:
+    """Which parameters the run saved a gradient of at a given step, read once per step: a parameter frozen at
+    some steps only (gradual unfreezing: the top of a pre-trained body joins training after a few epochs) is
+    frozen at those, and trained at the others. See :func:`trained_parameters` for what a saved gradient means.
+    """
+
+    def __init__(self, trial):
+        self.trial = trial
+        self._at: Dict[int, Optional[Set[str]]] = {}
+
+    def at(self, step: int) -> Optional[Set[str]]:
+        """The parameters with a gradient saved at global step ``step``, or None when the step saved none."""
+        from smdebug.exceptions import StepNotYetAvailable, StepUnavailable
+
+        if step not in self._at:
+            coll = self.trial.collections().get(GRADIENTS)
+            try:
+                names = self.trial.tensor_names(step=step) if coll is not None else []
+            except (StepUnavailable, StepNotYetAvailable):
+                names = []
+            found = {n.split("/", 1)[1] for n in names if coll.matches(n) and "/" in n} if names else set()
+            self._at[step] = found or None
+        return self._at[step]
+
+    def frozen(self, name: str, steps: Iterable[int]) -> Optional[bool]:
+        """Whether parameter ``name`` had no gradient at any of the global ``steps`` that saved gradients of
+        other parameters (frozen there, on purpose); None when none of them saved a gradient (nothing tells)."""
+        known = [g for g in (self.at(step) for step in steps) if g is not None]
+        if not known:
+            return None
+        return all(name not in g for g in known)
+
+
 def value_at(trial, name: str, step: int, **kwargs):
     """The tensor's value at ``step``, or None if it was not saved there (only reductions, or not at all)."""
     tensor = trial.tensor(name)

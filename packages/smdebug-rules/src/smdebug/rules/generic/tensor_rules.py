@@ -7,6 +7,7 @@ import numpy as np
 from smdebug.core.modes import ModeKeys
 from smdebug.exceptions import SMDebugValueError
 from smdebug.rules.generic.selection import (
+    GradientsByStep,
     every_tensor,
     reduction_at,
     scalar,
@@ -178,9 +179,11 @@ class UnchangedTensor(_TensorRule):
     With neither ``collection_names`` nor ``tensor_regex``: the ``weights`` and ``biases`` collections (the
     original inspected every tensor, so data that never changes by design -- the labels of a fixed data
     set, the importance of an unused feature -- fired). Of that default selection, a parameter the run saved no
-    gradient of, while it saved gradients of others, is frozen on purpose (fine-tuning) and not judged (with no
-    gradient saved at all, every parameter is); a tensor named by ``collection_names`` or ``tensor_regex`` is
-    judged whatever its gradient: the user asked about it.
+    gradient of at the compared steps (the last one aside: its gradient is not applied yet), while it saved
+    gradients of others there, is frozen on purpose then (fine-tuning; with gradual unfreezing, until its
+    layer joins) and not judged; when those steps saved no gradient at all, one with no gradient in the whole
+    run while others have one is frozen (with no gradient saved at all, every parameter is judged); a tensor
+    named by ``collection_names`` or ``tensor_regex`` is judged whatever its gradient: the user asked about it.
     """
 
     def __init__(self, base_trial, collection_names=None, tensor_regex=None, num_steps="3", rtol="1e-05",
@@ -192,6 +195,7 @@ class UnchangedTensor(_TensorRule):
         self.equal_nan = as_bool(self.rule_name, "equal_nan", equal_nan)
         # the values read at recent steps, per (tensor, mode): consecutive evaluations share num_steps - 1
         self._recent = {}
+        self._gradients = GradientsByStep(base_trial)
 
     def tensors(self):
         if not (self.collection_names or self.tensor_regex):
@@ -227,15 +231,19 @@ class UnchangedTensor(_TensorRule):
         for name in self.tensors():
             if mode in (ModeKeys.EVAL, ModeKeys.PREDICT) and self.is_parameter(name):
                 continue
-            if self.is_parameter(name) and not (self.collection_names or self.tensor_regex):
-                if frozen is None:
-                    trained = trained_parameters(self.base_trial)
-                    frozen = set() if trained is None else {n for n in self.tensors() if n not in trained}
-                if name in frozen:
-                    continue  # no gradient while other parameters have one: frozen on purpose
             steps = self.base_trial.tensor(name).prev_steps(mode_step, self.num_steps, mode=mode)
             if len(steps) < self.num_steps or steps[-1] != mode_step:
                 continue
+            if self.is_parameter(name) and not (self.collection_names or self.tensor_regex):
+                applied = [g for g in (self.base_trial.global_step(mode, t) for t in steps[:-1]) if g is not None]
+                frozen_then = self._gradients.frozen(name, applied)
+                if frozen_then is None:  # those steps saved no gradient: the whole run decides
+                    if frozen is None:
+                        trained = trained_parameters(self.base_trial)
+                        frozen = set() if trained is None else {n for n in self.tensors() if n not in trained}
+                    frozen_then = name in frozen
+                if frozen_then:
+                    continue  # no gradient while other parameters have one: frozen on purpose
             values = [self._value(name, mode, s) for s in steps]
             if any(v is None for v in values):
                 continue

@@ -10,7 +10,7 @@ import numpy as np
 from smdebug.core.modes import ModeKeys
 from smdebug.exceptions import SMDebugValueError
 from smdebug.rules.generic.loss_rules import SavedSteps, contains, mode_label, step_in_mode
-from smdebug.rules.generic.selection import select_tensors, trained_parameters, value_at
+from smdebug.rules.generic.selection import GradientsByStep, select_tensors, trained_parameters, value_at
 from smdebug.rules.params import as_float, as_int
 from smdebug.rules.rule import Rule
 
@@ -32,11 +32,14 @@ class WeightUpdateRatio(Rule):
     was all zeros at ``p`` (zero-initialised biases and normalisation shifts) is skipped at ``s``: its ratio
     has no scale (it used to fire as ``update / epsilon``).
 
-    A weight the run saved no gradient of, while it saved gradients of other weights, is not being trained
-    (frozen on purpose for fine-tuning: ``requires_grad=False``, ``trainable=False``, left out of the
-    optimizer): its ratio of 0 is no fault and the small test skips it. When the run saved no gradient at all,
-    every weight is judged (nothing tells frozen from trained: a ``zero_grad()`` between ``backward()`` and
-    ``step()`` leaves the optimizer nothing to apply and the hooks nothing to save).
+    A weight the run saved no gradient of at ``p`` (the step whose update moves it towards ``s``), while it
+    saved gradients of other weights there, is not being trained then (frozen on purpose for fine-tuning:
+    ``requires_grad=False``, ``trainable=False``, left out of the optimizer; with gradual unfreezing, only until
+    its layer joins): its ratio of 0 is no fault and the small test skips it. When ``p`` saved no gradient at
+    all (a gradient schedule unlike the weights'), the whole run decides: a weight with no gradient at any step
+    while others have one is frozen. When the run saved no gradient at all, every weight is judged (nothing
+    tells frozen from trained: a ``zero_grad()`` between ``backward()`` and ``step()`` leaves the optimizer
+    nothing to apply and the hooks nothing to save).
 
     Steps are TRAIN-mode steps when the weight has TRAIN-mode saves (weights do not change during
     evaluation, so EVAL saves are ignored), GLOBAL steps otherwise; ``num_steps`` counts steps of that mode.
@@ -69,6 +72,7 @@ class WeightUpdateRatio(Rule):
         self._saved = SavedSteps(base_trial)
         self._warned_no_weights = False
         self._trained = (-1, None)  # (number of tensors of the run when computed, trained_parameters)
+        self._gradients = GradientsByStep(base_trial)
 
     def _weights(self):
         names = select_tensors(self.base_trial, [WEIGHTS], [])
@@ -77,8 +81,12 @@ class WeightUpdateRatio(Rule):
             self._warned_no_weights = True
         return names
 
-    def _not_trained(self, name: str) -> bool:
-        """Whether ``name`` got no gradient while other weights did (frozen on purpose)."""
+    def _not_trained(self, name: str, mode: ModeKeys, p: int) -> bool:
+        """Whether ``name`` got no gradient at mode step ``p`` while other weights did (frozen on purpose then);
+        when ``p`` saved no gradient, whether it got none in the whole run while others did."""
+        frozen = self._gradients.frozen(name, [g for g in [self.base_trial.global_step(mode, p)] if g is not None])
+        if frozen is not None:
+            return frozen
         count = len(self.base_trial.tensor_names())
         if self._trained[0] != count:
             self._trained = (count, trained_parameters(self.base_trial))
@@ -122,7 +130,7 @@ class WeightUpdateRatio(Rule):
                 return f"{name}: update/weight ratio is {ratio} {where}"
             if ratio > self.large_threshold:
                 return f"{name}: update/weight ratio {ratio:.4g} > large_threshold {self.large_threshold:g} {where}"
-            if ratio < self.small_threshold and not self._not_trained(name):
+            if ratio < self.small_threshold and not self._not_trained(name, mode, p):
                 return f"{name}: update/weight ratio {ratio:.4g} < small_threshold {self.small_threshold:g} {where}"
         if not judged:
             self.not_evaluated("needs two saves of a weight" + (f" at most num_steps={self.num_steps} steps apart"
