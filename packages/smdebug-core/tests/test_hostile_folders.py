@@ -30,7 +30,9 @@ from _hostile import (
     write_simple_run,
 )
 from smdebug.exceptions import (
+    CollectionFileCorrupted,
     IndexReaderException,
+    MissingCollectionFiles,
     MissingEventFile,
     NoSmdebugRun,
 )
@@ -418,6 +420,37 @@ def test_a_run_whose_collections_and_end_marker_were_removed_is_not_waited_for_e
         trial = create_trial(out)
     assert time.monotonic() - started < 30
     assert trial.steps() == [0, 1, 2] and "continuing with what is there" in caplog.text
+
+
+@pytest.mark.timeout(120)
+def test_a_collections_file_replaced_by_a_link_to_a_folder_is_an_error_not_a_wait(tmp_path):
+    """The collections file (and the index) gone, a link to a folder in the collections file's place, no end
+    marker: the listing leaves the link out, so the run looked as if its hook had not exported its
+    collections yet, and create_trial waited for ever (the slow vandal test, 150 rounds). Now the link is
+    named in a MissingCollectionFiles at once."""
+    out = write_simple_run(tmp_path / "run")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    os.unlink(collections_path(out))
+    os.unlink(os.path.join(out, "training_job_end.ts"))
+    shutil.rmtree(os.path.join(out, "index"))
+    os.symlink(elsewhere, os.path.join(os.path.dirname(collections_path(out)), "000000000"))
+    started = time.monotonic()
+    with pytest.raises(MissingCollectionFiles, match="no readable collection file; collections/000000000"):
+        create_trial(out)
+    assert time.monotonic() - started < 10
+
+
+def test_tensor_names_that_are_not_strings_make_the_collections_file_corrupted(tmp_path):
+    """`"tensor_names": [null, false]` loaded, then failed the next write of the collections (a TypeError
+    from sorting them; found by the slow hypothesis fuzzer)."""
+    out = write_simple_run(tmp_path / "run")
+    doc = json.loads(open(collections_path(out)).read())
+    next(iter(doc["collections"].values()))["tensor_names"] = [None, False]
+    with open(collections_path(out), "w") as f:
+        json.dump(doc, f)
+    with pytest.raises(CollectionFileCorrupted, match="tensor_names must be a list of strings"):
+        create_trial(out)
 
 
 # --- outputs the user names ---------------------------------------------------------------------------------

@@ -283,9 +283,14 @@ class Collection:
             include = params.get("include_regex") or []
             if isinstance(include, str):
                 include = [include]
+            names = params.get("tensor_names") or []
+            if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+                # (a name that is not a string would be saved in no run and fail the file's next write)
+                raise CollectionFileCorrupted(
+                    f"Invalid collection {params.get('name')!r}: tensor_names must be a list of strings", path)
             coll = cls(
                 params["name"],
-                tensor_names=params.get("tensor_names") or [],
+                tensor_names=names,
                 reduction_config=ReductionConfig.from_dict(params.get("reduction_config")),
                 save_config=SaveConfig.from_dict(params["save_config"]) if params.get("save_config") else None,
                 save_histogram=_as_bool(params.get("save_histogram", True), "save_histogram"),

@@ -253,6 +253,14 @@ class Trial:
                 if reason is not None:
                     raise NoSmdebugRun(self.path, reason)
             first_look = False
+            refused = [] if files else self.storage.refused(COLLECTIONS_DIR)
+            if refused:
+                # Something stands where the collections file goes that will never be read (a link to
+                # a folder): waiting for the file would never end.
+                raise MissingCollectionFiles(
+                    f"{self.path}: no readable collection file; {', '.join(refused[:3])} is not a file "
+                    "smdebug reads (it follows no link inside a run)"
+                )
             ended = self.storage.exists(END_OF_JOB_FILE)
             if ended:
                 if not files and self._list(INDEX_DIR):

@@ -91,6 +91,12 @@ class Storage(abc.ABC):
         """Whether anything lies under the folder ``prefix`` (cheaper than listing it on every backend)."""
         return bool(self.list(prefix))
 
+    def refused(self, prefix: str) -> List[str]:
+        """Keys under ``prefix`` that listing came upon but leaves out (a link to a folder, a folder that
+        cannot be listed or lies too deep): something stands there that will never be read. None on
+        backends without such objects."""
+        return []
+
     def age(self, key: str) -> Optional[float]:
         """Seconds since ``key`` was last modified, or None if unknown."""
         return None

@@ -327,6 +327,9 @@ class LocalStorage(Storage):
                 if start_after is None or child > start_after:
                     out.append(child)
 
+    def refused(self, prefix: str) -> List[str]:
+        return sorted(k for k in self._warned_links if k == prefix or k.startswith(prefix.rstrip("/") + "/"))
+
     def _warn_once(self, key: str, message: str, *args) -> None:
         if key not in self._warned_links:
             self._warned_links.add(key)
