@@ -423,7 +423,7 @@ def test_a_run_whose_collections_and_end_marker_were_removed_is_not_waited_for_e
 
 
 @pytest.mark.timeout(120)
-def test_a_collections_file_replaced_by_a_link_to_a_folder_is_an_error_not_a_wait(tmp_path):
+def test_a_collections_file_or_index_replaced_by_a_link_to_a_folder_is_an_error_not_a_wait(tmp_path):
     """The collections file (and the index) gone, a link to a folder in the collections file's place, no end
     marker: the listing leaves the link out, so the run looked as if its hook had not exported its
     collections yet, and create_trial waited for ever (the slow vandal test, 150 rounds). Now the link is
@@ -437,6 +437,16 @@ def test_a_collections_file_replaced_by_a_link_to_a_folder_is_an_error_not_a_wai
     os.symlink(elsewhere, os.path.join(os.path.dirname(collections_path(out)), "000000000"))
     started = time.monotonic()
     with pytest.raises(MissingCollectionFiles, match="no readable collection file; collections/000000000"):
+        create_trial(out)
+    assert time.monotonic() - started < 10
+    # the same with the index folder a link to a folder (the collections file removed, no end marker)
+    out = write_simple_run(tmp_path / "run2")
+    os.unlink(collections_path(out))
+    os.unlink(os.path.join(out, "training_job_end.ts"))
+    shutil.rmtree(os.path.join(out, "index"))
+    os.symlink(elsewhere, os.path.join(out, "index"))
+    started = time.monotonic()
+    with pytest.raises(MissingCollectionFiles, match="no readable collection file; index is not"):
         create_trial(out)
     assert time.monotonic() - started < 10
 

@@ -253,13 +253,13 @@ class Trial:
                 if reason is not None:
                     raise NoSmdebugRun(self.path, reason)
             first_look = False
-            refused = [] if files else self.storage.refused(COLLECTIONS_DIR)
+            refused = [] if files else self.storage.refused("")
             if refused:
-                # Something stands where the collections file goes that will never be read (a link to
-                # a folder): waiting for the file would never end.
+                # No collections file, and the listing left something out (a link to a folder where the
+                # collections or the index go): the run is damaged, not starting; waiting would never end.
                 raise MissingCollectionFiles(
-                    f"{self.path}: no readable collection file; {', '.join(refused[:3])} is not a file "
-                    "smdebug reads (it follows no link inside a run)"
+                    f"{self.path}: no readable collection file; {', '.join(refused[:3])} is not a file or "
+                    "folder smdebug reads (it follows no link inside a run)"
                 )
             ended = self.storage.exists(END_OF_JOB_FILE)
             if ended:

@@ -328,7 +328,8 @@ class LocalStorage(Storage):
                     out.append(child)
 
     def refused(self, prefix: str) -> List[str]:
-        return sorted(k for k in self._warned_links if k == prefix or k.startswith(prefix.rstrip("/") + "/"))
+        folder = prefix.strip("/")
+        return sorted(k for k in self._warned_links if not folder or k == folder or k.startswith(folder + "/"))
 
     def _warn_once(self, key: str, message: str, *args) -> None:
         if key not in self._warned_links:
