@@ -253,14 +253,6 @@ class Trial:
                 if reason is not None:
                     raise NoSmdebugRun(self.path, reason)
             first_look = False
-            refused = [] if files else self.storage.refused("")
-            if refused:
-                # No collections file, and the listing left something out (a link to a folder where the
-                # collections or the index go): the run is damaged, not starting; waiting would never end.
-                raise MissingCollectionFiles(
-                    f"{self.path}: no readable collection file; {', '.join(refused[:3])} is not a file or "
-                    "folder smdebug reads (it follows no link inside a run)"
-                )
             ended = self.storage.exists(END_OF_JOB_FILE)
             if ended:
                 if not files and self._list(INDEX_DIR):
@@ -270,6 +262,15 @@ class Trial:
                 raise MissingCollectionFiles(
                     f"Training has ended but not all collection files were found. {self.path}: found "
                     f"{len(files)} collection file(s), expected {max(self.num_workers, 1)}"
+                )
+            refused = [] if files else self.storage.refused("")
+            if refused:
+                # No collections file, and the listing left something out (a link to a folder where the
+                # collections or the index go): a damaged run, not one starting; with no end marker
+                # either, waiting for its collections would never end.
+                raise MissingCollectionFiles(
+                    f"{self.path}: no readable collection file; {', '.join(refused[:3])} is not a file or "
+                    "folder smdebug reads (it follows no link inside a run)"
                 )
             # Some workers' files but not all, in a run that is writing steps: a worker may have died
             # before exporting its collections. Wait a bounded time (even without a timeout), then go on.
