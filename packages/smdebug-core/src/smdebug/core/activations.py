@@ -87,15 +87,8 @@ class ActivationLayer:
         name, type_, inputs, outputs = d.get("name"), d.get("type"), d.get("inputs"), d.get("outputs")
         if not isinstance(name, str) or not isinstance(type_, str):
             return None
-        for regex in (inputs, outputs):
-            if regex is None:
-                continue
-            if not isinstance(regex, str):
-                return None
-            try:
-                re.compile(regex)
-            except re.error:
-                return None
+        if not optional_regexes_valid(inputs, outputs):
+            return None
         return cls(name, type_, inputs, outputs)
 
 
@@ -103,6 +96,21 @@ def io_regex(name: str, label: str, index: Optional[int] = None) -> str:
     """Regex of the names the PyTorch and MXNet hooks give a module's (block's) inputs (``label="input"``) or
     outputs: ``<name>_input_<i>``, as in smdebug 1.0.x; only the ``index``-th when given."""
     return "^" + re.escape(name) + "_" + label + "_" + (r"\d+" if index is None else str(index)) + "$"
+
+
+def optional_regexes_valid(*regexes) -> bool:
+    """Whether each of ``regexes`` is None or a string that compiles: the check of the regexes a record of
+    the run's ``_meta`` read from a collections file names its tensors by."""
+    for regex in regexes:
+        if regex is None:
+            continue
+        if not isinstance(regex, str):
+            return False
+        try:
+            re.compile(regex)
+        except re.error:
+            return False
+    return True
 
 
 def matching_names(regex: Optional[str], names: Iterable[str]) -> List[str]:

@@ -18,11 +18,10 @@ an older writer's) returns None from :func:`recorded_losses`; readers then fall 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import List, Mapping, Optional, Sequence
 
-from smdebug.core.activations import matching_names
+from smdebug.core.activations import matching_names, optional_regexes_valid
 from smdebug.core.collection import CollectionKeys
 from smdebug.core.logger import get_logger
 
@@ -78,15 +77,8 @@ class LossInputs:
         predictions, targets = d.get("predictions"), d.get("targets")
         if not all(isinstance(v, str) and v for v in (name, type_, predictions)) or expects not in EXPECTS:
             return None
-        for regex in (predictions, targets):
-            if regex is None:
-                continue
-            if not isinstance(regex, str):
-                return None
-            try:
-                re.compile(regex)
-            except re.error:
-                return None
+        if not optional_regexes_valid(predictions, targets):
+            return None
         return cls(name, type_, expects, predictions, targets)
 
 
