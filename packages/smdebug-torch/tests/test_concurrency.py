@@ -257,3 +257,40 @@ def test_evaluation_thread_calls_the_model_while_it_trains(tmp_path):
     assert saved_losses, "no loss was saved"
     # Every saved loss is one training computed, and none was saved more often than computed.
     assert not Counter(saved_losses) - Counter(np.float32(v).item() for v in losses), saved_losses
+
+
+def test_threads_calling_the_model_in_quiet_steps_count_each_call_once(tmp_path):
+    """Most steps save nothing, and the thread that began them counts them without the step lock. Once
+    more threads call the model, every call must still be one step, none lost or counted twice, and the
+    steps saved must be exactly the scheduled ones."""
+    out = str(tmp_path / "run")
+    torch.manual_seed(0)
+    model = nn.Linear(2, 2)  # (a tiny forward: the threads spend their time beginning steps)
+    hook = smd.Hook(out_dir=out, save_config=smd.SaveConfig(save_interval=25), include_collections=["weights"])
+    hook.register_module(model)
+    x = torch.randn(1, 2)
+    with torch.no_grad():
+        for _ in range(30):  # the main thread begins the quiet stretches alone first
+            model(x)
+    calls, errors = 3000, []
+
+    def call_the_model():
+        try:
+            with torch.no_grad():
+                for _ in range(calls):
+                    model(x)
+        except BaseException as e:  # noqa: BLE001 - reported by the main thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=call_the_model, name=f"caller-{i}") for i in range(2)]
+    for t in threads:
+        t.start()
+    call_the_model()  # (the main thread goes on too)
+    _join_all(threads)
+    total = 30 + 3 * calls
+    assert not errors and not hook.disabled, (errors, hook._failure)
+    assert hook.step == total - 1
+    hook.close()
+    trial = smd.create_trial(out)
+    assert trial.steps() == list(range(0, total, 25))
+    assert all(trial.tensor_names(step=s) == trial.tensor_names(step=0) for s in trial.steps())

@@ -73,6 +73,7 @@ class ErrorHandlingAgent:
                         hook = self.hook
                         if hook is not None:
                             hook._disabled = True  # (already logged above: no second report)
+                            hook._stretch = None
                         return default(args, kwargs)
 
                 return guarded

@@ -29,6 +29,7 @@ from __future__ import annotations
 import inspect
 import threading
 import time
+from threading import get_ident
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from smdebug.core import process_exit, singleton, stop_signal
@@ -44,6 +45,7 @@ from smdebug.core.legacy.hook_methods import LegacyHookMethods
 from smdebug.core.logger import WarnsOnce, get_logger
 from smdebug.core.modes import ModeKeys
 from smdebug.core.out_dir import OutDirClaim, resolve_tensorboard_dir, validate_out_dir
+from smdebug.core.quiet import QuietStretch, make_stretch
 from smdebug.core.reduction_config import ReductionConfig
 from smdebug.core.run_info import record_framework
 from smdebug.core.save_config import SaveConfig, schedule_changes
@@ -180,6 +182,10 @@ class BaseHook(HookCollections, HookSaving, HookOutput, HookClosing, WarnsOnce, 
         # (first mode step that may save, mode, prepared token, schedule changes, the empty due set):
         # the steps before it need no look at the schedules (see _compute_due)
         self._quiet: Optional[tuple] = None
+        # the quiet steps ahead that _begin_quiet_step may begin by themselves (smdebug.core.quiet)
+        self._stretch: Optional[QuietStretch] = None
+        self._quiet_busy = False  # the stretch's owner is counting a quiet step without the lock
+        self._quiet_steps_shared = False  # several threads have begun steps: every quiet step takes the lock
         self._next_stop_look = 0.0  # (monotonic time) see _begin_quiet_step
 
     def _resume_from_checkpoint(self) -> None:
@@ -273,6 +279,7 @@ class BaseHook(HookCollections, HookSaving, HookOutput, HookClosing, WarnsOnce, 
         if self._disabled:
             return
         self._disabled = True
+        self._stretch = None
         self._failure = f"{where}: {type(exc).__name__}: {exc}"
         if isinstance(exc, OSError):  # (StorageError is one)
             # Not a bug of ours: a full disk, permissions, credentials, a missing bucket. One clear line,
@@ -318,6 +325,7 @@ class BaseHook(HookCollections, HookSaving, HookOutput, HookClosing, WarnsOnce, 
             except Exception:  # noqa: BLE001 - plugins must not stop the hook
                 return
             self._listeners = listeners
+            self._stretch = None  # (made while no one knew who listens to step ends)
         caller = listeners.get(hook_name)
         if caller is None:
             return
@@ -336,6 +344,8 @@ class BaseHook(HookCollections, HookSaving, HookOutput, HookClosing, WarnsOnce, 
         # due, the schedules say when something next is, and the steps until then skip them entirely.
         if (quiet is not None and mode_step < quiet[0] and quiet[1] is mode and quiet[2] is self._prepared_token
                 and quiet[3] == schedule_changes()):
+            if self._stretch is None:
+                self._stretch = make_stretch(self, quiet, type(self)._finish_step is not BaseHook._finish_step)
             return quiet[4]
         train_only_skip = mode in (ModeKeys.EVAL, ModeKeys.PREDICT)
         colls = [c for c in self._included if not (train_only_skip and c.name in TRAIN_ONLY_COLLECTIONS)]
@@ -346,6 +356,7 @@ class BaseHook(HookCollections, HookSaving, HookOutput, HookClosing, WarnsOnce, 
             upcoming = [n for n in upcoming if n is not None]
             self._quiet = (min(upcoming) if upcoming else float("inf"), mode, self._prepared_token,
                            schedule_changes(), due)
+            self._stretch = make_stretch(self, self._quiet, type(self)._finish_step is not BaseHook._finish_step)
         return due
 
     # ------------------------------------------------------------------------------------------
@@ -375,6 +386,9 @@ class BaseHook(HookCollections, HookSaving, HookOutput, HookClosing, WarnsOnce, 
     def _begin_step(self, mode_step: Optional[int] = None) -> None:
         if self._begin_quiet_step(mode_step):
             return
+        stretch = self._stretch
+        if stretch is not None and stretch.owner is not None and stretch.owner != get_ident():
+            self._share_quiet_steps()  # (a step begun in full by another thread than the stretch's owner)
         if self._in_step:
             self._finish_step()
         if self._open_step is not None:
@@ -415,46 +429,84 @@ class BaseHook(HookCollections, HookSaving, HookOutput, HookClosing, WarnsOnce, 
 
     def _begin_quiet_step(self, mode_step: Optional[int] = None) -> bool:
         """Begin the next step here, in one frame, if it is one of the quiet steps the schedules named
-        when last asked (nothing due before ``self._quiet[0]``) and nothing else needs attention: no step
-        to close, no writer error, nothing pending, collections and schedules unchanged. Most steps are
-        such steps, and plugins begin a step at every forward call or batch (PyTorch calls this first, and
-        the full :meth:`_begin_step` only when it returns False). The stop signal is looked for at most
-        every ``_QUIET_STOP_LOOK_S`` seconds here (the watcher itself reads storage at most every 0.5 s)."""
-        quiet = self._quiet
-        if (quiet is None or mode_step is not None or self._disabled or self._open_step is not None
-                or (self._in_step and self._wrote_this_step) or self._pending_user_tensors or self._pending_scalars or self.worker is None
-                or (self._writer is not None and self._writer.error is not None)
-                or (self._out_is_s3 and self._claimed) or self._state_store.dir is not None):
+        when last asked and nothing else needs attention (see :mod:`smdebug.core.quiet` for what is
+        checked here and what drops the stretch where it happens). Most steps are such steps, and plugins
+        begin a step at every forward call or batch (PyTorch calls this first, without the step lock, and
+        the full :meth:`_begin_step` only when it returns False).
+
+        The thread that owns the stretch (the only one that has begun steps) counts the step without
+        the step lock, marked busy so that another thread that begins a step waits for it to finish
+        (:meth:`_share_quiet_steps`); any other thread takes the lock."""
+        stretch = self._stretch
+        if stretch is None or mode_step is not None:
             return False
-        mode = self.mode
-        step = self.mode_steps[mode] + 1
-        token = self._prepared_token
-        if not (step < quiet[0] and quiet[1] is mode and token is not None and quiet[2] is token
-                and quiet[3] == _ScheduleChanges.count and token[1] == _CollectionMutations.count
-                and token[2] == id(self.collection_manager.collections)
-                and token[0] == tuple(self.include_collections)):
-            return False
-        if self._in_step:
-            listeners = self.__dict__.get("_listeners")
-            if (listeners is None or "smdebug_step_end" in listeners
-                    or type(self)._finish_step is not BaseHook._finish_step):
-                self._finish_step()
-            else:
-                self._in_step = False  # all _finish_step does for a step that wrote nothing, no one listening
-        if self._stop_watcher is not None and not self.stop_requested:
-            now = time.monotonic()
-            if now >= self._next_stop_look:
-                self._next_stop_look = now + _QUIET_STOP_LOOK_S
-                self._check_stop_signal()
-                if self._disabled:
-                    return True  # the stop signal closed the hook
-        self.step += 1
-        self.mode_steps[mode] = step
-        self.mode_steps[ModeKeys.GLOBAL] = self.step
-        self._in_step = True
-        self._wrote_this_step = False
-        self._due = quiet[4] if self._is_writer else set()
+        if stretch.owner != get_ident():
+            return self._begin_quiet_step_locked()
+        if stretch.watch and self._look_for_stop():
+            return True  # the stop signal closed the hook
+        self._quiet_busy = True
+        try:
+            mode_steps = self.mode_steps
+            step = mode_steps[stretch.mode] + 1
+            writer = self._writer
+            # (the stretch again: a thread that came meanwhile may have taken it away before we were busy)
+            if (self._stretch is not stretch or not stretch.holds(self, step)
+                    or (writer is not None and writer.error is not None)):
+                return False
+            self.step = global_step = self.step + 1
+            mode_steps[stretch.mode] = step
+            mode_steps[ModeKeys.GLOBAL] = global_step
+            self._in_step = True
+            self._due = stretch.due
+        finally:
+            self._quiet_busy = False
         return True
+
+    def _begin_quiet_step_locked(self) -> bool:
+        """:meth:`_begin_quiet_step` for a stretch no thread owns (several threads begin steps, or plugins
+        listen to step ends: the step before is finished in full), under the step lock."""
+        with self._step_lock:
+            stretch = self._stretch
+            if stretch is None:
+                return False
+            if stretch.owner is not None:
+                self._share_quiet_steps()
+                return False
+            mode_steps = self.mode_steps
+            step = mode_steps[stretch.mode] + 1
+            writer = self._writer
+            if not stretch.holds(self, step) or (writer is not None and writer.error is not None):
+                return False
+            if self._in_step and stretch.finish:
+                self._finish_step()  # (else all it would do for a step that wrote nothing is end it)
+            if stretch.watch and self._look_for_stop():
+                return True  # the stop signal closed the hook
+            self.step = global_step = self.step + 1
+            mode_steps[stretch.mode] = step
+            mode_steps[ModeKeys.GLOBAL] = global_step
+            self._in_step = True
+            self._due = stretch.due
+        return True
+
+    def _share_quiet_steps(self) -> None:
+        """(step lock held) A second thread begins steps: from now on quiet steps take the step lock. The
+        owner's stretch is taken away, and if the owner is counting a step right now (a few bytecodes,
+        nothing that waits) this thread waits for it, so that the two never count at once."""
+        self._quiet_steps_shared = True
+        self._stretch = None
+        deadline = time.monotonic() + 1.0  # (cannot be needed: the busy mark is cleared in a finally)
+        while self._quiet_busy and time.monotonic() < deadline:
+            time.sleep(0)
+
+    def _look_for_stop(self) -> bool:
+        """A rule's stop signal, looked for at most every ``_QUIET_STOP_LOOK_S`` seconds in quiet steps
+        (the watcher itself reads storage at most every 0.5 s). True: it closed the hook."""
+        now = time.monotonic()
+        if now >= self._next_stop_look:
+            self._next_stop_look = now + _QUIET_STOP_LOOK_S
+            self._check_stop_signal()
+            return self._disabled
+        return False
 
     def _next_mode_step(self, wanted: Optional[int]) -> int:
         last = self.mode_steps[self.mode]
@@ -487,6 +539,7 @@ class BaseHook(HookCollections, HookSaving, HookOutput, HookClosing, WarnsOnce, 
         if signal is None:
             return
         self.stop_requested = True
+        self._stretch = None  # (it looks for the signal that came)
         self.stop_reason = stop_signal.describe(signal)
         self._on_stop_requested(signal)
 

@@ -42,6 +42,7 @@ class HookClosing:
         if self._closed:
             return
         self._closed = True
+        self._stretch = None
         try:
             if not self._disabled:
                 if self._in_step:

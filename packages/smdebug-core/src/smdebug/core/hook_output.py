@@ -75,6 +75,7 @@ class HookOutput:
             self.num_workers = size
 
     def _start_writing(self) -> None:
+        self._stretch = None  # (quiet steps may now have a claim to refresh, or no writing at all)
         s3 = is_s3_path(self.out_dir)
         try:
             self._storage = get_storage(self.out_dir)

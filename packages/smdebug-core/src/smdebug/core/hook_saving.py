@@ -106,6 +106,7 @@ class HookSaving:
                 nbytes=arr.nbytes if arr is not None else 0, step=step, wake=False,
             )
             self._wrote_this_step = True
+            self._stretch = None  # (the next step closes this one in full)
         return True
 
     def _plan(self, tensor_name: str) -> Optional[SavePlan]:
@@ -146,6 +147,7 @@ class HookSaving:
             writer.submit(save_plan.write_alias, writer, step, self.mode, self.mode_steps[self.mode],
                           tensor_name, same_as, nbytes=0, step=step, wake=False)
             self._wrote_this_step = True
+            self._stretch = None  # (the next step closes this one in full)
         return True
 
     def _intern_due(self, due) -> frozenset:
@@ -212,12 +214,14 @@ class HookSaving:
             # Between steps, after the last step's files were completed: keep it for the next step
             # rather than rewrite a finished step.
             self._pending_scalars.append((tname, arr, timestamp))
+            self._stretch = None  # (the next step writes it)
             return
         self._writer.submit(save_plan.write_scalar, self._writer, self._tb, max(self.step, 0), self.mode,
                             max(self.mode_steps[self.mode], 0), tname, arr, timestamp,
                             nbytes=arr.nbytes, step=max(self.step, 0))
         if self._in_step:
             self._wrote_this_step = True
+            self._stretch = None  # (the next step closes this one in full)
 
     @_guarded()
     def save_tensor(self, tensor_name: str, tensor_value, collections_to_write="default") -> None:
@@ -240,6 +244,7 @@ class HookSaving:
         else:
             arr = np.array(self.to_numpy(tensor_value), copy=True)
             self._pending_user_tensors.append((tensor_name, arr))
+            self._stretch = None  # (the next step writes it)
 
     @_guarded()
     def record_trace_events(self, timestamp, training_phase: str = "", op_name: str = "", phase: str = "X",

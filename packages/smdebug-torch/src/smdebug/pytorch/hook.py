@@ -17,10 +17,11 @@ makes into the hook is the model's forward pre-hook, which counts the step. Modu
 inputs/outputs, losses) and parameter hooks are attached for the steps that need them and removed after.
 
 torch.compile: see :mod:`smdebug.pytorch._dynamo`. Parameters and gradients are read outside the compiled
-region (no graph break, no recompilation). Inside a compiled forward, hooks are traced: they cannot be
-added and removed per step (dynamo does not see hook changes after compiling), so while the model runs
-compiled the forward hooks of every module some included collection may save stay attached; their
-tensors become extra outputs of the graph and are saved after it (see :meth:`Hook._on_forward`).
+region (no graph break, no recompilation). Inside a compiled forward, hooks are traced: a graph keeps the
+hooks it was traced with (dynamo does not see hook changes after compiling), so while dynamo traces, the
+forward hooks of every module some included collection may save are attached (:meth:`Hook._on_compile`);
+in the graph their tensors become extra outputs, saved after it (see :meth:`Hook._io_hook`). Modules that
+run eagerly (a loss module called after a compiled model) get their hooks by what is due, as in eager.
 """
 
 from __future__ import annotations
@@ -103,8 +104,14 @@ class Hook(BaseHook):
         self._loss_in_output = False  # save the model output's "loss" (see _record_output_loss)
         self._named_saved: Tuple[int, set] = (-1, set())  # (step, names _save_named saved in it)
         self._wired = None  # what the attached torch hooks were chosen for (see _rewire)
-        self._wired_quiet = False  # nothing attached, as a step with nothing due needs
-        self._compiled = False  # the model has run compiled
+        # the attached torch hooks are those of a step with nothing due, and the model's forward calls mark
+        # its steps: a quiet step needs nothing but the core's count (see _on_model_forward_pre)
+        self._wired_quiet = False
+        self._tracing = False  # dynamo is compiling a frame (see _on_compile)
+        self._model_compiled = False  # the model's forward has been compiled: its modules' hooks stay
+        # something else has been compiled (a function that may call the model and the losses), or the
+        # model, with a torch that does not tell compiles: every hook that may ever save stays
+        self._compiled = False
         self._sharded = False  # some parameters are sharded DTensors (gathered by every rank)
         self._sched_due: frozenset = _NOTHING  # collections due by the schedule, on every rank
         self._failed_sharded = False
@@ -151,6 +158,7 @@ class Hook(BaseHook):
         activations.add_to_collections(self, layers.activation_layers(inner, self._names.get))
         self._model_handles.append(self._add_eager_hook(inner.register_forward_pre_hook, self._on_model_forward_pre))
         _dynamo.notify_when_loaded(self)
+        _dynamo.watch_compiles(self)
         self._rewire_later()
 
     register_hook = register_module
@@ -262,6 +270,29 @@ class Hook(BaseHook):
     def _may_save(self, name: str) -> bool:
         return any(c.matches(name) for c in self._included)
 
+    def _on_compile(self, started: bool) -> None:
+        """Dynamo begins (or ends) compiling a frame, before it traces anything. While it traces, every
+        module hook that an included collection may ever save is attached, so the graph has it. A graph is
+        also traced again when the hooks of a module in it change, so from then on those hooks stay: the
+        model's modules' when the model's forward is what is compiled (the loss modules, called after it,
+        still get theirs only at the steps that save), every module's when something else is (a compiled
+        function may call the model and the loss)."""
+        if self._disabled:
+            return
+        try:
+            with self._step_lock:
+                self._tracing = started
+                if started:
+                    if self.model is not None and _dynamo.runs_compiled(self.model):
+                        self._model_compiled = True
+                    else:
+                        self._compiled = True
+                self._rewire_later()
+                if started:
+                    self._rewire()
+        except Exception as e:  # noqa: BLE001
+            self._fail("the hook's compile callback", e)
+
     def _rewire_later(self) -> None:
         """Something the wiring depends on changed (registrations, compilation, gradient source): the
         next step chooses its torch hooks afresh."""
@@ -272,9 +303,9 @@ class Hook(BaseHook):
         """Attach the module and parameter hooks the current step needs, and remove the others.
 
         Forward hooks (inputs/outputs of modules, losses) cost time on every call of their module, so
-        they are attached only where a due collection can save what they see; while the model runs
-        compiled, where any included collection may (see the module docstring). Cheap when nothing
-        changed since the last step: the due collections are interned sets."""
+        they are attached only where a due collection can save what they see; while dynamo traces, where any
+        included collection may (see _on_compile). Cheap when nothing changed since the last step: the due
+        collections are interned sets."""
         due = self._sched_due  # (on a rank that writes, self._due)
         wired = self._wired
         # (whatever else decides the wiring, compiled-ness, registrations, where gradients come from, sets
@@ -283,8 +314,10 @@ class Hook(BaseHook):
             return
         self._wired = (due, self._prepared_token)
         self._wired_quiet = False  # (set below when nothing is attached for a step with nothing due)
-        wanted = self._may_save if self._compiled else self.is_due
-        targets = io_targets(self.model, self._names, wanted) if self.model is not None else {}
+        stay = self._tracing or self._compiled
+        wanted = self._may_save if stay else self.is_due
+        targets = (io_targets(self.model, self._names, self._may_save if stay or self._model_compiled else wanted)
+                   if self.model is not None else {})
         for module in self._loss_modules:
             name = self._names.get(module) or type(module).__name__
             inputs, outputs = wanted(f"{name}_input_0"), wanted(f"{name}_output_0")
@@ -304,8 +337,12 @@ class Hook(BaseHook):
             self._io_handles[module] = (self._add_io_hook(module, *flags), flags)
         grads_due = bool(due) and any(self._due_by_schedule(GRADIENT_PREFIX + n) for n, _ in self._params)
         self._grads.wire(grads_due)
-        # A later quiet step may skip all this (see _on_model_forward_pre) only if it would attach nothing
-        self._wired_quiet = not due and not self._io_handles and not grads_due
+        # A later quiet step may skip all this (see _on_model_forward_pre) only if it would attach the same
+        # (nothing; compiled, what may ever be saved, whatever is due) and its step begins at the forward
+        # call (not at an optimizer step, not by a trainer's callback)
+        self._wired_quiet = (not due and not grads_due
+                             and (not self._io_handles or self._compiled or self._model_compiled)
+                             and self._optimizer is None and not self._external_modes)
 
     def _add_io_hook(self, module, inputs: bool, outputs: bool, output_loss: bool = False):
         if module is self.model:
@@ -339,20 +376,22 @@ class Hook(BaseHook):
     # ------------------------------------------------------------------------------------------
     def _on_model_forward_pre(self, module, inputs):
         try:
-            # The usual step, kept lean (it runs at every forward call): nothing attached, nothing to
-            # settle, not compiled, steps counted by forwards. The core counts it (_begin_quiet_step).
-            if (self._wired_quiet and not (self._compiled or self._traced or self._grads.kept) and self._optimizer is None
-                    and not self._external_modes and not (_dynamo._loaded[0] and _dynamo.runs_compiled(module))):
-                with self._step_lock:
-                    if self._begin_quiet_step():
-                        self._step_mode = self.mode
-                        return None
+            # The usual step, kept lean (it runs at every forward call, and every attribute looked at costs):
+            # wired for a quiet step (see _rewire), nothing captured by compiled code or kept from backward
+            # to settle, and a compile would be told (torch._dynamo.reset() forgets the hook's callbacks).
+            # The core counts it.
+            if (self._wired_quiet and not self._traced and not self._grads.kept and _dynamo.compiles_watched()
+                    and self._begin_quiet_step()):
+                self._step_mode = self.mode  # (the core takes the step lock where it must)
+                return None
             if self._disabled:
                 return None
             if self._traced:
                 self._drain_traced()  # (a compiled forward's tensors, from the last call)
-            if not self._compiled and _dynamo._loaded[0] and _dynamo.runs_compiled(module):
-                self._compiled = True  # (for good: hooks traced into the graph cannot be taken out)
+            if (not _dynamo.compiles_watched() and not _dynamo.watch_compiles() and not self._compiled
+                    and _dynamo.runs_compiled(module)):
+                # a torch that does not tell compiles: once the model runs compiled, hooks stay for good
+                self._compiled = True
                 self._rewire_later()
             if self._forward_mode is not None:
                 mode = self._forward_mode(module)
