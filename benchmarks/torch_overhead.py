@@ -462,13 +462,17 @@ def _restore_torch_hooks(stashed: list) -> None:
 
 
 def paired_default_cost(workload: str, rounds: int = 40, block: int = 200) -> dict:
-    """What the default configuration adds per step, measured on one model: blocks of ``block`` steps with
-    the hook's torch hooks attached and detached (taken off the modules, parameters and optimizer as in
-    :func:`_stash_torch_hooks`), alternating (the order flips every round), ``rounds`` rounds. Comparing two
-    model instances (as the main table does) mixes in how their memory happens to be laid out, which moves
-    a sub-millisecond step by several percent either way; here both halves of a pair run the very same
-    tensors, so the difference is the hook's. Returns the mean added microseconds per step over the rounds
-    and its standard error."""
+    """What the default configuration adds per step, measured on one model: ``rounds * block`` pairs of
+    consecutive steps, one with the hook's torch hooks attached and one with them detached (taken off the
+    modules, parameters and optimizer as in :func:`_stash_torch_hooks`), the order flipping every pair.
+    Comparing two model instances (as the main table does) mixes in how their memory happens to be laid
+    out, which moves a sub-millisecond step by several percent either way; here both steps of a pair run
+    the very same tensors, a step apart, so the machine's drift cancels too (blocks of a few hundred steps
+    each, as measured until 2026-11-26, left +-17 us of noise on a 1.35 ms step). Every attached step
+    follows a detached one, so the hook always runs with its code and objects as cold as the step's tensor
+    work leaves them: if anything this reads high. The writer thread, flushed between blocks of ``block``
+    pairs and not timed, works on the other core. Returns the mean added microseconds per step and its
+    standard error (and the median, less moved by the steps that save)."""
     import torch
     import torch.nn as nn
 
@@ -483,53 +487,47 @@ def paired_default_cost(workload: str, rounds: int = 40, block: int = 200) -> di
         modules, params = [*model.modules(), loss_fn], list(model.parameters())
         compiled = WORKLOADS[workload].get("compile")
         if compiled:
-            # Dynamo does not guard on module hooks: detaching and re-attaching them recompiles nothing
-            # (checked below), and the model's own hooks run around the compiled forward.
+            # Dynamo does not guard on the hooks of modules outside the graph (the loss module; the
+            # model's own hooks run around the compiled forward): detaching and re-attaching them
+            # recompiles nothing (checked below).
             model = torch.compile(model)
-        i = 0
+        clock = time.perf_counter_ns
 
-        def run(n: int):
-            """(wall seconds, training-thread CPU seconds) per step"""
-            nonlocal i
-            t0, c0 = time.perf_counter(), time.thread_time()
-            for _ in range(n):
-                x, y = data[i % len(data)]
-                opt.zero_grad()
-                loss_fn(model(x), y).backward()
-                opt.step()
-                i += 1
-            if drain is not None:
-                drain()
-            return (time.perf_counter() - t0) / n, (time.thread_time() - c0) / n
+        def step(i: int) -> int:
+            x, y = data[i % len(data)]
+            t0 = clock()
+            opt.zero_grad()
+            loss_fn(model(x), y).backward()
+            opt.step()
+            return clock() - t0
 
-        run(WORKLOADS[workload]["warmup"])  # (step 0, which the default schedule saves, is in the warm-up)
+        for i in range(WORKLOADS[workload]["warmup"]):  # (step 0, which the default schedule saves, is here)
+            step(i)
         graphs = _compiled_graphs() if compiled else None
         gc.collect()
         gc.freeze()
-        diffs, cpu_diffs = [], []
+        diffs, i = [], 0
         try:
-            for r in range(rounds):
-                times = {}
-                for attached in ((True, False) if r % 2 == 0 else (False, True)):
-                    stashed = [] if attached else _stash_torch_hooks(modules, params)
-                    try:
-                        gc.collect()
-                        times[attached] = run(block)
-                    finally:
-                        _restore_torch_hooks(stashed)
-                diffs.append((times[True][0] - times[False][0]) * 1e6)
-                cpu_diffs.append((times[True][1] - times[False][1]) * 1e6)
+            for _ in range(rounds):
+                for pair in range(block):
+                    times = {}
+                    for attached in ((True, False) if pair % 2 == 0 else (False, True)):
+                        stashed = [] if attached else _stash_torch_hooks(modules, params)
+                        try:
+                            times[attached] = step(i)
+                        finally:
+                            _restore_torch_hooks(stashed)
+                        i += 1
+                    diffs.append((times[True] - times[False]) / 1e3)
+                if drain is not None:
+                    drain()
         finally:
             gc.unfreeze()
         hook.close()
         if compiled and _compiled_graphs() != graphs:
             raise RuntimeError("the model was compiled again while the hook was attached and detached")
         return {"added_us": statistics.fmean(diffs), "se_us": statistics.stdev(diffs) / len(diffs) ** 0.5,
-                # the training thread's own CPU time: what the hook costs the training loop whatever else
-                # runs on the machine (wall time also counts waiting for the writer thread and the CPU)
-                "cpu_added_us": statistics.fmean(cpu_diffs),
-                "cpu_se_us": statistics.stdev(cpu_diffs) / len(cpu_diffs) ** 0.5,
-                "rounds": rounds, "block": block}
+                "median_us": statistics.median(diffs), "pairs": len(diffs)}
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
@@ -794,15 +792,14 @@ def targets(rows) -> List[str]:
                     # the upper end of the estimate must be within the bound, not just the mean
                     ok = "met" if paired["added_us"] + 2 * paired["se_us"] <= bound else "MISSED"
                     out.append(f"{label}: {paired['added_us']:+.1f} ±{paired['se_us']:.1f} us/step on one model, "
-                               f"hook attached vs detached ({paired['rounds']} rounds of {paired['block']} steps; "
-                               f"verdict on mean + 2 SE; training-thread CPU {paired['cpu_added_us']:+.1f} "
-                               f"±{paired['cpu_se_us']:.1f} us/step); two model instances, as in the table: "
-                               f"{us:+.1f} ±{se_us:.1f} us/step ({ok})")
+                               f"hook attached vs detached in alternate steps ({paired['pairs']} pairs; median "
+                               f"{paired['median_us']:+.1f}; verdict on mean + 2 SE); two model instances, as in "
+                               f"the table: {us:+.1f} ±{se_us:.1f} us/step ({ok})")
                 gp = g.get("paired") if "error" not in g else None
                 if gp and "error" not in gp:
                     out.append(f"- {name}, default config, original, measured the same way: {gp['added_us']:+.1f} "
-                               f"±{gp['se_us']:.1f} us/step on one model, hook attached vs detached (training-"
-                               f"thread CPU {gp['cpu_added_us']:+.1f} ±{gp['cpu_se_us']:.1f} us/step)")
+                               f"±{gp['se_us']:.1f} us/step on one model, hook attached vs detached in alternate "
+                               f"steps (median {gp['median_us']:+.1f})")
                 for side, label in ((o, "ours"), (g, "original")):
                     q = side.get("quiet") if "error" not in side else None
                     if q and "error" not in q:
