@@ -34,7 +34,6 @@ from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from smdebug.core import process_exit, singleton, stop_signal
 from smdebug.core.collection import TRAIN_ONLY_COLLECTIONS, Collection, CollectionKeys
-from smdebug.core.collection import _Mutations as _CollectionMutations
 from smdebug.core.collection_manager import CollectionManager
 from smdebug.core.hook_closing import HookClosing
 from smdebug.core.hook_collections import SCALAR_PREFIX, HookCollections, included_collection_names
@@ -49,7 +48,6 @@ from smdebug.core.quiet import QuietStretch, make_stretch
 from smdebug.core.reduction_config import ReductionConfig
 from smdebug.core.run_info import record_framework
 from smdebug.core.save_config import SaveConfig, schedule_changes
-from smdebug.core.save_config import _Changes as _ScheduleChanges
 from smdebug.core.save_plan import SavePlan
 from smdebug.core.state_store import StateStore
 from smdebug.core.storage.base import Storage, is_s3_path
@@ -344,7 +342,8 @@ class BaseHook(HookCollections, HookSaving, HookOutput, HookClosing, WarnsOnce, 
         # due, the schedules say when something next is, and the steps until then skip them entirely.
         if (quiet is not None and mode_step < quiet[0] and quiet[1] is mode and quiet[2] is self._prepared_token
                 and quiet[3] == schedule_changes()):
-            if self._stretch is None:
+            stretch = self._stretch
+            if stretch is None or not stretch.holds(self, mode_step):  # (dropped, or made before a change)
                 self._stretch = make_stretch(self, quiet, type(self)._finish_step is not BaseHook._finish_step)
             return quiet[4]
         train_only_skip = mode in (ModeKeys.EVAL, ModeKeys.PREDICT)
