@@ -532,6 +532,49 @@ def paired_default_cost(workload: str, rounds: int = 40, block: int = 200) -> di
         shutil.rmtree(base, ignore_errors=True)
 
 
+def noop_pre_hook_cost(workload: str, rounds: int = 40, block: int = 200) -> dict:
+    """The floor under any step counter built on a module hook, measured as :func:`paired_default_cost`
+    measures the hook: a forward pre-hook that does nothing (``lambda module, args: None``) on the model,
+    attached and detached in alternate steps, no smdebug at all. PyTorch's ``Module._call_impl`` takes its
+    slow path for a module with any hook, and on a cold step that path alone costs several microseconds."""
+    import torch
+    import torch.nn as nn
+
+    torch.manual_seed(SEED)
+    model, loss_fn = _build_model(workload), nn.CrossEntropyLoss()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    data = _make_data(WORKLOADS[workload]["batch"])
+    clock = time.perf_counter_ns
+
+    def step(i: int) -> int:
+        x, y = data[i % len(data)]
+        t0 = clock()
+        opt.zero_grad()
+        loss_fn(model(x), y).backward()
+        opt.step()
+        return clock() - t0
+
+    for i in range(WORKLOADS[workload]["warmup"]):
+        step(i)
+    gc.collect()
+    gc.freeze()
+    diffs, i = [], 0
+    try:
+        for pair in range(rounds * block):
+            times = {}
+            for attached in ((True, False) if pair % 2 == 0 else (False, True)):
+                handle = model.register_forward_pre_hook(lambda module, args: None) if attached else None
+                times[attached] = step(i)
+                if handle is not None:
+                    handle.remove()
+                i += 1
+            diffs.append((times[True] - times[False]) / 1e3)
+    finally:
+        gc.unfreeze()
+    return {"added_us": statistics.fmean(diffs), "se_us": statistics.stdev(diffs) / len(diffs) ** 0.5,
+            "median_us": statistics.median(diffs), "pairs": len(diffs)}
+
+
 def _compiled_graphs() -> int:
     from torch._dynamo.utils import counters
 
@@ -611,6 +654,7 @@ def measure(passes: int = 6, quick: bool = False, workloads: Optional[Sequence[s
                 extra = {"paired": lambda w: paired_default_cost(w, rounds=rounds * 5, block=block)}
                 if spec.get("default_target_us") is not None:
                     extra["quiet"] = quiet_step_hooks
+                    extra["noop"] = lambda w: noop_pre_hook_cost(w, rounds=rounds * 5, block=block)
                 for key, measure_it in extra.items():
                     try:
                         per["default"][key] = measure_it(workload)
@@ -795,6 +839,11 @@ def targets(rows) -> List[str]:
                                f"hook attached vs detached in alternate steps ({paired['pairs']} pairs; median "
                                f"{paired['median_us']:+.1f}; verdict on mean + 2 SE); two model instances, as in "
                                f"the table: {us:+.1f} ±{se_us:.1f} us/step ({ok})")
+                noop = o.get("noop")
+                if noop and "error" not in noop:
+                    out.append(f"- {name}, control: a forward pre-hook that does nothing, no smdebug, measured the "
+                               f"same way: {noop['added_us']:+.1f} ±{noop['se_us']:.1f} us/step (median "
+                               f"{noop['median_us']:+.1f}): the floor under any step counter on a module hook")
                 gp = g.get("paired") if "error" not in g else None
                 if gp and "error" not in gp:
                     out.append(f"- {name}, default config, original, measured the same way: {gp['added_us']:+.1f} "
