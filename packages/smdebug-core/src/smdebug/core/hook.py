@@ -452,6 +452,7 @@ class BaseHook(HookCollections, HookSaving, HookOutput, HookClosing, WarnsOnce, 
             if (self._stretch is not stretch or not stretch.holds(self, step)
                     or (writer is not None and writer.error is not None)):
                 return False
+            # (the count, as _begin_quiet_step_locked makes it: written out here, a call costs on this path)
             self.step = global_step = self.step + 1
             mode_steps[stretch.mode] = step
             mode_steps[ModeKeys.GLOBAL] = global_step
