@@ -491,43 +491,23 @@ def paired_default_cost(workload: str, rounds: int = 40, block: int = 200) -> di
             # model's own hooks run around the compiled forward): detaching and re-attaching them
             # recompiles nothing (checked below).
             model = torch.compile(model)
-        clock = time.perf_counter_ns
-
-        def step(i: int) -> int:
-            x, y = data[i % len(data)]
-            t0 = clock()
-            opt.zero_grad()
-            loss_fn(model(x), y).backward()
-            opt.step()
-            return clock() - t0
-
+        step = _timed_step(model, loss_fn, opt, data)
         for i in range(WORKLOADS[workload]["warmup"]):  # (step 0, which the default schedule saves, is here)
             step(i)
         graphs = _compiled_graphs() if compiled else None
-        gc.collect()
-        gc.freeze()
-        diffs, i = [], 0
-        try:
-            for _ in range(rounds):
-                for pair in range(block):
-                    times = {}
-                    for attached in ((True, False) if pair % 2 == 0 else (False, True)):
-                        stashed = [] if attached else _stash_torch_hooks(modules, params)
-                        try:
-                            times[attached] = step(i)
-                        finally:
-                            _restore_torch_hooks(stashed)
-                        i += 1
-                    diffs.append((times[True] - times[False]) / 1e3)
-                if drain is not None:
-                    drain()
-        finally:
-            gc.unfreeze()
+
+        def detached(i: int) -> int:
+            stashed = _stash_torch_hooks(modules, params)
+            try:
+                return step(i)
+            finally:
+                _restore_torch_hooks(stashed)
+
+        result = _alternate(step, detached, rounds, block, between_blocks=drain)
         hook.close()
         if compiled and _compiled_graphs() != graphs:
             raise RuntimeError("the model was compiled again while the hook was attached and detached")
-        return {"added_us": statistics.fmean(diffs), "se_us": statistics.stdev(diffs) / len(diffs) ** 0.5,
-                "median_us": statistics.median(diffs), "pairs": len(diffs)}
+        return result
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
@@ -543,7 +523,22 @@ def noop_pre_hook_cost(workload: str, rounds: int = 40, block: int = 200) -> dic
     torch.manual_seed(SEED)
     model, loss_fn = _build_model(workload), nn.CrossEntropyLoss()
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    data = _make_data(WORKLOADS[workload]["batch"])
+    step = _timed_step(model, loss_fn, opt, _make_data(WORKLOADS[workload]["batch"]))
+    for i in range(WORKLOADS[workload]["warmup"]):
+        step(i)
+
+    def with_noop_hook(i: int) -> int:
+        handle = model.register_forward_pre_hook(lambda module, args: None)
+        try:
+            return step(i)
+        finally:
+            handle.remove()
+
+    return _alternate(with_noop_hook, step, rounds, block)
+
+
+def _timed_step(model, loss_fn, opt, data):
+    """``step(i)``: one training step on batch ``i`` (cycled), returning its wall time in nanoseconds."""
     clock = time.perf_counter_ns
 
     def step(i: int) -> int:
@@ -554,21 +549,26 @@ def noop_pre_hook_cost(workload: str, rounds: int = 40, block: int = 200) -> dic
         opt.step()
         return clock() - t0
 
-    for i in range(WORKLOADS[workload]["warmup"]):
-        step(i)
+    return step
+
+
+def _alternate(with_it, without_it, rounds: int, block: int, between_blocks=None) -> dict:
+    """``rounds * block`` pairs of consecutive steps, one ``with_it`` and one ``without_it`` (each takes the
+    step index and returns the step's nanoseconds), the order flipping every pair; ``between_blocks`` (not
+    timed) after every ``block`` pairs. The added microseconds per step: mean, its standard error, median."""
     gc.collect()
     gc.freeze()
     diffs, i = [], 0
     try:
-        for pair in range(rounds * block):
-            times = {}
-            for attached in ((True, False) if pair % 2 == 0 else (False, True)):
-                handle = model.register_forward_pre_hook(lambda module, args: None) if attached else None
-                times[attached] = step(i)
-                if handle is not None:
-                    handle.remove()
-                i += 1
-            diffs.append((times[True] - times[False]) / 1e3)
+        for _ in range(rounds):
+            for pair in range(block):
+                times = {}
+                for attached in ((True, False) if pair % 2 == 0 else (False, True)):
+                    times[attached] = (with_it if attached else without_it)(i)
+                    i += 1
+                diffs.append((times[True] - times[False]) / 1e3)
+            if between_blocks is not None:
+                between_blocks()
     finally:
         gc.unfreeze()
     return {"added_us": statistics.fmean(diffs), "se_us": statistics.stdev(diffs) / len(diffs) ** 0.5,
