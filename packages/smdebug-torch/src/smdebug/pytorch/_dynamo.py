@@ -32,7 +32,6 @@ is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", lambda:
 
 _DYNAMO = "torch._dynamo"
 _loaded = [False]
-_eval_frame = [None]  # torch._dynamo.eval_frame, once loaded (it says whether an OptimizedModule is running)
 _waiting: "weakref.WeakSet" = weakref.WeakSet()  # objects told when dynamo loads (_on_dynamo_loaded)
 _watching = [False]
 _compile_watchers: "weakref.WeakSet" = weakref.WeakSet()  # objects told when dynamo compiles (_on_compile)
@@ -125,7 +124,5 @@ def runs_compiled(module: torch.nn.Module) -> bool:
     attrs = module.__dict__
     if attrs.get("_compiled_call_impl") is not None or hasattr(attrs.get("forward"), "_torchdynamo_orig_callable"):
         return True
-    eval_frame = _eval_frame[0]
-    if eval_frame is None:
-        eval_frame = _eval_frame[0] = sys.modules.get("torch._dynamo.eval_frame")
+    eval_frame = sys.modules.get("torch._dynamo.eval_frame")
     return bool(getattr(eval_frame, "_in_optimized_module", False))
