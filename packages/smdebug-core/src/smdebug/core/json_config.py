@@ -131,9 +131,15 @@ def parse_hook_config(data: dict, default_save_interval: Optional[int] = None, s
     if not isinstance(params, dict):
         raise InvalidConfigurationError(f"{source}: HookParameters must be an object")
     _check_keys(params, "HookParameters")
-    out_dir = data.get("LocalPath") or DEFAULT_LOCAL_PATH
-    if not isinstance(out_dir, str):
-        raise InvalidConfigurationError(f"{source}: LocalPath must be a string")
+    # Only a missing (or null) LocalPath means SageMaker's default. An empty one used to fall through
+    # `or` to the default too, so the run was silently written to /opt/ml instead of being refused.
+    out_dir = data.get("LocalPath")
+    if out_dir is None:
+        out_dir = DEFAULT_LOCAL_PATH
+    elif not isinstance(out_dir, str):
+        raise InvalidConfigurationError(f"{source}: LocalPath must be a string, got {type(out_dir).__name__}")
+    elif not out_dir.strip():
+        raise InvalidConfigurationError(f"{source}: LocalPath is empty: give the directory (or s3:// path) to save to")
     kwargs: Dict[str, Any] = {"out_dir": out_dir}
     kwargs["include_regex"] = _csv_list(params.get("include_regex"), "include_regex") or None
     kwargs["save_all"] = _bool(params.get("save_all", False), "save_all")

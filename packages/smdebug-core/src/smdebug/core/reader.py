@@ -5,7 +5,7 @@ API; see smdebug.core.legacy and docs/compatibility.md."""
 
 from __future__ import annotations
 
-from typing import Iterator, List, Optional
+from typing import Iterator, List, Optional, Tuple
 
 from smdebug.core.storage.base import as_path_str
 from smdebug.core.storage.factory import storage_for_file
@@ -34,36 +34,53 @@ class FileReader:
     def __exit__(self, exc_type, exc_value, traceback):
         pass
 
-    def _events(self, check) -> Iterator[Event]:
+    def _events(self, check) -> Iterator[Tuple[int, Event]]:
+        """``(offset, event)`` of every record."""
         storage, name = storage_for_file(self.fname)
         data = storage.read(name)
         verify = check not in (False, None, "none", "None")
         for offset, _, payload in iter_records(data, self.fname, verify):
             try:
-                yield Event.FromString(bytes(payload))
+                yield offset, Event.FromString(bytes(payload))
             except Exception as e:  # noqa: BLE001 - protobuf DecodeError
                 raise EventFileCorrupted(f"Record at byte {offset} is not an Event: {e}", self.fname) from None
 
+    def _decode(self, offset: int, ev: Event, value, with_mode: bool):
+        """``(value, mode, mode_step)`` of one tensor of a record (modes only ``with_mode``).
+
+        A record whose checksums hold can still carry what no writer puts there (a shape its values do
+        not fill, a mode that is not a number); that is the file's damage, reported as the trial reader
+        reports it (EventFileCorrupted naming the file), not as an error from inside the decoder."""
+        try:
+            mode, mode_step = summary_value_mode(value, ev.step) if with_mode else (None, None)
+            return tensor_proto_to_numpy(value.tensor), mode, mode_step
+        except (MemoryError, RecursionError) as e:
+            problem = type(e).__name__
+        except Exception as e:  # noqa: BLE001 - bad dtype / shape / metadata
+            problem = str(e)
+        raise EventFileCorrupted(
+            f"Cannot decode tensor {value.tag[:200]!r} (record at byte {offset}): {problem}", self.fname, ev.step)
+
     def read_tensors(self, check="minimal") -> Iterator[tuple]:
         """Yield ``(name, step, value, mode, mode_step)`` for every tensor record."""
-        for ev in self._events(check):
+        for offset, ev in self._events(check):
             for value in ev.summary.value:
                 if value.WhichOneof("value") != "tensor":
                     continue
-                mode, mode_step = summary_value_mode(value, ev.step)
-                yield value.tag, ev.step, tensor_proto_to_numpy(value.tensor), mode, mode_step
+                data, mode, mode_step = self._decode(offset, ev, value, with_mode=True)
+                yield value.tag, ev.step, data, mode, mode_step
 
     def read_events(self, check="minimal", regex_list: Optional[List[str]] = None) -> List[dict]:
         """Every summary value as ``{"timestamp", "step", "name", "value"}``, optionally only those whose
         name matches one of ``regex_list`` (anywhere in the name)."""
         out = []
-        for ev in self._events(check):
+        for offset, ev in self._events(check):
             for value in ev.summary.value:
                 if regex_list is not None and not match_inc(value.tag, regex_list):
                     continue
                 kind = value.WhichOneof("value")
                 if kind == "tensor":
-                    data = tensor_proto_to_numpy(value.tensor)
+                    data = self._decode(offset, ev, value, with_mode=False)[0]
                 elif kind == "simple_value":
                     data = value.simple_value
                 else:

@@ -11,6 +11,7 @@ from typing import Optional
 
 import numpy as np
 
+from smdebug.core.locations import MAX_STEP
 from smdebug.core.modes import MODE_PLUGIN_NAME, MODE_STEP_PLUGIN_NAME, ModeKeys
 from smdebug.core.tfevent.proto.event_pb2 import Event
 from smdebug.core.tfevent.proto.tensor_pb2 import TensorProto
@@ -132,10 +133,16 @@ def tensor_proto_to_numpy(tp: TensorProto, content=None) -> np.ndarray:
     if dt >= _DT_REF_OFFSET:
         dt -= _DT_REF_OFFSET
     if dt in (_DT_INVALID, _DT_STRING):
-        arr = _string_array(tp.string_val)
-        if math.prod(shape) == arr.size:
-            arr = arr.reshape(shape)
-        return arr
+        # Checked before decoding, as numeric content is: a string record whose values do not fill its
+        # shape was returned flat, as if it held the whole tensor.
+        # (A proto with neither a shape nor values still reads as an empty array, as it did.)
+        strings = tp.string_val
+        count = math.prod(shape)
+        if len(strings) == count:
+            return _string_array(strings).reshape(shape)
+        if shape or strings:
+            raise SMDebugValueError(f"String tensor holds {len(strings)} values, shape {shape} needs {count}")
+        return _string_array(strings)
     npdt = _DT_TO_NP.get(dt)
     if npdt is None:
         raise SMDebugTypeError(f"Unsupported tensor dtype number {tp.dtype}")
@@ -357,14 +364,41 @@ def decode_tensor_event(payload: bytes):
 
 
 def summary_value_mode(value, step: int):
-    """``(mode, mode_step)`` of a summary value, from its plugin metadata (GLOBAL and ``step`` if absent)."""
+    """``(mode, mode_step)`` of a summary value, from its plugin metadata (GLOBAL and ``step`` if absent).
+
+    SMDebugValueError when the metadata is not what a writer puts there (a number, a known mode, a step
+    that fits in int64), as an index file's meta is checked (index_file._parse_meta)."""
     mode, mode_step = ModeKeys.GLOBAL, step
     for pd in value.metadata.plugin_data:
         if pd.plugin_name == MODE_STEP_PLUGIN_NAME:
-            mode_step = int(pd.content)
+            mode_step = _metadata_int(pd.content, "mode step")
+            if not -MAX_STEP <= mode_step <= MAX_STEP:
+                raise SMDebugValueError(f"Mode step {mode_step} is out of range")
         elif pd.plugin_name == MODE_PLUGIN_NAME:
-            mode = ModeKeys(int(pd.content))
+            number = _metadata_int(pd.content, "mode")
+            try:
+                mode = ModeKeys(number)
+            except ValueError:
+                raise SMDebugValueError(
+                    f"Mode {number} is not one of "
+                    f"{', '.join(f'{m.value} ({m.name})' for m in ModeKeys)}") from None
     return mode, mode_step
+
+
+#: digits of the largest int64 and a sign: longer metadata cannot be a step (and int() refuses strings of
+#: more than 4300 digits with a ValueError of its own)
+_MAX_STEP_CHARS = len(str(MAX_STEP)) + 1
+
+
+def _metadata_int(content: str, what: str) -> int:
+    text = content.strip()
+    if len(text) <= _MAX_STEP_CHARS:
+        try:
+            return int(text)
+        except ValueError:
+            pass
+    shown = f"{content[:40]!r}{'...' if len(content) > 40 else ''}"
+    raise SMDebugValueError(f"The {what} in the record's metadata, {shown}, is not an integer")
 
 
 #: Records at least this large are decoded without copying their tensor bytes (content_span.py); below
