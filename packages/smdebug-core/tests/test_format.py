@@ -338,10 +338,12 @@ def test_zero_copy_walk_agrees_with_protobuf_on_mutated_payloads():
         if found is None:
             return
         try:
-            reference = tensor_proto_to_numpy(Event.FromString(payload).summary.value[0].tensor)
+            value = Event.FromString(payload).summary.value[0]
+            reference = tensor_proto_to_numpy(value.tensor)
         except Exception:  # noqa: BLE001 - protobuf (or the shape check) refuses it: nothing to agree with
             return
-        rest, start, end = found
+        rest, start, end, tag = found
+        assert tag.decode("utf-8") == value.tag
         ours = tensor_proto_to_numpy(TensorProto.FromString(rest), payload[start:end])
         assert ours.dtype == reference.dtype and ours.shape == reference.shape
         np.testing.assert_array_equal(ours, reference)

@@ -359,13 +359,19 @@ def test_hostile_s3_keys_never_become_paths_of_the_disk_cache(tmp_path, s3_run):
         client.put_object(Bucket=bucket, Key=f"{prefix}/{key}", Body=body)
     cache = tmp_path / "cache"
     before = {str(p) for p in tmp_path.rglob("*")}
-    trial = create_trial(s3_run.path, cache_dir=str(cache))
-    assert 5 in trial.steps() and 6 in trial.steps()  # (names in the bucket: listed, read from S3)
+    # (not where any writer puts the index of a step: refused, or skipped with a warning)
+    with pytest.raises(IndexReaderException, match="belongs at index/000000000/00000000000[56]_worker_0.json"):
+        create_trial(s3_run.path, cache_dir=str(cache))
+    trial = create_trial(s3_run.path, cache_dir=str(cache), skip_damaged=True)
+    assert trial.steps() == [0, 1, 2]
     for step in trial.steps():
         trial.tensor("w").value(step)
     new = {str(p) for p in tmp_path.rglob("*")} - before
     assert all(p.startswith(str(cache) + os.sep) or p == str(cache) for p in new), sorted(new)
     # an index pointing outside events/ is refused, on S3 too
+    for key in ("index/000000000/../../../../escape/000000000005_worker_0.json",
+                "index/000000000//abs/000000000006_worker_0.json"):
+        client.delete_object(Bucket=bucket, Key=f"{prefix}/{key}")
     doc = json.loads(body)
     doc["meta"]["event_file_name"] = "../../../../etc/passwd"
     s3_run.write("index/000000000/000000000007_worker_0.json", json.dumps(doc))

@@ -341,7 +341,7 @@ def test_garbage_index_file(run_loc):
 def test_garbage_index_payload_found_lazily(run_loc):
     write_run(run_loc, range(4))
     run_loc.write(INDEX.format(1),
-                  '{"meta": {"mode": "GLOBAL", "mode_step": 1, "event_file_name": "x"}, "tensor_payload": [{"oops": 1}]}')
+                  '{"meta": {"mode": "GLOBAL", "mode_step": 1, "event_file_name": "events/000000000001/000000000001_worker_0.tfevents"}, "tensor_payload": [{"oops": 1}]}')
     t = open_trial(run_loc)
     with pytest.raises(IndexReaderException, match="malformed") as info:
         t.tensor_names()

@@ -8,6 +8,7 @@ import os
 from typing import Dict, Optional
 
 from smdebug.core.run_regex import Budget
+from smdebug.core.bounded_json import JsonTooLarge, loads_bounded
 from smdebug.core.collection import Collection, _Mutations
 from smdebug.core.locations import COLLECTIONS_DIR, DEFAULT_COLLECTIONS_FILE_NAME
 from smdebug.exceptions import CollectionFileCorrupted, SMDebugTypeError
@@ -113,7 +114,9 @@ class CollectionManager:
     @classmethod
     def loads(cls, text, path=None) -> "CollectionManager":
         try:
-            data = json.loads(text)
+            data = loads_bounded(text)
+        except JsonTooLarge as e:
+            raise CollectionFileCorrupted(f"Collections file refused: {e}", path) from None
         except (ValueError, UnicodeDecodeError, RecursionError) as e:  # RecursionError: absurd nesting
             raise CollectionFileCorrupted(f"Collections file is not valid JSON: {type(e).__name__}: {e}"[:500],
                                           path) from None

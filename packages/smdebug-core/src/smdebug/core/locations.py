@@ -12,8 +12,9 @@ workers_ended/<worker>      (multi-worker runs: each worker at close; the last o
 
 from __future__ import annotations
 
+import os
 import re
-from typing import Optional
+from typing import Optional, Tuple
 
 from smdebug.core.lazy import lazy_exports
 from smdebug.exceptions import IndexReaderException
@@ -30,7 +31,9 @@ INDEX_DIR = "index"
 EVENTS_DIR = "events"
 INDEX_STEPS_PER_FOLDER = 1000
 
-_STEP_FILE_RE = re.compile(r"(?:^|/)(\d+)_(.+)\.(json|csv|tfevents)$")
+# (ASCII digits only: int() also reads other scripts' digits, which would let "\u0661_worker_0.json" pass
+# for step 1's index)
+_STEP_FILE_RE = re.compile(r"(?:^|/)([0-9]+)_(.+)\.(json|csv|tfevents)$")
 _COLLECTION_FILE_RE = re.compile(r"(?:^|/)collections/[^/]+/(.+)_collections\.(json|ts)$")
 #: the largest step a run can hold: steps are int64 in the event records (Event.step) and in numpy columns
 MAX_STEP = (1 << 63) - 1
@@ -131,6 +134,41 @@ def parse_step_file_name(path: str):
         raise IndexReaderException("Invalid File Found: the worker name holds control characters or bytes that "
                                    "are not UTF-8", path)
     return step, deserialize_worker_name(m.group(2))
+
+
+def index_file_problem(key: str, step: int, worker: str) -> Optional[str]:
+    """Why the index file at ``key`` (relative to the run root) is not where a writer puts the index of
+    ``step`` of ``worker`` (parsed from its name), or None. Every writer, the original's too, puts it at
+    :func:`index_file_name`; a file elsewhere (another folder, a step without its zero padding) would be
+    taken for that step and replace what the real index says."""
+    expected = index_file_name(step, worker)
+    if key.rpartition(".")[0] == expected.rpartition(".")[0]:  # (.json, or the .csv some readers accept)
+        return None
+    return f"Invalid File Found: the index of step {step} of worker {worker!r} belongs at {expected}"
+
+
+#: what a run's own layout holds at its root: folders, then files (see the module's docstring)
+RUN_FOLDERS = (EVENTS_DIR, INDEX_DIR, "collections", WORKERS_ENDED_DIR)
+_RUN_FILES = (END_OF_JOB_FILE, CLAIM_FILE, STOP_SIGNAL_FILE)
+
+
+def run_part_at(path: str) -> Optional[Tuple[str, str]]:
+    """``(run folder, part)`` when the local ``path`` is, or is inside, a part of a run's own layout
+    (``events``, ``index``, ``collections``, ``workers_ended``, the end-of-job, claim and stop files) of a
+    folder that holds a run (``index`` and ``events`` folders, or ``collections/000000000``), else None.
+    A command told to write its output there would overwrite what the run's readers read."""
+    real = os.path.realpath(path)
+    parent = os.path.dirname(real)
+    head = real
+    while parent != head:
+        part = os.path.relpath(real, parent).split(os.sep)[0]
+        if part in RUN_FOLDERS or part in _RUN_FILES:
+            if (os.path.isdir(os.path.join(parent, COLLECTIONS_DIR))
+                    or (os.path.isdir(os.path.join(parent, INDEX_DIR))
+                        and os.path.isdir(os.path.join(parent, EVENTS_DIR)))):
+                return parent, part
+        head, parent = parent, os.path.dirname(parent)
+    return None
 
 
 def parse_collection_file_name(path: str) -> str:

@@ -27,6 +27,7 @@ from smdebug.core.locations import (
     END_OF_JOB_FILE,
     INDEX_DIR,
     index_file_name,
+    index_file_problem,
     index_prefix_for_step,
     is_index_file,
     parse_collection_file_name,
@@ -369,6 +370,9 @@ class Trial:
         for k in keys:
             try:
                 step, worker = parse_step_file_name(k)
+                problem = index_file_problem(k, step, worker)
+                if problem is not None:
+                    raise IndexReaderException(problem, k)
             except IndexReaderException as e:
                 if self.skip_damaged:
                     logger.warning("Skipping %s", e)

@@ -14,6 +14,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, List, Optional
 
+from smdebug.core.bounded_json import JsonTooLarge, loads_bounded
+
 #: rule results the report picks up from the run's own directory
 RULE_RESULTS_FILE = "rule_results.json"
 
@@ -125,7 +127,9 @@ def read_text(path: str) -> str:
 
 def parse(text: str, source: str) -> RuleResults:
     try:
-        doc = json.loads(text)
+        doc = loads_bounded(text)
+    except JsonTooLarge as e:
+        raise RuleResultsError(f"{source} refused: {e}") from None
     except (ValueError, RecursionError) as e:
         raise RuleResultsError(f"{source} is not JSON: {e}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("rules"), list):

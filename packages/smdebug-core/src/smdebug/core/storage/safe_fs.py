@@ -23,7 +23,9 @@ import stat
 import threading
 from typing import Optional, Tuple
 
+from smdebug.core.locations import RUN_FOLDERS, run_part_at
 from smdebug.core.storage.errors import UnreadableFileError
+from smdebug.exceptions import SMDebugValueError
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -177,7 +179,15 @@ def check_output_path(path: str) -> None:
     """For a file a command writes where the user said (``-o FILE``): UnsafeFileError if ``path`` is a
     device, FIFO, socket or folder, or a link to one. Such an output is written as a new file renamed
     into place, and renaming over ``/dev/null`` as root replaced the device with an ordinary file (a link
-    planted at the name pointing to a regular file is still replaced, never written through)."""
+    planted at the name pointing to a regular file is still replaced, never written through).
+    SMDebugValueError if ``path`` is inside a run's own files (see :func:`run_part_at`)."""
+    inside = run_part_at(path)
+    if inside is not None:
+        run, part = inside
+        raise SMDebugValueError(
+            f"refusing to write {path}: it is in the {part!r} {'folder' if part in RUN_FOLDERS else 'file'} "
+            f"of the run {run}, which smdebug reads back; write the output outside the run's "
+            f"{', '.join(RUN_FOLDERS)} folders")
     try:
         st = os.lstat(path)
         if stat.S_ISLNK(st.st_mode):

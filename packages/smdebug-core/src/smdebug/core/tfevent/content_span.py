@@ -18,6 +18,7 @@ from typing import Iterator, Optional, Tuple
 _EVENT_SUMMARY = 5
 _SUMMARY_VALUE = 1
 _VALUE_TENSOR = 8
+_VALUE_TAG = 1
 _TENSOR_CONTENT = 4
 # Fields that may sit beside the path without changing what it leads to: Event wall_time, step, our
 # alignment padding (14) and checksum-steering field (15); Value tag, node_name and metadata (the other
@@ -85,17 +86,22 @@ def _only_child(buf, start: int, end: int, wanted: int, others) -> Tuple[int, in
     return found
 
 
-def locate_tensor_content(payload) -> Optional[Tuple[bytes, int, int]]:
-    """For a serialized Event holding one tensor value: ``(tensor_without_content, start, end)``, where
-    ``payload[start:end]`` is ``tensor_content`` and ``tensor_without_content`` is the TensorProto's other
-    fields, serialized (parse it with protobuf for dtype and shape). None if the walk does not apply."""
+def locate_tensor_content(payload) -> Optional[Tuple[bytes, int, int, bytes]]:
+    """For a serialized Event holding one tensor value: ``(tensor_without_content, start, end, tag)``, where
+    ``payload[start:end]`` is ``tensor_content``, ``tensor_without_content`` is the TensorProto's other
+    fields, serialized (parse it with protobuf for dtype and shape), and ``tag`` the value's tag (UTF-8).
+    None if the walk does not apply."""
     try:
         _, start, end = _only_child(payload, 0, len(payload), _EVENT_SUMMARY, _EVENT_OTHERS)
         _, start, end = _only_child(payload, start, end, _SUMMARY_VALUE, _SUMMARY_OTHERS)
+        tag = b""
+        for number, wire, _, value_start, value_end in _fields(payload, start, end):
+            if number == _VALUE_TAG and wire == _LENGTH_DELIMITED:
+                tag = bytes(payload[value_start:value_end])  # (the last one wins, as protobuf reads it)
         _, start, end = _only_child(payload, start, end, _VALUE_TENSOR, _VALUE_OTHERS)
         tensor_start, tensor_end = start, end
         key_start, start, end = _only_child(payload, tensor_start, tensor_end, _TENSOR_CONTENT, None)
     except _Unusual:
         return None
     rest = bytes(payload[tensor_start:key_start]) + bytes(payload[end:tensor_end])
-    return rest, start, end
+    return rest, start, end, tag

@@ -17,7 +17,8 @@ from itertools import chain
 from operator import add
 from typing import Dict, List, Optional, Tuple
 
-from smdebug.core.locations import MAX_STEP
+from smdebug.core.bounded_json import JsonTooLarge, loads_bounded
+from smdebug.core.locations import EVENTS_DIR, MAX_STEP, parse_step_file_name, step_str
 from smdebug.core.modes import ModeKeys
 from smdebug.core.reductions import REDUCTION_PREFIX, parse_reduction_tensor_name
 from smdebug.exceptions import IndexReaderException
@@ -176,7 +177,9 @@ def _load_json(raw: bytes, key: str, step: int) -> dict:
             f"Index file of {len(raw)} bytes is larger than SMDEBUG_MAX_INDEX_FILE_BYTES ({MAX_INDEX_FILE_BYTES})",
             key, step)
     try:
-        doc = json.loads(raw)
+        doc = loads_bounded(raw)
+    except JsonTooLarge as e:
+        raise IndexReaderException(f"Index file refused: {e}", key, step) from None
     except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: absurdly deep nesting
         raise IndexReaderException("Empty/Corrupt Index File", key, step) from None
     if not isinstance(doc, dict):
@@ -207,7 +210,23 @@ def _parse_meta(meta, key: str, step: int):
             # anything else ("../../etc/passwd", an absolute path) is damaged or hostile.
             raise IndexReaderException(
                 f"Index meta.event_file_name {event_file[:200]!r} could name a file outside the run", key, step)
+        if not _names_events_of_step(event_file, step):
+            # Every writer puts a step's records in that step's event file: an index naming another file
+            # would give that file's records (another step's, or not records at all) as this step's values.
+            raise IndexReaderException(
+                f"Index meta.event_file_name {event_file[:200]!r} is not an event file of step {step} "
+                f"({EVENTS_DIR}/{step_str(step)}/...)", key, step)
     return mode, mode_step, event_file
+
+
+def _names_events_of_step(event_file: str, step: int) -> bool:
+    folder_and_name = event_file_key(event_file).split("/")
+    if len(folder_and_name) != 3 or folder_and_name[0] != EVENTS_DIR or not folder_and_name[2].endswith(".tfevents"):
+        return False
+    try:
+        return folder_and_name[1] == step_str(step) and parse_step_file_name(folder_and_name[2])[0] == step
+    except IndexReaderException:
+        return False
 
 
 def _short(value) -> str:
@@ -264,9 +283,15 @@ def _parse_payload(doc: dict, key: str, step: int):
             if not isinstance(name, str):
                 raise TypeError(f"tensor name {_short(name)} is not a string")
             name.encode("utf-8")
-            shape = tuple(int(d) for d in item["shape"])
-            if any(not -MAX_STEP <= d <= MAX_STEP for d in shape):  # (int64, as numpy holds shapes)
-                raise ValueError(f"shape {_short(shape)} of {_short(name)} has a dimension out of range")
+            shape = item["shape"]
+            # (a list of sizes, as numpy gives them: a string would be read digit by digit, and numpy
+            # holds shapes as int64 with at most 64 dimensions)
+            if not isinstance(shape, list) or len(shape) > _MAX_DIMS:
+                raise ValueError(f"shape {_short(shape)} of {_short(name)} is not a list of at most "
+                                 f"{_MAX_DIMS} sizes")
+            shape = tuple(int(d) for d in shape)
+            if any(not 0 <= d <= MAX_STEP for d in shape):
+                raise ValueError(f"shape {_short(shape)} of {_short(name)} has a negative or too large size")
             shapes[name] = (shape, item.get("originalname", name))
     except UnicodeEncodeError:
         raise IndexReaderException("Index file has a tensor name that is not valid text (a lone surrogate)",
@@ -277,6 +302,7 @@ def _parse_payload(doc: dict, key: str, step: int):
 
 
 _INT = {int}
+_MAX_DIMS = 64
 
 
 def _checked_locations(locations):

@@ -13,6 +13,7 @@ import numpy as np
 
 from smdebug.core.locations import MAX_STEP
 from smdebug.core.modes import MODE_PLUGIN_NAME, MODE_STEP_PLUGIN_NAME, ModeKeys
+from smdebug.core.reductions import parse_reduction_tensor_name
 from smdebug.core.tfevent.proto.event_pb2 import Event
 from smdebug.core.tfevent.proto.tensor_pb2 import TensorProto
 from smdebug.core.tfevent.content_span import locate_tensor_content
@@ -417,12 +418,16 @@ def decode_tensor_record(raw, path=None, step=None, name=None) -> np.ndarray:
         if len(payload) >= ZERO_COPY_MIN_BYTES:
             found = locate_tensor_content(payload)
             if found is not None:
-                rest, start, end = found
+                rest, start, end, tag = found
+                if name is not None:
+                    _check_tag(tag.decode("utf-8", "replace"), name)
                 return tensor_proto_to_numpy(TensorProto.FromString(rest), payload[start:end])
         # Only the tensor is wanted here: the mode and mode step of the record are known from the index.
         for value in Event.FromString(bytes(payload)).summary.value:  # (no summary: no values)
             if value.WhichOneof("value") != "tensor":
                 raise SMDebugValueError(f"Event for {value.tag!r} does not hold a tensor")
+            if name is not None:
+                _check_tag(value.tag, name)
             return tensor_proto_to_numpy(value.tensor)
     except EventFileCorrupted as e:
         e.step = step if e.step is None else e.step
@@ -432,6 +437,15 @@ def decode_tensor_record(raw, path=None, step=None, name=None) -> np.ndarray:
     except Exception as e:  # noqa: BLE001 - protobuf DecodeError, bad dtype/shape...
         raise EventFileCorrupted(f"Cannot decode {_what(name)}: {e}", path, step) from None
     raise EventFileCorrupted(f"Record for {_what(name)} holds no tensor", path, step)
+
+
+def _check_tag(tag: str, name: str) -> None:
+    """The record an index entry points at must be the tensor's own (or one of its stored reductions):
+    an index that points at another tensor's record would give that tensor's values under this name."""
+    if tag != name:
+        reduction = parse_reduction_tensor_name(tag)
+        if reduction is None or reduction[0] != name:
+            raise SMDebugValueError(f"the index points at the record of {tag[:200]!r}, not of {name[:200]!r}")
 
 
 def _what(name) -> str:
