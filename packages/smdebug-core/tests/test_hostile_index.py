@@ -85,22 +85,41 @@ def test_an_index_naming_another_steps_event_file_is_refused(tmp_path, event_fil
 
 
 @pytest.mark.parametrize("size", [3, 40_000])  # protobuf's path, and the zero-copy walk (64 KiB and more)
-def test_an_index_entry_pointing_at_another_tensors_record_is_refused(tmp_path, size):
+def test_index_entries_pointing_at_other_tensors_records_are_refused(tmp_path, size):
     run = str(tmp_path / "run")
     write_run(run, range(2), tensors=lambda s, w: {"w": np.full(size, 1, np.float32),
                                                    "b": np.full(size, 2, np.float32)})
 
-    def swap(doc):
+    def swap(doc):  # (as offsets shifted by one record would do)
         entries = {e["tensorname"]: e for e in doc["tensor_payload"]}
-        entries["w"]["start_idx"], entries["w"]["length"] = entries["b"]["start_idx"], entries["b"]["length"]
+        w, b = entries["w"], entries["b"]
+        (w["start_idx"], w["length"]), (b["start_idx"], b["length"]) = (b["start_idx"], b["length"]), \
+            (w["start_idx"], w["length"])
 
     _edit_index(run, 1, swap)
     trial = create_trial(run)
     with pytest.raises(EventFileCorrupted, match="points at the record of 'b', not of 'w'") as info:
         trial.tensor("w").value(1)
     assert info.value.step == 1 and info.value.path.endswith(event_path("", 1).lstrip("/"))
-    np.testing.assert_array_equal(trial.tensor("b").value(1), np.full(size, 2, np.float32))
+    with pytest.raises(EventFileCorrupted, match="points at the record of 'w', not of 'b'"):
+        trial.tensor("b").values()  # (read in one batch: the same check)
     np.testing.assert_array_equal(trial.tensor("w").value(0), np.full(size, 1, np.float32))
+
+
+def test_names_the_index_puts_at_one_record_share_it(tmp_path):
+    """The writer's aliases: one record indexed under several names (the XGBoost hook's SHAP matrix)."""
+    from smdebug.core.modes import ModeKeys
+    from smdebug.core.storage.factory import get_storage
+    from smdebug.core.tfevent.step_writer import StepWriter
+
+    run = str(tmp_path / "run")
+    write_run(run, range(1), tensors=lambda s, w: {"w": np.zeros(2, np.float32)})
+    writer = StepWriter(get_storage(run), 1, "worker_0", ModeKeys.TRAIN, 1)
+    writer.write_tensor("m", np.arange(6, dtype=np.float32).reshape(2, 3), ModeKeys.TRAIN, 1)
+    assert writer.write_alias("m_again", "m")
+    writer.close()
+    trial = create_trial(run)
+    np.testing.assert_array_equal(trial.tensor("m_again").value(1), trial.tensor("m").value(1))
 
 
 def test_stored_reductions_still_read_through_their_own_records(tmp_path):

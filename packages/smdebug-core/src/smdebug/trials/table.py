@@ -209,7 +209,7 @@ def _decode_job(trial, f, key, needs, spans):
                 got[what] = trial.read_record(f, name, (start, length))
                 continue
             raw = _slice(spans, trial.storage.full_path(key), start, length)
-            got[what] = trial._decode(f, name, raw, key)
+            got[what] = trial._decode(f, name, raw, key, (start, length))
         out.append((name, got))
     return out
 

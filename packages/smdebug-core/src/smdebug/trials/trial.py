@@ -833,9 +833,10 @@ class Trial:
             raise IndexReaderException("Index names a file outside the run's events/", f.key, f.step)
         return key
 
-    def _decode(self, f: IndexFile, name: str, raw: bytes, key: str) -> np.ndarray:
+    def _decode(self, f: IndexFile, name: str, raw: bytes, key: str, location: Tuple[int, int]) -> np.ndarray:
         try:
-            return decode_tensor_record(raw, None, f.step, name)
+            # (a record may be indexed under several names: the writer's aliases, at one location)
+            return decode_tensor_record(raw, None, f.step, name, lambda tag: f.locations.get(tag) == location)
         except EventFileCorrupted as e:
             e.path = self.storage.full_path(key)  # (worked out only when needed: reads are per value)
             raise
@@ -845,7 +846,7 @@ class Trial:
             key = self._event_path(f, name)
             start, length = location
             raw = self._read_event_bytes(f, name, key, start, length)
-            value = self._decode(f, name, raw, key)
+            value = self._decode(f, name, raw, key, location)
         except (IndexReaderException, MissingEventFile) as e:
             if self._read_logs:
                 self._note_damage(e)
@@ -979,7 +980,7 @@ class Trial:
             if len(raw) < length:
                 raise EventFileCorrupted("Index points past the end of the event file",
                                          self.storage.full_path(key), f.step)
-            value = self._decode(f, name, raw, key)
+            value = self._decode(f, name, raw, key, (start, length))
             if tensor.cache:
                 tensor._values[(f.step, f.worker)] = value
             if self._read_logs:

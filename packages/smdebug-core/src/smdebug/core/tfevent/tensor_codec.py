@@ -407,7 +407,7 @@ def _metadata_int(content: str, what: str) -> int:
 ZERO_COPY_MIN_BYTES = 64 << 10
 
 
-def decode_tensor_record(raw, path=None, step=None, name=None) -> np.ndarray:
+def decode_tensor_record(raw, path=None, step=None, name=None, same_record=None) -> np.ndarray:
     """The tensor held by one framed record (what an index entry points at).
 
     Every way the bytes can be wrong (framing, checksum, protobuf, dtype, shape) raises
@@ -420,14 +420,14 @@ def decode_tensor_record(raw, path=None, step=None, name=None) -> np.ndarray:
             if found is not None:
                 rest, start, end, tag = found
                 if name is not None:
-                    _check_tag(tag.decode("utf-8", "replace"), name)
+                    _check_tag(tag.decode("utf-8", "replace"), name, same_record)
                 return tensor_proto_to_numpy(TensorProto.FromString(rest), payload[start:end])
         # Only the tensor is wanted here: the mode and mode step of the record are known from the index.
         for value in Event.FromString(bytes(payload)).summary.value:  # (no summary: no values)
             if value.WhichOneof("value") != "tensor":
                 raise SMDebugValueError(f"Event for {value.tag!r} does not hold a tensor")
             if name is not None:
-                _check_tag(value.tag, name)
+                _check_tag(value.tag, name, same_record)
             return tensor_proto_to_numpy(value.tensor)
     except EventFileCorrupted as e:
         e.step = step if e.step is None else e.step
@@ -439,12 +439,14 @@ def decode_tensor_record(raw, path=None, step=None, name=None) -> np.ndarray:
     raise EventFileCorrupted(f"Record for {_what(name)} holds no tensor", path, step)
 
 
-def _check_tag(tag: str, name: str) -> None:
-    """The record an index entry points at must be the tensor's own (or one of its stored reductions):
-    an index that points at another tensor's record would give that tensor's values under this name."""
+def _check_tag(tag: str, name: str, same_record) -> None:
+    """The record an index entry points at must be the tensor's own, one of its stored reductions, or that
+    of a tensor the same index locates at this very record (``same_record(tag)``: the writer's aliases,
+    one record indexed under several names, as the XGBoost hook saves the SHAP matrix): an entry pointing
+    anywhere else (damaged offsets) would give another tensor's values under this name."""
     if tag != name:
         reduction = parse_reduction_tensor_name(tag)
-        if reduction is None or reduction[0] != name:
+        if (reduction is None or reduction[0] != name) and not (same_record is not None and same_record(tag)):
             raise SMDebugValueError(f"the index points at the record of {tag[:200]!r}, not of {name[:200]!r}")
 
 
