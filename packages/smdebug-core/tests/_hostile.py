@@ -138,15 +138,23 @@ def put_record(root, step: int, name: str, record: bytes, start: Optional[int] =
     set_location(root, step, name, offset if start is None else start, len(record) if length is None else length)
 
 
-def set_location(root, step: int, name: str, start: int, length: int) -> None:
+def edit_index(root, step: int, change) -> None:
+    """Rewrite the index of ``step`` after ``change(doc)`` has changed its JSON document in place."""
     path = index_path(root, step)
     with open(path) as f:
         doc = json.load(f)
-    for item in doc["tensor_payload"]:
-        if item["tensorname"] == name:
-            item["start_idx"], item["length"] = start, length
+    change(doc)
     with open(path, "w") as f:
         json.dump(doc, f)
+
+
+def set_location(root, step: int, name: str, start: int, length: int) -> None:
+    def locate(doc):
+        for item in doc["tensor_payload"]:
+            if item["tensorname"] == name:
+                item["start_idx"], item["length"] = start, length
+
+    edit_index(root, step, locate)
 
 
 def add_collection(root, name: str, patterns, worker: str = "worker_0") -> None:

@@ -19,6 +19,7 @@ import pytest
 
 from _hostile import (
     collections_path,
+    edit_index,
     event_path,
     index_path,
     nest_folders,
@@ -215,29 +216,20 @@ def test_an_s3_index_object_too_large_is_refused_without_downloading_it(s3_run, 
 
 
 # --- numbers beyond int64, names that are not text -----------------------------------------------------------
-def _edit_index(run, step, change):
-    path = index_path(run, step)
-    with open(path) as f:
-        doc = json.load(f)
-    change(doc)
-    with open(path, "w") as f:
-        json.dump(doc, f)
-
-
 @pytest.mark.parametrize("damage", ["mode_step", "file_step", "shape", "tensor_name"])
 def test_numbers_beyond_int64_and_names_that_are_not_text_are_refused(tmp_path, damage):
     """Before: OverflowError from to_dataframe and report, ValueError from export; UnicodeEncodeError from
     report and TypeError from plot for a name holding a lone surrogate."""
     out = write_simple_run(tmp_path / "run")
     if damage == "mode_step":
-        _edit_index(out, 1, lambda d: d["meta"].update(mode_step=10 ** 30))
+        edit_index(out, 1, lambda d: d["meta"].update(mode_step=10 ** 30))
     elif damage == "file_step":
         os.rename(index_path(out, 1), os.path.join(os.path.dirname(index_path(out, 1)), "9" * 23 + "_worker_0.json"))
     elif damage == "shape":
-        _edit_index(out, 1, lambda d: d.update(shape_payload=[{"tensorname": "w", "originalname": "w",
+        edit_index(out, 1, lambda d: d.update(shape_payload=[{"tensorname": "w", "originalname": "w",
                                                                 "shape": [10 ** 30]}]))
     else:
-        _edit_index(out, 1, lambda d: d["tensor_payload"][0].update(tensorname="w\udcff"))
+        edit_index(out, 1, lambda d: d["tensor_payload"][0].update(tensorname="w\udcff"))
     with pytest.raises(IndexReaderException):
         trial = create_trial(out)
         trial.tensor_names()

@@ -11,7 +11,7 @@ import shutil
 import numpy as np
 import pytest
 
-from _hostile import event_path, index_path, run_smdebug, write_simple_run
+from _hostile import edit_index, event_path, index_path, run_smdebug, write_simple_run
 from _support import write_run
 from smdebug.core import bounded_json
 from smdebug.exceptions import CollectionFileCorrupted, EventFileCorrupted, IndexReaderException
@@ -21,15 +21,6 @@ from smdebug.trials import create_trial
 @pytest.fixture(autouse=True)
 def _quick_end(monkeypatch):
     monkeypatch.setenv("SMDEBUG_TRAINING_END_DELAY_REFRESH", "0")
-
-
-def _edit_index(run, step, change) -> None:
-    path = index_path(run, step)
-    with open(path) as f:
-        doc = json.load(f)
-    change(doc)
-    with open(path, "w") as f:
-        json.dump(doc, f)
 
 
 # --- an index file where no writer puts one ------------------------------------------------------------------
@@ -76,7 +67,7 @@ def test_an_index_naming_another_steps_event_file_is_refused(tmp_path, event_fil
     def point_elsewhere(doc):
         doc["meta"]["event_file_name"] = event_file
 
-    _edit_index(run, 2, point_elsewhere)
+    edit_index(run, 2, point_elsewhere)
     with pytest.raises(IndexReaderException, match="is not an event file of step 2") as info:
         create_trial(run).tensor("w").value(2)
     assert info.value.step == 2
@@ -96,7 +87,7 @@ def test_index_entries_pointing_at_other_tensors_records_are_refused(tmp_path, s
         (w["start_idx"], w["length"]), (b["start_idx"], b["length"]) = (b["start_idx"], b["length"]), \
             (w["start_idx"], w["length"])
 
-    _edit_index(run, 1, swap)
+    edit_index(run, 1, swap)
     trial = create_trial(run)
     with pytest.raises(EventFileCorrupted, match="points at the record of 'b', not of 'w'") as info:
         trial.tensor("w").value(1)
@@ -145,7 +136,7 @@ def test_shapes_in_the_index_must_be_lists_of_sizes(tmp_path, shape, why):
     def set_shape(doc):
         doc["shape_payload"] = [{"tensorname": "w", "originalname": "w", "shape": shape}]
 
-    _edit_index(run, 1, set_shape)
+    edit_index(run, 1, set_shape)
     with pytest.raises(IndexReaderException, match=why):
         create_trial(run).tensor("w").shape(1)
 
