@@ -57,6 +57,33 @@ def test_an_empty_out_dir_is_a_configuration_error(out_dir):
         NumpyHook(out_dir=out_dir)
 
 
+@pytest.mark.parametrize("config, where", [
+    ({"HookParameters": {"include_regex": "(unclosed"}}, "include_regex: '(unclosed'"),
+    ({"CollectionConfigurations": [{"CollectionName": "c", "CollectionParameters": {"include_regex": "[z-a]"}}]},
+     "c.include_regex: '[z-a]'"),
+])
+def test_a_bad_regex_in_the_configuration_is_a_configuration_error(tmp_path, config, where):
+    """Before: the collection it reached raised SMDebugTypeError, naming neither the file nor the key."""
+    path = tmp_path / "hook.json"
+    path.write_text(json.dumps({"LocalPath": str(tmp_path / "run"), **config}))
+    with pytest.raises(InvalidConfigurationError, match="is not a valid regex") as info:
+        NumpyHook.create_from_json_file(str(path))
+    assert str(path) in str(info.value) and where in str(info.value)
+
+
+def test_a_huge_collection_name_is_clipped_in_the_log(tmp_path, caplog):
+    path = tmp_path / "hook.json"
+    path.write_text(json.dumps({"LocalPath": str(tmp_path / "run"),
+                                "CollectionConfigurations": [{"CollectionName": "x" * 100_000}]}))
+    with caplog.at_level("ERROR", logger="smdebug"):
+        hook = NumpyHook.create_from_json_file(str(path))
+        hook.begin_step()
+        hook.record("w", np.ones(2, np.float32))
+        hook.close()
+    lines = [r.getMessage() for r in caplog.records if "can never match" in r.getMessage()]
+    assert lines and all(len(line) < 1000 for line in lines) and "(100,000 characters)" in lines[0]
+
+
 # --- records ---------------------------------------------------------------------------------------
 def tensor_record(tag="w", shape=(1,), content=b"\0\0\x80?", strings=None, mode_step=None, mode=None,
                   step=1) -> bytes:

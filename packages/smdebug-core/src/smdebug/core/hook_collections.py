@@ -21,7 +21,7 @@ from smdebug.core.collection import (
 from smdebug.core.locations import collections_file_name
 from smdebug.core.logger import get_logger
 from smdebug.core.modes import ModeKeys
-from smdebug.core.names import did_you_mean
+from smdebug.core.names import clipped, did_you_mean
 from smdebug.core.reduction_config import ReductionConfig
 from smdebug.core.save_config import SaveConfig
 from smdebug.exceptions import InvalidCollectionConfiguration, SMDebugTypeError
@@ -190,13 +190,14 @@ class HookCollections:
         if len(self._reported_collections) > self.MAX_EMPTY_COLLECTION_REPORTS:
             if len(self._reported_collections) == self.MAX_EMPTY_COLLECTION_REPORTS + 1:
                 logger.error("smdebug: more included collections can match no tensor (first: %r); they are "
-                             "skipped, and not named one by one.", name)
+                             "skipped, and not named one by one.", clipped(name))
             return
         usable = getattr(self, "_usable_names", None)
         if usable is None:
             usable = self._usable_names = [c.name for c in self.collection_manager.collections.values()
                                            if c.has_regex() or c.tensor_names]
         hint = did_you_mean(name, usable)
+        name = clipped(name)
         if known:
             logger.error("smdebug: collection %r has no include_regex and no tensor_names%s, so it can never match "
                          "a tensor; it is skipped (give it a regex or tensor names).", name, hint)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from typing import Any, Dict, Optional
 
 from smdebug.core.lazy import lazy_exports
@@ -54,6 +55,18 @@ def _csv_list(value, what: str):
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return [v.strip() for v in value]
     raise InvalidConfigurationError(f"{what} must be a comma-separated string, got {value!r}")
+
+
+def _regex_list(value, what: str, source) -> list:
+    """:func:`_csv_list` of regular expressions, each compiled here: a bad one is a configuration error
+    naming the file and the key (the collection it reached would raise SMDebugTypeError)."""
+    patterns = _csv_list(value, what)
+    for pattern in patterns:
+        try:
+            re.compile(pattern)
+        except re.error as e:
+            raise InvalidConfigurationError(f"{source}: {what}: {pattern[:200]!r} is not a valid regex ({e})") from None
+    return patterns
 
 
 def _bool(value, what: str) -> bool:
@@ -141,7 +154,7 @@ def parse_hook_config(data: dict, default_save_interval: Optional[int] = None, s
     elif not out_dir.strip():
         raise InvalidConfigurationError(f"{source}: LocalPath is empty: give the directory (or s3:// path) to save to")
     kwargs: Dict[str, Any] = {"out_dir": out_dir}
-    kwargs["include_regex"] = _csv_list(params.get("include_regex"), "include_regex") or None
+    kwargs["include_regex"] = _regex_list(params.get("include_regex"), "include_regex", source) or None
     kwargs["save_all"] = _bool(params.get("save_all", False), "save_all")
     kwargs["dry_run"] = _bool(params.get("dry_run", False), "dry_run")
     workers = str(params.get("include_workers", "one")).strip().lower()
@@ -172,7 +185,7 @@ def parse_hook_config(data: dict, default_save_interval: Optional[int] = None, s
             raise InvalidConfigurationError(f"{source}: CollectionParameters of {name} must be an object")
         _check_keys(cparams, f"collection {name}")
         cfg: Dict[str, Any] = {}
-        regex = _csv_list(cparams.get("include_regex"), f"{name}.include_regex")
+        regex = _regex_list(cparams.get("include_regex"), f"{name}.include_regex", source)
         if regex:
             cfg["include_regex"] = regex
         if "save_histogram" in cparams:

@@ -18,6 +18,12 @@ def printable(text: str) -> str:
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
+def clipped(text: str, limit: int = 200) -> str:
+    """``text`` cut to ``limit`` characters for a message, saying how long it was (a name from a
+    configuration file may be 100,000 characters long)."""
+    return text if len(text) <= limit else f"{text[:limit]}...({len(text):,} characters)"
+
+
 def close_names(name: str, candidates: Iterable[str], n: int = 3) -> List[str]:
     """Up to ``n`` candidates close to ``name``, closest first (case-insensitive, so ``Weights`` finds
     ``weights``); ``name`` itself is never suggested."""
