@@ -15,6 +15,10 @@ from smdebug.core.tfevent.stored_dtypes import stored_form
 REDUCTION_PREFIX = "smdebug/reductions/"
 
 
+
+class EmptyTensorError(ValueError):
+    """A reduction other than a norm asked of a tensor with no values (its min, max, mean... do not exist)."""
+
 def _as_float_array(x: np.ndarray) -> np.ndarray:
     if x.dtype == np.bool_:
         return x.astype(np.float64)
@@ -36,7 +40,7 @@ def compute_reduction(value: np.ndarray, op: str, abs: bool = False):
         flat = x.reshape(-1)
         return np.linalg.norm(flat, ord=1 if op == "l1" else 2)
     if x.size == 0:
-        raise ValueError(f"Cannot compute reduction {op} of an empty tensor")
+        raise EmptyTensorError(f"Cannot compute reduction {op} of an empty tensor")
     if op == "min":
         return np.amin(x)
     if op == "max":

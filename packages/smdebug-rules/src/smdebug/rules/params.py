@@ -24,9 +24,13 @@ def as_float(rule: str, name: str, value, allow_none: bool = False) -> Optional[
             return None
         raise SMDebugValueError(f"{rule}: {name} is required")
     try:
-        return float(value)
+        number = float(value)
     except (TypeError, ValueError):
         raise SMDebugValueError(f"{rule}: {name} must be a number, got {value!r}") from None
+    if number != number:
+        # (every comparison with NaN is false: a NaN threshold would make its rule pass everything)
+        raise SMDebugValueError(f"{rule}: {name} must be a number, got NaN")
+    return number
 
 
 def as_int(rule: str, name: str, value, minimum: Optional[int] = None) -> int:
@@ -59,9 +63,12 @@ def as_float_list(rule: str, name: str, value) -> List[float]:
     out = []
     for item in items:
         try:
-            out.append(float(item))
+            number = float(item)
         except (TypeError, ValueError):
             raise SMDebugValueError(f"{rule}: {name} must be a comma-separated list of numbers, got {value!r}") from None
+        if number != number:
+            raise SMDebugValueError(f"{rule}: {name} must be a comma-separated list of numbers, got NaN")
+        out.append(number)
     return out
 
 

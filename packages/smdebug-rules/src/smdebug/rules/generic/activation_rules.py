@@ -100,10 +100,16 @@ class DeadRelu(Rule):
         return sorted(names)
 
     def invoke_at_step(self, step):
+        judged, diverged = False, []
         for name in self.tensors():
             for value in batches_at(self.base_trial, name, step):
                 if value.ndim == 0 or value.size == 0 or value.dtype.kind not in "fiub":
                     continue
+                if value.dtype.kind == "f" and not np.isfinite(value).all():
+                    # NaN is not > 0: a diverged layer would read as dead (ExplodingTensor says what it is)
+                    diverged.append(name)
+                    continue
+                judged = True
                 units = units_by_samples(value)
                 active_percent = (units > 0).mean(axis=0) * 100
                 dead = int((active_percent < self.threshold_inactivity).sum())
@@ -114,6 +120,9 @@ class DeadRelu(Rule):
                     return (f"{name}: {dead} of {units.shape[1]} units ({dead_percent:.4g}%) active in "
                             f"< {self.threshold_inactivity:g}% of {units.shape[0]} samples "
                             f"(threshold_layer {self.threshold_layer:g}%)")
+        if diverged and not judged:
+            self.not_evaluated(f"the activations hold NaN or infinite values, which say nothing of dead units: "
+                               f"{', '.join(sorted(set(diverged))[:3])}")
         return False
 
 

@@ -19,7 +19,15 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from smdebug.core.modes import ModeKeys
-from smdebug.rules.generic.loss_rules import LossSelection, SavedSteps, auto_mode, contains, parse_mode, step_in_mode
+from smdebug.rules.generic.loss_rules import (
+    EVALUATION_ONLY,
+    LossSelection,
+    SavedSteps,
+    auto_mode,
+    contains,
+    parse_mode,
+    step_in_mode,
+)
 from smdebug.rules.params import as_bool, as_list
 from smdebug.rules.rule import Rule
 
@@ -161,10 +169,14 @@ class LossCurveRule(Rule):
 
     def invoke_at_step(self, step):
         judged = False
+        evaluation_only = []
         for calls in loss_calls(self._losses.names()):
             name = calls[0]
             self._calls[name] = calls
             mode = auto_mode(self._saved, name, self.mode)
+            if mode is None:
+                evaluation_only.append(name)
+                continue
             s = step_in_mode(self.base_trial, step, mode)
             if s is None or not contains(self._saved.steps(name, mode), s):
                 continue
@@ -179,5 +191,10 @@ class LossCurveRule(Rule):
             if reason:
                 return reason
         if not judged:
-            self.not_evaluated(f"needs {self.needs}" + (f" in mode {self.mode.name}" if self.mode is not None else ""))
+            if evaluation_only and len(evaluation_only) == len(self._calls):
+                self.not_applicable(EVALUATION_ONLY.format(", ".join(evaluation_only))
+                                    + " (give mode=EVAL to judge those steps)")
+            else:
+                self.not_evaluated(f"needs {self.needs}"
+                                   + (f" in mode {self.mode.name}" if self.mode is not None else ""))
         return False

@@ -125,11 +125,20 @@ class SavedSteps:
         return self._scalars[key]
 
 
-def auto_mode(saved: SavedSteps, name: str, mode: Optional[ModeKeys]) -> ModeKeys:
-    """``mode`` if given; otherwise TRAIN when the tensor has TRAIN-mode saves, else GLOBAL."""
+def auto_mode(saved: SavedSteps, name: str, mode: Optional[ModeKeys]) -> Optional[ModeKeys]:
+    """``mode`` if given; otherwise TRAIN when the tensor has TRAIN-mode saves, GLOBAL when it has saves of no
+    mode (a run that does not use modes), and None when it was saved in EVAL and PREDICT steps only: nothing
+    is trained there, so a curve that does not fall or a weight that does not move is no fault."""
     if mode is not None:
         return mode
-    return ModeKeys.TRAIN if saved.steps(name, ModeKeys.TRAIN) else ModeKeys.GLOBAL
+    if saved.steps(name, ModeKeys.TRAIN):
+        return ModeKeys.TRAIN
+    evaluated = len(saved.steps(name, ModeKeys.EVAL)) + len(saved.steps(name, ModeKeys.PREDICT))
+    return ModeKeys.GLOBAL if len(saved.steps(name, ModeKeys.GLOBAL)) > evaluated else None
+
+
+#: why a rule about training judged nothing when its tensors were saved in evaluation steps only
+EVALUATION_ONLY = "the run saved {} in EVAL/PREDICT steps only, where nothing is trained"
 
 
 def step_in_mode(trial, step: int, mode: ModeKeys) -> Optional[int]:
@@ -350,7 +359,8 @@ class Overfit(Rule):
             raise SMDebugValueError(f"{name}: tensor_regex {bad!r} is not a valid regular expression")
         self.start_step = as_int(name, "start_step", start_step, minimum=0)
         self.patience = as_int(name, "patience", patience, minimum=1)
-        self.ratio_threshold = as_float(name, "ratio_threshold", ratio_threshold)
+        # (a gap of validation over training: below 0 any validation loss at or above training's would do)
+        self.ratio_threshold = in_range(name, "ratio_threshold", as_float(name, "ratio_threshold", ratio_threshold), 0)
         self.window = as_int(name, "window", window, minimum=1)
         self.rise_percent = as_float(name, "rise_percent", rise_percent)
         if not (self.rise_percent >= 0 and np.isfinite(self.rise_percent)):

@@ -238,7 +238,8 @@ class ImproperOutput(Rule):
     def invoke_at_step(self, step):
         judged = False
         for loss, (pname, yname, expects) in self._losses().items():
-            outputs = _floats(batches_at(self.base_trial, pname, step))
+            # (non-finite values say the model diverged, not what kind of output it has: ExplodingTensor's)
+            outputs = [p for p in _floats(batches_at(self.base_trial, pname, step)) if np.isfinite(p).all()]
             if not outputs:
                 continue
             seen = self._seen.setdefault(loss, [np.inf, -np.inf, 0, set(), None])

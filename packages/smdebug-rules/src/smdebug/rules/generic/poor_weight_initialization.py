@@ -179,6 +179,8 @@ class PoorWeightInitialization(Rule):
             return None
         for name in self._losses.names():
             mode = auto_mode(self._saved, name, None)
+            if mode is None:
+                continue  # (evaluation only: no training whose loss could stall)
             s = step_in_mode(self.base_trial, step, mode)
             steps = self._saved.steps(name, mode)
             if s is None or not contains(steps, s):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from smdebug.core.modes import ModeKeys
+from smdebug.core.reductions import EmptyTensorError
 from smdebug.exceptions import SMDebugValueError
 from smdebug.rules.generic.selection import (
     GradientsByStep,
@@ -16,7 +17,7 @@ from smdebug.rules.generic.selection import (
     value_at,
 )
 from smdebug.rules.evaluation import note_read
-from smdebug.rules.params import as_bool, as_float, as_int, as_list
+from smdebug.rules.params import as_bool, as_float, as_int, as_list, in_range
 from smdebug.rules.rule import Rule
 
 
@@ -47,10 +48,22 @@ class _TensorRule(Rule):
         return select_tensors(self.base_trial, self.collection_names, self.tensor_regex)
 
     def values(self, step):
+        """(name, value) of the inspected numeric tensors saved at ``step`` that hold values. An empty tensor
+        (shape (0,)) is no evidence either way: a step where every inspected tensor was empty is not
+        evaluated."""
+        empty = []
+        held = False
         for name in self.tensors():
             value = value_at(self.base_trial, name, step)
             if value is not None and value.dtype.kind in "fciub":
+                if value.size == 0:
+                    empty.append(name)
+                    continue
+                held = True
                 yield name, value
+        if empty and not held:
+            self.not_evaluated(f"the tensors it inspects are empty (shape with a 0): {', '.join(empty[:3])}"
+                               + (", ..." if len(empty) > 3 else ""))
 
 
 class ExplodingTensor(_TensorRule):
@@ -105,7 +118,8 @@ class AllZero(_TensorRule):
     def __init__(self, base_trial, collection_names=None, tensor_regex=None, threshold="100", patience="3",
                  other_trials=None, action_str=None):
         super().__init__(base_trial, collection_names, tensor_regex, other_trials, action_str)
-        self.threshold = as_float(self.rule_name, "threshold", threshold)
+        # (a percent of zeros: below 0 every tensor would fire, above 100 none could)
+        self.threshold = in_range(self.rule_name, "threshold", as_float(self.rule_name, "threshold", threshold), 0, 100)
         self.patience = as_int(self.rule_name, "patience", patience, minimum=1)
         #: per (tensor, mode): [(mode step, met)] of its recent saves
         self._recent = {}
@@ -247,8 +261,10 @@ class UnchangedTensor(_TensorRule):
             values = [self._value(name, mode, s) for s in steps]
             if any(v is None for v in values):
                 continue
-            judged = True
             values = [np.asarray(v) for v in values]
+            if values[-1].size == 0:
+                continue  # (an empty tensor holds nothing that could change)
+            judged = True
             if all(self._same(values[-1], v) for v in values[:-1]):
                 return f"{name} unchanged over {where} {', '.join(map(str, steps))}"
         if not judged:
@@ -267,17 +283,29 @@ class TensorVariance(_TensorRule):
         super().__init__(base_trial, collection_names, tensor_regex, other_trials, action_str)
         self.max_threshold = as_float(self.rule_name, "max_threshold", max_threshold, allow_none=True)
         self.min_threshold = as_float(self.rule_name, "min_threshold", min_threshold, allow_none=True)
+        for name in ("max_threshold", "min_threshold"):  # (variances are >= 0)
+            if getattr(self, name) is not None:
+                in_range(self.rule_name, name, getattr(self, name), 0)
         if self.max_threshold is None and self.min_threshold is None:
             raise SMDebugValueError(f"{self.rule_name}: give max_threshold and/or min_threshold")
 
     def invoke_at_step(self, step):
+        empty, judged = [], False
         for name in self.tensors():
-            value = reduction_at(self.base_trial, name, step, "variance")
+            try:
+                value = reduction_at(self.base_trial, name, step, "variance")
+            except EmptyTensorError:
+                empty.append(name)  # (an empty tensor has no variance: nothing to judge)
+                continue
             if value is None:  # not saved at this step
                 continue
             variance = scalar(value)
+            judged = True
             if self.max_threshold is not None and variance > self.max_threshold:
                 return f"{name}: variance {variance:.4g} > max_threshold {self.max_threshold:g}"
             if self.min_threshold is not None and variance < self.min_threshold:
                 return f"{name}: variance {variance:.4g} < min_threshold {self.min_threshold:g}"
+        if empty and not judged:
+            self.not_evaluated(f"the tensors it inspects are empty (shape with a 0): {', '.join(empty[:3])}"
+                               + (", ..." if len(empty) > 3 else ""))
         return False

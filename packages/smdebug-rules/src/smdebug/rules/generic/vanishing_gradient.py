@@ -6,7 +6,7 @@ import numpy as np
 
 from smdebug.exceptions import SMDebugValueError
 from smdebug.rules.generic.selection import ndim_at, reduction_at, scalar, select_tensors, value_at
-from smdebug.rules.params import as_float, as_int
+from smdebug.rules.params import as_float, as_int, in_range
 from smdebug.rules.rule import Rule
 
 GRADIENTS = "gradients"
@@ -49,9 +49,10 @@ class VanishingGradient(Rule):
                  patience="3", other_trials=None, action_str=None):
         super().__init__(base_trial, other_trials=other_trials, action_str=action_str)
         name = self.rule_name
-        self.threshold = as_float(name, "threshold", threshold)
+        # (magnitudes: a negative threshold could never be met)
+        self.threshold = in_range(name, "threshold", as_float(name, "threshold", threshold), 0)
         self.ratio_threshold = as_float(name, "ratio_threshold", ratio_threshold)
-        self.norm_threshold = as_float(name, "norm_threshold", norm_threshold)
+        self.norm_threshold = in_range(name, "norm_threshold", as_float(name, "norm_threshold", norm_threshold), 0)
         if not (0 <= self.ratio_threshold < 1):
             raise SMDebugValueError(f"{name}: ratio_threshold must be in [0, 1), got {ratio_threshold!r}")
         self.patience = as_int(name, "patience", patience, minimum=1)

@@ -9,7 +9,7 @@ import numpy as np
 
 from smdebug.core.modes import ModeKeys
 from smdebug.exceptions import SMDebugValueError
-from smdebug.rules.generic.loss_rules import SavedSteps, contains, mode_label, step_in_mode
+from smdebug.rules.generic.loss_rules import EVALUATION_ONLY, SavedSteps, auto_mode, contains, mode_label, step_in_mode
 from smdebug.rules.generic.selection import GradientsByStep, select_tensors, trained_parameters, value_at
 from smdebug.rules.params import as_float, as_int
 from smdebug.rules.rule import Rule
@@ -102,8 +102,12 @@ class WeightUpdateRatio(Rule):
 
     def invoke_at_step(self, step):
         judged = False
+        evaluation_only = []
         for name in self._weights():
-            mode = ModeKeys.TRAIN if self._saved.steps(name, ModeKeys.TRAIN) else ModeKeys.GLOBAL
+            mode = auto_mode(self._saved, name, None)
+            if mode is None:
+                evaluation_only.append(name)
+                continue
             s = step_in_mode(self.base_trial, step, mode)
             steps = self._saved.steps(name, mode)
             if s is None or not contains(steps, s):
@@ -132,7 +136,10 @@ class WeightUpdateRatio(Rule):
                 return f"{name}: update/weight ratio {ratio:.4g} > large_threshold {self.large_threshold:g} {where}"
             if ratio < self.small_threshold and not self._not_trained(name, mode, p):
                 return f"{name}: update/weight ratio {ratio:.4g} < small_threshold {self.small_threshold:g} {where}"
-        if not judged:
+        if not judged and evaluation_only and len(evaluation_only) == len(self._weights()):
+            self.not_applicable(EVALUATION_ONLY.format(", ".join(evaluation_only[:3])
+                                                       + (", ..." if len(evaluation_only) > 3 else "")))
+        elif not judged:
             self.not_evaluated("needs two saves of a weight" + (f" at most num_steps={self.num_steps} steps apart"
                                                                  if self.num_steps is not None else ""))
         return False
