@@ -516,8 +516,8 @@ def test_class_imbalance_argmax(tmp_path):
     scores[:, 0] = 1.0  # everything predicted as class 0
     trial = run(tmp_path, [{"labels": labels, "predictions": scores}])
     assert invoke_rule(ClassImbalance(trial, argmax="True")) == [0]
-    # without argmax the (600, 2) scores cannot be paired with 600 labels: only the counts are judged
-    assert invoke_rule(ClassImbalance(trial)) == []
+    # without argmax too: (600, 2) scores per class are no class ids, and are paired with the labels by argmax
+    assert invoke_rule(ClassImbalance(trial)) == [0]
 
 
 def test_class_imbalance_bad_parameters(tmp_path):

@@ -46,16 +46,11 @@ def _class_ids(scores: np.ndarray) -> np.ndarray:
 TRAINED_SHARE = 0.9
 
 
-#: the fewest steps a run can have for its last 10 % to come after most of its training: in a shorter run
-#: (one or two steps) the last step is hardly trained at all, and an untrained model mispredicts every class
-MIN_TRAINED_STEPS = round(1 / (1 - TRAINED_SHARE))
-
-
 def _near_the_end(trial, step: int) -> bool:
     """Whether ``step`` is in the last 10 % of the run's steps (a model saved half-way is not the trained one:
-    a tapered schedule's last save of a 40-step run is step 20), in a run of at least MIN_TRAINED_STEPS."""
+    a tapered schedule's last save of a 40-step run is step 20)."""
     steps = trial.steps()
-    return bool(steps) and steps[-1] + 1 >= MIN_TRAINED_STEPS and step >= TRAINED_SHARE * steps[-1]
+    return bool(steps) and step >= TRAINED_SHARE * steps[-1]
 
 
 def _predicts_values(labels: np.ndarray, predictions: np.ndarray) -> bool:
@@ -281,8 +276,8 @@ class Confusion(_LabelsAndPredictions):
             self.not_evaluated("judges the last step where labels were saved")
             return False
         if not _near_the_end(self.base_trial, step):
-            self.not_evaluated(f"judges the last labels if saved in the last 10% of a run of at least "
-                               f"{MIN_TRAINED_STEPS} steps (the trained model); the last were saved at step {step}")
+            self.not_evaluated(f"judges the last labels if saved in the last 10% of the run (the trained model); "
+                               f"the last were saved at step {step}")
             return False
         matrix = self.confusion_matrix(step)
         if matrix is None:
