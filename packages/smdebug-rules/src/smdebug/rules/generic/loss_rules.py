@@ -88,6 +88,7 @@ class SavedSteps:
         self._key = None
         self._steps: Dict[Tuple[str, ModeKeys], List[int]] = {}
         self._scalars: Dict[Tuple[str, int, ModeKeys], Optional[float]] = {}
+        self._trains: Optional[bool] = None
 
     def _fresh(self) -> None:
         t = self.trial
@@ -95,6 +96,17 @@ class SavedSteps:
         if key != self._key:
             self._key = key
             self._steps.clear()
+            self._trains = None
+
+    def run_trains(self) -> bool:
+        """Whether the run has steps where a model may be trained: TRAIN steps, or steps of no mode (a run
+        that does not use modes); False for a run of EVAL and PREDICT steps only."""
+        self._fresh()
+        if self._trains is None:
+            t = self.trial
+            evaluated = len(t.steps(mode=ModeKeys.EVAL)) + len(t.steps(mode=ModeKeys.PREDICT))
+            self._trains = bool(t.steps(mode=ModeKeys.TRAIN)) or len(t.steps()) > evaluated
+        return self._trains
 
     def steps(self, name: str, mode: ModeKeys = ModeKeys.GLOBAL) -> List[int]:
         """Complete steps (mode steps for a mode, global steps for GLOBAL) where ``name`` was saved."""
@@ -126,19 +138,19 @@ class SavedSteps:
 
 
 def auto_mode(saved: SavedSteps, name: str, mode: Optional[ModeKeys]) -> Optional[ModeKeys]:
-    """``mode`` if given; otherwise TRAIN when the tensor has TRAIN-mode saves, GLOBAL when it has saves of no
-    mode (a run that does not use modes), and None when it was saved in EVAL and PREDICT steps only: nothing
-    is trained there, so a curve that does not fall or a weight that does not move is no fault."""
+    """``mode`` if given; otherwise TRAIN when the tensor has TRAIN-mode saves, else GLOBAL (a validation loss
+    saved in EVAL steps of a run that trains is judged along the run) -- and None when the run has EVAL and
+    PREDICT steps only: nothing is trained there, so a curve that does not fall or a weight that does not move
+    is no fault."""
     if mode is not None:
         return mode
     if saved.steps(name, ModeKeys.TRAIN):
         return ModeKeys.TRAIN
-    evaluated = len(saved.steps(name, ModeKeys.EVAL)) + len(saved.steps(name, ModeKeys.PREDICT))
-    return ModeKeys.GLOBAL if len(saved.steps(name, ModeKeys.GLOBAL)) > evaluated else None
+    return ModeKeys.GLOBAL if saved.run_trains() else None
 
 
-#: why a rule about training judged nothing when its tensors were saved in evaluation steps only
-EVALUATION_ONLY = "the run saved {} in EVAL/PREDICT steps only, where nothing is trained"
+#: why a rule about training judged nothing in a run of evaluation steps only
+EVALUATION_ONLY = "the run has EVAL/PREDICT steps only, where nothing is trained ({})"
 
 
 def step_in_mode(trial, step: int, mode: ModeKeys) -> Optional[int]:
