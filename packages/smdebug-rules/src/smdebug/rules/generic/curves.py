@@ -191,7 +191,7 @@ class LossCurveRule(Rule):
             if reason:
                 return reason
         if not judged:
-            if evaluation_only and len(evaluation_only) == len(self._calls):
+            if evaluation_only:  # (the run's steps decide: every loss or none)
                 self.not_applicable(EVALUATION_ONLY.format(", ".join(evaluation_only))
                                     + " (give mode=EVAL to judge those steps)")
             else:

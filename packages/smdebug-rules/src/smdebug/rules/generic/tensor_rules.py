@@ -47,6 +47,10 @@ class _TensorRule(Rule):
             return every_tensor(self.base_trial)
         return select_tensors(self.base_trial, self.collection_names, self.tensor_regex)
 
+    def _not_evaluated_empty(self, empty) -> None:
+        self.not_evaluated(f"the tensors it inspects are empty (shape with a 0): {', '.join(empty[:3])}"
+                           + (", ..." if len(empty) > 3 else ""))
+
     def values(self, step):
         """(name, value) of the inspected numeric tensors saved at ``step`` that hold values. An empty tensor
         (shape (0,)) is no evidence either way: a step where every inspected tensor was empty is not
@@ -62,8 +66,7 @@ class _TensorRule(Rule):
                 held = True
                 yield name, value
         if empty and not held:
-            self.not_evaluated(f"the tensors it inspects are empty (shape with a 0): {', '.join(empty[:3])}"
-                               + (", ..." if len(empty) > 3 else ""))
+            self._not_evaluated_empty(empty)
 
 
 class ExplodingTensor(_TensorRule):
@@ -306,6 +309,5 @@ class TensorVariance(_TensorRule):
             if self.min_threshold is not None and variance < self.min_threshold:
                 return f"{name}: variance {variance:.4g} < min_threshold {self.min_threshold:g}"
         if empty and not judged:
-            self.not_evaluated(f"the tensors it inspects are empty (shape with a 0): {', '.join(empty[:3])}"
-                               + (", ..." if len(empty) > 3 else ""))
+            self._not_evaluated_empty(empty)
         return False

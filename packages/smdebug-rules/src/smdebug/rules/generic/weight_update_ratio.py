@@ -136,7 +136,7 @@ class WeightUpdateRatio(Rule):
                 return f"{name}: update/weight ratio {ratio:.4g} > large_threshold {self.large_threshold:g} {where}"
             if ratio < self.small_threshold and not self._not_trained(name, mode, p):
                 return f"{name}: update/weight ratio {ratio:.4g} < small_threshold {self.small_threshold:g} {where}"
-        if not judged and evaluation_only and len(evaluation_only) == len(self._weights()):
+        if not judged and evaluation_only:  # (the run's steps decide: every weight or none)
             self.not_applicable(EVALUATION_ONLY.format(", ".join(evaluation_only[:3])
                                                        + (", ..." if len(evaluation_only) > 3 else "")))
         elif not judged:
