@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import List, Optional, Sequence
 
 import nox
+from nox.command import CommandFailed
 
 ROOT = Path(__file__).resolve().parent
 PYTHON = "3.11"
@@ -346,6 +347,24 @@ CONFORMANCE_DEVIATIONS = {
 }
 
 
+#: at most this many failed conformance tests are run a second time (more is not flakiness)
+CONFORMANCE_MAX_RERUNS = 3
+
+
+def _conformance_failures(log: Path) -> List[str]:
+    """The node ids pytest's short summary (``-rfE``) lists as FAILED or ERROR in run.sh's pytest.log."""
+    try:
+        lines = log.read_text(errors="replace").splitlines()
+    except OSError:
+        return []
+    failed = []
+    for line in lines:
+        for prefix in ("FAILED ", "ERROR "):
+            if line.startswith(prefix) and "::" in line:
+                failed.append(line[len(prefix):].split(" - ", 1)[0].strip())
+    return list(dict.fromkeys(failed))
+
+
 @nox.session(python=False, tags=["test"])
 def conformance(session: nox.Session) -> None:
     """smdebug 1.0.34's own tests (analysis, rules, core, PyTorch, XGBoost) against this checkout, through
@@ -371,7 +390,21 @@ def conformance(session: nox.Session) -> None:
     for test, why in CONFORMANCE_DEVIATIONS.items():
         session.log(f"not run, changed on purpose: {test}: {why}")
         deselect += ["--deselect", test]
-    session.run("bash", str(suite / "run.sh"), *deselect, *session.posargs, env=env, external=True)
+    try:
+        session.run("bash", str(suite / "run.sh"), *deselect, *session.posargs, env=env, external=True)
+        return
+    except CommandFailed:
+        rerun = _conformance_failures(Path(env["CONFORMANCE_OUT"]) / "pytest.log")
+        if not rerun or len(rerun) > CONFORMANCE_MAX_RERUNS:
+            raise
+    # A handful of failures get one more try, loudly. Why: the upstream distributed tests end their worker
+    # processes without destroy_process_group(), and PyTorch's gloo backend can then abort at interpreter
+    # exit ("terminate called without an active exception", pytorch/pytorch#190489) after the test's own
+    # work has passed. A test that fails twice fails the session.
+    session.warn(f"CONFORMANCE: {len(rerun)} test(s) failed; running them once more: {', '.join(rerun)}")
+    names = sorted({test.rsplit("::", 1)[-1].split("[", 1)[0] for test in rerun})
+    session.run("bash", str(suite / "run.sh"), *deselect, "-k", " or ".join(names), env=env, external=True)
+    session.warn(f"CONFORMANCE FLAKY (failed, then passed when run again): {', '.join(rerun)}")
 
 
 @nox.session(python=PYTHON, tags=["test"])
