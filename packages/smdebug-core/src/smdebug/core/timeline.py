@@ -9,12 +9,11 @@ when the hook closes; each file is written atomically through the run's storage 
 from __future__ import annotations
 
 import json
-import os
 import socket
 import threading
 import time
 from numbers import Real
-from typing import Dict, List, Optional
+from typing import Dict, List
 
 from smdebug.core.storage.base import Storage
 from smdebug.exceptions import SMDebugTypeError, SMDebugValueError

@@ -42,7 +42,6 @@ from smdebug.core.storage.errors import UnreadableFileError
 from smdebug.core.tensor import StepState, Tensor
 from smdebug.core.tfevent.index_file import (
     MAX_INDEX_FILE_BYTES,
-    IndexEntry,
     IndexFile,
     event_file_key,
     parse_index_file,

@@ -9,7 +9,7 @@ import re
 import numpy as np
 from typing import Dict, Iterable, Optional, Sequence
 
-from smdebug.core.collection import TRAIN_ONLY_COLLECTIONS, CollectionKeys
+from smdebug.core.collection import TRAIN_ONLY_COLLECTIONS
 from smdebug.core.hook import BaseHook, logger
 from smdebug.core.locations import collections_file_name
 from smdebug.core.modes import ModeKeys

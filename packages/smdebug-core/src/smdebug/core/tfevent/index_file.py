@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from itertools import chain
 from operator import add
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Optional, Tuple
 
 from smdebug.core.bounded_json import JsonTooLarge, loads_bounded
 from smdebug.core.locations import EVENTS_DIR, MAX_STEP, parse_step_file_name, step_str

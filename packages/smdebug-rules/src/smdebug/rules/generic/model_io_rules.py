@@ -19,7 +19,7 @@ from smdebug.core import loss_inputs
 from smdebug.exceptions import SMDebugValueError
 from smdebug.rules.evaluation import looking_for
 from smdebug.rules.generic.activation_rules import batches_at
-from smdebug.rules.generic.selection import collection_tensors, select_tensors
+from smdebug.rules.generic.selection import select_tensors
 from smdebug.rules.params import as_float, as_int, as_list
 from smdebug.rules.rule import Rule
 
