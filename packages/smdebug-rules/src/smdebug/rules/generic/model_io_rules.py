@@ -122,6 +122,21 @@ LOG_PROBABILITY_TOLERANCE = 1e-3
 #: probabilities lie in [0, 1] (a softmax or sigmoid in half precision rounds to 1 at most); beyond this margin a
 #: value is a raw score
 PROBABILITY_TOLERANCE = 1e-3
+#: a softmax's rows sum to 1 up to rounding (half precision over many classes included)
+ROW_SUM_TOLERANCE = 5e-3
+
+
+def _softmax_rows(p: np.ndarray) -> bool:
+    """Whether ``p`` holds probability rows over at least 2 classes, summing to 1: the class axis is the last
+    (Keras) or, with more than 2 dimensions, the second (PyTorch's ``(N, C, d1, ...)``)."""
+    if p.ndim < 2:
+        return False
+    for axis in {p.ndim - 1, 1}:
+        if p.shape[axis] >= 2 and np.all(np.abs(p.sum(axis=axis, dtype=np.float64) - 1) <= ROW_SUM_TOLERANCE):
+            return True
+    return False
+
+
 def _label(loss: loss_inputs.LossInputs) -> str:
     """How verdicts name a recorded loss: its type, and the hook's name for it where that differs."""
     return loss.type if loss.name == loss.type else f"{loss.type} ({loss.name})"
@@ -142,14 +157,20 @@ class ImproperOutput(Rule):
     loss gets it and ``y`` the targets:
 
     * a loss that applies (log-)softmax or sigmoid itself (``CrossEntropyLoss``, ``BCEWithLogitsLoss``, a
-      Keras cross-entropy with ``from_logits=True``) gets outputs all in [0, 1]: probabilities, not logits (a
-      softmax or sigmoid applied twice; the gradient flattens as the outputs saturate);
+      Keras cross-entropy with ``from_logits=True``) gets probabilities, not logits (a softmax or sigmoid
+      applied twice; the gradient flattens as the outputs saturate): outputs all in [0, 1] whose rows (over 2
+      classes or more) each sum to 1, a softmax's, at once; other outputs in [0, 1] (a sigmoid's) once the run
+      has ended without any leaving that range -- a model's logits start out small (all zero behind a
+      zero-initialised head) and leave [0, 1] as it learns;
     * a loss that wants probabilities (a Keras cross-entropy with ``from_logits=False``, its default) gets
       outputs below 0 or above 1 (beyond ``1e-3``): raw scores, the output activation forgotten (Keras clips
       them into (0, 1), and whatever lies outside gets no gradient);
     * a loss that wants log-probabilities (``NLLLoss``, ``KLDivLoss``) gets outputs all >= 0: probabilities,
       not their logarithm; or outputs above 0 (beyond ``1e-3``): raw scores, the log-softmax forgotten (NLLLoss
       then rewards making the true class's score larger without bound, and the loss falls below 0);
+    * a cross-entropy or divergence (any of the above) gets targets with one value per output (labels,
+      one-hot rows, soft labels: probabilities) outside [0, 1]: labels coded -1/+1 make the loss unbounded
+      below;
     * a regression loss (squared, absolute, Huber error) on one output per sample gets targets that are the
       class ids ``0 .. K-1`` (every one present, ``3 <= K <= max_classes``): a classification trained as a
       regression on the class index;
@@ -242,10 +263,11 @@ class ImproperOutput(Rule):
             outputs = [p for p in _floats(batches_at(self.base_trial, pname, step)) if np.isfinite(p).all()]
             if not outputs:
                 continue
-            seen = self._seen.setdefault(loss, [np.inf, -np.inf, 0, set(), None])
+            seen = self._seen.setdefault(loss, [np.inf, -np.inf, 0, set(), None, True])
             for p in outputs:
                 seen[0], seen[1], seen[2] = min(seen[0], float(p.min())), max(seen[1], float(p.max())), seen[2] + p.size
                 seen[4] = 1 if p.ndim <= 1 else int(np.prod(p.shape[1:]))
+                seen[5] = seen[5] and _softmax_rows(p)
             if yname is not None and seen[3] is not None:
                 for y in batches_at(self.base_trial, yname, step):
                     if y.dtype.kind in "fiu" and y.size and np.all(y == np.round(y)) and y.min() >= 0:
@@ -253,15 +275,28 @@ class ImproperOutput(Rule):
                     else:
                         seen[3] = None
                         break
+            if yname is not None and expects in (loss_inputs.LOGITS, loss_inputs.PROBABILITIES):
+                invalid = self._targets_outside_probabilities(loss, pname, yname, step, outputs)
+                if invalid:
+                    self.mark_evaluated(pname)
+                    return invalid
             if seen[2] < self.min_values:
                 continue
             judged = True
             self.mark_evaluated(pname)
             low, high = seen[0], seen[1]
             if expects == loss_inputs.LOGITS and low >= 0 and high <= 1:
-                return (f"{loss} applies softmax/sigmoid itself but its input {pname} is all in [{low:.3g}, {high:.3g}] "
-                        f"over {seen[2]} values: probabilities, not logits (remove the output activation, or "
-                        "build the loss to take probabilities)")
+                # a softmax's rows say so at once; values in [0, 1] alone may be the small logits of a model
+                # starting out (a zero-initialised head gives all zeros), so they are judged over the whole run
+                if seen[5]:
+                    return (f"{loss} applies softmax/sigmoid itself but its input {pname} is all in [{low:.3g}, "
+                            f"{high:.3g}] with every row summing to 1, over {seen[2]} values: softmax "
+                            "probabilities, not logits (remove the output activation, or build the loss to take "
+                            "probabilities)")
+                if high > low and self._at_last_save(pname, step):
+                    return (f"{loss} applies softmax/sigmoid itself but its input {pname} never left [{low:.3g}, "
+                            f"{high:.3g}] over the run ({seen[2]} values): probabilities, not logits (remove the "
+                            "output activation, or build the loss to take probabilities)")
             if expects == loss_inputs.PROBABILITIES and (low < -PROBABILITY_TOLERANCE
                                                          or high > 1 + PROBABILITY_TOLERANCE):
                 return (f"{loss} expects probabilities (in [0, 1]) but its input {pname} is in [{low:.3g}, "
@@ -287,6 +322,27 @@ class ImproperOutput(Rule):
             self.not_evaluated(self._why_not())
         return False
 
+    def _targets_outside_probabilities(self, loss, pname, yname, step, outputs) -> Optional[str]:
+        """A cross-entropy or divergence whose targets hold one value per output compares the output with a
+        probability (a 0/1 label, a one-hot row, a soft label): targets beyond [0, 1] are coded for another loss
+        (-1/+1 labels, for a hinge loss, make a binary cross-entropy unbounded below: it falls under 0 and
+        keeps falling). Targets of another size (class ids) are not probabilities and not judged here."""
+        sizes = {p.size for p in outputs}
+        for y in batches_at(self.base_trial, yname, step):
+            if y.dtype.kind not in "fiu" or y.size not in sizes or not np.isfinite(y).all():
+                continue
+            low, high = float(y.min()), float(y.max())
+            if low < -PROBABILITY_TOLERANCE or high > 1 + PROBABILITY_TOLERANCE:
+                return (f"{loss} compares {pname} with targets {yname} in [{low:.3g}, {high:.3g}]: one target per "
+                        f"output, so probabilities, which lie in [0, 1] (labels coded -1/+1 make a cross-entropy "
+                        f"unbounded below: code them 0/1)")
+        return None
+
+    def _at_last_save(self, name: str, step: int) -> bool:
+        """Whether training has ended and ``step`` is the last one that saved ``name``."""
+        steps = self.base_trial.tensor(name).steps()
+        return bool(self.base_trial.loaded_all_steps and steps and step == steps[-1])
+
     #: the ranges of a squashing output activation: sigmoid, tanh
     _RANGES = ((0.0, 1.0), (-1.0, 1.0))
 
@@ -304,8 +360,7 @@ class ImproperOutput(Rule):
             counts[1] += y.size
             for i, (lo, hi) in enumerate(self._RANGES):
                 counts[2 + len(self._RANGES) + i] += int(np.sum((y < lo) | (y > hi)))
-        steps = self.base_trial.tensor(pname).steps()
-        if not (self.base_trial.loaded_all_steps and steps and step == steps[-1]) or not counts[1]:
+        if not self._at_last_save(pname, step) or not counts[1]:
             return None
         for i, (lo, hi) in enumerate(self._RANGES):
             if low < lo - PROBABILITY_TOLERANCE or high > hi + PROBABILITY_TOLERANCE:

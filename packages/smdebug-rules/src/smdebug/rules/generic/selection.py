@@ -103,10 +103,10 @@ class GradientsByStep:
 
     def __init__(self, trial):
         self.trial = trial
-        self._at: Dict[int, Optional[Set[str]]] = {}
+        #: global step -> {parameter: its gradient's tensor name}, or None when the step saved no gradient
+        self._at: Dict[int, Optional[Dict[str, str]]] = {}
 
-    def at(self, step: int) -> Optional[Set[str]]:
-        """The parameters with a gradient saved at global step ``step``, or None when the step saved none."""
+    def _gradients_at(self, step: int) -> Optional[Dict[str, str]]:
         from smdebug.exceptions import StepNotYetAvailable, StepUnavailable
 
         if step not in self._at:
@@ -115,9 +115,23 @@ class GradientsByStep:
                 names = self.trial.tensor_names(step=step) if coll is not None else []
             except (StepUnavailable, StepNotYetAvailable):
                 names = []
-            found = {n.split("/", 1)[1] for n in names if coll.matches(n) and "/" in n} if names else set()
+            found = {n.split("/", 1)[1]: n for n in names if coll.matches(n) and "/" in n} if names else {}
             self._at[step] = found or None
         return self._at[step]
+
+    def at(self, step: int) -> Optional[Set[str]]:
+        """The parameters with a gradient saved at global step ``step``, or None when the step saved none."""
+        found = self._gradients_at(step)
+        return None if found is None else set(found)
+
+    def all_zero(self, name: str, step: int) -> bool:
+        """Whether the gradient of parameter ``name`` saved at global step ``step`` is exactly zero everywhere
+        (False when it was not saved there, or only as reductions without a maximum)."""
+        gradient = (self._gradients_at(step) or {}).get(name)
+        if gradient is None:
+            return False
+        largest = reduction_at(self.trial, gradient, step, "max", abs=True)
+        return largest is not None and scalar(largest) == 0
 
     def frozen(self, name: str, steps: Iterable[int]) -> Optional[bool]:
         """Whether parameter ``name`` had no gradient at any of the global ``steps`` that saved gradients of

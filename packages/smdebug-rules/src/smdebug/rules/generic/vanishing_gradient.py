@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -17,7 +17,8 @@ class VanishingGradient(Rule):
     dimensions: matrices, kernels, embeddings) vanish, by either of two tests at a step:
 
     (a) **absolute** (the original's): the mean absolute value of a weight gradient is below ``threshold``
-        (default 1e-7). Uses a stored ``abs mean`` reduction when only reductions were saved (the shape is
+        (default 1e-7); a gradient of exactly zero must be zero at ``patience`` consecutive steps where
+        gradients were saved. Uses a stored ``abs mean`` reduction when only reductions were saved (the shape is
         then read from the index; a tensor whose shape is unknown is judged).
     (b) **relative** (AUTOTRAINER, Zhang et al., ICSE'21: the gradient norm of the first layer below 1e-3 of
         the last layer's, and below 1e-4 itself): with ``g_min`` and ``g_max`` the smallest and largest L2
@@ -31,8 +32,11 @@ class VanishingGradient(Rule):
         one's first layers get a ten-thousandth of the last one's, whatever the loss's scale (the absolute
         test misses a deep tanh network at PyTorch's default initialisation, whose first layers' mean
         gradient is ~1e-6). The layers are compared by norm, not in model order (the run does not record
-        it); ``patience`` keeps the first step of a network whose residual branches start at zero (their
-        weights get no gradient until the branch's scale has moved once) from firing.
+        it).
+
+    ``patience`` keeps the first step of a network with a layer that starts at zero from firing: the weights
+    behind it get a gradient of exactly zero (not a small one) until it has moved once (residual branches
+    whose last normalisation scale starts at zero, a zero-initialised classifier head).
 
     Gradients of 1-D tensors (biases, normalisation scales and shifts) are not judged: a bias followed by
     BatchNorm gets a gradient of (almost) exactly zero by construction (the normalisation removes any
@@ -42,7 +46,8 @@ class VanishingGradient(Rule):
     :param threshold: the absolute test's mean |gradient| (default 1e-7).
     :param ratio_threshold: the relative test's ``g_min / g_max`` (default 1e-3; 0 turns the test off).
     :param norm_threshold: the relative test's ``g_min`` (default 1e-4).
-    :param patience: consecutive steps with gradients at which the relative test must hold (>= 1; default 3).
+    :param patience: consecutive steps with gradients at which the relative test, or a gradient of exactly zero,
+        must hold (>= 1; default 3).
     """
 
     def __init__(self, base_trial, threshold="0.0000001", ratio_threshold="0.001", norm_threshold="0.0001",
@@ -58,9 +63,14 @@ class VanishingGradient(Rule):
         self.patience = as_int(name, "patience", patience, minimum=1)
         #: the relative test at the steps where gradients were saved, in order: (step, met, reason)
         self._relative: List[Tuple[int, bool, Optional[str]]] = []
+        #: the absolute test at the steps where gradients were saved, in order: (step, {weight: reason})
+        self._absolute: List[Tuple[int, Dict[str, str]]] = []
 
     def invoke_at_step(self, step):
-        norms = {}
+        norms: Dict[str, float] = {}
+        below: Dict[str, str] = {}
+        judged = False  # whether the step saved a weight gradient
+        shrunk: Optional[str] = None
         for name in select_tensors(self.base_trial, [GRADIENTS], []):
             value = value_at(self.base_trial, name, step)
             if value is not None:  # the value: both statistics from one read
@@ -77,11 +87,36 @@ class VanishingGradient(Rule):
                 mean_abs = scalar(stored)
                 l2 = reduction_at(self.base_trial, name, step, "l2")
                 norm = None if l2 is None else scalar(l2)
+            judged = True
             if mean_abs < self.threshold:
-                return f"{name}: mean |gradient| {mean_abs:.3g} < threshold {self.threshold:g}"
+                reason = f"{name}: mean |gradient| {mean_abs:.3g} < threshold {self.threshold:g}"
+                if mean_abs > 0:  # a gradient that shrank: it vanishes now
+                    shrunk = shrunk or reason
+                else:
+                    below[name] = reason  # exactly zero: judged over patience steps (below)
             if self.ratio_threshold > 0 and norm is not None:
                 norms[name] = norm
-        return self._relative_test(step, norms)
+        relative = self._relative_test(step, norms)  # (both tests keep their history at every step)
+        absolute = self._absolute_test(step, below) if judged else False
+        return shrunk or absolute or relative
+
+    def _absolute_test(self, step: int, below: Dict[str, str]):
+        """The absolute test on gradients of exactly zero (``below``: weight -> reason) holds when one weight's
+        gradient was zero at each of the last ``patience`` steps with gradients: the weights behind a layer that
+        starts at zero (a zero-initialised classifier head, the last normalisation scale of a residual branch)
+        get a gradient of exactly zero at the first step only, and learn normally from the next."""
+        if self._absolute and self._absolute[-1][0] >= step:  # evaluated again from an earlier step
+            self._absolute = [a for a in self._absolute if a[0] < step]
+        self._absolute.append((step, below))
+        recent = self._absolute[-self.patience:]
+        if len(recent) < self.patience:
+            return False
+        lasting = set(below).intersection(*(b for _, b in recent))
+        if not lasting:
+            return False
+        name = min(lasting)
+        steps = ", ".join(str(s) for s, _ in recent)
+        return below[name] + (f"; at {self.patience} steps with gradients ({steps})" if self.patience > 1 else "")
 
     def _relative_test(self, step: int, norms: dict):
         if len(norms) < 2:

@@ -35,7 +35,10 @@ class WeightUpdateRatio(Rule):
     A weight the run saved no gradient of at ``p`` (the step whose update moves it towards ``s``), while it
     saved gradients of other weights there, is not being trained then (frozen on purpose for fine-tuning:
     ``requires_grad=False``, ``trainable=False``, left out of the optimizer; with gradual unfreezing, only until
-    its layer joins): its ratio of 0 is no fault and the small test skips it. When ``p`` saved no gradient at
+    its layer joins): its ratio of 0 is no fault and the small test skips it. So does a weight whose gradient
+    saved at ``p`` is exactly zero: nothing reached it then (the weights behind a layer that starts at zero get
+    no gradient at the first step), so the optimizer had nothing to apply; a gradient that stays zero is
+    VanishingGradient's finding. When ``p`` saved no gradient at
     all (a gradient schedule unlike the weights'), the whole run decides: a weight with no gradient at any step
     while others have one is frozen. When the run saved no gradient at all, every weight is judged (nothing
     tells frozen from trained: a ``zero_grad()`` between ``backward()`` and ``step()`` leaves the optimizer
@@ -93,6 +96,12 @@ class WeightUpdateRatio(Rule):
         trained = self._trained[1]
         return trained is not None and name not in trained
 
+    def _zero_gradient(self, name: str, mode: ModeKeys, p: int) -> bool:
+        """Whether the gradient of ``name`` saved at mode step ``p`` is exactly zero: no signal reached the
+        weight then (VanishingGradient's to judge), so the optimizer had nothing to apply."""
+        g = self.base_trial.global_step(mode, p)
+        return g is not None and self._gradients.all_zero(name, g)
+
     def _previous(self, steps, s) -> Optional[int]:
         i = bisect.bisect_left(steps, s)
         if self.num_steps is None:
@@ -134,7 +143,8 @@ class WeightUpdateRatio(Rule):
                 return f"{name}: update/weight ratio is {ratio} {where}"
             if ratio > self.large_threshold:
                 return f"{name}: update/weight ratio {ratio:.4g} > large_threshold {self.large_threshold:g} {where}"
-            if ratio < self.small_threshold and not self._not_trained(name, mode, p):
+            if ratio < self.small_threshold and not self._not_trained(name, mode, p) and not self._zero_gradient(
+                    name, mode, p):
                 return f"{name}: update/weight ratio {ratio:.4g} < small_threshold {self.small_threshold:g} {where}"
         if not judged and evaluation_only:  # (the run's steps decide: every weight or none)
             self.not_applicable(EVALUATION_ONLY.format(", ".join(evaluation_only[:3])
