@@ -15,10 +15,11 @@ parsed directly.
 from __future__ import annotations
 
 import json
-import os
+
+from smdebug.core.env_settings import env_int
 
 #: what parsing one document may take (SMDEBUG_MAX_JSON_PARSE_BYTES)
-MAX_PARSE_BYTES = int(os.environ.get("SMDEBUG_MAX_JSON_PARSE_BYTES", 1 << 30))
+MAX_PARSE_BYTES = env_int("SMDEBUG_MAX_JSON_PARSE_BYTES", 1 << 30, minimum=1)
 _CONTAINER_BYTES = 72  # an empty list or dict, and the pointer to it
 _VALUE_BYTES = 8  # the pointer to a shared value (small ints, one-character strings, true/false/null)
 _MOST_PER_TEXT_BYTE = 24  # the worst ratio of the two above to the text that makes them ("[],")

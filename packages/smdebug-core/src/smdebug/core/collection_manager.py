@@ -4,9 +4,9 @@ hook knows about the run, e.g. ``framework`` and ``activation_layers``; see :att
 from __future__ import annotations
 
 import json
-import os
 from typing import Dict, Optional
 
+from smdebug.core.env_settings import env_int
 from smdebug.core.run_regex import Budget
 from smdebug.core.bounded_json import JsonTooLarge, loads_bounded
 from smdebug.core.collection import Collection, _Mutations
@@ -17,7 +17,7 @@ _TOP_LEVEL_KEYS = {"collections", "_meta"}
 #: A collections file larger than this is refused unread (CollectionFileCorrupted): parsing JSON takes
 #: several times the file's size in memory, and a model of 100,000 tensors listed by name in a few
 #: collections makes a file of a few MB.
-MAX_COLLECTIONS_FILE_BYTES = int(os.environ.get("SMDEBUG_MAX_COLLECTIONS_FILE_BYTES", 64 << 20))
+MAX_COLLECTIONS_FILE_BYTES = env_int("SMDEBUG_MAX_COLLECTIONS_FILE_BYTES", 64 << 20, minimum=1)
 MAX_COLLECTIONS_FILE_SETTING = "SMDEBUG_MAX_COLLECTIONS_FILE_BYTES"
 
 

@@ -9,6 +9,7 @@ import os
 from typing import Optional
 
 from smdebug.core import process_exit
+from smdebug.core.env_settings import env_float
 from smdebug.core.locations import END_OF_JOB_FILE, WORKERS_ENDED_DIR, worker_end_file_name
 from smdebug.core.logger import get_logger
 from smdebug.core.modes import ModeKeys
@@ -95,7 +96,7 @@ class HookClosing:
         """How long close() waits for a remote store that stopped answering (None: local, no limit)."""
         if not is_s3_path(self.out_dir):
             return None
-        return float(os.environ.get("SMDEBUG_S3_CLOSE_TIMEOUT", 60))
+        return env_float("SMDEBUG_S3_CLOSE_TIMEOUT", 60.0, minimum=0.0)
 
     def _report_unsaved(self, writer: BackgroundWriter) -> None:
         parts = []

@@ -14,6 +14,7 @@ import socket
 import time
 from typing import Optional
 
+from smdebug.core.env_settings import env_float
 from smdebug.core.locations import CLAIM_FILE, END_OF_JOB_FILE
 from smdebug.core.logger import get_logger
 from smdebug.core.storage.base import Storage, is_s3_path, parse_s3_path
@@ -155,7 +156,7 @@ class OutDirClaim:
                 owner_pid, owner_host = 0, ""
             if owner_host == host and owner_pid == os.getpid():
                 return self._taken()
-            stale_after = float(os.environ.get("SMDEBUG_S3_CLAIM_STALE", 300))
+            stale_after = env_float("SMDEBUG_S3_CLAIM_STALE", 300.0, minimum=0.0)
             alive = age < stale_after and not (owner_host == host and owner_pid and not pid_alive(owner_pid))
             if alive:
                 logger.warning(
@@ -186,7 +187,7 @@ class OutDirClaim:
     def refresh_due(self) -> bool:
         """True (once per ``SMDEBUG_S3_CLAIM_REFRESH`` seconds) when the S3 claim must be written again."""
         now = time.monotonic()
-        if now - self._refreshed >= float(os.environ.get("SMDEBUG_S3_CLAIM_REFRESH", 60)):
+        if now - self._refreshed >= env_float("SMDEBUG_S3_CLAIM_REFRESH", 60.0, minimum=0.0):
             self._refreshed = now
             return True
         return False

@@ -16,9 +16,9 @@ through :func:`compile_bounded` too: what a script passes there may come from an
 
 from __future__ import annotations
 
-import os
 from typing import List, Optional, Sequence
 
+from smdebug.core.env_settings import env_float
 from smdebug.core.logger import get_logger
 
 logger = get_logger()
@@ -31,10 +31,7 @@ MAX_PATTERN_LENGTH = 4096
 
 
 def timeout() -> float:
-    try:
-        return max(0.001, float(os.environ.get("SMDEBUG_RUN_REGEX_TIMEOUT", DEFAULT_TIMEOUT)))
-    except ValueError:
-        return DEFAULT_TIMEOUT
+    return env_float("SMDEBUG_RUN_REGEX_TIMEOUT", DEFAULT_TIMEOUT, minimum=0.001)
 
 
 class PatternError(ValueError):

@@ -13,18 +13,18 @@ but the known holders refers to it.
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 from typing import Dict, List, Optional
 
 import numpy as np
+from smdebug.core.env_settings import env_int
 
 #: snapshots at least this large are views on pooled buffers (below it the allocator reuses memory well)
 POOL_MIN_BYTES = 64 << 10
 #: at most this many bytes of idle buffers are kept (on top of a hook's writer budget, which bounds the
 #: snapshots in flight)
-POOL_MAX_BYTES = int(os.environ.get("SMDEBUG_SNAPSHOT_POOL_BYTES", 64 << 20))
+POOL_MAX_BYTES = env_int("SMDEBUG_SNAPSHOT_POOL_BYTES", 64 << 20, minimum=0)
 
 _lock = threading.Lock()
 _idle: Dict[int, List[np.ndarray]] = {}  # nbytes -> idle buffers (1-d uint8 arrays owning their memory)

@@ -21,6 +21,7 @@ import threading
 import time
 from typing import Optional
 
+from smdebug.core.env_settings import env_float
 from smdebug.core.locations import STOP_SIGNAL_FILE
 from smdebug.core.logger import get_logger
 from smdebug.core.storage.base import is_s3_path
@@ -64,8 +65,8 @@ class StopSignalWatcher:
         self.out_dir = out_dir
         s3 = is_s3_path(out_dir)
         if interval is None:
-            default = "5" if s3 else "0.001"  # an S3 HEAD costs a round trip; a local look a microsecond
-            interval = float(os.environ.get("SMDEBUG_STOP_CHECK_INTERVAL", default))
+            default = 5.0 if s3 else 0.001  # an S3 HEAD costs a round trip; a local look a microsecond
+            interval = env_float("SMDEBUG_STOP_CHECK_INTERVAL", default, minimum=0.0)
         self.interval = interval
         self.started_at = time.time()
         self._next_check = 0.0

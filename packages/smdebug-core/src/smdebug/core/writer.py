@@ -10,17 +10,17 @@ A step is always all-or-nothing: a step that lost any of its data is not written
 from __future__ import annotations
 
 import collections
-import os
 import threading
 from typing import Callable, Dict, List, Optional
 
+from smdebug.core.env_settings import env_int
 from smdebug.core.lazy import lazy_exports
 from smdebug.core.logger import get_logger
 from smdebug.core.storage.base import Storage
 from smdebug.core.storage.errors import StorageAccessDenied, StorageBucketNotFound, StorageError
 from smdebug.core.tfevent.step_writer import StepWriter
 
-DEFAULT_MAX_PENDING_BYTES = int(os.environ.get("SMDEBUG_WRITER_MAX_PENDING_BYTES", 256 << 20))
+DEFAULT_MAX_PENDING_BYTES = 256 << 20
 _MAX_LOGGED_LOSSES = 3
 # Written items at least this large give their bytes back to the budget one by one; smaller ones at the
 # end of the batch the writer took (see BackgroundWriter._run).
@@ -61,7 +61,7 @@ class BackgroundWriter:
         self.storage = storage
         self.worker = worker
         if max_pending_bytes is None:
-            max_pending_bytes = int(os.environ.get("SMDEBUG_WRITER_MAX_PENDING_BYTES", DEFAULT_MAX_PENDING_BYTES))
+            max_pending_bytes = env_int("SMDEBUG_WRITER_MAX_PENDING_BYTES", DEFAULT_MAX_PENDING_BYTES, minimum=0)
         self.max_pending_bytes = max_pending_bytes
         self.drop_when_full = getattr(storage, "drop_when_full", False) if drop_when_full is None else drop_when_full
         self._queue = collections.deque()

@@ -22,6 +22,7 @@ from smdebug.core.collection_manager import (
     MAX_COLLECTIONS_FILE_SETTING,
     CollectionManager,
 )
+from smdebug.core.env_settings import env_float, env_int
 from smdebug.core.locations import (
     COLLECTIONS_DIR,
     END_OF_JOB_FILE,
@@ -80,18 +81,6 @@ def _index_file_path(trial_path, key: str) -> str:
     return os.path.join(trial_path, key)
 
 
-def _env_int(name: str, default: int) -> int:
-    try:
-        return int(os.environ.get(name, default))
-    except ValueError:
-        return default
-
-
-def _env_float(name: str, default: float) -> float:
-    try:
-        return float(os.environ.get(name, default))
-    except ValueError:
-        return default
 
 
 class Trial:
@@ -139,13 +128,13 @@ class Trial:
         self.worker_set: Set[str] = set()
         self.collection_manager = CollectionManager()
         self.index_reader = self  # compatibility: the original exposed an index reader object
-        self.incomplete_wait_window = _env_int("SMDEBUG_INCOMPLETE_STEP_WAIT_WINDOW", 1000)
-        self.missing_event_retry_limit = _env_int("SMDEBUG_MISSING_EVENT_FILE_RETRY_LIMIT", 100)
+        self.incomplete_wait_window = env_int("SMDEBUG_INCOMPLETE_STEP_WAIT_WINDOW", 1000, minimum=0)
+        self.missing_event_retry_limit = env_int("SMDEBUG_MISSING_EVENT_FILE_RETRY_LIMIT", 100, minimum=0)
         # Fruitless waits for missing event files share one allowance per trial (one file's worth of
         # retries): a live run whose event files were removed would otherwise cost every value its own
         # full wait (100 x 2 s). A file that appears while waited for makes the allowance whole again.
         self._missing_event_waits_left: Optional[int] = None
-        self.end_delay_refresh = _env_float("SMDEBUG_TRAINING_END_DELAY_REFRESH", 1.0)
+        self.end_delay_refresh = env_float("SMDEBUG_TRAINING_END_DELAY_REFRESH", 1.0, minimum=0.0, maximum=3600.0)
 
         self._files: Dict[int, Dict[str, IndexFile]] = {}  # global step -> worker -> index file
         self._steps: List[int] = []  # sorted global steps
@@ -166,7 +155,7 @@ class Trial:
         # Byte spans of event files fetched with read-ahead (remote storage): event key -> [(start, bytes)]
         self._spans: "OrderedDict[str, List[Tuple[int, bytes]]]" = OrderedDict()
         self._span_bytes = 0
-        self._span_budget = _env_int("SMDEBUG_TRIAL_SPAN_CACHE_BYTES", 64 << 20)
+        self._span_budget = env_int("SMDEBUG_TRIAL_SPAN_CACHE_BYTES", 64 << 20, minimum=0)
         self._read_logs: List[ReadLog] = []  # open read_log() blocks
 
         self._load_collections(_check_wait(wait_for_collections))
@@ -279,7 +268,7 @@ class Trial:
             # waiting for them until an end marker that may never come hung for good.
             limit = timeout
             if limit is None and (files or self._list(INDEX_DIR)):
-                limit = float(os.environ.get("SMDEBUG_MISSING_WORKERS_WAIT", "30"))
+                limit = env_float("SMDEBUG_MISSING_WORKERS_WAIT", 30.0, minimum=0.0)
             if limit is not None and time.monotonic() - start >= limit:
                 if files or self._list(INDEX_DIR):
                     logger.warning(

@@ -9,6 +9,7 @@ import weakref
 from collections import OrderedDict
 from typing import List, Optional
 
+from smdebug.core.env_settings import env_int
 from smdebug.core.logger import get_logger
 from smdebug.core.storage.base import Storage, StorageWriter
 from smdebug.core.storage.errors import (
@@ -142,7 +143,7 @@ class LocalStorage(Storage):
 
     # A trial reads the records of a small step file in one read and keeps it for a while: a rule reads
     # several tensors of each step, and a read costs about as much for the whole file as for one record.
-    read_ahead = int(os.environ.get("SMDEBUG_LOCAL_READ_AHEAD", 64 << 10))
+    read_ahead = env_int("SMDEBUG_LOCAL_READ_AHEAD", 64 << 10, minimum=0)
     #: folder descriptors kept for reading: a trial reads step after step, each step in its own folder
     #: under events/, and its index files from index/<n>/. Few, as a trial is freed only by the cyclic
     #: garbage collector (and its descriptors with it): many trials opened in a loop must not run out.

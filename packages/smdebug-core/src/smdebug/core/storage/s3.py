@@ -35,6 +35,7 @@ from botocore import exceptions as bexc
 from botocore.config import Config
 
 from smdebug._version import __version__
+from smdebug.core.env_settings import env_float, env_int
 from smdebug.core.logger import get_logger
 from smdebug.core.storage.base import Storage, StorageWriter, parse_s3_path
 from smdebug.core.storage.cache import DiskCache, cacheable
@@ -51,20 +52,6 @@ logger = get_logger()
 
 MiB = 1 << 20
 MIN_PART_SIZE = 5 * MiB  # S3's minimum for every part but the last
-
-
-def _env_int(name: str, default: int) -> int:
-    try:
-        return int(float(os.environ.get(name, default)))
-    except ValueError:
-        return default
-
-
-def _env_float(name: str, default: float) -> float:
-    try:
-        return float(os.environ.get(name, default))
-    except ValueError:
-        return default
 
 
 # ----------------------------------------------------------------------------------------------
@@ -89,7 +76,7 @@ def endpoint_url() -> Optional[str]:
 
 
 def max_concurrency() -> int:
-    return max(1, _env_int("SMDEBUG_S3_MAX_CONCURRENCY", 16))
+    return max(1, env_int("SMDEBUG_S3_MAX_CONCURRENCY", 16))
 
 
 def get_client():
@@ -104,9 +91,9 @@ def get_client():
         client = _clients.get(key)
         if client is None:
             config = Config(
-                retries={"mode": "standard", "total_max_attempts": max(1, _env_int("SMDEBUG_S3_RETRY_ATTEMPTS", 4))},
-                connect_timeout=_env_float("SMDEBUG_S3_CONNECT_TIMEOUT", 5),
-                read_timeout=_env_float("SMDEBUG_S3_READ_TIMEOUT", 60),
+                retries={"mode": "standard", "total_max_attempts": max(1, env_int("SMDEBUG_S3_RETRY_ATTEMPTS", 4))},
+                connect_timeout=env_float("SMDEBUG_S3_CONNECT_TIMEOUT", 5),
+                read_timeout=env_float("SMDEBUG_S3_READ_TIMEOUT", 60),
                 max_pool_connections=max(10, 2 * max_concurrency()),
                 user_agent_extra=f"smdebug/{__version__}",
             )
@@ -241,17 +228,17 @@ class S3Storage(Storage):
         self.bucket = bucket
         self.prefix = prefix
         self.display_path = f"s3://{bucket}/{prefix}"
-        self.multipart_threshold = max(MIN_PART_SIZE, _env_int("SMDEBUG_S3_MULTIPART_THRESHOLD", 8 * MiB))
-        self.part_size = max(MIN_PART_SIZE, _env_int("SMDEBUG_S3_PART_SIZE", 8 * MiB))
-        self.max_parts_in_flight = max(1, _env_int("SMDEBUG_S3_PARTS_IN_FLIGHT", 4))
+        self.multipart_threshold = max(MIN_PART_SIZE, env_int("SMDEBUG_S3_MULTIPART_THRESHOLD", 8 * MiB))
+        self.part_size = max(MIN_PART_SIZE, env_int("SMDEBUG_S3_PART_SIZE", 8 * MiB))
+        self.max_parts_in_flight = max(1, env_int("SMDEBUG_S3_PARTS_IN_FLIGHT", 4))
         #: neighbouring ranges of one object closer than this are fetched in one GET
-        self.coalesce_gap = max(0, _env_int("SMDEBUG_S3_COALESCE_GAP", 256 << 10))
-        self.coalesce_max = max(1, _env_int("SMDEBUG_S3_COALESCE_MAX", 16 * MiB))
+        self.coalesce_gap = max(0, env_int("SMDEBUG_S3_COALESCE_GAP", 256 << 10))
+        self.coalesce_max = max(1, env_int("SMDEBUG_S3_COALESCE_MAX", 16 * MiB))
         #: bytes a trial may fetch around a single requested record (its neighbours in the same event
         #: object), so asking for several tensors of one step costs one GET
-        self.read_ahead = max(0, _env_int("SMDEBUG_S3_READ_AHEAD", 1 * MiB))
-        self.retry_base_delay = _env_float("SMDEBUG_S3_RETRY_BASE_DELAY", 0.5)
-        self.retry_max_delay = _env_float("SMDEBUG_S3_RETRY_MAX_DELAY", 10.0)
+        self.read_ahead = max(0, env_int("SMDEBUG_S3_READ_AHEAD", 1 * MiB))
+        self.retry_base_delay = env_float("SMDEBUG_S3_RETRY_BASE_DELAY", 0.5)
+        self.retry_max_delay = env_float("SMDEBUG_S3_RETRY_MAX_DELAY", 10.0)
         self.cache = DiskCache(cache_dir, f"{bucket}/{prefix}") if cache_dir else None
         self._etags: Dict[str, str] = {}
         self._sizes: Dict[str, int] = {}  # object sizes seen in listings (files too large are refused unread)

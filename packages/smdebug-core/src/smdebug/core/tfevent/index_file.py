@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import dataclass, field
 from itertools import chain
@@ -18,6 +17,7 @@ from operator import add
 from typing import Dict, Optional, Tuple
 
 from smdebug.core.bounded_json import JsonTooLarge, loads_bounded
+from smdebug.core.env_settings import env_int
 from smdebug.core.locations import EVENTS_DIR, MAX_STEP, parse_step_file_name, step_str
 from smdebug.core.modes import ModeKeys
 from smdebug.core.reductions import REDUCTION_PREFIX, parse_reduction_tensor_name
@@ -168,7 +168,7 @@ class IndexFile:
 
 #: An index file larger than this is refused unparsed: parsing JSON takes many times the file's size in
 #: memory, and a step of 100,000 tensors makes an index of about 10 MB.
-MAX_INDEX_FILE_BYTES = int(os.environ.get("SMDEBUG_MAX_INDEX_FILE_BYTES", 256 << 20))
+MAX_INDEX_FILE_BYTES = env_int("SMDEBUG_MAX_INDEX_FILE_BYTES", 256 << 20, minimum=1)
 
 
 def _load_json(raw: bytes, key: str, step: int) -> dict:
