@@ -67,3 +67,31 @@ def test_every_command_help_says_what_it_does(smdebug_cli):
         assert out.stderr == "", command
     out = smdebug_cli("export", "tensorboard", "--help")
     assert "Exit status" in out.stdout and "smdebug export tensorboard /tmp/run /tmp/tb" in out.stdout
+
+
+def test_an_output_that_cannot_be_written_is_named_in_one_line(tmp_path, smdebug_cli):
+    """No traceback, and the message names the output asked for (not a temporary file beside it)."""
+    _big_run(tmp_path / "run")
+    run = str(tmp_path / "run")
+    (tmp_path / "a_file").write_text("x")
+    for command, output, why in [
+        (["report", run, "-o"], str(tmp_path / ("n" * 260 + ".html")), "File name too long"),
+        (["report", run, "-o"], str(tmp_path / "a_file" / "r.html"), "File exists"),  # (its folder is a file)
+        (["report", run, "-o"], str(tmp_path / "a_file") + "/", "Not a directory"),
+        (["plot", run, "weights/big", "-o"], str(tmp_path / "a_file" / "p.png"), "File exists"),
+    ]:
+        out = smdebug_cli(*command, output)
+        assert out.returncode == 2, (command, output, out.stderr)
+        assert f"cannot write {output}: {why}" in out.stderr, out.stderr
+        assert "Traceback" not in out.stderr and ".tmp" not in out.stderr
+
+
+def test_export_refuses_the_runs_own_folders(tmp_path, smdebug_cli):
+    _big_run(tmp_path / "run")
+    before = sorted(p.relative_to(tmp_path) for p in (tmp_path / "run").rglob("*"))
+    for inside in ("index", "index/000000000", "collections", "events", "workers_ended"):
+        out = smdebug_cli("export", "tensorboard", str(tmp_path / "run"), str(tmp_path / "run" / inside))
+        assert out.returncode == 2 and "refusing to export into" in out.stderr, (inside, out.stderr)
+    assert sorted(p.relative_to(tmp_path) for p in (tmp_path / "run").rglob("*")) == before
+    out = smdebug_cli("export", "tensorboard", str(tmp_path / "run"), str(tmp_path / "run" / "tensorboard"))
+    assert out.returncode == 0, out.stderr  # beside the run's folders: fine

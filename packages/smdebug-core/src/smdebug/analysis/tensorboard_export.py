@@ -20,7 +20,9 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence
 import numpy as np
 
 from smdebug.core.collection import NON_HISTOGRAM_COLLECTIONS
+from smdebug.core.locations import RUN_FOLDERS, run_part_at
 from smdebug.core.modes import ModeKeys
+from smdebug.core.storage.base import is_s3_path
 from smdebug.core.storage.factory import get_storage
 from smdebug.core.tensorboard import TensorBoardWriter, histogram_tag
 from smdebug.exceptions import SMDebugValueError, TensorUnavailableForStep
@@ -73,8 +75,15 @@ def export_tensorboard(
     :param mode: only the steps of this mode.
     :param worker: the worker whose values are exported (default: each step's first worker).
     :param progress: wraps the iteration over steps, ``progress(steps, total)`` (a progress bar).
-    :raises SMDebugValueError: ``out_dir`` already holds TensorBoard event files.
+    :raises SMDebugValueError: ``out_dir`` already holds TensorBoard event files, or is inside a run's own
+        folders (``events``, ``index``, ``collections``...), which its readers read back.
     """
+    if not is_s3_path(out_dir):
+        inside = run_part_at(out_dir)
+        if inside is not None:
+            raise SMDebugValueError(
+                f"refusing to export into {out_dir}: it is in the {inside[1]!r} part of the run {inside[0]}, "
+                f"which smdebug reads back; export outside the run's {', '.join(RUN_FOLDERS)} folders")
     storage = get_storage(out_dir)
     existing = [k for k in storage.list("") if k.endswith(".tfevents")]
     if existing:

@@ -157,6 +157,12 @@ def _main(argv: Optional[List[str]], stdout, stderr) -> int:
     except CliError as e:
         print(f"smdebug {args.command}: {e}", file=sys.stderr)
         return e.code
+    except OSError as e:  # (after BrokenPipeError) an output that cannot be written, a file that cannot be read
+        if args.verbose:
+            raise
+        where = f"{e.filename}: " if getattr(e, "filename", None) else ""
+        print(f"smdebug {args.command}: {where}{e.strerror or e}", file=sys.stderr)
+        return 2
     except Exception as e:  # noqa: BLE001 - smdebug's own errors are messages, not tracebacks
         from smdebug.exceptions import SMDebugError
 

@@ -134,7 +134,12 @@ def save_figure(fig, output: str, dpi: int) -> None:
     fmt = os.path.splitext(output)[1][1:].lower() or None
     buf = io.BytesIO()
     fig.savefig(buf, dpi=dpi, format=fmt)
-    write_file_atomic(output, buf.getvalue())
+    try:
+        write_file_atomic(output, buf.getvalue())
+    except OSError as e:  # (named after the output, not the temporary file beside it)
+        from smdebug.cli._common import CliError
+
+        raise CliError(f"cannot write {output}: {e.strerror or e}") from None
 
 
 def run(args: argparse.Namespace) -> int:

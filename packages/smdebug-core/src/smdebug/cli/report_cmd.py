@@ -185,11 +185,20 @@ class Report:
 
 
 def write_atomic(path: str, text: str) -> None:
-    import tempfile
-
+    from smdebug.cli._common import CliError
     from smdebug.core.storage.safe_fs import check_output_path
 
     check_output_path(path)  # (never replace /dev/null, a FIFO or a folder with the page)
+    try:
+        _replace_with(path, text)
+    except OSError as e:  # (named after the output, not the temporary file beside it)
+        raise CliError(f"cannot write {path}: {e.strerror or e}") from None
+
+
+def _replace_with(path: str, text: str) -> None:
+    """Write ``text`` to a new temporary file beside ``path``, then rename it over ``path``."""
+    import tempfile
+
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".report-", suffix=".tmp")
