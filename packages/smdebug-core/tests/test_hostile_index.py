@@ -60,6 +60,7 @@ def test_a_step_beyond_twelve_digits_is_where_the_writer_puts_it(tmp_path):
     "events/000000000002/000000000000_worker_0.tfevents",
     "index/000000000/000000000001_worker_0.json",
     "collections/000000000/worker_0_collections.json",
+    "events/000000000002/000000000002_worker_1.tfevents",  # the same step's file of another worker
 ])
 def test_an_index_naming_another_steps_event_file_is_refused(tmp_path, event_file):
     run = write_simple_run(tmp_path / "run")
@@ -68,11 +69,11 @@ def test_an_index_naming_another_steps_event_file_is_refused(tmp_path, event_fil
         doc["meta"]["event_file_name"] = event_file
 
     edit_index(run, 2, point_elsewhere)
-    with pytest.raises(IndexReaderException, match="is not an event file of step 2") as info:
+    with pytest.raises(IndexReaderException, match="is not the event file of step 2 of worker 'worker_0'") as info:
         create_trial(run).tensor("w").value(2)
     assert info.value.step == 2
     proc = run_smdebug("show", run, "w", "--step", "2")
-    assert proc.returncode != 0 and "Traceback" not in proc.stderr and "not an event file of step 2" in proc.stderr
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr and "not the event file of step 2" in proc.stderr
 
 
 @pytest.mark.parametrize("size", [3, 40_000])  # protobuf's path, and the zero-copy walk (64 KiB and more)

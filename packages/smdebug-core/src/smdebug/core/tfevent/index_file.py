@@ -187,7 +187,7 @@ def _load_json(raw: bytes, key: str, step: int) -> dict:
     return doc
 
 
-def _parse_meta(meta, key: str, step: int):
+def _parse_meta(meta, key: str, step: int, worker: str):
     if not isinstance(meta, dict) or not meta:
         raise IndexReaderException("Index file has no meta", key, step)
     try:
@@ -210,21 +210,22 @@ def _parse_meta(meta, key: str, step: int):
             # anything else ("../../etc/passwd", an absolute path) is damaged or hostile.
             raise IndexReaderException(
                 f"Index meta.event_file_name {event_file[:200]!r} could name a file outside the run", key, step)
-        if not _names_events_of_step(event_file, step):
-            # Every writer puts a step's records in that step's event file: an index naming another file
-            # would give that file's records (another step's, or not records at all) as this step's values.
+        if not _names_events_of_step(event_file, step, worker):
+            # Every writer puts a worker's records of a step in that worker's event file of the step: an index
+            # naming another file would give that file's records (another step's or worker's, or not records
+            # at all) as this worker's values of this step.
             raise IndexReaderException(
-                f"Index meta.event_file_name {event_file[:200]!r} is not an event file of step {step} "
-                f"({EVENTS_DIR}/{step_str(step)}/...)", key, step)
+                f"Index meta.event_file_name {event_file[:200]!r} is not the event file of step {step} of "
+                f"worker {worker[:100]!r} ({EVENTS_DIR}/{step_str(step)}/...)", key, step)
     return mode, mode_step, event_file
 
 
-def _names_events_of_step(event_file: str, step: int) -> bool:
+def _names_events_of_step(event_file: str, step: int, worker: str) -> bool:
     folder_and_name = event_file_key(event_file).split("/")
     if len(folder_and_name) != 3 or folder_and_name[0] != EVENTS_DIR or not folder_and_name[2].endswith(".tfevents"):
         return False
     try:
-        return folder_and_name[1] == step_str(step) and parse_step_file_name(folder_and_name[2])[0] == step
+        return folder_and_name[1] == step_str(step) and parse_step_file_name(folder_and_name[2]) == (step, worker)
     except IndexReaderException:
         return False
 
@@ -337,10 +338,10 @@ def parse_index_file(key: str, step: int, worker: str, raw: bytes, lazy: bool = 
             meta = None
     if meta is None:
         doc = _load_json(raw, key, step)
-        mode, mode_step, event_file = _parse_meta(doc.get("meta"), key, step)
+        mode, mode_step, event_file = _parse_meta(doc.get("meta"), key, step, worker)
         locations, shapes, reductions, extent = _parse_payload(doc, key, step)
         return IndexFile(key, step, worker, mode, mode_step, event_file, None, locations, shapes, reductions,
                          _extent=extent)
-    mode, mode_step, event_file = _parse_meta(meta, key, step)
+    mode, mode_step, event_file = _parse_meta(meta, key, step, worker)
     return IndexFile(key, step, worker, mode, mode_step, event_file, raw, None)
 
