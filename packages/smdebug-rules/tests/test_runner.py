@@ -129,6 +129,23 @@ def test_follow_with_timeout_reports_in_progress(tmp_path):
     assert result.exit_code == 0
 
 
+def test_follow_ends_when_the_run_folder_is_removed(tmp_path):
+    """Nothing more can come once the folder is gone: every rule still following fails, saying so (it used to
+    poll an empty listing until the timeout, or for ever without one)."""
+    import shutil
+
+    path = write_run(tmp_path / "unfinished", [1e-3, 1e-3], close=False)
+    remover = threading.Timer(1.0, shutil.rmtree, args=(path,))
+    remover.start()
+    started = time.monotonic()
+    result = run_rules(path, ["vanishing_gradient"], follow=True, poll_interval=0.1)
+    remover.join()
+    assert time.monotonic() - started < 30
+    rule = result.rules[0]
+    assert rule.status == "Error" and "the run folder was removed while its run was being followed" in rule.error
+    assert result.exit_code == 2
+
+
 def test_runner_stops_a_live_pytorch_training_when_exploding_tensor_fires(tmp_path):
     out = tmp_path / "torch-run"
     env = {**os.environ, "SMDEBUG_STOP_CHECK_INTERVAL": "0.1"}

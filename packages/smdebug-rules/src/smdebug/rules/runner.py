@@ -13,11 +13,14 @@ training) are asked between polls through :meth:`Rule.check_idle`.
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Callable, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from smdebug.core.logger import get_logger
+from smdebug.core.storage.base import is_s3_path
 from smdebug.exceptions import (
+    NoSmdebugRun,
     NoMoreData,
     SMDebugValueError,
     RuleEvaluationConditionMet,
@@ -166,6 +169,12 @@ def run_rules(
             if deadline is not None and time.monotonic() >= deadline:
                 break
             if not steps:
+                gone = _run_removed(trial)
+                if gone is not None:  # nothing more can come: every rule still following fails, saying why
+                    for a in active:
+                        if not a.done:
+                            _fail(a, gone, result.last_step, on_event, where="while following")
+                    break
                 _check_idle(active, result.last_step, max_findings, on_event)
                 if on_progress is not None:  # findings made while idle reach the caller's output too
                     on_progress(result)
@@ -229,6 +238,15 @@ def _with_stop_training(action_str: Optional[str]) -> str:
     if not any(str(a.get("name", "")).lower() == "stoptraining" for a in actions):
         actions.append(StopTraining().params)
     return json.dumps(actions)
+
+
+def _run_removed(trial) -> Optional[BaseException]:
+    """A local run whose folder was removed (or replaced by something else) while it was being followed:
+    the error to fail the rules with; None while the folder is there (S3 prefixes have no folder to lose)."""
+    root = getattr(trial.storage, "root", None)  # (local storage: the folder, made absolute and expanded)
+    if not isinstance(root, str) or is_s3_path(str(trial.path)) or os.path.isdir(root):
+        return None
+    return NoSmdebugRun(root, "the run folder was removed while its run was being followed", hint="")
 
 
 def _fail(a: _Active, error: BaseException, step: Optional[int], on_event, where: Optional[str] = None) -> None:
