@@ -95,3 +95,20 @@ def test_export_refuses_the_runs_own_folders(tmp_path, smdebug_cli):
     assert sorted(p.relative_to(tmp_path) for p in (tmp_path / "run").rglob("*")) == before
     out = smdebug_cli("export", "tensorboard", str(tmp_path / "run"), str(tmp_path / "run" / "tensorboard"))
     assert out.returncode == 0, out.stderr  # beside the run's folders: fine
+
+
+def test_report_and_rules_on_tensors_that_are_no_numbers(tmp_path, smdebug_cli):
+    """String tensors (valid records) are not drawn, and a rule that cannot use them says so in its verdict,
+    without a traceback on the terminal."""
+    hook = NumpyHook(out_dir=str(tmp_path / "run"), save_config=SaveConfig(save_interval=1),
+                     include_collections=["weights", "losses"])
+    for step in range(3):
+        hook.begin_step()
+        hook.record("weights/names", np.array(["a", "b", "c"]))
+        hook.record("losses/loss", np.float32(1.0 / (step + 1)))
+        hook.record("losses/note", np.array(["x"]))  # (a one-element string: drawn as a value, were it a number)
+        hook.end_step()
+    hook.close()
+    out = smdebug_cli("report", str(tmp_path / "run"), "-o", str(tmp_path / "report.html"))
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    assert (tmp_path / "report.html").exists()

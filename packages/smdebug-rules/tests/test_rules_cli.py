@@ -17,6 +17,7 @@ import sys
 import termios
 import time
 
+import numpy as np
 import pytest
 
 from smdebug.rules.results import (
@@ -272,3 +273,17 @@ def test_a_rule_that_keeps_firing_prints_its_first_findings_then_counts(tmp_path
     assert "(+7 more)" in proc.stdout  # the table still counts every one
     verbose = smdebug("rules", "run", run, "--rule", "vanishing_gradient", "-v")
     assert len([line for line in verbose.stderr.splitlines() if line.startswith("[VanishingGradient] issue at")]) == 8
+
+
+def test_a_rule_that_fails_on_the_data_says_so_in_one_line(tmp_path):
+    """Gradients saved as strings (valid records): VanishingGradient's verdict is an Error naming the failure;
+    the terminal gets no traceback unless asked for one (-v)."""
+    from test_data_rules import write
+
+    write(tmp_path / "run", [{"gradient/w": np.array([["a", "b"], ["c", "d"]])}] * 2)
+    proc = smdebug("rules", "run", str(tmp_path / "run"), "--rule", "VanishingGradient")
+    assert proc.returncode == 2, proc.stderr
+    assert "VanishingGradient" in proc.stdout and "Error" in proc.stdout and "could not convert" in proc.stdout
+    assert "Traceback" not in proc.stderr + proc.stdout
+    verbose = smdebug("-v", "rules", "run", str(tmp_path / "run"), "--rule", "VanishingGradient")
+    assert verbose.returncode == 2 and "Traceback" in verbose.stderr

@@ -172,7 +172,7 @@ def _run(args) -> int:
     if not args.follow:
         total = len([s for s in trial.steps() if s >= args.start_step
                      and (args.end_step is None or s < args.end_step)])
-    progress = _Progress(args.quiet, args.progress, total, follow=args.follow, verbose=args.verbose)
+    progress = _Progress(args.quiet, args.progress, total, follow=args.follow, verbose=getattr(args, "verbose", False))
     saver = _Saver(args.output)
     if not args.quiet:
         verb = "following" if args.follow else "evaluating"

@@ -108,9 +108,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="print the JSON result document on stdout instead of the table")
     run.add_argument("--quiet", "-q", action="store_true",
                      help="print nothing (no verdict table, findings or progress); the exit status tells")
-    run.add_argument("--verbose", "-v", action="store_true",
+    # (SUPPRESS: `smdebug -v rules run` keeps the top-level -v, which a default of False here would undo)
+    run.add_argument("--verbose", "-v", action="store_true", default=argparse.SUPPRESS,
                      help=f"print every finding as it happens (default: the first {LIVE_FINDINGS_PER_RULE} of each "
-                          "rule, then a count)")
+                          "rule, then a count), and debug logs, the traceback of a rule that failed among them")
     bar = run.add_mutually_exclusive_group()
     bar.add_argument("--progress", dest="progress", action="store_const", const=True, default=None,
                      help="always show a progress bar on stderr (default: only on a terminal, after 1 s)")

@@ -13,7 +13,7 @@ steps) for the chart to mark.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
@@ -64,6 +64,8 @@ class LineReader:
         self._data: Dict[Tuple[str, str], Dict[Tuple[str, str], _Acc]] = {}  # (kind, name) -> (mode, worker) -> acc
         self._read_upto: Dict[Tuple[str, str], int] = {}  # (kind, name) -> last global step read
         self._kind_of: Dict[str, str] = {}  # "value" tensors found to be arrays: read as l2
+        #: tensors whose values are no numbers (strings, bytes): nothing to draw, never read again
+        self._not_numbers: Set[str] = set()
 
     def lines(self, names: Sequence[str], kind: str = "value", modes=None) -> Dict[str, List[Line]]:
         self._update(names, kind)
@@ -90,6 +92,8 @@ class LineReader:
         # the names already read up to some step get only the newer steps; new names get everything
         by_start: Dict[int, List[str]] = {}
         for n in names:
+            if n in self._not_numbers:
+                continue
             k = self._kind_of.get(n, kind) if kind == "value" else kind
             by_start.setdefault(self._read_upto.get((k, n), -1), []).append(n)
         for start, group in by_start.items():
@@ -102,8 +106,14 @@ class LineReader:
             arrays = set()
             for t, g, m, ms, w, v in zip(table["tensor"], table["step"], table["mode"], table["mode_step"],
                                          table["worker"], column):
+                if t in self._not_numbers:
+                    continue
                 k = self._kind_of.get(t, kind) if kind == "value" else kind
                 if kind == "value" and not isinstance(v, (float, int)):
+                    if np.asarray(v).dtype.kind not in "biufc":  # (checked before its size: no l2 either)
+                        self._not_numbers.add(t)
+                        self._data.pop((k, t), None)
+                        continue
                     if np.asarray(v).size != 1:
                         arrays.add(t)
                         continue
