@@ -193,3 +193,16 @@ def test_a_string_record_claiming_a_million_values_for_one_is_refused_as_numeric
         decode_tensor_record(tensor_record(shape=(1000, 1000), strings=[b"a"]), "f.tfevents", 1, "w")
     with pytest.raises(EventFileCorrupted, match=r"Tensor content has 4 bytes, shape \(1000, 1000\)"):
         decode_tensor_record(tensor_record(shape=(1000, 1000)), "f.tfevents", 1, "w")
+
+
+def test_save_steps_longer_than_a_schedule_needs_are_refused():
+    """A configuration listing a million steps took 3 GB before training began: past 100,000 listed steps the
+    schedule is an interval, and saying so is the error."""
+    from smdebug.core.save_config import MAX_SAVE_STEPS, SaveConfigMode
+    from smdebug.exceptions import SMDebugValueError
+
+    assert len(SaveConfigMode(save_steps=range(MAX_SAVE_STEPS)).save_steps) == MAX_SAVE_STEPS
+    with pytest.raises(SMDebugValueError, match="give a save_interval"):
+        SaveConfigMode(save_steps=range(MAX_SAVE_STEPS + 1))
+    with pytest.raises(SMDebugValueError, match="more than 100,000 steps"):
+        SaveConfigMode(save_steps=iter(range(10 ** 12)))  # (a generator is not drained)

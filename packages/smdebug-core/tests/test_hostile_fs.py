@@ -250,6 +250,47 @@ def test_a_pattern_too_slow_even_for_the_regex_engine_is_set_aside(tmp_path, cap
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
 
 
+@pytest.mark.timeout(300)
+def test_patterns_just_under_the_timeout_are_bounded_in_all(tmp_path, monkeypatch):
+    """Each match a little under the per-match timeout, many names and collections: the patterns of the file
+    share SMDEBUG_RUN_REGEX_TOTAL seconds in all, then are set aside (names x patterns x 0.1 s was hours)."""
+    monkeypatch.setenv("SMDEBUG_RUN_REGEX_TOTAL", "1")
+    names = ["a" * 23 + f"!{i}" for i in range(30)]
+    out = write_simple_run(tmp_path / "run", names=["w", *names])
+    path = collections_path(out, "worker_0")
+    with open(path) as f:
+        doc = json.load(f)
+    for c in range(20):
+        doc["collections"][f"slow{c}"] = {"name": f"slow{c}", "include_regex": ["^(a|aa)+$"], "tensor_names": []}
+    with open(path, "w") as f:
+        json.dump(doc, f)
+    trial = create_trial(out)
+    for c in range(20):
+        assert trial.tensor_names(collection=f"slow{c}") == []
+    budget = trial.collection("slow0")._budget
+    assert budget.spent and budget.seconds >= 1 and "in all" in budget.why()
+    assert trial.collection("slow19").refused_regex == ["^(a|aa)+$"]
+    assert trial.tensor_names() == sorted(["w", *names])  # the run itself still reads
+
+
+def test_a_hook_configuration_pattern_that_backtracks_does_not_stop_training(tmp_path, monkeypatch):
+    """The JSON configuration's patterns are matched in bounded time too: (a|a)+$ against a 26-letter name
+    took minutes before the first step."""
+    from _support import NumpyHook
+
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"LocalPath": str(tmp_path / "run"), "CollectionConfigurations": [
+        {"CollectionName": "evil", "CollectionParameters": {"include_regex": "(a|a)+$", "save_interval": "1"}}]}))
+    monkeypatch.setenv("SMDEBUG_CONFIG_FILE_PATH", str(config))
+    hook = NumpyHook.create_from_json_file()
+    for step in range(2):
+        hook.begin_step()
+        hook.record("a" * 26 + "b", np.ones(2, np.float32))
+        hook.end_step()
+    hook.close()
+    assert hook.get_collection("evil").refused_regex == ["(a|a)+$"]
+
+
 # --- 5. `$` in names ----------------------------------------------------------------------------------------
 def test_dollar_signs_in_names_draw_as_text(tmp_path):
     pytest.importorskip("matplotlib")

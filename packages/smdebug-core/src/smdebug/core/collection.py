@@ -217,10 +217,18 @@ class Collection:
         without it, so it never depends on which name came first."""
         names = list(names)
         refused = len(self.refused_regex)
-        out = [n for n in names if self.matches(n)]
+        out = self._members(names)
         if len(self.refused_regex) != refused:
-            out = [n for n in names if self.matches(n)]
+            out = self._members(names)
         return out
+
+    def _members(self, names: List[str]) -> List[str]:
+        if not self._include_regex or not getattr(self._compiled, "in_use", True):
+            # no pattern, or every one set aside: the explicit names only (a run of thousands of
+            # collections and names spent seconds per collection calling matches() for nothing)
+            explicit = self._tensor_names
+            return [n for n in names if n in explicit]
+        return [n for n in names if self.matches(n)]
 
     # --- configs ----------------------------------------------------------------------------
     @property

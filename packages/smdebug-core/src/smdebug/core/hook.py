@@ -264,10 +264,12 @@ class BaseHook(HookCollections, HookSaving, HookOutput, HookClosing, WarnsOnce, 
         """Build a hook from the SageMaker JSON contract (``SMDEBUG_CONFIG_FILE_PATH``)."""
         from smdebug.core.json_config import apply_collection_configs, load_hook_config
 
+        from smdebug.core.json_config import config_file_path
+
         kwargs = load_hook_config(json_file_path, default_save_interval=cls.default_save_interval)
         coll_configs = kwargs.pop("collection_configs", {})
         hook = cls(**kwargs)
-        apply_collection_configs(hook.get_collection, coll_configs)
+        apply_collection_configs(hook.get_collection, coll_configs, source=config_file_path(json_file_path))
         return hook
 
     # ------------------------------------------------------------------------------------------

@@ -209,12 +209,22 @@ def parse_hook_config(data: dict, default_save_interval: Optional[int] = None, s
     return kwargs
 
 
-def apply_collection_configs(get_collection, coll_configs: Dict[str, dict]) -> None:
+def apply_collection_configs(get_collection, coll_configs: Dict[str, dict], source: str = "") -> None:
     """Set what :func:`parse_hook_config` says of each collection (its ``collection_configs``) on the
-    collection ``get_collection(name)`` returns (created if missing)."""
+    collection ``get_collection(name)`` returns (created if missing).
+
+    The patterns of a configuration file are matched in bounded time (``smdebug.core.run_regex``), as a
+    run's own are: the file is written by whoever launches the job, and a pattern that backtracks for minutes
+    on a module's name (``(a|a)+$``) stopped training before its first step."""
+    from smdebug.core.run_regex import Budget
+
+    budget = Budget(source or "the hook configuration")
     for name, cfg in coll_configs.items():
         coll = get_collection(name)
         if "include_regex" in cfg:
+            if coll._budget is None:
+                coll._budget = budget
+                coll._compiled = None
             coll.include(cfg["include_regex"])
         for attr in ("save_histogram", "reduction_config", "save_config"):
             if attr in cfg:

@@ -11,6 +11,7 @@ are rejected at construction with a specific message (the original failed later,
 from __future__ import annotations
 
 import bisect
+import itertools
 import json
 from typing import Any, Dict, Iterable, Optional
 
@@ -43,6 +44,9 @@ def _as_int(name: str, value, *, allow_none: bool = False, minimum: int = 0) -> 
     return as_int
 
 
+#: the most steps ``save_steps`` may list
+MAX_SAVE_STEPS = 100_000
+
 def _as_steps(value) -> list:
     if value is None:
         return []
@@ -52,7 +56,13 @@ def _as_steps(value) -> list:
         value = [value]
     if not isinstance(value, Iterable):
         raise SMDebugValueError(f"save_steps must be a list of integers, got {value!r}")
-    return sorted({_as_int("save_steps entry", v) for v in value})
+    # (a configuration file of a million listed steps took 3 GB before training began; a schedule that long
+    # is an interval)
+    steps = list(itertools.islice(value, MAX_SAVE_STEPS + 1))
+    if len(steps) > MAX_SAVE_STEPS:
+        raise SMDebugValueError(f"save_steps lists more than {MAX_SAVE_STEPS:,} steps: give a save_interval "
+                                "(with start_step and end_step) instead")
+    return sorted({_as_int("save_steps entry", v) for v in steps})
 
 
 def _json_value(text, what: str):

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from typing import Dict, Iterable, List, Optional, Set
 
 from smdebug.exceptions import TensorUnavailable
 from smdebug.rules.evaluation import looking_for
+from smdebug.rules.generic.selection import NamePattern
 
 
 class RequiredTensorsForTrial:
@@ -19,7 +19,7 @@ class RequiredTensorsForTrial:
     def add(self, name: str, steps: Iterable[int], should_match_regex: bool = False) -> None:
         steps = set(steps)
         if should_match_regex:
-            pattern = re.compile(name)
+            pattern = NamePattern(name)
             matched = [tname for tname in self.trial.tensor_names() if pattern.search(tname)]
             looking_for(f"tensors matching {name!r}", matched)
             for tname in matched:

@@ -10,7 +10,6 @@ prediction tensors; values saved by several workers are pooled.
 
 from __future__ import annotations
 
-import re
 from typing import List, Optional, Tuple
 
 import numpy as np
@@ -29,8 +28,11 @@ def _numbered(names) -> List[str]:
     """Names in order of their trailing number (``labels_2`` before ``labels_10``), then by name."""
 
     def key(name):
-        m = re.search(r"(\d+)$", name)
-        return (int(m.group(1)) if m else -1, name)
+        # (no regex, no int(): a run's name may end in 100,000 digits, which `\d+$` scans in quadratic time
+        # and int() refuses; such numbers sort by length, then as text)
+        digits = name[len(name.rstrip("0123456789")):]
+        digits = digits.lstrip("0") or ("0" if digits else "")
+        return (len(digits) if digits else -1, digits, name)
 
     return sorted(names, key=key)
 

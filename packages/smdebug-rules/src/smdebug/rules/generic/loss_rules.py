@@ -22,6 +22,7 @@ from smdebug.exceptions import (
     TensorUnavailableForStep,
 )
 from smdebug.rules.evaluation import looking_for, note_read
+from smdebug.rules.generic.selection import NamePattern
 from smdebug.rules.params import as_bool, as_float, as_int, as_list, in_range
 from smdebug.rules.rule import Rule
 
@@ -185,7 +186,7 @@ class LossSelection:
         self.trial = trial
         self.invert_scores = invert_scores
         self.collection_names = collection_names
-        self.regexes = [re.compile(r) for r in tensor_regex]
+        self.regexes = [NamePattern(r) for r in tensor_regex]
         self.use_losses_collection = use_losses_collection
         self.scalar_fallback = scalar_fallback and not (collection_names or tensor_regex)
         self._cached: Optional[Tuple[int, List[str]]] = None

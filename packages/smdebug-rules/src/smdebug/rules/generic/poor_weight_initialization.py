@@ -19,7 +19,7 @@ from smdebug.rules.generic.loss_rules import (
     mode_label,
     step_in_mode,
 )
-from smdebug.rules.generic.selection import collection_tensors
+from smdebug.rules.generic.selection import NamePattern, collection_tensors
 from smdebug.rules.params import as_float, as_int, as_list
 from smdebug.rules.rule import Rule
 
@@ -88,7 +88,7 @@ class PoorWeightInitialization(Rule):
         if not (regexes or self.collection_names):
             raise SMDebugValueError(f"{name}: give activation_inputs_regex or collection_names")
         try:
-            self._activation_regexes = [re.compile(r) for r in regexes]
+            self._activation_regexes = [NamePattern(r, name) for r in regexes]
         except re.error as e:
             raise SMDebugValueError(f"{name}: activation_inputs_regex is not a valid regular expression: {e}") from None
         self.activation_inputs_regex = activation_inputs_regex

@@ -9,10 +9,56 @@ propagate, so the rule's verdict is an Error naming the file and the step.
 from __future__ import annotations
 
 import re
+import weakref
 from typing import Dict, Iterable, List, Optional, Set
 
 from smdebug.exceptions import MissingEventFile, TensorUnavailableForStep
 from smdebug.rules.evaluation import looking_for
+
+
+class NamePattern:
+    """A rule's regex over the run's tensor names, ``re.search`` semantics, matched in bounded time: the
+    names come from the run, and a hostile one (100,000 characters against ``.*relu_output``) made Python's
+    ``re`` take minutes. A leading ``.*`` is dropped (it changes no answer of a search, and costs the square
+    of the name's length on names that do not match); every match is bounded by the core's run patterns
+    (``smdebug.core.run_regex``: a match that takes too long sets the pattern aside, with a warning).
+
+    :raises re.error: an invalid pattern (what ``re.compile`` says of it).
+    """
+
+    def __init__(self, pattern: str, owner: str = "a rule"):
+        from smdebug.core.run_regex import BoundedPatterns, PatternError
+
+        re.compile(pattern)  # (re's own error for an invalid pattern)
+        self.pattern = pattern
+        try:
+            self._bounded = BoundedPatterns([_search_form(pattern)], f"{owner} (tensor pattern)")
+        except PatternError as e:
+            raise re.error(str(e)) from None
+
+    def search(self, name: str) -> bool:
+        return self._bounded.search(name)
+
+
+def _search_form(pattern: str) -> str:
+    """``pattern`` without a leading ``.*`` that a search does not need (not ``.*?``, ``.*+``, ``.**``)."""
+    while pattern.startswith(".*") and pattern[2:3] not in ("?", "+", "*", "{"):
+        pattern = pattern[2:]
+    return pattern
+
+
+#: per trial, the patterns select_tensors has compiled (rules call it at every step)
+_PATTERNS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _pattern_for(trial, regex: str) -> NamePattern:
+    try:
+        cache = _PATTERNS.setdefault(trial, {})
+    except TypeError:  # (an object that takes no weak reference: compiled each time)
+        return NamePattern(regex)
+    if regex not in cache:
+        cache[regex] = NamePattern(regex)
+    return cache[regex]
 
 
 def select_tensors(trial, collection_names: List[str], tensor_regex: List[str]) -> List[str]:
@@ -26,7 +72,7 @@ def select_tensors(trial, collection_names: List[str], tensor_regex: List[str]) 
         looking_for(f"collection {cname!r}", found)
         names.update(found)
     for regex in tensor_regex or ():
-        compiled = re.compile(regex)
+        compiled = _pattern_for(trial, regex)
         found = [n for n in all_names if compiled.search(n)]
         looking_for(f"tensors matching {regex!r}", found)
         names.update(found)

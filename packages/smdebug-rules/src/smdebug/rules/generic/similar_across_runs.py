@@ -16,7 +16,7 @@ from smdebug.exceptions import (
     TensorUnavailableForStep,
 )
 from smdebug.rules.evaluation import looking_for
-from smdebug.rules.generic.selection import value_at
+from smdebug.rules.generic.selection import NamePattern, value_at
 from smdebug.rules.params import as_float, as_list
 from smdebug.rules.rule import Rule
 
@@ -50,7 +50,7 @@ class SimilarAcrossRuns(Rule):
         self.collection_names = as_list(name, "collection_names", collection_names)
         self.tensor_regex = as_list(name, "tensor_regex", tensor_regex)
         try:
-            self._regexes = [re.compile(r) for r in self.tensor_regex]
+            self._regexes = [NamePattern(r, name) for r in self.tensor_regex]
         except re.error as e:
             raise SMDebugValueError(f"{name}: tensor_regex is not a valid regular expression: {e}") from None
         self.rtol = as_float(name, "rtol", rtol)
