@@ -262,9 +262,7 @@ class BaseHook(HookCollections, HookSaving, HookOutput, HookClosing, WarnsOnce, 
     @classmethod
     def create_from_json_file(cls, json_file_path: Optional[str] = None):
         """Build a hook from the SageMaker JSON contract (``SMDEBUG_CONFIG_FILE_PATH``)."""
-        from smdebug.core.json_config import apply_collection_configs, load_hook_config
-
-        from smdebug.core.json_config import config_file_path
+        from smdebug.core.json_config import apply_collection_configs, config_file_path, load_hook_config
 
         kwargs = load_hook_config(json_file_path, default_save_interval=cls.default_save_interval)
         coll_configs = kwargs.pop("collection_configs", {})
