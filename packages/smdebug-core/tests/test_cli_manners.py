@@ -76,9 +76,9 @@ def test_an_output_that_cannot_be_written_is_named_in_one_line(tmp_path, smdebug
     (tmp_path / "a_file").write_text("x")
     for command, output, why in [
         (["report", run, "-o"], str(tmp_path / ("n" * 260 + ".html")), "File name too long"),
-        (["report", run, "-o"], str(tmp_path / "a_file" / "r.html"), "File exists"),  # (its folder is a file)
+        (["report", run, "-o"], str(tmp_path / "a_file" / "r.html"), f"{tmp_path / 'a_file'} is not a folder"),
         (["report", run, "-o"], str(tmp_path / "a_file") + "/", "Not a directory"),
-        (["plot", run, "weights/big", "-o"], str(tmp_path / "a_file" / "p.png"), "File exists"),
+        (["plot", run, "weights/big", "-o"], str(tmp_path / "a_file" / "p.png"), f"{tmp_path / 'a_file'} is not a folder"),
     ]:
         out = smdebug_cli(*command, output)
         assert out.returncode == 2, (command, output, out.stderr)

@@ -287,3 +287,12 @@ def test_a_rule_that_fails_on_the_data_says_so_in_one_line(tmp_path):
     assert "Traceback" not in proc.stderr + proc.stdout
     verbose = smdebug("-v", "rules", "run", str(tmp_path / "run"), "--rule", "VanishingGradient")
     assert verbose.returncode == 2 and "Traceback" in verbose.stderr
+
+
+def test_an_output_that_cannot_be_written_is_said_before_the_rules_run(runs, tmp_path):
+    (tmp_path / "a_file").write_text("x")
+    for output, why in [(tmp_path / "a_file" / "r.json", f"{tmp_path / 'a_file'} is not a folder"),
+                        (tmp_path / ("n" * 300 + ".json"), "File name too long")]:
+        proc = smdebug("rules", "run", runs["healthy"], "--rule", "VanishingGradient", "--output", str(output))
+        assert proc.returncode == 2 and f"cannot write {output}: {why}" in proc.stderr, proc.stderr
+        assert "evaluating" not in proc.stderr and "Traceback" not in proc.stderr

@@ -157,9 +157,12 @@ def _run(args) -> int:
         for request in args.rules or ():  # a typo is a usage error, found before anything is read
             find_rule(request["name"])
         if args.output and not args.output.strip().startswith("s3://"):
-            from smdebug.core.storage.safe_fs import check_output_path
+            from smdebug.core.storage.safe_fs import check_output_path, output_problem
 
             check_output_path(os.path.abspath(os.path.expanduser(args.output)))  # (/dev/null, a FIFO: said first)
+            problem = output_problem(args.output)  # (before the rules run, not after)
+            if problem:
+                return fail(f"cannot write {args.output}: {problem}")
         range_steps = (args.start_step, args.end_step) if (args.start_step or args.end_step) else None
         # a job that is just starting has no collection files yet: --follow waits for them (up to --timeout)
         wait = (args.timeout if args.follow else 0.0)

@@ -198,6 +198,28 @@ def check_output_path(path: str) -> None:
         raise UnsafeFileError(path, describe_mode(st.st_mode), "a file smdebug may replace with its output")
 
 
+def output_problem(path: str) -> Optional[str]:
+    """Why a file could not be written at ``path`` (a folder that is a file, no permission, a name too
+    long), found before long work (evaluating rules, building a report) rather than after it; None when
+    nothing is known against it. Best effort: the write itself still reports what this cannot foresee."""
+    path = os.path.abspath(os.path.expanduser(path))
+    folder = os.path.dirname(path)
+    existing = folder
+    while not os.path.lexists(existing) and os.path.dirname(existing) != existing:
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        return f"{existing} is not a folder"
+    try:
+        longest = os.pathconf(existing, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        longest = 255
+    if any(len(os.fsencode(part)) > longest for part in os.path.relpath(path, existing).split(os.sep)):
+        return "File name too long"
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return "Permission denied"
+    return None
+
+
 def write_file_atomic(path: str, data: bytes, mode: int = 0o666) -> None:
     """Write ``data`` to ``path`` (a path the user chose) so that nothing is written through a link
     planted at ``path`` or at its temporary name, and readers see the old file or the new one whole."""
