@@ -120,6 +120,17 @@ def read_file(path: str, what: str) -> bytes:
         raise CliError(f"cannot read {what} {path}: {e}") from None
 
 
+def check_output(path: str) -> None:
+    """Before a command reads or evaluates anything: refuse an output path it must never replace (a device,
+    a folder, a run's own files: ``safe_fs.check_output_path``'s errors) or could not write (CliError)."""
+    from smdebug.core.storage.safe_fs import check_output_path, output_problem
+
+    check_output_path(os.path.abspath(os.path.expanduser(path)))
+    problem = output_problem(path)
+    if problem:
+        raise CliError(f"cannot write {path}: {problem}")
+
+
 def display_path(trial) -> str:
     """The run's path for output: absolute for a local run, as given for s3://."""
     from smdebug.core.names import printable

@@ -150,12 +150,7 @@ def run(args: argparse.Namespace) -> int:
     if args.max_points < 0 or args.dpi <= 0:
         raise c.CliError("--max-points and --dpi must be positive")
     c.need_matplotlib("smdebug plot")
-    from smdebug.core.storage.safe_fs import check_output_path, output_problem
-
-    check_output_path(args.output)  # (before the run is read: said at once)
-    problem = output_problem(args.output)
-    if problem:
-        raise c.CliError(f"cannot write {args.output}: {problem}")
+    c.check_output(args.output)  # (before the run is read: said at once)
     check_format(args.output)
     check_pixels(*args.size, args.dpi)
     trial = c.open_trial(args.trial, args.wait)

@@ -229,12 +229,7 @@ def run(args: argparse.Namespace) -> int:
     if args.follow and not args.interval > 0:
         raise c.CliError("--interval must be positive")
     need_bokeh("smdebug report")
-    from smdebug.core.storage.safe_fs import check_output_path, output_problem
-
-    check_output_path(args.output)  # (said before the runs are read)
-    problem = output_problem(args.output)
-    if problem:
-        raise c.CliError(f"cannot write {args.output}: {problem}")
+    c.check_output(args.output)  # (said before the runs are read)
     report = Report(args)
     if not args.follow:
         html, charts, sections = report.page()

@@ -141,6 +141,14 @@ class Collection:
         self._touch()
         self._add_patterns(value or [], strict=False)
 
+    def match_in_bounded_time(self, budget: Budget) -> None:
+        """Match this collection's patterns (present and to come) in bounded time, sharing ``budget`` with the
+        other patterns of their source (``smdebug.core.run_regex``): for patterns that come from a file, not
+        from code. A collection already bounded keeps its budget."""
+        if self._budget is None:
+            self._budget = budget
+            self._compiled = None
+
     def include(self, regex) -> None:
         self._add_patterns(regex, strict=True)
 
@@ -303,7 +311,7 @@ class Collection:
                 save_config=SaveConfig.from_dict(params["save_config"]) if params.get("save_config") else None,
                 save_histogram=_as_bool(params.get("save_histogram", True), "save_histogram"),
             )
-            coll._budget = budget or Budget(str(path) if path else "")
+            coll.match_in_bounded_time(budget or Budget(str(path) if path else ""))
             coll.include(include)
             return coll
         except CollectionFileCorrupted:

@@ -222,9 +222,7 @@ def apply_collection_configs(get_collection, coll_configs: Dict[str, dict], sour
     for name, cfg in coll_configs.items():
         coll = get_collection(name)
         if "include_regex" in cfg:
-            if coll._budget is None:
-                coll._budget = budget
-                coll._compiled = None
+            coll.match_in_bounded_time(budget)
             coll.include(cfg["include_regex"])
         for attr in ("save_histogram", "reduction_config", "save_config"):
             if attr in cfg:

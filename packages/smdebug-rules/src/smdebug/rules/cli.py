@@ -14,6 +14,7 @@ import sys
 import time
 from typing import Optional
 
+from smdebug.cli._common import CliError, check_output
 from smdebug.exceptions import SMDebugError
 from smdebug.rules.command import LIVE_FINDINGS_PER_RULE
 from smdebug.rules.registry import find_rule, list_rules, rule_parameters
@@ -157,19 +158,14 @@ def _run(args) -> int:
         for request in args.rules or ():  # a typo is a usage error, found before anything is read
             find_rule(request["name"])
         if args.output and not args.output.strip().startswith("s3://"):
-            from smdebug.core.storage.safe_fs import check_output_path, output_problem
-
-            check_output_path(os.path.abspath(os.path.expanduser(args.output)))  # (/dev/null, a FIFO: said first)
-            problem = output_problem(args.output)  # (before the rules run, not after)
-            if problem:
-                return fail(f"cannot write {args.output}: {problem}")
+            check_output(args.output)  # (/dev/null, a FIFO, an unwritable folder: said before the rules run)
         range_steps = (args.start_step, args.end_step) if (args.start_step or args.end_step) else None
         # a job that is just starting has no collection files yet: --follow waits for them (up to --timeout)
         wait = (args.timeout if args.follow else 0.0)
         trial = _open(args.trial, args.follow, range_steps=range_steps, wait_for_collections=wait)
         others = [_open(p.strip(), args.follow, wait_for_collections=wait)
                   for p in args.other_trials.split(",") if p.strip()]
-    except (SMDebugError, OSError, ImportError) as e:
+    except (SMDebugError, OSError, ImportError, CliError) as e:
         return fail(str(e))
     total = None
     if not args.follow:
