@@ -170,6 +170,23 @@ def test_loss_not_decreasing_progress_since_the_start_keeps_a_converged_loss_qui
     assert invoke_rule(LossNotDecreasing(trial, patience="1", min_progress_percent="49.99")) == []
 
 
+def test_loss_not_decreasing_a_creeping_loss_is_not_decreasing(tmp_path):
+    # 2.0 falling by 0.05 % a step: 3 % of its value in 60 steps, far from min_progress_percent's 10 %
+    trial = run(tmp_path, [{"loss": 2.0 * (1 - 0.0005 * i)} for i in range(60)])
+    rule = LossNotDecreasing(trial, patience="1")
+    assert invoke_rule(rule) == list(range(39, 60))
+    assert rule.last_reason.startswith("loss barely decreased over the second half of the run so far (steps)")
+    assert "at this pace min_progress_percent takes longer than the 60 steps so far" in rule.last_reason
+    # the pace demanded follows min_progress_percent: 0 demands none, 2 % is met by this loss
+    assert invoke_rule(LossNotDecreasing(trial, patience="1", min_progress_percent="0")) == []
+    assert invoke_rule(LossNotDecreasing(trial, patience="1", min_progress_percent="2")) == []
+    # a positive tolerance allows the loss even to rise a little: a slow decrease is allowed too
+    assert invoke_rule(LossNotDecreasing(trial, patience="1", diff_percent="1")) == []
+    # 0.3 % a step makes 10 % within the 40 steps of the first judged window: decreasing
+    faster = run(tmp_path / "faster", [{"loss": 2.0 * (1 - 0.003 * i)} for i in range(60)])
+    assert invoke_rule(LossNotDecreasing(faster, patience="1")) == []
+
+
 def test_loss_not_decreasing_is_robust_to_minibatch_noise(tmp_path):
     rng = np.random.default_rng(0)
     steps = np.arange(200)

@@ -64,6 +64,19 @@ def test_loss_not_decreasing_fires_when_nothing_learns(tmp_path):
     assert rule.last_reason.startswith("CrossEntropyLoss_output_0 did not decrease over the second half")
 
 
+def test_loss_not_decreasing_fires_when_labels_say_nothing_about_inputs(tmp_path):
+    # labels drawn independently of the inputs: the loss creeps down a little as the model memorises
+    # batches, but stays near chance level (ln 3) -- "barely decreased" is no decrease
+    x, _ = classification_data(512)
+    y = torch.randint(0, 3, (512,), generator=torch.Generator().manual_seed(7))
+    trial = trial_of(train_torch(tmp_path, mlp(), (x, y), steps=150, lr=0.1, batch_size=32,
+                                 include_collections=["losses"]))
+    rule = LossNotDecreasing(trial)
+    assert invoke_rule(rule)
+    assert rule.last_reason.startswith("CrossEntropyLoss_output_0 barely decreased over the second half")
+    assert "progress below min_progress_percent 10%" in rule.last_reason
+
+
 def test_loss_not_decreasing_quiet_on_a_learning_model(tmp_path):
     trial = trial_of(train_torch(tmp_path, mlp(), classification_data(), steps=60, lr=0.1,
                                  include_collections=["losses"]))

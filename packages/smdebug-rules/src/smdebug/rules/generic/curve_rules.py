@@ -50,11 +50,16 @@ class LossNotDecreasing(LossCurveRule):
         now   = median of the losses saved at steps in (s - w, s]
         then  = median of the losses saved at steps in (m - w, m]
         first = median of the losses saved at steps in [f, f + span)
-        met   = now >= then + |then| * tol / 100                       (not decreasing over the second half)
-                and now >= first - |first| * min_progress_percent / 100  (nor much below where it started)
+        p     = |first| * min_progress_percent / 100
+        met   = (now >= then + |then| * tol / 100                      (not decreasing over the second half,
+                 or then - now < p / 2 and tol <= 0)                    or too slowly to matter)
+                and now >= first - p                                     (nor much below where it started)
                 and not (now == 0 and no save was below 0)             (a loss at its floor of 0 has converged)
 
-    with ``tol`` = ``increase_threshold_percent`` if given, else ``diff_percent``. Each window must hold at least
+    with ``tol`` = ``increase_threshold_percent`` if given, else ``diff_percent``. "Too slowly to matter": at the
+    pace of the second half, ``p`` takes longer than the whole run so far (a model at chance level, its labels
+    unrelated to its inputs, creeps down a few percent by memorising; min_progress_percent 0 turns this off).
+    Each window must hold at least
     3 saves, all finite, and the window of ``then`` must begin after the first one (``m - w >= f + span - 1``:
     the first ``4 * span`` steps are never judged); otherwise the step is not judged. The rule fires at
     ``s`` when ``met`` holds there and at the latest judged step at or before ``s - k * num_steps`` for every
@@ -118,7 +123,7 @@ class LossNotDecreasing(LossCurveRule):
         #: per loss, on a finished run: the median of its last window (None: too few saves to tell)
         self._final: Dict[Tuple[str, ModeKeys], Optional[float]] = {}
 
-    def _met(self, curve: Curve, s: int) -> Optional[Tuple[bool, str, float, float]]:
+    def _met(self, curve: Curve, s: int, label: str) -> Optional[Tuple[bool, str, float, float]]:
         f = curve.first()
         length = s - f + 1
         # the shortest window: num_steps steps, widened to hold MIN_SAVES saves of a loss saved sparsely (every
@@ -135,13 +140,24 @@ class LossNotDecreasing(LossCurveRule):
         if now is None or then is None or first is None:
             return None
         tol = self.tolerance_percent
-        met = now >= then + abs(then) * tol / 100 and now >= first - abs(first) * self.min_progress_percent / 100
+        progress = abs(first) * self.min_progress_percent / 100
+        # barely decreasing: at its pace over the second half, the loss would need longer than the whole run so
+        # far to make min_progress_percent of progress (a model at chance level memorising a few labels creeps
+        # down this way, and "it went down a little" is no progress a user would call decreasing)
+        # (a positive tolerance says a loss may even rise a little: then it is not demanded either)
+        barely = then - now < progress / 2 and progress > 0 and tol <= 0
+        met = (now >= then + abs(then) * tol / 100 or barely) and now >= first - progress
         if met and now == 0 and min(curve.values) >= 0:
             met = False  # a loss that cannot go below 0 and sits at 0 (an error rate of 0) has converged
         change = (now - then) / abs(then) * 100 if then else 0.0
-        detail = (f"median {then:.4g} over the {w} steps to step {m} -> {now:.4g} over the {w} steps to step {s} "
-                  f"({change:+.3g}%; tolerance {tol:g}%), {now / first if first else float('inf'):.3g}x the initial "
-                  f"{first:.4g} (progress below min_progress_percent {self.min_progress_percent:g}%)")
+        stalled = now >= then + abs(then) * tol / 100
+        verb = "did not decrease" if stalled else "barely decreased"
+        pace = "" if stalled else f"; at this pace min_progress_percent takes longer than the {length} steps so far"
+        ratio = now / first if first else float("inf")
+        detail = (f"{verb} over the second half of the run so far ({label}): median {then:.4g} over the {w} steps "
+                  f"to step {m} -> {now:.4g} over the {w} steps to step {s} ({change:+.3g}%; tolerance {tol:g}%"
+                  f"{pace}), {ratio:.3g}x the initial {first:.4g} (progress below min_progress_percent "
+                  f"{self.min_progress_percent:g}%)")
         return met, detail, now, first
 
     def _left_later(self, name: str, mode: ModeKeys, curve: Curve, now: float, first: float) -> bool:
@@ -168,7 +184,8 @@ class LossNotDecreasing(LossCurveRule):
         return end is not None and end < min(now, first, curve.values[0]) - abs(first) * self.min_progress_percent / 100
 
     def judge(self, name, mode, curve, s):
-        result = self._met(curve, s)
+        label = mode_label(mode).replace("step", "steps")
+        result = self._met(curve, s, label)
         if result is None:
             return False, None
         met, detail, now, first = result
@@ -183,8 +200,7 @@ class LossNotDecreasing(LossCurveRule):
                 return True, None
         if training_ended(self.base_trial) and self._left_later(name, mode, curve, now, first):
             return True, None  # a plateau the finished run's loss later left
-        label = mode_label(mode).replace("step", "steps")
-        return True, (f"{self.shown(name)} did not decrease over the second half of the run so far ({label}): {detail}"
+        return True, (f"{self.shown(name)} {detail}"
                       + (f"; met at {self.patience} checks {self.num_steps} steps apart" if self.patience > 1 else ""))
 
 
