@@ -187,6 +187,28 @@ def test_loss_not_decreasing_a_creeping_loss_is_not_decreasing(tmp_path):
     assert invoke_rule(LossNotDecreasing(faster, patience="1")) == []
 
 
+def test_loss_not_decreasing_judges_the_pace_of_training_losses_only(tmp_path):
+    creeping = [2.0 * (1 - 0.0005 * i) for i in range(60)]
+    # an evaluation set's metric of a run without modes (XGBoost's validation-logloss): a validation curve
+    # nearing a high floor is a hard problem, not a loss that fails to decrease
+    hook = NumpyHook(out_dir=str(tmp_path / "boosted"), save_config=SaveConfig(save_interval=1),
+                     include_collections=["losses", "metrics"])
+    hook.get_collection("losses").include("validation-logloss")
+    hook.get_collection("metrics").include("validation-logloss")
+    for value in creeping:
+        hook.begin_step()
+        hook.record("validation-logloss", np.asarray(value))
+        hook.end_step()
+    hook.close()
+    rule = LossNotDecreasing(create_trial(str(tmp_path / "boosted")), patience="1")
+    assert invoke_rule(rule) == [] and rule.evaluation.steps > 0
+    # a validation loss (EVAL mode) likewise; the same curve as a training loss is judged
+    evaluated = run(tmp_path / "eval", [(TRAIN, {})] + [(EVAL, {"loss": v}) for v in creeping])
+    assert invoke_rule(LossNotDecreasing(evaluated, patience="1", mode="EVAL")) == []
+    trained = run(tmp_path / "train", [(TRAIN, {"loss": v}) for v in creeping])
+    assert invoke_rule(LossNotDecreasing(trained, patience="1")) == list(range(39, 60))
+
+
 def test_loss_not_decreasing_is_robust_to_minibatch_noise(tmp_path):
     rng = np.random.default_rng(0)
     steps = np.arange(200)

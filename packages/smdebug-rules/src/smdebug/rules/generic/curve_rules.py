@@ -58,7 +58,9 @@ class LossNotDecreasing(LossCurveRule):
 
     with ``tol`` = ``increase_threshold_percent`` if given, else ``diff_percent``. "Too slowly to matter": at the
     pace of the second half, ``p`` takes longer than the whole run so far (a model at chance level, its labels
-    unrelated to its inputs, creeps down a few percent by memorising; min_progress_percent 0 turns this off).
+    unrelated to its inputs, creeps down a few percent by memorising; min_progress_percent 0 turns this off);
+    judged for training losses only (TRAIN mode, or a run without modes except an evaluation set's metric such
+    as XGBoost's ``validation-logloss``): a validation loss nearing a high floor is a hard problem, not a fault.
     Each window must hold at least
     3 saves, all finite, and the window of ``then`` must begin after the first one (``m - w >= f + span - 1``:
     the first ``4 * span`` steps are never judged); otherwise the step is not judged. The rule fires at
@@ -122,8 +124,10 @@ class LossNotDecreasing(LossCurveRule):
         self._history: Dict[Tuple[str, ModeKeys], Tuple[List[int], List[bool]]] = {}
         #: per loss, on a finished run: the median of its last window (None: too few saves to tell)
         self._final: Dict[Tuple[str, ModeKeys], Optional[float]] = {}
+        #: per loss followed in GLOBAL mode: whether it is a training loss (see _training_curve)
+        self._training_curves: Dict[str, bool] = {}
 
-    def _met(self, curve: Curve, s: int, label: str) -> Optional[Tuple[bool, str, float, float]]:
+    def _met(self, curve: Curve, s: int, label: str, paced: bool) -> Optional[Tuple[bool, str, float, float]]:
         f = curve.first()
         length = s - f + 1
         # the shortest window: num_steps steps, widened to hold MIN_SAVES saves of a loss saved sparsely (every
@@ -145,7 +149,7 @@ class LossNotDecreasing(LossCurveRule):
         # far to make min_progress_percent of progress (a model at chance level memorising a few labels creeps
         # down this way, and "it went down a little" is no progress a user would call decreasing)
         # (a positive tolerance says a loss may even rise a little: then it is not demanded either)
-        barely = then - now < progress / 2 and progress > 0 and tol <= 0
+        barely = then - now < progress / 2 and progress > 0 and tol <= 0 and paced
         met = (now >= then + abs(then) * tol / 100 or barely) and now >= first - progress
         if met and now == 0 and min(curve.values) >= 0:
             met = False  # a loss that cannot go below 0 and sits at 0 (an error rate of 0) has converged
@@ -159,6 +163,21 @@ class LossNotDecreasing(LossCurveRule):
                   f"{pace}), {ratio:.3g}x the initial {first:.4g} (progress below min_progress_percent "
                   f"{self.min_progress_percent:g}%)")
         return met, detail, now, first
+
+    def _training_curve(self, name: str, mode: ModeKeys) -> bool:
+        """Whether ``name`` followed in ``mode`` is a training loss, whose pace is judged: TRAIN mode, or GLOBAL
+        (a run without modes) unless it is an evaluation set's metric (XGBoost's ``validation-logloss``, in the
+        ``metrics`` collection). A validation curve approaching its floor slowly is a hard problem, and a boosted
+        ensemble at a small ``eta`` gains little each round by design; whether the budget sufficed is
+        SlowConvergence's question."""
+        if mode == ModeKeys.TRAIN:
+            return True
+        if mode != ModeKeys.GLOBAL:
+            return False
+        if name not in self._training_curves:  # (asked once per loss: a loss stays in its collections)
+            self._training_curves[name] = "metrics" not in self.base_trial.collections() or name not in set(
+                self.base_trial.tensor_names(collection="metrics"))
+        return self._training_curves[name]
 
     def _left_later(self, name: str, mode: ModeKeys, curve: Curve, now: float, first: float) -> bool:
         """On a finished run: whether the loss's last window lies clearly below ``now`` and the start (the stall
@@ -185,7 +204,7 @@ class LossNotDecreasing(LossCurveRule):
 
     def judge(self, name, mode, curve, s):
         label = mode_label(mode).replace("step", "steps")
-        result = self._met(curve, s, label)
+        result = self._met(curve, s, label, self._training_curve(name, mode))
         if result is None:
             return False, None
         met, detail, now, first = result
