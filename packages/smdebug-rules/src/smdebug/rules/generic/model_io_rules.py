@@ -11,6 +11,7 @@ ordering of the classes that does not exist.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
@@ -142,6 +143,27 @@ def _label(loss: loss_inputs.LossInputs) -> str:
     return loss.type if loss.name == loss.type else f"{loss.type} ({loss.name})"
 
 
+@dataclass
+class _Seen:
+    """What a loss's first input and targets looked like over the saves read so far."""
+
+    low: float = np.inf
+    high: float = -np.inf
+    values: int = 0
+    zeros: int = 0  # outputs exactly 0
+    outputs_per_row: Optional[int] = None
+    softmax_rows: bool = True  # every save's rows sum to 1
+    #: target id -> count while every target is a non-negative integer (None once one is not)
+    ids: Optional[Dict[int, int]] = field(default_factory=dict)
+
+
+#: class labels of a data set made for classification are roughly balanced (ClassImbalance calls a ratio of the
+#: most to the least frequent class above 10 imbalanced); a count's or a rating's values are not: a count's small
+#: values outnumber its tail by far
+BALANCED_IDS_RATIO = 10.0
+#: logits clamped at 0 (a ReLU left after the last layer): at least this share of a run's logits exactly 0
+CLAMPED_SHARE = 0.1
+
 _LOSS_TENSOR = re.compile(r"^(?:.*[/_.])?(?P<loss>[A-Za-z0-9]+Loss)_(?:input|output)_\d+$")
 
 
@@ -161,7 +183,9 @@ class ImproperOutput(Rule):
       applied twice; the gradient flattens as the outputs saturate): outputs all in [0, 1] whose rows (over 2
       classes or more) each sum to 1, a softmax's, at once; other outputs in [0, 1] (a sigmoid's) once the run
       has ended without any leaving that range -- a model's logits start out small (all zero behind a
-      zero-initialised head) and leave [0, 1] as it learns;
+      zero-initialised head) and leave [0, 1] as it learns; or logits clamped at 0: none below 0, some above,
+      and at least 10% exactly 0 (a ReLU left after the last layer: a linear layer's outputs are exactly 0 only
+      all at once, behind a zero-initialised head at its first step);
     * a loss that wants probabilities (a Keras cross-entropy with ``from_logits=False``, its default) gets
       outputs below 0 or above 1 (beyond ``1e-3``): raw scores, the output activation forgotten (Keras clips
       them into (0, 1), and whatever lies outside gets no gradient);
@@ -172,8 +196,10 @@ class ImproperOutput(Rule):
       one-hot rows, soft labels: probabilities) outside [0, 1]: labels coded -1/+1 make the loss unbounded
       below;
     * a regression loss (squared, absolute, Huber error) on one output per sample gets targets that are the
-      class ids ``0 .. K-1`` (every one present, ``3 <= K <= max_classes``): a classification trained as a
-      regression on the class index;
+      class ids ``0 .. K-1`` (every one present, ``3 <= K <= max_classes``), roughly balanced (the most frequent
+      at most 10 times as frequent as the least, as a data set made for classification is): a classification
+      trained as a regression on the class index. Counts and ratings are integers from 0 too, but skewed (a
+      count's small values outnumber its tail by far), and a squared error on them is an ordinary regression;
     * a regression loss whose outputs, over the whole finished run, never left [0, 1] (or [-1, 1]), with at
       least 10% of them within 1% of that range's width from its ends, while at least 10% of its targets lie
       outside it: a sigmoid (tanh) output activation that cannot reach the targets -- it saturates chasing
@@ -194,8 +220,8 @@ class ImproperOutput(Rule):
         rule = self.rule_name
         self.min_values = as_int(rule, "min_values", min_values, minimum=1)
         self.max_classes = as_int(rule, "max_classes", max_classes, minimum=3)
-        #: loss class -> [pooled min, max, count of outputs; target ids seen (or None: not ids); outputs per row]
-        self._seen: Dict[str, list] = {}
+        #: loss -> its outputs and targets pooled over the saves read so far
+        self._seen: Dict[str, _Seen] = {}
         #: regression loss -> counts of outputs near the ends of [0, 1] and [-1, 1], of targets and of targets
         #: outside those ranges (the bounded-output test)
         self._bounds: Dict[str, np.ndarray] = {}
@@ -263,57 +289,70 @@ class ImproperOutput(Rule):
             outputs = [p for p in _floats(batches_at(self.base_trial, pname, step)) if np.isfinite(p).all()]
             if not outputs:
                 continue
-            seen = self._seen.setdefault(loss, [np.inf, -np.inf, 0, set(), None, True])
+            seen = self._seen.setdefault(loss, _Seen())
             for p in outputs:
-                seen[0], seen[1], seen[2] = min(seen[0], float(p.min())), max(seen[1], float(p.max())), seen[2] + p.size
-                seen[4] = 1 if p.ndim <= 1 else int(np.prod(p.shape[1:]))
-                seen[5] = seen[5] and _softmax_rows(p)
-            if yname is not None and seen[3] is not None:
+                seen.low, seen.high = min(seen.low, float(p.min())), max(seen.high, float(p.max()))
+                seen.values += p.size
+                seen.zeros += int(np.count_nonzero(p == 0))
+                seen.outputs_per_row = 1 if p.ndim <= 1 else int(np.prod(p.shape[1:]))
+                seen.softmax_rows = seen.softmax_rows and _softmax_rows(p)
+            if yname is not None and seen.ids is not None:
                 for y in batches_at(self.base_trial, yname, step):
                     if y.dtype.kind in "fiu" and y.size and np.all(y == np.round(y)) and y.min() >= 0:
-                        seen[3].update(int(v) for v in np.unique(y)[: self.max_classes + 1])
+                        values, counts = np.unique(y, return_counts=True)
+                        for v, c in zip(values[: self.max_classes + 1], counts):
+                            seen.ids[int(v)] = seen.ids.get(int(v), 0) + int(c)
                     else:
-                        seen[3] = None
+                        seen.ids = None
                         break
             if yname is not None and expects in (loss_inputs.LOGITS, loss_inputs.PROBABILITIES):
                 invalid = self._targets_outside_probabilities(loss, pname, yname, step, outputs)
                 if invalid:
                     self.mark_evaluated(pname)
                     return invalid
-            if seen[2] < self.min_values:
+            if seen.values < self.min_values:
                 continue
             judged = True
             self.mark_evaluated(pname)
-            low, high = seen[0], seen[1]
+            low, high, n = seen.low, seen.high, seen.values
             if expects == loss_inputs.LOGITS and low >= 0 and high <= 1:
                 # a softmax's rows say so at once; values in [0, 1] alone may be the small logits of a model
                 # starting out (a zero-initialised head gives all zeros), so they are judged over the whole run
-                if seen[5]:
+                if seen.softmax_rows:
                     return (f"{loss} applies softmax/sigmoid itself but its input {pname} is all in [{low:.3g}, "
-                            f"{high:.3g}] with every row summing to 1, over {seen[2]} values: softmax "
+                            f"{high:.3g}] with every row summing to 1, over {n} values: softmax "
                             "probabilities, not logits (remove the output activation, or build the loss to take "
                             "probabilities)")
                 if high > low and self._at_last_save(pname, step):
                     return (f"{loss} applies softmax/sigmoid itself but its input {pname} never left [{low:.3g}, "
-                            f"{high:.3g}] over the run ({seen[2]} values): probabilities, not logits (remove the "
+                            f"{high:.3g}] over the run ({n} values): probabilities, not logits (remove the "
                             "output activation, or build the loss to take probabilities)")
+            if expects == loss_inputs.LOGITS and low == 0 and high > 0 and seen.zeros >= CLAMPED_SHARE * n:
+                # a linear layer's outputs are exactly 0 only by design (a zero-initialised head, at its first
+                # step: then all of them, and they go negative as it learns); never below 0 with many at 0 is a
+                # clamp (and a logit held at 0 gets no gradient through the ReLU)
+                return (f"{loss} applies softmax/sigmoid to logits, but its input {pname} never went below 0 and "
+                        f"{seen.zeros / n:.0%} of its {n} values are exactly 0: logits clamped at 0 (a ReLU after "
+                        "the last layer? remove it: logits need negative values)")
             if expects == loss_inputs.PROBABILITIES and (low < -PROBABILITY_TOLERANCE
                                                          or high > 1 + PROBABILITY_TOLERANCE):
                 return (f"{loss} expects probabilities (in [0, 1]) but its input {pname} is in [{low:.3g}, "
-                        f"{high:.3g}] over {seen[2]} values: raw scores (add the softmax/sigmoid output "
+                        f"{high:.3g}] over {n} values: raw scores (add the softmax/sigmoid output "
                         "activation, or build the loss with from_logits=True)")
             if expects == loss_inputs.LOG_PROBABILITIES and low >= 0:
                 return (f"{loss} expects log-probabilities (<= 0) but its input {pname} is all in [{low:.3g}, "
-                        f"{high:.3g}] over {seen[2]} values: probabilities (use log_softmax)")
+                        f"{high:.3g}] over {n} values: probabilities (use log_softmax)")
             if expects == loss_inputs.LOG_PROBABILITIES and high > LOG_PROBABILITY_TOLERANCE:
                 return (f"{loss} expects log-probabilities (<= 0) but its input {pname} reaches {high:.3g} (in "
-                        f"[{low:.3g}, {high:.3g}] over {seen[2]} values): raw scores, not log-probabilities (apply "
+                        f"[{low:.3g}, {high:.3g}] over {n} values): raw scores, not log-probabilities (apply "
                         f"log_softmax)")
-            ids = seen[3]
-            if (expects == loss_inputs.REGRESSION and seen[4] == 1 and ids and 3 <= len(ids) <= self.max_classes
-                    and ids == set(range(len(ids)))):
+            ids = seen.ids
+            if (expects == loss_inputs.REGRESSION and seen.outputs_per_row == 1 and ids
+                    and 3 <= len(ids) <= self.max_classes and set(ids) == set(range(len(ids)))
+                    and max(ids.values()) <= BALANCED_IDS_RATIO * min(ids.values())):
                 return (f"{loss} on one output per sample against targets {yname} that are the class ids 0-"
-                        f"{len(ids) - 1}: a classification trained as a regression on the class index")
+                        f"{len(ids) - 1}, each about as frequent as the others (from {min(ids.values())} to "
+                        f"{max(ids.values())} times): a classification trained as a regression on the class index")
             if expects == loss_inputs.REGRESSION and yname is not None:
                 bounded = self._bounded(loss, pname, yname, step, outputs, low, high)
                 if bounded:
