@@ -88,6 +88,26 @@ def test_default_hook_saves_losses_every_500_steps(out_dir):
     assert trial.steps() == [0]
 
 
+class _Xent(nn.Module):
+    """A loss module whose class name does not contain "Loss" (the default pattern of the losses collection)."""
+
+    def forward(self, logits, labels):
+        return nn.functional.cross_entropy(logits, labels)
+
+
+def test_a_registered_loss_is_saved_whatever_its_class_is_called(out_dir):
+    torch.manual_seed(0)
+    model, loss_fn = MLP(), _Xent()
+    hook = make_hook(out_dir, save_config=smd.SaveConfig(save_interval=1), include_collections=["losses"])
+    hook.register_module(model)
+    hook.register_loss(loss_fn)
+    losses = train(model, 3, loss_fn=loss_fn)
+    hook.close()
+    trial = smd.create_trial(out_dir)
+    assert trial.tensor_names(collection="losses") == ["_Xent_output_0"]
+    assert np.allclose([trial.tensor("_Xent_output_0").value(s) for s in range(3)], losses)
+
+
 def test_train_and_eval_modes_no_grad(out_dir):
     torch.manual_seed(0)
     model, loss_fn = MLP(), nn.CrossEntropyLoss()

@@ -173,6 +173,11 @@ class Hook(BaseHook):
             raise SMDebugTypeError(f"register_loss expects a torch.nn.Module, got {type(loss_module).__name__}")
         name = type(loss_module).__name__
         self._names[loss_module] = name
+        losses = self.get_collection(CollectionKeys.LOSSES)
+        if not losses.matches(f"{name}_output_0"):
+            # the default pattern wants "Loss"/"loss" in the class name (smdebug 1.0.x's); a loss module is
+            # registered to be saved whatever its class is called
+            losses.include(layers.io_regex(name, "output"))
         if layers.is_classification_loss(loss_module):
             self.get_collection(CollectionKeys.PREDICTIONS).include(layers.io_regex(name, "input", 0))
             self.get_collection(CollectionKeys.LABELS).include(layers.io_regex(name, "input", 1))
