@@ -180,3 +180,35 @@ def test_the_compiled_loss_is_recorded_and_improper_output_judges_it(out_dir, ou
     assert set(trial.tensor_names(collection="loss_inputs")) == {"predictions", "labels"}
     result = run_rules(out_dir, ["ImproperOutput"]).rules[0]
     assert result.status == ("IssuesFound" if fires else "NoIssuesFound"), result.detail
+
+
+@pytest.mark.parametrize("as_dict", [True, False])
+@pytest.mark.parametrize("head, fires", [("softmax", False), (None, True)])
+def test_each_output_of_a_two_output_model_is_judged_by_its_own_loss(out_dir, as_dict, head, fires):
+    from smdebug.core.loss_inputs import recorded_losses
+    from smdebug.rules import run_rules
+
+    keras.utils.set_random_seed(0)
+    inputs = keras.Input((4,))
+    hidden = layers.Dense(8, activation="relu")(inputs)
+    model = keras.Model(inputs, [layers.Dense(3, activation=head, name="cls")(hidden),
+                                 layers.Dense(1, name="amount")(hidden)])
+    losses = {"cls": "sparse_categorical_crossentropy", "amount": "mse"}
+    model.compile(optimizer="adam", loss=losses if as_dict else [losses["cls"], losses["amount"]])
+    x, y = data(256)
+    targets = {"cls": y, "amount": x[:, :1]} if as_dict else [y, x[:, :1]]
+    hook = smd.KerasHook.recommended(out_dir)
+    model.fit(x, targets, batch_size=64, epochs=2, shuffle=False, verbose=0, callbacks=[hook])
+    hook.close()
+    assert not hook.disabled
+    trial = smd.create_trial(out_dir)
+    recorded = {loss.name: loss for loss in recorded_losses(trial)}
+    assert {name: (loss.type, loss.expects) for name, loss in recorded.items()} == {
+        "cls_loss": ("sparse_categorical_crossentropy", "probabilities"), "amount_loss": ("mse", "regression")}
+    names = trial.tensor_names()
+    assert recorded["cls_loss"].prediction_names(names) == ["predictions_0"]
+    assert recorded["cls_loss"].target_names(names) == (["labels/cls"] if as_dict else ["labels_0"])
+    result = run_rules(out_dir, ["ImproperOutput"]).rules[0]
+    assert result.status == ("IssuesFound" if fires else "NoIssuesFound"), (result.detail, result.findings)
+    if fires:
+        assert result.findings[0].reason.startswith("sparse_categorical_crossentropy (cls_loss) expects probabilities")

@@ -285,10 +285,11 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
     def _record_loss(self, model) -> None:
         """Record what the loss the model was compiled with expects of its output (smdebug.core.loss_inputs),
         once per compiled loss (fit/evaluate may follow a new compile)."""
-        described = losses.describe_loss(model) if model is not None else None
-        if described is not None and described != self._loss_described:
+        described = losses.describe_losses(model) if model is not None else []
+        if described and described != self._loss_described:
             self._loss_described = described
-            loss_inputs.add_loss(self, described)
+            for loss in described:
+                loss_inputs.add_loss(self, loss)
 
     def _end_loop(self, kind: str) -> None:
         mode = _KINDS[kind][2]

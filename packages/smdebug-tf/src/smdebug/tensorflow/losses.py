@@ -5,14 +5,14 @@ Keras computes the loss from the model's output and the targets, which the hook 
 ``from_logits=True`` applies softmax/sigmoid itself and wants logits, the default (``from_logits=False``) wants
 probabilities and clips anything else into (0, 1), a squared or absolute error wants values on the targets'
 scale. The loss is read from ``model.loss`` (what ``compile(loss=...)`` was given: a name, a ``keras.losses``
-object or a function). Only a model with one output and one loss is described: with several, which loss
-goes with which output is the user's mapping.
+object or a function, or one of those per output, as a list or a dict by output name).
 """
 
 from __future__ import annotations
 
 import functools
-from typing import Optional, Tuple
+import re
+from typing import List, Optional, Tuple
 
 from smdebug.core import loss_inputs
 
@@ -63,19 +63,52 @@ def loss_expects(loss) -> Tuple[str, str]:
     return name, loss_inputs.OTHER
 
 
-def describe_loss(model) -> Optional[loss_inputs.LossInputs]:
-    """The record of the loss ``model`` was compiled with, when it has one output and one loss; else None."""
-    loss = getattr(model, "loss", None)
-    if isinstance(loss, dict):
-        loss = next(iter(loss.values())) if len(loss) == 1 else None
-    elif isinstance(loss, (list, tuple)):
-        loss = loss[0] if len(loss) == 1 else None
+def _output_names(model) -> Optional[List[str]]:
+    """The names of the model's outputs, in order (None when it cannot say: a subclassed model never built)."""
     try:
         outputs = getattr(model, "outputs", None)
+        names = getattr(model, "output_names", None)
     except Exception:  # noqa: BLE001 - a subclassed model that was never built has no outputs to list
-        outputs = None
-    if loss is None or (isinstance(outputs, (list, tuple)) and len(outputs) > 1):
         return None
-    type_, expects = loss_expects(loss)
-    # (the hook names a model's one output "predictions" and its one target "labels": utils.structure_names)
-    return loss_inputs.LossInputs("loss", type_, expects, r"^predictions$", r"^labels$")
+    if not isinstance(outputs, (list, tuple)):
+        return None
+    if isinstance(names, (list, tuple)) and len(names) == len(outputs) and all(isinstance(n, str) for n in names):
+        return list(names)
+    return [getattr(o, "name", f"output_{i}") for i, o in enumerate(outputs)]
+
+
+def describe_losses(model) -> List[loss_inputs.LossInputs]:
+    """The records of the losses ``model`` was compiled with: one for a model with one output and one loss;
+    one per output for a model with several outputs and a loss for each (a list in the outputs' order, or a
+    dict by output name); none when the mapping is unclear (one loss for several outputs)."""
+    loss = getattr(model, "loss", None)
+    if loss is None:
+        return []
+    names = _output_names(model)
+    if names is None or len(names) <= 1:
+        if isinstance(loss, dict):
+            loss = next(iter(loss.values())) if len(loss) == 1 else None
+        elif isinstance(loss, (list, tuple)):
+            loss = loss[0] if len(loss) == 1 else None
+        if loss is None:
+            return []
+        type_, expects = loss_expects(loss)
+        # (the hook names a model's one output "predictions" and its one target "labels": utils.structure_names)
+        return [loss_inputs.LossInputs("loss", type_, expects, r"^predictions$", r"^labels$")]
+    if isinstance(loss, dict):
+        per_output = [(i, name, loss.get(name)) for i, name in enumerate(names)]
+    elif isinstance(loss, (list, tuple)) and len(loss) == len(names):
+        per_output = [(i, name, loss[i]) for i, name in enumerate(names)]
+    else:
+        return []  # one loss for every output: Keras applies it to each, but nothing says to which tensor
+    described = []
+    for i, name, output_loss in per_output:
+        if output_loss is None:
+            continue
+        type_, expects = loss_expects(output_loss)
+        # the hook names the i-th of several outputs "predictions_<i>" (a list) or "predictions/<name>" (a
+        # dict), and its targets likewise by how fit() was given them (utils.structure_names)
+        key = re.escape(name)
+        described.append(loss_inputs.LossInputs(f"{name}_loss", type_, expects, rf"^predictions(_{i}|/{key})$",
+                                                rf"^labels(_{i}|/{key})$"))
+    return described
