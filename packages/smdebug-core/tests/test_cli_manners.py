@@ -97,6 +97,30 @@ def test_export_refuses_the_runs_own_folders(tmp_path, smdebug_cli):
     assert out.returncode == 0, out.stderr  # beside the run's folders: fine
 
 
+def test_report_and_plot_never_write_over_what_they_read(tmp_path, smdebug_cli):
+    """The page would replace the verdicts it shows; a picture, the hook's TensorBoard data."""
+    _big_run(tmp_path / "run")
+    run = tmp_path / "run"
+    verdicts = '{"trial": "x", "rules": []}'
+    (run / "rule_results.json").write_text(verdicts)
+    (tmp_path / "mine.json").write_text(verdicts)
+    (run / "tensorboard").mkdir()
+    board = run / "tensorboard" / "events.out.tfevents.1.host"
+    board.write_bytes(b"board")
+    for command, output, why in [
+        (["report", str(run), "-o"], str(run / "rule_results.json"), "it is the rule verdicts of the run"),
+        (["report", str(run), "--rules", str(tmp_path / "mine.json"), "-o"], str(tmp_path / "mine.json"),
+         "it is the --rules file"),
+        (["report", str(run), "-o"], str(board), "it is a TensorBoard event file"),
+        (["plot", str(run), "weights/big", "-o"], str(board), "it is a TensorBoard event file"),
+    ]:
+        out = smdebug_cli(*command, output)
+        assert out.returncode == 2, (command, out.stderr)
+        assert f"refusing to write {output}: {why}" in out.stderr and "Traceback" not in out.stderr, out.stderr
+    assert (run / "rule_results.json").read_text() == verdicts and (tmp_path / "mine.json").read_text() == verdicts
+    assert board.read_bytes() == b"board"
+
+
 def test_report_and_rules_on_tensors_that_are_no_numbers(tmp_path, smdebug_cli):
     """String tensors (valid records) are not drawn, and a rule that cannot use them says so in its verdict,
     without a traceback on the terminal."""

@@ -195,7 +195,7 @@ def test_outputs_are_never_written_over_the_runs_own_files(tmp_path, command, ta
     before = open(path, "rb").read() if os.path.exists(path) else None
     proc = run_smdebug(*[a.format(run=run) for a in command], path)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
-    assert "refusing to write" in proc.stderr and "smdebug reads back" in proc.stderr
+    assert "refusing to write" in proc.stderr and "which the run's hook wrote" in proc.stderr
     assert (open(path, "rb").read() if os.path.exists(path) else None) == before
     np.testing.assert_array_equal(create_trial(run).tensor("w").value(1), np.full(3, 1, np.float32))
 

@@ -83,7 +83,7 @@ def export_tensorboard(
         if inside is not None:
             raise SMDebugValueError(
                 f"refusing to export into {out_dir}: it is in the {inside[1]!r} part of the run {inside[0]}, "
-                f"which smdebug reads back; export outside the run's {', '.join(RUN_FOLDERS)} folders")
+                f"which the run's hook wrote; export outside the run's {', '.join(RUN_FOLDERS)} folders")
     storage = get_storage(out_dir)
     existing = [k for k in storage.list("") if k.endswith(".tfevents")]
     if existing:

@@ -120,12 +120,19 @@ def read_file(path: str, what: str) -> bytes:
         raise CliError(f"cannot read {what} {path}: {e}") from None
 
 
-def check_output(path: str) -> None:
+def check_output(path: str, inputs: Sequence[Tuple[str, str]] = ()) -> None:
     """Before a command reads or evaluates anything: refuse an output path it must never replace (a device,
-    a folder, a run's own files: ``safe_fs.check_output_path``'s errors) or could not write (CliError)."""
+    a folder, a run's own files: ``safe_fs.check_output_path``'s errors), one of the command's own
+    ``inputs`` (``(what, local path)``: the page would replace the verdicts it shows) or one it could not
+    write (CliError)."""
     from smdebug.core.storage.safe_fs import check_output_path, output_problem
 
     check_output_path(os.path.abspath(os.path.expanduser(path)))
+    target = os.path.realpath(os.path.expanduser(path))
+    for what, source in inputs:
+        if source and not source.startswith("s3://") and os.path.realpath(os.path.expanduser(source)) == target:
+            raise CliError(f"refusing to write {path}: it is {what}, which this command reads; write the output "
+                           "elsewhere")
     problem = output_problem(path)
     if problem:
         raise CliError(f"cannot write {path}: {problem}")

@@ -31,6 +31,7 @@ import argparse
 import os
 import sys
 import time
+from typing import List, Tuple
 
 from smdebug.cli import _common as c
 from smdebug.core.names import printable
@@ -223,13 +224,23 @@ def _summary(args, report, charts, sections) -> str:
     return f"wrote {args.output}: {charts} chart(s) ({names}), {tensors} tensor(s){verdict}"
 
 
+def _inputs(args) -> List[Tuple[str, str]]:
+    """The files the page is made from, which it must never replace: the --rules files and each run's own
+    rule verdicts (read when no --rules file is given)."""
+    from smdebug.cli.report.verdicts import RULE_RESULTS_FILE
+
+    found = [(f"the --rules file {path}", path) for path in args.rules or ()]
+    found += [(f"the rule verdicts of the run {run}", os.path.join(run, RULE_RESULTS_FILE)) for run in args.runs]
+    return found
+
+
 def run(args: argparse.Namespace) -> int:
     if args.max_points < 0:
         raise c.CliError("--max-points must be 0 or more")
     if args.follow and not args.interval > 0:
         raise c.CliError("--interval must be positive")
     need_bokeh("smdebug report")
-    c.check_output(args.output)  # (said before the runs are read)
+    c.check_output(args.output, _inputs(args))  # (said before the runs are read)
     report = Report(args)
     if not args.follow:
         html, charts, sections = report.page()

@@ -155,8 +155,9 @@ _RUN_FILES = (END_OF_JOB_FILE, CLAIM_FILE, STOP_SIGNAL_FILE)
 def run_part_at(path: str) -> Optional[Tuple[str, str]]:
     """``(run folder, part)`` when the local ``path`` is, or is inside, a part of a run's own layout
     (``events``, ``index``, ``collections``, ``workers_ended``, the end-of-job, claim and stop files) of a
-    folder that holds a run (``index`` and ``events`` folders, or ``collections/000000000``), else None.
-    A command told to write its output there would overwrite what the run's readers read."""
+    folder that holds a run (``index`` and ``events`` folders, or
+    ``collections/000000000``), else None. A command told to write its output there would overwrite what
+    the run's hook wrote and its readers read."""
     real = os.path.realpath(path)
     parent = os.path.dirname(real)
     head = real

@@ -180,13 +180,14 @@ def check_output_path(path: str) -> None:
     device, FIFO, socket or folder, or a link to one. Such an output is written as a new file renamed
     into place, and renaming over ``/dev/null`` as root replaced the device with an ordinary file (a link
     planted at the name pointing to a regular file is still replaced, never written through).
-    SMDebugValueError if ``path`` is inside a run's own files (see :func:`run_part_at`)."""
+    SMDebugValueError if ``path`` is inside a run's own files (see :func:`run_part_at`) or is a TensorBoard
+    event file."""
     inside = run_part_at(path)
     if inside is not None:
         run, part = inside
         raise SMDebugValueError(
             f"refusing to write {path}: it is in the {part!r} {'folder' if part in RUN_FOLDERS else 'file'} "
-            f"of the run {run}, which smdebug reads back; write the output outside the run's "
+            f"of the run {run}, which the run's hook wrote; write the output outside the run's "
             f"{', '.join(RUN_FOLDERS)} folders")
     try:
         st = os.lstat(path)
@@ -196,6 +197,11 @@ def check_output_path(path: str) -> None:
         return
     if not stat.S_ISREG(st.st_mode):
         raise UnsafeFileError(path, describe_mode(st.st_mode), "a file smdebug may replace with its output")
+    if ".tfevents" in os.path.basename(os.path.realpath(path)):
+        # a TensorBoard event file (the hook's copy under tensorboard/, or an export's): training data that
+        # a page or a picture would replace for good
+        raise SMDebugValueError(f"refusing to write {path}: it is a TensorBoard event file; write the output "
+                                "elsewhere")
 
 
 def output_problem(path: str) -> Optional[str]:
