@@ -66,6 +66,32 @@ def test_a_module_named_with_bytes_that_are_not_text_costs_its_own_tensors_only(
     assert "not saving the tensor named 'Named_fc\\udcff1.weight'" in log.text, log.text[-2000:]
 
 
+def test_a_tensor_with_no_values_costs_itself_only_and_a_quantized_one_is_saved(out_dir):
+    """A meta-device tensor has a shape but no data: refused once, the rest of the run saved (it disabled the
+    hook, and every later tensor was lost). A quantized tensor is saved as the values it stands for."""
+    from smdebug.core.testing import capture_smdebug_log
+
+    torch.manual_seed(0)
+    model, loss_fn = MLP(), nn.CrossEntropyLoss()
+    hook = smd.Hook(out_dir=out_dir, save_config=smd.SaveConfig(save_interval=1),
+                    include_collections=["weights", "losses"])
+    hook.register_module(model)
+    hook.register_loss(loss_fn)
+    quantized = torch.quantize_per_tensor(torch.tensor([0.5, -1.0, 2.0]), 0.5, 0, torch.qint8)
+    with capture_smdebug_log() as log:
+        for _ in range(4):
+            train(model, 1, loss_fn=loss_fn)
+            hook.save_tensor("empty", torch.empty(3, 3, device="meta"), ["weights"])
+            hook.save_tensor("quantized", quantized, ["weights"])
+        hook.close()
+    assert not hook.disabled
+    trial = smd.create_trial(out_dir)
+    assert trial.steps() == list(range(4)) and "empty" not in trial.tensor_names()
+    assert trial.tensor("quantized").value(3).tolist() == [0.5, -1.0, 2.0]
+    assert trial.tensor("CrossEntropyLoss_output_0").steps() == list(range(4))
+    assert log.text.count("not saving the tensor 'empty': a tensor on the 'meta' device") == 1, log.text[-2000:]
+
+
 @pytest.mark.parametrize("place", ["index", "events", "collections"])
 @pytest.mark.parametrize("kind", ["fifo", "link-outside", "file"])
 def test_hostile_objects_planted_in_out_dir_before_training(tmp_path, place, kind):

@@ -86,7 +86,13 @@ class HookSaving:
         arr = shape = None
         if need_array:
             # Snapshot now: the caller may update the tensor in place (optimizer steps) before we write.
-            host = self.to_numpy(value)
+            try:
+                host = self.to_numpy(value)
+            except SMDebugTypeError as e:
+                # one value no record can hold (a dict, a tensor with no data): that tensor is not saved, and
+                # the hook goes on with the others (the error used to disable it for the rest of the run)
+                self._refuse_value(tensor_name, str(e))
+                return False
             if host.nbytes >= POOL_MIN_BYTES and self._writer is not None:
                 self._writer.wait_for_room(host.nbytes)  # back-pressure first, then the (pooled) copy
             arr = snapshot(host)
@@ -168,6 +174,11 @@ class HookSaving:
         the failure to write it disabled the hook and lost every tensor of the run)."""
         shown = repr(tensor_name)
         self._warn_once(("refused-name", shown), "smdebug: not saving the tensor named %s: %s.",
+                        shown if len(shown) <= 200 else shown[:200] + "...", problem)
+
+    def _refuse_value(self, tensor_name: str, problem: str) -> None:
+        shown = repr(tensor_name)
+        self._warn_once(("refused-value", shown), "smdebug: not saving the tensor %s: %s.",
                         shown if len(shown) <= 200 else shown[:200] + "...", problem)
 
     def _device_reductions(self, value, ops) -> Optional[Dict[Tuple[str, bool], np.ndarray]]:

@@ -9,6 +9,7 @@ tensor, and torch.distributed can only be initialised, if something else importe
 import sys
 
 from smdebug.core.plugins import FrameworkInfo, WorkerInfo, hookimpl
+from smdebug.exceptions import SMDebugTypeError
 
 FRAMEWORK_IMPORT = "torch"
 
@@ -35,6 +36,10 @@ def smdebug_tensor_to_numpy(value):
     if torch is None or not isinstance(value, torch.Tensor):
         return None
     tensor = value.detach()
+    if tensor.is_meta:
+        raise SMDebugTypeError("a tensor on the 'meta' device has a shape but no values")
+    if tensor.is_quantized:  # (numpy has no quantized dtypes: the values it stands for, as floats)
+        tensor = tensor.dequantize()
     if tensor.layout != torch.strided:  # sparse tensors
         tensor = tensor.to_dense()
     tensor = tensor.cpu().resolve_conj().resolve_neg()
