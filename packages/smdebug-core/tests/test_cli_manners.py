@@ -121,6 +121,23 @@ def test_report_and_plot_never_write_over_what_they_read(tmp_path, smdebug_cli):
     assert board.read_bytes() == b"board"
 
 
+def test_report_of_values_near_the_float_maximum(tmp_path, smdebug_cli):
+    """A diverged float64 weight holds finite values whose span overflows: the histogram is drawn, and
+    numpy's overflow warnings do not reach the terminal."""
+    hook = NumpyHook(out_dir=str(tmp_path / "run"), save_config=SaveConfig(save_interval=1),
+                     include_collections=["weights", "losses"])
+    for step in range(4):
+        hook.begin_step()
+        hook.record("weights/w", np.array([1.7e308, -1.7e308, 0.5, 1.0 + step]))
+        hook.record("losses/loss", np.float64(1.0 / (step + 1)))
+        hook.end_step()
+    hook.close()
+    out = smdebug_cli("report", str(tmp_path / "run"), "-o", str(tmp_path / "report.html"))
+    assert out.returncode == 0, out.stderr
+    assert "Traceback" not in out.stderr and "Warning" not in out.stderr, out.stderr
+    assert "weights/w: histogram over steps" in (tmp_path / "report.html").read_text()
+
+
 def test_report_and_rules_on_tensors_that_are_no_numbers(tmp_path, smdebug_cli):
     """String tensors (valid records) are not drawn, and a rule that cannot use them says so in its verdict,
     without a traceback on the terminal."""
@@ -136,3 +153,5 @@ def test_report_and_rules_on_tensors_that_are_no_numbers(tmp_path, smdebug_cli):
     out = smdebug_cli("report", str(tmp_path / "run"), "-o", str(tmp_path / "report.html"))
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
     assert (tmp_path / "report.html").exists()
+    out = smdebug_cli("show", str(tmp_path / "run"), "weights/names", "--reduction", "l2")
+    assert "Cannot compute reduction l2 of a string tensor" in out.stderr and "Traceback" not in out.stderr

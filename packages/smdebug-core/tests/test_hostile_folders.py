@@ -501,3 +501,14 @@ def test_plot_sizes_and_formats_no_one_can_draw_are_refused_at_once(tmp_path):
         proc = run_smdebug("plot", out, "loss", "-o", tmp_path / "p.png", *extra)
         assert "at most 32768 on a side" in _no_traceback(proc, 2)
     assert "not an image format" in _no_traceback(run_smdebug("plot", out, "loss", "-o", tmp_path / "p.exe"), 2)
+    # each side within the limit, 1 GB of canvas in all (took 4.3 GB and 71 s); a canvas under a pixel, and a
+    # size that is not a number (nan passed every comparison)
+    proc = run_smdebug("plot", out, "loss", "-o", tmp_path / "p.png", "--size", "327x327")
+    assert "100,000,000 in all" in _no_traceback(proc, 2)
+    for extra in (("--size", "1e-9x1e-9"), ("--size", "1x1", "--dpi", "1")):
+        proc = run_smdebug("plot", out, "loss", "-o", tmp_path / "p.png", *extra)
+        assert "at least 16 on a side" in _no_traceback(proc, 2)
+    for size in ("nanxnan", "infx1"):
+        proc = run_smdebug("plot", out, "loss", "-o", tmp_path / "p.png", "--size", size)
+        assert "invalid size" in _no_traceback(proc, 2)
+    assert not (tmp_path / "p.png").exists()

@@ -289,6 +289,12 @@ def test_a_rule_that_fails_on_the_data_says_so_in_one_line(tmp_path):
     assert verbose.returncode == 2 and "Traceback" in verbose.stderr
 
 
+def test_an_action_nested_past_any_parser_is_one_line(runs):
+    proc = smdebug("rules", "run", runs["healthy"], "--rule", "VanishingGradient", "--action", "[" * 20000)
+    assert proc.returncode == 2 and "action string is not valid JSON" in proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr + proc.stdout and len(proc.stdout + proc.stderr) < 5000
+
+
 def test_an_output_that_cannot_be_written_is_said_before_the_rules_run(runs, tmp_path):
     (tmp_path / "a_file").write_text("x")
     for output, why in [(tmp_path / "a_file" / "r.json", f"{tmp_path / 'a_file'} is not a folder"),

@@ -146,6 +146,13 @@ def _main(argv: Optional[List[str]], stdout, stderr) -> int:
         parser.print_help(sys.stderr)
         return 2
     _logs_to_stderr(args.verbose, stdout, stderr)
+    if not args.verbose:
+        import warnings
+
+        # numpy's arithmetic on a run's values warns from deep inside numpy (a norm of values near the float
+        # maximum overflows, a variance of infinities is NaN); the commands show those inf/NaN results
+        # themselves, and the warning's source line means nothing to a user (-v keeps them)
+        warnings.filterwarnings("ignore", category=RuntimeWarning)
     from smdebug.cli._common import CliError, closed_pipe
 
     try:

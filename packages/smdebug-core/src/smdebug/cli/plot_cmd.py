@@ -15,6 +15,7 @@ pip install 'smdebug-core[cli]'. Exit status: 0, 1 (nothing matched or nothing t
 from __future__ import annotations
 
 import argparse
+import math
 import os
 
 from smdebug.cli import _common as c
@@ -24,7 +25,7 @@ from smdebug.cli._series import REDUCTIONS
 def _size(text: str):
     try:
         w, h = (float(v) for v in text.lower().split("x"))
-        if w <= 0 or h <= 0:
+        if not (w > 0 and h > 0 and math.isfinite(w) and math.isfinite(h)):  # (nan passes "<= 0")
             raise ValueError
     except ValueError:
         raise argparse.ArgumentTypeError(f"invalid size {text!r}: use WIDTHxHEIGHT in inches, e.g. 10x6") from None
@@ -102,14 +103,24 @@ def draw(by_tensor, output: str, *, title: str, x_label: str, subplots: bool, lo
 #: the longest side of an image, in pixels (matplotlib's own limit is 2**23, where --dpi 100000 asked for a
 #: canvas of terabytes and died of MemoryError)
 MAX_SIDE_PIXELS = 1 << 15
+#: the most pixels in all: 100 megapixels, 400 MB of RGBA canvas (327x327 inches at 100 dpi, each side
+#: within the limit, took 4.3 GB and 71 s for one line)
+MAX_PIXELS = 100_000_000
+#: the fewest pixels on a side: a canvas of less than a pixel cannot be written, and a few pixels are no
+#: picture (fonts of 1-pixel figures failed inside FreeType)
+MIN_SIDE_PIXELS = 16
 
 
 def check_pixels(width: float, height: float, dpi: int) -> None:
-    """A CliError for a figure of more than MAX_SIDE_PIXELS on a side, before any memory is spent on it."""
-    side = max(width, height) * dpi
-    if side > MAX_SIDE_PIXELS:
-        raise c.CliError(f"the image would be {width * dpi:.0f}x{height * dpi:.0f} pixels; at most "
-                         f"{MAX_SIDE_PIXELS} on a side (lower --size or --dpi)")
+    """A CliError for a figure of more than MAX_SIDE_PIXELS on a side or MAX_PIXELS in all, or less than
+    MIN_SIDE_PIXELS on a side, before any memory is spent on it."""
+    w, h = width * dpi, height * dpi
+    if max(w, h) > MAX_SIDE_PIXELS or w * h > MAX_PIXELS:
+        raise c.CliError(f"the image would be {w:.0f}x{h:.0f} pixels; at most {MAX_SIDE_PIXELS} on a side and "
+                         f"{MAX_PIXELS:,} in all (lower --size or --dpi)")
+    if min(w, h) < MIN_SIDE_PIXELS:
+        raise c.CliError(f"the image would be {w:.3g}x{h:.3g} pixels; at least {MIN_SIDE_PIXELS} on a side "
+                         "(raise --size or --dpi)")
 
 
 def check_format(output: str) -> None:

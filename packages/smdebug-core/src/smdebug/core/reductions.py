@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from smdebug.core.error_base import SMDebugTypeError
+
 from smdebug.core.tfevent.stored_dtypes import stored_form
 
 REDUCTION_PREFIX = "smdebug/reductions/"
@@ -32,7 +34,7 @@ def compute_reduction(value: np.ndarray, op: str, abs: bool = False):
     """Compute reduction or norm ``op`` ("min", "l2", ...) of ``value``; ``abs`` applies |x| first."""
     x = stored_form(np.asarray(value))  # bfloat16, float8, int4...: reduced as the values they are saved as
     if x.dtype.kind in "USO":
-        raise TypeError(f"Cannot compute reduction {op} of a string tensor")
+        raise SMDebugTypeError(f"Cannot compute reduction {op} of a string tensor")
     x = _as_float_array(x)
     if abs:
         x = np.abs(x)

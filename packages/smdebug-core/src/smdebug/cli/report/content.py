@@ -247,7 +247,10 @@ def _histograms(run: RunInfo, names: Sequence[str], many: bool) -> List[Chart]:
         lo, hi = float(finite.min()), float(finite.max())
         if hi <= lo:
             hi = lo + 1.0
-        edges = np.linspace(lo, hi, HISTOGRAM_BINS + 1)
+        # (halved, then doubled back exactly, when the span itself overflows: finite values of a diverged
+        # float64 tensor near +-1.8e308 made every edge infinite, and np.histogram refused them)
+        edges = (np.linspace(lo, hi, HISTOGRAM_BINS + 1) if np.isfinite(hi - lo)
+                 else np.linspace(lo / 2, hi / 2, HISTOGRAM_BINS + 1) * 2)
         counts = np.stack([np.histogram(v[np.isfinite(v)], bins=edges)[0] / max(1, v.size) for _, v in pairs], axis=1)
         steps_read = [int(g) for g, _ in pairs]
         charts.append(Chart("heatmap", f"{n}: histogram over steps" + (f" ({run.label})" if many else ""), key=n,

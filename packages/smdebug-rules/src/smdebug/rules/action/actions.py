@@ -23,8 +23,9 @@ def parse_action_str(action_str) -> List[dict]:
     if isinstance(action_str, str):
         try:
             parsed = json.loads(action_str)
-        except ValueError as e:
-            raise SMDebugValueError(f"action string is not valid JSON ({e}): {action_str!r}") from None
+        except (ValueError, RecursionError) as e:  # RecursionError: absurd nesting
+            shown = action_str if len(action_str) <= 200 else action_str[:200] + "..."
+            raise SMDebugValueError(f"action string is not valid JSON ({e}): {shown!r}") from None
     else:
         parsed = action_str
     items = parsed if isinstance(parsed, list) else [parsed]
