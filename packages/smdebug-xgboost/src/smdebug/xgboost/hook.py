@@ -19,6 +19,11 @@ in every ``xgboost.train`` call, also when it continues an ``xgb_model``), in mo
 * ``trees/<column>``: the trees built in this iteration as 1-D arrays, one per column of
   ``Booster.trees_to_dataframe()``, plus ``trees/Depth`` (each node's depth, the root's is 0).
 
+Whatever the collections, the hook also records what kind of model is trained, from the booster's own
+configuration, in the collections file (``_meta.xgboost_booster``, see :func:`booster_record`: the booster,
+the objective, ``num_parallel_tree``...): the rules read it (a forest's deep trees, a regression's targets,
+gblinear's absent trees). The original smdebug reads ``_meta`` as a whole and ignores the key.
+
 The run stays open when ``xgboost.train`` returns, so values saved after training
 (``hook.save_scalar``) still land in it; it is marked as ended when the hook is closed (``hook.close()``,
 or when the process exits). A second ``xgboost.train`` with the same hook records nothing: use a new hook
@@ -68,6 +73,79 @@ def _booster_kind(model) -> str:
     except Exception:  # noqa: BLE001 - an unknown layout: assume trees, the common case
         return "tree"
     return "linear" if name == "gblinear" else "tree"
+
+
+#: the key of the booster's record in the collections file's ``_meta``
+BOOSTER_META_KEY = "xgboost_booster"
+#: the training parameters kept in the record (as numbers), where the booster's configuration has them
+_RECORDED_PARAMETERS = ("num_parallel_tree", "max_depth", "eta", "subsample", "colsample_bytree",
+                        "colsample_bylevel", "colsample_bynode", "num_class")
+
+
+def _find_key(config, key: str):
+    """The first value of ``key`` in a nested configuration (its place differs between XGBoost versions)."""
+    stack = [config]
+    while stack:
+        node = stack.pop(0)
+        if isinstance(node, dict):
+            if key in node and not isinstance(node[key], (dict, list)):
+                return node[key]
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return None
+
+
+def _custom_objective() -> Optional[bool]:
+    """Whether the ``xgboost.train`` call running this callback was given a custom objective (``obj=``; the
+    scikit-learn API passes a callable ``objective`` the same way): XGBoost's configuration then still names
+    its default objective, ``reg:squarederror``, whatever the callable computes. None when no
+    ``xgboost.train`` call is found on the stack (nothing tells)."""
+    import sys
+
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name == "train" and frame.f_globals.get("__name__") == "xgboost.training":
+            return frame.f_locals.get("obj") is not None
+        frame = frame.f_back
+    return None
+
+
+def booster_record(model, custom_objective: Optional[bool] = False) -> Optional[Dict[str, Any]]:
+    """What kind of model ``model`` trains, from ``Booster.save_config()``: ``{"booster": "gbtree" | "dart" |
+    "gblinear", "objective": "binary:logistic", "num_parallel_tree": 50, "max_depth": 12, "eta": 1.0,
+    "subsample": 0.63, ...}`` (plain JSON values; parameters the configuration lacks are left out). None for
+    xgboost.cv's bundle of boosters, or a configuration that cannot be read. With ``custom_objective`` True
+    (a callable objective) the record says ``"custom_objective": true``; with None (unknown) the configured
+    objective is left out when it is XGBoost's default, which a callable objective leaves in place."""
+    if not isinstance(model, xgb.Booster):
+        return None
+    try:
+        config = json.loads(model.save_config())
+        learner = config["learner"]
+        booster = learner["gradient_booster"]
+    except Exception:  # noqa: BLE001 - an unknown layout: no record
+        return None
+    record: Dict[str, Any] = {}
+    name = booster.get("name") if isinstance(booster, dict) else None
+    if isinstance(name, str):
+        record["booster"] = name
+    objective = _find_key(learner.get("learner_train_param", {}), "objective") or _find_key(
+        learner.get("objective", {}), "name")
+    if custom_objective:
+        record["custom_objective"] = True
+    if isinstance(objective, str) and objective and (custom_objective is False or objective != "reg:squarederror"):
+        record["objective"] = objective
+    for key in _RECORDED_PARAMETERS:
+        value = _find_key(learner if key == "num_class" else booster, key)
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            continue
+        if math.isfinite(number):  # (float32 parameters: 0.3 is configured as 0.300000012)
+            record[key] = int(number) if key in ("num_parallel_tree", "max_depth", "num_class") else float(
+                f"{number:.7g}")
+    return record or None
 
 
 def _collective_world_size() -> int:
@@ -280,9 +358,16 @@ class Hook(TrainingCallback, BaseHook):
                                 self.out_dir)
                 return model
             self._booster = _booster_kind(model)
+            self._record_booster(model)
         except Exception as e:  # noqa: BLE001 - never break training
             self._fail("before_training()", e)
         return model
+
+    def _record_booster(self, model) -> None:
+        """Keep the booster's record in the collections file's ``_meta`` (written with the collections)."""
+        record = booster_record(model, _custom_objective())
+        if record is not None:
+            self.collection_manager.meta[BOOSTER_META_KEY] = record
 
     def after_iteration(self, model, epoch: int, evals_log) -> bool:
         if not self._disabled and not self._closed and not self._trained:
@@ -331,6 +416,7 @@ class Hook(TrainingCallback, BaseHook):
     def _after_iteration(self, model, epoch: int, evals_log) -> None:
         if self._booster is None:
             self._booster = _booster_kind(model)
+            self._record_booster(model)
         # The step is XGBoost's iteration number: begin_step() adds one.
         self.step = epoch - 1
         self.mode_steps[self.mode] = epoch - 1

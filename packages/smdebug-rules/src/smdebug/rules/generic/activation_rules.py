@@ -1,19 +1,28 @@
 """Rules on activations: ReLU units that never fire, tanh/sigmoid units stuck in their flat regions.
 
-Both rules look at one batch of activations at a time: axis 0 of a saved tensor is the batch (the samples),
-every other index is a *unit* (a neuron; for a convolution's output, one channel at one position). When
-several workers saved the tensor at the same step, their batches are pooled.
+Both rules look at one batch of activations at a time. When several workers saved the tensor at the same step,
+their batches are pooled. For SaturatedActivation axis 0 of a saved tensor is the batch (the samples) and every
+other index is a *unit* (for a convolution's output, one channel at one position: a saturated input is saturated
+where it is). For DeadRelu a unit is what has its own weights (see :func:`unit_readings`): a feature of a dense
+layer, a *channel* of a convolution (a filter, shared by every position), a feature of a sequence model's
+per-step layer (shared by every time step).
 """
 
 from __future__ import annotations
 
 import re
-from typing import Dict, List
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
 from smdebug.core.collection import CollectionKeys
-from smdebug.exceptions import MissingEventFile, SMDebugValueError, StepUnavailable, TensorUnavailableForStep
+from smdebug.exceptions import (
+    MissingEventFile,
+    SMDebugError,
+    SMDebugValueError,
+    StepUnavailable,
+    TensorUnavailableForStep,
+)
 from smdebug.rules.generic.selection import collection_tensors, select_tensors
 from smdebug.rules.params import as_float, as_list, in_range
 from smdebug.rules.rule import Rule
@@ -50,15 +59,120 @@ def units_by_samples(value: np.ndarray) -> np.ndarray:
     return value.reshape(value.shape[0], -1)
 
 
+#: frameworks whose layout of layer outputs is known: channels (features) last, or channels first with
+#: sequences' features last
+CHANNELS_LAST_FRAMEWORKS = ("tensorflow",)
+CHANNELS_FIRST_FRAMEWORKS = ("pytorch", "mxnet")
+
+
+class UnitReading(NamedTuple):
+    """How to read an activation tensor as (samples, units): ``unit_axis`` indexes the units (None: every
+    index but the batch's is a unit of its own), ``batch_axis`` the samples; a unit is active in a sample
+    when it is positive at some index of the other axes (some position of a channel's map, some time step of
+    a feature)."""
+
+    what: str  # "units", "channels" or "features"
+    unit_axis: Optional[int]
+    batch_axis: int = 0
+
+
+def parameter_shapes(trial) -> Dict[str, Tuple[int, ...]]:
+    """``{name: shape}`` of the model's parameters the run saved (collection ``weights``, else their
+    gradients, collection ``gradients``: the same shapes), each read at its first saved step; empty when the
+    run saved neither. Evidence of the layers' kinds: a convolution's kernel has 3 or more dimensions, a
+    dense or recurrent layer's 2."""
+    collections = trial.collections()
+    all_names = trial.tensor_names()
+    for cname in ("weights", "gradients"):
+        if cname not in collections:
+            continue
+        shapes = {}
+        for name in sorted(collections[cname].members(all_names)):
+            try:
+                tensor = trial.tensor(name)
+                steps = tensor.steps()
+                if steps:
+                    shapes[name] = tuple(int(d) for d in tensor.shape(steps[0]))
+            except SMDebugError:  # a parameter whose shape cannot be read is no evidence
+                continue
+        if shapes:
+            return shapes
+    return {}
+
+
+def unit_readings(shape: Sequence[int], framework: Optional[str],
+                  parameters: Sequence[Tuple[int, ...]] = ()) -> List[UnitReading]:
+    """The ways DeadRelu reads an activation of ``shape`` as units; the rule takes the one with the fewest
+    dead units (more than one only where the run cannot tell the layout).
+
+    * 1-D and 2-D (``(N, F)``, a dense layer): every feature is a unit (``units``).
+    * a run whose framework is unknown (not PyTorch, MXNet or TensorFlow): every index but the batch is a
+      unit (``units``), the layout being unknown.
+    * TensorFlow/Keras (channels last): the last axis, ``(N, ..., C)``: a convolution's channel, a sequence's
+      feature (Keras' ``Conv1D`` and per-step ``Dense`` both put it last); the batch is axis 0.
+    * PyTorch and MXNet, 4-D and more: the channel axis 1 of ``(N, C, H, W...)``; 3-D: ``(N, C, L)`` of a
+      ``Conv1d`` or the features of a sequence ``(N, L, F)`` (``batch_first``) or ``(L, N, F)`` (PyTorch's
+      default, MXNet's ``TNC``). The saved parameters tell which: a kernel of the same number of dimensions
+      with ``C`` output (or transposed-convolution) channels says channel axis 1; a 2-D weight (dense,
+      recurrent, embedding) with ``F`` among its sizes says features last. A sequence's batch axis (0 or 1)
+      is not told by the shape: both are read. With no such evidence every candidate is read.
+    """
+    ndim = len(shape)
+    if ndim <= 2:
+        return [UnitReading("units", None)]
+    if framework in CHANNELS_LAST_FRAMEWORKS:
+        return [UnitReading("channels" if ndim >= 4 else "features", ndim - 1)]
+    if framework not in CHANNELS_FIRST_FRAMEWORKS:
+        return [UnitReading("units", None)]
+    channels = UnitReading("channels", 1)
+    sequence = [UnitReading("features", ndim - 1, 0)] + ([UnitReading("features", ndim - 1, 1)] if ndim == 3 else [])
+    conv = any(len(p) == ndim and shape[1] in p[:2] for p in parameters)
+    dense = any(len(p) == 2 and shape[-1] in p for p in parameters)
+    readings = ([channels] if conv else []) + (sequence if dense and (ndim == 3 or not conv) else [])
+    if readings:
+        return readings
+    return [channels] + (sequence if ndim == 3 else [])
+
+
+def dead_units(value: np.ndarray, reading: UnitReading, threshold_inactivity: float) -> Tuple[np.ndarray, int]:
+    """(indices of the dead units, samples) of ``value`` read as ``reading``: a unit is dead when it is
+    active (positive somewhere in the sample) in fewer than ``threshold_inactivity`` percent of the samples.
+    Indices are flat positions for ``units`` and positions along ``unit_axis`` otherwise."""
+    if reading.unit_axis is None:
+        active = units_by_samples(value) > 0
+    else:
+        moved = np.moveaxis(value, (reading.batch_axis, reading.unit_axis), (0, 1))
+        active = (moved.reshape(moved.shape[0], moved.shape[1], -1) > 0).any(axis=2)
+    active_percent = active.mean(axis=0) * 100
+    return np.flatnonzero(active_percent < threshold_inactivity), active.shape[0]
+
+
 class DeadRelu(Rule):
     """Fires when too many ReLU units of a layer are (almost) never active.
 
-    For every tensor whose name matches ``tensor_regex`` (``re.search``) and that was saved at the step, with
-    axis 0 the batch of ``n`` samples and every other index a unit::
+    For every tensor whose name matches ``tensor_regex`` (``re.search``) and that was saved at the step, a
+    batch of ``n`` samples::
 
-        active_percent(unit) = 100 * #{samples with value > 0} / n
+        active(unit, sample) = the unit's value > 0 at some position of the sample
+        active_percent(unit) = 100 * #{samples where active} / n
         dead(unit)           = active_percent(unit) < threshold_inactivity
         dead_percent         = 100 * #dead units / #units
+
+    A *unit* is what has weights of its own (:func:`unit_readings`):
+
+    * ``(N, F)``, a dense layer: each of the ``F`` features (one position per sample).
+    * a convolution's output, ``(N, C, H, W...)`` in PyTorch and MXNet, ``(N, H, W..., C)`` in Keras: each of
+      the ``C`` channels, active in a sample when it is positive anywhere in the sample's map. A filter is shared
+      by every position, so only a whole channel can die; positions off for every sample (zero-padded borders,
+      the strokes of digits in fixed places) are no dead units.
+    * a sequence, ``(N, L, F)`` (Keras, PyTorch ``batch_first``) or ``(L, N, F)`` (PyTorch's and MXNet's
+      default): each of the ``F`` features, active in a sample when positive at some time step. PyTorch and
+      MXNet ``(N, C, L)`` of a ``Conv1d`` are told from sequences by the run's saved weights (or gradients):
+      a kernel with ``C`` output channels says channels. Where the run cannot tell the layout (no such
+      evidence; a sequence's batch axis), every candidate reading is taken and the one with the fewest dead
+      units judged.
+    * a run of an unknown framework (no record, nothing to infer it from): every index but the batch (axis 0)
+      is a unit, as the layout is unknown.
 
     The condition is met when ``dead_percent > threshold_layer`` for some tensor, and the share is not decided
     by a single unit: with one dead unit fewer it would still be above ``threshold_layer``, or every unit is
@@ -93,6 +207,9 @@ class DeadRelu(Rule):
                                              as_float(rule, "threshold_inactivity", threshold_inactivity), 0, 100)
         self.threshold_layer = in_range(rule, "threshold_layer", as_float(rule, "threshold_layer", threshold_layer),
                                         0, 100)
+        self._framework: Optional[str] = None  # the run's, "" when unknown (read at the first judgement)
+        self._parameters: List[Tuple[int, ...]] = []  # shapes of the saved weights: the layers' kinds
+        self._names_seen = -1  # how many tensors the run had when the weights were last looked for
 
     def tensors(self) -> List[str]:
         names = set(collection_tensors(self.base_trial, self.collection_names, "outputs"))
@@ -110,20 +227,52 @@ class DeadRelu(Rule):
                     diverged.append(name)
                     continue
                 judged = True
-                units = units_by_samples(value)
-                active_percent = (units > 0).mean(axis=0) * 100
-                dead = int((active_percent < self.threshold_inactivity).sum())
-                dead_percent = 100.0 * dead / units.shape[1]
-                # not decided by one unit (see the docstring): a layer entirely dead always counts
-                decided = dead == units.shape[1] or 100.0 * (dead - 1) / units.shape[1] > self.threshold_layer
-                if dead_percent > self.threshold_layer and decided:
-                    return (f"{name}: {dead} of {units.shape[1]} units ({dead_percent:.4g}%) active in "
-                            f"< {self.threshold_inactivity:g}% of {units.shape[0]} samples "
-                            f"(threshold_layer {self.threshold_layer:g}%)")
+                reason = self._judge(name, value)
+                if reason:
+                    return reason
         if diverged and not judged:
             self.not_evaluated(f"the activations hold NaN or infinite values, which say nothing of dead units: "
                                f"{', '.join(sorted(set(diverged))[:3])}")
         return False
+
+    def _readings(self, shape: Tuple[int, ...]) -> List[UnitReading]:
+        if self._framework is None:
+            from smdebug.core.run_info import framework_of
+
+            self._framework = framework_of(self.base_trial) or ""
+        if len(shape) >= 3 and self._framework in CHANNELS_FIRST_FRAMEWORKS and not self._parameters:
+            # read again while there are none, when the run has new tensors (a run followed while it trains)
+            known = len(self.base_trial.tensor_names())
+            if known != self._names_seen:
+                self._names_seen = known
+                self._parameters = list(parameter_shapes(self.base_trial).values())
+        return unit_readings(shape, self._framework, self._parameters)
+
+    def _judge(self, name: str, value: np.ndarray) -> Optional[str]:
+        """The reason if ``value`` has too many dead units under every reading of its layout."""
+        best = None
+        for reading in self._readings(value.shape):
+            dead, samples = dead_units(value, reading, self.threshold_inactivity)
+            units = value[0].size if reading.unit_axis is None else value.shape[reading.unit_axis]
+            if best is None or len(dead) / units < len(best[1]) / best[2]:
+                best = (reading, dead, units, samples)
+        reading, dead, units, samples = best
+        count = len(dead)
+        dead_percent = 100.0 * count / units
+        # not decided by one unit (see the docstring): a layer entirely dead always counts
+        decided = count == units or 100.0 * (count - 1) / units > self.threshold_layer
+        if not (dead_percent > self.threshold_layer and decided):
+            return None
+        if reading.unit_axis is None:
+            what = "units"
+        else:
+            listed = ", ".join(str(int(i)) for i in dead[:8]) + (", ..." if count > 8 else "")
+            axis = "the last axis" if reading.unit_axis == value.ndim - 1 else f"axis {reading.unit_axis}"
+            what = f"units ({reading.what}, {axis}; dead: {listed})"
+        where = "" if reading.batch_axis == 0 else f" (axis {reading.batch_axis} read as the batch)"
+        return (f"{name}: {count} of {units} {what} ({dead_percent:.4g}%) active in "
+                f"< {self.threshold_inactivity:g}% of {samples} samples{where} "
+                f"(threshold_layer {self.threshold_layer:g}%)")
 
 
 class SaturatedActivation(Rule):

@@ -20,6 +20,7 @@ from smdebug.rules.evaluation import looking_for
 from smdebug.rules.generic.activation_rules import _check_regexes, batches_at
 from smdebug.rules.generic.input_rules import StepSums
 from smdebug.rules.generic.selection import collection_tensors, select_tensors
+from smdebug.rules.generic.xgboost_rules import regression_objective
 from smdebug.rules.params import as_bool, as_float, as_int, as_list, as_optional_int, in_range
 from smdebug.rules.rule import Rule
 
@@ -322,13 +323,18 @@ class ClassImbalance(_LabelsAndPredictions):
     1)^2 <= threshold_imbalance``) are judged too; others are not judged yet. Once training has ended, at the
     last step where labels were saved (any mode) if it is in the last 10 % of the run, on that step's labels
     and predictions (the trained model: an untrained one mispredicts every class), the condition is met when
-    ``mispredicted_c > threshold_misprediction`` for some class with at least 10 such labels.
+    ``mispredicted_c > threshold_misprediction`` for some class with at least 10 such labels. That finding is
+    about the trained model's predictions, not the data: it is only reached when the class counts passed the
+    imbalance test, and its message says so (a model that does not learn mispredicts classes of balanced data).
 
     Targets that are not class ids are not judged, and the verdict says NotApplicable when the run has no
     others: floats with fractions (a regression), integers predicted by continuous values on their own scale
     (counts, ratings, relevance grades of a regression or ranking: one prediction per label, with fractions,
     for more than two distinct labels), or no labels at all by the hook's configuration (a PyTorch run with a
-    regression loss). Classes that never occur among the labels are unknown to the rule (it is not told how
+    regression loss), or an XGBoost run whose objective is a regression's, a count's, a survival time's or a
+    ranking's (``reg:*`` but ``reg:logistic``, ``count:*``, ``survival:*``, ``rank:*``; from the hook's record of
+    the booster or the ``hyperparameters`` given to it: its targets are values, not classes, whether or not
+    labels were saved). Classes that never occur among the labels are unknown to the rule (it is not told how
     many classes there are) and do not count as a minimum of 0 -- but when every label is one class while the
     predictions score ``K >= 2`` classes (a label made by a threshold in the wrong units, a filter that kept one
     class), the data is the extreme of imbalance: the condition is met once ``n`` labels make it beyond doubt
@@ -374,6 +380,7 @@ class ClassImbalance(_LabelsAndPredictions):
         #: every step's part, counted or not (the misprediction test reads the last one)
         self._parts: dict = {}
         self._train_labels = False  # whether the run has TRAIN-mode labels (once True, stays so)
+        self._regression: Tuple[int, Optional[str]] = (-1, None)  # (tensors of the run when read, objective)
 
     def _contribution(self, step, label_names, prediction_names):
         labels, predictions = self._pairs(step, label_names, prediction_names, argmax=self.argmax)
@@ -397,7 +404,19 @@ class ClassImbalance(_LabelsAndPredictions):
         (XGBoost's validation labels are all a run has)."""
         return not self._train_labels or self.base_trial.mode(step) == ModeKeys.TRAIN
 
+    def _regression_objective(self) -> Optional[str]:
+        """The run's XGBoost objective when it is a regression's (see :func:`regression_objective`)."""
+        count = len(self.base_trial.tensor_names())
+        if self._regression[1] is None and self._regression[0] != count:
+            self._regression = (count, regression_objective(self.base_trial))
+        return self._regression[1]
+
     def invoke_at_step(self, step):
+        objective = self._regression_objective()
+        if objective is not None:
+            self.not_applicable(f"the model is a regression (XGBoost objective {objective}): its targets are "
+                                "values, not classes")
+            return False
         self._say_no_classes()
         label_names = sorted(set(select_tensors(self.base_trial, [], self.labels_regex))
                              | set(collection_tensors(self.base_trial, self.labels_collection)))
@@ -466,8 +485,18 @@ class ClassImbalance(_LabelsAndPredictions):
         _, wrong, compared = self._parts[step]
         for c in np.flatnonzero(compared >= 10):
             if wrong[c] / compared[c] > self.threshold_misprediction:
-                return (f"class {c}: {wrong[c]} of {compared[c]} samples mispredicted ({wrong[c] / compared[c]:.4g} "
-                        f"> threshold_misprediction {self.threshold_misprediction:g})")
+                # (reached only when the class counts passed the imbalance test above: said, lest
+                # "ClassImbalance" be read as "the data is imbalanced")
+                if len(present) > 1:
+                    rarest = least if least != most else next(k for k in present if k != most)  # (a tie)
+                    counts_said = (f"the classes are balanced: class {most} has {counts[most]} labels, class "
+                                   f"{rarest} {counts[rarest]}, ratio {ratio:.3g} <= threshold_imbalance "
+                                   f"{self.threshold_imbalance:g}")
+                else:
+                    counts_said = f"all {counts[most]} labels counted are class {most}"
+                return (f"the trained model mispredicts class {c} in {wrong[c]} of its {compared[c]} samples "
+                        f"({wrong[c] / compared[c]:.4g} > threshold_misprediction {self.threshold_misprediction:g}): "
+                        f"a fault of the predictions, not of the class counts ({counts_said})")
         return False
 
 

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Callable, Dict, Iterable, List, Optional, Tuple
+import re
+from typing import Callable, Dict, Iterable, List, Optional, Tuple, Union
 
 import numpy as np
 
 from smdebug.exceptions import SMDebugValueError
-from smdebug.rules.generic.activation_rules import _check_regexes, batches_at
+from smdebug.rules.generic.activation_rules import (
+    CHANNELS_FIRST_FRAMEWORKS,
+    CHANNELS_LAST_FRAMEWORKS,
+    _check_regexes,
+    batches_at,
+    parameter_shapes,
+)
 from smdebug.rules.generic.selection import collection_tensors, select_tensors
 from smdebug.rules.params import as_float, as_float_list, as_int, as_int_list, as_list, in_range
 from smdebug.rules.rule import Rule
@@ -69,6 +76,31 @@ class StepSums:
         return self._sum
 
 
+#: the most channels an image has whatever its size (RGBA); more are plausible only below its height and width
+IMAGE_CHANNELS = 4
+#: parameter names of recurrent layers: PyTorch ``lstm.weight_ih_l0``, MXNet ``lstm0_l0_i2h_weight``, Keras
+#: ``lstm/lstm_cell/kernel``, ``.../recurrent_kernel`` (the names of the parameters, not of the modules: a model
+#: class ``BiLSTM`` prefixes all of its parameters' names)
+_RECURRENT = re.compile(r"weight_ih|weight_hh|i2h_weight|h2h_weight|recurrent_kernel|(lstm|gru|rnn)_cell/")
+#: a 3-D image read as one channel
+GRAYSCALE = "grayscale"
+
+
+def _in_size(shape: Tuple[int, ...], framework: Optional[str]) -> Tuple[int, ...]:
+    """The input size(s) of a layer from its weight's shape: a dense/recurrent weight is (out, in) in PyTorch
+    and MXNet, (in, out) in Keras; a convolution's kernel (out, in, k...) or (k..., in, out). Both
+    candidates when the framework is unknown."""
+    if len(shape) == 2:
+        first, last = (shape[1],), (shape[0],)
+    else:
+        first, last = (shape[1],), (shape[-2],)
+    if framework in CHANNELS_FIRST_FRAMEWORKS:
+        return first
+    if framework in CHANNELS_LAST_FRAMEWORKS:
+        return last
+    return first + last
+
+
 def _add_channel_stats(total: Optional[dict], part: _Stats) -> dict:
     """Running (sums, counts, samples) per channel layout (parts of another shape are summed apart)."""
     total = {} if total is None else total
@@ -85,10 +117,22 @@ class CheckInputImages(Rule):
     """Fires when the input images do not look normalised: the mean of some channel is far from 0.
 
     Inspects the tensors of ``collection_names`` (``inputs``: the model's inputs, which every hook saves
-    there) and those whose name matches ``regex`` (``re.search``) that have at least 3 dimensions (axis 0 the
-    batch, ``channel`` the channel axis; others are skipped). At step ``s`` the statistics of a
-    tensor cover every step ``<= s`` at which it was saved with the same number of channels as at ``s`` (the
-    run as seen live up to ``s``, whatever step the evaluation started at); per channel ``c``::
+    there) and those whose name matches ``regex`` (``re.search``) that are images (axis 0 the batch):
+
+    * 4 dimensions or more, ``(N, C, H, W)`` or ``(N, H, W, C)`` with ``channel`` the channel axis, when the
+      channel count is plausible: at most 4 (gray, RGB, RGBA), or no larger than every other dimension
+      (multispectral). A channel axis of 28 entries beside one of 1 is an image read with the wrong
+      ``channel``, or no image: not judged.
+    * 3 dimensions ``(N, H, W)`` only on evidence, from the parameters the run saved (weights, else
+      gradients), that the model reads a grayscale image: a dense layer of ``H * W`` inputs (it flattens the
+      image) or a 2-D convolution of 1 input channel, and no recurrent layer or 1-D convolution (which read
+      ``(N, L, F)`` / ``(N, C, L)`` as a sequence or a signal). The whole image is one channel, channel 0.
+    * anything else (2-D features, token ids, sequences, 3-D without the evidence) is no image: the verdict
+      is NotApplicable with the reason (UnnormalizedInput judges features and sequences).
+
+    At step ``s`` the statistics of a tensor cover every step ``<= s`` at which it was saved with the same
+    number of channels as at ``s`` (the run as seen live up to ``s``, whatever step the evaluation started
+    at); per channel ``c``::
 
         mean_c  = sum of all values of channel c / number of those values
         samples = sum of the batch sizes (axis 0) over those steps
@@ -126,24 +170,80 @@ class CheckInputImages(Rule):
             raise SMDebugValueError(f"{rule}: channel must not be 0 (axis 0 is the batch)")
         self._stats: Dict[str, StepSums] = {}
         self._warned = set()
-        self._flat: Dict[str, int] = {}  # input tensor -> dimensions, for inputs read that are no images
+        self._no_image: Dict[str, str] = {}  # input tensor -> why it is no image, for inputs read that are none
+        self._framework: Optional[str] = None  # the run's, "" when unknown (read at the first 3-D input)
+        self._parameters: Dict[str, Tuple[int, ...]] = {}  # the saved weights' shapes: the model's layers
+        self._names_seen = -1  # how many tensors the run had when the weights were last looked for
+
+    def _image_layout(self, name: str, shape: Tuple[int, ...]) -> Union[int, str, None]:
+        """The channel axis of an image of ``shape`` (:data:`GRAYSCALE` for a 3-D image: one channel), or why
+        it is no image (a sentence), or None if it cannot be read with ``channel`` (warned once)."""
+        ndim = len(shape)
+        if ndim < 3:
+            return f"the model's input is no image: {name} has {ndim} dimension{'s' if ndim != 1 else ''}"
+        if ndim == 3:
+            return self._grayscale_evidence(name, shape)
+        axis = self.channel if self.channel > 0 else ndim + self.channel
+        if not 1 <= axis < ndim:
+            if name not in self._warned:
+                self._warned.add(name)
+                self.logger.warning("%s: %s has %d dimensions, no channel axis %d", self.rule_name, name, ndim,
+                                    self.channel)
+            return None
+        channels, others = shape[axis], [shape[a] for a in range(1, ndim) if a != axis]
+        if channels > IMAGE_CHANNELS and channels > min(others):
+            return (f"the model's input is no image with channel axis {self.channel}: {name} {tuple(shape)} has "
+                    f"{channels} entries there, more than an image's {IMAGE_CHANNELS} channels and than its "
+                    f"other dimensions (an image in the other layout needs the parameter channel)")
+        return axis
+
+    def _grayscale_evidence(self, name: str, shape: Tuple[int, ...]) -> str:
+        """:data:`GRAYSCALE` when the run's saved parameters say the model reads ``(N, H, W)`` as an image,
+        else why not."""
+        if self._framework is None:
+            from smdebug.core.run_info import framework_of
+
+            self._framework = framework_of(self.base_trial) or ""
+        if not self._parameters:
+            # read again while there are none, when the run has new tensors (a run followed while it trains)
+            known = len(self.base_trial.tensor_names())
+            if known != self._names_seen:
+                self._names_seen = known
+                self._parameters = parameter_shapes(self.base_trial)
+        _, height, width = shape
+        described = f"{name} {tuple(shape)}"
+        recurrent = sorted(n for n in self._parameters if _RECURRENT.search(n))
+        if recurrent:
+            return (f"the model's input is no image: {described} is a sequence read by a recurrent layer "
+                    f"({recurrent[0]})")
+        conv1d = sorted(n for n, p in self._parameters.items()
+                        if len(p) == 3 and set(_in_size(p, self._framework)) & {height, width})
+        if conv1d:
+            return f"the model's input is no image: {described} is a signal read by a 1-D convolution ({conv1d[0]})"
+        flattens = any(len(p) == 2 and height * width in _in_size(p, self._framework)
+                       for p in self._parameters.values())
+        convolves = any(len(p) == 4 and 1 in _in_size(p, self._framework) for p in self._parameters.values())
+        if flattens or convolves:
+            return GRAYSCALE
+        return (f"the model's input is no image: {described} has 3 dimensions and the run does not say it is "
+                f"one (a grayscale (N, H, W) image is recognised by a saved weight of a layer that flattens it, "
+                f"H*W inputs, or of a 2-D convolution of 1 input channel)")
 
     def _contribution(self, name: str, step: int) -> Optional[_Stats]:
         sums, counts, samples = None, None, 0
         for value in batches_at(self.base_trial, name, step):
-            if value.ndim < 3 and value.size:
-                self._flat[name] = value.ndim
-            if value.ndim < 3 or value.size == 0 or value.dtype.kind not in "fiub":
+            if value.size == 0 or value.dtype.kind not in "fiub":
                 continue
-            axis = self.channel if self.channel > 0 else value.ndim + self.channel
-            if not 1 <= axis < value.ndim:
-                if name not in self._warned:
-                    self._warned.add(name)
-                    self.logger.warning("%s: %s has %d dimensions, no channel axis %d", self.rule_name, name,
-                                        value.ndim, self.channel)
+            layout = self._image_layout(name, value.shape)
+            if layout is None:
                 continue
-            other_axes = tuple(a for a in range(value.ndim) if a != axis)
-            s = value.sum(axis=other_axes, dtype=np.float64)
+            if isinstance(layout, str) and layout != GRAYSCALE:
+                self._no_image[name] = layout
+                continue
+            if layout == GRAYSCALE:
+                s = np.array([value.sum(dtype=np.float64)])
+            else:
+                s = value.sum(axis=tuple(a for a in range(value.ndim) if a != layout), dtype=np.float64)
             n = np.full(s.shape, value.size // s.size, dtype=np.int64)
             if sums is None:
                 sums, counts = s, n
@@ -156,16 +256,20 @@ class CheckInputImages(Rule):
 
     def invoke_at_step(self, step):
         # reads of earlier steps (evaluation started late) are not a judgement of this one
-        self.not_evaluated("judges at steps where an image tensor (>= 3 dimensions) was saved")
+        self.not_evaluated("judges at steps where an image was saved (4-D, or 3-D grayscale the model flattens or "
+                           "convolves)")
+        no_image = []
         for name in select_tensors(self.base_trial, self.collection_names, self.regex):
             stats = self._stats.setdefault(name, StepSums(_add_channel_stats))
             for s in stats.steps_to_read(self.base_trial.tensor(name).steps, step):
                 stats.add(s, self._contribution(name, s))
             current = stats.parts.get(step)
             if current is None:
-                if name in self._flat:
-                    self.not_applicable(f"the model's input is no image: {name} has {self._flat[name]} "
-                                        f"dimension{'s' if self._flat[name] != 1 else ''}")
+                if name in self._no_image:
+                    no_image.append(self._no_image[name])
+                    # every input that is no image, in one reason (a model's tokens and their lengths...)
+                    self.not_applicable(no_image[0] + "".join(
+                        "; " + r.replace("the model's input is no image: ", "") for r in no_image[1:]))
                 continue
             sums, counts, samples = stats.total(step)[current[0].shape]
             if samples < self.threshold_samples:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from typing import Dict, List, Optional, Sequence, Set, Tuple
+from typing import Dict, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
@@ -278,45 +278,193 @@ def _bad_regex(pattern: str) -> bool:
 
 
 # ----------------------------------------------------------------------------------------------------------
-# Overfit
+# validation passes (Overfit, Overtraining)
 # ----------------------------------------------------------------------------------------------------------
-class Evaluations:
-    """For one loss: its evaluations in order -- each EVAL-mode save with the validation loss (the running
-    mean of its pass of EVAL saves) and the training loss (the mean of the TRAIN-mode saves between the
-    previous pass and this one) -- read once, incrementally."""
+class ValidationPass(NamedTuple):
+    """One evaluation of a loss: a pass of consecutive EVAL-mode saves with no step of another mode between
+    them (Keras saves one EVAL step per validation batch; a PyTorch loop that evaluates batch by batch in
+    EVAL mode does the same)."""
+
+    first: int  # global step of the pass's first EVAL save of the loss
+    last: int  # global step of its last one
+    first_mode: int  # their EVAL mode steps
+    last_mode: int
+    saves: int  # EVAL saves of the loss in the pass
+    value: float  # the pass's validation loss (see ValidationPasses)
+    train: Optional[float]  # the training loss before it; None if no TRAIN save came before
+    recorded: bool  # value is the pass's loss as the hook recorded it (``val_<loss>``)
+
+
+class ValidationPasses:
+    """For one loss: its validation passes in order, read once, incrementally along the loss's saved steps.
+
+    **Grouping.** Two EVAL-mode saves belong to one pass when no step of another mode lies between them: the
+    mode-step counter rose by as much as the global step (every step between was an EVAL step), or, for a run
+    that numbers its EVAL steps itself, none of the saved steps between is of another mode. A pass ends at
+    the loss's next save that is not in it, or at any later step of the run outside it, or at the end of
+    training; until then (the last pass of a run still being written) it is not an evaluation yet.
+
+    **Value.** A pass of one save is that save. For longer passes the saves can mean two things: Keras saves
+    its *running mean* over the pass so far at each validation batch (reset at each pass: the last save is
+    the pass's loss), a loop that saves each batch's own loss saves per-batch losses (the pass's loss is
+    their mean). The run tells them apart where the hook recorded the evaluation's own result: the Keras hook
+    saves ``val_<loss>`` once, at the pass's last step (Keras' ``val_loss``, what its EarlyStopping
+    monitors); that value is taken. Otherwise the pass's value is the mean of its saves: exactly the pass's
+    loss for per-batch losses, and for running means a fixed weighted mean of all of the pass's batches
+    (batch ``j`` of ``n`` weighs ``sum(1/i for i in j..n) / n``), the same weights at every pass over the same
+    validation batches -- so passes compare like with like. The last save alone would be one batch's loss
+    for per-batch losses (the noisiest choice there), so the mean is the robust choice for both.
+
+    **Training loss.** Each pass carries the mean of the loss's TRAIN-mode saves between the previous pass and
+    this one (the latest such mean when none was saved between them; None before any).
+    """
 
     def __init__(self, trial, saved: SavedSteps, name: str):
         self.trial, self.saved, self.name = trial, saved, name
-        self.steps: List[int] = []  # global EVAL steps with both losses
-        self.val: List[float] = []
-        self.train: List[float] = []
+        self.marker = f"val_{name}"
+        self.passes: List[ValidationPass] = []
         self._done = 0  # saved steps of the loss looked at
-        self._pass: List[float] = []
-        self._trains: List[float] = []
-        self._pass_train: Optional[float] = None
+        self._open: List[Tuple[int, int]] = []  # (global step, EVAL step) of the saves of the open pass
+        self._values: List[float] = []  # their values (saves with only reductions have none)
+        self._trains: List[float] = []  # TRAIN values since the last pass
+        self._train: Optional[float] = None  # the latest training mean
 
-    def extend(self, upto: int) -> None:
+    def extend(self, upto: int) -> int:
+        """Read the loss's saves up to global step ``upto``; returns how many passes ended (new ones)."""
+        before = len(self.passes)
         steps = self.saved.steps(self.name)
         end = bisect.bisect_right(steps, upto)
         for g in steps[self._done:end]:
-            mode = self.trial.mode(g)
-            value = self.saved.mean(self.name, g)
+            mode, m = self.trial.mode_modestep(g)
+            if mode == ModeKeys.EVAL:
+                if self._open and not self._same_pass(self._open[-1], (g, m)):
+                    self._close(g)
+                self._open.append((g, m))
+                value = self.saved.mean(self.name, g)
+                if value is not None:
+                    self._values.append(value)
+                continue
+            if self._open:  # a step of another mode: the pass ended
+                self._close(g)
             if mode == ModeKeys.TRAIN:
-                if self._pass:  # a pass of EVAL saves ended
-                    self._pass, self._trains = [], []
+                value = self.saved.mean(self.name, g)
                 if value is not None:
                     self._trains.append(value)
-            elif mode == ModeKeys.EVAL:
-                if not self._pass:
-                    self._pass_train = float(np.mean(self._trains)) if self._trains else None
-                if value is None:
-                    continue
-                self._pass.append(value)
-                if self._pass_train is not None:
-                    self.steps.append(g)
-                    self.val.append(float(np.mean(self._pass)))
-                    self.train.append(self._pass_train)
         self._done = max(self._done, end)
+        if self._open and self._ended(steps[end] if end < len(steps) else None):
+            self._close(steps[end] if end < len(steps) else None)
+        return len(self.passes) - before
+
+    def _same_pass(self, a: Tuple[int, int], b: Tuple[int, int]) -> bool:
+        """Whether EVAL saves ``a`` and ``b`` (global step, EVAL step; ``a`` first) are of one pass."""
+        (ga, ma), (gb, mb) = a, b
+        if gb - ga <= 1:
+            return True
+        if mb - ma < gb - ga:  # fewer EVAL steps than steps between them: steps of another mode
+            return False
+        if mb - ma == gb - ga:  # the hook's own numbering: every step between was an EVAL step
+            return True
+        steps = self.trial.steps()  # EVAL steps numbered by the loop: what was saved between tells
+        i, j = bisect.bisect_right(steps, ga), bisect.bisect_left(steps, gb)
+        return all(self.trial.mode(s) == ModeKeys.EVAL for s in steps[i:j])
+
+    def _ended(self, following: Optional[int]) -> bool:
+        """Whether the open pass has ended: the loss's next save (``following``) is not in it, or -- with no
+        later save of the loss yet -- the run went on past it (its last step is not in it) or ended."""
+        last = self._open[-1]
+        if following is not None:
+            mode, m = self.trial.mode_modestep(following)
+            return mode != ModeKeys.EVAL or not self._same_pass(last, (following, m))
+        if self.trial.loaded_all_steps:
+            return True
+        steps = self.trial.steps()
+        if not steps or steps[-1] <= last[0]:
+            return False
+        mode, m = self.trial.mode_modestep(steps[-1])
+        return mode != ModeKeys.EVAL or not self._same_pass(last, (steps[-1], m))
+
+    def _recorded(self, following: Optional[int]) -> Optional[float]:
+        """The pass's loss as the hook recorded it: ``val_<loss>`` saved once in EVAL mode in the pass (from its
+        first save to the loss's next save outside it, ``following``), or None."""
+        steps = self.saved.steps(self.marker)
+        if not steps:
+            return None
+        first, last = self._open[0], self._open[-1]
+        i = bisect.bisect_left(steps, first[0])
+        j = bisect.bisect_left(steps, following) if following is not None else len(steps)
+        inside = []
+        for g in steps[i:j]:
+            mode, m = self.trial.mode_modestep(g)
+            if mode == ModeKeys.EVAL and (g <= last[0] or self._same_pass(last, (g, m))):
+                inside.append(g)
+        if len(inside) != 1:
+            return None
+        return self.saved.mean(self.marker, inside[0])
+
+    def _close(self, following: Optional[int]) -> None:
+        if self._trains:
+            self._train, self._trains = float(np.mean(self._trains)), []
+        recorded = self._recorded(following) if len(self._open) > 1 or not self._values else None
+        value = recorded if recorded is not None else (float(np.mean(self._values)) if self._values else None)
+        if value is not None:
+            (g0, m0), (g1, m1) = self._open[0], self._open[-1]
+            self.passes.append(ValidationPass(g0, g1, m0, m1, len(self._open), value, self._train,
+                                              recorded is not None))
+        self._open, self._values = [], []
+
+
+def describe_pass(p: ValidationPass, mode: bool = False) -> str:
+    """Where a pass is, for messages: ``step 7`` for a pass of one save, ``steps 50-62`` for a longer one
+    (``EVAL step``/``EVAL steps`` and EVAL mode steps with ``mode``)."""
+    first, last = (p.first_mode, p.last_mode) if mode else (p.first, p.last)
+    label = "EVAL step" if mode else "step"
+    return f"{label} {last}" if p.saves == 1 else f"{label}s {first}-{last}"
+
+
+def describe_passes(passes: Sequence[ValidationPass]) -> str:
+    """What an evaluation was, for messages on runs with passes of several saves (empty otherwise)."""
+    longest = max((p.saves for p in passes), default=1)
+    if longest <= 1:
+        return ""
+    how = "val_* as recorded by the hook" if any(p.recorded for p in passes) else "the mean of its saves"
+    return f"; an evaluation is a validation pass (up to {longest} EVAL saves; its loss: {how})"
+
+
+def ended_now(p: ValidationPass, step: int, previous: Optional[int]) -> bool:
+    """Whether pass ``p``, found ended when the rule was invoked at ``step``, is judged there: at its last save,
+    or later when that save was the step the rule was invoked at before (a run still being written: the step
+    that showed the pass ended came after it) -- not a pass that ended before the rule started."""
+    return p.last == step or (previous is not None and p.last >= previous)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Overfit
+# ----------------------------------------------------------------------------------------------------------
+class Evaluations:
+    """For one loss: its evaluations in order -- each validation pass (:class:`ValidationPasses`) with a
+    training loss before it: ``val`` the pass's validation loss, ``train`` the mean of the TRAIN-mode saves
+    between the previous pass and this one -- read once, incrementally."""
+
+    def __init__(self, trial, saved: SavedSteps, name: str):
+        self.reader = ValidationPasses(trial, saved, name)
+        self.passes: List[ValidationPass] = []
+        self.steps: List[int] = []  # global step of each evaluation's last EVAL save
+        self.val: List[float] = []
+        self.train: List[float] = []
+
+    def extend(self, upto: int) -> int:
+        """Read up to global step ``upto``; returns how many evaluations ended (new ones)."""
+        new = self.reader.extend(upto)
+        added = 0
+        for p in self.reader.passes[len(self.reader.passes) - new:]:
+            if p.train is None:
+                continue  # no training loss before it
+            self.passes.append(p)
+            self.steps.append(p.last)
+            self.val.append(p.value)
+            self.train.append(p.train)
+            added += 1
+        return added
 
 
 def running_medians(values: List[float], window: int) -> List[float]:
@@ -334,17 +482,24 @@ class Overfit(Rule):
     none, every scalar tensor). Each loss needs TRAIN-mode and EVAL-mode saves; a loss saved per sample counts
     as its mean.
 
-    **Evaluations.** Every global step at which the loss was saved in EVAL mode, with a TRAIN save before
-    its pass, is one evaluation ``k``: ``val[k]`` = mean of the EVAL losses of its pass up to that step,
-    ``train[k]`` = mean of the TRAIN losses saved between the previous pass and this one. Medians over the
+    **Evaluations.** Each validation pass -- consecutive EVAL-mode saves of the loss with no step of another
+    mode between them (one save per validation batch, as Keras saves them, or a single save) -- with a TRAIN
+    save before it is one evaluation ``k``: ``val[k]`` = the pass's validation loss (``val_<loss>`` where the
+    hook recorded it, as the Keras hook does; otherwise the mean of the pass's saves -- see
+    :class:`ValidationPasses`), ``train[k]`` = mean of the TRAIN losses saved between the previous pass and
+    this one. An evaluation is judged once its pass has ended: at the pass's last EVAL save (while following a
+    run still being written, possibly at the first step after it that shows the pass ended). Medians over the
     last ``window`` evaluations smooth both (``V[k]``, ``T[k]``); ``b`` is the evaluation with the lowest
-    ``V`` so far. At an evaluation ``k >= start_step`` with at least ``2 * window`` evaluations so far::
+    ``V`` so far. At an evaluation ``k`` judged at a step ``>= start_step`` with at least ``2 * window``
+    evaluations so far::
 
         rose    = V[k] > V[b] + |V[b]| * rise_percent / 100     (validation worse than its best)
         learned = T[k] < T[b]                                    (training still improved since then)
         gap     = (V[k] - T[k]) / |T[k]| > ratio_threshold        (validation above training)
 
-    and the rule fires when all three hold at ``k`` and the ``patience - 1`` evaluations before it.
+    and the rule fires when all three hold at ``k`` and the ``patience - 1`` evaluations before it. (Counting
+    each validation batch as an evaluation made one pass at fixed weights look like many evaluations, and
+    medians mix batches of one pass with those of the next.)
 
     A gap alone is not overfitting (a healthy model's validation loss is often 20-200% above its training
     loss, the original's only test), nor is one noisy evaluation: the validation loss must have *turned*,
@@ -352,13 +507,13 @@ class Overfit(Rule):
 
     :param tensor_regex: regexes of the loss tensors (list or comma-separated string). Default None.
     :param start_step: first global step evaluated. Default ``"0"``.
-    :param patience: consecutive evaluations needed (>= 1). Default ``"1"``.
+    :param patience: consecutive evaluations (validation passes) needed (>= 1). Default ``"1"``.
     :param ratio_threshold: the smallest relative gap of validation over training loss. Default ``"20"`` (the
         validation loss 21 times the training loss: a memorising model's training loss goes to ~0 while its
         validation loss rises -- 200-500 times the training loss in the benchmark's overfitting runs; a
         healthy model's validation loss is commonly 1.2-6 times its training loss, which the original's 0.1
         flagged).
-    :param window: evaluations per median (>= 1). Default ``"3"``.
+    :param window: evaluations (validation passes) per median (>= 1). Default ``"3"``.
     :param rise_percent: how far above its best the smoothed validation loss must be, in percent (>= 0).
         Default ``"10"``.
     """
@@ -383,6 +538,7 @@ class Overfit(Rule):
                                      scalar_fallback=not self.tensor_regex)
         self._evaluations: Dict[str, Evaluations] = {}
         self._met: Dict[str, Dict[int, bool]] = {}
+        self._previous: Optional[int] = None  # the step invoked before
 
     def _condition(self, ev: Evaluations, k: int) -> Tuple[bool, str]:
         w = self.window
@@ -394,28 +550,27 @@ class Overfit(Rule):
         learned = t < tb
         gap = (v - t) / abs(t) if t else float("inf")
         met = rose and learned and gap > self.ratio_threshold
-        why = (f"median validation loss {vb:.4g} at its best (step {ev.steps[b + w - 1]}) -> {v:.4g} "
+        why = (f"median validation loss {vb:.4g} at its best ({describe_pass(ev.passes[b + w - 1])}) -> {v:.4g} "
                f"(+{(v - vb) / abs(vb) if vb else float('inf'):.1%}, rise_percent {self.rise_percent:g}) while the "
                f"median training loss fell {tb:.4g} -> {t:.4g}; validation {gap:.1%} above training "
-               f"(ratio_threshold {self.ratio_threshold:g}); medians of {w} evaluations")
+               f"(ratio_threshold {self.ratio_threshold:g}); medians of {w} evaluations"
+               f"{describe_passes(ev.passes[:k + 1])}")
         return met, why
 
     def invoke_at_step(self, step):
-        if step < self.start_step or self.base_trial.mode(step) != ModeKeys.EVAL:
-            self.not_evaluated(f"judges at EVAL-mode saves of a loss from start_step={self.start_step}, "
-                               "against the TRAIN-mode saves before them")
-            _no_validation(self)
-            return False
-        judged = False
+        judged = ended = False
+        previous, self._previous = self._previous, step
         for name in self._losses.names():
             ev = self._evaluations.setdefault(name, Evaluations(self.base_trial, self._saved, name))
-            ev.extend(step)
-            if not ev.steps or ev.steps[-1] != step:
-                continue
+            # (read at every step, before start_step too: a pass that ended before it is not judged later)
+            if not (ev.extend(step) and step >= self.start_step and ended_now(ev.passes[-1], step, previous)):
+                continue  # no evaluation ended at this step
+            ended = True
             k = len(ev.steps) - 1
             if k + 1 < 2 * self.window:
                 continue
             judged = True
+            note_read(name)
             met, why = self._condition(ev, k)
             history = self._met.setdefault(name, {})
             history[k] = met
@@ -431,10 +586,16 @@ class Overfit(Rule):
                 streak += 1
                 j -= 1
             if streak >= self.patience:
-                return f"{name}: overfitting: {why}" + (f"; for {self.patience} evaluations" if self.patience > 1 else "")
+                return (f"{name}: overfitting: {why}"
+                        + (f"; for {self.patience} evaluations" if self.patience > 1 else ""))
         if not judged:
-            self.not_evaluated(f"needs 2 * window = {2 * self.window} evaluations (EVAL-mode saves of a loss with "
-                               "TRAIN-mode saves before them)")
+            if ended:
+                self.not_evaluated(f"needs 2 * window = {2 * self.window} evaluations (validation passes of "
+                                   "EVAL-mode saves of a loss with TRAIN-mode saves before them)")
+            else:
+                self.not_evaluated(f"judges each validation pass (consecutive EVAL-mode saves of a loss) once it "
+                                   f"ended, from start_step={self.start_step}, against the TRAIN-mode saves before it")
+            _no_validation(self)
         return False
 
 
@@ -514,31 +675,41 @@ class Overtraining(Rule):
     sample counts as its mean. TRAIN-mode saves are the training loss and EVAL-mode saves the validation
     loss; a loss saved without modes (GLOBAL only) counts as a training loss.
 
-    **Series.** The validation loss is judged as the running median of its last ``window_validation`` EVAL
-    saves, the training loss as medians of consecutive blocks of ``window_train`` TRAIN saves (so one noisy
+    **Evaluations.** An evaluation is one validation pass: consecutive EVAL-mode saves of the loss with no
+    step of another mode between them (Keras saves one EVAL step per validation batch; a loop may save one
+    EVAL step per evaluation or one per batch). Its validation loss is ``val_<loss>`` where the hook recorded
+    it (the Keras hook does, at the pass's last step), otherwise the mean of the pass's saves (see
+    :class:`ValidationPasses`). A pass is judged once it has ended: at its last EVAL save (while following a
+    run still being written, possibly at the first step after it that shows the pass ended). Counting each
+    validation batch as an evaluation made one pass at fixed weights look like many evaluations without
+    improvement.
+
+    **Series.** The validation loss is judged as the running median of its last ``window_validation``
+    evaluations, the training loss as medians of consecutive blocks of ``window_train`` TRAIN saves (so one noisy
     minibatch or evaluation neither makes nor breaks an improvement). Along each series the first value sets
     the best ``b``; a later value ``v`` *improves* when ``b - v >= max(delta, |b| * min_delta_percent / 100)``
     and ``v < b`` (then ``v`` is the best): a relative improvement, which a converging loss keeps making
     at every scale, where the original's absolute 0.01 was out of reach of any loss below about 0.1.
 
-    **Condition.** At an EVAL save, when the validation series has not improved for the last ``w`` values
+    **Condition.** When an evaluation ends, if the validation series has not improved for the last ``w`` values
     with ``w >= patience_validation`` and ``w >=`` the number of values up to its best (at least half of
     the evaluations so far came after the best: training went on at least as long as it took to get
     there), *and* the training series fell by at least ``train_progress_percent`` since the best validation
-    value (training went on learning the training set, not the task). With ``judge_training``, also at a
+    value (training went on learning the training set, not the task; a training loss that did not change,
+    e.g. 0 throughout, did not fall). With ``judge_training``, also at a
     TRAIN save that completes a block, when the last ``patience_train`` blocks were no improvement (the
     original's test on the training loss alone; off by default: a healthy run's training loss converges
     and stops improving too, and nothing tells the two apart without a validation loss). It fires again at
-    every further such save.
+    every further such evaluation or save.
 
     :param patience_train: blocks of TRAIN saves without improvement (>= 1). Default ``"5"``.
-    :param patience_validation: EVAL saves without improvement (>= 1). Default ``"10"``.
+    :param patience_validation: evaluations (validation passes) without improvement (>= 1). Default ``"10"``.
     :param delta: smallest absolute decrease that counts as an improvement (>= 0). Default ``"0"`` (the
         original's ``"0.01"`` is still accepted; the larger of the two thresholds applies).
     :param min_delta_percent: smallest decrease that counts as an improvement, relative to the best, in
         percent (>= 0). Default ``"1"``.
     :param window_train: TRAIN saves per block (>= 1). Default ``"10"``.
-    :param window_validation: EVAL saves per running median (>= 1). Default ``"3"``.
+    :param window_validation: evaluations (validation passes) per running median (>= 1). Default ``"3"``.
     :param train_progress_percent: how much the training loss must have fallen since the best validation
         value, in percent (0-100). Default ``"90"`` (an order of magnitude: a healthy run's training loss
         goes on falling slowly after its validation loss levels off; a model that memorises its training set
@@ -567,11 +738,16 @@ class Overtraining(Rule):
         self.judge_training = as_bool(name, "judge_training", judge_training)
         self._saved = SavedSteps(base_trial)
         self._losses = LossSelection(base_trial, [], [], use_losses_collection=True)
-        #: per (loss, mode): [values read, their mode steps, Plateau over the smoothed series, next to read]
+        #: per (loss, mode): [values read, their mode steps, Plateau over the smoothed series, next to read,
+        #: smoothed series as (mode step, median)] -- the training loss (TRAIN, or GLOBAL without modes)
         self._series: Dict[Tuple[str, ModeKeys], list] = {}
+        #: per loss: its validation passes, and [pass values, smoothed series as (pass index, median), Plateau]
+        self._passes: Dict[str, ValidationPasses] = {}
+        self._validation: Dict[str, list] = {}
+        self._previous: Optional[int] = None  # the step invoked before
 
     def _series_at(self, name: str, mode: ModeKeys, s: int) -> list:
-        """Read the loss's saves of ``mode`` up to mode step ``s`` into its smoothed series."""
+        """Read the loss's saves of ``mode`` (TRAIN or GLOBAL) up to mode step ``s`` into its smoothed series."""
         entry = self._series.setdefault((name, mode), [[], [], Plateau(self.delta, self.min_delta_percent), 0, []])
         values, steps, plateau, done, smoothed = entry
         source = self._saved.steps(name, mode)
@@ -582,59 +758,87 @@ class Overtraining(Rule):
                 continue
             values.append(value)
             steps.append(m)
-            if mode == ModeKeys.EVAL:
-                if len(values) >= self.window_validation:
-                    smoothed.append((m, float(np.median(values[-self.window_validation:]))))
-                    plateau.add(smoothed[-1][1])
-            elif len(values) % self.window_train == 0:
+            if len(values) % self.window_train == 0:
                 smoothed.append((m, float(np.median(values[-self.window_train:]))))
                 plateau.add(smoothed[-1][1])
         entry[3] = max(done, end)
         return entry
 
+    def _judge_training(self, name: str, mode: ModeKeys, s: int) -> Tuple[bool, Optional[str]]:
+        """(judged, finding) at the training save of mode step ``s``: read for the validation test, judged
+        alone only with ``judge_training``."""
+        if not contains(self._saved.steps(name, mode), s):
+            return False, None
+        _, _, plateau, _, smoothed = self._series_at(name, mode, s)
+        if not smoothed or smoothed[-1][0] != s or not self.judge_training:
+            return False, None  # no new value of the smoothed series at this save, or not judged alone
+        note_read(name)
+        if plateau.wait < self.patience_train:
+            return True, None
+        best_step = smoothed[plateau.best_index][0]
+        return True, (f"{name}: training loss has not improved by {self.min_delta_percent:g}% for {plateau.wait} "
+                      f"blocks of {self.window_train} saves (best median {plateau.best:.6g} at {mode_label(mode)} "
+                      f"{best_step}; patience_train {self.patience_train})")
+
+    def _judge_validation(self, name: str, step: int, previous: Optional[int]) -> Tuple[bool, Optional[str]]:
+        """(judged, finding) at global step ``step`` for the validation passes of the loss that ended there
+        (``previous``: the step invoked before)."""
+        passes = self._passes.setdefault(name, ValidationPasses(self.base_trial, self._saved, name))
+        new = passes.extend(step)
+        if not new:
+            return False, None
+        values, smoothed, plateau = self._validation.setdefault(
+            name, [[], [], Plateau(self.delta, self.min_delta_percent)])
+        w = self.window_validation
+        for i in range(len(passes.passes) - new, len(passes.passes)):
+            values.append(passes.passes[i].value)
+            if len(values) >= w:
+                smoothed.append((i, float(np.median(values[-w:]))))
+                plateau.add(smoothed[-1][1])
+        if (not smoothed or smoothed[-1][0] != len(passes.passes) - 1
+                or not ended_now(passes.passes[-1], step, previous)):
+            return False, None  # no new value of the smoothed series yet, or one that ended before the rule started
+        note_read(name)
+        if plateau.wait < self.patience_validation or plateau.wait < plateau.best_index + 1:
+            return True, None
+        train = self._series.get((name, ModeKeys.TRAIN))
+        if train is None or len(train[4]) < 2:
+            return True, None
+        best = passes.passes[smoothed[plateau.best_index][0]]
+        before = [v for m, v in train[4] if self.base_trial.global_step(ModeKeys.TRAIN, m) <= best.last]
+        last = train[4][-1][1]
+        # (a training loss that did not change did not fall: 0 -> 0 passes "<= 0 * (1 - p)" but is no progress)
+        if not before or not (last < before[-1] and last <= before[-1] * (1 - self.train_progress_percent / 100)):
+            return True, None
+        return True, (f"{name}: validation loss has not improved by {self.min_delta_percent:g}% for "
+                      f"{plateau.wait} evaluations (best median {plateau.best:.6g} at "
+                      f"{describe_pass(best, mode=True)}; "
+                      f"patience_validation {self.patience_validation}) while the training loss went on "
+                      f"falling ({before[-1]:.6g} -> {last:.6g}, medians of {self.window_train} saves)"
+                      f"{describe_passes(passes.passes)}")
+
     def invoke_at_step(self, step):
         step_mode, mode_step = self.base_trial.mode_modestep(step)
         judged = False
+        previous, self._previous = self._previous, step
         for name in self._losses.names():
             has_modes = bool(self._saved.steps(name, ModeKeys.TRAIN) or self._saved.steps(name, ModeKeys.EVAL))
-            if has_modes:
-                if step_mode not in (ModeKeys.TRAIN, ModeKeys.EVAL):
-                    continue
-                mode, s = step_mode, mode_step
+            if not has_modes:
+                found = self._judge_training(name, ModeKeys.GLOBAL, step)
             else:
-                mode, s = ModeKeys.GLOBAL, step
-            if not contains(self._saved.steps(name, mode), s):
-                continue
-            values, steps, plateau, _, smoothed = self._series_at(name, mode, s)
-            if not smoothed or smoothed[-1][0] != s:
-                continue  # no new value of the smoothed series at this save
-            if mode != ModeKeys.EVAL and not self.judge_training:
-                continue  # read for the validation test, judged only with judge_training
-            judged = True
-            note_read(name)
-            best_step = smoothed[plateau.best_index][0]
-            if mode == ModeKeys.EVAL:
-                if plateau.wait < self.patience_validation or plateau.wait < plateau.best_index + 1:
-                    continue
-                train = self._series.get((name, ModeKeys.TRAIN))
-                if train is None or len(train[4]) < 2:
-                    continue
-                best_global = self.base_trial.global_step(ModeKeys.EVAL, best_step)
-                before = [v for m, v in train[4] if self.base_trial.global_step(ModeKeys.TRAIN, m) <= best_global]
-                if not before or not train[4][-1][1] <= before[-1] * (1 - self.train_progress_percent / 100):
-                    continue
-                return (f"{name}: validation loss has not improved by {self.min_delta_percent:g}% for "
-                        f"{plateau.wait} evaluations (best median {plateau.best:.6g} at EVAL step {best_step}; "
-                        f"patience_validation {self.patience_validation}) while the training loss went on "
-                        f"falling ({before[-1]:.6g} -> {train[4][-1][1]:.6g}, medians of {self.window_train} saves)")
-            if mode != ModeKeys.EVAL and self.judge_training and plateau.wait >= self.patience_train:
-                kind = "training loss"
-                return (f"{name}: {kind} has not improved by {self.min_delta_percent:g}% for {plateau.wait} blocks of "
-                        f"{self.window_train} saves (best median {plateau.best:.6g} at {mode_label(mode)} {best_step}; "
-                        f"patience_train {self.patience_train})")
+                found = (False, None)
+                if step_mode == ModeKeys.TRAIN:
+                    found = self._judge_training(name, ModeKeys.TRAIN, mode_step)
+                if found[1] is None:
+                    validation = self._judge_validation(name, step, previous)
+                    found = (found[0] or validation[0], validation[1])
+            judged = judged or found[0]
+            if found[1] is not None:
+                return found[1]
         if not judged:
-            self.not_evaluated(f"needs window_validation={self.window_validation} EVAL-mode saves of a loss (or, with "
-                               f"judge_training, blocks of window_train={self.window_train} training saves)")
+            self.not_evaluated(f"needs window_validation={self.window_validation} evaluations (validation passes of "
+                               f"EVAL-mode saves) of a loss (or, with judge_training, blocks of "
+                               f"window_train={self.window_train} training saves)")
             if not self.judge_training:
                 _no_validation(self)
         return False

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import bisect
-from typing import Optional
+from typing import Dict, Optional, Tuple
 
 import numpy as np
 
 from smdebug.core.modes import ModeKeys
 from smdebug.exceptions import SMDebugValueError
 from smdebug.rules.generic.loss_rules import EVALUATION_ONLY, SavedSteps, auto_mode, contains, mode_label, step_in_mode
-from smdebug.rules.generic.selection import GradientsByStep, select_tensors, trained_parameters, value_at
-from smdebug.rules.params import as_float, as_int
+from smdebug.rules.generic.selection import (GRADIENTS, GradientsByStep, reduction_at, scalar, select_tensors,
+                                             trained_parameters, value_at)
+from smdebug.rules.params import as_float, as_int, in_range
 from smdebug.rules.rule import Rule
 
 WEIGHTS = "weights"
@@ -38,7 +39,22 @@ class WeightUpdateRatio(Rule):
     its layer joins): its ratio of 0 is no fault and the small test skips it. So does a weight whose gradient
     saved at ``p`` is exactly zero: nothing reached it then (the weights behind a layer that starts at zero get
     no gradient at the first step), so the optimizer had nothing to apply; a gradient that stays zero is
-    VanishingGradient's finding. When ``p`` saved no gradient at
+    VanishingGradient's finding. Nor is a *converged* weight: one whose gradient is negligible next to its own
+    earlier gradients, that is, every gradient of it the run saved at the steps ``p..s`` (the interval the
+    update spans; at least one) has an L2 norm at most ``converged_gradient_fraction`` (default 1e-4) times the
+    largest L2 norm of its gradient saved at any earlier step. This is the relative first-order stopping test
+    of numerical optimisation, ``||g_k|| <= tol * ||g_0||`` (Nocedal & Wright, *Numerical Optimization*,
+    ch. 3), taken against the largest earlier gradient rather than the first (a gradient that starts at
+    zero gives no scale): an optimizer's step scales with the gradient (``lr * g`` for SGD) or stops once its
+    tolerance is met (L-BFGS, line searches), so a gradient four orders of magnitude below its size earlier
+    in the run leaves the optimizer nothing to apply, and a tiny update is what a converged weight should
+    show. The default of 1e-4 matches ``small_threshold``: ordinary training's update ratios (1e-4 to 1e-3)
+    sit four to five orders of magnitude above its 1e-8, so a gradient shrunk by 1e-4 is what takes an SGD
+    update down to that threshold. A gradient that stays full-size while the update
+    is tiny still fires: an optimizer that never steps, an optimizer over a copy of the model, a learning
+    rate of 1e-12 all leave the gradient as large as it was. The test needs gradients saved as values or
+    with an ``l2`` norm reduction, at a step before ``p`` and between ``p`` and ``s``; without them the
+    weight is judged as before. When ``p`` saved no gradient at
     all (a gradient schedule unlike the weights'), the whole run decides: a weight with no gradient at any step
     while others have one is frozen. When the run saved no gradient at all, every weight is judged (nothing
     tells frozen from trained: a ``zero_grad()`` between ``backward()`` and ``step()`` leaves the optimizer
@@ -53,10 +69,13 @@ class WeightUpdateRatio(Rule):
     :param large_threshold: the largest tolerated ratio. Default ``"10.0"``.
     :param small_threshold: the smallest tolerated ratio. Default ``"0.00000001"`` (1e-8).
     :param epsilon: added to the norm of the older weight (>= 0). Default ``"0.000000001"`` (1e-9).
+    :param converged_gradient_fraction: a weight whose gradient norm from ``p`` to ``s`` is at most this
+        fraction of its largest earlier gradient norm has converged, and a too-small update of it is no
+        finding (in [0, 1]; 0 turns the exemption off). Default ``"0.0001"``.
     """
 
     def __init__(self, base_trial, num_steps=None, large_threshold="10.0", small_threshold="0.00000001",
-                 epsilon="0.000000001", other_trials=None, action_str=None):
+                 epsilon="0.000000001", converged_gradient_fraction="0.0001", other_trials=None, action_str=None):
         super().__init__(base_trial, other_trials=other_trials, action_str=action_str)
         name = self.rule_name
         if num_steps is None or (isinstance(num_steps, str) and num_steps.strip().lower() in ("", "none")):
@@ -72,7 +91,13 @@ class WeightUpdateRatio(Rule):
             raise SMDebugValueError(
                 f"{name}: small_threshold ({self.small_threshold:g}) must be below large_threshold "
                 f"({self.large_threshold:g})")
+        self.converged_gradient_fraction = in_range(
+            name, "converged_gradient_fraction",
+            as_float(name, "converged_gradient_fraction", converged_gradient_fraction), 0, 1)
         self._saved = SavedSteps(base_trial)
+        #: (number of tensors of the run when built, {weight: its gradient's tensor name})
+        self._gradient_names: Optional[Tuple[int, Dict[str, str]]] = None
+        self._gradient_norms: Dict[Tuple[str, int], Optional[float]] = {}  # (gradient, global step) -> l2 norm
         self._warned_no_weights = False
         self._trained = (-1, None)  # (number of tensors of the run when computed, trained_parameters)
         self._gradients = GradientsByStep(base_trial)
@@ -101,6 +126,49 @@ class WeightUpdateRatio(Rule):
         weight then (VanishingGradient's to judge), so the optimizer had nothing to apply."""
         g = self.base_trial.global_step(mode, p)
         return g is not None and self._gradients.all_zero(name, g)
+
+    def _gradient_of(self, name: str) -> Optional[str]:
+        """The tensor name of the gradient of weight ``name`` (``gradient/<name>``: the gradients collection's
+        members name their parameter after the first ``/``), None if the run saved none."""
+        names = self.base_trial.tensor_names()
+        if self._gradient_names is None or self._gradient_names[0] != len(names):  # new tensors: rebuilt
+            found: Dict[str, str] = {}
+            coll = self.base_trial.collections().get(GRADIENTS)
+            if coll is not None:
+                for n in names:
+                    if "/" in n and coll.matches(n):
+                        found.setdefault(n.split("/", 1)[1], n)
+            self._gradient_names = (len(names), found)
+        return self._gradient_names[1].get(name)
+
+    def _gradient_norm(self, gradient: str, step: int) -> Optional[float]:
+        key = (gradient, step)
+        if key not in self._gradient_norms:
+            norm = reduction_at(self.base_trial, gradient, step, "l2")
+            norm = scalar(norm) if norm is not None else None
+            self._gradient_norms[key] = norm if norm is not None and np.isfinite(norm) else None
+        return self._gradient_norms[key]
+
+    def _converged(self, name: str, mode: ModeKeys, p: int, s: int) -> Optional[str]:
+        """Whether the gradient of ``name`` is negligible over the update from mode step ``p`` to ``s``:
+        every gradient saved at global steps ``p..s`` (at least one) has an L2 norm of at most
+        ``converged_gradient_fraction`` times the largest one saved before ``p``. Returns how (for the log),
+        or None when it is not (or nothing tells)."""
+        if not self.converged_gradient_fraction > 0:
+            return None
+        gradient = self._gradient_of(name)
+        first, last = self.base_trial.global_step(mode, p), self.base_trial.global_step(mode, s)
+        if gradient is None or first is None or last is None:
+            return None
+        steps = self.base_trial.tensor(gradient).steps()
+        earlier = [n for n in (self._gradient_norm(gradient, g) for g in steps if g < first) if n is not None]
+        during = [self._gradient_norm(gradient, g) for g in steps if first <= g <= last]
+        if not earlier or not during or any(n is None for n in during):
+            return None
+        largest, now = max(earlier), max(during)
+        if largest > 0 and now <= self.converged_gradient_fraction * largest:
+            return f"gradient norm {now:.3g} <= {self.converged_gradient_fraction:g} x its earlier {largest:.3g}"
+        return None
 
     def _previous(self, steps, s) -> Optional[int]:
         i = bisect.bisect_left(steps, s)
@@ -145,6 +213,12 @@ class WeightUpdateRatio(Rule):
                 return f"{name}: update/weight ratio {ratio:.4g} > large_threshold {self.large_threshold:g} {where}"
             if ratio < self.small_threshold and not self._not_trained(name, mode, p) and not self._zero_gradient(
                     name, mode, p):
+                converged = self._converged(name, mode, p, s)
+                if converged is not None:
+                    # a converged weight: nothing left to apply, its tiny update is no fault
+                    self.logger.debug("%s: %s: update/weight ratio %.4g %s not judged small: converged (%s)",
+                                      self.rule_name, name, ratio, where, converged)
+                    continue
                 return f"{name}: update/weight ratio {ratio:.4g} < small_threshold {self.small_threshold:g} {where}"
         if not judged and evaluation_only:  # (the run's steps decide: every weight or none)
             self.not_applicable(EVALUATION_ONLY.format(", ".join(evaluation_only[:3])

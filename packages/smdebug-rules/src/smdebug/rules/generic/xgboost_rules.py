@@ -2,7 +2,8 @@
 
 They read what the XGBoost hook saves: ``trees/<column>`` (one 1-D array per column of the booster's tree
 table for the tree(s) of the step's iteration: ``trees/Tree``, ``trees/Node``, ``trees/ID``, ``trees/Yes``,
-``trees/No``...) and ``feature_importance/<type>/<feature>`` (one number per feature).
+``trees/No``...) and ``feature_importance/<type>/<feature>`` (one number per feature), and what the run tells
+of the model (:func:`booster_params`: the booster, the objective, ``num_parallel_tree``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,80 @@ from smdebug.rules.params import as_float, as_int, as_list, in_range
 from smdebug.rules.rule import Rule
 
 _CHILD = re.compile(r"^\s*(?:\d+-)?(\d+)\s*$")
+
+#: the XGBoost hook's record of the booster in the collections file's ``_meta``
+#: (``smdebug.xgboost.hook.BOOSTER_META_KEY``; runs of the original smdebug have none)
+BOOSTER_META_KEY = "xgboost_booster"
+#: the parameters :func:`booster_params` reads from ``hyperparameters/<name>`` tensors when the run has no record
+_HYPERPARAMETERS = ("booster", "objective", "num_parallel_tree")
+
+
+def _hyperparameter(trial, name: str):
+    """The value of ``hyperparameters/<name>`` (a 1-element tensor: a string or a number) at its first save,
+    None when absent or not one value."""
+    tensor_name = f"hyperparameters/{name}"
+    if not trial.has_tensor(tensor_name):
+        return None
+    steps = trial.tensor(tensor_name).steps()
+    value = value_at(trial, tensor_name, steps[0]) if steps else None
+    if value is None or np.size(value) != 1:
+        return None
+    item = np.asarray(value).reshape(-1)[0]
+    if isinstance(item, bytes):
+        item = item.decode("utf-8", "replace")
+    if isinstance(item, (str, np.str_)):
+        return str(item).strip()
+    try:
+        number = float(item)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def booster_params(trial) -> Dict[str, object]:
+    """What an XGBoost run tells of its model: the hook's record of the booster (``_meta.xgboost_booster``:
+    ``{"booster": "gbtree", "objective": "binary:logistic", "num_parallel_tree": 1, ...}``, read from the
+    booster's own configuration; ``"custom_objective": true`` when a callable objective was trained), else
+    the ``booster``, ``objective`` and ``num_parallel_tree`` of the ``hyperparameters`` dict given to the hook
+    (``hyperparameters/<name>`` tensors: how runs of the original smdebug can tell). {} when neither."""
+    meta = getattr(getattr(trial, "collection_manager", None), "meta", None) or {}
+    record = meta.get(BOOSTER_META_KEY)
+    if isinstance(record, dict):
+        return dict(record)
+    found: Dict[str, object] = {}
+    for name in _HYPERPARAMETERS:
+        value = _hyperparameter(trial, name)
+        if value is not None:
+            found[name] = value
+    return found
+
+
+def num_parallel_tree(params: Dict[str, object]) -> int:
+    """``num_parallel_tree`` of :func:`booster_params` (1 when absent or not a number)."""
+    try:
+        number = float(params.get("num_parallel_tree", 1))  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return 1
+    return int(number) if math.isfinite(number) and number >= 1 else 1
+
+
+#: objectives whose targets are values, ranks or times, not classes (``reg:logistic`` excepted: it is the
+#: logistic loss of ``binary:logistic``, trained on 0/1 class labels as often as on fractions)
+REGRESSION_OBJECTIVE_PREFIXES = ("reg:", "count:", "survival:", "rank:")
+
+
+def regression_objective(trial) -> Optional[str]:
+    """The objective of an XGBoost run when it says the targets are no classes (``reg:squarederror``,
+    ``count:poisson``, ``survival:cox``, ``rank:pairwise``...; not ``reg:logistic``), else None (a
+    classification objective, a callable one, or nothing recorded)."""
+    params = booster_params(trial)
+    objective = params.get("objective")
+    if params.get("custom_objective") or not isinstance(objective, str):
+        return None
+    objective = objective.strip()
+    if objective.startswith(REGRESSION_OBJECTIVE_PREFIXES) and objective != "reg:logistic":
+        return objective
+    return None
 
 
 def _child(value) -> Optional[int]:
@@ -83,6 +158,14 @@ class TreeDepth(Rule):
 
     The condition is met when the deepest tree of the step has ``depth(tree) > depth``.
 
+    What the run tells of the model (:func:`booster_params`: the XGBoost hook's record of the booster, else
+    the ``hyperparameters`` given to the hook) can make the rule NotApplicable:
+
+    * ``booster`` ``gblinear``: a linear model builds no trees;
+    * ``num_parallel_tree > 1``: a random forest (or boosted forests). A forest grows deep, decorrelated
+      trees on purpose (subsampled rows and columns) and reduces their variance by averaging them, not by
+      keeping each tree shallow, so the depth limit of a boosted tree says nothing about it.
+
     :param depth: largest allowed tree depth (default 8; the original's 4 fired on XGBoost's own default
         ``max_depth`` of 6. Trees deep enough to memorise the data reach 10 and more).
     """
@@ -133,7 +216,22 @@ class TreeDepth(Rule):
             depths[tree] = depth if depth is not None else _depth_from_ids(tree_nodes)
         return depths
 
+    def _not_applicable(self) -> Optional[str]:
+        """Why the run's model is not one this rule judges (None when it is, or nothing tells)."""
+        params = booster_params(self.base_trial)
+        if params.get("booster") == "gblinear":
+            return "the booster builds no trees: gblinear"
+        forest = num_parallel_tree(params)
+        if forest > 1:
+            return (f"a random forest (num_parallel_tree={forest}): its trees are grown deep on purpose and "
+                    "averaged, so their depth is no sign of overfitting")
+        return None
+
     def invoke_at_step(self, step):
+        reason = self._not_applicable()
+        if reason is not None:
+            self.not_applicable(reason)
+            return False
         depths = self.tree_depths(step)
         if not depths:
             return False
