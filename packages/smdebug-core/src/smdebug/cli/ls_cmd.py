@@ -126,7 +126,7 @@ def render(doc: dict) -> str:
     for col in doc["collections"]:
         if col.get("refused_regex"):
             out.append(f"  note: {col['name']}: include_regex {', '.join(map(repr, col['refused_regex']))} not used "
-                       "(matching took too long)")
+                       "(too slow to match, or too costly to compile)")
     if doc["tensors"] or doc["tensor_count"] == 0:
         out.append("")
         modes = [m for m in MODE_ORDER if any(m in t["modes"] for t in doc["tensors"])]

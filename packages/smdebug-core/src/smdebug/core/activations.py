@@ -22,6 +22,7 @@ Read it with :func:`activation_layers` (a trial or a CollectionManager).
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Mapping, Optional
@@ -113,13 +114,29 @@ def optional_regexes_valid(*regexes) -> bool:
     return True
 
 
+@functools.lru_cache(maxsize=256)
+def _meta_pattern(regex: str):
+    """``regex`` of a record of the run's ``_meta``, matched in bounded time and compiled at bounded cost (it
+    comes from a file, like a collection's ``include_regex``); kept, with its answers, as it is asked again
+    at every step a rule judges."""
+    from smdebug.core.run_regex import BoundedPatterns, Budget
+
+    return BoundedPatterns([regex], "a record of the run's _meta", budget=Budget("the run's _meta"))
+
+
 def matching_names(regex: Optional[str], names: Iterable[str]) -> List[str]:
-    """The names ``regex`` finds (``re.search``), sorted; none for no regex. Shared by the records of the run's
-    ``_meta`` (activation layers here, losses in ``loss_inputs``) that name their tensors by regex."""
+    """The names ``regex`` finds (``re.search``), sorted; none for no regex, or one set aside (too slow to
+    match, too costly to compile: logged once). Shared by the records of the run's ``_meta`` (activation
+    layers here, losses in ``loss_inputs``) that name their tensors by regex."""
     if not regex:
         return []
-    compiled = re.compile(regex)
-    return sorted(n for n in names if compiled.search(n))
+    from smdebug.core.run_regex import PatternError
+
+    try:
+        patterns = _meta_pattern(regex)
+    except PatternError:  # (records are checked with optional_regexes_valid when read: a record made in code)
+        return []
+    return sorted(n for n in names if patterns.search(n))
 
 
 def record(collection_manager, found: Mapping[str, Iterable[ActivationLayer]]) -> None:

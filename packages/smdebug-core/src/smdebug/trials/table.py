@@ -163,6 +163,16 @@ def _read_batch(trial, batch, specs, per_tensor) -> None:
             continue
         key = trial._event_path(f)
         locs = [loc for _, nd in needs for _, loc in nd]
+        try:  # (an index may claim gigabytes of a sparse event file: the records' headers say first)
+            for start, length in locs:
+                trial._check_claimed_length(f, key, start, length)
+        except (EventFileCorrupted, MissingEventFile) as e:
+            if not getattr(trial, "skip_damaged", False):
+                raise
+            get_logger().warning("Skipping damaged step %s of worker %s: %s", f.step, f.worker, e)
+            continue
+        except (FileNotFoundError, UnreadableFileError):
+            pass  # (read record by record below, with the trial's own error handling)
         for lo, length in _groups(locs):
             requests.append((key, lo, length))
             owners.append(len(jobs))

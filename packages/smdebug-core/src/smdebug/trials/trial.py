@@ -47,6 +47,7 @@ from smdebug.core.tfevent.index_file import (
     event_file_key,
     parse_index_file,
 )
+from smdebug.core.tfevent.records import HEADER_SIZE, check_index_length
 from smdebug.core.tfevent.tensor_codec import decode_tensor_record
 from smdebug.trials.read_cache import ReadIndexFilesCache
 from smdebug.trials.read_log import ReadLog
@@ -69,6 +70,10 @@ from smdebug.exceptions import (
 from smdebug.trials.run_detection import missing_run_reason
 
 logger = get_logger()
+
+#: an index entry claiming a record longer than this has the record's own header read and compared first
+#: (see Trial._check_claimed_length); shorter ones cost at most this much to read whole, then are compared
+_CHECK_HEADER_FIRST = 1 << 20
 
 
 def _index_file_path(trial_path, key: str) -> str:
@@ -902,10 +907,29 @@ class Trial:
         self._span_store(key, lo, data)
         return data[start - lo:start - lo + length]
 
+    def _check_claimed_length(self, f: IndexFile, key: str, start: int, length: int) -> None:
+        """Before reading a record the index says is large, read its 12-byte header: the index's length must
+        be the record's own (EventFileCorrupted naming the file and step if not). A length of gigabytes into
+        a sparse event file was read (mapped) whole, 5 GB of memory for a record of a few hundred bytes. A
+        small record is read whole and checked by decode_tensor_record (one read, not two). A claim that runs
+        past the end of the file costs nothing to read (reads are clamped to the file) and is reported as such
+        by the read itself. (One 12-byte read per large record; the end of the claim is looked at only when the
+        header disagrees.)"""
+        if length <= _CHECK_HEADER_FIRST:
+            return
+        try:
+            check_index_length(self.storage.read(key, start, HEADER_SIZE), start, length,
+                               self.storage.full_path(key), f.step)
+        except EventFileCorrupted:
+            if not self.storage.read(key, start + length - 1, 1):
+                return  # a claim past the end of the file: the read says so
+            raise
+
     def _read_event_bytes(self, f: IndexFile, name: str, key: str, start: int, length: int) -> bytes:
         attempts = 0
         while True:
             try:
+                self._check_claimed_length(f, key, start, length)
                 raw = self._read_record_bytes(f, key, start, length)
                 if attempts:  # it came after all: waiting was worth it, the allowance is whole again
                     self._missing_event_waits_left = None
@@ -959,6 +983,8 @@ class Trial:
         raws: List[Optional[bytes]] = [self._span_lookup(*r) for r in requests]
         missing = [i for i, raw in enumerate(raws) if raw is None]
         try:
+            for i in missing:
+                self._check_claimed_length(plan[i][0], *requests[i])
             for i, raw in zip(missing, self.storage.read_many([requests[i] for i in missing]) if missing else []):
                 raws[i] = raw
         except (FileNotFoundError, UnreadableFileError):  # (one value at a time says which step, and how)

@@ -167,6 +167,32 @@ def decode_record(buf, offset: int = 0, path=None, verify: bool = True):
     return payload, stop + FOOTER_SIZE
 
 
+def record_size(header, offset: int = 0, path=None, step=None) -> int:
+    """The whole size (header, payload, footer) of the record whose first ``HEADER_SIZE`` bytes are
+    ``header`` (at byte ``offset`` of the file, for the message), from its own checksummed length header.
+
+    An index entry's length is only a claim: a reader that trusts it reads (maps, allocates) that many
+    bytes, and an event file can be made as large as anyone likes at no cost (sparse). The header is 12
+    bytes and checksummed; ask it first. :class:`EventFileCorrupted` naming ``path`` and ``step`` if the
+    header is short or its checksum fails."""
+    if len(header) < HEADER_SIZE:
+        raise EventFileCorrupted(f"Truncated record header at byte {offset}", path, step)
+    length, len_crc = _unpack_header(header, 0)
+    if mask(crc32c(bytes(header[:8]))) != len_crc:
+        raise EventFileCorrupted(f"Record length checksum mismatch at byte {offset}", path, step)
+    return length + RECORD_OVERHEAD
+
+
+def check_index_length(header, offset: int, index_length: int, path=None, step=None) -> None:
+    """:class:`EventFileCorrupted` unless the record at ``offset`` whose header is ``header`` is exactly
+    ``index_length`` bytes long, as the index entry says (the writer indexes each record's exact extent)."""
+    size = record_size(header, offset, path, step)
+    if size != index_length:
+        raise EventFileCorrupted(
+            f"The index says the record at byte {offset} is {index_length} bytes long, but the record's own "
+            f"header says {size}", path, step)
+
+
 def iter_records(buf, path=None, verify: bool = True):
     """Yield ``(offset, length, payload)`` for every record of a whole file's bytes."""
     offset = 0

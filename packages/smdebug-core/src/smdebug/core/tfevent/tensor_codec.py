@@ -413,7 +413,13 @@ def decode_tensor_record(raw, path=None, step=None, name=None, same_record=None)
     :class:`~smdebug.exceptions.EventFileCorrupted` naming ``path`` and ``step``; nothing else escapes.
     """
     try:
-        payload, _ = decode_record(raw, 0, path)
+        payload, end = decode_record(raw, 0, path)
+        if end != len(raw):
+            # The index entry's length (what was read) must be the record's, as its writer indexed it: a
+            # longer one (an index claiming gigabytes of a sparse file) is damage, whatever the record holds.
+            raise EventFileCorrupted(
+                f"The index says the record is {len(raw)} bytes long, but the record's own header says {end}",
+                path, step)
         if len(payload) >= ZERO_COPY_MIN_BYTES:
             found = locate_tensor_content(payload)
             if found is not None:
