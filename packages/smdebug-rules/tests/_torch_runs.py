@@ -6,7 +6,7 @@ Every test that needs "a run that exhibits the problem" builds a model and data,
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Optional, Sequence, Tuple
+from typing import Callable, Iterable, List, Optional, Sequence, Tuple
 
 import torch
 import torch.nn as nn
@@ -72,6 +72,28 @@ def train_torch(
                 loss_fn(model(eval_data[0]), eval_data[1])
     hook.close()
     return out_dir
+
+
+def train_recommended(out_dir, model: nn.Module, x: torch.Tensor, y: torch.Tensor, loss_fn: nn.Module, *,
+                      steps: int = 40, optimizer: Optional[torch.optim.Optimizer] = None, lr: float = 0.5,
+                      batch_size: int = 32) -> List[float]:
+    """Train ``model`` on minibatches of ``(x, y)`` under ``Hook.recommended(out_dir)`` (what users run),
+    the loss module registered; plain SGD at ``lr`` unless an ``optimizer`` is given (no momentum, no decay: a
+    zero gradient moves nothing). Returns the losses."""
+    hook = smd.Hook.recommended(str(out_dir))
+    hook.register_module(model)
+    hook.register_loss(loss_fn)
+    opt = optimizer or torch.optim.SGD(model.parameters(), lr=lr)
+    losses = []
+    for step in range(steps):
+        start = (step * batch_size) % len(x)
+        opt.zero_grad()
+        loss = loss_fn(model(x[start:start + batch_size]), y[start:start + batch_size])
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    hook.close()
+    return losses
 
 
 def classification_data(n: int = 128, features: int = 10, classes: int = 3, seed: int = 0, scale: float = 1.0):

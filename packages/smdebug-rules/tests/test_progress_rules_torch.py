@@ -18,7 +18,6 @@ from smdebug.rules.generic import (  # noqa: E402
     Overtraining,
     PoorWeightInitialization,
     SimilarAcrossRuns,
-    StalledTrainingRule,
     WeightUpdateRatio,
 )
 from smdebug.rules.rule_invoker import invoke_rule  # noqa: E402

@@ -21,7 +21,6 @@ from smdebug.rules.generic import (
     ImproperOutput,
     LossNotDecreasing,
     OscillatingLoss,
-    Overfit,
     SlowConvergence,
     UnchangedTensor,
     VanishingGradient,

@@ -7,28 +7,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from smdebug import SaveConfig
 from smdebug.rules import run_rules
 from smdebug.rules.generic import ClassImbalance, TreeDepth, WeightUpdateRatio
 from smdebug.rules.results import ISSUES, NO_ISSUES, NOT_APPLICABLE
 from smdebug.rules.rule_invoker import invoke_rule
-from smdebug.trials import create_trial
 
-from _hooks import NumpyHook
+from test_data_rules import run
 
 
 def write(path, steps):
     """A hand-made run: ``steps`` is one {name: value} per step, all saved (``w``: a weight, ``gradient/w``
     its gradient, as NumpyHook's collections say)."""
-    hook = NumpyHook(out_dir=str(path), save_config=SaveConfig(save_interval=1), include_regex=[".*"])
-    for tensors in steps:
-        hook.begin_step()
-        hook.record("loss", np.float32(1.0))
-        for name, value in tensors.items():
-            hook.record(name, np.asarray(value))
-        hook.end_step()
-    hook.close()
-    return create_trial(str(path))
+    return run(path, steps)
 
 
 def verdict(path, rule, **params):

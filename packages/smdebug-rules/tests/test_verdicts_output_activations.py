@@ -14,26 +14,14 @@ from smdebug.rules import run_rules
 
 torch = pytest.importorskip("torch")
 nn = torch.nn
-smd = pytest.importorskip("smdebug.pytorch")
+pytest.importorskip("smdebug.pytorch")
 
-from _torch_runs import classification_data  # noqa: E402
+from _torch_runs import classification_data, train_recommended  # noqa: E402
 
 
 def _train(out_dir, model, x, y, loss_fn, steps=40, lr=0.05):
-    hook = smd.Hook.recommended(str(out_dir))
-    hook.register_module(model)
-    hook.register_loss(loss_fn)
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
-    losses = []
-    for step in range(steps):
-        start = (step * 32) % len(x)
-        opt.zero_grad()
-        loss = loss_fn(model(x[start:start + 32]), y[start:start + 32])
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
-    hook.close()
-    return losses
+    return train_recommended(out_dir, model, x, y, loss_fn, steps=steps,
+                             optimizer=torch.optim.Adam(model.parameters(), lr=lr))
 
 
 def _improper_output(out_dir):

@@ -18,28 +18,15 @@ from test_data_rules import run
 
 torch = pytest.importorskip("torch")
 nn = torch.nn
-smd = pytest.importorskip("smdebug.pytorch")
+pytest.importorskip("smdebug.pytorch")
 
-from _torch_runs import classification_data  # noqa: E402
+from _torch_runs import classification_data, train_recommended  # noqa: E402
 
 RULES = ["VanishingGradient", "WeightUpdateRatio", "ImproperOutput"]
 
 
 def _train(out_dir, model, x, y, loss_fn, steps=40, lr=0.5):
-    hook = smd.Hook.recommended(str(out_dir))
-    hook.register_module(model)
-    hook.register_loss(loss_fn)
-    opt = torch.optim.SGD(model.parameters(), lr=lr)  # no momentum, no decay: a zero gradient moves nothing
-    losses = []
-    for step in range(steps):
-        start = (step * 32) % len(x)
-        opt.zero_grad()
-        loss = loss_fn(model(x[start:start + 32]), y[start:start + 32])
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
-    hook.close()
-    return losses
+    return train_recommended(out_dir, model, x, y, loss_fn, steps=steps, lr=lr)
 
 
 def _statuses(out_dir):
