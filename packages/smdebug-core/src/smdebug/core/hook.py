@@ -188,16 +188,34 @@ class BaseHook(HookCollections, HookSaving, HookOutput, HookClosing, WarnsOnce, 
 
     def _resume_from_checkpoint(self) -> None:
         """Resume step numbering after a restart from a checkpoint (spot training)."""
-        self._state_store = StateStore()
+        # (StateStore checks both files and every value, and warns once about anything wrong; what is
+        # left here cannot fail. Should it anyway, the run starts at step 0: a hook must never stop
+        # training before its first step.)
         self.training_run = 0
+        try:
+            self._state_store = StateStore()
+        except Exception as e:  # (broad on purpose: see above)
+            logger.warning("smdebug: ignoring the checkpoint state (%s: %s); this run's steps start at 0",
+                           type(e).__name__, e)
+            self._state_store = StateStore(read=False)
+            return
         latest = self._state_store.latest() if self._state_store.active else None
-        if latest is not None:
-            self.training_run = int(latest.get("training-run", 0)) + 1
-            self.step = int(latest.get("latest-global-step-seen", self.init_step))
-            for name, value in (latest.get("latest-mode-step") or {}).items():
-                if name in ModeKeys.__members__ and value is not None:
-                    self.mode_steps[ModeKeys[name]] = int(value)
-            logger.info("smdebug: resuming from checkpoint state at global step %d", self.step)
+        if latest is None:
+            return
+        try:
+            training_run = latest.get("training-run", 0) + 1
+            step = latest.get("latest-global-step-seen", self.init_step)
+            mode_steps = {ModeKeys[name]: value for name, value in (latest.get("latest-mode-step") or {}).items()
+                          if name in ModeKeys.__members__ and value is not None}
+            if not all(type(v) is int for v in (training_run, step, *mode_steps.values())):
+                raise TypeError("a step is not an integer")
+        except Exception as e:  # (broad on purpose: see above)
+            logger.warning("smdebug: ignoring the checkpoint state in %s (%s); this run's steps start at 0",
+                           self._state_store.dir, e)
+            return
+        self.training_run, self.step = training_run, step
+        self.mode_steps.update(mode_steps)
+        logger.info("smdebug: resuming from checkpoint state at global step %d", self.step)
 
     def _init_collections(self, include_regex, include_collections, save_all) -> None:
         self.collection_manager = CollectionManager()

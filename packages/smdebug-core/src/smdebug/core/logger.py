@@ -1,15 +1,18 @@
 """The ``smdebug`` logger, configured from SMDEBUG_LOG_* environment variables.
 
-SMDEBUG_LOG_LEVEL (debug|info|warning|error|critical|off), SMDEBUG_LOG_PATH (also log to a file),
+SMDEBUG_LOG_LEVEL (debug|info|warning|error|critical|off), SMDEBUG_LOG_PATH (also log to this file, terminal
+or read pipe; a FIFO nobody reads, a folder, a missing folder is named in one line on stderr and ignored),
 SMDEBUG_LOG_ALL_TO_STDOUT ("false": errors to stderr, the rest to stdout), SMDEBUG_LOG_CONTEXT (a tag
 shown in each line; default host:pid). Repeated identical messages are shown at most 3 times.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import socket
+import stat
 import sys
 import threading
 
@@ -66,6 +69,53 @@ class _MaxLevelFilter(logging.Filter):
         return record.levelno <= self.max_level
 
 
+_LOG_FILE_FLAGS = (os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+                   | getattr(os, "O_BINARY", 0))
+
+
+def _open_log_file(path: str):
+    """The file SMDEBUG_LOG_PATH names, opened for appending, or None after one line on stderr.
+
+    A regular file (an existing one, or one created here), a terminal, ``/dev/null`` or a pipe with a reader
+    is logged to. It is opened with ``O_NONBLOCK``, so a FIFO nobody reads never blocks the import (opening
+    it fails at once); a folder, a missing parent folder, a socket or a permission problem is reported, not
+    raised:
+    importing smdebug must never fail, nor hang, because of an environment setting."""
+    fd = None
+    try:
+        fd = os.open(path, _LOG_FILE_FLAGS, 0o666)
+        st = os.fstat(fd)
+        # a regular file; a terminal or /dev/null; a pipe someone reads (/dev/stdout piped on: the open above
+        # succeeded, so there is a reader); not a disk or another device written through
+        if not (stat.S_ISREG(st.st_mode) or stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode)):
+            kind = "a block device" if stat.S_ISBLK(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode) \
+                else "not a regular file"
+            raise OSError(f"it is {kind}, not a regular file")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "a", encoding="utf-8", errors="backslashreplace")
+    except (OSError, ValueError) as e:  # (ValueError: a NUL in the name)
+        if fd is not None:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        if getattr(e, "errno", None) == errno.ENXIO:  # a FIFO nobody reads: O_NONBLOCK refused to wait
+            why = "it is a FIFO, not a regular file"
+        elif isinstance(e, OSError) and e.strerror:
+            why = e.strerror
+        else:
+            why = str(e)
+        shown = printable(path if len(path) <= 300 else path[:300] + "...")
+        try:
+            if sys.stderr is not None:
+                sys.stderr.write(f"smdebug: cannot log to SMDEBUG_LOG_PATH={shown!r}: {why}; logging without the "
+                                 "file\n")
+                sys.stderr.flush()
+        except (OSError, ValueError):  # a closed or broken stderr: nothing more to do
+            pass
+        return None
+
+
 def _configure(logger: logging.Logger) -> None:
     level = _LEVELS.get(os.environ.get("SMDEBUG_LOG_LEVEL", "info").strip().lower(), logging.INFO)
     context = os.environ.get("SMDEBUG_LOG_CONTEXT") or f"{socket.gethostname()}:{os.getpid()}"
@@ -82,7 +132,9 @@ def _configure(logger: logging.Logger) -> None:
         handlers.append(logging.StreamHandler(sys.stdout))
     log_path = os.environ.get("SMDEBUG_LOG_PATH")
     if log_path:
-        handlers.append(logging.FileHandler(log_path))
+        log_file = _open_log_file(log_path)
+        if log_file is not None:
+            handlers.append(logging.StreamHandler(log_file))
     # Two instances: one on the logger (its records), one on the handlers (records of child loggers, which
     # skip the parent's filters); a record the first counted is not counted again by the second.
     logger.addFilter(DuplicateLogFilter())
