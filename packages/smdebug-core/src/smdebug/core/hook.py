@@ -202,19 +202,12 @@ class BaseHook(HookCollections, HookSaving, HookOutput, HookClosing, WarnsOnce, 
         latest = self._state_store.latest() if self._state_store.active else None
         if latest is None:
             return
-        try:
-            training_run = latest.get("training-run", 0) + 1
-            step = latest.get("latest-global-step-seen", self.init_step)
-            mode_steps = {ModeKeys[name]: value for name, value in (latest.get("latest-mode-step") or {}).items()
-                          if name in ModeKeys.__members__ and value is not None}
-            if not all(type(v) is int for v in (training_run, step, *mode_steps.values())):
-                raise TypeError("a step is not an integer")
-        except Exception as e:  # (broad on purpose: see above)
-            logger.warning("smdebug: ignoring the checkpoint state in %s (%s); this run's steps start at 0",
-                           self._state_store.dir, e)
-            return
-        self.training_run, self.step = training_run, step
-        self.mode_steps.update(mode_steps)
+        # (every value was checked by the store: integers in the range a run can hold, see _check_entry)
+        self.training_run = latest.get("training-run", 0) + 1
+        self.step = latest.get("latest-global-step-seen", self.init_step)
+        for name, value in (latest.get("latest-mode-step") or {}).items():
+            if name in ModeKeys.__members__ and value is not None:
+                self.mode_steps[ModeKeys[name]] = value
         logger.info("smdebug: resuming from checkpoint state at global step %d", self.step)
 
     def _init_collections(self, include_regex, include_collections, save_all) -> None:
