@@ -102,7 +102,9 @@ _FRAMEWORK_PARAMETERS: Dict[str, Dict[str, Dict[str, str]]] = {
 _FRAMEWORK_COLLECTIONS: Dict[str, Dict[str, List[tuple]]] = {
     "xgboost": {"ExplodingTensor": [("losses", _TAPERED), ("metrics", _TAPERED), ("predictions", _TAPERED)],
                 # a booster has no weight tensors: only the loss part of Divergence applies
-                "Divergence": [("losses", _TAPERED), ("metrics", _TAPERED)]},
+                "Divergence": [("losses", _TAPERED), ("metrics", _TAPERED)],
+                # the objective compares the predictions with the labels (both of the validation data)
+                "ImproperOutput": [("predictions", _TAPERED), ("labels", _TAPERED)]},
 }
 
 
@@ -288,7 +290,7 @@ RECOMMENDED: Dict[str, Tuple[str, ...]] = {
     # the curve rules read XGBoost's metrics (train-*/validation-*) as losses
     # (FeatureImportanceOverweight is left out: a data set with a few informative features is no fault)
     "xgboost": ("ExplodingTensor", "LossNotDecreasing", "OscillatingLoss", "SlowConvergence", "Divergence",
-                "TreeDepth", "ClassImbalance"),
+                "TreeDepth", "ClassImbalance", "ImproperOutput"),
 }
 _RECOMMENDED_GROUPS = {MXNET.RECOMMENDED: "mxnet", TENSORFLOW.RECOMMENDED: "tensorflow",
                        PYTORCH.RECOMMENDED: "pytorch", XGBOOST.RECOMMENDED: "xgboost"}

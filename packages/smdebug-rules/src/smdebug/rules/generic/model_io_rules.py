@@ -21,6 +21,7 @@ from smdebug.exceptions import SMDebugValueError
 from smdebug.rules.evaluation import looking_for
 from smdebug.rules.generic.activation_rules import batches_at
 from smdebug.rules.generic.selection import select_tensors
+from smdebug.rules.generic.xgboost_rules import objective_as_loss
 from smdebug.rules.params import as_float, as_int, as_list
 from smdebug.rules.rule import Rule
 
@@ -225,12 +226,14 @@ class ImproperOutput(Rule):
         #: regression loss -> counts of outputs near the ends of [0, 1] and [-1, 1], of targets and of targets
         #: outside those ranges (the bounded-output test)
         self._bounds: Dict[str, np.ndarray] = {}
+        #: the losses that are an XGBoost run's objective (see :meth:`_recorded`)
+        self._objectives: set = set()
 
     def _losses(self) -> Dict[str, Tuple[str, Optional[str], str]]:
         """loss -> (the tensor holding its first input, the tensor of its targets or None, what it expects),
         for the losses this rule can judge whose first input the run saved."""
         names = self.base_trial.tensor_names()
-        recorded = loss_inputs.recorded_losses(self.base_trial)
+        recorded = self._recorded()
         found: Dict[str, Tuple[str, Optional[str], str]] = {}
         if recorded is not None:
             judged = [loss for loss in recorded if loss.expects != loss_inputs.OTHER]
@@ -258,14 +261,29 @@ class ImproperOutput(Rule):
                     [n for pair in by_class.values() for n in pair if n])
         return {loss: (p, y, _EXPECTS_BY_CLASS[loss]) for loss, (p, y) in by_class.items() if p}
 
+    def _recorded(self) -> Optional[List[loss_inputs.LossInputs]]:
+        """The losses the hook recorded; for an XGBoost run, its objective (the booster's predictions against
+        the labels); None when the run tells neither."""
+        recorded = loss_inputs.recorded_losses(self.base_trial)
+        if recorded is None:
+            objective = objective_as_loss(self.base_trial)
+            if objective is None:
+                return None
+            self._objectives.add(_label(objective))
+            recorded = [objective]
+        return recorded
+
     def _why_not(self) -> str:
         """What the run lacks for this rule: the inputs of a loss it knows of, or any loss at all."""
         names = self.base_trial.tensor_names()
         why = f"needs a loss's first input with at least min_values={self.min_values} values saved"
-        recorded = loss_inputs.recorded_losses(self.base_trial)
+        recorded = self._recorded()
         if recorded:
             unsaved = [_label(loss) for loss in recorded
                        if loss.expects != loss_inputs.OTHER and not loss.prediction_names(names)]
+            if unsaved and loss_inputs.recorded_losses(self.base_trial) is None:  # an XGBoost objective
+                return (f"{why}; the run did not save what {', '.join(unsaved)} compares (include the "
+                        "'predictions' and 'labels' collections, and give the hook validation_data)")
             if unsaved:
                 return (f"{why}; the run did not save the inputs of {', '.join(unsaved)} (include the "
                         "'loss_inputs' collection, as Hook.recommended does)")
@@ -353,7 +371,8 @@ class ImproperOutput(Rule):
                 return (f"{loss} on one output per sample against targets {yname} that are the class ids 0-"
                         f"{len(ids) - 1}, each about as frequent as the others (from {min(ids.values())} to "
                         f"{max(ids.values())} times): a classification trained as a regression on the class index")
-            if expects == loss_inputs.REGRESSION and yname is not None:
+            # (a booster's predictions have no output activation to be bounded by)
+            if expects == loss_inputs.REGRESSION and yname is not None and loss not in self._objectives:
                 bounded = self._bounded(loss, pname, yname, step, outputs, low, high)
                 if bounded:
                     return bounded

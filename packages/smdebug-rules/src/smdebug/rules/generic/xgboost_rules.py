@@ -15,6 +15,7 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
+from smdebug.core import loss_inputs
 from smdebug.exceptions import SMDebugValueError
 from smdebug.rules.evaluation import looking_for
 from smdebug.rules.generic.activation_rules import _check_regexes
@@ -97,6 +98,30 @@ def regression_objective(trial) -> Optional[str]:
     if objective.startswith(REGRESSION_OBJECTIVE_PREFIXES) and objective != "reg:logistic":
         return objective
     return None
+
+
+#: objectives whose predictions are values on the labels' scale, trained with a squared, absolute or Huber
+#: error (``reg:linear`` is the old name of ``reg:squarederror``)
+ERROR_OBJECTIVES = ("reg:squarederror", "reg:linear", "reg:squaredlogerror", "reg:absoluteerror",
+                    "reg:pseudohubererror")
+
+
+def objective_as_loss(trial) -> Optional[loss_inputs.LossInputs]:
+    """An XGBoost run's objective as a loss of :mod:`smdebug.core.loss_inputs`: it compares ``predictions``
+    with ``labels`` (what the hook saves of its validation data); it expects values on the labels' scale
+    (:data:`ERROR_OBJECTIVES`), else nothing a rule can check (the booster applies a classification's link
+    itself, and counts, times and ranks have objectives of their own). None when the run tells no objective."""
+    params = booster_params(trial)
+    objective = params.get("objective")
+    if params.get("custom_objective"):
+        objective = "custom objective"
+    if not isinstance(objective, str) or not objective.strip():
+        return None
+    objective = objective.strip()
+    expects = loss_inputs.REGRESSION if objective in ERROR_OBJECTIVES else loss_inputs.OTHER
+    label = f"XGBoost objective {objective}"
+    return loss_inputs.LossInputs(name=label, type=label, expects=expects, predictions="^predictions$",
+                                  targets="^labels$")
 
 
 def _child(value) -> Optional[int]:
