@@ -155,3 +155,42 @@ def test_report_and_rules_on_tensors_that_are_no_numbers(tmp_path, smdebug_cli):
     assert (tmp_path / "report.html").exists()
     out = smdebug_cli("show", str(tmp_path / "run"), "weights/names", "--reduction", "l2")
     assert "Cannot compute reduction l2 of a string tensor" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_dash_writes_the_image_or_the_page_to_stdout(tmp_path):
+    """``-o -`` is stdout, as in most tools: the bytes alone there, the summary on stderr, no file named '-'."""
+    from conftest import smdebug_command
+
+    _big_run(tmp_path / "run")
+    run = str(tmp_path / "run")
+    for args, starts in ((["plot", run, "weights/big", "-o", "-"], b"\x89PNG\r\n\x1a\n"),
+                         (["report", run, "-o", "-"], b"<!DOCTYPE html>")):
+        out = subprocess.run(smdebug_command() + args, capture_output=True, cwd=tmp_path, timeout=300)
+        assert out.returncode == 0, (args, out.stderr)
+        assert out.stdout.startswith(starts), (args, out.stdout[:40])
+        assert b"to stdout" in out.stderr, out.stderr
+    assert not (tmp_path / "-").exists()
+
+
+def test_dash_refuses_a_terminal_and_a_second_writer_to_stdout(tmp_path):
+    import os
+    import pty
+
+    from conftest import smdebug_command
+
+    _big_run(tmp_path / "run")
+    run = str(tmp_path / "run")
+    for args, why in ((["plot", run, "weights/big", "-o", "-"], "stdout, which is a terminal: redirect it"),
+                      (["report", run, "-o", "-"], "stdout, which is a terminal: redirect it"),
+                      (["plot", run, "weights/big", "-o", "-", "--json"], "--json would print there too"),
+                      (["report", run, "-o", "-", "--follow"], "--follow (rewriting the page) would print")):
+        leader, follower = pty.openpty()
+        try:
+            out = subprocess.run(smdebug_command() + args, stdout=follower, stderr=subprocess.PIPE, cwd=tmp_path,
+                                 timeout=300)
+        finally:
+            os.close(follower)
+            os.close(leader)
+        assert out.returncode == 2, (args, out.stderr)
+        assert why.encode() in out.stderr and b"Traceback" not in out.stderr, out.stderr
+    assert not (tmp_path / "-").exists()

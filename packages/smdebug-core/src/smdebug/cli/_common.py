@@ -120,12 +120,38 @@ def read_file(path: str, what: str) -> bytes:
         raise CliError(f"cannot read {what} {path}: {e}") from None
 
 
+#: the output path that means standard output (``-o -``), as in most command-line tools
+STDOUT = "-"
+
+
+def check_stdout(what: str, others: Sequence[Tuple[bool, str]] = ()) -> None:
+    """Before writing ``what`` (a PNG image, an HTML page) to stdout for ``-o -``: refuse when stdout is a
+    terminal (bytes nobody can read, and a terminal may act on them) or an option that also writes to stdout
+    is given (``others``: ``(given, option)``)."""
+    for given, option in others:
+        if given:
+            raise CliError(f"-o - writes {what} to stdout, and {option} would print there too: use one of them")
+    if sys.stdout.isatty():
+        raise CliError(f"-o - writes {what} to stdout, which is a terminal: redirect it (> FILE, | COMMAND) or "
+                       "name a file")
+
+
+def write_stdout(data: bytes) -> None:
+    """The whole output of ``-o -`` at once (a reader that goes away is :func:`closed_pipe`'s)."""
+    sys.stdout.flush()
+    sys.stdout.buffer.write(data)
+    sys.stdout.buffer.flush()
+
+
 def check_output(path: str, inputs: Sequence[Tuple[str, str]] = ()) -> None:
     """Before a command reads or evaluates anything: refuse an output path it must never replace (a device,
     a folder, a run's own files: ``safe_fs.check_output_path``'s errors), one of the command's own
     ``inputs`` (``(what, local path)``: the page would replace the verdicts it shows) or one it could not
-    write (CliError)."""
+    write (CliError). ``-`` (stdout) is the caller's to check (:func:`check_stdout`)."""
     from smdebug.core.storage.safe_fs import check_output_path, output_problem
+
+    if path == STDOUT:
+        return
 
     check_output_path(os.path.abspath(os.path.expanduser(path)))
     target = os.path.realpath(os.path.expanduser(path))

@@ -4,6 +4,7 @@
   smdebug plot /tmp/run 'gradient/.*' -o grads.png --logy      # a regex over whole tensor names
   smdebug plot /tmp/run --collection weights -o w.png --reduction max --abs --mode train
   smdebug plot /tmp/run loss accuracy -o curves.png --subplots
+  smdebug plot /tmp/run loss -o - > loss.png                   # a PNG image to stdout
 
 Single values (losses, metrics, scalars) are drawn as they are. A larger tensor is drawn as a
 reduction: its l2 norm unless --reduction says otherwise; the legend says which ("l2(gradient/w)").
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import sys
 
 from smdebug.cli import _common as c
 from smdebug.cli._series import REDUCTIONS
@@ -36,7 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     c.add_trial_argument(parser)
     parser.add_argument("tensors", nargs="*", metavar="TENSOR",
                         help="tensor names, or regular expressions matching whole names ('gradient/.*')")
-    parser.add_argument("-o", "--output", required=True, metavar="FILE", help="image to write (.png, .svg, .pdf)")
+    parser.add_argument("-o", "--output", required=True, metavar="FILE",
+                        help="image to write (.png, .svg, .pdf); - writes a PNG image to stdout")
     parser.add_argument("--collection", action="append", default=[], metavar="NAME",
                         help="also plot every tensor of this collection (repeatable)")
     parser.add_argument("--reduction", choices=REDUCTIONS, metavar="NAME",
@@ -127,6 +130,8 @@ def check_format(output: str) -> None:
     """A CliError for an output whose extension matplotlib cannot write, before the run is read."""
     from matplotlib.figure import Figure
 
+    if output == c.STDOUT:
+        return  # (PNG)
     fmt = os.path.splitext(output)[1][1:].lower()
     supported = Figure().canvas.get_supported_filetypes()
     if fmt and fmt not in supported:
@@ -141,6 +146,11 @@ def save_figure(fig, output: str, dpi: int) -> None:
 
     from smdebug.core.storage.safe_fs import check_output_path, write_file_atomic
 
+    if output == c.STDOUT:
+        buf = io.BytesIO()
+        fig.savefig(buf, dpi=dpi, format="png")
+        c.write_stdout(buf.getvalue())
+        return
     check_output_path(output)
     fmt = os.path.splitext(output)[1][1:].lower() or None
     buf = io.BytesIO()
@@ -162,6 +172,8 @@ def run(args: argparse.Namespace) -> int:
         raise c.CliError("--max-points and --dpi must be positive")
     c.need_matplotlib("smdebug plot")
     c.check_output(args.output)  # (before the run is read: said at once)
+    if args.output == c.STDOUT:
+        c.check_stdout("a PNG image", [(args.json, "--json")])
     check_format(args.output)
     check_pixels(*args.size, args.dpi)
     trial = c.open_trial(args.trial, args.wait)
@@ -184,5 +196,7 @@ def run(args: argparse.Namespace) -> int:
                       "x": "global_step" if args.mode is None else "mode_step",
                       "series": [s.to_dict() for series in by_tensor.values() for s in series]})
     else:
-        print(f"wrote {args.output}: {len(names)} tensor(s), {lines} line(s), {points} point(s)")
+        where = "a PNG image to stdout" if args.output == c.STDOUT else args.output
+        print(f"wrote {where}: {len(names)} tensor(s), {lines} line(s), {points} point(s)",
+              file=sys.stderr if args.output == c.STDOUT else sys.stdout)
     return c.EXIT_OK

@@ -44,7 +44,8 @@ MAX_RUNS = 4
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("runs", nargs="+", metavar="TRIAL",
                         help=f"the run's directory or s3://bucket/prefix; up to {MAX_RUNS} runs are compared side by side")
-    parser.add_argument("-o", "--output", required=True, metavar="FILE", help="the HTML file to write")
+    parser.add_argument("-o", "--output", required=True, metavar="FILE",
+                        help="the HTML file to write; - writes the page to stdout (not with --follow)")
     parser.add_argument("--rules", action="append", metavar="FILE",
                         help="rule runner result (smdebug rules run ... -o FILE), local or s3://; give it once per "
                              f"TRIAL when comparing; default: TRIAL/{RULE_RESULTS_FILE} if present")
@@ -241,9 +242,16 @@ def run(args: argparse.Namespace) -> int:
         raise c.CliError("--interval must be positive")
     need_bokeh("smdebug report")
     c.check_output(args.output, _inputs(args))  # (said before the runs are read)
+    if args.output == c.STDOUT:
+        c.check_stdout("the HTML page", [(args.follow, "--follow (rewriting the page)")])
     report = Report(args)
     if not args.follow:
         html, charts, sections = report.page()
+        if args.output == c.STDOUT:
+            c.write_stdout(html.encode("utf-8", "backslashreplace"))
+            print(_summary(args, report, charts, sections).replace("wrote -", "wrote the page to stdout", 1),
+                  file=sys.stderr)
+            return c.EXIT_OK
         write_atomic(args.output, html)
         print(_summary(args, report, charts, sections))
         return c.EXIT_OK
