@@ -194,3 +194,21 @@ def test_dash_refuses_a_terminal_and_a_second_writer_to_stdout(tmp_path):
         assert out.returncode == 2, (args, out.stderr)
         assert why.encode() in out.stderr and b"Traceback" not in out.stderr, out.stderr
     assert not (tmp_path / "-").exists()
+
+
+def test_an_empty_run_path_is_refused_not_read_as_the_current_directory(tmp_path):
+    """(run from inside a run folder: an empty path read as "." would show that run)"""
+    import pytest
+
+    from conftest import smdebug_command
+    from smdebug.exceptions import SMDebugValueError
+    from smdebug.trials import create_trial
+
+    _big_run(tmp_path / "run")
+    for args in (["ls", ""], ["show", " ", "weights/big"], ["report", "", "-o", str(tmp_path / "r.html")]):
+        out = subprocess.run(smdebug_command() + args, capture_output=True, text=True, cwd=tmp_path / "run",
+                             timeout=300)
+        assert out.returncode == 2, (args, out)
+        assert "the run's path is empty (give . for the current directory)" in out.stderr, out.stderr
+    with pytest.raises(SMDebugValueError, match="the run's path is empty"):
+        create_trial("")

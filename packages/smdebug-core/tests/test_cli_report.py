@@ -254,6 +254,17 @@ def test_hostile_names_are_escaped_and_do_not_break_the_report(tmp_path, smdebug
     assert "<img src=x" not in page and "<script>alert" not in page
 
 
+def test_names_that_change_the_text_direction_are_shown_not_obeyed(tmp_path, smdebug_cli):
+    """A right-to-left override in a name would display it reversed (one tensor posing as another) in every
+    heading, table, chart title and tooltip: each such character is shown as [U+XXXX] instead."""
+    names = ["loss\u202eT4gnp.exe\u2066", "loss\u200fmark\u2029"]
+    write_named_losses_run(tmp_path / "run", names, steps=5)
+    page, _ = _report(smdebug_cli, tmp_path / "run", tmp_path / "r.html")
+    assert not re.search("[\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]", page)
+    titles = set(_chart_titles(page))
+    assert {"loss[U+202E]T4gnp.exe[U+2066]", "loss[U+200F]mark[U+2029]"} <= titles, titles
+
+
 def test_runs_side_by_side(tmp_path, smdebug_cli):
     """A healthy run and one with a learning rate far too high, overlaid: every curve has both."""
     write_mlp_run(tmp_path / "healthy", epochs=1, steps_per_epoch=20, eval_steps=5, lr=1.0)

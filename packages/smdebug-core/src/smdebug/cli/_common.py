@@ -83,6 +83,8 @@ def open_trial(path: str, wait: float = 0.0):
     from smdebug.exceptions import NoSmdebugRun, SMDebugError
     from smdebug.trials import create_trial
 
+    if not path.strip():
+        raise CliError("the run's path is empty (give . for the current directory)")
     try:
         return create_trial(path, wait_for_collections=max(wait, 0.0))
     except NoSmdebugRun as e:

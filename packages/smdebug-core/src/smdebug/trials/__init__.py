@@ -36,6 +36,8 @@ def create_trial(path=None, name=None, profiler=False, output_dir="/opt/ml/proce
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"create_trial needs a path string, got {type(path).__name__}")
     path = os.fsdecode(os.fspath(path)).strip()
+    if not path:  # (os.path would read "" as the current directory, which nobody meant)
+        raise SMDebugValueError("create_trial: the run's path is empty (give '.' for the current directory)")
     if "\x00" in path:  # (every file call would raise ValueError: embedded null byte)
         raise SMDebugValueError(f"create_trial: the path {path!r} contains a NUL character")
     if is_s3_path(path):

@@ -141,6 +141,8 @@ def _open(path: str, follow: bool, **kwargs):
 
     from smdebug.exceptions import NoSmdebugRun
 
+    if not path.strip():
+        raise SMDebugError("the run's path is empty (give . for the current directory)")
     if not follow and not is_s3_path(path) and not os.path.lexists(os.path.expanduser(path.strip())):
         raise SMDebugError(f"{path}: no such directory")
     try:

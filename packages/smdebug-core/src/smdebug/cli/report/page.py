@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime
 import html
 import json
+import re
 from typing import List, Optional
 
 from smdebug.cli.report import verdicts as vd
@@ -269,21 +270,37 @@ def render(*, title: str, runs: List[RunInfo], facts: List[dict], sections: List
     config = json.dumps({"live": live or 0, "charts": len(drawer.names)}).replace("<", "\\u003c")
     resources = _resources() if script else ""
     last_steps = ",".join(str(f["global_steps"][-1]) if f["global_steps"] else "-" for f in facts)
-    return (
+    head = (
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         '<meta name="generator" content="smdebug report">'
         '<link rel="icon" href="data:,">'
-        f"<title>{_e(title)}</title><style>{CSS}</style>{resources}</head>\n"
+        f"<title>{_e(title)}</title><style>{CSS}</style>")
+    return visible_direction_controls(head) + resources + visible_direction_controls(
+        "</head>\n"
         f'<body data-last-step="{_e(last_steps)}" data-live="{1 if live else 0}">'
         f"<header><h1>{_e(title)}</h1>{subtitle}<p>written {_e(now)} · up to {max_points} points per line "
         f"(each bucket's extremes kept)</p>{live_html}</header>"
         f"<nav>{nav_html}</nav><main>\n" + "\n".join(parts) + "\n</main>"
         f"<footer>smdebug {_e(__version__)} · <code>smdebug report</code> · charts: Bokeh {_e(_bokeh_version())}</footer>"
         f'<script type="application/json" id="smd-config">{config}</script>'
-        f"{script}<script>{GLUE_JS}</script></body></html>\n"
-    )
+        f"{script}<script>{GLUE_JS}</script></body></html>\n")
+
+
+#: characters that change the direction or the lines of the text around them: bidirectional embeddings,
+#: overrides and isolates, the marks, and the line/paragraph separators (which also end a JavaScript line)
+_DIRECTION_CONTROLS = re.compile("[\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def visible_direction_controls(text: str) -> str:
+    """``text`` with each character of :data:`_DIRECTION_CONTROLS` shown as ``[U+XXXX]``. A tensor name from a
+    run holding U+202E would display reversed wherever the page shows it (a heading, a table, a chart's title,
+    legend or tooltip: the "Trojan Source" trick makes one tensor look like another). Applied to the whole
+    page but Bokeh's own code, so every way a name reaches it is covered; the replacement is plain text in
+    HTML, attributes and JSON strings alike, and never decodes back (as a ``\\u202e`` escape in the charts'
+    JSON would)."""
+    return _DIRECTION_CONTROLS.sub(lambda m: "[U+%04X]" % ord(m.group()), text)
 
 
 def _resources() -> str:
