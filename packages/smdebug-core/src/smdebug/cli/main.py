@@ -170,6 +170,13 @@ def _main(argv: Optional[List[str]], stdout, stderr) -> int:
         where = f"{e.filename}: " if getattr(e, "filename", None) else ""
         print(f"smdebug {args.command}: {where}{e.strerror or e}", file=sys.stderr)
         return 2
+    except MemoryError as e:  # a run or an endpoint asked for more than the machine has: say so, not 40 lines
+        if args.verbose:
+            raise
+        detail = f" ({e})" if str(e) else ""
+        print(f"smdebug {args.command}: out of memory{detail}; the run (or its storage) asked for more memory "
+              "than this machine could give", file=sys.stderr)
+        return 2
     except Exception as e:  # noqa: BLE001 - smdebug's own errors are messages, not tracebacks
         from smdebug.exceptions import SMDebugError
 

@@ -9,7 +9,12 @@
 * Exclusive create (the hook's claim file) is a conditional PUT (``If-None-Match: *``).
 * Reads: listing with ``StartAfter``; :meth:`S3Storage.read_many` coalesces neighbouring byte ranges
   of one object into one ranged GET and runs the GETs on a thread pool; an optional disk cache
-  (:mod:`smdebug.core.storage.cache`).
+  (:mod:`smdebug.core.storage.cache`), whose entries are tied to the identity (ETag, last-modified
+  time) of the object version they came from.
+* Responses are held to what was asked: a body is streamed in chunks and never beyond the range
+  asked for (or the reader's size limit for a whole object); a ranged GET must come back as that
+  range (``Content-Range``); every GET has an overall deadline (``SMDEBUG_S3_REQUEST_TIMEOUT``) on
+  top of the per-read timeout, so an endpoint that drips its answer cannot hang a reader.
 * Errors: transient failures are retried by botocore (standard retry mode, with backoff); on the
   background writer's thread uploads keep retrying until the endpoint is back (or the hook gives up
   at close). Permission and credential problems raise :class:`StorageAccessDenied` naming the
@@ -38,7 +43,7 @@ from smdebug._version import __version__
 from smdebug.core.env_settings import env_float, env_int
 from smdebug.core.logger import get_logger
 from smdebug.core.storage.base import Storage, StorageWriter, parse_s3_path
-from smdebug.core.storage.cache import DiskCache, cacheable
+from smdebug.core.storage.cache import DiskCache, cacheable, identity
 from smdebug.core.storage.errors import (
     FileTooLarge,
     StorageAccessDenied,
@@ -52,6 +57,8 @@ logger = get_logger()
 
 MiB = 1 << 20
 MIN_PART_SIZE = 5 * MiB  # S3's minimum for every part but the last
+_BODY_CHUNK = 1 * MiB  # a response body is read this much at a time, never more than the bound allows
+_CONTENT_RANGE_RE = re.compile(r"^\s*bytes\s+(\d+)-(\d+)/(\d+|\*)\s*$")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -168,6 +175,8 @@ def _code_of(e: "bexc.ClientError") -> Tuple[str, Optional[int], str]:
 
 def translate_error(e: BaseException, operation: str, bucket: str, key: str) -> BaseException:
     """A clear exception for a failed S3 request. FileNotFoundError for a missing object."""
+    if isinstance(e, StorageError):  # (ours already: a refused response, a missed deadline)
+        return e
     where = f"s3://{bucket}/{key}"
     action = _IAM_ACTION.get(operation, "s3:" + operation)
     kw = dict(operation=operation, bucket=bucket, key=key)
@@ -209,6 +218,84 @@ def translate_error(e: BaseException, operation: str, bucket: str, key: str) -> 
 
 
 # ----------------------------------------------------------------------------------------------
+# response bodies: bounded, and with a deadline
+# ----------------------------------------------------------------------------------------------
+class _Deadlines:
+    """One thread that cuts the connection of a response still streaming at its deadline.
+
+    botocore's read timeout applies to each socket read: an endpoint that sends a byte now and then
+    keeps a read going for ever. Shutting the socket down makes the blocked read return at once."""
+
+    def __init__(self):
+        self._cond = threading.Condition()
+        self._watched: Dict[int, list] = {}  # id -> [deadline, socket, fired]
+        self._next_id = 0
+        self._thread: Optional[threading.Thread] = None
+        self._pid = 0
+
+    def watch(self, deadline: float, sock) -> list:
+        entry = [deadline, sock, False]
+        if self._pid != os.getpid():  # (a forked child: the parent's thread and lock are not its own)
+            self._cond, self._watched, self._thread, self._pid = threading.Condition(), {}, None, os.getpid()
+        with self._cond:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="smdebug-s3-deadlines", daemon=True)
+                self._thread.start()
+            self._next_id += 1
+            entry.append(self._next_id)
+            self._watched[self._next_id] = entry
+            self._cond.notify()
+        return entry
+
+    def release(self, entry: list) -> None:
+        """Stop watching; once this returns, the socket is never cut (it may serve another request)."""
+        with self._cond:
+            self._watched.pop(entry[3], None)
+
+    def _run(self) -> None:
+        cond = self._cond
+        while True:
+            with cond:
+                now = time.monotonic()
+                due = [e for e in self._watched.values() if e[0] <= now]
+                for e in due:  # (under the lock: a released socket is never cut)
+                    del self._watched[e[3]]
+                    e[2] = True
+                    try:
+                        e[1].shutdown(socket.SHUT_RDWR)
+                    except (OSError, AttributeError):
+                        pass
+                if not due:
+                    wait = min((e[0] for e in self._watched.values()), default=now + 60) - now
+                    cond.wait(max(0.01, wait))
+
+
+_deadlines = _Deadlines()
+
+
+def _socket_of(body):
+    """The socket a botocore response body reads from (as botocore itself finds it), or None."""
+    raw = getattr(body, "_raw_stream", None)
+    try:
+        return raw._fp.fp.raw._sock
+    except AttributeError:
+        return getattr(getattr(raw, "connection", None), "sock", None)
+
+
+def _modified(value) -> Optional[int]:
+    """A last-modified time as whole seconds (listings give milliseconds, GET headers seconds)."""
+    try:
+        return int(value.timestamp())
+    except (AttributeError, TypeError, ValueError, OverflowError, OSError):
+        return None
+
+
+def _identity_of(meta: dict) -> Optional[str]:
+    """The identity of the object version a listing item or a GET response describes."""
+    return identity(meta.get("ETag"), _modified(meta.get("LastModified")))
+
+
+# ----------------------------------------------------------------------------------------------
 # storage
 # ----------------------------------------------------------------------------------------------
 class S3Storage(Storage):
@@ -239,8 +326,17 @@ class S3Storage(Storage):
         self.read_ahead = max(0, env_int("SMDEBUG_S3_READ_AHEAD", 1 * MiB))
         self.retry_base_delay = env_float("SMDEBUG_S3_RETRY_BASE_DELAY", 0.5)
         self.retry_max_delay = env_float("SMDEBUG_S3_RETRY_MAX_DELAY", 10.0)
-        self.cache = DiskCache(cache_dir, f"{bucket}/{prefix}") if cache_dir else None
-        self._etags: Dict[str, str] = {}
+        #: overall seconds one GET may take from its start to its last byte (plus a second per MiB it
+        #: announces), on top of the per-read SMDEBUG_S3_READ_TIMEOUT. (The headers are waited for under
+        #: the read timeout alone; the body is cut at the deadline.)
+        self.request_timeout = env_float("SMDEBUG_S3_REQUEST_TIMEOUT", 120.0, minimum=0.01)
+        self._cache_dir = cache_dir
+        self._cache: Optional[DiskCache] = None
+        self._cache_made = False
+        #: the identity (ETag, last modified) of each object as the store reports it now: from a listing
+        #: or from the first GET of this storage; disk cache entries of other identities are never served
+        self._ids: Dict[str, str] = {}
+        self._id_lock = threading.Lock()
         self._sizes: Dict[str, int] = {}  # object sizes seen in listings (files too large are refused unread)
         self._cancel = threading.Event()
         self._background_threads: set = set()
@@ -252,6 +348,21 @@ class S3Storage(Storage):
         self._client = None
 
     # --- plumbing -----------------------------------------------------------------------------
+    @property
+    def cache(self) -> Optional[DiskCache]:
+        """The disk cache of this run (None without ``cache_dir``). Its folder is named by the endpoint
+        the client talks to, the bucket and the prefix exactly as read: two runs share it only if they
+        are one run."""
+        if not self._cache_made:
+            with self._lock:
+                if not self._cache_made:
+                    if self._cache_dir:
+                        endpoint = getattr(self.client.meta, "endpoint_url", None) or endpoint_url() or "aws"
+                        self._cache = DiskCache(self._cache_dir, "\0".join((endpoint, self.bucket, self.prefix)),
+                                                hint=f"{self.bucket}_{self.prefix}")
+                    self._cache_made = True
+        return self._cache
+
     @property
     def client(self):
         if self._client is None:
@@ -344,45 +455,95 @@ class S3Storage(Storage):
         if start_after:
             kwargs["StartAfter"] = self._key(start_after)
         out: List[str] = []
-        changed = False
-        n = len(self.prefix)
+        changed: List[str] = []
         while True:
             page = self._call("ListObjectsV2", prefix, lambda: self.client.list_objects_v2(**kwargs))
             for item in page.get("Contents") or ():
-                rel = item["Key"][n:]
+                rel = self._note_listed(item)
                 out.append(rel)
-                if isinstance(item.get("Size"), int):
-                    self._sizes[rel] = item["Size"]
-                etag = item.get("ETag")
-                if etag and self.cache is not None and cacheable(rel):
-                    self._etags[rel] = etag
-                    cached = self.cache.etag(rel)
-                    if cached is not None and cached != "unknown" and cached != _plain_etag(etag):
-                        changed = True
+                cache = self.cache
+                if cache is not None and rel.startswith("index/"):
+                    # an index object is never rewritten by its run: another identity means another run
+                    # (even with byte-identical index files, the times differ)
+                    cached = cache.whole_identity(rel)
+                    if cached is not None and cached != self._ids.get(rel):
+                        changed.append(rel)
             token = page.get("NextContinuationToken")
             if not page.get("IsTruncated") or not token:
                 break
             kwargs.pop("StartAfter", None)
             kwargs["ContinuationToken"] = token
         if changed:
-            logger.warning("smdebug: %s was rewritten since it was cached; dropping its disk cache", self.display_path)
+            logger.warning("smdebug: %s was rewritten since it was cached (%s is another object now); dropping "
+                           "its disk cache", self.display_path, self.full_path(changed[0]))
             self.cache.clear()
         return out
 
+    def _note_listed(self, item: dict) -> str:
+        """Remember a listed object's size and identity; its key relative to the run."""
+        rel = item["Key"][len(self.prefix):]
+        if isinstance(item.get("Size"), int):
+            self._sizes[rel] = item["Size"]
+        if self._cache_dir and cacheable(rel):
+            ident = _identity_of(item)
+            if ident is None:
+                self._ids.pop(rel, None)
+            else:
+                self._ids[rel] = ident
+        return rel
+
+    def _identify(self, key: str) -> Optional[str]:
+        """The identity the store reports now for ``key`` (once per object per storage): one listing page
+        that starts at the key, whose other 999 objects (the next steps' event files) come with it."""
+        with self._id_lock:
+            if key in self._ids:
+                return self._ids[key]
+            folder = key.split("/", 1)[0] + "/"
+            full = self._key(key)
+            kwargs = {"Bucket": self.bucket, "Prefix": self._key(folder), "StartAfter": full[:-1], "MaxKeys": 1000}
+            page = self._call("ListObjectsV2", folder, lambda: self.client.list_objects_v2(**kwargs))
+            for item in page.get("Contents") or ():
+                if item.get("Key", "").startswith(self.prefix):
+                    self._note_listed(item)
+            return self._ids.get(key)
+
+    def _cached(self, key: str, offset: int, length: Optional[int]) -> Optional[bytes]:
+        """Bytes from the disk cache, if it holds them for the object version the store has now."""
+        cache = self.cache
+        if cache is None or not cacheable(key):
+            return None
+        ident = self._ids.get(key)
+        if ident is None:
+            if not cache.has_entries(key):
+                return None  # (a miss in any case: no listing request spent on it)
+            ident = self._identify(key)
+        return cache.get(key, offset, length, ident)
+
+    def _store(self, key: str, offset: int, length: Optional[int], data: bytes, ident: Optional[str]) -> None:
+        cache = self.cache
+        if cache is None or not data or ident is None or not cacheable(key):
+            return
+        self._ids[key] = ident  # what this GET returned is what the store has now
+        if offset == 0 and length is None:
+            cache.put_whole(key, data, ident)
+        else:
+            cache.put_span(key, offset, data, ident)
+
     # --- reading ------------------------------------------------------------------------------
     def read(self, key: str, offset: int = 0, length: Optional[int] = None) -> bytes:
+        return self._read(key, offset, length)
+
+    def _read(self, key: str, offset: int, length: Optional[int], limit: Optional[int] = None,
+              setting: str = "") -> bytes:
         if length is not None and length <= 0:
             return b""
-        if self.cache is not None:
-            hit = self.cache.get(key, offset, length, etag=self._etags.get(key) if offset == 0 and length is None else None)
-            if hit is not None:
-                return hit
-        data, etag = self._get(key, offset, length)
-        if self.cache is not None and data:
-            if offset == 0 and length is None:
-                self.cache.put_whole(key, data, _plain_etag(etag or self._etags.get(key, "")))
-            else:
-                self.cache.put_span(key, offset, data)
+        hit = self._cached(key, offset, length)
+        if hit is not None:
+            if limit is not None and len(hit) > limit:
+                raise FileTooLarge(self.full_path(key), len(hit), limit, setting)
+            return hit
+        data, ident = self._get(key, offset, length, limit, setting)
+        self._store(key, offset, length, data, ident)
         return data
 
     def read_limited(self, key: str, limit: int, setting: str = "") -> bytes:
@@ -391,7 +552,8 @@ class S3Storage(Storage):
             return super().read_limited(key, limit, setting)
         if size > limit:
             raise FileTooLarge(self.full_path(key), size, limit, setting)
-        return self.read(key)  # (whole: the disk cache keeps whole objects by ETag)
+        # (whole: the disk cache keeps whole objects by identity; the GET reads at most limit + 1 bytes)
+        return self._read(key, 0, None, limit, setting)
 
     def read_files(self, keys: Sequence[str], limit: int, setting: str = "") -> list:
         out: list = [None] * len(keys)
@@ -402,11 +564,18 @@ class S3Storage(Storage):
                 out[i] = FileTooLarge(self.full_path(key), size, limit, setting)
             elif size is not None:
                 whole.append(i)
-        try:
-            for i, data in zip(whole, self.read_many([(keys[i], 0, None) for i in whole])):
-                out[i] = data
-        except FileNotFoundError:
-            pass  # (one is gone since the listing: the loop below says which)
+
+        def one(key: str):
+            try:
+                return self._read(key, 0, None, limit, setting)
+            except (FileNotFoundError, UnreadableFileError) as e:  # (gone since the listing, or refused)
+                return e
+
+        if len(whole) == 1:
+            out[whole[0]] = one(keys[whole[0]])
+        elif whole:
+            for i, got in zip(whole, _pool().map(one, [keys[i] for i in whole])):
+                out[i] = got
         for i, key in enumerate(keys):
             if out[i] is None:
                 try:
@@ -415,7 +584,11 @@ class S3Storage(Storage):
                     out[i] = e
         return out
 
-    def _get(self, key: str, offset: int, length: Optional[int]) -> Tuple[bytes, Optional[str]]:
+    def _get(self, key: str, offset: int, length: Optional[int], limit: Optional[int] = None,
+             setting: str = "") -> Tuple[bytes, Optional[str]]:
+        """One GET of ``[offset, offset+length)`` (or of the rest from ``offset``): the bytes, and the
+        identity of the object version they come from. Whole objects: at most ``limit`` bytes
+        (FileTooLarge beyond). The response is held to the request (see :meth:`_read_body`)."""
         kwargs = {"Bucket": self.bucket, "Key": self._key(key)}
         if offset or length is not None:
             end = "" if length is None else str(offset + length - 1)
@@ -424,9 +597,10 @@ class S3Storage(Storage):
         def fetch():
             # A connection dropped while the body streams is not retried by botocore: retry here.
             for attempt in range(3):
+                started = time.monotonic()
                 try:
                     resp = self.client.get_object(**kwargs)
-                    return resp["Body"].read(), resp.get("ETag")
+                    return self._read_body(key, resp, offset, length, limit, setting, started), _identity_of(resp)
                 except bexc.ClientError as e:
                     if _code_of(e)[0] == "InvalidRange":  # offset past the end: like reading a file
                         return b"", None
@@ -437,25 +611,134 @@ class S3Storage(Storage):
                     time.sleep(0.1 * (attempt + 1))
             raise AssertionError("unreachable")
 
-        data, etag = self._call("GetObject", key, fetch)
+        data, ident = self._call("GetObject", key, fetch)
         with self._lock:
             self.bytes_downloaded += len(data)
-        return data, etag
+        return data, ident
+
+    def _read_body(self, key: str, resp: dict, offset: int, length: Optional[int], limit: Optional[int],
+                   setting: str, started: float) -> bytes:
+        """The body of a GET, read in chunks and never past what was asked for.
+
+        * A ranged GET must be answered with that range (206 and a ``Content-Range`` starting at
+          ``offset`` and ending within the range; a shorter end is the end of the object), or with the
+          whole object when it lies within a range from 0. An endpoint that ignores ``Range`` and sends
+          the whole object is refused naming the key, not read (gigabytes for a record of a few bytes).
+        * A whole object is read to at most ``limit`` bytes (FileTooLarge naming the key beyond: from
+          ``Content-Length`` before any byte is read, else after ``limit + 1``), or to its announced
+          ``Content-Length``.
+        * A body that announces one length and carries another is refused naming the key.
+        * The whole request must finish within ``request_timeout`` (plus a second per MiB announced).
+        Refusals are UnreadableFileError (readers turn them into their file's documented exception).
+        """
+        where = self.full_path(key)
+        meta = resp.get("ResponseMetadata") or {}
+        status = meta.get("HTTPStatusCode")
+        declared = resp.get("ContentLength")
+        declared = declared if isinstance(declared, int) and declared >= 0 else None
+        body = resp["Body"]
+        ranged = bool(offset or length is not None)
+        asked = f"bytes {offset}-{'' if length is None else offset + length - 1}"
+        bound: Optional[int]
+        try:
+            if ranged:
+                content_range = resp.get("ContentRange") or ""
+                m = _CONTENT_RANGE_RE.match(content_range)
+                if status == 206 and m:
+                    first, last = int(m.group(1)), int(m.group(2))
+                    if first != offset or last < first or (length is not None and last > offset + length - 1):
+                        raise UnreadableFileError(where, f"S3 was asked for {asked} and answered with "
+                                                         f"{content_range.strip()!r}, another range")
+                    bound = last - first + 1
+                elif status == 200 and offset == 0 and length is not None and declared is not None \
+                        and declared <= length:
+                    bound = declared  # the whole object lies within the range asked for
+                else:
+                    sent = f"{declared} bytes" if declared is not None else "a body of unknown length"
+                    raise UnreadableFileError(where, (
+                        f"S3 was asked for {asked} and answered HTTP {status} with {sent} and "
+                        f"{('Content-Range ' + repr(content_range.strip())) if content_range else 'no Content-Range'}"
+                        "; the endpoint does not honour byte ranges, which smdebug needs to read tensors"))
+                if declared is not None and declared != bound:
+                    raise UnreadableFileError(where, f"S3 answered {asked} with a Content-Length of {declared} "
+                                                     f"bytes for a range of {bound}")
+            else:
+                if limit is not None and declared is not None and declared > limit:
+                    raise FileTooLarge(where, declared, limit, setting)
+                bound = limit if limit is not None else declared
+        except BaseException:
+            body.close()  # (never read: the connection is closed, not kept half-read in the pool)
+            raise
+        expected = declared if declared is not None else bound
+        deadline = started + self.request_timeout + (expected or 0) / MiB
+        data = self._stream(key, body, bound, deadline)
+        if not ranged and limit is not None and len(data) > limit:
+            raise FileTooLarge(where, None, limit, setting)
+        if bound is not None and len(data) > bound:
+            raise UnreadableFileError(where, f"S3 sent more than the {bound} bytes "
+                                             f"{'asked for' if ranged else 'it announced'} ({asked})")
+        if declared is not None and len(data) != declared:
+            raise UnreadableFileError(where, f"S3 announced {declared} bytes and sent {len(data)} ({asked})")
+        return data
+
+    def _stream(self, key: str, body, bound: Optional[int], deadline: float) -> bytes:
+        """At most ``bound + 1`` bytes of ``body`` (all of it without a bound), before ``deadline``."""
+        buf = bytearray()
+        watch = None
+        sock = _socket_of(body)
+        if sock is not None:
+            watch = _deadlines.watch(deadline, sock)
+        complete = False
+        try:
+            while True:
+                want = _BODY_CHUNK if bound is None else min(_BODY_CHUNK, bound + 1 - len(buf))
+                if want <= 0:
+                    break  # one byte more than allowed: enough to know
+                try:
+                    chunk = body.read(want)
+                except Exception:  # noqa: BLE001 - the deadline cut the connection: say that
+                    if (watch is not None and watch[2]) or time.monotonic() > deadline:
+                        raise self._too_slow(key, len(buf), deadline) from None
+                    raise
+                if not chunk:
+                    if (watch is not None and watch[2]) or time.monotonic() > deadline:
+                        raise self._too_slow(key, len(buf), deadline)
+                    complete = True
+                    break
+                buf += chunk
+                if time.monotonic() > deadline:
+                    raise self._too_slow(key, len(buf), deadline)
+        finally:
+            if watch is not None:
+                _deadlines.release(watch)
+            if not complete:
+                body.close()  # (the rest is not read: drop the connection rather than drain it)
+        return bytes(buf)
+
+    def _too_slow(self, key: str, received: int, deadline: float) -> StorageUnavailable:
+        full = self._key(key)
+        return StorageUnavailable(
+            f"S3 GetObject of s3://{self.bucket}/{full} did not finish in time: {received} bytes came in "
+            f"{self.request_timeout:g} s (SMDEBUG_S3_REQUEST_TIMEOUT) plus a second per MiB; the endpoint "
+            "is too slow or stalls", operation="GetObject", bucket=self.bucket, key=full, code="RequestDeadline")
 
     def read_many(self, requests: Sequence[Tuple[str, int, Optional[int]]]) -> List[bytes]:
         """Many reads: neighbouring ranges of one object become one ranged GET; GETs run in parallel."""
+        return self._read_many(requests)
+
+    def _read_many(self, requests: Sequence[Tuple[str, int, Optional[int]]], limit: Optional[int] = None,
+                   setting: str = "") -> List[bytes]:
+        """``limit``: whole objects larger than this are refused (FileTooLarge), read to limit + 1 at most."""
         results: List[Optional[bytes]] = [None] * len(requests)
         pending: Dict[str, List[Tuple[int, int, Optional[int]]]] = {}
         for i, (key, offset, length) in enumerate(requests):
             if length is not None and length <= 0:
                 results[i] = b""
                 continue
-            if self.cache is not None:
-                hit = self.cache.get(key, offset, length,
-                                     etag=self._etags.get(key) if offset == 0 and length is None else None)
-                if hit is not None:
-                    results[i] = hit
-                    continue
+            hit = self._cached(key, offset, length)
+            if hit is not None and (limit is None or length is not None or len(hit) <= limit):
+                results[i] = hit
+                continue
             pending.setdefault(key, []).append((i, offset, length))
         jobs = []  # (key, start, length or None, [(index, offset, length)])
         for key, reqs in pending.items():
@@ -463,9 +746,9 @@ class S3Storage(Storage):
         if not jobs:
             return results  # type: ignore[return-value]
         if len(jobs) == 1:
-            fetched = [self._fetch_job(jobs[0])]
+            fetched = [self._fetch_job(jobs[0], limit, setting)]
         else:
-            futures = [_pool().submit(self._fetch_job, job) for job in jobs]
+            futures = [_pool().submit(self._fetch_job, job, limit, setting) for job in jobs]
             concurrent.futures.wait(futures)
             fetched = [f.result() for f in futures]  # the first failure (in request order) is raised
         for (key, start, _length, members), data in zip(jobs, fetched):
@@ -497,9 +780,9 @@ class S3Storage(Storage):
             jobs.append((key, cur_start, cur_end - cur_start, cur))
         return jobs
 
-    def _fetch_job(self, job) -> bytes:
+    def _fetch_job(self, job, limit: Optional[int] = None, setting: str = "") -> bytes:
         key, start, length, _members = job
-        return self.read(key, start, length)
+        return self._read(key, start, length, limit if start == 0 and length is None else None, setting)
 
     def _head(self, key: str) -> Optional[dict]:
         try:
@@ -610,10 +893,6 @@ class S3Storage(Storage):
             raise
         logger.info("smdebug: created S3 bucket %s", self.bucket)
         return True
-
-
-def _plain_etag(etag: Optional[str]) -> str:
-    return re.sub(r"[^A-Za-z0-9-]", "", etag or "")
 
 
 class S3Writer(StorageWriter):
