@@ -17,6 +17,7 @@ import functools
 import threading
 from typing import Callable, Dict, Iterable, List, Optional
 
+import numpy as np
 import tensorflow as tf
 
 from smdebug.tensorflow.utils import flatten_tensors, structure_names, variable_name
@@ -140,6 +141,57 @@ def patched_optimizer(optimizer):
         object.__delattr__(optimizer, "apply")
 
 
+_loss_patch_count = 0
+_original_loss_call = None
+
+
+def _loss_class():
+    import keras
+
+    return keras.losses.Loss
+
+
+def _patched_loss_call(self, *args, **kwargs):
+    rec = getattr(_state, "recorder", None)
+    if rec is not None and id(self) in rec.loss_ids:
+        try:
+            y_true = args[0] if args else kwargs.get("y_true")
+            y_pred = args[1] if len(args) > 1 else kwargs.get("y_pred")
+            rec.on_loss_call(y_true, y_pred)
+        except Exception as e:  # noqa: BLE001 - capturing must never break the step
+            rec.errors.append(e)
+    return _original_loss_call(self, *args, **kwargs)
+
+
+@contextlib.contextmanager
+def patched_losses(active: bool = True):
+    """Route calls of Keras ``Loss`` objects through the recorders while the context is open (re-entrant;
+    nothing is patched when ``active`` is false). A recorder takes the calls of the losses whose ids are in
+    its ``loss_ids`` (those given to ``KerasHook.register_loss``): their targets and predictions."""
+    global _loss_patch_count, _original_loss_call
+    if not active:
+        yield
+        return
+    loss_cls = _loss_class()
+    with _patch_lock:
+        if _loss_patch_count == 0:
+            _original_loss_call = loss_cls.__dict__["__call__"]
+            loss_cls.__call__ = _patched_loss_call
+        _loss_patch_count += 1
+    try:
+        yield
+    finally:
+        with _patch_lock:
+            _loss_patch_count -= 1
+            if _loss_patch_count == 0:
+                loss_cls.__call__ = _original_loss_call
+
+
+def _eager_tensors(value):
+    """A structure of values with NumPy arrays made tensors (a custom loop may feed the model NumPy batches)."""
+    return tf.nest.map_structure(lambda v: tf.convert_to_tensor(v) if isinstance(v, np.ndarray) else v, value)
+
+
 class Recorder:
     """Collects the tensors of one step (on one replica) whose names ``want`` accepts.
 
@@ -147,8 +199,13 @@ class Recorder:
     """
 
     def __init__(self, want: Callable[[str], bool], layer_names: Optional[Dict[int, str]], model=None,
-                 optimizer=None):
+                 optimizer=None, model_inputs: bool = False, loss_ids: Iterable[int] = ()):
         self.want = want
+        #: also offer the model's call input as ``inputs`` (a custom loop: no data is unpacked for it)
+        self.model_inputs = model_inputs
+        #: ids of the Keras Loss objects whose first call offers ``labels`` and ``predictions``
+        self.loss_ids = frozenset(loss_ids)
+        self._loss_called = False
         self.layer_names = layer_names
         self.model = model
         self.optimizer = optimizer
@@ -206,6 +263,9 @@ class Recorder:
                 self._model_called = True
                 for name, t in structure_names("predictions", outputs):
                     self.offer(name, t)
+                if self.model_inputs and args:
+                    for name, t in structure_names("inputs", self._eager(args[0])):
+                        self.offer(name, t)
             return
         if self.layer_names is None:  # no registered model: every layer, by its Keras path
             if type(layer).__name__ == "InputLayer":
@@ -240,6 +300,28 @@ class Recorder:
             if scale is not None:
                 g = tf.cast(g, tf.float32) / tf.cast(tf.convert_to_tensor(scale), tf.float32)
             self.offer(name, g)
+
+    def _eager(self, value):
+        return _eager_tensors(value) if self.graph is None else value
+
+    def on_loss_call(self, y_true, y_pred) -> None:
+        """The first call of a registered loss in this step: its targets are the ``labels`` and its first input
+        the ``predictions`` (what the loss record of ``register_loss`` points at), in place of the model's
+        output when the loss is given something else."""
+        if self._loss_called:
+            return
+        self._loss_called = True
+        y_true, y_pred = self._eager(y_true), self._eager(y_pred)
+        preds = list(structure_names("predictions", y_pred))
+        if preds and len(self._reachable([t for _, t in preds])) == len(preds):
+            for name, t in preds:
+                if name in self.tensors and self.tensors[name] is not t:
+                    del self.tensors[name]
+                self.offer(name, t)
+        labels = list(structure_names("labels", y_true))
+        if labels and len(self._reachable([t for _, t in labels])) == len(labels):
+            for name, t in labels:
+                self.offer(name, t)
 
     def add_data(self, x, y) -> None:
         for name, t in structure_names("inputs", x):

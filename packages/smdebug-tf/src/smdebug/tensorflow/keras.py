@@ -157,6 +157,11 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
         self._wrapped_optimizers = []
         self._graph_written = False
         self._loss_described = None  # what _record_loss last recorded
+        self._capture_optimizer = None  # the model's optimizer when the capture functions were traced
+        self._tape_losses: Dict[int, object] = {}  # id -> Keras Loss object given to register_loss
+        self._user_eval_from = None  # the EVAL step count when set_mode(EVAL) was called in a custom loop
+        self._implicit_step = False  # the open step was begun by a value saved between steps (EVAL/PREDICT)
+        self._implicit_names: set = set()  # names saved in that step
 
     # ------------------------------------------------------------------------------------------
     # model registration and names
@@ -172,6 +177,32 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
             raise SMDebugTypeError(f"register_model expects a Keras model or layer, got {type(model).__name__}")
         keras.callbacks.Callback.set_model(self, model)
         self._register(model)
+
+    def register_loss(self, loss, name: str = "loss"):
+        """Tell the hook which loss a custom training loop trains with (``fit`` learns it from ``compile``): a
+        Keras loss object (``keras.losses.SparseCategoricalCrossentropy(from_logits=True)``), a Keras loss name
+        or function (``"mse"``, ``keras.losses.mean_squared_error``), or your own function. What it expects of
+        the model's output (logits, probabilities, values on the targets' scale) is recorded in the run
+        (``smdebug.core.loss_inputs``), with ``predictions`` as its first input and ``labels`` as its targets,
+        so that rules such as ImproperOutput can judge it. For a Keras loss object, its first call inside a
+        ``wrap_tape`` step that is due saves its targets as ``labels`` and its first input as ``predictions``;
+        for a function, save them yourself (``hook.save_tensor("labels", y, "labels")``). Returns ``loss``
+        unchanged. One loss, for a model with one output."""
+        if not (isinstance(loss, str) or callable(loss)):
+            raise SMDebugTypeError(f"register_loss expects a Keras loss, a loss name or a function, got "
+                                   f"{type(loss).__name__}")
+        if not isinstance(name, str) or not name:
+            raise SMDebugTypeError("register_loss needs a non-empty name")
+        if self._disabled:
+            return loss
+        try:
+            type_, expects = losses.loss_expects(loss)
+            loss_inputs.add_loss(self, loss_inputs.LossInputs(name, type_, expects, r"^predictions$", r"^labels$"))
+            if isinstance(loss, keras.losses.Loss):
+                self._tape_losses[id(loss)] = loss
+        except Exception as e:  # noqa: BLE001
+            self._fail("register_loss()", e)
+        return loss
 
     def _register(self, model) -> None:
         if model is None:
@@ -220,6 +251,72 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
                 self.model.stop_evaluating = True
             return
         super()._on_stop_requested(signal)
+
+    # ------------------------------------------------------------------------------------------
+    # modes and steps of custom loops
+    # ------------------------------------------------------------------------------------------
+    def set_mode(self, mode) -> None:
+        """Switch to ``smd.modes.TRAIN``/``EVAL``/``PREDICT``/``GLOBAL``. In a custom loop (outside
+        ``fit``/``evaluate``/``predict``, whose modes are set by Keras) a change of mode ends the step in
+        progress (a ``wrap_tape`` step stays open until the next one begins): what is saved after it belongs to
+        a step of the new mode, never to the last training step."""
+        custom_loop = isinstance(mode, ModeKeys) and mode != self.mode and self._keras_depth == 0 and not self._disabled
+        if custom_loop and self._in_step and self._tape_stack is None:
+            self.end_step()
+        if custom_loop and self._user_eval_from is not None and self.mode == ModeKeys.EVAL \
+                and self.mode_steps[ModeKeys.EVAL] == self._user_eval_from:
+            self._warn_once("eval-nothing-saved", "smdebug: EVAL mode was set but nothing was saved in it, so the run "
+                            "has no validation; save the validation loss after set_mode(modes.EVAL): "
+                            "hook.save_tensor(\"loss\", val_loss, \"losses\")")
+        TFHookMixin.set_mode(self, mode)
+        if custom_loop:
+            self._user_eval_from = self.mode_steps[ModeKeys.EVAL] if mode == ModeKeys.EVAL else None
+
+    def begin_step(self, *args, **kwargs) -> None:
+        self._implicit_step = False
+        TFHookMixin.begin_step(self, *args, **kwargs)
+
+    def _step_for_user_value(self, name: str) -> None:
+        """In a custom loop in EVAL or PREDICT mode (set with ``set_mode``), a value saved between steps
+        (``save_tensor``, ``save_scalar``) begins a step of that mode, and a name saved again in that step
+        begins the next one: evaluation needs no tape, and each evaluated loss becomes an EVAL step. Steps the
+        loop marks itself (``begin_step``, ``wrap_tape``) are left alone."""
+        if (self._disabled or self._keras_depth > 0 or self._tape_stack is not None or not self._mode_set_by_user
+                or self.mode not in (ModeKeys.EVAL, ModeKeys.PREDICT)):
+            return
+        if self._in_step and not (self._implicit_step and name in self._implicit_names):
+            return
+        self.begin_step()
+        if self._in_step:
+            self._implicit_step = True
+            self._implicit_names = set()
+
+    def save_tensor(self, tensor_name: str, tensor_value, collections_to_write="default") -> None:
+        """Save a tensor of the user's into one or more collections (created if missing): written at the
+        current step if one of those collections is due (or at the next step if called between steps).
+
+        In a custom loop, after ``set_mode(smd.modes.EVAL)`` (or PREDICT), a value saved between steps begins
+        a step of that mode, and saving the same name again the next one: a validation loss saved with
+        ``hook.save_tensor("loss", val_loss, "losses")`` is an EVAL step."""
+        try:
+            self._step_for_user_value(tensor_name)
+        except Exception as e:  # noqa: BLE001
+            self._fail("save_tensor()", e)
+        if self._implicit_step and isinstance(tensor_name, str):
+            self._implicit_names.add(tensor_name)
+        TFHookMixin.save_tensor(self, tensor_name, tensor_value, collections_to_write)
+
+    def save_scalar(self, name: str, value, sm_metric: bool = False, timestamp: Optional[float] = None) -> None:
+        """Save a scalar as ``scalar/<name>`` at the current step, whatever the save schedule says (in EVAL or
+        PREDICT mode between steps of a custom loop, it begins a step of that mode, as ``save_tensor`` does)."""
+        full = "scalar/" + name if isinstance(name, str) else name
+        try:
+            self._step_for_user_value(full)
+        except Exception as e:  # noqa: BLE001
+            self._fail("save_scalar()", e)
+        if self._implicit_step and isinstance(full, str):
+            self._implicit_names.add(full)
+        TFHookMixin.save_scalar(self, name, value, sm_metric=sm_metric, timestamp=timestamp)
 
     # ------------------------------------------------------------------------------------------
     # Keras callbacks
@@ -279,6 +376,12 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
 
     def _start_loop(self, kind: str) -> None:
         self._register(self.model)
+        optimizer = getattr(self.model, "optimizer", None)
+        if optimizer is not self._capture_optimizer:
+            # compiled again: the capture functions traced the old optimizer (and a new one must build its
+            # variables in a first trace)
+            self._capture_fns.clear()
+            self._capture_optimizer = optimizer
         self._record_loss(self.model)
         self._install(kind)
 
@@ -449,7 +552,13 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
     def _run(self, kind: str, original: Callable, arg):
         plan = self._capture_now if (self._kind == kind and not self._disabled) else None
         if plan is None:
-            outputs = original(arg)
+            try:
+                outputs = original(arg)
+            except (StopIteration, tf.errors.OutOfRangeError):
+                raise  # the end of the data: Keras ends the epoch
+            except BaseException:
+                self._step_raised(kind)  # the training's own error ends the loop
+                raise
         else:
             self._capture_now = None
             outputs = self._run_capture(kind, plan, original, arg)
@@ -491,6 +600,7 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
         in_graph = kind != "predict" and isinstance(arg, (tf.data.Iterator, tf.distribute.DistributedIterator))
         batches = None if in_graph else self._next_batches(kind, arg)
         call_arg = arg if in_graph else batches[0]
+        failure = None
         try:
             fn, holder = self._capture_function(kind, plan, in_graph)
             if not self._variables and hasattr(fn, "get_concrete_function"):
@@ -503,10 +613,9 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
         except (StopIteration, tf.errors.OutOfRangeError):
             raise  # the end of the data: Keras ends the epoch
         except Exception as e:  # noqa: BLE001 - the batch still trains, through Keras' own function
-            self._fail(f"capturing tensors of model.{_KINDS[kind][1]}", e)
-            if in_graph:
-                return original(arg)
-            return original(batches if kind == "predict" else iter(batches))
+            failure = e
+        if failure is not None:  # (handled here, out of the except block: no smdebug context on the user's error)
+            return self._capture_failed(kind, failure, original, arg, batches, in_graph)
         try:
             self._after_capture(kind, plan, holder, extras)
         except Exception as e:  # noqa: BLE001 - the step ran; only saving failed
@@ -526,6 +635,49 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
             if consumed:
                 outputs = original(iter(consumed))
         return outputs
+
+    def _capture_failed(self, kind: str, error: Exception, original: Callable, arg, batches, in_graph: bool):
+        """The capture function raised. Whose error is it? The step runs the model's own ``train_step`` (its
+        layers, its loss, the user's data): an error there is the training's, which Keras' own function raises
+        just the same. So the batch goes through Keras' function: if that raises too, its exception propagates
+        unchanged, as it would without the hook, and the hook stays enabled (it only puts Keras' functions back,
+        the loop being over). Only if Keras' function succeeds was the failure smdebug's: then the hook
+        disables itself and training goes on. An error of a TensorFlow op while the step ran on an iterator
+        the function reads itself (a label out of range) is the step's own too: that batch is consumed, and is
+        not run again."""
+        if in_graph and isinstance(error, tf.errors.OpError) and not isinstance(
+                error, (tf.errors.ResourceExhaustedError, tf.errors.InternalError, tf.errors.UnimplementedError)):
+            self._step_raised(kind)
+            raise error
+        try:
+            if in_graph:
+                outputs = original(arg)
+            else:
+                outputs = original(batches if kind == "predict" else iter(batches))
+        except (StopIteration, tf.errors.OutOfRangeError):
+            raise  # the end of the data
+        except BaseException:
+            self._step_raised(kind)
+            raise  # (the same exception object, as Keras raised it)
+        self._fail(f"capturing tensors of model.{_KINDS[kind][1]}", error)
+        return outputs
+
+    def _step_raised(self, kind: str) -> None:
+        """Keras' step raised the training's own error, which ends ``fit``/``evaluate``/``predict`` without
+        their ``on_*_end``: the hook ends its step, puts Keras' functions back and leaves its loop state as
+        after the loop, so that a later ``fit`` (after fixing the data) is followed as usual."""
+        try:
+            if self._in_step:
+                self.end_step()
+            for k in list(_KINDS):
+                self._uninstall(k)
+            self._capture_fns.clear()  # (a function whose trace failed is not called again)
+            self._keras_depth = self._fit_depth = 0
+            self._kind = None
+            self._capture_now = None
+            self.flush()
+        except Exception as e:  # noqa: BLE001
+            self._fail(f"ending model.{_KINDS[kind][1]} after its error", e)
 
     def _capture_function(self, kind: str, plan, in_graph: bool = False):
         key = (kind, plan if plan is _DISCOVER else frozenset(plan), in_graph)
@@ -615,9 +767,11 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
             grads = tape.gradient(loss, model.trainable_variables)
 
         Entering the tape starts a step (mode TRAIN unless ``set_mode`` said otherwise). When the step
-        is due, the layer inputs/outputs of calls made inside the tape, ``tape.gradient``'s sources
-        (as weights/biases, before the update) and gradients (``gradients/<variable>``) and its
-        target (``loss``) are saved. A stop signal from a rule closes the hook and raises
+        is due, the layer inputs/outputs of calls made inside the tape, the registered model's input and
+        output (``inputs``, ``predictions``), ``tape.gradient``'s sources (as weights/biases, before the
+        update) and gradients (``gradients/<variable>``) and its target (``loss``) are saved; with a Keras
+        loss object given to :meth:`register_loss`, its first call's targets (``labels``) and input
+        (``predictions``) too. A stop signal from a rule closes the hook and raises
         ``TrainingStopRequested`` from the ``with`` statement.
         """
         if not isinstance(tape, tf.GradientTape):
@@ -641,9 +795,11 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
             if self.model is not None:
                 self._register(self.model)
                 self._save_variables()
-            rec = capture.Recorder(self.is_due, self._layer_map if self.model is not None else None, self.model)
+            rec = capture.Recorder(self.is_due, self._layer_map if self.model is not None else None, self.model,
+                                   model_inputs=True, loss_ids=self._tape_losses)
             stack = contextlib.ExitStack()
             stack.enter_context(capture.patched_layers(self._fused_layers if self.model is not None else ()))
+            stack.enter_context(capture.patched_losses(bool(self._tape_losses)))
             stack.enter_context(rec.active())
             self._tape_stack, self._tape_recorder = stack, rec
         except Exception as e:  # noqa: BLE001
