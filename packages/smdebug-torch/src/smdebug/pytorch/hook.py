@@ -32,7 +32,7 @@ from typing import Dict, List, Optional, Tuple
 
 import torch
 
-from smdebug.core import activations, loss_inputs, singleton
+from smdebug.core import activations, class_weights, loss_inputs, singleton
 from smdebug.core.collection import CollectionKeys
 from smdebug.core.hook import BaseHook, _guarded, logger
 from smdebug.core.modes import ModeKeys
@@ -182,12 +182,37 @@ class Hook(BaseHook):
             self.get_collection(CollectionKeys.PREDICTIONS).include(layers.io_regex(name, "input", 0))
             self.get_collection(CollectionKeys.LABELS).include(layers.io_regex(name, "input", 1))
         loss_inputs.add_loss(self, layers.describe_loss(loss_module, name))  # (every loss: loss_inputs)
+        self._record_class_weights(loss_module, name)
         if loss_module not in self._loss_modules:
             self._loss_modules.append(loss_module)
         self._rewire_later()
         if self._in_step:
             with self._step_lock:
                 self._rewire()  # (registered during a step, e.g. by zero-code at the loss's first call)
+
+    def _record_class_weights(self, loss_module, name: str) -> None:
+        """Record the class weights a loss module compensates imbalance with (``_meta.class_weights``, see
+        :mod:`smdebug.core.class_weights`): ``weight`` of CrossEntropyLoss, NLLLoss and MultiMarginLoss (one
+        weight per class), and a single ``pos_weight`` of BCEWithLogitsLoss (class 1's weight; a vector of
+        them weighs the outputs of a multi-label model, which are no class ids). They apply to the loss's
+        targets, ``<name>_input_1``. Never breaks registration."""
+        try:
+            targets = layers.io_regex(name, "input", 1)
+            kind = type(loss_module).__name__
+            class_weights.forget_class_weights(self, targets)  # (a loss of this name registered before)
+            per_class = tuple(getattr(torch.nn, n) for n in ("CrossEntropyLoss", "NLLLoss", "MultiMarginLoss")
+                              if hasattr(torch.nn, n))
+            weight = getattr(loss_module, "weight", None)
+            if isinstance(loss_module, per_class) and isinstance(weight, torch.Tensor) and weight.dim() == 1:
+                class_weights.record_class_weights(self, weight.detach().float().cpu().tolist(),
+                                                   f"{kind}(weight=...)", targets)
+            pos_weight = getattr(loss_module, "pos_weight", None)
+            if (isinstance(loss_module, torch.nn.BCEWithLogitsLoss) and isinstance(pos_weight, torch.Tensor)
+                    and pos_weight.numel() == 1):
+                class_weights.record_class_weights(self, {1: float(pos_weight.detach().float().cpu().reshape(-1)[0])},
+                                                   f"{kind}(pos_weight=...)", targets)
+        except Exception as e:  # noqa: BLE001 - a loss module of an odd kind: no record, training goes on
+            logger.debug("smdebug: class weights of %s not recorded (%s)", name, e)
 
     def register_optimizer(self, optimizer) -> None:
         """Count steps by ``optimizer.step()`` calls (in TRAIN and GLOBAL modes).

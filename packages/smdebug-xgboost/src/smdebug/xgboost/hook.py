@@ -8,7 +8,12 @@ in every ``xgboost.train`` call, also when it continues an ``xgb_model``), in mo
   the collection has its own save config);
 * ``<evals name>-<metric>`` (``train-rmse``, ``validation_0-logloss``): the latest value of each
   evaluation metric (``metrics``; those that are losses also in ``losses``);
-* ``predictions`` / ``labels``: the model's predictions on ``validation_data`` and its labels;
+* ``predictions`` / ``labels``: the model's predictions on ``validation_data`` and its labels; without
+  ``validation_data``, on the last data set of ``xgboost.train``'s ``evals`` that is not the training data
+  (the scikit-learn estimator's ``eval_set``: ``validation_1`` of ``[(X_train, y_train), (X_val, y_val)]``;
+  its name is recorded in ``_meta.xgboost_labels_from``).
+  Both are also saved after the last round when their schedule skipped it (the rules judge the trained
+  model on them);
 * ``feature_importance/<type>/<feature>``: ``get_score(importance_type)`` divided by its sum over the
   features, for weight, gain, cover, total_gain and total_cover (tree boosters);
 * ``average_shap/<feature>``, ``full_shap/<feature>``, ``shap_bias``: from
@@ -17,12 +22,16 @@ in every ``xgboost.train`` call, also when it continues an ``xgb_model``), in mo
   feature's name (written once per step: every name indexes the same record); and the mean of the bias
   (expected value) column;
 * ``trees/<column>``: the trees built in this iteration as 1-D arrays, one per column of
-  ``Booster.trees_to_dataframe()``, plus ``trees/Depth`` (each node's depth, the root's is 0).
+  ``Booster.trees_to_dataframe()``, plus ``trees/Depth`` (each node's depth, the root's is 0). Trees
+  XGBoost cannot dump with statistics (``multi_strategy="multi_output_tree"``) come without Gain and Cover.
 
 Whatever the collections, the hook also records what kind of model is trained, from the booster's own
 configuration, in the collections file (``_meta.xgboost_booster``, see :func:`booster_record`: the booster,
 the objective, ``num_parallel_tree``...): the rules read it (a forest's deep trees, a regression's targets,
-gblinear's absent trees). The original smdebug reads ``_meta`` as a whole and ignores the key.
+gblinear's absent trees). The original smdebug reads ``_meta`` as a whole and ignores the key. For a
+classifier it also records the class weights the booster trains with (``_meta.class_weights``, see
+:mod:`smdebug.core.class_weights`: ``scale_pos_weight`` for class 1, times each class's mean row weight in the
+training DMatrix).
 
 The run stays open when ``xgboost.train`` returns, so values saved after training
 (``hook.save_scalar``) still land in it; it is marked as ended when the hook is closed (``hook.close()``,
@@ -38,13 +47,13 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, Dict, List, Mapping, Optional, Set
+from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
 
 import numpy as np
 import xgboost as xgb
 from xgboost.callback import TrainingCallback
 
-from smdebug.core import singleton
+from smdebug.core import class_weights, singleton
 from smdebug.core.collection import CollectionKeys
 from smdebug.core.hook import BaseHook, logger
 from smdebug.core.modes import ModeKeys
@@ -77,6 +86,8 @@ def _booster_kind(model) -> str:
 
 #: the key of the booster's record in the collections file's ``_meta``
 BOOSTER_META_KEY = "xgboost_booster"
+#: the key naming the evaluation data set predictions and labels were saved for, when no validation_data
+EVAL_DATA_META_KEY = "xgboost_labels_from"
 #: the training parameters kept in the record (as numbers), where the booster's configuration has them
 _RECORDED_PARAMETERS = ("num_parallel_tree", "max_depth", "eta", "subsample", "colsample_bytree",
                         "colsample_bylevel", "colsample_bynode", "num_class")
@@ -96,19 +107,66 @@ def _find_key(config, key: str):
     return None
 
 
-def _custom_objective() -> Optional[bool]:
-    """Whether the ``xgboost.train`` call running this callback was given a custom objective (``obj=``; the
-    scikit-learn API passes a callable ``objective`` the same way): XGBoost's configuration then still names
-    its default objective, ``reg:squarederror``, whatever the callable computes. None when no
-    ``xgboost.train`` call is found on the stack (nothing tells)."""
+def _train_call() -> Optional[Dict[str, Any]]:
+    """The arguments of the ``xgboost.train`` call running this callback (``dtrain``, ``evals``, ``obj``...:
+    the frame's locals), or None when no such call is on the stack (a callback called some other way)."""
     import sys
 
     frame = sys._getframe(1)
     while frame is not None:
         if frame.f_code.co_name == "train" and frame.f_globals.get("__name__") == "xgboost.training":
-            return frame.f_locals.get("obj") is not None
+            return dict(frame.f_locals)
         frame = frame.f_back
     return None
+
+
+def _custom_objective(call: Optional[Dict[str, Any]] = None) -> Optional[bool]:
+    """Whether the ``xgboost.train`` call running this callback was given a custom objective (``obj=``; the
+    scikit-learn API passes a callable ``objective`` the same way): XGBoost's configuration then still names
+    its default objective, ``reg:squarederror``, whatever the callable computes. None when no
+    ``xgboost.train`` call is found on the stack (nothing tells)."""
+    call = call if call is not None else _train_call()
+    if call is None:
+        return None
+    return call.get("obj") is not None
+
+
+#: objectives trained on class ids, whose class weights (scale_pos_weight, the training rows' weights) are
+#: recorded for ClassImbalance
+_CLASS_OBJECTIVES = ("binary:", "multi:")
+
+
+def _scale_pos_weight(model) -> Optional[float]:
+    """The booster's ``scale_pos_weight`` (None when its configuration has none or it is not a number)."""
+    try:
+        value = float(_find_key(json.loads(model.save_config())["learner"], "scale_pos_weight"))
+    except Exception:  # noqa: BLE001 - an unknown layout or no such parameter
+        return None
+    return value if math.isfinite(value) and value > 0 else None
+
+
+def class_weights_of(model, objective: Optional[str], dtrain=None) -> Optional[Dict[int, float]]:
+    """The effective weight of each class the booster trains with, for a classification objective
+    (``binary:*``, ``multi:*``, ``reg:logistic``): each class's mean row weight in ``dtrain`` (the training
+    DMatrix's ``weight``, when it has one per row and its labels are class ids), times ``scale_pos_weight``
+    for class 1. None when there is nothing but weights of 1 (or the objective is not a classifier's)."""
+    if not isinstance(objective, str) or not (objective.startswith(_CLASS_OBJECTIVES) or objective == "reg:logistic"):
+        return None
+    weights: Dict[int, float] = {}
+    if dtrain is not None and isinstance(dtrain, xgb.DMatrix):
+        row_weights = np.asarray(dtrain.get_weight(), dtype=np.float64)
+        labels = np.asarray(dtrain.get_label(), dtype=np.float64)
+        if row_weights.size and row_weights.size == labels.size and labels.ndim == 1 and np.all(
+                np.isfinite(labels) & (labels >= 0) & (labels == np.round(labels))) and labels.max() < 100_000:
+            ids = labels.astype(np.int64)
+            sums, counts = np.bincount(ids, weights=row_weights), np.bincount(ids)
+            weights = {int(c): float(sums[c] / counts[c]) for c in np.flatnonzero(counts)}
+    spw = _scale_pos_weight(model) if not objective.startswith("multi:") else None
+    if spw is not None and spw != 1.0:
+        weights[1] = weights.get(1, 1.0) * spw
+    if not weights or all(w == 1.0 for w in weights.values()):
+        return None
+    return weights
 
 
 def booster_record(model, custom_objective: Optional[bool] = False) -> Optional[Dict[str, Any]]:
@@ -146,6 +204,31 @@ def booster_record(model, custom_objective: Optional[bool] = False) -> Optional[
             record[key] = int(number) if key in ("num_parallel_tree", "max_depth", "num_class") else float(
                 f"{number:.7g}")
     return record or None
+
+
+def _evaluation_data(evals, dtrain) -> Optional[Tuple[xgb.DMatrix, str]]:
+    """``(DMatrix, name)`` of the ``xgboost.train`` call's ``evals`` that stands in for ``validation_data``:
+    the last that is not the training data (the scikit-learn API names every ``eval_set`` entry
+    ``validation_<i>``, the training set included). None when there is none (predicting the training data
+    at every save could cost as much as the training)."""
+    entries = []
+    for entry in evals or ():
+        if isinstance(entry, (tuple, list)) and len(entry) == 2 and isinstance(entry[0], xgb.DMatrix):
+            entries.append((entry[0], str(entry[1])))
+
+    def is_training(data) -> bool:
+        if data is dtrain:
+            return True
+        if not isinstance(dtrain, xgb.DMatrix):
+            return False
+        try:
+            return (data.num_row() == dtrain.num_row() and data.num_col() == dtrain.num_col()
+                    and np.array_equal(data.get_label(), dtrain.get_label()))
+        except Exception:  # noqa: BLE001 - cannot tell: held out
+            return False
+
+    held_out = [e for e in entries if not is_training(e[0])]
+    return held_out[-1] if held_out else None
 
 
 def _collective_world_size() -> int:
@@ -214,10 +297,48 @@ def _renumber(ids: np.ndarray, offset: int) -> np.ndarray:
     return np.array(out, dtype=str)
 
 
+def _dump_table(layer) -> Dict[str, list]:
+    """The columns of ``trees_to_dataframe`` but Gain and Cover, from ``get_dump(with_stats=False)`` in JSON:
+    for models whose trees XGBoost cannot dump with statistics (multi-target trees,
+    ``multi_strategy="multi_output_tree"``). Node ids as in the dataframe: ``"<tree>-<node>"``."""
+    columns: Dict[str, list] = {c: [] for c in ("Tree", "Node", "ID", "Feature", "Split", "Yes", "No", "Missing")}
+    for tree, text in enumerate(layer.get_dump(with_stats=False, dump_format="json")):
+        stack = [json.loads(text)]
+        rows = []
+        while stack:
+            node = stack.pop()
+            rows.append(node)
+            stack.extend(node.get("children") or ())
+        for node in sorted(rows, key=lambda n: int(n["nodeid"])):
+            leaf = "children" not in node
+            columns["Tree"].append(tree)
+            columns["Node"].append(int(node["nodeid"]))
+            columns["ID"].append(f"{tree}-{int(node['nodeid'])}")
+            columns["Feature"].append("Leaf" if leaf else str(node.get("split", "")))
+            columns["Split"].append(float("nan") if leaf else float(node.get("split_condition", float("nan"))))
+            for column, key in (("Yes", "yes"), ("No", "no"), ("Missing", "missing")):
+                columns[column].append("" if leaf or key not in node else f"{tree}-{int(node[key])}")
+    return columns
+
+
+def _trees_frame(layer):
+    """``layer.trees_to_dataframe()``, or when XGBoost cannot dump the trees with statistics (multi-target
+    trees) a plain dict of the columns it can give (:func:`_dump_table`)."""
+    try:
+        return layer.trees_to_dataframe()
+    except xgb.core.XGBoostError as e:
+        if "statistic" not in str(e):
+            raise
+        import pandas as pd
+
+        return pd.DataFrame(_dump_table(layer))
+
+
 def tree_table(layer, layer_index: int = 0) -> Dict[str, np.ndarray]:
     """The trees of ``layer`` (a one-iteration slice ``booster[i:i+1]``) as 1-D arrays, numbered as in
-    the whole model: every iteration adds the same number of trees (classes x parallel trees)."""
-    df = layer.trees_to_dataframe()
+    the whole model: every iteration adds the same number of trees (classes x parallel trees). Trees that
+    XGBoost cannot dump with statistics (multi-target trees) come without the Gain and Cover columns."""
+    df = _trees_frame(layer)
     offset = layer_index * int(df["Tree"].nunique()) if len(df) else 0
     table: Dict[str, np.ndarray] = {}
     for column in df.columns:
@@ -286,6 +407,10 @@ class Hook(TrainingCallback, BaseHook):
         self._warned: Set[str] = set()
         self._distributed = False  # xgboost.collective running with several workers (set per training run)
         self._trained = False  # xgboost.train returned: later iterations (another train call) are not recorded
+        #: the data of xgboost.train's evals used for predictions and labels without validation_data (its name)
+        self._eval_data: Optional[Tuple[xgb.DMatrix, str]] = None
+        #: the step at which predictions / labels were last saved (saved again after the last iteration)
+        self._saved_at: Dict[str, int] = {}
         # Hyperparameters do not change during training: saved once, at step 0 (every xgboost.train call
         # starts there), unless the user (or the JSON configuration) gives the collection a schedule.
         self.collection_manager.get(CollectionKeys.HYPERPARAMETERS).save_config = SaveConfig(save_steps=[0], end_step=1)
@@ -364,10 +489,30 @@ class Hook(TrainingCallback, BaseHook):
         return model
 
     def _record_booster(self, model) -> None:
-        """Keep the booster's record in the collections file's ``_meta`` (written with the collections)."""
-        record = booster_record(model, _custom_objective())
+        """Keep the booster's record in the collections file's ``_meta`` (written with the collections), and
+        the class weights it trains with (``_meta.class_weights``: scale_pos_weight, the training rows'
+        weights); remember the data of the ``xgboost.train`` call's ``evals`` for the predictions and labels
+        when no ``validation_data`` was given."""
+        call = _train_call()
+        record = booster_record(model, _custom_objective(call) if call is not None else None)
         if record is not None:
             self.collection_manager.meta[BOOSTER_META_KEY] = record
+        if call is None:
+            return
+        try:
+            objective = record.get("objective") if record else None
+            weights = class_weights_of(model, objective, call.get("dtrain"))
+            if weights is not None:
+                spw = _scale_pos_weight(model)
+                dtrain = call.get("dtrain")
+                rows = isinstance(dtrain, xgb.DMatrix) and dtrain.get_weight().size > 0
+                source = " and ".join(
+                    ([f"scale_pos_weight={spw:g}"] if spw not in (None, 1.0) and not objective.startswith("multi:")
+                     else []) + (["the training DMatrix's weights"] if rows else []))
+                class_weights.record_class_weights(self, weights, source or "XGBoost weights")
+        except Exception as e:  # noqa: BLE001 - no record, training goes on
+            logger.debug("smdebug: class weights of the booster not recorded (%s)", e)
+        self._eval_data = _evaluation_data(call.get("evals"), call.get("dtrain"))
 
     def after_iteration(self, model, epoch: int, evals_log) -> bool:
         if not self._disabled and not self._closed and not self._trained:
@@ -401,10 +546,49 @@ class Hook(TrainingCallback, BaseHook):
             self._trained = True
             if not self._disabled:
                 try:
+                    self._save_trained_model(model)
+                except Exception as e:  # noqa: BLE001 - an XGBoost call failed: the run keeps what it has
+                    self._warn_once("trained-model", "smdebug: cannot save the trained model's predictions and "
+                                    "labels (%s: %s)", type(e).__name__, str(e).splitlines()[0] if str(e) else "")
+            self._eval_data = None  # (no reference to the user's data once training is over)
+            if not self._disabled:
+                try:
                     self.flush()
                 except Exception as e:  # noqa: BLE001 - never break training
                     self._fail("after_training()", e)
         return model
+
+    def _save_trained_model(self, model) -> None:
+        """Save ``predictions`` and ``labels`` at the last iteration's step when its schedule did not: rules
+        judge the trained model on them (ClassImbalance's and Confusion's misprediction tests), and a tapered
+        schedule's last save of a 100-round run is round 80. Only the collections the hook includes, and
+        only for an iteration that was recorded (a single booster; the hook's worker writes)."""
+        wanted = [k for k in ("predictions", "labels")
+                  if any(c.name == k for c in self._included) and self._saved_at.get(k) != self.step
+                  and k not in self._skipped]
+        if (not wanted or self._booster in (None, "cv") or self.step < 0 or self._writer is None
+                or not self._is_writer or self.dry_run):
+            return
+        with self._step_lock:
+            if self._in_step:
+                self._finish_step()
+            if self._open_step is not None and self._open_step != self.step:
+                self._close_open_step()
+            # the last iteration's step again, with only these collections due (its other data is written)
+            self._in_step = True
+            self._wrote_this_step = self._open_step == self.step
+            self._stretch = None
+            self._due = self._intern_due(set(wanted))
+        try:
+            for kind in wanted:
+                try:
+                    getattr(self, "_save_" + kind)(model, self.step, {})
+                except Exception as e:  # noqa: BLE001 - an XGBoost call failed for this kind of data
+                    self._skip(kind, e)
+        finally:
+            with self._step_lock:
+                if self._in_step:
+                    self._finish_step()
 
     def _on_stop_requested(self, signal: dict) -> None:
         # Flag only (``stop_requested``); after_iteration returns True and XGBoost ends training.
@@ -479,22 +663,43 @@ class Hook(TrainingCallback, BaseHook):
                     value = value[0]
                 self.record(name, np.array([float(value)]))
 
+    def _labelled_data(self, kind: str) -> Optional[xgb.DMatrix]:
+        """The rows predictions and labels are saved for: ``validation_data``, else the last data set of
+        ``xgboost.train``'s ``evals`` (the estimator's ``eval_set``) that is not the training data. None
+        (warned once) when there is none."""
+        if self._validation_data is not None:
+            return self._validation_data
+        if self._eval_data is not None:
+            data, name = self._eval_data
+            if "eval-data" not in self._warned:
+                self._warned.add("eval-data")
+                logger.info("smdebug: predictions and labels are saved for the evaluation data %r (no "
+                            "validation_data given to the hook)", name)
+                self.collection_manager.meta[EVAL_DATA_META_KEY] = name
+            return data
+        self._warn_once(kind, "smdebug: the %s collection needs the hook's validation_data, or a held-out "
+                        "evaluation set (xgboost.train(evals=...), or eval_set of the scikit-learn estimator's fit)",
+                        kind)
+        return None
+
     def _save_predictions(self, model, epoch, evals_log) -> None:
         if not self.is_due("predictions") or not self._needs_booster("predictions"):
             return
-        if self._validation_data is None:
-            self._warn_once("predictions", "smdebug: the predictions collection needs the hook's validation_data")
+        data = self._labelled_data("predictions")
+        if data is None:
             return
         rounds = model.num_boosted_rounds()
-        self.record("predictions", model.predict(self._validation_data, iteration_range=(0, rounds)))
+        if self.record("predictions", model.predict(data, iteration_range=(0, rounds))):
+            self._saved_at["predictions"] = self.step
 
     def _save_labels(self, model, epoch, evals_log) -> None:
         if not self.is_due("labels"):
             return
-        if self._validation_data is None:
-            self._warn_once("labels", "smdebug: the labels collection needs the hook's validation_data")
+        data = self._labelled_data("labels")
+        if data is None:
             return
-        self.record("labels", self._validation_data.get_label())
+        if self.record("labels", data.get_label()):
+            self._saved_at["labels"] = self.step
 
     def _save_feature_importance(self, model, epoch, evals_log) -> None:
         if self._booster == "cv":

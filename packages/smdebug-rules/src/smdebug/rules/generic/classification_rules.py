@@ -10,17 +10,19 @@ prediction tensors; values saved by several workers are pooled.
 
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+import re
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
+from smdebug.core.class_weights import recorded_class_weights
 from smdebug.core.modes import ModeKeys
 from smdebug.exceptions import SMDebugValueError
 from smdebug.rules.evaluation import looking_for
 from smdebug.rules.generic.activation_rules import _check_regexes, batches_at
 from smdebug.rules.generic.input_rules import StepSums
 from smdebug.rules.generic.selection import collection_tensors, select_tensors
-from smdebug.rules.generic.xgboost_rules import regression_objective
+from smdebug.rules.generic.xgboost_rules import _hyperparameter, booster_params, regression_objective
 from smdebug.rules.params import as_bool, as_float, as_int, as_list, as_optional_int, in_range
 from smdebug.rules.rule import Rule
 
@@ -314,18 +316,39 @@ class ClassImbalance(_LabelsAndPredictions):
         count_c         = #labels equal to c
         mispredicted_c  = #{labels equal to c whose prediction differs} / #{such labels with a prediction}
 
-    With ``most`` and ``least`` the largest and smallest count, the condition is met at a step where labels
-    were saved when ``most / least > threshold_imbalance`` once ``sum_c count_c >= samples`` (the data: judged
-    live), or before that when the imbalance is beyond doubt at the counts seen: ``(sqrt(most) - 1)^2 /
-    (sqrt(least) + 1)^2 > threshold_imbalance`` (each count moved two standard deviations against the
-    finding; a batch size of 8 under Hook.recommended's schedule never reaches 500 training labels). Before
-    ``samples``, counts that show no imbalance even moved the other way (``(sqrt(most) + 1)^2 / (sqrt(least) -
-    1)^2 <= threshold_imbalance``) are judged too; others are not judged yet. Once training has ended, at the
+    **Class weights.** When the run trains with class weights (the hooks' record ``_meta.class_weights``, see
+    :mod:`smdebug.core.class_weights`: PyTorch ``CrossEntropyLoss(weight=...)``/``NLLLoss(weight=...)``, a single
+    ``BCEWithLogitsLoss(pos_weight=...)``, XGBoost ``scale_pos_weight`` and the training DMatrix's row weights;
+    for runs of the original smdebug the ``hyperparameters/scale_pos_weight`` given to the XGBoost hook), each
+    count is multiplied by its class's weight, ``count_c * w_c``: the imbalance the optimiser is shown. A run
+    that compensates its imbalance is not flagged; weights that leave a ratio above the threshold are, and the
+    message names them. Classes weighted 0 are left out.
+
+    With ``most`` and ``least`` the classes of the largest and smallest (weighted) count, the condition is met
+    at a step where labels were saved when ``most / least > threshold_imbalance`` once ``sum_c count_c >=
+    samples`` and the classes seen hold at least :data:`LABELS_PER_CLASS` (30) labels each on average (the
+    data: judged live; below that, chance alone makes the largest of many small counts ten times the
+    smallest: 200 balanced classes with 5 labels each give 11 against 1), or otherwise when the imbalance is
+    beyond doubt at the counts seen: ``(sqrt(most) - 1)^2 / (sqrt(least) + 1)^2 > threshold_imbalance``
+    (each count moved two standard deviations against the finding; a batch size of 8 under
+    Hook.recommended's schedule never reaches 500 training labels). Counts that show no imbalance even moved
+    the other way (``(sqrt(most) + 1)^2 / (sqrt(least) - 1)^2 <= threshold_imbalance``) are judged too;
+    others are not judged yet, and the verdict (NotEvaluated) says how many labels were saved, how (labels
+    per saved step x saved steps) and what is missing. Once training has ended, at the
     last step where labels were saved (any mode) if it is in the last 10 % of the run, on that step's labels
-    and predictions (the trained model: an untrained one mispredicts every class), the condition is met when
+    and predictions (the trained model: an untrained one mispredicts every class; the XGBoost hook saves
+    them after the last round), the condition is met when
     ``mispredicted_c > threshold_misprediction`` for some class with at least 10 such labels. That finding is
     about the trained model's predictions, not the data: it is only reached when the class counts passed the
     imbalance test, and its message says so (a model that does not learn mispredicts classes of balanced data).
+
+    **Sequence models.** The verdict is NotApplicable when the labels are a sequence model's per-token
+    targets (a language model's next tokens, a tagger's tags, a decoder's outputs), whose frequencies are
+    the language's, skewed by nature (rebalancing them would be the bug). The evidence, at the first step
+    with labels: labels ``(N, T)``, ``T >= 2``, scored by predictions ``(N, T, C)`` or ``(N, C, T)``; or the
+    model's input (collection ``inputs``) is integer ids ``(N, T)``, ``T >= 2``, and the labels hold ``k >= 2``
+    class ids per input row (``N * k`` of them, flattened or ``(N, k)``; not one-hot). A text classifier (one
+    label per sequence) is judged.
 
     Targets that are not class ids are not judged, and the verdict says NotApplicable when the run has no
     others: floats with fractions (a regression), integers predicted by continuous values on their own scale
@@ -345,7 +368,8 @@ class ClassImbalance(_LabelsAndPredictions):
 
     :param threshold_imbalance: largest allowed ratio of the most to the least frequent class (default 10).
     :param threshold_misprediction: largest allowed fraction of a class mispredicted (default 0.7).
-    :param samples: labels to see before judging the plain ratio (default 500).
+    :param samples: labels to see before judging the plain ratio (default 500; at least 30 per class are
+        needed too).
     :param argmax: ``argmax`` the predictions over their last axis (default False).
     :param labels_regex: comma-separated regexes of the label tensors (default ``".*labels"``).
     :param predictions_regex: comma-separated regexes of the prediction tensors (default ``".*predictions"``).
@@ -381,6 +405,12 @@ class ClassImbalance(_LabelsAndPredictions):
         self._parts: dict = {}
         self._train_labels = False  # whether the run has TRAIN-mode labels (once True, stays so)
         self._regression: Tuple[int, Optional[str]] = (-1, None)  # (tensors of the run when read, objective)
+        #: why the labels are a sequence model's per-token targets ("" when the run showed they are not,
+        #: None while undecided)
+        self._sequence: Optional[str] = None
+        #: why the counts could not be judged yet, repeated at steps without labels (the verdict's detail)
+        self._waiting: Optional[str] = None
+        self._weights_read: Tuple[int, Optional[Tuple[Dict[int, float], str]]] = (-1, None)
 
     def _contribution(self, step, label_names, prediction_names):
         labels, predictions = self._pairs(step, label_names, prediction_names, argmax=self.argmax)
@@ -411,6 +441,97 @@ class ClassImbalance(_LabelsAndPredictions):
             self._regression = (count, regression_objective(self.base_trial))
         return self._regression[1]
 
+    def _class_weights(self, label_names: List[str]) -> Optional[Tuple[Dict[int, float], str]]:
+        """``({class: weight}, what set them)`` the run trains the labels ``label_names`` with (the hooks'
+        record, :mod:`smdebug.core.class_weights`; for XGBoost runs without it, ``scale_pos_weight`` of the
+        hyperparameters given to the hook), None when none. Weights that differ between the label tensors
+        (two losses weighted apart) are not applied: the counts are pooled (said once)."""
+        count = len(self.base_trial.tensor_names())
+        if self._weights_read[0] == count:
+            return self._weights_read[1]
+        found = None
+        entries = recorded_class_weights(self.base_trial)
+        per_tensor = []
+        for name in label_names:
+            weights: Dict[int, float] = {}
+            sources = []
+            for entry in entries:
+                if entry.targets is None or re.search(entry.targets, name):
+                    for c, w in entry.weights.items():
+                        weights[c] = weights.get(c, 1.0) * w
+                    sources.append(entry.source)
+            per_tensor.append((weights, " and ".join(sources)))
+        if per_tensor and all(p == per_tensor[0] for p in per_tensor) and per_tensor[0][0]:
+            found = per_tensor[0]
+        elif any(p[0] for p in per_tensor):
+            self._warn_once("weights", "%s: the label tensors are weighted differently; the class counts are "
+                            "judged unweighted", self.rule_name)
+        if found is None and not entries:
+            objective = booster_params(self.base_trial).get("objective")
+            spw = _hyperparameter(self.base_trial, "scale_pos_weight")
+            if isinstance(spw, (int, float)) and np.isfinite(spw) and spw > 0 and spw != 1 and not (
+                    isinstance(objective, str) and objective.startswith("multi:")):
+                found = ({1: float(spw)}, f"scale_pos_weight={spw:g}")
+        self._weights_read = (count, found)
+        return found
+
+    def _sequence_targets(self, step: int, label_names: List[str], prediction_names: List[str]) -> Optional[str]:
+        """Why the labels at ``step`` are a sequence model's per-token targets (a language model's next
+        tokens, a tagger's tags, a decoder's outputs), whose class frequencies are the language's, skewed by
+        nature: "" when the step shows they are not, None when it cannot tell yet (no model input saved
+        with them). The evidence, either of:
+
+        * labels ``(N, T)`` with ``T >= 2`` scored by predictions with one more axis, a class axis after
+          the first or last (``(N, T, C)``, PyTorch's ``(N, C, T)``): a class per position of a sequence;
+        * the model's input (the ``inputs`` collection) at the step is integer ids ``(N, T)``, ``T >= 2``
+          (tokens), and the labels hold ``k >= 2`` class ids per input row (``N * k`` ids, flattened or
+          ``(N, k)``) that are not one-hot (their predictions are not of their shape).
+        """
+        names = _numbered(prediction_names)
+        inputs_seen = False
+        for i, lname in enumerate(_numbered(label_names)):
+            labels = _pooled(self.base_trial, lname, step)
+            if labels is None:
+                continue
+            labels = _squeeze_last(labels)
+            predictions = (_pooled(self.base_trial, names[i], step)
+                           if names and len(names) == len(label_names) else None)
+            if predictions is not None and labels.ndim == 2 and labels.shape[1] >= 2 and predictions.ndim == 3 and (
+                    predictions.shape[:2] == labels.shape
+                    or (predictions.shape[0], predictions.shape[2]) == labels.shape):
+                return (f"{lname} {labels.shape} holds a class per position of a sequence ({names[i]} "
+                        f"{predictions.shape} scores each): per-token targets of a sequence model (language "
+                        "model, tagger, decoder), whose class frequencies are the language's, skewed by nature")
+            if predictions is not None and predictions.shape == labels.shape and labels.ndim >= 2:
+                continue  # one-hot or multi-hot labels: one row per sample
+            for iname in sorted(collection_tensors(self.base_trial, ["inputs"])):
+                for x in batches_at(self.base_trial, iname, step):
+                    inputs_seen = True
+                    if x.dtype.kind not in "iu" or x.ndim != 2 or x.shape[1] < 2 or not x.shape[0]:
+                        continue
+                    n = x.shape[0]
+                    per_row = labels.size // n
+                    if labels.size % n == 0 and per_row >= 2 and (labels.ndim == 1 or labels.shape[0] == n):
+                        return (f"{lname} holds {per_row} class ids per row of the model's input {iname} {x.shape}, "
+                                "integer token ids: per-token targets of a sequence model (language model, tagger, "
+                                "decoder), whose class frequencies are the language's, skewed by nature")
+        return "" if inputs_seen or not collection_tensors(self.base_trial, ["inputs"]) else None
+
+    def _too_few(self, step: int, total: int, classes: int, per_class: float) -> str:
+        """Why the counts up to ``step`` are not judged yet: how many labels were saved, how (labels per
+        saved step x saved steps), and what it needs."""
+        saves = sum(1 for s, part in self._counts.parts.items() if s <= step and part is not None)
+        how = f"about {total / max(saves, 1):.3g} per saved step x {saves} saved steps"
+        if total < self.samples:
+            need = (f"{total} of samples={self.samples} labels saved ({how}); judges after samples={self.samples} "
+                    "(or sooner when the counts settle the imbalance either way)")
+        else:
+            need = (f"{total} labels saved ({how}) of {classes} classes, about {per_class:.3g} per class: too few to "
+                    f"tell a ratio above threshold_imbalance={self.threshold_imbalance:g} from chance (the plain "
+                    f"ratio is judged from {LABELS_PER_CLASS} labels per class, fewer when the counts settle it "
+                    "either way)")
+        return need + "; save labels at more steps (their collection's save_config) to have it judged"
+
     def invoke_at_step(self, step):
         objective = self._regression_objective()
         if objective is not None:
@@ -437,7 +558,14 @@ class ClassImbalance(_LabelsAndPredictions):
             self._parts[s] = part
             self._counts.add(s, part if part is not None and self._counted(s) else None)
         if self._parts.get(step) is None:  # no labels at this step: nothing new to judge
-            self.not_evaluated("judges at steps where labels were saved")
+            if self._sequence:
+                self.not_applicable(self._sequence)
+            self.not_evaluated(self._waiting or "judges at steps where labels were saved")
+            return False
+        if self._sequence is None:
+            self._sequence = self._sequence_targets(step, label_names, prediction_names)
+        if self._sequence:
+            self.not_applicable(self._sequence)
             return False
         totals = self._counts.total(step)
         counts = totals[0] if totals is not None else np.zeros(0, np.int64)
@@ -458,26 +586,44 @@ class ClassImbalance(_LabelsAndPredictions):
             self.not_evaluated(f"{total} labels seen, all class {only}: judges one class once a class at the "
                                f"ratio threshold_imbalance would have shown (chance < {ONE_CLASS_CHANCE:g})")
             return False
-        most, least = present[np.argmax(counts[present])], present[np.argmin(counts[present])]
-        ratio = counts[most] / counts[least]
-        if total >= self.samples:
+        weights, source = self._class_weights(label_names) or ({}, "")
+        weight = np.array([weights.get(int(c), 1.0) for c in range(len(counts))])
+        present = present[weight[present] > 0]  # (a class weighted 0 is not trained on)
+        if not len(present):
+            return False
+        weighted = counts * weight
+        most, least = present[np.argmax(weighted[present])], present[np.argmin(weighted[present])]
+        ratio = weighted[most] / weighted[least]
+        said = f"class {most} has {counts[most]} samples, class {least} {counts[least]}"
+        if weights:
+            said += (f", weighted by {source} ({weight[most]:.4g} and {weight[least]:.4g}): {weighted[most]:.4g} "
+                     f"against {weighted[least]:.4g}; weighted")
+        else:
+            said += ":"
+        per_class = total / len(present)
+        if total >= self.samples and per_class >= LABELS_PER_CLASS:
+            self._waiting = None
             self.mark_evaluated(*label_names)
             if ratio > self.threshold_imbalance:
-                return (f"class {most} has {counts[most]} samples, class {least} {counts[least]}: ratio {ratio:.4g} "
-                        f"> threshold_imbalance {self.threshold_imbalance:g} ({total} labels)")
+                return f"{said} ratio {ratio:.4g} > threshold_imbalance {self.threshold_imbalance:g} ({total} labels)"
         else:
-            # fewer labels than ``samples``: judged when the counts settle the question either way despite the
-            # chance in counts this small (the ratio bounded two standard deviations each way)
+            # fewer labels than ``samples``, or than LABELS_PER_CLASS per class (many classes): judged when the
+            # counts settle the question either way despite the chance in counts this small (the ratio
+            # bounded two standard deviations each way; weights scale the bounds)
             low, high = _ratio_bounds(int(counts[most]), int(counts[least]))
+            low, high = low * weight[most] / weight[least], high * weight[most] / weight[least]
+            fewer = (f"fewer than samples={self.samples}" if total < self.samples else
+                     f"about {per_class:.3g} per class of {len(present)}, fewer than {LABELS_PER_CLASS}")
             if low > self.threshold_imbalance:
+                self._waiting = None
                 self.mark_evaluated(*label_names)
-                return (f"class {most} has {counts[most]} samples, class {least} {counts[least]}: ratio {ratio:.4g}, "
-                        f"at least {low:.3g} allowing for the chance in counts this small, > threshold_imbalance "
-                        f"{self.threshold_imbalance:g} ({total} labels, fewer than samples={self.samples})")
+                return (f"{said} ratio {ratio:.4g}, at least {low:.3g} allowing for the chance in counts this small, "
+                        f"> threshold_imbalance {self.threshold_imbalance:g} ({total} labels, {fewer})")
             if high > self.threshold_imbalance:
-                self.not_evaluated(f"{total} labels seen; judges after samples={self.samples} (or sooner when the "
-                                   "counts settle the imbalance either way)")
+                self._waiting = self._too_few(step, total, len(present), per_class)
+                self.not_evaluated(self._waiting)
                 return False
+            self._waiting = None
             self.mark_evaluated(*label_names)
         if (not self.base_trial.loaded_all_steps or step != saved_steps()[-1]
                 or not _near_the_end(self.base_trial, step)):
@@ -502,6 +648,12 @@ class ClassImbalance(_LabelsAndPredictions):
 
 #: labels all of one class are judged once a class at the threshold ratio would have shown but with this chance
 ONE_CLASS_CHANCE = 0.001
+#: labels per class (on average) from which the plain ratio of counts is judged: the square root of a count
+#: of c has a standard deviation of about 1/2, so with K balanced classes of c labels each the plain ratio
+#: exceeds 10 only if one class lies ~1.04 * sqrt(c) standard deviations above the mean and another as far
+#: below; at c = 30 that is 5.7 standard deviations each way (a chance under 1e-8 per class, negligible up to
+#: a million classes). Below it the ratio is judged with the chance allowance of :func:`_ratio_bounds`.
+LABELS_PER_CLASS = 30
 
 
 def _ratio_bounds(most: int, least: int) -> Tuple[float, float]:

@@ -174,6 +174,8 @@ class CheckInputImages(Rule):
         self._framework: Optional[str] = None  # the run's, "" when unknown (read at the first 3-D input)
         self._parameters: Dict[str, Tuple[int, ...]] = {}  # the saved weights' shapes: the model's layers
         self._names_seen = -1  # how many tensors the run had when the weights were last looked for
+        self._waiting: Optional[str] = None  # why the images seen so far are not judged yet (repeated at steps
+        # where none was saved: the verdict's detail must not read as if none ever was)
 
     def _image_layout(self, name: str, shape: Tuple[int, ...]) -> Union[int, str, None]:
         """The channel axis of an image of ``shape`` (:data:`GRAYSCALE` for a 3-D image: one channel), or why
@@ -256,8 +258,8 @@ class CheckInputImages(Rule):
 
     def invoke_at_step(self, step):
         # reads of earlier steps (evaluation started late) are not a judgement of this one
-        self.not_evaluated("judges at steps where an image was saved (4-D, or 3-D grayscale the model flattens or "
-                           "convolves)")
+        self.not_evaluated(self._waiting or "judges at steps where an image was saved (4-D, or 3-D grayscale the "
+                           "model flattens or convolves)")
         no_image = []
         for name in select_tensors(self.base_trial, self.collection_names, self.regex):
             stats = self._stats.setdefault(name, StepSums(_add_channel_stats))
@@ -273,9 +275,15 @@ class CheckInputImages(Rule):
                 continue
             sums, counts, samples = stats.total(step)[current[0].shape]
             if samples < self.threshold_samples:
-                self.not_evaluated(f"{name}: {samples} images seen; judges after threshold_samples="
-                                   f"{self.threshold_samples}")
+                saves = sum(1 for s, part in stats.parts.items()
+                            if s <= step and part is not None and part[0].shape == current[0].shape)
+                self._waiting = (f"{name}: {samples} of threshold_samples={self.threshold_samples} images saved (about "
+                                 f"{samples / max(saves, 1):.3g} per saved step x {saves} saved steps); judges after "
+                                 f"threshold_samples={self.threshold_samples}: save inputs at more steps (their "
+                                 "collection's save_config) or lower threshold_samples")
+                self.not_evaluated(self._waiting)
                 continue
+            self._waiting = None
             self.mark_evaluated(name)
             means = sums / np.maximum(counts, 1)
             worst = int(np.nanargmax(np.abs(means))) if not np.all(np.isnan(means)) else 0
