@@ -85,7 +85,8 @@ def is_classification_loss(loss_module) -> bool:
 # What each torch.nn loss expects of its first input (smdebug.core.loss_inputs); a loss not listed: OTHER.
 _EXPECTS = (
     (("CrossEntropyLoss", "BCEWithLogitsLoss", "MultiLabelSoftMarginLoss"), loss_inputs.LOGITS),
-    (("NLLLoss", "KLDivLoss"), loss_inputs.LOG_PROBABILITIES),  # (KLDivLoss: its input is log-probabilities)
+    # (KLDivLoss: its input is log-probabilities; CTCLoss: log_probs, (T, N, C), from log_softmax, as NLLLoss's)
+    (("NLLLoss", "KLDivLoss", "CTCLoss"), loss_inputs.LOG_PROBABILITIES),
     (("BCELoss",), loss_inputs.PROBABILITIES),
     (("MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss"), loss_inputs.REGRESSION),
 )

@@ -1,15 +1,20 @@
 """Rules on activations: ReLU units that never fire, tanh/sigmoid units stuck in their flat regions.
 
-Both rules look at one batch of activations at a time. When several workers saved the tensor at the same step,
-their batches are pooled. For SaturatedActivation axis 0 of a saved tensor is the batch (the samples) and every
-other index is a *unit* (for a convolution's output, one channel at one position: a saturated input is saturated
-where it is). For DeadRelu a unit is what has its own weights (see :func:`unit_readings`): a feature of a dense
-layer, a *channel* of a convolution (a filter, shared by every position), a feature of a sequence model's
-per-step layer (shared by every time step).
+Both rules judge the batch of activations saved at a step, pooled with the batches of the tensor's saves just
+before it (same mode) until they hold at least ``100 / threshold_inactivity`` samples (100 at the default 1%,
+:func:`min_samples`): with fewer, "active in < 1% of n samples" can only mean "active in none of them", and a
+healthy ReLU layer has most of its units at 0 for any one input (batch size 1: 11 of 16 units off is ordinary
+sparsity, not death). Until then the verdict is NotEvaluated, saying how many samples the saves hold. When
+several workers saved the tensor at the same step, their batches are pooled too. For SaturatedActivation axis 0
+of a saved tensor is the batch (the samples) and every other index is a *unit* (for a convolution's output, one
+channel at one position: a saturated input is saturated where it is). For DeadRelu a unit is what has its own
+weights (see :func:`unit_readings`): a feature of a dense layer, a *channel* of a convolution (a filter, shared
+by every position), a feature of a sequence model's per-step layer (shared by every time step).
 """
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
@@ -51,6 +56,96 @@ def batches_at(trial, name: str, step: int) -> List[np.ndarray]:
     if len(values) > 1 and all(v.ndim >= 1 and v.shape[1:] == values[0].shape[1:] for v in values):
         return [np.concatenate(values, axis=0)]
     return values
+
+
+def min_samples(threshold_inactivity: float) -> int:
+    """The fewest samples at which "in < t% of the samples" (DeadRelu) or "in > 100 - t%" (SaturatedActivation)
+    can mean anything but "in none (every one) of them": one sample is t% of 100 / t samples. 100 at the
+    default 1%; 1 for t = 0 (nothing is then below 0%)."""
+    if not threshold_inactivity > 0:
+        return 1
+    return max(1, int(math.ceil(100.0 / threshold_inactivity - 1e-9)))
+
+
+class _Pool:
+    """The batches of one tensor at a step and at its saves just before (same mode), read once each."""
+
+    def __init__(self, trial):
+        self.trial = trial
+        self._values: Dict[str, Dict[int, Optional[np.ndarray]]] = {}
+
+    def _one(self, name: str, step: int) -> Optional[np.ndarray]:
+        cache = self._values.setdefault(name, {})
+        if step not in cache:
+            values = batches_at(self.trial, name, step)
+            value = values[0] if len(values) == 1 else None
+            if value is not None and (value.ndim == 0 or value.size == 0 or value.dtype.kind not in "fiub"
+                                      or (value.dtype.kind == "f" and not np.isfinite(value).all())):
+                value = None
+            cache[step] = value
+        return cache[step]
+
+    def earlier(self, name: str, step: int):
+        """The tensor's values at the saves before ``step`` in the same mode, latest first (each None where it
+        cannot be pooled: several workers' batches of different shapes, no finite numeric value)."""
+        steps = self.trial.tensor(name).steps()
+        mode = self.trial.mode(step)
+        for g in reversed(steps[:int(np.searchsorted(steps, step))]):
+            if self.trial.mode(g) == mode:
+                yield g, self._one(name, g)
+
+    def put(self, name: str, step: int, value: Optional[np.ndarray]) -> None:
+        self._values.setdefault(name, {})[step] = value
+
+    def pool(self, name: str, step: int, value: np.ndarray, fits, enough) -> Tuple[List[np.ndarray], List[int]]:
+        """``value`` (the tensor's one batch at ``step``) and the batches of its saves just before, latest first,
+        while ``fits(earlier)`` and until ``enough(pooled)``."""
+        self.put(name, step, value)
+        pooled, steps = [value], [step]
+        if not enough(pooled):
+            for g, earlier in self.earlier(name, step):
+                if earlier is None or not fits(earlier):
+                    break
+                pooled.append(earlier)
+                steps.append(g)
+                if enough(pooled):
+                    break
+        self.forget_before(name, min(steps))
+        return pooled, steps
+
+    def forget_before(self, name: str, step: int) -> None:
+        cache = self._values.get(name, {})
+        for g in [g for g in cache if g < step]:
+            del cache[g]
+
+
+def _pooled_label(samples: int, steps: List[int]) -> str:
+    if len(steps) <= 1:
+        return f"{samples} samples"
+    return f"{samples} samples (the {len(steps)} saves of steps {min(steps)}-{max(steps)})"
+
+
+def _too_few(name: str, samples: int, saves: int, need: int, threshold_inactivity: float) -> str:
+    return (f"needs at least {need} samples of a layer (100 / threshold_inactivity={threshold_inactivity:g}: with "
+            f"fewer, a share below it can only be none of them) and pools consecutive saves of the same mode to "
+            f"get them; {name} held {samples} in {saves} consecutive save{'s' if saves != 1 else ''}")
+
+
+#: the parameters of a recurrent layer's hidden-to-hidden weights, by framework: PyTorch's RNN/GRU/LSTM
+#: (``weight_hh_l0``, a cell's ``weight_hh``), Keras' (``.../gru_cell/recurrent_kernel``), Gluon's (``h2h_weight``)
+_RECURRENT_PARAMETER = re.compile(r"^(?:gradients?/)?(?P<layer>.+?)(?:[._/](?:weight_hh(?:_l\d+)?(?:_reverse)?"
+                                  r"|(?:[^/]*_cell/)?recurrent_kernel|(?:l\d+_)?h2h_weight))$")
+
+
+def recurrent_layers(trial) -> List[str]:
+    """The recurrent layers (RNN, GRU, LSTM) whose parameters the run saved (weights or gradients), by name:
+    their tanh and sigmoid are computed inside the cell, where no hook sees them."""
+    layers = set()
+    for name in trial.tensor_names():
+        m = _RECURRENT_PARAMETER.match(name)
+        if m is not None:
+            layers.add(m.group("layer"))
+    return sorted(layers)
 
 
 def units_by_samples(value: np.ndarray) -> np.ndarray:
@@ -134,15 +229,29 @@ def unit_readings(shape: Sequence[int], framework: Optional[str],
     return [channels] + (sequence if ndim == 3 else [])
 
 
-def dead_units(value: np.ndarray, reading: UnitReading, threshold_inactivity: float) -> Tuple[np.ndarray, int]:
-    """(indices of the dead units, samples) of ``value`` read as ``reading``: a unit is dead when it is
-    active (positive somewhere in the sample) in fewer than ``threshold_inactivity`` percent of the samples.
-    Indices are flat positions for ``units`` and positions along ``unit_axis`` otherwise."""
+def _active(value: np.ndarray, reading: UnitReading) -> np.ndarray:
+    """(samples, units) booleans: whether each unit is active (positive somewhere) in each sample."""
     if reading.unit_axis is None:
-        active = units_by_samples(value) > 0
-    else:
-        moved = np.moveaxis(value, (reading.batch_axis, reading.unit_axis), (0, 1))
-        active = (moved.reshape(moved.shape[0], moved.shape[1], -1) > 0).any(axis=2)
+        return units_by_samples(value) > 0
+    moved = np.moveaxis(value, (reading.batch_axis, reading.unit_axis), (0, 1))
+    return (moved.reshape(moved.shape[0], moved.shape[1], -1) > 0).any(axis=2)
+
+
+def _units(shape: Sequence[int], reading: UnitReading) -> int:
+    return int(np.prod(shape[1:])) if reading.unit_axis is None else int(shape[reading.unit_axis])
+
+
+def _samples(values: Sequence[np.ndarray], reading: UnitReading) -> int:
+    return sum(int(v.shape[reading.batch_axis]) for v in values)
+
+
+def dead_units(value, reading: UnitReading, threshold_inactivity: float) -> Tuple[np.ndarray, int]:
+    """(indices of the dead units, samples) of ``value`` (an array, or a list of arrays of the same units
+    pooled: batches of consecutive saves) read as ``reading``: a unit is dead when it is active (positive
+    somewhere in the sample) in fewer than ``threshold_inactivity`` percent of the samples. Indices are flat
+    positions for ``units`` and positions along ``unit_axis`` otherwise."""
+    values = [value] if isinstance(value, np.ndarray) else list(value)
+    active = np.concatenate([_active(v, reading) for v in values], axis=0)
     active_percent = active.mean(axis=0) * 100
     return np.flatnonzero(active_percent < threshold_inactivity), active.shape[0]
 
@@ -150,8 +259,10 @@ def dead_units(value: np.ndarray, reading: UnitReading, threshold_inactivity: fl
 class DeadRelu(Rule):
     """Fires when too many ReLU units of a layer are (almost) never active.
 
-    For every tensor whose name matches ``tensor_regex`` (``re.search``) and that was saved at the step, a
-    batch of ``n`` samples::
+    For every tensor whose name matches ``tensor_regex`` (``re.search``) and that was saved at the step, the
+    batch saved there pooled with those of the tensor's saves just before it (same mode) until they hold at
+    least ``n >= 100 / threshold_inactivity`` samples (see the module docstring; NotEvaluated, with the count,
+    until the saves hold that many)::
 
         active(unit, sample) = the unit's value > 0 at some position of the sample
         active_percent(unit) = 100 * #{samples where active} / n
@@ -210,6 +321,9 @@ class DeadRelu(Rule):
         self._framework: Optional[str] = None  # the run's, "" when unknown (read at the first judgement)
         self._parameters: List[Tuple[int, ...]] = []  # shapes of the saved weights: the layers' kinds
         self._names_seen = -1  # how many tensors the run had when the weights were last looked for
+        self._pool = _Pool(base_trial)
+        #: samples a judgement needs (see the module docstring)
+        self.min_samples = min_samples(self.threshold_inactivity)
 
     def tensors(self) -> List[str]:
         names = set(collection_tensors(self.base_trial, self.collection_names, "outputs"))
@@ -217,20 +331,41 @@ class DeadRelu(Rule):
         return sorted(names)
 
     def invoke_at_step(self, step):
-        judged, diverged = False, []
+        judged, diverged, short = False, [], []
+        need = self.min_samples
         for name in self.tensors():
-            for value in batches_at(self.base_trial, name, step):
+            values = batches_at(self.base_trial, name, step)
+            for value in values:
                 if value.ndim == 0 or value.size == 0 or value.dtype.kind not in "fiub":
                     continue
                 if value.dtype.kind == "f" and not np.isfinite(value).all():
                     # NaN is not > 0: a diverged layer would read as dead (ExplodingTensor says what it is)
                     diverged.append(name)
                     continue
+                readings = self._readings(value.shape)
+
+                def fits(earlier, value=value, readings=readings):
+                    return earlier.ndim == value.ndim and all(
+                        _units(earlier.shape, r) == _units(value.shape, r) for r in readings)
+
+                def enough(pooled, readings=readings):
+                    return all(_samples(pooled, r) >= need for r in readings)
+
+                if len(values) == 1:
+                    pooled, steps = self._pool.pool(name, step, value, fits, enough)
+                else:  # several workers' batches of different shapes: each judged on its own
+                    pooled, steps = [value], [step]
+                if not enough(pooled):
+                    short.append((name, min(_samples(pooled, r) for r in readings), len(pooled)))
+                    continue
                 judged = True
-                reason = self._judge(name, value)
+                reason = self._judge(name, pooled, readings, steps)
                 if reason:
                     return reason
-        if diverged and not judged:
+        if short and not judged:
+            name, samples, saves = short[0]
+            self.not_evaluated(_too_few(name, samples, saves, need, self.threshold_inactivity))
+        elif diverged and not judged:
             self.not_evaluated(f"the activations hold NaN or infinite values, which say nothing of dead units: "
                                f"{', '.join(sorted(set(diverged))[:3])}")
         return False
@@ -248,12 +383,14 @@ class DeadRelu(Rule):
                 self._parameters = list(parameter_shapes(self.base_trial).values())
         return unit_readings(shape, self._framework, self._parameters)
 
-    def _judge(self, name: str, value: np.ndarray) -> Optional[str]:
-        """The reason if ``value`` has too many dead units under every reading of its layout."""
+    def _judge(self, name: str, pooled: List[np.ndarray], readings: List[UnitReading],
+               steps: List[int]) -> Optional[str]:
+        """The reason if the pooled batches have too many dead units under every reading of their layout."""
         best = None
-        for reading in self._readings(value.shape):
-            dead, samples = dead_units(value, reading, self.threshold_inactivity)
-            units = value[0].size if reading.unit_axis is None else value.shape[reading.unit_axis]
+        value = pooled[0]
+        for reading in readings:
+            dead, samples = dead_units(pooled, reading, self.threshold_inactivity)
+            units = _units(value.shape, reading)
             if best is None or len(dead) / units < len(best[1]) / best[2]:
                 best = (reading, dead, units, samples)
         reading, dead, units, samples = best
@@ -271,7 +408,7 @@ class DeadRelu(Rule):
             what = f"units ({reading.what}, {axis}; dead: {listed})"
         where = "" if reading.batch_axis == 0 else f" (axis {reading.batch_axis} read as the batch)"
         return (f"{name}: {count} of {units} {what} ({dead_percent:.4g}%) active in "
-                f"< {self.threshold_inactivity:g}% of {samples} samples{where} "
+                f"< {self.threshold_inactivity:g}% of {_pooled_label(samples, steps)}{where} "
                 f"(threshold_layer {self.threshold_layer:g}%)")
 
 
@@ -284,10 +421,14 @@ class SaturatedActivation(Rule):
     (``tanh_activations``, ``sigmoid_activations``: the hooks put every such layer there by its type and record
     which of its tensors are inputs) only the layers' inputs are taken, judged with the bounds of the
     collection's kind (for a Keras layer with a fused ``activation=``, the pre-activation the hook captured
-    inside it); a layer whose input the hook could not observe contributes nothing. Any other tensor whose
-    name contains ``tanh`` (case-insensitive) is judged with the tanh bounds, one whose name contains
-    ``sigmoid`` with the sigmoid bounds (``tanh`` wins if both appear); any other selected tensor is skipped
-    with a warning logged once. With axis 0 the batch of ``n`` samples and every other index a unit::
+    inside it); a layer whose input the hook could not observe contributes nothing. The tanh and sigmoid of a
+    recurrent cell (RNN, GRU, LSTM: its gates and state) are computed inside the cell, where no hook sees them:
+    a model whose only such units are there is NotApplicable, the verdict naming its recurrent layers. Any other
+    tensor whose name contains ``tanh`` (case-insensitive) is judged with the tanh bounds, one whose name
+    contains ``sigmoid`` with the sigmoid bounds (``tanh`` wins if both appear); any other selected tensor is
+    skipped with a warning logged once. With axis 0 the batch and every other index a unit, over ``n`` samples (the
+    batch saved at the step pooled with those of the saves just before it until ``n >= 100 /
+    threshold_inactivity``, as DeadRelu)::
 
         saturated_percent(unit) = 100 * #{samples with x < min or x > max} / n
         saturated(unit)         = saturated_percent(unit) > 100 - threshold_inactivity
@@ -333,6 +474,9 @@ class SaturatedActivation(Rule):
         self.threshold_layer = in_range(rule, "threshold_layer", as_float(rule, "threshold_layer", threshold_layer),
                                         0, 100)
         self._warned = set()
+        self._pool = _Pool(base_trial)
+        #: samples a judgement needs (see the module docstring)
+        self.min_samples = min_samples(self.threshold_inactivity)
 
     def bounds(self, name: str, collection: str = ""):
         """(kind, min, max) for a tensor (of ``collection``, if selected by one), or None if it is neither a
@@ -355,7 +499,19 @@ class SaturatedActivation(Rule):
         return dict(sorted(selected.items()))
 
     def invoke_at_step(self, step):
-        for name, collection in self.tensors().items():
+        need, judged, short = self.min_samples, False, []
+        tensors = self.tensors()
+        ev = self.evaluation
+        if not tensors and ev.absent_by_design and not any(ev.wanted.values()):
+            # the hook found no tanh or sigmoid layer: where the model has recurrent cells, say where they are
+            recurrent = recurrent_layers(self.base_trial)
+            if recurrent:
+                self.not_applicable(
+                    "the model's tanh and sigmoid units are inside recurrent cells (" + ", ".join(recurrent[:4])
+                    + (", ..." if len(recurrent) > 4 else "") + "): their gates and states are computed inside "
+                    "the cell, where the hook sees no activation to judge; the model has no tanh or sigmoid layer "
+                    "of its own")
+        for name, collection in tensors.items():
             bounds = self.bounds(name, collection)
             if bounds is None:
                 if name not in self._warned:
@@ -364,17 +520,37 @@ class SaturatedActivation(Rule):
                                         name)
                 continue
             kind, low, high = bounds
-            for value in batches_at(self.base_trial, name, step):
+            values = batches_at(self.base_trial, name, step)
+            for value in values:
                 if value.ndim == 0 or value.size == 0 or value.dtype.kind not in "fiub":
                     continue
-                units = units_by_samples(value)
+
+                def fits(earlier, value=value):
+                    return earlier.shape[1:] == value.shape[1:]
+
+                def enough(pooled):
+                    return sum(v.shape[0] for v in pooled) >= need
+
+                if len(values) == 1:
+                    pooled, steps = self._pool.pool(name, step, value, fits, enough)
+                else:  # several workers' batches of different shapes: each judged on its own
+                    pooled, steps = [value], [step]
+                samples = sum(v.shape[0] for v in pooled)
+                if samples < need:
+                    short.append((name, samples, len(pooled)))
+                    continue
+                judged = True
+                units = np.concatenate([units_by_samples(v) for v in pooled], axis=0)
                 out_percent = ((units < low) | (units > high)).mean(axis=0) * 100
                 saturated = int((out_percent > 100 - self.threshold_inactivity).sum())
                 layer_percent = 100.0 * saturated / units.shape[1]
                 if layer_percent > self.threshold_layer:
                     return (f"{name}: {saturated} of {units.shape[1]} {kind} units ({layer_percent:.4g}%) "
                             f"outside [{low:g}, {high:g}] in > {100 - self.threshold_inactivity:g}% of "
-                            f"{units.shape[0]} samples (threshold_layer {self.threshold_layer:g}%)")
+                            f"{_pooled_label(units.shape[0], steps)} (threshold_layer {self.threshold_layer:g}%)")
+        if short and not judged:
+            name, samples, saves = short[0]
+            self.not_evaluated(_too_few(name, samples, saves, need, self.threshold_inactivity))
         return False
 
 

@@ -111,12 +111,14 @@ class UnnormalizedInput(Rule):
         return False
 
 
+#: PyTorch's regression losses (they broadcast an output and a target of different shapes, only warning)
+TORCH_REGRESSION_LOSSES = ("MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss")
 # what a loss expects of its first input, for runs whose hook recorded no losses (the original smdebug's):
 # PyTorch loss classes, as the hook names a loss module's tensors (<LossClass>_input_0)
 _EXPECTS_BY_CLASS = {
     **dict.fromkeys(("CrossEntropyLoss", "BCEWithLogitsLoss", "MultiLabelSoftMarginLoss"), loss_inputs.LOGITS),
-    **dict.fromkeys(("NLLLoss", "KLDivLoss"), loss_inputs.LOG_PROBABILITIES),
-    **dict.fromkeys(("MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss"), loss_inputs.REGRESSION),
+    **dict.fromkeys(("NLLLoss", "KLDivLoss", "CTCLoss"), loss_inputs.LOG_PROBABILITIES),
+    **dict.fromkeys(TORCH_REGRESSION_LOSSES, loss_inputs.REGRESSION),
 }
 #: log-probabilities are <= 0 (log-softmax computes x - max - log(sum exp(x - max)), never above 0 even in half
 #: precision); a value above this is a raw score
@@ -126,6 +128,34 @@ LOG_PROBABILITY_TOLERANCE = 1e-3
 PROBABILITY_TOLERANCE = 1e-3
 #: a softmax's rows sum to 1 up to rounding (half precision over many classes included)
 ROW_SUM_TOLERANCE = 5e-3
+#: a row of probabilities given to a categorical cross-entropy is off a distribution when its sum is further than
+#: this from 1: twenty times ROW_SUM_TOLERANCE, beyond any rounding of a softmax (bfloat16 included, whose
+#: rounding moves a row's sum by at most 2**-8); independent sigmoids over K classes sum to about K/2
+ROW_SUM_OFF = 0.1
+#: Keras' categorical cross-entropies (names lower-case, with no underscores): they take one probability
+#: *distribution* per row (they divide each row by its sum, silently), unlike the binary ones, whose every output
+#: is a probability of its own (multi-label sigmoids are right there)
+_CATEGORICAL_ON_PROBABILITIES = {"categoricalcrossentropy", "sparsecategoricalcrossentropy",
+                                 "categoricalfocalcrossentropy"}
+
+
+def _categorical(loss_type: str) -> bool:
+    """Whether a loss of this (recorded) type takes a probability distribution per row."""
+    return loss_type.replace("_", "").lower() in _CATEGORICAL_ON_PROBABILITIES
+
+
+def _broadcast(p_shape: Tuple[int, ...], y_shape: Tuple[int, ...]) -> Optional[Tuple[int, ...]]:
+    """The shape PyTorch broadcasts an output and a target of these shapes to, when it holds more values than
+    either (every output compared with every target of another sample: ``(N, 1)`` against ``(N,)`` gives
+    ``(N, N)``); None when the shapes are equal or their broadcast adds nothing."""
+    if p_shape == y_shape:
+        return None
+    try:
+        shape = tuple(int(d) for d in np.broadcast_shapes(p_shape, y_shape))
+    except ValueError:
+        return None
+    size = int(np.prod(shape))
+    return shape if size > int(np.prod(p_shape)) and size > int(np.prod(y_shape)) else None
 
 
 def _softmax_rows(p: np.ndarray) -> bool:
@@ -154,6 +184,8 @@ class _Seen:
     zeros: int = 0  # outputs exactly 0
     outputs_per_row: Optional[int] = None
     softmax_rows: bool = True  # every save's rows sum to 1
+    rows: int = 0  # rows over >= 2 classes (the last axis) seen
+    rows_off: int = 0  # ... whose sum is further than ROW_SUM_OFF from 1
     #: target id -> count while every target is a non-negative integer (None once one is not)
     ids: Optional[Dict[int, int]] = field(default_factory=dict)
 
@@ -190,17 +222,29 @@ class ImproperOutput(Rule):
     * a loss that wants probabilities (a Keras cross-entropy with ``from_logits=False``, its default) gets
       outputs below 0 or above 1 (beyond ``1e-3``): raw scores, the output activation forgotten (Keras clips
       them into (0, 1), and whatever lies outside gets no gradient);
-    * a loss that wants log-probabilities (``NLLLoss``, ``KLDivLoss``) gets outputs all >= 0: probabilities,
-      not their logarithm; or outputs above 0 (beyond ``1e-3``): raw scores, the log-softmax forgotten (NLLLoss
-      then rewards making the true class's score larger without bound, and the loss falls below 0);
+    * a categorical cross-entropy that wants probabilities (Keras' ``categorical_crossentropy``, its sparse and
+      focal kinds, with ``from_logits=False``) gets rows (the last axis, over 2 classes or more) most of which do
+      not sum to 1 (further than 0.1 from it, far beyond a softmax's rounding): independent sigmoids, not a
+      softmax (Keras divides each row by its sum, silently). The binary cross-entropies are not held to it:
+      each of their outputs is a probability of its own (multi-label sigmoids);
+    * a loss that wants log-probabilities (``NLLLoss``, ``KLDivLoss``, ``CTCLoss``) gets outputs all >= 0:
+      probabilities, not their logarithm; or outputs above 0 (beyond ``1e-3``): raw scores, the log-softmax
+      forgotten (NLLLoss then rewards making the true class's score larger without bound, and the loss falls below 0);
     * a cross-entropy or divergence (any of the above) gets targets with one value per output (labels,
       one-hot rows, soft labels: probabilities) outside [0, 1]: labels coded -1/+1 make the loss unbounded
       below;
+    * a regression loss of a PyTorch run (``MSELoss``, ``L1Loss``, ``SmoothL1Loss``, ``HuberLoss``) gets an output and
+      targets whose shapes broadcast to more values than either (``(N, 1)`` against ``(N,)`` gives ``(N, N)``:
+      every output against the target of every sample; PyTorch only warns), judged at the first save of both;
     * a regression loss (squared, absolute, Huber error) on one output per sample gets targets that are the
       class ids ``0 .. K-1`` (every one present, ``3 <= K <= max_classes``), roughly balanced (the most frequent
       at most 10 times as frequent as the least, as a data set made for classification is): a classification
       trained as a regression on the class index. Counts and ratings are integers from 0 too, but skewed (a
       count's small values outnumber its tail by far), and a squared error on them is an ordinary regression;
+    * a regression loss whose outputs, over the whole finished run, never went below 0, with at least 10% of
+      them exactly 0, while at least 10% of its targets are below 0: an output clamped at 0 (a ReLU on the
+      output layer, copied from the hidden ones) that cannot reach the negative targets and gets no gradient
+      where it is 0 (a linear output is exactly 0 only by chance). Judged, as the next, at the loss's last save;
     * a regression loss whose outputs, over the whole finished run, never left [0, 1] (or [-1, 1]), with at
       least 10% of them within 1% of that range's width from its ends, while at least 10% of its targets lie
       outside it: a sigmoid (tanh) output activation that cannot reach the targets -- it saturates chasing
@@ -228,13 +272,14 @@ class ImproperOutput(Rule):
         self._bounds: Dict[str, np.ndarray] = {}
         #: the losses that are an XGBoost run's objective (see :meth:`_recorded`)
         self._objectives: set = set()
+        self._framework: Optional[str] = None  # the run's, "" when unknown (read when first needed)
 
-    def _losses(self) -> Dict[str, Tuple[str, Optional[str], str]]:
-        """loss -> (the tensor holding its first input, the tensor of its targets or None, what it expects),
-        for the losses this rule can judge whose first input the run saved."""
+    def _losses(self) -> Dict[str, Tuple[str, Optional[str], str, str]]:
+        """loss -> (the tensor holding its first input, the tensor of its targets or None, what it expects, its
+        type), for the losses this rule can judge whose first input the run saved."""
         names = self.base_trial.tensor_names()
         recorded = self._recorded()
-        found: Dict[str, Tuple[str, Optional[str], str]] = {}
+        found: Dict[str, Tuple[str, Optional[str], str, str]] = {}
         if recorded is not None:
             judged = [loss for loss in recorded if loss.expects != loss_inputs.OTHER]
             if recorded and not judged:
@@ -245,7 +290,7 @@ class ImproperOutput(Rule):
                 looking_for(f"the inputs of the loss {_label(loss)}", predictions + targets)
                 if predictions:
                     found[_label(loss)] = (
-                        predictions[0], targets[0] if targets else None, loss.expects)
+                        predictions[0], targets[0] if targets else None, loss.expects, loss.type)
             return found
         by_class: Dict[str, List[Optional[str]]] = {}
         for name in names:
@@ -259,7 +304,7 @@ class ImproperOutput(Rule):
                 entry[1] = name
         looking_for("tensors named <Loss>_input_0 / _input_1 (a loss module's inputs)",
                     [n for pair in by_class.values() for n in pair if n])
-        return {loss: (p, y, _EXPECTS_BY_CLASS[loss]) for loss, (p, y) in by_class.items() if p}
+        return {loss: (p, y, _EXPECTS_BY_CLASS[loss], loss) for loss, (p, y) in by_class.items() if p}
 
     def _recorded(self) -> Optional[List[loss_inputs.LossInputs]]:
         """The losses the hook recorded; for an XGBoost run, its objective (the booster's predictions against
@@ -302,7 +347,7 @@ class ImproperOutput(Rule):
 
     def invoke_at_step(self, step):
         judged = False
-        for loss, (pname, yname, expects) in self._losses().items():
+        for loss, (pname, yname, expects, loss_type) in self._losses().items():
             # (non-finite values say the model diverged, not what kind of output it has: ExplodingTensor's)
             outputs = [p for p in _floats(batches_at(self.base_trial, pname, step)) if np.isfinite(p).all()]
             if not outputs:
@@ -314,6 +359,15 @@ class ImproperOutput(Rule):
                 seen.zeros += int(np.count_nonzero(p == 0))
                 seen.outputs_per_row = 1 if p.ndim <= 1 else int(np.prod(p.shape[1:]))
                 seen.softmax_rows = seen.softmax_rows and _softmax_rows(p)
+                if p.ndim >= 2 and p.shape[-1] >= 2:
+                    sums = p.reshape(-1, p.shape[-1]).sum(axis=1, dtype=np.float64)
+                    seen.rows += sums.size
+                    seen.rows_off += int(np.count_nonzero(np.abs(sums - 1) > ROW_SUM_OFF))
+            if yname is not None and expects == loss_inputs.REGRESSION and self._broadcasts(loss_type):
+                mismatch = self._shape_mismatch(loss, pname, yname, step, outputs)
+                if mismatch:
+                    self.mark_evaluated(pname)
+                    return mismatch
             if yname is not None and seen.ids is not None:
                 for y in batches_at(self.base_trial, yname, step):
                     if y.dtype.kind in "fiu" and y.size and np.all(y == np.round(y)) and y.min() >= 0:
@@ -357,6 +411,13 @@ class ImproperOutput(Rule):
                 return (f"{loss} expects probabilities (in [0, 1]) but its input {pname} is in [{low:.3g}, "
                         f"{high:.3g}] over {n} values: raw scores (add the softmax/sigmoid output "
                         "activation, or build the loss with from_logits=True)")
+            if (expects == loss_inputs.PROBABILITIES and _categorical(loss_type) and seen.rows
+                    and 2 * seen.rows_off > seen.rows):
+                return (f"{loss} takes one probability distribution per row, but the rows of its input {pname} "
+                        f"(in [{low:.3g}, {high:.3g}]) do not sum to 1: {seen.rows_off} of {seen.rows} rows are "
+                        f"further than {ROW_SUM_OFF:g} from it: independent sigmoids, not a softmax (the loss "
+                        "divides each row by its sum, silently; use a softmax output activation, or a binary "
+                        "cross-entropy if the classes are not exclusive)")
             if expects == loss_inputs.LOG_PROBABILITIES and low >= 0:
                 return (f"{loss} expects log-probabilities (<= 0) but its input {pname} is all in [{low:.3g}, "
                         f"{high:.3g}] over {n} values: probabilities (use log_softmax)")
@@ -379,6 +440,30 @@ class ImproperOutput(Rule):
         if not judged:
             self.not_evaluated(self._why_not())
         return False
+
+    def _broadcasts(self, loss_type: str) -> bool:
+        """Whether the loss broadcasts an output and a target of different shapes: PyTorch's regression losses
+        do (with a warning), in a run PyTorch wrote (recorded, or told by its collections); Keras' and Gluon's
+        reshape the target to the output, XGBoost's have one shape."""
+        if self._framework is None:
+            from smdebug.core.run_info import framework_of
+
+            self._framework = framework_of(self.base_trial) or ""
+        return self._framework == "pytorch"
+
+    def _shape_mismatch(self, loss, pname, yname, step, outputs) -> Optional[str]:
+        """A regression loss given an output and targets whose shapes broadcast to more values than either:
+        ``(N, 1)`` against ``(N,)`` gives ``(N, N)``, every output compared with the targets of every sample
+        (the model learns their mean; PyTorch only warns)."""
+        for p in outputs:
+            for y in batches_at(self.base_trial, yname, step):
+                shape = _broadcast(tuple(p.shape), tuple(y.shape))
+                if shape is not None:
+                    return (f"{loss} compares {pname} of shape {tuple(p.shape)} with targets {yname} of shape "
+                            f"{tuple(y.shape)}: they broadcast to {shape}, every output against the target of "
+                            "every sample, and the model learns the targets' mean (make the shapes equal: "
+                            "squeeze the output's last axis or unsqueeze the targets)")
+        return None
 
     def _targets_outside_probabilities(self, loss, pname, yname, step, outputs) -> Optional[str]:
         """A cross-entropy or divergence whose targets hold one value per output compares the output with a
@@ -407,19 +492,29 @@ class ImproperOutput(Rule):
     def _bounded(self, loss, pname, yname, step, outputs, low, high) -> Optional[str]:
         """The bounded-output test (see the class docstring): counts pooled at every step, judged at the loss's
         last save once training has ended."""
-        counts = self._bounds.setdefault(loss, np.zeros(2 + 2 * len(self._RANGES)))
+        counts = self._bounds.setdefault(loss, np.zeros(4 + 2 * len(self._RANGES)))
+        clamp = 2 + 2 * len(self._RANGES)  # [clamp]: outputs exactly 0; [clamp + 1]: targets below 0
         for p in outputs:
             counts[0] += p.size
+            counts[clamp] += int(np.count_nonzero(p == 0))
             for i, (lo, hi) in enumerate(self._RANGES):
                 edge = 0.01 * (hi - lo)
                 counts[2 + i] += int(np.sum((p <= lo + edge) | (p >= hi - edge)))
         for y in _floats(batches_at(self.base_trial, yname, step)) + [
                 y for y in batches_at(self.base_trial, yname, step) if y.dtype.kind in "iu" and y.size]:
             counts[1] += y.size
+            counts[clamp + 1] += int(np.sum(y < 0))
             for i, (lo, hi) in enumerate(self._RANGES):
                 counts[2 + len(self._RANGES) + i] += int(np.sum((y < lo) | (y > hi)))
         if not self._at_last_save(pname, step) or not counts[1]:
             return None
+        zeros, negative = counts[clamp] / counts[0], counts[clamp + 1] / counts[1]
+        if low >= 0 and zeros >= CLAMPED_SHARE and negative >= 0.1:
+            # a linear output is exactly 0 only by chance; a ReLU's is, for every input below 0
+            return (f"{loss}: its input {pname} never went below 0 over the run ({int(counts[0])} values, "
+                    f"{zeros:.0%} of them exactly 0) while {negative:.0%} of its targets {yname} are below 0: an "
+                    f"output clamped at 0 (a ReLU on the output layer?) that cannot reach them, and gets no "
+                    f"gradient where it is 0 (remove it: a regression's output is linear)")
         for i, (lo, hi) in enumerate(self._RANGES):
             if low < lo - PROBABILITY_TOLERANCE or high > hi + PROBABILITY_TOLERANCE:
                 continue  # the outputs left the range: no such bound

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import bisect
-from typing import Dict, Optional, Tuple
+import hashlib
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -60,6 +61,18 @@ class WeightUpdateRatio(Rule):
     tells frozen from trained: a ``zero_grad()`` between ``backward()`` and ``step()`` leaves the optimizer
     nothing to apply and the hooks nothing to save).
 
+    An update of exactly 0 (the weight bit-identical at ``p`` and ``s``) while the same weight moves at other
+    saves of the run is read as *no optimizer step between these saves*, not as a tiny step, and skipped:
+    gradient accumulation (one ``optimizer.step()`` every k forward calls of the model, each a hook step unless
+    the optimizer is registered with the hook), a model called several times per update (siamese and multi-view
+    code, triplets, an RL rollout before one update), a step skipped on overflow. It is skipped when the weight
+    moves at a save after the stretch of identical saves holding ``p..s``; a stretch that reaches the run's
+    last save is skipped only once training has ended, if the weight moved before it and the stretch spans no
+    more steps than the longest one without a move that ended earlier (the run's own period between updates).
+    A weight that never moves over the run (an optimizer that never steps or steps a copy of the model, a
+    learning rate so small that float rounding cancels the update), or stops moving for good, still fires,
+    and so does a tiny non-zero update.
+
     Steps are TRAIN-mode steps when the weight has TRAIN-mode saves (weights do not change during
     evaluation, so EVAL saves are ignored), GLOBAL steps otherwise; ``num_steps`` counts steps of that mode.
     The rule needs weights saved at close steps: a save interval of 1, or equal to ``num_steps``.
@@ -101,6 +114,8 @@ class WeightUpdateRatio(Rule):
         self._warned_no_weights = False
         self._trained = (-1, None)  # (number of tensors of the run when computed, trained_parameters)
         self._gradients = GradientsByStep(base_trial)
+        #: (weight, mode) -> {mode step: digest of its value}: which saves hold bit-identical weights
+        self._digests: Dict[Tuple[str, ModeKeys], Dict[int, Optional[bytes]]] = {}
 
     def _weights(self):
         names = select_tensors(self.base_trial, [WEIGHTS], [])
@@ -170,6 +185,65 @@ class WeightUpdateRatio(Rule):
             return f"gradient norm {now:.3g} <= {self.converged_gradient_fraction:g} x its earlier {largest:.3g}"
         return None
 
+    def _digest(self, name: str, mode: ModeKeys, step: int) -> Optional[bytes]:
+        """A digest of the weight's value at mode step ``step`` (None when no value was saved there)."""
+        cache = self._digests.setdefault((name, mode), {})
+        if step not in cache:
+            value = value_at(self.base_trial, name, step, mode=mode)
+            if value is None:
+                cache[step] = None
+            else:
+                value = np.ascontiguousarray(value)
+                cache[step] = hashlib.sha1(repr((value.dtype.str, value.shape)).encode()
+                                           + value.tobytes()).digest()
+        return cache[step]
+
+    def _no_optimizer_step(self, name: str, mode: ModeKeys, steps: List[int], p: int, s: int) -> Optional[str]:
+        """Whether an update of exactly 0 (bit-identical weights at ``p`` and ``s``) reads as "no optimizer step
+        between these saves" rather than as a tiny step: the weight is identical over a stretch of consecutive
+        saves (the *stretch* holding ``p..s``) and moves at other saves of the run. That is gradient
+        accumulation (one optimizer step every k forward calls, each a hook step), a model called several times
+        per update (siamese and multi-view code, an RL rollout before one update), a skipped step (a
+        ``GradScaler`` skipping an overflow). It does when the weight moves at a save after the stretch; when the
+        stretch reaches the last save, only once training has ended (a run followed while it trains may move
+        at its next save) and only if the weight moved before it and the stretch spans no more steps than the
+        longest stretch without a move that ended (the run's own period between optimizer steps): a weight that
+        stops moving for good (steps no longer taken) is judged as before. A weight that never moves over the
+        run is judged as before too: an optimizer that never steps, one over a copy of the model, a learning rate
+        so small that float rounding cancels the update. Returns how (for the log), or None."""
+        i, j = bisect.bisect_left(steps, p), bisect.bisect_left(steps, s)
+        if i >= len(steps) or steps[i] != p or j >= len(steps) or steps[j] != s:
+            return None
+        same = self._digest(name, mode, s)
+        if same is None or any(self._digest(name, mode, steps[k]) != same for k in range(i, j)):
+            return None
+        end = j
+        while end + 1 < len(steps) and self._digest(name, mode, steps[end + 1]) == same:
+            end += 1
+        if end + 1 < len(steps):
+            if self._digest(name, mode, steps[end + 1]) is None:
+                return None
+            return f"moves again at {mode_label(mode)} {steps[end + 1]}"
+        if not self.base_trial.loaded_all_steps:
+            return None
+        start = i
+        while start > 0 and self._digest(name, mode, steps[start - 1]) == same:
+            start -= 1
+        if start == 0:
+            return None  # never moved over the run
+        # the stretches of identical saves before this one (each ended by a move): the run's period
+        longest, k = 0, 0
+        while k < start:
+            first = k
+            while k + 1 < start and self._digest(name, mode, steps[k + 1]) == self._digest(name, mode, steps[first]):
+                k += 1
+            longest = max(longest, steps[k] - steps[first])
+            k += 1
+        if steps[end] - steps[start] <= longest:
+            return (f"identical over {mode_label(mode)}s {steps[start]}-{steps[end]}, no longer than the run's "
+                    f"longest stretch without a move ({longest} steps)")
+        return None
+
     def _previous(self, steps, s) -> Optional[int]:
         i = bisect.bisect_left(steps, s)
         if self.num_steps is None:
@@ -213,6 +287,14 @@ class WeightUpdateRatio(Rule):
                 return f"{name}: update/weight ratio {ratio:.4g} > large_threshold {self.large_threshold:g} {where}"
             if ratio < self.small_threshold and not self._not_trained(name, mode, p) and not self._zero_gradient(
                     name, mode, p):
+                if ratio == 0 and np.array_equal(now, before):
+                    skipped = self._no_optimizer_step(name, mode, steps, p, s)
+                    if skipped is not None:
+                        # bit-identical weights while the same weight moves at other saves: no optimizer step
+                        # between these saves (gradient accumulation, several forward calls per update)
+                        self.logger.debug("%s: %s unchanged %s: no optimizer step between these saves (%s)",
+                                          self.rule_name, name, where, skipped)
+                        continue
                 converged = self._converged(name, mode, p, s)
                 if converged is not None:
                     # a converged weight: nothing left to apply, its tiny update is no fault
