@@ -85,7 +85,7 @@ def test_dead_relu_share_is_not_decided_by_one_unit(tmp_path):
              {"se.act_output_0": active(32, [0, 0, 0, 0]), "tiny_relu_output_0": active(32, [0, 32])},
              {"se.act_output_0": active(32, [0, 0, 32, 32]), "tiny_relu_output_0": active(32, [0, 0])}]
     trial = run(tmp_path, steps)
-    rule = DeadRelu(trial, tensor_regex="se.act_output|tiny_relu_output")
+    rule = DeadRelu(trial, tensor_regex="se.act_output|tiny_relu_output", threshold_inactivity="4")
     assert invoke_rule(rule) == [1, 2]
     assert rule.last_reason.startswith("tiny_relu_output_0: 2 of 2 units (100%)")
 
@@ -102,11 +102,11 @@ def test_dead_relu_names_and_shapes(tmp_path):
     trial = run(tmp_path, steps)
     # the default .*relu_output finds relu_output in a name (re.search); fc0 is not a ReLU, and
     # relu0_output_0 (a module named relu0) does not contain it: those need a tensor_regex
-    assert invoke_rule(DeadRelu(trial)) == [0, 1]
+    assert invoke_rule(DeadRelu(trial, threshold_inactivity="12.5")) == [0, 1]
     # relu_output: 7 of 8 dead (6 of 8 = 75% without one); conv: 12 of 18 units = 66.7%
-    assert invoke_rule(DeadRelu(trial, threshold_layer="67")) == [0]
-    assert invoke_rule(DeadRelu(trial, tensor_regex="fc0_output")) == [0, 2]
-    assert invoke_rule(DeadRelu(trial, tensor_regex="relu0_output")) == [2]
+    assert invoke_rule(DeadRelu(trial, threshold_layer="67", threshold_inactivity="12.5")) == [0]
+    assert invoke_rule(DeadRelu(trial, tensor_regex="fc0_output", threshold_inactivity="12.5")) == [0, 2]
+    assert invoke_rule(DeadRelu(trial, tensor_regex="relu0_output", threshold_inactivity="12.5")) == [2]
 
 
 def test_dead_relu_bad_parameters(tmp_path):
@@ -184,11 +184,11 @@ def test_saturated_activation_sigmoid_bounds_and_selection(tmp_path):
         {"net.tanh_input": saturated(10, [10, 10], 0.0, 10.0)},
     ]
     trial = run(tmp_path, steps, collections={"activations": "_input"})
-    assert invoke_rule(SaturatedActivation(trial)) == [1, 2, 3]
-    assert invoke_rule(SaturatedActivation(trial, threshold_sigmoid_max="17")) == [2, 3]
+    assert invoke_rule(SaturatedActivation(trial, threshold_inactivity="10")) == [1, 2, 3]
+    assert invoke_rule(SaturatedActivation(trial, threshold_inactivity="10", threshold_sigmoid_max="17")) == [2, 3]
     # a selected tensor that is neither a tanh nor a sigmoid input is skipped (with a warning)
-    assert invoke_rule(SaturatedActivation(trial, collection_names="activations", tensor_regex="")) == [1, 2, 3]
-    assert invoke_rule(SaturatedActivation(trial, tensor_regex="sigmoid")) == [1, 2]
+    assert invoke_rule(SaturatedActivation(trial, threshold_inactivity="10", collection_names="activations", tensor_regex="")) == [1, 2, 3]
+    assert invoke_rule(SaturatedActivation(trial, threshold_inactivity="10", tensor_regex="sigmoid")) == [1, 2]
 
 
 def test_saturated_activation_bad_parameters(tmp_path):

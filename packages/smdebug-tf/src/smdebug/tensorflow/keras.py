@@ -30,7 +30,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from smdebug.core import activations, loss_inputs
+from smdebug.core import activations, class_weights, loss_inputs
 from smdebug.core.collection import CollectionKeys
 from smdebug.core.hook import BaseHook, logger
 from smdebug.core.modes import ModeKeys
@@ -121,6 +121,10 @@ class _WrappedTape:
 
     def __getattr__(self, name):
         return getattr(self._smdebug_tape, name)
+
+
+#: how the class weights of ``Model.fit`` are named in the run's record (``_meta.class_weights``)
+FIT_CLASS_WEIGHT = "class_weight of Model.fit"
 
 
 class KerasHook(keras.callbacks.Callback, TFHookMixin):
@@ -326,6 +330,7 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
         self._keras_depth += 1
         self._fit_depth += 1
         self._start_loop("train")
+        self._record_class_weight()
 
     @_callback
     def on_train_end(self, logs=None):
@@ -393,6 +398,24 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
             self._loss_described = described
             for loss in described:
                 loss_inputs.add_loss(self, loss)
+
+    def _record_class_weight(self) -> None:
+        """Record ``Model.fit(class_weight=...)`` (smdebug.core.class_weights): imbalance the training already
+        compensates, which ClassImbalance then judges by weighted counts. Keras keeps it in fit's arguments
+        only (it becomes per-sample weights inside the data pipeline), so it is read from the running
+        ``fit`` call of this model on the stack; a fit without it forgets an earlier fit's."""
+        import sys
+
+        frame = sys._getframe(1)
+        while frame is not None:
+            if frame.f_code.co_name == "fit" and frame.f_locals.get("self") is self.model:
+                weights = frame.f_locals.get("class_weight")
+                if weights:
+                    class_weights.record_class_weights(self, weights, FIT_CLASS_WEIGHT)
+                else:
+                    class_weights.record_class_weights(self, {}, FIT_CLASS_WEIGHT)  # (removes the entry)
+                return
+            frame = frame.f_back
 
     def _end_loop(self, kind: str) -> None:
         mode = _KINDS[kind][2]
