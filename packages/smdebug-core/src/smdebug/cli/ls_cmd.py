@@ -40,7 +40,8 @@ def _steps_by_mode(trial, global_steps):
         if m is None:
             m, ms = ModeKeys.GLOBAL, g
         out.setdefault(m.name, []).append(ms)
-    return {m: sorted(out[m]) for m in MODE_ORDER if m in out}
+    # (a mode step once, however many global steps' files claim it: the trial resolves it to one)
+    return {m: sorted(set(out[m])) for m in MODE_ORDER if m in out}
 
 
 def _summary(steps):
@@ -93,6 +94,7 @@ def collect(trial, collection=None, regex=None, tensors=True) -> dict:
         "finished": bool(trial.loaded_all_steps),
         "workers": trial.workers(),
         "num_workers": trial.num_workers,
+        "workers_note": getattr(trial, "missing_workers_note", None),
         "global_steps": _summary(global_steps),
         "incomplete_steps": incomplete,
         "modes": {m: _summary(s) for m, s in by_mode.items()},
@@ -111,6 +113,8 @@ def render(doc: dict) -> str:
     workers = doc["workers"]
     shown_workers = ", ".join(workers[:8]) + (f", ... ({len(workers) - 8} more)" if len(workers) > 8 else "")
     out.append(f"Workers      {doc['num_workers']}: {shown_workers or '-'}")
+    if doc.get("workers_note"):
+        out.append(f"  note: {doc['workers_note']}")
     g = doc["global_steps"]
     span = f"{g['first']}-{g['last']}" if g["count"] else "none"
     extra = f", {doc['incomplete_steps']} more not complete yet" if doc["incomplete_steps"] else ""

@@ -27,12 +27,14 @@ from smdebug.core.locations import (
     COLLECTIONS_DIR,
     END_OF_JOB_FILE,
     INDEX_DIR,
+    WORKERS_ENDED_DIR,
     index_file_name,
     index_file_problem,
     index_prefix_for_step,
     is_index_file,
     parse_collection_file_name,
     parse_step_file_name,
+    serialize_worker_name,
 )
 from smdebug.core.logger import get_logger
 from smdebug.core.modes import ModeKeys
@@ -146,6 +148,13 @@ class Trial:
         self._read_keys = ReadIndexFilesCache()
         self._mode_to_global: Dict[ModeKeys, Dict[int, int]] = {}
         self._global_to_mode: Dict[int, Tuple[ModeKeys, int]] = {}
+        # global step -> the worker whose index gives the step's mode and mode step (the first by name of
+        # those read, when workers disagree: one resolution for every reader of this trial)
+        self._mode_owner: Dict[int, str] = {}
+        self._warned_mode_disagreement = False
+        self._declares_aliases = False  # some index file of the run declares its aliases (see index_file)
+        self._index_workers: Set[str] = set()  # workers named by index files (any step, in range or not)
+        self._missing_workers_note: Optional[str] = None
         self._tensor_names: Set[str] = set()
         # tensor name -> sorted global steps with anything of it, kept up to date as index files are parsed,
         # so Tensor.steps() does not scan the whole run (rules ask for it at every step)
@@ -310,6 +319,8 @@ class Trial:
 
     def refresh_data(self) -> None:
         ended = self._assumed_ended or self.storage.exists(END_OF_JOB_FILE)
+        if not ended and self.num_workers > 1:
+            ended = self._fewer_workers_all_ended()
         self._read_new_index_files(settled=ended)
         if ended and not self.loaded_all_steps:
             # Give workers that were still finishing a moment, then read once more.
@@ -321,6 +332,52 @@ class Trial:
             self.loaded_all_steps = True
             if self._steps:
                 self.last_complete_step = max(self.last_complete_step, self._steps[-1])
+
+    @property
+    def missing_workers_note(self) -> Optional[str]:
+        """Set when the run's collections say more workers than ever wrote to it and every worker that did
+        has ended (see :meth:`refresh_data`): what is wrong, in one sentence. None otherwise."""
+        return self._missing_workers_note
+
+    def _fewer_workers_all_ended(self) -> bool:
+        """A run whose collections say ``num_workers`` N, where fewer than N worker names ever wrote
+        anything and every one of them has ended (``workers_ended/<worker>``), has no end marker: its last
+        worker writes that once N workers ended. Two processes that wrote under one worker name (a launcher
+        giving both the same rank or SMDEBUG_WORKER_NAME) make such a run; so does a worker that never
+        started. It is said once, plainly (a warning, and :attr:`missing_workers_note`). Such a run is read
+        as ended once its last worker ended at least SMDEBUG_ENDED_WORKERS_WAIT seconds ago (default 600): a
+        worker that has not written its collections (a hook does before its first step) ten minutes after
+        the others ended their training is not coming. Before that it is still training (a late worker is
+        waited for; :meth:`treat_as_ended` reads it to its end at once)."""
+        if self._assumed_ended:
+            return True
+        seen = self.worker_set | self._index_workers
+        if not seen or len(seen) >= self.num_workers:
+            return False
+        try:
+            ended_keys = {k.rsplit("/", 1)[-1]: k for k in self._list(WORKERS_ENDED_DIR)}
+        except IndexReaderException:
+            return False
+        markers = [ended_keys.get(serialize_worker_name(w)) for w in seen]
+        if None in markers:
+            return False  # a worker is still writing
+        if self._missing_workers_note is None:
+            names = sorted(seen)
+            self._missing_workers_note = (
+                f"the collections say {self.num_workers} workers, but only {len(names)} worker name"
+                f"{'s' if len(names) > 1 else ''} ({', '.join(names[:5])}{', ...' if len(names) > 5 else ''}) "
+                f"ever wrote to the run, and {'all have' if len(names) > 1 else 'it has'} ended "
+                f"({WORKERS_ENDED_DIR}/): two processes may have written under one worker name (their steps "
+                "overwrite each other's), or a worker never started")
+            logger.warning("%s: %s", self.path, self._missing_workers_note)
+        wait = env_float("SMDEBUG_ENDED_WORKERS_WAIT", 600.0, minimum=0.0)
+        ages = [self.storage.age(k) for k in markers]
+        if any(a is None for a in ages) or min(ages) < wait:
+            return False
+        logger.warning("%s: reading it as ended (its last worker ended %.0fs ago)", self.path, min(ages))
+        self._assumed_ended = True
+        self.loaded_all_steps = False
+        return True
 
     def treat_as_ended(self) -> None:
         """Consider the run finished even without its end marker (e.g. a crashed or killed job):
@@ -374,6 +431,7 @@ class Trial:
                 error = IndexReaderException(e.message, printable(self.storage.full_path(k)))
                 self._note_damage(error)
                 raise error from None
+            self._index_workers.add(worker)
             if self._in_range(step):
                 parsed.append((k, step, worker))
             else:
@@ -386,6 +444,7 @@ class Trial:
                 if isinstance(raw, UnreadableFileError):
                     raise IndexReaderException(str(raw), self.storage.full_path(k), step)
                 f = parse_index_file(self.storage.full_path(k), step, worker, raw)
+                self._check_mode_step_claim(f)
             except IndexReaderException as e:
                 if self.skip_damaged:
                     logger.warning("Skipping damaged index file: %s", e)
@@ -445,11 +504,64 @@ class Trial:
             bisect.insort(self._steps, f.step)
         workers[f.worker] = f
         self._unparsed.append(f)
-        if f.mode != ModeKeys.GLOBAL:
-            self._mode_to_global.setdefault(f.mode, {}).setdefault(f.mode_step, f.step)
-        self._global_to_mode.setdefault(f.step, (f.mode, f.mode_step))
+        if f.declares_aliases:
+            self._declares_aliases = True
+        self._resolve_mode(f)
         if len(workers) >= self.num_workers and f.step > self.last_complete_step:
             self.last_complete_step = f.step
+
+    def _check_mode_step_claim(self, f: IndexFile) -> None:
+        """One worker numbers each mode's steps once: two of its index files claiming one (mode, mode step)
+        contradict each other (which global step is TRAIN step 4?). The later one is refused
+        (IndexReaderException; skipped with a warning under ``skip_damaged``)."""
+        if f.mode == ModeKeys.GLOBAL:
+            return
+        # (the global step the mode step resolved to: no table of every file's claim is kept)
+        other = self._mode_to_global.get(f.mode, {}).get(f.mode_step)
+        if other is None or other == f.step:
+            return
+        other_file = self._files.get(other, {}).get(f.worker)
+        if other_file is not None and (other_file.mode, other_file.mode_step) == (f.mode, f.mode_step):
+            raise IndexReaderException(
+                f"Index file claims {f.mode.name} step {f.mode_step}, which the index file of global step {other} "
+                f"of the same worker ({other_file.key}) claims already", f.key, f.step)
+
+    def _resolve_mode(self, f: IndexFile) -> None:
+        """The mode and mode step of ``f``'s global step. Workers normally agree; when they do not, one
+        warning per run names both files, and the claim of the worker first by name is used everywhere
+        (steps(mode), mode(), tensor steps, the CLI, rules)."""
+        current = self._global_to_mode.get(f.step)
+        if current is None:
+            self._global_to_mode[f.step] = (f.mode, f.mode_step)
+            self._mode_owner[f.step] = f.worker
+            self._map_mode(f.step, f.mode, f.mode_step)
+            return
+        if current == (f.mode, f.mode_step):
+            return
+        owner = self._mode_owner.get(f.step, f.worker)
+        if not self._warned_mode_disagreement:
+            self._warned_mode_disagreement = True
+            other = self._files.get(f.step, {}).get(owner)
+            first, second = sorted([(owner, other.key if other is not None else "?", current),
+                                    (f.worker, f.key, (f.mode, f.mode_step))])
+            logger.warning(
+                "Workers disagree on the mode of global step %d of %s: %s says %s step %d, %s says %s step %d; "
+                "using %s's (the first worker by name) for this and any other such step (warned once per run)",
+                f.step, self.path, first[1], first[2][0].name, first[2][1], second[1], second[2][0].name,
+                second[2][1], first[0])
+        if f.worker < owner:
+            mapping = self._mode_to_global.get(current[0])
+            if mapping is not None and mapping.get(current[1]) == f.step:
+                del mapping[current[1]]
+                if not mapping:
+                    del self._mode_to_global[current[0]]
+            self._global_to_mode[f.step] = (f.mode, f.mode_step)
+            self._mode_owner[f.step] = f.worker
+            self._map_mode(f.step, f.mode, f.mode_step)
+
+    def _map_mode(self, step: int, mode: ModeKeys, mode_step: int) -> None:
+        if mode != ModeKeys.GLOBAL:
+            self._mode_to_global.setdefault(mode, {}).setdefault(mode_step, step)
 
     def _update_token(self) -> None:
         # Re-list from just after the last complete step, so files of partially written later steps
@@ -769,7 +881,10 @@ class Trial:
         if mode == ModeKeys.GLOBAL:
             return list(steps)
         to_mode = self._global_to_mode
-        return sorted(ms for g in steps for m, ms in (to_mode.get(g, (None, None)),) if m == mode)
+        to_global = self._mode_to_global.get(mode, {})
+        # (only the global step a mode step resolves to: a mode step is listed once, as in trial.steps(mode))
+        return sorted(ms for g in steps for m, ms in (to_mode.get(g, (None, None)),)
+                      if m == mode and to_global.get(ms) == g)
 
     def _step_files(self, step: int, mode) -> Dict[str, IndexFile]:
         _check_step(step)
@@ -828,8 +943,18 @@ class Trial:
 
     def _decode(self, f: IndexFile, name: str, raw: bytes, key: str, location: Tuple[int, int]) -> np.ndarray:
         try:
-            # (a record may be indexed under several names: the writer's aliases, at one location)
-            return decode_tensor_record(raw, None, f.step, name, lambda tag: f.locations.get(tag) == location)
+            if self._declares_aliases or f.strict_aliases:
+                # The writer declares its aliases (one record indexed under several names): a record of
+                # another tensor is this one's only if its entry says so.
+                same_record = lambda tag: f.alias_of(name) == tag  # noqa: E731
+                expect = (f.step, f.mode, f.mode_step)
+            else:
+                # Older writers: a record of a tensor the same index locates here is taken as an alias. Their
+                # records may carry another mode than their index (a mode switched within a step): the step
+                # is checked only.
+                same_record = lambda tag: f.locations.get(tag) == location  # noqa: E731
+                expect = (f.step, None, None)
+            return decode_tensor_record(raw, None, f.step, name, same_record, expect)
         except EventFileCorrupted as e:
             e.path = self.storage.full_path(key)  # (worked out only when needed: reads are per value)
             raise

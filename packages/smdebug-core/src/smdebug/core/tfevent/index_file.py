@@ -1,10 +1,19 @@
 """Index files: one JSON object per (global step, worker) saying where each tensor's record is.
 
 ```
-{"meta": {"mode": "TRAIN", "mode_step": 1, "event_file_name": "events/000000000003/000000000003_worker_0.tfevents"},
- "tensor_payload": [{"tensorname": "w", "start_idx": 0, "length": 118}, ...],
+{"meta": {"mode": "TRAIN", "mode_step": 1, "event_file_name": "events/000000000003/000000000003_worker_0.tfevents",
+          "declares_aliases": true},
+ "tensor_payload": [{"tensorname": "w", "start_idx": 0, "length": 118},
+                    {"tensorname": "w2", "start_idx": 0, "length": 118, "alias_of": "w"}, ...],
  "shape_payload": [{"tensorname": "w", "originalname": "w", "shape": [2, 3]}, ...]}
 ```
+
+``declares_aliases`` (written since this project's index files mark aliases): every entry whose record is
+another tensor's (the writer's aliases, one record indexed under several names) says so with ``alias_of``
+(the tag of the record). A reader then accepts a record of another name only for such an entry. Files
+without the mark (smdebug 1.0.x, older writers of this project) keep the old, permissive rule: a record of
+another tensor indexed at the same location is taken as an alias. Readers that do not know these keys
+(smdebug 1.0.x) ignore them. A name is indexed at most once per file.
 """
 
 from __future__ import annotations
@@ -18,10 +27,13 @@ from typing import Dict, Optional, Tuple
 
 from smdebug.core.bounded_json import JsonTooLarge, loads_bounded
 from smdebug.core.env_settings import env_int
+from smdebug.core.logger import get_logger
 from smdebug.core.locations import EVENTS_DIR, MAX_STEP, parse_step_file_name, step_str
 from smdebug.core.modes import ModeKeys
 from smdebug.core.reductions import REDUCTION_PREFIX, parse_reduction_tensor_name
 from smdebug.exceptions import IndexReaderException
+
+logger = get_logger()
 
 
 @dataclass(slots=True)
@@ -33,16 +45,22 @@ class IndexEntry:
     original_name: Optional[str] = None
 
 
-def build_index(mode: ModeKeys, mode_step: int, event_file: Optional[str], tensors, shapes) -> bytes:
-    """An index document. ``tensors``: dicts ``{"tensorname", "start_idx", "length"}`` or, from the writer,
-    ``(name, start, length)`` tuples; ``shapes``: dicts ``{"tensorname", "originalname", "shape"}``."""
+def build_index(mode: ModeKeys, mode_step: int, event_file: Optional[str], tensors, shapes,
+                declares_aliases: bool = False) -> bytes:
+    """An index document. ``tensors``: dicts ``{"tensorname", "start_idx", "length"}`` (``"alias_of"``) or,
+    from the writer, ``(name, start, length)`` tuples (``(name, start, length, alias_of)`` for an alias);
+    ``shapes``: dicts ``{"tensorname", "originalname", "shape"}``. ``declares_aliases``: mark the file as
+    one whose aliases all say so (see the module's docstring)."""
     meta = {"mode": mode.name, "mode_step": mode_step}
     if event_file is not None and tensors:
         meta["event_file_name"] = event_file
+    if declares_aliases:
+        meta[DECLARES_ALIASES] = True
     if tensors and isinstance(tensors[0], tuple):
         # A step's index is written for every saved step: the entries are formatted directly (the same
         # text json.dumps gives for them, names escaped by json's own encoder) rather than built as dicts.
-        payload = ", ".join([_ENTRY % (_json_string(n), s, ln) for n, s, ln in tensors])
+        payload = ", ".join([_ENTRY % (_json_string(t[0]), t[1], t[2]) if len(t) == 3 else
+                             _ALIAS_ENTRY % (_json_string(t[0]), t[1], t[2], _json_string(t[3])) for t in tensors])
         text = f'{{"meta": {json.dumps(meta, separators=_SEPARATORS)}, "tensor_payload": [{payload}]'
         if shapes:
             text += ', "shape_payload": ' + json.dumps(shapes, separators=_SEPARATORS)
@@ -55,6 +73,10 @@ def build_index(mode: ModeKeys, mode_step: int, event_file: Optional[str], tenso
 
 _SEPARATORS = (", ", ": ")
 _ENTRY = '{"tensorname": %s, "start_idx": %d, "length": %d}'
+_ALIAS_ENTRY = '{"tensorname": %s, "start_idx": %d, "length": %d, "alias_of": %s}'
+#: meta key of index files whose aliases are all declared (entries with ``alias_of``)
+DECLARES_ALIASES = "declares_aliases"
+ALIAS_OF = "alias_of"
 _json_string = json.encoder.encode_basestring_ascii  # what json.dumps uses for strings (ensure_ascii)
 
 
@@ -89,6 +111,11 @@ class IndexFile:
     _entries: Optional[Dict[str, IndexEntry]] = field(default=None, repr=False)
     #: (first byte, end) of all the records this file locates (None: none), for reading a step at once
     _extent: Optional[Tuple[int, int]] = field(default=None, repr=False)
+    #: the file's meta says its writer declares every alias (``alias_of``): a record of another tensor is
+    #: accepted only for a declared alias, and a name indexed twice is damage
+    declares_aliases: bool = False
+    #: tensor name -> the tag of the record it is an alias of (declared aliases; parsed with the payload)
+    _aliases: Optional[Dict[str, str]] = field(default=None, repr=False)
 
     def __post_init__(self):
         if self.event_key is None and self.event_file is not None:
@@ -96,13 +123,29 @@ class IndexFile:
 
     def _parse(self) -> None:
         doc = _load_json(self._raw, self.key, self.step)
-        self._locations, self._shapes, self._reductions, self._extent = _parse_payload(doc, self.key, self.step)
+        marked = b'"alias_of"' in self._raw
+        self._locations, self._shapes, self._reductions, self._extent, self._aliases = _parse_payload(
+            doc, self.key, self.step, self.declares_aliases, marked)
         self._raw = None
 
     def mark_damaged(self) -> None:
         """Treat the file as holding nothing (``skip_damaged``)."""
         self._locations, self._shapes, self._reductions, self._entries, self._raw = {}, {}, {}, {}, None
         self._extent = None
+        self._aliases = {}
+
+    def alias_of(self, name: str) -> Optional[str]:
+        """The tag of the record ``name`` is a declared alias of (None: not declared an alias)."""
+        if self._locations is None:
+            self._parse()
+        return self._aliases.get(name) if self._aliases else None
+
+    @property
+    def strict_aliases(self) -> bool:
+        """Whether only declared aliases may point at another tensor's record (see the module docstring)."""
+        if self._locations is None:
+            self._parse()
+        return self.declares_aliases or bool(self._aliases)
 
     @property
     def parsed(self) -> bool:
@@ -220,6 +263,10 @@ def _parse_meta(meta, key: str, step: int, worker: str):
     return mode, mode_step, event_file
 
 
+def _declares_aliases(meta) -> bool:
+    return meta.get(DECLARES_ALIASES) is True
+
+
 def _names_events_of_step(event_file: str, step: int, worker: str) -> bool:
     folder_and_name = event_file_key(event_file).split("/")
     if len(folder_and_name) != 3 or folder_and_name[0] != EVENTS_DIR or not folder_and_name[2].endswith(".tfevents"):
@@ -246,18 +293,30 @@ def event_file_key(event_file: str) -> Optional[str]:
     return "/".join(parts)
 
 
-def _parse_payload(doc: dict, key: str, step: int):
-    """(locations, shapes, reductions, extent) of an index document (see IndexFile). This runs once per
-    index file a trial reads, so the common case (well-formed entries, no reductions) is checked in bulk."""
+def _parse_payload(doc: dict, key: str, step: int, strict: bool = False, marked: bool = True):
+    """(locations, shapes, reductions, extent, aliases) of an index document (see IndexFile). This runs once
+    per index file a trial reads, so the common case (well-formed entries, no reductions) is checked in bulk.
+    ``strict``: the file declares its aliases (a name listed twice is damage); ``marked``: the document may
+    hold ``alias_of`` keys (False: its text has none, so the entries need no second look)."""
     if "tensor_payload" not in doc and "shape_payload" not in doc:
         raise IndexReaderException("Index file has neither tensor_payload nor shape_payload", key, step)
     shapes: Dict[str, Tuple[Tuple[int, ...], str]] = {}
     reductions: Dict[str, Dict[Tuple[str, bool], IndexEntry]] = {}
     extent = None
+    aliases: Dict[str, str] = {}
     try:
         payload = doc.get("tensor_payload") or []
-        # Later entries of a name win, as they did in the original.
         locations = {item["tensorname"]: (item["start_idx"], item["length"]) for item in payload}
+        if len(locations) != len(payload):
+            _duplicate_names(payload, key, step, strict)  # (later entries of a name win, as in the original)
+        if marked:
+            for item in payload:
+                target = item.get(ALIAS_OF)
+                if target is not None:
+                    if not isinstance(target, str):
+                        raise TypeError(f"alias_of {_short(target)} is not a string")
+                    target.encode("utf-8")
+                    aliases[item["tensorname"]] = target
         if locations:
             starts, lengths = zip(*locations.values())
             try:
@@ -299,9 +358,36 @@ def _parse_payload(doc: dict, key: str, step: int):
                                    key, step) from None
     except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as e:
         raise IndexReaderException(f"Index file has a malformed payload entry ({e})", key, step) from None
-    return locations, shapes, reductions, extent
+    return locations, shapes, reductions, extent, aliases
 
 
+def _duplicate_names(payload, key: str, step: int, strict: bool) -> None:
+    """A name listed twice in one index file: which entry is the tensor's? An index whose writer declares
+    its aliases never lists a name twice (IndexReaderException). Older writers did, for a scalar saved
+    twice in one step (the later entry is the later value, and readers took it): warned once per run."""
+    seen = set()
+    for item in payload:
+        name = item["tensorname"]
+        try:
+            if name in seen:
+                break
+        except TypeError:  # (an unhashable name: reported as malformed by the caller's checks)
+            raise TypeError(f"tensor name {_short(name)} is not a string") from None
+        seen.add(name)
+    else:
+        return
+    if strict:
+        raise IndexReaderException(
+            f"Index file lists tensor {_short(name)} more than once (which entry is its record?)", key, step)
+    run = key.rsplit("/index/", 1)[0] if "/index/" in key else key
+    if run not in _warned_duplicates:
+        if len(_warned_duplicates) < 1000:
+            _warned_duplicates.add(run)
+        logger.warning("Index file %s lists tensor %s more than once; the last entry is used (as smdebug 1.0.x "
+                       "did; warned once per run)", key, _short(name))
+
+
+_warned_duplicates: set = set()
 _INT = {int}
 _MAX_DIMS = 64
 
@@ -339,9 +425,12 @@ def parse_index_file(key: str, step: int, worker: str, raw: bytes, lazy: bool = 
     if meta is None:
         doc = _load_json(raw, key, step)
         mode, mode_step, event_file = _parse_meta(doc.get("meta"), key, step, worker)
-        locations, shapes, reductions, extent = _parse_payload(doc, key, step)
+        declares = _declares_aliases(doc["meta"])
+        locations, shapes, reductions, extent, aliases = _parse_payload(doc, key, step, declares,
+                                                                        b'"alias_of"' in raw)
         return IndexFile(key, step, worker, mode, mode_step, event_file, None, locations, shapes, reductions,
-                         _extent=extent)
+                         _extent=extent, declares_aliases=declares, _aliases=aliases)
     mode, mode_step, event_file = _parse_meta(meta, key, step, worker)
-    return IndexFile(key, step, worker, mode, mode_step, event_file, raw, None)
+    return IndexFile(key, step, worker, mode, mode_step, event_file, raw, None,
+                     declares_aliases=_declares_aliases(meta))
 

@@ -2,6 +2,11 @@
 
 The index file is written last and atomically, so a step becomes visible to readers only once all its
 tensor records are in place (the event file is committed first).
+
+What the index says and what the records say agree: every record carries the step's own global step, mode
+and mode step (those of the index), each name is indexed once (a name written twice in a step: its last
+record), and an alias (one record indexed under a second name) is declared in its entry (``alias_of``), so
+readers refuse any other entry that points at another tensor's record (see index_file).
 """
 
 from __future__ import annotations
@@ -51,16 +56,21 @@ class StepWriter:
         self.event_key = event_file_name(step, worker)
         self.index_key = index_file_name(step, worker)
         self._events: Optional[StorageWriter] = None
-        self._tensors: List[tuple] = []  # (name, start, length) of each record
+        self._tensors: List[tuple] = []  # (name, start, length) of each record; + (alias_of,) for an alias
         self._shapes: List[dict] = []
 
     def write_tensor(self, name: str, value: np.ndarray, mode: ModeKeys, mode_step: int, wall_time=None,
                      index: bool = True) -> None:
         """Append a tensor record; ``index=False`` leaves it out of the step's index (readers of the run
-        will not see it; tools reading the event file itself will)."""
+        will not see it; tools reading the event file itself will). The record carries the step's mode and
+        mode step, those its index gives (``mode``/``mode_step`` are those of the caller, which may have
+        switched modes within the step: readers check that an indexed record and its index agree). An
+        unindexed record keeps the caller's."""
         if self._events is None:
             self._events = self.storage.open_writer(self.event_key)
         start = self._events.tell()
+        if index:
+            mode, mode_step = self.mode, self.mode_step
         head, body = encode_tensor_event_parts(name, value, self.step, mode, mode_step, wall_time,
                                                payload_offset=start + HEADER_SIZE)
         if len(body) >= PARALLEL_CRC_MIN_BYTES:
@@ -80,10 +90,13 @@ class StepWriter:
 
     def write_alias(self, name: str, same_as: str) -> bool:
         """Index ``name`` at the record already written for ``same_as`` in this step (one record, two
-        names). False if ``same_as`` has no record here."""
-        for tname, start, length in reversed(self._tensors):
-            if tname == same_as:
-                self._tensors.append((name, start, length))
+        names). False if ``same_as`` has no record here. The entry declares the alias (``alias_of``: the tag
+        of the record), so readers accept the other name's record for it and for no other entry."""
+        for entry in reversed(self._tensors):
+            if entry[0] == same_as:
+                tag = entry[3] if len(entry) > 3 else same_as  # (an alias of an alias: the record's own tag)
+                if name != tag:
+                    self._tensors.append((name, entry[1], entry[2], tag))
                 return True
         return False
 
@@ -102,12 +115,22 @@ class StepWriter:
             self._events = None
         if self.empty:
             return
+        tensors = self._tensors
+        if len({t[0] for t in tensors}) != len(tensors):
+            tensors = _last_of_each_name(tensors)
         self.storage.write_atomic(
             self.index_key,
-            build_index(self.mode, self.mode_step, self.event_key, self._tensors, self._shapes),
+            build_index(self.mode, self.mode_step, self.event_key, tensors, self._shapes, declares_aliases=True),
         )
 
     def abort(self) -> None:
         if self._events is not None:
             self._events.abort()
             self._events = None
+
+
+def _last_of_each_name(tensors: List[tuple]) -> List[tuple]:
+    """One entry per name, the last (a scalar saved twice in a step: its later value, as readers took it when
+    both were indexed), in the order of those entries."""
+    last = {t[0]: i for i, t in enumerate(tensors)}
+    return [t for i, t in enumerate(tensors) if last[t[0]] == i]

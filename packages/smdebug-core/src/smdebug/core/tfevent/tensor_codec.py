@@ -15,7 +15,8 @@ from smdebug.core.modes import MODE_PLUGIN_NAME, MODE_STEP_PLUGIN_NAME, ModeKeys
 from smdebug.core.reductions import parse_reduction_tensor_name
 from smdebug.core.tfevent.proto.event_pb2 import Event
 from smdebug.core.tfevent.proto.tensor_pb2 import TensorProto
-from smdebug.core.tfevent.content_span import locate_tensor_content
+from smdebug.core.tfevent.content_span import _fields, _only_child, _varint as _read_varint, locate_tensor_content
+from smdebug.core.tfevent.proto.summary_pb2 import Summary
 from smdebug.core.tfevent.records import decode_record
 from smdebug.core.tfevent.stored_dtypes import STORED, stored_form
 from smdebug.exceptions import EventFileCorrupted, SMDebugTypeError, SMDebugValueError
@@ -406,11 +407,16 @@ def _metadata_int(content: str, what: str) -> int:
 ZERO_COPY_MIN_BYTES = 64 << 10
 
 
-def decode_tensor_record(raw, path=None, step=None, name=None, same_record=None) -> np.ndarray:
+def decode_tensor_record(raw, path=None, step=None, name=None, same_record=None, expect=None) -> np.ndarray:
     """The tensor held by one framed record (what an index entry points at).
 
     Every way the bytes can be wrong (framing, checksum, protobuf, dtype, shape) raises
     :class:`~smdebug.exceptions.EventFileCorrupted` naming ``path`` and ``step``; nothing else escapes.
+
+    ``expect``: ``(global step, mode, mode step)`` the index gives the record, or ``(global step, None,
+    None)`` to check the step only: a record whose own Event.step (or mode / mode step plugin metadata,
+    where present) differs belongs to another step (an event file of another step put in this one's place)
+    and is EventFileCorrupted too.
     """
     try:
         payload, end = decode_record(raw, 0, path)
@@ -426,13 +432,18 @@ def decode_tensor_record(raw, path=None, step=None, name=None, same_record=None)
                 rest, start, end, tag = found
                 if name is not None:
                     _check_tag(tag.decode("utf-8", "replace"), name, same_record)
+                if expect is not None:
+                    _check_position(*_large_record_position(payload), expect)
                 return tensor_proto_to_numpy(TensorProto.FromString(rest), payload[start:end])
         # Only the tensor is wanted here: the mode and mode step of the record are known from the index.
-        for value in Event.FromString(bytes(payload)).summary.value:  # (no summary: no values)
+        event = Event.FromString(bytes(payload))
+        for value in event.summary.value:  # (no summary: no values)
             if value.WhichOneof("value") != "tensor":
                 raise SMDebugValueError(f"Event for {value.tag!r} does not hold a tensor")
             if name is not None:
                 _check_tag(value.tag, name, same_record)
+            if expect is not None:
+                _check_position(event.step, value, expect)
             return tensor_proto_to_numpy(value.tensor)
     except EventFileCorrupted as e:
         e.step = step if e.step is None else e.step
@@ -453,6 +464,49 @@ def _check_tag(tag: str, name: str, same_record) -> None:
         reduction = parse_reduction_tensor_name(tag)
         if (reduction is None or reduction[0] != name) and not (same_record is not None and same_record(tag)):
             raise SMDebugValueError(f"the index points at the record of {tag[:200]!r}, not of {name[:200]!r}")
+
+
+def _large_record_position(payload):
+    """(Event.step, a Summary.Value holding only the metadata) of a record that locate_tensor_content has
+    walked (its plain encoding is known): the top-level fields and the value's, not the tensor bytes."""
+    step = 0
+    summary = None
+    for number, wire, _, start, end in _fields(payload, 0, len(payload)):
+        if number == 2 and wire == 0:
+            step = _read_varint(payload, start, end)[0]  # (the last one wins, as protobuf reads it)
+        elif number == 5 and wire == 2:
+            summary = (start, end)
+    if step >= 1 << 63:
+        step -= 1 << 64
+    value = Summary.Value()
+    if summary is not None:
+        _, start, end = _only_child(payload, summary[0], summary[1], 1, None)
+        for number, wire, _, vstart, vend in _fields(payload, start, end):
+            if number == 9 and wire == 2:  # Value.metadata
+                value.metadata.MergeFromString(bytes(payload[vstart:vend]))
+    return step, value
+
+
+def _check_position(record_step: int, value, expect) -> None:
+    """The record's own step, mode and mode step (where its metadata has them) must be its index's."""
+    step, mode, mode_step = expect
+    if record_step != step:
+        raise SMDebugValueError(
+            f"the record is of step {record_step}, not of step {step} as its index says (an event file of "
+            "another step in this step's place?)")
+    if mode is None:
+        return
+    present = {pd.plugin_name for pd in value.metadata.plugin_data}
+    if MODE_PLUGIN_NAME in present or MODE_STEP_PLUGIN_NAME in present:
+        try:
+            record_mode, record_mode_step = summary_value_mode(value, record_step)
+        except SMDebugValueError:
+            return  # metadata that is no mode or step says nothing against the index (which is what counts)
+        if (MODE_PLUGIN_NAME in present and record_mode != mode) or (
+                MODE_STEP_PLUGIN_NAME in present and record_mode_step != mode_step):
+            raise SMDebugValueError(
+                f"the record is of {record_mode.name} step {record_mode_step}, but its index says {mode.name} "
+                f"step {mode_step}")
 
 
 def _what(name) -> str:
