@@ -9,10 +9,12 @@ they follow and the mode they follow them in are chosen as :class:`~smdebug.rule
 from __future__ import annotations
 
 import bisect
+import re
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
+from smdebug.core.loss_inputs import recorded_losses
 from smdebug.core.modes import ModeKeys
 from smdebug.exceptions import SMDebugValueError
 from smdebug.rules.generic.curves import (
@@ -23,7 +25,7 @@ from smdebug.rules.generic.curves import (
     robust_median,
     training_ended,
 )
-from smdebug.rules.generic.loss_rules import mode_label
+from smdebug.rules.generic.loss_rules import ValidationPasses, mode_label
 from smdebug.rules.params import as_float, as_int, in_range
 
 
@@ -124,8 +126,6 @@ class LossNotDecreasing(LossCurveRule):
         self._history: Dict[Tuple[str, ModeKeys], Tuple[List[int], List[bool]]] = {}
         #: per loss, on a finished run: the median of its last window (None: too few saves to tell)
         self._final: Dict[Tuple[str, ModeKeys], Optional[float]] = {}
-        #: per loss followed in GLOBAL mode: whether it is a training loss (see _training_curve)
-        self._training_curves: Dict[str, bool] = {}
 
     def _met(self, curve: Curve, s: int, label: str, paced: bool) -> Optional[Tuple[bool, str, float, float]]:
         f = curve.first()
@@ -164,21 +164,6 @@ class LossNotDecreasing(LossCurveRule):
                   f"{self.min_progress_percent:g}%)")
         return met, detail, now, first
 
-    def _training_curve(self, name: str, mode: ModeKeys) -> bool:
-        """Whether ``name`` followed in ``mode`` is a training loss, whose pace is judged: TRAIN mode, or GLOBAL
-        (a run without modes) unless it is an evaluation set's metric (XGBoost's ``validation-logloss``, in the
-        ``metrics`` collection). A validation curve approaching its floor slowly is a hard problem, and a boosted
-        ensemble at a small ``eta`` gains little each round by design; whether the budget sufficed is
-        SlowConvergence's question."""
-        if mode == ModeKeys.TRAIN:
-            return True
-        if mode != ModeKeys.GLOBAL:
-            return False
-        if name not in self._training_curves:  # (asked once per loss: a loss stays in its collections)
-            self._training_curves[name] = "metrics" not in self.base_trial.collections() or name not in set(
-                self.base_trial.tensor_names(collection="metrics"))
-        return self._training_curves[name]
-
     def _left_later(self, name: str, mode: ModeKeys, curve: Curve, now: float, first: float) -> bool:
         """On a finished run: whether the loss's last window lies clearly below ``now`` and the start (the stall
         was left, and the run made progress)."""
@@ -204,7 +189,7 @@ class LossNotDecreasing(LossCurveRule):
 
     def judge(self, name, mode, curve, s):
         label = mode_label(mode).replace("step", "steps")
-        result = self._met(curve, s, label, self._training_curve(name, mode))
+        result = self._met(curve, s, label, self.training_curve(name, mode))
         if result is None:
             return False, None
         met, detail, now, first = result
@@ -342,19 +327,42 @@ class SlowConvergence(LossCurveRule):
 
         initial = median of the first w saves          early = median of the w saves around n / 3
         late    = median of the w saves around 2n / 3   final = median of the last w saves
-        falling = late - final >= min_decrease_percent / 100 * |initial|   (still going down at the end)
-                  and late - final > 3 * noise            (noise: the MAD of the last saves / sqrt(w), x1.48)
+        scale   = max(|initial|, ln 2 for a classification cross-entropy, else 0)
+        noise   = max(1.48 * MAD of the last w saves / sqrt(w), counting noise)
+        falling = late - final >= min_decrease_percent / 100 * scale and late - final > 3 * noise
         steady  = initial > early > late and late - final >= deceleration * (initial - early)
-        slow    = falling and (final > (1 - progress_percent / 100) * initial or steady)
+        gone    = the share of the way covered: from start = max(first save, initial) to where the curve heads
+                  (floor = final - d3^2 / (d2 - d3) when it decelerates, d2 = early - late > d3 = late - final > 0:
+                  a loss a + b * r^t drops by a constant ratio from one third to the next), else to 0 (of
+                  max(scale, start))
+        slow    = falling and (gone < progress_percent / 100 or steady) and not validation_stopped
 
-    i.e. the loss is still clearly going down at the end and either less than ``progress_percent`` of it is
-    gone or it falls as fast at the end as at the start (a healthy run's decrease slows down by far: most of
+    i.e. the loss is still clearly going down at the end and either it has covered less than ``progress_percent``
+    of its way or it falls as fast at the end as at the start (a healthy run's decrease slows down by far: most of
     it happens early). "As fast at the end" needs a curve that fell in every third: a last third that only
     makes up for a middle third that rose (a noisy validation loss, a bump after an lr restart) is no steady
     decrease. Needs at least ``3 * window`` saves.
 
+    What the rule says is that more steps (or a higher learning rate) would have trained the model further, so
+    it stays quiet where they would not have:
+
+    - **a run that starts near its floor** (resumed from a checkpoint, fine-tuning a model that already fits): a
+      cross-entropy (the loss's recorded type or its name: CrossEntropy, NLLLoss, BCE, logloss) is measured on
+      the scale of an untrained classifier (ln 2 at least), not on where this run began: a drift of 0.001 nats
+      below 0.008 is no "still falling";
+    - **a validation that stopped improving** (``validation_stopped``): the loss's validation curve -- the same
+      tensor in EVAL mode, one value per validation pass, for a TRAIN-mode loss; the same metric of the other
+      evaluation sets (``validation-rmse`` for ``train-rmse``) for a run without modes -- has at least 6
+      evaluations and no longer falls by the test above. A boosted ensemble's training metric falls at every
+      round for ever, and early stopping ends such runs on purpose;
+    - **a counted metric** (an error rate on an evaluation set: its curve repeats values, fewer distinct ones
+      than half of its saves): a flat stretch has no spread at all, so the noise is at least the counting noise
+      ``sqrt(final * resolution)`` (the Poisson error of the count the final value stands for, the resolution
+      the smallest step between its values): a change of a sample or two is no trend.
+
     :param window: the smallest window, in saves (>= 2). Default ``"10"``.
-    :param progress_percent: share of the initial loss that a converging run removes (0-100). Default ``"50"``.
+    :param progress_percent: share of its way to where it heads (to 0 for a curve that does not decelerate) that a
+        converging run covers (0-100). Default ``"50"``.
     :param deceleration: the last third's decrease relative to the first third's below which the curve is
         converging (> 0). Default ``"0.5"``.
     :param min_decrease_percent: the last third's decrease that counts as still falling, as a percentage of the
@@ -378,6 +386,8 @@ class SlowConvergence(LossCurveRule):
             raise SMDebugValueError(f"{name}: deceleration must be a positive number, got {deceleration!r}")
         self.min_decrease_percent = in_range(name, "min_decrease_percent",
                                              as_float(name, "min_decrease_percent", min_decrease_percent), 0)
+        #: per loss: its untrained reference (see _reference)
+        self._references: Dict[str, float] = {}
 
     def judge(self, name, mode, curve, s):
         if not training_ended(self.base_trial) or s != self._saved.steps(name, mode)[-1]:
@@ -387,24 +397,110 @@ class SlowConvergence(LossCurveRule):
         w = max(self.window, n // 10)
         if n < 3 * self.window or not np.all(np.isfinite(values)):
             return False, None
-
-        def around(center: int) -> float:
-            lo = min(max(0, center - w // 2), n - w)
-            return float(np.median(values[lo:lo + w]))
-
-        initial, early, late = float(np.median(values[:w])), around(n // 3), around(2 * n // 3)
-        tail = values[n - w:]
-        final = float(np.median(tail))
-        noise = 1.4826 * float(np.median(np.abs(tail - final))) / np.sqrt(w)
-        drop = late - final
-        falling = drop >= self.min_decrease_percent / 100 * abs(initial) and drop > 3 * noise
-        little_progress = final > (1 - self.progress_percent / 100) * initial
+        thirds = _thirds(values, w)
+        initial, early, late, final = thirds
+        falling, noise = self._falling(values, thirds, w, self._reference(name))
+        if not falling:
+            return True, None
+        scale = max(abs(initial), self._reference(name))
+        d1, d2, d3 = initial - early, early - late, late - final
         # every third fell: a drop at the end that only undoes a rise in the middle is noise, not a trend
-        steady = initial > early > late and drop >= self.deceleration * (initial - early)
-        if falling and (little_progress or steady):
-            why = (f"only {1 - final / initial:.0%} of the initial loss is gone" if little_progress else
-                   f"it fell {drop / (initial - early):.2g}x as much in the last third as in the first")
-            return True, (f"{self.shown(name)} was still falling when training ended: {initial:.4g} (first {w} "
-                          f"saves) -> {early:.4g} -> {late:.4g} -> {final:.4g} (last {w} saves); {why} "
-                          f"(progress_percent {self.progress_percent:g}, deceleration {self.deceleration:g})")
-        return True, None
+        steady = d1 > 0 and d2 > 0 and d3 >= self.deceleration * d1
+        # the progress is counted from the first save when it is higher: a metric that falls fast within its first
+        # saves (an error rate: 47 misclassified rows, then 9) has the median of its first window far below its start
+        start = max(float(values[0]), initial)
+        if 0 < d3 < d2:
+            # decelerating: where the curve is heading, were it to go on as geometrically as its last two thirds
+            # fell (a loss a + b * r^t drops by a constant ratio from one third to the next)
+            floor = final - d3 * d3 / (d2 - d3)
+            gone = (start - final) / (start - floor) if start > floor else 1.0
+            heading = f"of the way to {floor:.4g}, where its last two thirds head, was covered"
+        else:
+            gone = 1 - final / max(scale, start) if scale else 1.0
+            heading = "of the initial loss is gone"
+        little_progress = gone < self.progress_percent / 100
+        if not (little_progress or steady):
+            return True, None
+        stopped = self._validation_stopped(name, mode)
+        if stopped:
+            return True, None  # training longer would not have helped: its validation stopped improving
+        why = (f"only {gone:.0%} {heading}" if little_progress else
+               f"it fell {d3 / d1:.2g}x as much in the last third as in the first")
+        return True, (f"{self.shown(name)} was still falling when training ended: {initial:.4g} (first {w} "
+                      f"saves) -> {early:.4g} -> {late:.4g} -> {final:.4g} (last {w} saves); {why} "
+                      f"(progress_percent {self.progress_percent:g}, deceleration {self.deceleration:g})")
+
+    def _falling(self, values: np.ndarray, thirds, w: int, reference: float) -> Tuple[bool, float]:
+        """Whether the curve still falls at its end, beyond its noise and by min_decrease_percent of its scale."""
+        initial, _, late, final = thirds
+        tail = values[len(values) - w:]
+        noise = 1.4826 * float(np.median(np.abs(tail - final))) / np.sqrt(w)
+        noise = max(noise, _counting_noise(values, final))
+        drop = late - final
+        return (drop >= self.min_decrease_percent / 100 * max(abs(initial), reference) and drop > 3 * noise), noise
+
+    def _reference(self, name: str) -> float:
+        """ln 2 for a classification cross-entropy (what an untrained classifier scores at best: the scale of its
+        progress, whatever this run started from), else 0."""
+        if name not in self._references:
+            types = [name]
+            for loss in recorded_losses(self.base_trial) or []:
+                if name == loss.name or name.startswith(loss.name + "_") or (name == "loss" and len(
+                        recorded_losses(self.base_trial)) == 1):
+                    types.append(loss.type)
+            self._references[name] = float(np.log(2)) if any(_CROSS_ENTROPY.search(t) for t in types) else 0.0
+        return self._references[name]
+
+    def _validation_stopped(self, name: str, mode: ModeKeys) -> bool:
+        """Whether the loss's validation curve -- the same tensor in EVAL mode for a TRAIN-mode loss (one value per
+        validation pass), the same metric of another evaluation set (``validation-rmse`` for ``train-rmse``) for
+        a run without modes -- no longer fell at the end of the run (judged with at least 6 evaluations)."""
+        curves: List[np.ndarray] = []
+        if mode == ModeKeys.TRAIN and self._saved.steps(name, ModeKeys.EVAL):
+            # one value per validation pass (Keras and batch-wise loops save every batch of a pass in EVAL mode)
+            passes = ValidationPasses(self.base_trial, self._saved, name)
+            passes.extend(self._saved.steps(name)[-1])
+            curves.append(np.asarray([1.0 - p.value if name in self._losses.inverted else p.value
+                                      for p in passes.passes], dtype=np.float64))
+        elif mode == ModeKeys.GLOBAL and "-" in name and "/" not in name:
+            metric = name.split("-", 1)[1]
+            for other in self.base_trial.tensor_names():
+                if other == name or "/" in other or "-" not in other or other.split("-", 1)[1] != metric:
+                    continue
+                values = [self._saved.mean(other, t) for t in self._saved.steps(other)]
+                curves.append(np.asarray([1.0 - v if other in self._losses.inverted else v
+                                          for v in values if v is not None], dtype=np.float64))
+        for values in curves:
+            if len(values) < 6 or not np.all(np.isfinite(values)):
+                continue  # too few evaluations to tell whether they still improved
+            w = max(2, len(values) // 10)
+            if not self._falling(values, _thirds(values, w), w, self._reference(name))[0]:
+                return True
+        return False
+
+
+def _thirds(values: np.ndarray, w: int) -> Tuple[float, float, float, float]:
+    """The medians of the first w saves, of the w saves around n / 3 and 2n / 3, and of the last w saves."""
+    n = len(values)
+
+    def around(center: int) -> float:
+        lo = min(max(0, center - w // 2), n - w)
+        return float(np.median(values[lo:lo + w]))
+
+    return float(np.median(values[:w])), around(n // 3), around(2 * n // 3), float(np.median(values[n - w:]))
+
+
+def _counting_noise(values: np.ndarray, final: float) -> float:
+    """The noise of a metric that counts (an error rate on an evaluation set: it moves by one sample's share at a
+    time, and a flat stretch has no spread at all): sqrt(final * resolution), the Poisson error of the count the
+    final value stands for, where the resolution is the smallest gap between the curve's distinct values; 0 for
+    a continuous curve (fewer repeated values than half its saves)."""
+    distinct = np.unique(values)
+    if len(distinct) < 2 or len(distinct) > len(values) // 2:
+        return 0.0
+    resolution = float(np.min(np.diff(distinct)))
+    return float(np.sqrt(abs(final) * resolution))
+
+
+#: a classification cross-entropy, by its tensor's name or its recorded loss type
+_CROSS_ENTROPY = re.compile(r"(?i)cross.?entropy|^nllloss|^bce|logloss")

@@ -25,6 +25,7 @@ from smdebug.rules.generic.loss_rules import (
     SavedSteps,
     auto_mode,
     contains,
+    mode_label,
     parse_mode,
     step_in_mode,
 )
@@ -46,6 +47,8 @@ class Curve:
         self._read = 0  # saved steps of the source list looked at so far
         #: a score where higher is better, followed as 1 - value (see LossSelection)
         self.inverted = inverted
+        #: the first step whose value is NaN or infinite (None: every value read so far is finite)
+        self.first_nonfinite: Optional[int] = None
 
     def extend(self, saved: SavedSteps, name: Union[str, Sequence[str]], mode: ModeKeys, upto: int) -> None:
         """Read the saves at steps ``<= upto`` not read yet. ``name`` may be the tensors of one loss module
@@ -57,6 +60,8 @@ class Curve:
             parts = [v for v in (saved.mean(n, s, mode) for n in names) if v is not None]
             value = float(np.mean(parts)) if parts else None
             if value is not None:
+                if self.first_nonfinite is None and not np.isfinite(value):
+                    self.first_nonfinite = s
                 self.steps.append(s)
                 self.values.append(1.0 - value if self.inverted else value)
         self._read = max(self._read, end)
@@ -151,6 +156,21 @@ class LossCurveRule(Rule):
         self._curves: Dict[Tuple[str, ModeKeys], Curve] = {}
         #: first call's tensor -> the tensors of every call of that loss module (see loss_calls)
         self._calls: Dict[str, List[str]] = {}
+        #: per loss followed in GLOBAL mode: whether it is a training loss (see training_curve)
+        self._training_curves: Dict[str, bool] = {}
+
+    def training_curve(self, name: str, mode: ModeKeys) -> bool:
+        """Whether ``name`` followed in ``mode`` is a training loss: TRAIN mode, or GLOBAL (a run without modes)
+        unless it is an evaluation set's metric (XGBoost's ``train-logloss`` and ``validation-logloss``, in the
+        ``metrics`` collection: which set is the training data, the run does not say)."""
+        if mode == ModeKeys.TRAIN:
+            return True
+        if mode != ModeKeys.GLOBAL:
+            return False
+        if name not in self._training_curves:  # (asked once per loss: a loss stays in its collections)
+            self._training_curves[name] = "metrics" not in self.base_trial.collections() or name not in set(
+                self.base_trial.tensor_names(collection="metrics"))
+        return self._training_curves[name]
 
     #: what the rule needs, for its NotEvaluated detail
     needs = "a loss curve"
@@ -191,7 +211,13 @@ class LossCurveRule(Rule):
             if reason:
                 return reason
         if not judged:
-            if evaluation_only:  # (the run's steps decide: every loss or none)
+            broken = [(n, m, c) for (n, m), c in self._curves.items() if c.first_nonfinite is not None]
+            if broken:  # the saves are there, their values are not numbers a curve can be judged by
+                self.not_evaluated("; ".join(
+                    f"{self.shown(n)} is not finite (NaN or infinity) from {mode_label(m)} {c.first_nonfinite} on "
+                    f"({sum(1 for v in c.values if not np.isfinite(v))} of its {len(c)} saves): there is no curve "
+                    "to judge; ExplodingTensor (NaN/infinity) and Divergence judge such a run" for n, m, c in broken))
+            elif evaluation_only:  # (the run's steps decide: every loss or none)
                 self.not_applicable(EVALUATION_ONLY.format(", ".join(evaluation_only))
                                     + " (give mode=EVAL to judge those steps)")
             else:

@@ -1,14 +1,17 @@
-"""Divergence: the loss or the weights growing by orders of magnitude while staying finite.
+"""Divergence: the loss or the weights growing by orders of magnitude while staying finite, or a training loss
+giving back most of the progress it had made.
 
 ExplodingTensor finds NaN and infinity; training often goes wrong long before that (a learning rate just
 above the stability limit, a sign error that maximises the loss, a too-large step that throws the weights
 out): the loss or the weights grow 100-fold, 1000-fold, still finite. A healthy run changes the norm of its
-weights by a small factor (initialisation to trained) and lowers its loss.
+weights by a small factor (initialisation to trained) and lowers its loss. A training loss can also go the wrong
+way without growing past where it started: it learned, then climbed back up and stayed there (gradients that are
+never zeroed and pile up, labels corrupted from some step on, a learning rate thrown too high mid-run).
 """
 
 from __future__ import annotations
 
-from typing import Dict, Optional
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -17,7 +20,7 @@ from smdebug.exceptions import SMDebugValueError
 from smdebug.rules.generic.curves import LossCurveRule, robust_median
 from smdebug.rules.generic.loss_rules import contains, mode_label, step_in_mode
 from smdebug.rules.generic.selection import select_tensors, value_at
-from smdebug.rules.params import as_float, as_int, as_list
+from smdebug.rules.params import as_float, as_int, as_list, in_range
 
 
 class Divergence(LossCurveRule):
@@ -36,8 +39,31 @@ class Divergence(LossCurveRule):
     over the tensors saved at ``s`` and earlier, and the rule fires when ``growth >= growth_factor``. A norm
     that starts at 0 (all-zero initialisation) is left out (nothing to grow from).
 
+    **A training loss that gave back its progress** (TRAIN mode, or a run without modes except an evaluation
+    set's metric: a validation loss rising is Overfit's to judge). Checked once ``2 * window`` saves are there,
+    then every ``max(window, n // 20)`` saves (``n``: saves so far), with ``w = max(window, n // 10)``::
+
+        first    = median of the first window saves
+        now      = median of the last w saves
+        best     = the lowest median of the earlier blocks of w saves (counted back from the last save)
+        noise    = standard error of the difference of two such medians (1.4826 * 1.2533 * the median of
+                   |difference of consecutive saves| of the last w saves / sqrt(w))
+        gave_back = first - best >= |first| / 10 and first - best > 3 * noise      (it had learned)
+                    and now - best > 3 * noise                                     (it is worse now, beyond noise)
+                    and now - best >= give_back_percent / 100 * (first - best)     (by most of what it had learned)
+
+    and the rule fires when ``gave_back`` holds at two checks in a row (a loss back up over the last tenth of the
+    run, twice: a bump of a few steps -- a warm restart, an odd batch, a learning-rate warm-up -- is no block of a
+    tenth of the run, and a loss at its floor wobbles by its noise, not by half of its progress). LossNotDecreasing
+    judges a loss that went back up to where it started; this judges one that learned and then lost most of it
+    while still below its start. Losses whose definition changes during the run (an annealed weight of a term
+    growing far beyond the rest, a curriculum that moves to harder data, adversarial losses) can meet the
+    condition healthily; leave the rule out for those (or give ``give_back_percent=0``).
+
     :param growth_factor: the smallest growth that fires (> 1). Default ``"100"`` (two orders of magnitude).
     :param window: saves in each loss window (>= 1). Default ``"10"``.
+    :param give_back_percent: the share of the progress a training loss must give back to fire (0-100; 0 turns
+        the test off). Default ``"50"`` (most of it).
     :param weight_collections: comma-separated collections of weights; empty for none. Default ``"weights"``.
     Plus the loss selection parameters of LossNotDecreasing (``collection_names``, ``tensor_regex``,
     ``use_losses_collection``, ``mode``).
@@ -46,8 +72,8 @@ class Divergence(LossCurveRule):
     needs = "saves of a loss (2 * window) or of 2-D weights at two steps"
 
     def __init__(self, base_trial, growth_factor="100", window="10", weight_collections="weights",
-                 collection_names=None, tensor_regex=None, use_losses_collection="True", mode=None, other_trials=None,
-                 action_str=None):
+                 collection_names=None, tensor_regex=None, use_losses_collection="True", mode=None,
+                 give_back_percent="50", other_trials=None, action_str=None):
         super().__init__(base_trial, collection_names, tensor_regex, use_losses_collection, mode,
                          other_trials=other_trials, action_str=action_str)
         name = self.rule_name
@@ -56,8 +82,12 @@ class Divergence(LossCurveRule):
             raise SMDebugValueError(f"{name}: growth_factor must be a number > 1, got {growth_factor!r}")
         self.window = as_int(name, "window", window, minimum=1)
         self.weight_collections = as_list(name, "weight_collections", weight_collections)
+        self.give_back_percent = in_range(name, "give_back_percent",
+                                          as_float(name, "give_back_percent", give_back_percent), 0, 100)
         #: per weight tensor: squared norm at its first save
         self._first: Dict[str, float] = {}
+        #: per training loss: [saves at its next give-back check, whether the previous check met the condition]
+        self._checks: Dict[Tuple[str, ModeKeys], List] = {}
 
     def judge(self, name, mode, curve, s):
         if len(curve) < 2 * self.window:
@@ -71,7 +101,40 @@ class Divergence(LossCurveRule):
             return True, (f"{self.shown(name)} grew {growth:.3g}-fold: median {first:.4g} over its first "
                           f"{self.window} saves -> {now:.4g} over the {self.window} saves to {mode_label(mode)} {s} "
                           f"(growth_factor {self.growth_factor:g}), all finite")
+        if self.give_back_percent and self.training_curve(name, mode):
+            return True, self._gave_back(name, mode, curve, s)
         return True, None
+
+    def _gave_back(self, name: str, mode: ModeKeys, curve, s: int) -> Optional[str]:
+        """The reason when the training loss gave back most of its progress at this check and the one before."""
+        n = len(curve)
+        check = self._checks.setdefault((name, mode), [2 * self.window, False])
+        if n < check[0]:
+            return None
+        check[0] = n + max(self.window, n // 20)
+        values = np.asarray(curve.values, dtype=np.float64)
+        if not np.all(np.isfinite(values)):
+            check[1] = False
+            return None
+        w = max(self.window, n // 10)
+        ends = list(range(n, w - 1, -w))  # blocks of w saves counted back from the last one
+        medians = [float(np.median(values[e - w:e])) for e in ends]
+        now = medians[0]
+        i = int(np.argmin(medians[1:])) + 1
+        best = medians[i]
+        first = float(np.median(values[:self.window]))
+        noise = 1.4826 * 1.2533 * float(np.median(np.abs(np.diff(values[n - w:])))) / np.sqrt(w)
+        progress, back = first - best, now - best
+        met = (progress >= abs(first) / 10 and progress > 3 * noise and back > 3 * noise
+               and back >= self.give_back_percent / 100 * progress)
+        before, check[1] = check[1], met
+        if not (met and before):
+            return None
+        label = mode_label(mode)
+        return (f"{self.shown(name)} gave back {back / progress:.0%} of the progress it had made: median {first:.4g} "
+                f"over its first {self.window} saves -> {best:.4g} at best (the {w} saves to {label} "
+                f"{curve.steps[ends[i] - 1]}) -> {now:.4g} over the {w} saves to {label} {s}, beyond the noise "
+                f"({3 * noise:.3g}) at two checks in a row (give_back_percent {self.give_back_percent:g})")
 
     def _weights(self, step: int) -> Optional[str]:
         if not self.weight_collections:
