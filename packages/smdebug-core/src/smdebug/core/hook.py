@@ -147,6 +147,7 @@ class BaseHook(HookCollections, HookSaving, HookOutput, HookClosing, WarnsOnce, 
             save_config = SaveConfig(save_interval=self.default_save_interval)
         try:
             self.save_config = SaveConfig.parse(save_config)
+            self.save_config.check()  # (a schedule that can never save, steps past int64)
         except SMDebugValueError as e:
             raise InvalidConfigurationError(f"Invalid save_config: {e}") from None
         self.reduction_config = reduction_config or ReductionConfig(save_raw_tensor=True)

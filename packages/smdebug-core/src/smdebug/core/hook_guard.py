@@ -13,8 +13,8 @@ logger = get_logger()
 def guarded(default=None):
     """Wrap a public hook method so an error inside smdebug never reaches the training loop.
 
-    Misuse of the API (an :class:`SMDebugError` from validating the caller's arguments) is logged and
-    the call is skipped; anything else is an internal failure: logged once with its traceback, and the
+    Misuse of the API (an :class:`SMDebugError` from validating the caller's arguments, on the caller's
+    thread, before anything is queued) is logged once per method and message and the call is skipped; anything else is an internal failure: logged once with its traceback, and the
     hook disables itself for the rest of the run (``hook._fail``).
     """
 
@@ -28,7 +28,14 @@ def guarded(default=None):
             except TrainingStopRequested:
                 raise  # not a failure: a rule asked the loop to stop, and the hook already closed cleanly
             except SMDebugError as e:
-                logger.error("smdebug: %s() ignored: %s", fn.__name__, e)
+                # Said once per call and message (the message names what was refused): a bad argument
+                # repeated at every step is one line, not thousands; the hook goes on.
+                warned = self.__dict__.setdefault("_ignored_calls", set())
+                key = (fn.__name__, str(e)[:500])
+                if key not in warned:
+                    if len(warned) < 10_000:
+                        warned.add(key)
+                    logger.error("smdebug: %s() ignored: %s", fn.__name__, e)
                 return default
             except Exception as e:  # noqa: BLE001 - the whole point: never crash training
                 self._fail(f"{fn.__name__}()", e)

@@ -1,16 +1,17 @@
 """Where and whether this process writes (part of :class:`smdebug.core.hook.BaseHook`): the worker's
 identity (detected at the first step: distributed runtimes are often initialised after the hook is built),
-opening the run's storage, the claim on a single-worker out_dir (:mod:`smdebug.core.out_dir`) and the
-background writer.
+opening the run's storage, the claim on a single-worker out_dir or, in a multi-worker job, on this process's
+worker name (:mod:`smdebug.core.out_dir`), and the background writer.
 """
 
 from __future__ import annotations
 
+import os
 from typing import List
 
-from smdebug.core.locations import CLAIM_FILE, END_OF_JOB_FILE, worker_name_problem
+from smdebug.core.locations import END_OF_JOB_FILE, worker_name_problem
 from smdebug.core.logger import get_logger
-from smdebug.core.out_dir import OutDirClaim
+from smdebug.core.out_dir import OutDirClaim, worker_claim_key
 from smdebug.core.storage.base import is_s3_path
 from smdebug.core.storage.errors import StorageAccessDenied, StorageError, StorageUnavailable
 from smdebug.core.storage.factory import get_storage
@@ -109,6 +110,17 @@ class HookOutput:
                 self._is_writer = False
                 self._due = set()
                 return
+        else:
+            # Each worker name is written by one process: two that resolve to one name (the same
+            # SMDEBUG_WORKER_NAME, every process given rank 0) would replace each other's steps file by file.
+            try:
+                claimed = self._claim(worker=self.worker)
+            except StorageError as e:
+                self._fail(f"claiming worker {self.worker!r} in {self.out_dir}", e)
+                return
+            if not claimed:
+                self._refuse_duplicate_worker()
+                return
         self._writer = BackgroundWriter(self._storage, self.worker)
         if self.tensorboard_dir and self._tb is None:
             if is_s3_path(self.tensorboard_dir):
@@ -117,13 +129,36 @@ class HookOutput:
                 self._tb = TensorBoardWriter(self.tensorboard_dir)
         self._export_collections()
 
-    def _claim(self) -> bool:
-        self._out_claim = OutDirClaim(self._storage, self.out_dir)
+    def _claim(self, worker=None) -> bool:
+        """Claim the run (a single-worker job) or this process's worker name in it (``worker``)."""
+        if worker is None:
+            self._out_claim = OutDirClaim(self._storage, self.out_dir)
+        else:
+            self._out_claim = OutDirClaim(self._storage, self.out_dir, key=worker_claim_key(worker), worker=worker)
         return self._out_claim.take_s3() if is_s3_path(self.out_dir) else self._out_claim.take()
+
+    def _refuse_duplicate_worker(self) -> None:
+        """Another live process writes this worker name: this hook writes nothing (one error), training
+        goes on. Its steps would otherwise replace the other's, and the run could not tell them apart."""
+        claim = self._out_claim
+        self._out_claim = None
+        self._disabled = True
+        self._stretch = None
+        self._due = set()
+        self._failure = f"worker name {self.worker!r} is already written by {claim.holder}"
+        logger.error(
+            "smdebug: another process (%s) already writes worker %r of %s; this process (pid %d, rank %d of %d) "
+            "resolves to the same worker name and would overwrite its steps, so its smdebug hook is disabled "
+            "and writes nothing. Training continues. Give each process its own rank (RANK/WORLD_SIZE or the "
+            "framework's) or SMDEBUG_WORKER_NAME. (A claim left by a crashed process on another machine is "
+            "stale after %s seconds; remove %s to start sooner.)",
+            claim.holder or "?", self.worker, self.out_dir, os.getpid(), self.rank, self.num_workers,
+            "SMDEBUG_S3_CLAIM_STALE" if is_s3_path(self.out_dir) else "SMDEBUG_CLAIM_STALE",
+            claim.storage.full_path(claim.key))
 
     def _refresh_s3_claim(self) -> None:
         if self._out_claim.refresh_due():
-            self._writer.call(self._storage.write_atomic, CLAIM_FILE, self._out_claim.payload)
+            self._writer.call(self._storage.write_atomic, self._out_claim.key, self._out_claim.payload)
 
     def _release_claim(self) -> None:
         if self._out_claim is not None:

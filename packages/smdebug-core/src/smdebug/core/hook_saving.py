@@ -5,7 +5,9 @@ snapshot on the training thread (with back-pressure), and queueing the writes fo
 
 from __future__ import annotations
 
-from typing import Dict, Optional, Sequence, Tuple
+import math
+from numbers import Real
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -19,7 +21,7 @@ from smdebug.core.snapshot import POOL_MIN_BYTES, snapshot
 from smdebug.core.storage.factory import get_storage
 from smdebug.core.tfevent.tensor_codec import make_numpy_array
 from smdebug.core.timeline import TraceTimeline
-from smdebug.exceptions import SMDebugTypeError
+from smdebug.exceptions import SMDebugTypeError, SMDebugValueError
 
 
 def tensor_name_problem(name) -> Optional[str]:
@@ -35,6 +37,59 @@ def tensor_name_problem(name) -> Optional[str]:
     if parse_reduction_tensor_name(name) is not None:
         return f"names starting with {REDUCTION_PREFIX!r} are where the hook stores reductions"
     return None
+
+
+def _shown(name) -> str:
+    """``repr(name)`` for a message, clipped; never raises (a user's object's ``__repr__`` may)."""
+    try:
+        shown = repr(name)
+    except Exception:  # noqa: BLE001
+        shown = f"a {type(name).__name__}"
+    return shown if len(shown) <= 200 else shown[:200] + "..."
+
+
+def _error_text(e: BaseException) -> str:
+    try:
+        text = str(e)
+    except Exception:  # noqa: BLE001 - a user's exception whose __str__ raises
+        text = ""
+    return f"{type(e).__name__}: {text}"[:400]
+
+
+def check_timestamp(value, what: str = "timestamp", allow_none: bool = True) -> Optional[float]:
+    """``value`` as a float of seconds: a finite real number (None when allowed). SMDebugTypeError or
+    SMDebugValueError otherwise, raised on the caller's thread (the writer thread used to fail on a string
+    and disable the hook, and NaN or infinity cannot be stored as a time)."""
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise SMDebugTypeError(f"{what} must be a number of seconds, got {_shown(value)}")
+    try:
+        as_float = float(value)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise SMDebugTypeError(f"{what} must be a number of seconds, got {_shown(value)} ({e})") from None
+    if not math.isfinite(as_float):
+        raise SMDebugValueError(f"{what} must be a finite number of seconds, got {as_float!r}")
+    return as_float
+
+
+def collection_names_of(value) -> List[str]:
+    """``collections_to_write`` of ``save_tensor`` as a list: a collection name, or an iterable of names.
+    SMDebugTypeError for anything else (an int used to reach ``list()`` and disable the hook)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, (bytes, bytearray, dict)) or not hasattr(value, "__iter__"):
+        raise SMDebugTypeError(f"collections_to_write must be a collection name or a list of names, got "
+                               f"{_shown(value)}")
+    try:
+        names = list(value)
+    except Exception as e:  # noqa: BLE001 - a user's iterable may raise anything
+        raise SMDebugTypeError(f"collections_to_write could not be read as a list of names "
+                               f"({_error_text(e)})") from None
+    bad = [n for n in names if not isinstance(n, str)]
+    if bad:
+        raise SMDebugTypeError(f"collections_to_write must hold collection names (strings), got {_shown(bad[0])}")
+    return names
 
 
 class HookSaving:
@@ -86,12 +141,11 @@ class HookSaving:
         arr = shape = None
         if need_array:
             # Snapshot now: the caller may update the tensor in place (optimizer steps) before we write.
-            try:
-                host = self.to_numpy(value)
-            except SMDebugTypeError as e:
-                # one value no record can hold (a dict, a tensor with no data): that tensor is not saved, and
-                # the hook goes on with the others (the error used to disable it for the rest of the run)
-                self._refuse_value(tensor_name, str(e))
+            # one value no record can hold (a dict, a tensor with no data, an object that will not convert):
+            # that tensor is not saved, and the hook goes on with the others (the error used to disable it
+            # for the rest of the run)
+            host = self._convert_value(tensor_name, value)
+            if host is None:
                 return False
             if host.nbytes >= POOL_MIN_BYTES and self._writer is not None:
                 self._writer.wait_for_room(host.nbytes)  # back-pressure first, then the (pooled) copy
@@ -176,6 +230,17 @@ class HookSaving:
         self._warn_once(("refused-name", shown), "smdebug: not saving the tensor named %s: %s.",
                         shown if len(shown) <= 200 else shown[:200] + "...", problem)
 
+    def _convert_value(self, tensor_name: str, value) -> Optional[np.ndarray]:
+        """``to_numpy(value)`` on the caller's thread, or None (said once per name) when it cannot be done:
+        whatever the value's own conversion raises costs that value only, never the hook."""
+        try:
+            return self.to_numpy(value)
+        except SMDebugTypeError as e:
+            self._refuse_value(tensor_name, str(e))
+        except Exception as e:  # noqa: BLE001 - a user's object may raise anything from __array__/__float__
+            self._refuse_value(tensor_name, f"its value cannot be converted to an array ({_error_text(e)})")
+        return None
+
     def _refuse_value(self, tensor_name: str, problem: str) -> None:
         shown = repr(tensor_name)
         self._warn_once(("refused-value", shown), "smdebug: not saving the tensor %s: %s.",
@@ -195,12 +260,29 @@ class HookSaving:
 
     @_guarded()
     def save_scalar(self, name: str, value, sm_metric: bool = False, timestamp: Optional[float] = None) -> None:
-        """Save a scalar as ``scalar/<name>`` at the current step, whatever the save schedule says."""
+        """Save a scalar as ``scalar/<name>`` at the current step, whatever the save schedule says.
+
+        Every argument is checked here, on the caller's thread, before anything is queued: a name the run
+        cannot hold, a value that does not convert, a timestamp that is not a finite number of seconds is
+        refused with one message and nothing else is lost (the writer thread used to fail on some of
+        them, losing the step it was writing and disabling the hook)."""
         if not isinstance(name, str) or not name:
-            raise SMDebugTypeError("save_scalar needs a non-empty name")
-        arr = make_numpy_array(self.to_numpy(value))
+            raise SMDebugTypeError(f"save_scalar needs a non-empty name, got {_shown(name)}")
+        tname = SCALAR_PREFIX + name
+        problem = tensor_name_problem(tname)
+        if problem is not None:
+            self._refuse_name(tname, problem)
+            return
+        try:
+            timestamp = check_timestamp(timestamp)
+        except (SMDebugTypeError, SMDebugValueError) as e:
+            raise type(e)(f"the scalar {_shown(name)} is not saved: {e}") from None
+        host = self._convert_value(tname, value)
+        if host is None:
+            return
+        arr = make_numpy_array(host)
         if arr.size != 1:
-            raise SMDebugTypeError(f"save_scalar({name!r}) needs a single value, got shape {arr.shape}")
+            raise SMDebugTypeError(f"save_scalar({_shown(name)}) needs a single value, got shape {arr.shape}")
         if self.dry_run or not self._is_writer:
             return
         if self.worker is None:
@@ -210,7 +292,6 @@ class HookSaving:
             self._start_writing()
             if self._writer is None:
                 return
-        tname = SCALAR_PREFIX + name
         self.collection_manager.get(CollectionKeys.SCALARS)._tensor_names.add(tname)
         self._write_scalar(tname, np.array(arr, copy=True), timestamp)
 
@@ -242,8 +323,22 @@ class HookSaving:
         called between steps). Unlike the original, the name is added to *every* listed collection.
         """
         if not isinstance(tensor_name, str) or not tensor_name:
-            raise SMDebugTypeError("save_tensor needs a non-empty tensor name")
-        names = [collections_to_write] if isinstance(collections_to_write, str) else list(collections_to_write)
+            raise SMDebugTypeError(f"save_tensor needs a non-empty tensor name, got {_shown(tensor_name)}")
+        # (checked before anything changes: a name the run cannot hold, collections that are not names)
+        problem = tensor_name_problem(tensor_name)
+        if problem is not None:
+            self._refuse_name(tensor_name, problem)
+            return
+        try:
+            names = collection_names_of(collections_to_write)
+        except SMDebugTypeError as e:
+            raise SMDebugTypeError(f"the tensor {_shown(tensor_name)} is not saved: {e}") from None
+        pending = None
+        if not self._in_step:
+            host = self._convert_value(tensor_name, tensor_value)
+            if host is None:
+                return
+            pending = np.array(host, copy=True)
         for cname in names:
             self.add_to_collection(cname, tensor_name)
         if self._in_step:
@@ -253,8 +348,7 @@ class HookSaving:
                 self._start_writing()
             self._record(tensor_name, tensor_value)
         else:
-            arr = np.array(self.to_numpy(tensor_value), copy=True)
-            self._pending_user_tensors.append((tensor_name, arr))
+            self._pending_user_tensors.append((tensor_name, pending))
             self._stretch = None  # (the next step writes it)
 
     @_guarded()
@@ -262,6 +356,9 @@ class HookSaving:
                             duration=1, **kwargs) -> None:
         """Record a trace event of the training script (``timestamp``, ``duration`` in seconds): saved in
         the run's ``framework/pevents/`` in the Chrome trace-event format (see smdebug.core.timeline)."""
+        # (the arguments are checked before the timeline exists: a bad call leaves nothing behind)
+        check_timestamp(timestamp, "timestamp", allow_none=False)
+        check_timestamp(duration, "duration", allow_none=False)
         if self.dry_run:
             return
         if self._timeline is None:

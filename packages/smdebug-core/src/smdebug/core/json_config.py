@@ -109,8 +109,11 @@ def _save_config(layers, default_interval: Optional[int]) -> Optional[SaveConfig
             merged["save_interval"] = default_interval
         try:
             modes[mode] = SaveConfigMode(**merged)
+            problem = modes[mode].problem()  # (a schedule that could never save)
         except Exception as e:
             raise InvalidConfigurationError(f"Invalid save schedule for mode {mode.name}: {e}") from None
+        if problem is not None:
+            raise InvalidConfigurationError(f"Invalid save schedule for mode {mode.name}: {problem}")
     return SaveConfig(mode_save_configs=modes)
 
 
@@ -240,13 +243,41 @@ def load_hook_config(json_file_path: Optional[str] = None, default_save_interval
         raw = read_regular(path, limit=MAX_CONFIG_BYTES)
     except (OSError, ValueError) as e:  # (UnsafeFileError is an OSError; permission denied is one too)
         raise InvalidConfigurationError(f"Hook configuration {path}: {e}") from None
+    duplicates: Dict[str, int] = {}
     try:
-        data = json.loads(raw)
+        data = json.loads(raw, object_pairs_hook=_pairs_noting_duplicates(duplicates))
     except (ValueError, UnicodeDecodeError, RecursionError) as e:  # RecursionError: absurd nesting
         raise InvalidConfigurationError(f"Hook configuration {path} is not valid JSON: {e}"[:1000]) from None
+    _warn_duplicates(duplicates, f"Hook configuration {path}")
     kwargs = parse_hook_config(data, default_save_interval, source=path)
     _apply_sagemaker_tensorboard(kwargs)
     return kwargs
+
+
+def _pairs_noting_duplicates(duplicates: Dict[str, int]):
+    """A ``json.loads`` ``object_pairs_hook``: objects as dicts (the last of a repeated key wins, as plain
+    ``json.loads`` has it), counting in ``duplicates`` every key given more than once in one object."""
+
+    def pairs(items):
+        out = {}
+        for key, value in items:
+            if key in out:
+                duplicates[key] = duplicates.get(key, 1) + 1
+            out[key] = value
+        return out
+
+    return pairs
+
+
+def _warn_duplicates(duplicates: Dict[str, int], where: str) -> None:
+    """One warning per key given twice in one object of a configuration file (``LocalPath`` twice moved
+    the run to the second path without a word)."""
+    for key, count in list(duplicates.items())[:20]:
+        shown = repr(key) if len(key) <= 200 else repr(key[:200]) + "..."
+        get_logger().warning("smdebug: %s gives the key %s %d times in one object; the last one is used.",
+                             where, shown, count)
+    if len(duplicates) > 20:
+        get_logger().warning("smdebug: %s repeats %d more keys.", where, len(duplicates) - 20)
 
 
 def _apply_sagemaker_tensorboard(kwargs: dict) -> None:
@@ -257,10 +288,13 @@ def _apply_sagemaker_tensorboard(kwargs: dict) -> None:
     kwargs["tensorboard_dir"] = None
     path = os.environ.get(TENSORBOARD_CONFIG_FILE_PATH_ENV, DEFAULT_TENSORBOARD_CONFIG_FILE_PATH)
     if os.path.exists(path):
+        duplicates: Dict[str, int] = {}
         try:  # (a regular file of sane size only, as the hook configuration: a FIFO would block training)
-            local = json.loads(read_regular(path, limit=MAX_CONFIG_BYTES)).get("LocalPath")
+            local = json.loads(read_regular(path, limit=MAX_CONFIG_BYTES),
+                               object_pairs_hook=_pairs_noting_duplicates(duplicates)).get("LocalPath")
         except (ValueError, OSError, AttributeError, RecursionError) as e:
             raise InvalidConfigurationError(f"TensorBoard configuration {path} is invalid: {e}"[:1000]) from None
+        _warn_duplicates(duplicates, f"TensorBoard configuration {path}")
         if local is not None and not isinstance(local, str):
             raise InvalidConfigurationError(f"TensorBoard configuration {path}: LocalPath must be a string")
         if local:

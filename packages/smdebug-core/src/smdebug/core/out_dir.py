@@ -1,9 +1,25 @@
-"""The run directory a hook writes: checking it at construction, and the claim that keeps two processes
-that each believe they are the only worker from writing over each other's files.
+"""The run directory a hook writes: checking it at construction, and the claims that keep two processes
+from writing over each other's files.
 
-The claim is a file (:data:`~smdebug.core.locations.CLAIM_FILE`) created atomically in the run: locally it
-holds the owner's pid, and a claim whose process is gone is stale; on S3 a conditional PUT creates it, the
-owner refreshes it, and one left alone for long enough is stale (see :meth:`OutDirClaim.take_s3`).
+* A single-worker job claims the run (:data:`~smdebug.core.locations.CLAIM_FILE`): processes that each
+  believe they are the only worker write one at a time, the others not at all (a warning).
+* A multi-worker job claims each worker name (:func:`worker_claim_key`, ``claims/<worker>.json``): two
+  processes that resolve to one name (the same ``SMDEBUG_WORKER_NAME``, a launcher that gives every process
+  rank 0) would replace each other's steps file by file. The second one logs one error and its hook is
+  disabled; training goes on. Readers never look in ``claims/`` (nor did smdebug 1.0.x's: they list
+  ``index/``, ``events/``, ``collections/`` and the end marker).
+
+A claim is created atomically (an exclusive create locally, a conditional PUT ``If-None-Match: *`` on S3)
+and holds its owner's pid, host name, pid namespace and process start time; it is removed at close. A
+claim left by a process that is gone is stale and taken over, so a restart after a crash is not blocked:
+
+* same machine: the owner's pid is gone, or now belongs to a process started at another time;
+* another machine (or pid namespace), where that cannot be asked: the owner refreshes its claim
+  (locally every ``SMDEBUG_CLAIM_REFRESH`` seconds, 60, from a small thread; on S3 every
+  ``SMDEBUG_S3_CLAIM_REFRESH`` seconds at step boundaries) and a claim left alone for
+  ``SMDEBUG_CLAIM_STALE`` (``SMDEBUG_S3_CLAIM_STALE`` on S3) seconds, 300, is stale. A job restarted on
+  other machines within that time after a crash finds its names taken: the hooks say so, and removing
+  ``claims/`` (or waiting that long) lets the next start write.
 """
 
 from __future__ import annotations
@@ -11,6 +27,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import threading
 import time
 from typing import Optional
 
@@ -23,7 +40,34 @@ from smdebug.exceptions import InvalidConfigurationError, SMDebugRuntimeError
 
 #: a claim file holds a pid (and a host); a larger one planted in out_dir is never read whole
 _MAX_CLAIM_BYTES = 4096
+#: the folder of the worker-name claims (readers ignore it)
+WORKER_CLAIMS_DIR = "claims"
 logger = get_logger()
+
+
+def worker_claim_key(worker: str) -> str:
+    """The claim of one worker name in a multi-worker run (the name as it is in the run's file names)."""
+    from smdebug.core.locations import serialize_worker_name
+
+    return f"{WORKER_CLAIMS_DIR}/{serialize_worker_name(worker)}.json"
+
+
+def _pid_namespace() -> Optional[str]:
+    try:
+        return os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return None
+
+
+def process_start(pid: int) -> Optional[str]:
+    """When process ``pid`` started (clock ticks since boot, Linux), or None where that cannot be read:
+    tells a live owner from another process that was given its pid later."""
+    try:
+        with open(f"/proc/{int(pid)}/stat", "rb") as f:
+            stat = f.read(4096)
+        return stat[stat.rindex(b")") + 2:].split()[19].decode()
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def validate_out_dir(out_dir, dry_run) -> str:
@@ -90,46 +134,144 @@ def pid_alive(pid: int) -> bool:
 
 
 class OutDirClaim:
-    """This process's claim on a run directory (``storage``): :meth:`take` (local) or :meth:`take_s3`, then
-    :meth:`refresh_due` at step boundaries (S3) and :meth:`release` at close."""
+    """This process's claim on a run directory (``key`` :data:`CLAIM_FILE`) or on one worker name in it
+    (``key`` :func:`worker_claim_key`, ``worker`` the name): :meth:`take` (local) or :meth:`take_s3`, then
+    :meth:`refresh_due` at step boundaries (S3) and :meth:`release` at close. After a refusal, ``holder``
+    describes the process that holds the claim."""
 
-    def __init__(self, storage: Storage, out_dir: str):
+    def __init__(self, storage: Storage, out_dir: str, key: str = CLAIM_FILE, worker: Optional[str] = None):
         self.storage = storage
         self.out_dir = out_dir
+        self.key = key
+        self.worker = worker
         self.claimed = False
         self.payload = b""
+        self.holder = ""
         self._refreshed = 0.0
+        self._keepalive: Optional[threading.Event] = None
+
+    def _identity(self) -> dict:
+        me = {"pid": os.getpid(), "host": socket.gethostname(), "ns": _pid_namespace(),
+              "started": process_start(os.getpid()), "since": round(time.time(), 3)}
+        if self.worker is not None:
+            me["worker"] = self.worker
+        return me
+
+    def _read_owner(self) -> Optional[dict]:
+        """The claim's content: a dict (``{}`` when unreadable or damaged), None when there is none."""
+        try:
+            raw = self.storage.read(self.key, 0, _MAX_CLAIM_BYTES)
+        except FileNotFoundError:
+            return None
+        except (OSError, StorageAccessDenied):
+            return {}
+        try:
+            text = raw.decode("utf-8").strip()
+            if text.isdigit():  # (claims of earlier versions: the pid alone)
+                return {"pid": int(text)}
+            owner = json.loads(text)
+            return owner if isinstance(owner, dict) else {}
+        except (ValueError, UnicodeDecodeError, RecursionError):
+            return {}
+
+    def _local_age(self) -> float:
+        try:
+            return max(0.0, time.time() - os.stat(os.path.join(self.out_dir, self.key)).st_mtime)
+        except (OSError, ValueError):
+            return 0.0
+
+    @staticmethod
+    def _is_me(owner: dict) -> bool:
+        host = owner.get("host")
+        return owner.get("pid") == os.getpid() and (host is None or host == socket.gethostname()) and (
+            owner.get("started") in (None, process_start(os.getpid())))
+
+    @staticmethod
+    def _alive(owner: dict, age: float, stale_after: float) -> bool:
+        """Whether the process ``owner`` describes may still be writing (see the module's docstring)."""
+        try:
+            pid = int(owner.get("pid") or 0)
+        except (TypeError, ValueError):
+            pid = 0
+        if pid <= 0:
+            return False  # unreadable or damaged: stale
+        host, ns, mine = owner.get("host"), owner.get("ns"), _pid_namespace()
+        if host is None or (host == socket.gethostname() and (ns is None or mine is None or ns == mine)):
+            if not pid_alive(pid):
+                return False
+            started = owner.get("started")
+            now = process_start(pid)
+            return started is None or now is None or str(started) == now
+        return age < stale_after
+
+    def describe(self, owner: dict) -> str:
+        parts = [f"pid {owner.get('pid', '?')}"]
+        if owner.get("host"):
+            parts.append(f"on {owner['host']}")
+        since = owner.get("since")
+        if isinstance(since, (int, float)) and not isinstance(since, bool):
+            try:
+                parts.append(time.strftime("since %Y-%m-%d %H:%M:%S UTC", time.gmtime(since)))
+            except (OverflowError, ValueError, OSError):
+                pass
+        return " ".join(str(p)[:200] for p in parts)
 
     def take(self) -> bool:
-        """Claim a local run directory; False (with a warning) when a live process holds it."""
+        """Claim a local run directory or worker name; False when a live process holds it (for the run
+        directory, with a warning; for a worker name the hook says it, see ``holder``)."""
         storage = self.storage
-        data = str(os.getpid()).encode()
-        if storage.create_exclusive(CLAIM_FILE, data):
-            self.claimed = True
-            return True
-        try:
-            owner = int(storage.read(CLAIM_FILE, 0, _MAX_CLAIM_BYTES).strip() or 0)
-        except FileNotFoundError:
-            owner = None  # released since we looked: just try again
-        except (OSError, ValueError):
-            owner = 0  # unreadable: treat as stale
-        if owner and owner != os.getpid() and pid_alive(owner):
-            logger.warning(
-                "smdebug: another process (pid %s) is already writing to %s as the only worker; this "
-                "process (pid %s) will not write. Use a distinct out_dir per process or include_workers='all' "
-                "with a distributed runtime.", owner, self.out_dir, os.getpid(),
-            )
-            return False
-        if owner is not None:
-            storage.remove(CLAIM_FILE)  # a claim left by a dead process
-        self.claimed = storage.create_exclusive(CLAIM_FILE, data)
-        if not self.claimed:
+        me = self._identity()
+        data = json.dumps(me).encode()
+        self.payload = data
+        stale_after = env_float("SMDEBUG_CLAIM_STALE", 300.0, minimum=0.0)
+        for _ in range(3):
+            if storage.create_exclusive(self.key, data):
+                return self._taken_locally()
+            owner = self._read_owner()
+            if owner is None:
+                continue  # released since we looked: just try again
+            if self._is_me(owner):
+                return self._taken_locally()
+            if self._alive(owner, self._local_age(), stale_after):
+                self.holder = self.describe(owner)
+                if self.worker is None:
+                    logger.warning(
+                        "smdebug: another process (pid %s) is already writing to %s as the only worker; this "
+                        "process (pid %s) will not write. Use a distinct out_dir per process or "
+                        "include_workers='all' with a distributed runtime.", owner.get("pid"), self.out_dir,
+                        os.getpid())
+                return False
+            if self.worker is not None:
+                logger.warning("smdebug: taking over the claim of worker %r in %s left by %s, which is gone.",
+                               self.worker, self.out_dir, self.describe(owner))
+            storage.remove(self.key)  # a claim left by a dead process
+        owner = self._read_owner() or {}
+        self.holder = self.describe(owner)
+        if self.worker is None:
             logger.warning("smdebug: another process claimed %s first; this process (pid %s) will not write.",
                            self.out_dir, os.getpid())
-        return self.claimed
+        return False
+
+    def _taken_locally(self) -> bool:
+        self.claimed = True
+        # (another machine cannot ask whether we are alive: the claim's age says it; see the docstring)
+        every = env_float("SMDEBUG_CLAIM_REFRESH", 60.0, minimum=0.1)
+        stop = self._keepalive = threading.Event()
+        path = os.path.join(self.out_dir, self.key)
+
+        def keep_alive():
+            while not stop.wait(every):
+                try:
+                    os.utime(path)
+                except OSError:
+                    return  # removed (released, or the run folder went away)
+
+        threading.Thread(target=keep_alive, name="smdebug-claim", daemon=True).start()
+        return True
 
     def take_s3(self) -> bool:
-        """The claim on S3: a conditional PUT (``If-None-Match: *``) creates it atomically.
+        """The claim on S3 (the run's or a worker name's): a conditional PUT (``If-None-Match: *``) creates
+        it atomically.
 
         A process on another machine cannot be asked whether it is alive, so the owner refreshes its
         claim every ``SMDEBUG_S3_CLAIM_REFRESH`` seconds (60) and a claim left alone for
@@ -138,46 +280,59 @@ class OutDirClaim:
         """
         storage = self.storage
         host = socket.gethostname()
-        self.payload = json.dumps({"pid": os.getpid(), "host": host}).encode()
+        self.payload = json.dumps(self._identity()).encode()
+        key = self.key
         try:
             for _ in range(2):
-                if storage.create_exclusive(CLAIM_FILE, self.payload):
+                if storage.create_exclusive(key, self.payload):
                     return self._taken()
-                stat = storage.stat(CLAIM_FILE)
+                stat = storage.stat(key)
                 if stat is not None:
                     break
             else:
                 return self._taken()  # created and removed under us twice: just write
             etag, age = stat
+            owner = self._read_owner() or {}
             try:
-                owner = json.loads(storage.read(CLAIM_FILE, 0, _MAX_CLAIM_BYTES))
                 owner_pid, owner_host = int(owner.get("pid", 0)), str(owner.get("host", ""))
-            except (FileNotFoundError, ValueError, TypeError, AttributeError, StorageAccessDenied):
+            except (TypeError, ValueError):
                 owner_pid, owner_host = 0, ""
             if owner_host == host and owner_pid == os.getpid():
                 return self._taken()
             stale_after = env_float("SMDEBUG_S3_CLAIM_STALE", 300.0, minimum=0.0)
-            alive = age < stale_after and not (owner_host == host and owner_pid and not pid_alive(owner_pid))
+            same_machine = owner_host == host and owner.get("ns") in (None, _pid_namespace())
+            alive = age < stale_after and not (same_machine and not self._alive(owner, 0.0, stale_after))
             if alive:
-                logger.warning(
-                    "smdebug: another process (pid %s on %s) is already writing to %s as the only worker; this "
-                    "process (pid %s on %s) will not write. Use a distinct out_dir per process or "
-                    "include_workers='all' with a distributed runtime.",
-                    owner_pid or "?", owner_host or "?", self.out_dir, os.getpid(), host)
+                self.holder = self.describe(owner)
+                if self.worker is None:
+                    logger.warning(
+                        "smdebug: another process (pid %s on %s) is already writing to %s as the only worker; "
+                        "this process (pid %s on %s) will not write. Use a distinct out_dir per process or "
+                        "include_workers='all' with a distributed runtime.",
+                        owner_pid or "?", owner_host or "?", self.out_dir, os.getpid(), host)
                 return False
-            if storage.replace_if_unchanged(CLAIM_FILE, self.payload, etag):
+            if storage.replace_if_unchanged(key, self.payload, etag):
+                if self.worker is not None:
+                    logger.warning("smdebug: taking over the claim of worker %r in %s left by %s, which is gone "
+                                   "or stopped refreshing it.", self.worker, self.out_dir, self.describe(owner))
                 return self._taken()
-            logger.warning("smdebug: another process claimed %s first; this process (pid %s) will not write.",
-                           self.out_dir, os.getpid())
+            self.holder = self.describe(self._read_owner() or {})
+            if self.worker is None:
+                logger.warning("smdebug: another process claimed %s first; this process (pid %s) will not write.",
+                               self.out_dir, os.getpid())
             return False
         except StorageUnavailable as e:
-            logger.warning("smdebug: could not claim %s (%s); saving without the claim.", self.out_dir, e)
+            logger.warning("smdebug: could not claim %s (%s); saving without the claim.",
+                           self._what(), e)
             return True
         except StorageAccessDenied as e:
             if e.operation == "PutObject":
                 raise  # may not write at all: reported once by the caller
-            logger.warning("smdebug: could not check the claim on %s (%s); saving without it.", self.out_dir, e)
+            logger.warning("smdebug: could not check the claim on %s (%s); saving without it.", self._what(), e)
             return True
+
+    def _what(self) -> str:
+        return self.out_dir if self.worker is None else f"worker {self.worker!r} in {self.out_dir}"
 
     def _taken(self) -> bool:
         self.claimed = True
@@ -193,9 +348,12 @@ class OutDirClaim:
         return False
 
     def release(self) -> None:
+        if self._keepalive is not None:
+            self._keepalive.set()
+            self._keepalive = None
         if self.claimed:
             try:
-                self.storage.remove(CLAIM_FILE)
+                self.storage.remove(self.key)
             except OSError:
                 pass
             self.claimed = False

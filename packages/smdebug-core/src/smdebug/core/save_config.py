@@ -6,6 +6,10 @@ The interval is aligned to 0, not to ``start_step``, and ``end_step`` is exclusi
 
 Fixed on purpose: a zero or negative interval, negative start/end steps and non-integer ``save_steps``
 are rejected at construction with a specific message (the original failed later, or divided by zero).
+So are steps beyond int64. A hook (and the JSON configuration) also refuses a schedule whose ``start_step``
+is at or after a positive ``end_step`` (:meth:`SaveConfig.check`): it could never save, and the original
+accepted it without a word; ``end_step=0`` still switches the interval off. Schedules read from a run's
+collection files are taken as written (:meth:`SaveConfigMode.from_dict`).
 """
 
 from __future__ import annotations
@@ -22,7 +26,12 @@ DEFAULT_SAVE_INTERVAL = 500
 _SCM_KEYS = ("save_interval", "start_step", "end_step", "save_steps")
 
 
-def _as_int(name: str, value, *, allow_none: bool = False, minimum: int = 0) -> Optional[int]:
+#: the largest step a run can hold (steps are 64-bit integers in records and indexes)
+MAX_STEP = (1 << 63) - 1
+
+
+def _as_int(name: str, value, *, allow_none: bool = False, minimum: int = 0,
+            maximum: Optional[int] = None) -> Optional[int]:
     if value is None:
         if allow_none:
             return None
@@ -41,13 +50,16 @@ def _as_int(name: str, value, *, allow_none: bool = False, minimum: int = 0) -> 
         raise SMDebugValueError(f"{name} must be an integer, got {value!r}") from None
     if as_int < minimum:
         raise SMDebugValueError(f"{name} must be >= {minimum}, got {as_int}")
+    if maximum is not None and as_int > maximum:
+        shown = str(as_int) if as_int < 10 ** 30 else f"a {len(str(as_int))}-digit number"
+        raise SMDebugValueError(f"{name} must be at most {maximum} (the largest step a run can hold), got {shown}")
     return as_int
 
 
 #: the most steps ``save_steps`` may list
 MAX_SAVE_STEPS = 100_000
 
-def _as_steps(value) -> list:
+def _as_steps(value, maximum: Optional[int] = None) -> list:
     if value is None:
         return []
     if isinstance(value, str):
@@ -62,7 +74,7 @@ def _as_steps(value) -> list:
     if len(steps) > MAX_SAVE_STEPS:
         raise SMDebugValueError(f"save_steps lists more than {MAX_SAVE_STEPS:,} steps: give a save_interval "
                                 "(with start_step and end_step) instead")
-    return sorted({_as_int("save_steps entry", v) for v in steps})
+    return sorted({_as_int("save_steps entry", v, maximum=maximum) for v in steps})
 
 
 def _json_value(text, what: str):
@@ -94,13 +106,31 @@ class SaveConfigMode:
         object.__setattr__(self, name, value)
 
     def __init__(self, save_interval=None, start_step=None, end_step=None, save_steps=None):
+        self._set(save_interval, start_step, end_step, save_steps, strict=True)
+
+    def _set(self, save_interval, start_step, end_step, save_steps, strict: bool) -> None:
+        """``strict`` (a schedule a user gives): steps past int64 are refused too; a schedule read from a
+        run's collection file is taken as written (smdebug 1.0.x accepted them, and its runs must stay
+        readable)."""
+        top = MAX_STEP if strict else None
         self.save_interval = _as_int(
             "save_interval", DEFAULT_SAVE_INTERVAL if save_interval is None else save_interval, minimum=1
         )
-        self.start_step = _as_int("start_step", 0 if start_step is None else start_step)
-        self.end_step = _as_int("end_step", end_step, allow_none=True)
-        self.save_steps = _as_steps(save_steps)
+        self.start_step = _as_int("start_step", 0 if start_step is None else start_step, maximum=top)
+        self.end_step = _as_int("end_step", end_step, allow_none=True, maximum=top)
+        self.save_steps = _as_steps(save_steps, maximum=top)
         self._save_steps_set = frozenset(self.save_steps)
+
+    def problem(self) -> Optional[str]:
+        """Why a hook refuses this schedule, or None: a start at or after a positive end, so that the
+        interval could never save (smdebug 1.0.x took it without a word and saved nothing).
+        ``end_step=0`` is the documented way to switch the interval off and stays accepted. (Checked by
+        the hook, not here: SaveConfigMode itself accepts what smdebug 1.0.x accepted.)"""
+        if self.end_step and self.start_step >= self.end_step:
+            return (f"start_step ({self.start_step}) must be before end_step ({self.end_step}, exclusive): no "
+                    "step would ever be saved by the interval. Use end_step=0 to switch the interval off, or "
+                    "save_steps for single steps")
+        return None
 
     def should_save_step(self, step_num: int) -> bool:
         if step_num in self._save_steps_set:
@@ -140,8 +170,12 @@ class SaveConfigMode:
             return params
         if not isinstance(params, dict):
             raise SMDebugValueError(f"A save config for one mode must be a dict, got {params!r}")
-        # Unknown keys (e.g. the historical "when_nan") are ignored so old files still load.
-        return cls(**{k: params.get(k) for k in _SCM_KEYS})
+        # Unknown keys (e.g. the historical "when_nan") are ignored so old files still load; so are the
+        # schedules smdebug 1.0.x accepted and this version refuses from users (see ``_set``): a run's
+        # collection file is read with this.
+        scm = cls.__new__(cls)
+        scm._set(*(params.get(k) for k in ("save_interval", "start_step", "end_step", "save_steps")), strict=False)
+        return scm
 
     def __eq__(self, other):
         if not isinstance(other, SaveConfigMode):
@@ -190,6 +224,21 @@ class SaveConfig:
                 if value is not None and not isinstance(value, SaveConfigMode):
                     value = SaveConfigMode.from_dict(value)
                 self.mode_save_configs[mode] = value
+
+    def check(self) -> None:
+        """SMDebugValueError if a mode's schedule is one a hook refuses: a schedule that could never save
+        (:meth:`SaveConfigMode.problem`), steps beyond int64 (per-mode dicts are read leniently, as
+        collection files are)."""
+        for mode, scm in self.mode_save_configs.items():
+            if scm is None:
+                continue
+            try:
+                SaveConfigMode(scm.save_interval, scm.start_step, scm.end_step, scm.save_steps)
+                problem = scm.problem()
+            except SMDebugValueError as e:
+                problem = str(e)
+            if problem is not None:
+                raise SMDebugValueError(f"mode {mode.name}: {problem}")
 
     def get_save_config(self, mode) -> Optional[SaveConfigMode]:
         return self.mode_save_configs[ModeKeys.parse(mode)]

@@ -9,6 +9,7 @@ when the hook closes; each file is written atomically through the run's storage 
 from __future__ import annotations
 
 import json
+import math
 import socket
 import threading
 import time
@@ -22,6 +23,8 @@ TIMELINE_DIR = "framework/pevents"
 TIMELINE_SUFFIX = "pythontimeline.json"
 MAX_EVENTS_PER_FILE = 10_000
 _PHASES = set("BEXiIbnecsftPNODMCRV")  # the trace-event format's phase letters
+#: a time beyond this (about 290,000 years) has no microsecond count in 64 bits
+_MAX_SECONDS = 9.2e12
 
 
 class TraceTimeline:
@@ -37,14 +40,18 @@ class TraceTimeline:
         """One event: ``timestamp`` and ``duration`` in seconds; ``phase`` a trace-event phase letter ("X": a
         complete event, "B"/"E": begin/end); extra keyword arguments are kept as the event's args (``pid``,
         ``tid`` set the thread it is shown on)."""
-        if not isinstance(timestamp, Real) or isinstance(timestamp, bool):
-            raise SMDebugTypeError(f"timestamp must be a number of seconds, got {timestamp!r}")
-        if not isinstance(duration, Real) or isinstance(duration, bool) or duration < 0:
+        timestamp = _seconds("timestamp", timestamp)
+        duration = _seconds("duration", duration)
+        if duration < 0:
             raise SMDebugValueError(f"duration must be a non-negative number of seconds, got {duration!r}")
         if not isinstance(phase, str) or phase not in _PHASES:
-            raise SMDebugValueError(f"phase must be a trace-event phase letter such as 'X', 'B' or 'E', got {phase!r}")
-        training_phase, op_name = str(training_phase), str(op_name)
+            raise SMDebugValueError(f"phase must be a trace-event phase letter such as 'X', 'B' or 'E', got "
+                                    f"{_clip(phase)}")
+        training_phase, op_name = _text("training_phase", training_phase), _text("op_name", op_name)
         tid = kwargs.pop("tid", threading.get_ident())
+        if not isinstance(tid, (int, str)) or isinstance(tid, bool):
+            tid = _text("tid", tid)
+        args = {k: _jsonable(v) for k, v in kwargs.items()}
         with self._lock:
             pid = self._pids.get(training_phase)
             if pid is None:
@@ -52,7 +59,7 @@ class TraceTimeline:
                 self._events.append({"name": "process_name", "ph": "M", "pid": pid,
                                      "args": {"name": training_phase or "smdebug"}})
             event = {"name": op_name, "ph": phase, "ts": int(round(timestamp * 1e6)), "pid": pid, "tid": tid,
-                     "args": {k: _jsonable(v) for k, v in kwargs.items()}}
+                     "args": args}
             if phase == "X":
                 event["dur"] = int(round(duration * 1e6))
             self._events.append(event)
@@ -76,7 +83,41 @@ class TraceTimeline:
     close = flush
 
 
+def _clip(value) -> str:
+    try:
+        shown = repr(value)
+    except Exception:  # noqa: BLE001 - a user's object
+        shown = f"a {type(value).__name__}"
+    return shown if len(shown) <= 200 else shown[:200] + "..."
+
+
+def _seconds(what: str, value) -> float:
+    """A finite real number of seconds (NaN or infinity cannot be an event's time: the conversion to
+    microseconds raised, on the training thread, and disabled the hook)."""
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise SMDebugTypeError(f"{what} must be a number of seconds, got {_clip(value)}")
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise SMDebugTypeError(f"{what} must be a number of seconds, got {_clip(value)}") from None
+    if not math.isfinite(seconds) or abs(seconds) > _MAX_SECONDS:
+        raise SMDebugValueError(f"{what} must be a finite number of seconds, got {seconds!r}")
+    return seconds
+
+
+def _text(what: str, value) -> str:
+    try:
+        return str(value)
+    except Exception as e:  # noqa: BLE001 - a user's object whose __str__ raises
+        raise SMDebugTypeError(f"{what} cannot be turned into text ({type(e).__name__})") from None
+
+
 def _jsonable(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)  # (json.dumps would write NaN/Infinity: not JSON, and trace viewers refuse the file)
     if isinstance(value, (str, int, float, bool)) or value is None:
         return value
-    return str(value)
+    try:
+        return str(value)
+    except Exception:  # noqa: BLE001 - a user's object whose __str__ raises
+        return f"<{type(value).__name__}>"

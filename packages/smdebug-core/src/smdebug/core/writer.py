@@ -29,6 +29,8 @@ _RELEASE_EACH_BYTES = 64 << 10
 _ITEM_OVERHEAD = 512
 # Small items queued without waking the writer wake it once this many are waiting.
 _WAKE_AT_ITEMS = 64
+# Records left out because their value could not be encoded: the names said in a warning, at most.
+_MAX_REFUSED_LOGGED = 20
 
 
 def _human_bytes(n: int) -> str:
@@ -51,6 +53,30 @@ def format_steps(steps) -> str:
         runs.append(str(steps[i]) if i == j else f"{steps[i]}-{steps[j]}")
         i = j + 1
     return ", ".join(runs)
+
+
+class _RecordRefused(Exception):
+    """A value the writer thread could not encode (nothing of it was written)."""
+
+
+class _CheckedStepWriter(StepWriter):
+    """A StepWriter whose records fail one by one: a value the codec cannot encode (a name or dtype it
+    cannot hold, a wall time that is not a number) costs that record only. The encoding happens before
+    a byte of the record is written, so the event file is intact and the step's other records are kept;
+    only a failure after bytes went out (the file is then damaged) still stops the writer."""
+
+    def write_tensor(self, name, value, mode, mode_step, wall_time=None, index=True) -> None:
+        events = self._events
+        start = events.tell() if events is not None else 0
+        try:
+            super().write_tensor(name, value, mode, mode_step, wall_time, index)
+        except StorageError:
+            raise
+        except Exception as e:  # noqa: BLE001 - one value's problem, unless bytes were written
+            events = self._events
+            if events is not None and events.tell() != start:
+                raise
+            raise _RecordRefused(name, e) from e
 
 
 class BackgroundWriter:
@@ -87,6 +113,7 @@ class BackgroundWriter:
         self.lost_other: List[str] = []
         self._dropping_since: Optional[int] = None
         self._losses_logged = 0
+        self._refused_names: set = set()
         self.logger = get_logger()
         self._thread = threading.Thread(target=self._run, name="smdebug-writer", daemon=True)
         self._thread.start()
@@ -267,6 +294,8 @@ class BackgroundWriter:
                     self._abort_all()
                 except StorageError as e:  # unreachable (given up) or a refused object: lose it, go on
                     self._lose(fn, args, step, e)
+                except _RecordRefused as e:  # one value the codec could not encode: that record only
+                    self._refused(step, *e.args)
                 except BaseException as e:  # noqa: BLE001 - report to the hook, never kill training
                     self.error = e
                     self._abort_all()
@@ -306,11 +335,23 @@ class BackgroundWriter:
         if self._losses_logged <= _MAX_LOGGED_LOSSES:
             self.logger.warning("smdebug: %s was not saved to %s: %s", what, self.storage.display_path, err)
 
+    def _refused(self, step, name, err: BaseException) -> None:
+        """(writer thread) A record that could not be encoded was left out; the rest of its step and of
+        the run is saved. Said once per name (at most ``_MAX_REFUSED_LOGGED`` names)."""
+        shown = repr(name)
+        shown = shown if len(shown) <= 200 else shown[:200] + "..."
+        if shown in self._refused_names or len(self._refused_names) >= _MAX_REFUSED_LOGGED:
+            return
+        self._refused_names.add(shown)
+        self.logger.warning("smdebug: the tensor %s was not saved at step %s: its value could not be encoded "
+                            "(%s: %s); everything else is saved.", shown, step, type(err).__name__,
+                            str(err)[:300])
+
     def step_writer(self, step, mode, mode_step) -> StepWriter:
         """The StepWriter of ``step`` (writer thread only)."""
         w = self._steps.get(step)
         if w is None:
-            w = StepWriter(self.storage, step, self.worker, mode, mode_step)
+            w = _CheckedStepWriter(self.storage, step, self.worker, mode, mode_step)
             self._steps[step] = w
         return w
 
