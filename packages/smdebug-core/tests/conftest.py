@@ -215,6 +215,13 @@ def run_smdebug(*args: str, env: Optional[Dict[str, str]] = None, timeout: float
 
 
 @pytest.fixture
+def smdebug_argv():
+    """The command line of ``smdebug`` (:func:`smdebug_command`), for tests that run it with their own
+    streams (raw bytes, a terminal)."""
+    return smdebug_command()
+
+
+@pytest.fixture
 def smdebug_cli():
     """Run the ``smdebug`` command: ``smdebug_cli("plugins", "--json", env={...})``."""
     return run_smdebug

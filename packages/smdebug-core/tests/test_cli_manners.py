@@ -157,26 +157,22 @@ def test_report_and_rules_on_tensors_that_are_no_numbers(tmp_path, smdebug_cli):
     assert "Cannot compute reduction l2 of a string tensor" in out.stderr and "Traceback" not in out.stderr
 
 
-def test_dash_writes_the_image_or_the_page_to_stdout(tmp_path):
+def test_dash_writes_the_image_or_the_page_to_stdout(tmp_path, smdebug_argv):
     """``-o -`` is stdout, as in most tools: the bytes alone there, the summary on stderr, no file named '-'."""
-    from conftest import smdebug_command
-
     _big_run(tmp_path / "run")
     run = str(tmp_path / "run")
     for args, starts in ((["plot", run, "weights/big", "-o", "-"], b"\x89PNG\r\n\x1a\n"),
                          (["report", run, "-o", "-"], b"<!DOCTYPE html>")):
-        out = subprocess.run(smdebug_command() + args, capture_output=True, cwd=tmp_path, timeout=300)
+        out = subprocess.run(smdebug_argv + args, capture_output=True, cwd=tmp_path, timeout=300)
         assert out.returncode == 0, (args, out.stderr)
         assert out.stdout.startswith(starts), (args, out.stdout[:40])
         assert b"to stdout" in out.stderr, out.stderr
     assert not (tmp_path / "-").exists()
 
 
-def test_dash_refuses_a_terminal_and_a_second_writer_to_stdout(tmp_path):
+def test_dash_refuses_a_terminal_and_a_second_writer_to_stdout(tmp_path, smdebug_argv):
     import os
     import pty
-
-    from conftest import smdebug_command
 
     _big_run(tmp_path / "run")
     run = str(tmp_path / "run")
@@ -186,7 +182,7 @@ def test_dash_refuses_a_terminal_and_a_second_writer_to_stdout(tmp_path):
                       (["report", run, "-o", "-", "--follow"], "--follow (rewriting the page) would print")):
         leader, follower = pty.openpty()
         try:
-            out = subprocess.run(smdebug_command() + args, stdout=follower, stderr=subprocess.PIPE, cwd=tmp_path,
+            out = subprocess.run(smdebug_argv + args, stdout=follower, stderr=subprocess.PIPE, cwd=tmp_path,
                                  timeout=300)
         finally:
             os.close(follower)
@@ -196,17 +192,16 @@ def test_dash_refuses_a_terminal_and_a_second_writer_to_stdout(tmp_path):
     assert not (tmp_path / "-").exists()
 
 
-def test_an_empty_run_path_is_refused_not_read_as_the_current_directory(tmp_path):
+def test_an_empty_run_path_is_refused_not_read_as_the_current_directory(tmp_path, smdebug_argv):
     """(run from inside a run folder: an empty path read as "." would show that run)"""
     import pytest
 
-    from conftest import smdebug_command
     from smdebug.exceptions import SMDebugValueError
     from smdebug.trials import create_trial
 
     _big_run(tmp_path / "run")
     for args in (["ls", ""], ["show", " ", "weights/big"], ["report", "", "-o", str(tmp_path / "r.html")]):
-        out = subprocess.run(smdebug_command() + args, capture_output=True, text=True, cwd=tmp_path / "run",
+        out = subprocess.run(smdebug_argv + args, capture_output=True, text=True, cwd=tmp_path / "run",
                              timeout=300)
         assert out.returncode == 2, (args, out)
         assert "the run's path is empty (give . for the current directory)" in out.stderr, out.stderr
