@@ -94,13 +94,14 @@ def plant(path: str, kind: str, outside: Optional[str] = None) -> None:
 
 
 # --- crafted records -------------------------------------------------------------------------------
-def string_record(strings) -> bytes:
-    """A framed event record of one DT_STRING tensor holding ``strings`` (bytes)."""
+def string_record(strings, step: int = 1) -> bytes:
+    """A framed event record of one DT_STRING tensor holding ``strings`` (bytes), of global ``step`` (readers
+    check it against the index that points at it: the tests put these records at step 1)."""
     from smdebug.core.tfevent.proto.event_pb2 import Event
     from smdebug.core.tfevent.records import encode_record
 
     ev = Event()
-    ev.step = 0
+    ev.step = step
     value = ev.summary.value.add()
     value.tag = "s"
     value.tensor.dtype = 7
@@ -109,12 +110,14 @@ def string_record(strings) -> bytes:
     return encode_record(ev.SerializeToString())
 
 
-def shape_record(shape, dtype: int = 1, content: bytes = b"", float_val=None) -> bytes:
-    """A framed event record of a tensor claiming ``shape`` with the given content / splat values."""
+def shape_record(shape, dtype: int = 1, content: bytes = b"", float_val=None, step: int = 1) -> bytes:
+    """A framed event record of a tensor claiming ``shape`` with the given content / splat values, of global
+    ``step`` (as :func:`string_record`)."""
     from smdebug.core.tfevent.proto.event_pb2 import Event
     from smdebug.core.tfevent.records import encode_record
 
     ev = Event()
+    ev.step = step
     value = ev.summary.value.add()
     value.tag = "t"
     value.tensor.dtype = dtype
