@@ -3,7 +3,8 @@
 A run is written into ``<cache>/<scenario id>-<definition hash>-<code hash>/`` (the trial in ``run/``, what
 the label checks need in ``meta.json``), first under a temporary name and then renamed, so an interrupted
 training leaves nothing that looks finished. The code hash covers the modules that decide what is trained
-and saved (data, models and loops, hook configuration) and the versions of smdebug and the frameworks; the
+and saved (data, models and loops, hook configuration, the hook itself: smdebug.core and the framework's
+plugin) and the versions of smdebug and the frameworks; the
 evaluation and report modules are not in it, so re-evaluating rules never retrains.
 """
 
@@ -48,6 +49,23 @@ _DISTRIBUTIONS = ("smdebug-core", "smdebug-torch", "smdebug-tf", "smdebug-xgboos
                   "keras", "xgboost-cpu", "xgboost", "numpy", "scikit-learn")
 
 
+#: the packages whose code writes a framework's runs: the core's hook machinery and format, the plugin
+_HOOK_PACKAGES = {"torch": "smdebug.pytorch", "keras": "smdebug.tensorflow", "xgboost": "smdebug.xgboost"}
+
+
+def _hook_sources(framework: str):
+    """The bytes of every module of ``smdebug.core`` (hook, writer, format) and of the framework's plugin, in
+    a fixed order: the versions of the smdebug distributions stay the same while their code is edited, and a
+    run cached from an older hook would be judged as if the current one had written it."""
+    for package in ("smdebug.core", _HOOK_PACKAGES[framework]):
+        root = os.path.dirname(importlib.import_module(package).__file__)
+        for folder, dirs, files in sorted(os.walk(root)):
+            dirs.sort()
+            for name in sorted(f for f in files if f.endswith(".py")):
+                with open(os.path.join(folder, name), "rb") as f:
+                    yield os.path.relpath(os.path.join(folder, name), root).encode() + b"\0" + f.read()
+
+
 def cache_root() -> str:
     return os.environ.get("SMDEBUG_RULE_ACCURACY_CACHE") or os.path.join(
         os.path.expanduser("~"), ".cache", "smdebug-rule-accuracy")
@@ -69,6 +87,8 @@ def code_version(framework: str, trainer: Optional[str] = None) -> str:
     for name in (*TRAINING_CODE, *extra, (trainer or TRAINERS[framework]) + ".py"):
         with open(os.path.join(HERE, name), "rb") as f:
             digest.update(f.read())
+    for source in _hook_sources(framework):  # (edits to the hook change what a run holds: retrain)
+        digest.update(source)
     for dist in _DISTRIBUTIONS:
         try:
             digest.update(f"{dist}={metadata.version(dist)}".encode())
