@@ -67,7 +67,8 @@ def runs(tmp_path_factory):
 def test_the_run_status_is_the_first_of_error_issues_not_evaluated_in_progress(statuses, expected):
     result = RunResult(trial="t", rules=[RuleResult(name=s, requested_as=s, status=s) for s in statuses])
     assert result.status == expected and result.exit_code == EXIT_CODES[expected]
-    assert EXIT_CODES == {NO_ISSUES: 0, IN_PROGRESS: 0, ISSUES: 1, ERROR: 2, NOT_EVALUATED: 3, NOT_APPLICABLE: 3}
+    # InProgress is not 0: a verdict that is not final must not pass a script's gate as a judged run
+    assert EXIT_CODES == {NO_ISSUES: 0, IN_PROGRESS: 4, ISSUES: 1, ERROR: 2, NOT_EVALUATED: 3, NOT_APPLICABLE: 3}
 
 
 @pytest.mark.parametrize("run, rules, code, status", [
@@ -75,7 +76,7 @@ def test_the_run_status_is_the_first_of_error_issues_not_evaluated_in_progress(s
     ("vanishing", ["vanishing_gradient", "dead_relu"], 1, ISSUES),  # IssuesFound before NotEvaluated
     ("healthy", ["vanishing_gradient", "dead_relu"], 3, NOT_EVALUATED),
     ("missing", ["vanishing_gradient", "dead_relu"], 2, ERROR),  # Error before NotEvaluated
-    ("unfinished", ["vanishing_gradient", "dead_relu"], 0, IN_PROGRESS),
+    ("unfinished", ["vanishing_gradient", "dead_relu"], 4, IN_PROGRESS),  # not final
 ])
 def test_each_outcome_has_its_verdict_and_exit_status(runs, run, rules, code, status):
     args = [a for rule in rules for a in ("--rule", rule)]
@@ -88,6 +89,7 @@ def test_each_outcome_has_its_verdict_and_exit_status(runs, run, rules, code, st
         relu = by_name["DeadRelu"]
         if run == "unfinished":
             assert relu["status"] == IN_PROGRESS and relu["detail"].startswith("nothing evaluated yet: looked for")
+            assert document["not_final"].startswith("the run has not ended (no training_job_end.ts yet")
         else:
             assert relu["status"] == NOT_EVALUATED and relu["steps_evaluated"] == 0
             assert relu["detail"].startswith("looked for collection 'relu_activations' -> none; tensors matching "
@@ -302,3 +304,34 @@ def test_an_output_that_cannot_be_written_is_said_before_the_rules_run(runs, tmp
         proc = smdebug("rules", "run", runs["healthy"], "--rule", "VanishingGradient", "--output", str(output))
         assert proc.returncode == 2 and f"cannot write {output}: {why}" in proc.stderr, proc.stderr
         assert "evaluating" not in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_run_waiting_for_a_worker_is_not_final_and_says_why(tmp_path):
+    """The collections say 2 workers; one process wrote and ended (the other never started, or both ran as
+    rank 0). The run is read as ended only SMDEBUG_ENDED_WORKERS_WAIT after its last worker ended: until
+    then the verdict is not final. It used to be InProgress with exit status 0 (a CI gate passed) and a
+    table saying "training still running", with no word of the worker it waited for."""
+    run = tmp_path / "run"
+    writer = (f"import sys; sys.path.insert(0, {os.path.dirname(__file__)!r}); import numpy as np; "
+              "from _hooks import NumpyHook; from smdebug import SaveConfig; "
+              f"hook = NumpyHook(out_dir={str(run)!r}, save_config=SaveConfig(save_interval=1), "
+              "include_collections=['gradients'], include_workers='all')\n"
+              "for step in range(4):\n"
+              "    hook.begin_step(); hook.record('gradient/w', np.full((2, 2), 1e-3, np.float32)); hook.end_step()\n"
+              "hook.close()")
+    env = {**os.environ, "RANK": "0", "WORLD_SIZE": "2", "SMDEBUG_ENDED_WORKERS_WAIT": "3600"}
+    subprocess.run([sys.executable, "-c", writer], check=True, env=env, timeout=120)
+    assert os.listdir(run / "workers_ended") == ["worker_0"] and not (run / "training_job_end.ts").exists()
+    proc = smdebug("rules", "run", str(run), "--rule", "vanishing_gradient",
+                   env={"SMDEBUG_ENDED_WORKERS_WAIT": "3600"})
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    assert "result: InProgress (exit status 4)" in proc.stdout
+    assert "training still running" not in proc.stdout
+    not_final = next(line for line in proc.stdout.splitlines() if line.startswith("not final: "))
+    assert "the collections say 2 workers" in not_final and "worker_0" in not_final
+    assert re.search(r"read as ended in about \d+s", not_final), not_final
+    # once the wait is over the run is read as ended, and the verdict is final
+    proc = smdebug("rules", "run", str(run), "--rule", "vanishing_gradient", "--json",
+                   env={"SMDEBUG_ENDED_WORKERS_WAIT": "0"})
+    document = json.loads(proc.stdout)
+    assert proc.returncode == 0 and document["status"] == NO_ISSUES and document["not_final"] is None

@@ -126,7 +126,7 @@ def test_follow_with_timeout_reports_in_progress(tmp_path):
     path = write_run(tmp_path / "unfinished", [1e-3, 1e-3], close=False)
     result = run_rules(path, ["vanishing_gradient"], follow=True, timeout=1.0, poll_interval=0.1)
     assert result.rules[0].status == "InProgress" and not result.training_ended
-    assert result.exit_code == 0
+    assert result.exit_code == 4 and "--timeout reached" in result.not_final
 
 
 def test_follow_ends_when_the_run_folder_is_removed(tmp_path):

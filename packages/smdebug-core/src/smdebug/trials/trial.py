@@ -155,6 +155,10 @@ class Trial:
         self._declares_aliases = False  # some index file of the run declares its aliases (see index_file)
         self._index_workers: Set[str] = set()  # workers named by index files (any step, in range or not)
         self._missing_workers_note: Optional[str] = None
+        # when this trial first saw every worker of such a run ended (time.monotonic()), and the seconds it
+        # still waits before reading the run as ended (see _fewer_workers_all_ended)
+        self._all_ended_seen_at: Optional[float] = None
+        self._ended_wait_left: Optional[float] = None
         self._tensor_names: Set[str] = set()
         # tensor name -> sorted global steps with anything of it, kept up to date as index files are parsed,
         # so Tensor.steps() does not scan the whole run (rules ask for it at every step)
@@ -339,6 +343,13 @@ class Trial:
         has ended (see :meth:`refresh_data`): what is wrong, in one sentence. None otherwise."""
         return self._missing_workers_note
 
+    @property
+    def ended_wait_left(self) -> Optional[float]:
+        """For a run of :attr:`missing_workers_note` not yet read as ended: about how many seconds this trial
+        still waits for its missing workers before it reads the run as ended (SMDEBUG_ENDED_WORKERS_WAIT).
+        None otherwise."""
+        return None if self.loaded_all_steps else self._ended_wait_left
+
     def _fewer_workers_all_ended(self) -> bool:
         """A run whose collections say ``num_workers`` N, where fewer than N worker names ever wrote
         anything and every one of them has ended (``workers_ended/<worker>``), has no end marker: its last
@@ -360,6 +371,7 @@ class Trial:
             return False
         markers = [ended_keys.get(serialize_worker_name(w)) for w in seen]
         if None in markers:
+            self._all_ended_seen_at = self._ended_wait_left = None  # the watch starts again once all ended
             return False  # a worker is still writing
         if self._missing_workers_note is None:
             names = sorted(seen)
@@ -372,9 +384,20 @@ class Trial:
             logger.warning("%s: %s", self.path, self._missing_workers_note)
         wait = env_float("SMDEBUG_ENDED_WORKERS_WAIT", 600.0, minimum=0.0)
         ages = [self.storage.age(k) for k in markers]
-        if any(a is None for a in ages) or min(ages) < wait:
+        # A marker is dated by the clock of the machine (or the S3 service) that wrote it. One dated ahead of
+        # ours reads as just written for as long as the skew lasts (a year ahead: "still training" for a
+        # year), so this trial's own watch counts too: every worker seen ended for the whole wait is ended,
+        # whatever the markers' dates say. (A clock behind ours can still end the wait early.)
+        now = time.monotonic()
+        if self._all_ended_seen_at is None:
+            self._all_ended_seen_at = now
+        dated = 0.0 if any(a is None for a in ages) else min(ages)
+        waited = max(dated, now - self._all_ended_seen_at)
+        if waited < wait:
+            self._ended_wait_left = wait - waited
             return False
-        logger.warning("%s: reading it as ended (its last worker ended %.0fs ago)", self.path, min(ages))
+        self._ended_wait_left = None
+        logger.warning("%s: reading it as ended (its last worker ended %.0fs ago)", self.path, waited)
         self._assumed_ended = True
         self.loaded_all_steps = False
         return True

@@ -18,7 +18,7 @@ from smdebug.cli._common import CliError, check_output
 from smdebug.exceptions import SMDebugError
 from smdebug.rules.command import LIVE_FINDINGS_PER_RULE
 from smdebug.rules.registry import find_rule, list_rules, rule_parameters
-from smdebug.rules.results import ERROR, EXIT_CODES, Finding, RuleResult, RunResult
+from smdebug.rules.results import ERROR, EXIT_CODES, IN_PROGRESS, Finding, RuleResult, RunResult
 from smdebug.rules.runner import run_rules
 
 #: seconds between two writes of --output while following a run
@@ -240,7 +240,12 @@ def verdict_table(result: RunResult) -> str:
     """The human-readable result: one line per rule, then the run's status and exit code."""
     from smdebug.cli._common import table
 
-    state = "training ended" if result.training_ended else "training still running"
+    if result.training_ended:
+        state = "training ended"
+    elif getattr(result, "not_final", None) and "worker name" in result.not_final:
+        state = "its workers ended, but not as many as its collections say"
+    else:
+        state = "training still running"
     if result.interrupted:
         state += ", interrupted"
     rows = []
@@ -257,10 +262,13 @@ def verdict_table(result: RunResult) -> str:
             if sep and has not in run_has:
                 run_has.append(has)
         rows.append((r.name, r.status, r.steps_evaluated, r.tensors_evaluated, detail))
-    lines = [f"{result.trial}: {result.steps_evaluated} steps (last {result.last_step}; {state})",
+    last = f"last {result.last_step}; " if result.last_step is not None else ""
+    lines = [f"{result.trial}: {result.steps_evaluated} steps ({last}{state})",
              table(("RULE", "STATUS", "STEPS", "TENSORS", "DETAIL"), rows, align_right=(2, 3)),
-             *(f"the run has {has}" for has in run_has),
-             f"result: {result.status} (exit status {result.exit_code})"]
+             *(f"the run has {has}" for has in run_has)]
+    if result.status == IN_PROGRESS and result.not_final:
+        lines.append(f"not final: {result.not_final}")
+    lines.append(f"result: {result.status} (exit status {result.exit_code})")
     return "\n".join(lines)
 
 

@@ -6,9 +6,9 @@
                           --rule exploding_tensor [--follow] [--stop-training] [--output results.json]
   smdebug rules run TRIAL        # no --rule: the recommended rules for the framework that wrote TRIAL
 
---param and --action apply to the --rule before them. Exit status of `run`: 0 no issues found (or the
-run is still training and none so far), 1 issues found, 2 error (a rule failed, data unreadable, bad
-arguments), 3 not evaluated (no rule fired, no error, a rule found nothing it could evaluate).
+--param and --action apply to the --rule before them. Exit status of `run`: 0 no issues found, 1 issues
+found, 2 error (a rule failed, data unreadable, bad arguments), 3 not evaluated (no rule fired, no error, a
+rule found nothing it could evaluate), 4 not final (the run has not ended; no issue so far).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ Evaluate rules over a run, step by step: a finished run, or (--follow) a run whi
 
 Each rule ends with a verdict: IssuesFound (it fired), NoIssuesFound (it judged real data and never
 fired), NotEvaluated (the run has nothing the rule can evaluate: the verdict says what it looked for
-and what the run has), InProgress (the run is still training) or Error (the rule could not be built or
+and what the run has), InProgress (the run has not ended: the verdict is not final) or Error (the rule could not be built or
 crashed, or its data cannot be read: the file and the step are named). The run's verdict is the first
 of Error, IssuesFound, NotEvaluated, InProgress that any rule has, else NoIssuesFound.
 
@@ -45,10 +45,12 @@ examples:
   smdebug rules run /tmp/run --rule similar_across_runs --other-trials /tmp/run2 -q; echo $?
 
 exit status:
-  0  no issues found (or the run is still training and none so far)
+  0  no issues found: every rule judged the whole run
   1  issues found
   2  error: a rule could not be built or failed, data cannot be read, bad arguments or unknown rule
   3  not evaluated: no rule fired and none failed, but a rule found nothing it could evaluate
+  4  not final (InProgress): no issue so far, but the run has not ended (still training, or waiting for a
+     worker the collections name); the table says why. Evaluate again later, or follow it (--follow)
   130  interrupted (Ctrl-C): the table and the result document show what was evaluated so far
 
 `smdebug rules list` shows every rule, `smdebug rules show NAME` its parameters and formula."""

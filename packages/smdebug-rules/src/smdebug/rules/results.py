@@ -22,8 +22,10 @@ NOT_APPLICABLE = "NotApplicable"
 #: every rule is NotApplicable was judged by none: NotEvaluated)
 PRECEDENCE = (ERROR, ISSUES, NOT_EVALUATED, IN_PROGRESS, NO_ISSUES)
 
-#: exit codes of ``smdebug rules run``
-EXIT_CODES = {NO_ISSUES: 0, IN_PROGRESS: 0, ISSUES: 1, ERROR: 2, NOT_EVALUATED: 3, NOT_APPLICABLE: 3}
+#: exit codes of ``smdebug rules run``. InProgress is not 0: its verdict is not final (the run has not ended),
+#: and a script gating on ``rules run`` must not take a run still training, or one waiting for a worker that
+#: never started, for a judged one.
+EXIT_CODES = {NO_ISSUES: 0, IN_PROGRESS: 4, ISSUES: 1, ERROR: 2, NOT_EVALUATED: 3, NOT_APPLICABLE: 3}
 
 
 @dataclass
@@ -69,6 +71,8 @@ class RunResult:
     finished: Optional[float] = None
     training_ended: bool = False
     interrupted: bool = False
+    #: why the verdict is not final, when the run had not ended (None once it has)
+    not_final: Optional[str] = None
     last_step: Optional[int] = None
     #: steps of the run the runner went through (each rule's own count is RuleResult.steps_evaluated)
     steps_evaluated: int = 0

@@ -187,11 +187,36 @@ def run_rules(
                 _fail(a, e, result.last_step, on_event)
     result.training_ended = bool(trial.loaded_all_steps)
     complete = result.training_ended and not result.interrupted
+    if not result.training_ended:
+        timed_out = follow and deadline is not None and time.monotonic() >= deadline
+        result.not_final = why_not_final(trial, follow=follow, timed_out=timed_out,
+                                         interrupted=result.interrupted)
     for a in active:
         _conclude(a.result, a.rule, trial, complete)
         _emit(on_event, "done", a.result, None)
     result.finished = time.time()
     return result
+
+
+def why_not_final(trial, follow: bool = False, timed_out: bool = False, interrupted: bool = False) -> str:
+    """One sentence: why a run's verdict is not final (its run has not ended), and what ends the wait."""
+    from smdebug.core.locations import END_OF_JOB_FILE
+
+    if interrupted:
+        return "interrupted before the run ended: what was evaluated so far"
+    note = getattr(trial, "missing_workers_note", None)
+    left = getattr(trial, "ended_wait_left", None)
+    if note:
+        # Every worker that wrote has ended, but the collections name more: the run is read as ended only
+        # after SMDEBUG_ENDED_WORKERS_WAIT, in case a late worker is still coming.
+        when = f" in about {left:.0f}s" if left is not None else ""
+        return (f"{note}; it is read as ended{when}, once its workers have been ended for "
+                "SMDEBUG_ENDED_WORKERS_WAIT seconds (a late worker is waited for): evaluate it again then, "
+                "or follow it (--follow)")
+    why = f"the run has not ended (no {END_OF_JOB_FILE} yet: still training, or its job died before it ended)"
+    if timed_out:
+        return f"{why}; --timeout reached while following it"
+    return f"{why}: evaluate it again when it has, or follow it (--follow)"
 
 
 def _conclude(r: RuleResult, rule, trial, complete: bool) -> None:
