@@ -223,6 +223,22 @@ class HookSaving:
         colls += [c for c in force_collections if c not in colls]
         return save_plan.make_plan(colls, self.reduction_config)
 
+    def _user_name(self, call: str, what: str, name, prefix: str = "", suffix: str = "") -> Optional[str]:
+        """``name`` as plain text, checked for ``call``, which stores the value as ``prefix + name + suffix``;
+        None when a run cannot hold that name (refused once per name, :meth:`_refuse_name`). A name that is not a
+        non-empty string is the caller's mistake: SMDebugTypeError, which the hook's guard reports once per
+        call and message without disabling the hook. A subclass of str is taken as its plain text, so that
+        its own methods (``__hash__``, ``__format__``...) never run inside the hook."""
+        if not isinstance(name, str) or not name:
+            raise SMDebugTypeError(f"{call} needs a non-empty {what}, got {_shown(name)}")
+        name = str.__str__(name)
+        stored = prefix + name + suffix
+        problem = tensor_name_problem(stored)
+        if problem is not None:
+            self._refuse_name(stored, problem)
+            return None
+        return name
+
     def _refuse_name(self, tensor_name, problem: str) -> None:
         """One name the run could not hold: that name is not saved (said once), the hook goes on (before,
         the failure to write it disabled the hook and lost every tensor of the run)."""
@@ -266,13 +282,10 @@ class HookSaving:
         cannot hold, a value that does not convert, a timestamp that is not a finite number of seconds is
         refused with one message and nothing else is lost (the writer thread used to fail on some of
         them, losing the step it was writing and disabling the hook)."""
-        if not isinstance(name, str) or not name:
-            raise SMDebugTypeError(f"save_scalar needs a non-empty name, got {_shown(name)}")
-        tname = SCALAR_PREFIX + name
-        problem = tensor_name_problem(tname)
-        if problem is not None:
-            self._refuse_name(tname, problem)
+        name = self._user_name("save_scalar", "name", name, prefix=SCALAR_PREFIX)
+        if name is None:
             return
+        tname = SCALAR_PREFIX + name
         try:
             timestamp = check_timestamp(timestamp)
         except (SMDebugTypeError, SMDebugValueError) as e:
@@ -322,12 +335,9 @@ class HookSaving:
         It is written at the current step if one of those collections is due (or at the next step if
         called between steps). Unlike the original, the name is added to *every* listed collection.
         """
-        if not isinstance(tensor_name, str) or not tensor_name:
-            raise SMDebugTypeError(f"save_tensor needs a non-empty tensor name, got {_shown(tensor_name)}")
         # (checked before anything changes: a name the run cannot hold, collections that are not names)
-        problem = tensor_name_problem(tensor_name)
-        if problem is not None:
-            self._refuse_name(tensor_name, problem)
+        tensor_name = self._user_name("save_tensor", "tensor name", tensor_name)
+        if tensor_name is None:
             return
         try:
             names = collection_names_of(collections_to_write)

@@ -420,10 +420,16 @@ class Hook(BaseHook):
         self._read_gradients()
         self.end_step()
 
+    @_guarded()
     def record_tensor_value(self, tensor_name: str, tensor_value) -> None:
         """Save an array computed in the training loop (e.g. a loss computed without a loss block) as
-        ``<tensor_name>_output_<i>``, as if a block had produced it."""
-        if self._disabled or not self._due:
+        ``<tensor_name>_output_<i>``, as if a block had produced it.
+
+        As ``save_tensor``: a name that is not a non-empty string, or one a run cannot hold, is refused
+        at every call (said once), whether or not anything is due; the hook goes on. An internal failure
+        is logged once and disables the hook; training goes on."""
+        tensor_name = self._user_name("record_tensor_value", "tensor name", tensor_name, suffix="_output_0")
+        if tensor_name is None or not self._due:
             return
         name = self._next_name(tensor_name, 1, "output")
         if self.is_due(name):

@@ -660,10 +660,16 @@ class Hook(BaseHook):
     # ------------------------------------------------------------------------------------------
     # user API
     # ------------------------------------------------------------------------------------------
+    @_guarded()
     def record_tensor_value(self, tensor_name: str, tensor_value) -> None:
         """Save a tensor computed in the training loop (e.g. a functional loss) as
-        ``<tensor_name>_output_<i>``, as if a module had produced it."""
-        if self._disabled or not self._due:
+        ``<tensor_name>_output_<i>``, as if a module had produced it.
+
+        As ``save_tensor``: a name that is not a non-empty string, or one a run cannot hold, is refused
+        at every call (said once), whether or not anything is due; the hook goes on. An internal failure
+        is logged once and disables the hook; training goes on."""
+        tensor_name = self._user_name("record_tensor_value", "tensor name", tensor_name, suffix="_output_0")
+        if tensor_name is None or not self._due:
             return
         with self._step_lock:  # as in _on_forward_eager
             name = self._next_name(tensor_name, 1, "output")
