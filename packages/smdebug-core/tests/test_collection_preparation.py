@@ -10,7 +10,7 @@ from smdebug import ReductionConfig, SaveConfig, SaveConfigMode, modes
 from smdebug.core.collection import Collection
 from smdebug.core.collection_manager import CollectionManager
 from smdebug.core.testing import capture_smdebug_log
-from smdebug.exceptions import InvalidCollectionConfiguration, SMDebugTypeError
+from smdebug.exceptions import InvalidCollectionConfiguration, InvalidConfigurationError, SMDebugTypeError
 from smdebug.trials import create_trial
 
 
@@ -83,3 +83,79 @@ def test_the_constructor_and_include_still_refuse_an_invalid_pattern():
     mixed.include_regex = ["^a"]
     assert mixed.invalid_regex == [] and mixed.matches("ab")
     assert mixed.to_json_dict()["include_regex"] == ["^a"]
+
+
+# --- a collection's own schedule is checked as the hook's is -----------------------------------------------
+# The hook refuses a schedule that can never save (start_step at or after a positive end_step) or that
+# names steps past int64 for itself; a collection's own schedule used to be taken without a word, and the
+# collection was silently never saved.
+IMPOSSIBLE = {
+    "start_after_end": lambda: SaveConfig(start_step=100, end_step=5),
+    "start_is_end": lambda: {modes.TRAIN: SaveConfigMode(start_step=3, end_step=3)},
+    "steps_past_int64": lambda: {"TRAIN": {"save_interval": 1, "save_steps": [2 ** 64]}},  # (read leniently)
+}
+
+
+@pytest.mark.parametrize("case", sorted(IMPOSSIBLE))
+def test_an_included_collections_impossible_schedule_is_said_once_and_training_goes_on(tmp_path, case):
+    out = str(tmp_path / "run")
+    hook = NumpyHook(out_dir=out, include_collections=["weights", "biases"], save_config=SaveConfig(save_interval=1))
+    hook.get_collection("weights").save_config = IMPOSSIBLE[case]()
+    with capture_smdebug_log() as log:
+        train_logistic_regression(hook, steps=4, mode=modes.TRAIN)
+    hook.close()
+    assert not hook.disabled, hook._failure
+    said = [line for line in log.text.splitlines() if "has a save_config the hook refuses" in line]
+    assert len(said) == 1 and "'weights'" in said[0] and "mode TRAIN" in said[0], log.text  # once, not per step
+    assert ("must be before end_step" in said[0]) == (case != "steps_past_int64")
+    trial = create_trial(out)
+    assert trial.tensor("biases/b").steps() == [0, 1, 2, 3]  # the other collections are saved
+    assert "weights/w" not in trial.tensor_names()
+
+
+def test_asked_for_directly_the_preparation_raises_as_the_hook_does_for_its_own(tmp_path):
+    hook = NumpyHook(out_dir=str(tmp_path / "run"), include_collections=["weights"])
+    hook.get_collection("weights").save_config = SaveConfig(start_step=100, end_step=5)
+    with capture_smdebug_log(), pytest.raises(InvalidConfigurationError,
+                                              match=r"collection 'weights': mode TRAIN: start_step \(100\)"):
+        hook._prepare_collections()
+    hook.close()
+
+
+def test_a_schedule_assigned_mid_run_is_checked_and_a_fixed_one_is_used(tmp_path):
+    """Schedules built before the run and assigned between steps: the bad one is refused at the next step
+    (the hook used to go on skipping steps by the schedules it had), the good one saves from then on."""
+    out = str(tmp_path / "run")
+    bad, good = SaveConfig(start_step=50, end_step=10), SaveConfig(save_interval=1)
+    hook = NumpyHook(out_dir=out, include_collections=["weights", "biases"], save_config=SaveConfig(save_interval=1))
+
+    def on_step(step):
+        if step == 1:
+            hook.get_collection("weights").save_config = bad
+        if step == 4:
+            hook.get_collection("weights").save_config = good
+
+    with capture_smdebug_log() as log:
+        train_logistic_regression(hook, steps=7, on_step=on_step)
+    hook.close()
+    assert log.text.count("collection 'weights' has a save_config the hook refuses") == 1, log.text
+    trial = create_trial(out)
+    assert trial.tensor("weights/w").steps() == [0, 1, 5, 6]
+    assert trial.tensor("biases/b").steps() == list(range(7))
+
+
+def test_a_prebuilt_schedule_assigned_during_quiet_steps_is_followed(tmp_path):
+    """Steps with nothing due are skipped by the schedules the hook last looked at: assigning a schedule
+    object built earlier used to go unnoticed until the next step the old schedules named (step 100)."""
+    out = str(tmp_path / "run")
+    soon = SaveConfig(save_steps=[3])
+    hook = NumpyHook(out_dir=out, include_collections=["weights"], save_config=SaveConfig(save_interval=100))
+    weights = hook.get_collection("weights")  # (the user keeps the collection, as with any object)
+
+    def on_step(step):
+        if step == 1:
+            weights.save_config = soon
+
+    train_logistic_regression(hook, steps=6, on_step=on_step)
+    hook.close()
+    assert create_trial(out).tensor("weights/w").steps() == [0, 3]

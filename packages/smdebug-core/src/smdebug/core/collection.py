@@ -8,7 +8,7 @@ from typing import Iterable, List, Optional, Set
 
 from smdebug.core.reduction_config import ReductionConfig, _as_bool
 from smdebug.core.run_regex import Budget, BoundedPatterns, PatternError, compile_pattern
-from smdebug.core.save_config import SaveConfig
+from smdebug.core.save_config import SaveConfig, schedule_changed
 from smdebug.exceptions import CollectionFileCorrupted, SMDebugTypeError
 
 
@@ -246,6 +246,9 @@ class Collection:
     @save_config.setter
     def save_config(self, value):
         self._save_config = None if value is None else SaveConfig.parse(value)
+        # (a schedule built before may be assigned mid-run: hooks skip steps by the schedules they last
+        # looked at, and prepare and check a collection's schedule again only when told of a change)
+        schedule_changed()
 
     @property
     def reduction_config(self) -> Optional[ReductionConfig]:

@@ -8,7 +8,7 @@ it gives every collection a full save and reduction configuration and picks the 
 from __future__ import annotations
 
 import re
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from smdebug.core.activations import ACTIVATION_COLLECTIONS
 from smdebug.core.collection import (
@@ -23,8 +23,8 @@ from smdebug.core.logger import get_logger
 from smdebug.core.modes import ModeKeys
 from smdebug.core.names import clipped, did_you_mean
 from smdebug.core.reduction_config import ReductionConfig
-from smdebug.core.save_config import SaveConfig
-from smdebug.exceptions import InvalidCollectionConfiguration, SMDebugTypeError
+from smdebug.core.save_config import SaveConfig, schedule_changes
+from smdebug.exceptions import InvalidCollectionConfiguration, InvalidConfigurationError, SMDebugTypeError
 
 SCALAR_PREFIX = "scalar/"
 #: built-in collections that may be empty without a configuration error
@@ -37,8 +37,6 @@ logger = get_logger()
 def included_collection_names(include_collections, default_include_collections, include_regex, save_all) -> List[str]:
     """The names a hook includes: those asked for, the framework's defaults, ``default`` when
     ``include_regex`` is given and ``all`` with ``save_all``."""
-    from smdebug.exceptions import InvalidConfigurationError
-
     if include_collections is not None:
         if isinstance(include_collections, str) or not all(isinstance(c, str) for c in include_collections):
             raise InvalidConfigurationError("include_collections must be a list of collection names")
@@ -93,21 +91,26 @@ class HookCollections:
         self._prepared_token = None
 
     def _token(self):
-        # Cheap on purpose (it runs every step): any change to any collection bumps mutation_count().
-        return tuple(self.include_collections), mutation_count(), id(self.collection_manager.collections)
+        # Cheap on purpose (it runs every step): any change to any collection bumps mutation_count(), any
+        # change of a schedule (a collection given a new one) schedule_changes().
+        return (tuple(self.include_collections), mutation_count(), schedule_changes(),
+                id(self.collection_manager.collections))
 
     def _prepare_collections(self) -> None:
         """Give every collection a full save config and reduction config; pick the included ones.
 
         Raises :class:`InvalidCollectionConfiguration` (as 1.0.x did) when an included collection the
-        user made can never match a tensor (no regex, no tensor names), after preparing the others. The
-        hook's own step boundaries call :meth:`_refresh_collections`, which only logs it: training goes
-        on and the other collections are saved."""
+        user made can never match a tensor (no regex, no tensor names), and :class:`InvalidConfigurationError`
+        when an included collection's own schedule is one the hook refuses for itself (a ``start_step`` at
+        or after ``end_step``, steps past int64: :meth:`SaveConfig.problem`), after preparing the others.
+        The hook's own step boundaries call :meth:`_refresh_collections`, which only logs them: such a
+        collection is left out, training goes on and the other collections are saved."""
         token = self._token()
         if token == self._prepared_token:
             return
         self._before_prepare()
-        included, unusable = [], []
+        included, unusable, refused = [], [], []
+        checked: Dict[int, Optional[str]] = {}  # (schedules shared by collections are checked once)
         self._usable_names = None  # (worked out once per preparation, for the hints of empty collections)
         for name in self.include_collections:
             coll = self.collection_manager.collections.get(name)
@@ -123,6 +126,11 @@ class HookCollections:
                 self._report_empty_collection(name, known)
                 if known and name not in self._builtin_collection_names():
                     unusable.append(name)
+                continue
+            problem = coll.save_config.problem(checked) if coll.save_config is not None else None
+            if problem is not None:
+                self._report_refused_schedule(name, problem)
+                refused.append((name, problem))
                 continue
             if coll.invalid_regex:
                 self._report_invalid_regex(coll)
@@ -148,13 +156,16 @@ class HookCollections:
         self._after_prepare()
         if unusable:
             raise InvalidCollectionConfiguration(unusable[0])
+        if refused:
+            raise InvalidConfigurationError(f"Invalid save_config of collection {clipped(refused[0][0])!r}: "
+                                            f"{refused[0][1]}")
 
     def _refresh_collections(self) -> None:
         """:meth:`_prepare_collections` at the hook's own step boundaries: a collection that can match
         nothing was reported once in the log and is left out; the hook goes on with the others."""
         try:
             self._prepare_collections()
-        except InvalidCollectionConfiguration:
+        except (InvalidCollectionConfiguration, InvalidConfigurationError):
             pass
 
     def _builtin_collection_names(self) -> frozenset:
@@ -172,6 +183,16 @@ class HookCollections:
             logger.error("smdebug: collection %r has include_regex %r, which is not a valid regular expression; "
                          "it matches nothing (the collection's other patterns and tensor names still apply).",
                          coll.name, pattern)
+
+    def _report_refused_schedule(self, name: str, problem: str) -> None:
+        """Once per collection and problem: an included collection whose own schedule the hook refuses, as
+        it refuses its own (smdebug 1.0.x took it and never saved the collection, without a word)."""
+        key = ("schedule", name, problem)
+        if key in self._reported_collections:
+            return
+        self._reported_collections.add(key)
+        logger.error("smdebug: collection %r has a save_config the hook refuses (%s); the collection is not "
+                     "saved until its schedule is fixed.", clipped(name), problem)
 
     def _may_be_empty(self, collection: str) -> bool:
         """Whether an included collection with nothing in it yet is normal (skipped quietly) rather than a

@@ -96,6 +96,12 @@ def schedule_changes() -> int:
     return _Changes.count
 
 
+def schedule_changed() -> None:
+    """Note a change no SaveConfigMode saw: a collection given another schedule object (a hook looks at
+    its collections' schedules again, and checks them, when this count moves)."""
+    _Changes.count += 1
+
+
 class SaveConfigMode:
     """Save schedule for one mode."""
 
@@ -226,19 +232,33 @@ class SaveConfig:
                 self.mode_save_configs[mode] = value
 
     def check(self) -> None:
-        """SMDebugValueError if a mode's schedule is one a hook refuses: a schedule that could never save
-        (:meth:`SaveConfigMode.problem`), steps beyond int64 (per-mode dicts are read leniently, as
-        collection files are)."""
+        """SMDebugValueError if a mode's schedule is one a hook refuses (:meth:`problem`)."""
+        problem = self.problem()
+        if problem is not None:
+            raise SMDebugValueError(problem)
+
+    def problem(self, checked: Optional[Dict[int, Optional[str]]] = None) -> Optional[str]:
+        """Why a hook refuses this schedule (``"mode TRAIN: ..."``), or None: a mode's schedule that could
+        never save (:meth:`SaveConfigMode.problem`), steps beyond int64 (per-mode dicts are read leniently,
+        as collection files are). The hook asks this of its own schedule and of each included collection's.
+        ``checked``: answers already worked out, by ``id`` of the mode's schedule (collections share the
+        hook's schedules for the modes they do not set, so most are looked at once per preparation)."""
         for mode, scm in self.mode_save_configs.items():
             if scm is None:
                 continue
-            try:
-                SaveConfigMode(scm.save_interval, scm.start_step, scm.end_step, scm.save_steps)
-                problem = scm.problem()
-            except SMDebugValueError as e:
-                problem = str(e)
+            if checked is not None and id(scm) in checked:
+                problem = checked[id(scm)]
+            else:
+                try:
+                    SaveConfigMode(scm.save_interval, scm.start_step, scm.end_step, scm.save_steps)
+                    problem = scm.problem()
+                except SMDebugValueError as e:
+                    problem = str(e)
+                if checked is not None:
+                    checked[id(scm)] = problem
             if problem is not None:
-                raise SMDebugValueError(f"mode {mode.name}: {problem}")
+                return f"mode {mode.name}: {problem}"
+        return None
 
     def get_save_config(self, mode) -> Optional[SaveConfigMode]:
         return self.mode_save_configs[ModeKeys.parse(mode)]
