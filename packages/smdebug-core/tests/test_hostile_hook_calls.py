@@ -213,3 +213,36 @@ def test_a_configuration_without_duplicates_says_nothing(tmp_path, smdebug_log):
     path = _config(tmp_path, '{"LocalPath": "%s", "HookParameters": {"save_interval": "2"}}' % (tmp_path / "o"))
     load_hook_config(path)
     assert not [m for m in smdebug_log.warnings if "times in one object" in m]
+
+
+def test_the_legacy_functions_say_duplicate_keys_as_the_hook_does(tmp_path, smdebug_log, monkeypatch):
+    """smdebug 1.0.x's ``get_json_config_as_dict`` and ``get_tensorboard_dir_from_json_config`` read the same
+    files with plain json.load: a repeated LocalPath moved the run (or the TensorBoard folder) without a word."""
+    from smdebug.core.json_config import get_json_config_as_dict, get_tensorboard_dir_from_json_config
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    path = _config(tmp_path, '{"LocalPath": "%s", "LocalPath": "%s", "HookParameters": {"save_interval": "2", '
+                             '"save_interval": "3"}}' % (first, second))
+    assert get_json_config_as_dict(path)["LocalPath"] == str(second)  # the last one, as json.loads has it
+    said = [m for m in smdebug_log.warnings if "times in one object" in m]
+    assert len(said) == 2 and all(path in m for m in said), said
+    tb = tmp_path / "tensorboard.json"
+    tb.write_text('{"LocalPath": "%s", "LocalPath": "%s"}' % (first, second))
+    monkeypatch.setenv("TENSORBOARD_CONFIG_FILE_PATH", str(tb))
+    assert get_tensorboard_dir_from_json_config() == str(second)
+    said = [m for m in smdebug_log.warnings if "times in one object" in m and "TensorBoard configuration" in m]
+    assert len(said) == 1 and "'LocalPath' 2 times" in said[0], smdebug_log.warnings
+
+
+@pytest.mark.timeout(60)
+def test_the_legacy_functions_refuse_what_the_hook_refuses(tmp_path):
+    from smdebug.core.json_config import get_json_config_as_dict
+
+    with pytest.raises(FileNotFoundError):
+        get_json_config_as_dict(str(tmp_path / "missing.json"))
+    with pytest.raises(InvalidConfigurationError, match="not valid JSON"):
+        get_json_config_as_dict(_config(tmp_path, '{"LocalPath": '))
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)  # (json.load on open() blocked here until someone wrote to the FIFO)
+    with pytest.raises(InvalidConfigurationError, match="FIFO"):
+        get_json_config_as_dict(str(fifo))

@@ -239,19 +239,30 @@ def load_hook_config(json_file_path: Optional[str] = None, default_save_interval
     path = config_file_path(json_file_path)
     if not os.path.exists(path):
         raise FileNotFoundError(f"Hook configuration file not found: {path}")
-    try:  # (a regular file of sane size only: a FIFO there would block the training script for good)
+    kwargs = parse_hook_config(read_config_file(path), default_save_interval, source=path)
+    _apply_sagemaker_tensorboard(kwargs)
+    return kwargs
+
+
+def read_config_file(path: str, what: str = "Hook configuration"):
+    """The JSON document of a configuration file (``what`` names it in messages), read the one way every
+    reader of the SageMaker configuration files shares (the hook's, the legacy 1.0.x functions'): a regular
+    file of sane size only (a FIFO there would block the training script for good), one warning per key
+    given twice in one object (:func:`_warn_duplicates`). FileNotFoundError when there is none;
+    InvalidConfigurationError when it cannot be read or is not JSON."""
+    try:
         raw = read_regular(path, limit=MAX_CONFIG_BYTES)
+    except FileNotFoundError:
+        raise
     except (OSError, ValueError) as e:  # (UnsafeFileError is an OSError; permission denied is one too)
-        raise InvalidConfigurationError(f"Hook configuration {path}: {e}") from None
+        raise InvalidConfigurationError(f"{what} {path}: {e}") from None
     duplicates: Dict[str, int] = {}
     try:
         data = json.loads(raw, object_pairs_hook=_pairs_noting_duplicates(duplicates))
     except (ValueError, UnicodeDecodeError, RecursionError) as e:  # RecursionError: absurd nesting
-        raise InvalidConfigurationError(f"Hook configuration {path} is not valid JSON: {e}"[:1000]) from None
-    _warn_duplicates(duplicates, f"Hook configuration {path}")
-    kwargs = parse_hook_config(data, default_save_interval, source=path)
-    _apply_sagemaker_tensorboard(kwargs)
-    return kwargs
+        raise InvalidConfigurationError(f"{what} {path} is not valid JSON: {e}"[:1000]) from None
+    _warn_duplicates(duplicates, f"{what} {path}")
+    return data
 
 
 def _pairs_noting_duplicates(duplicates: Dict[str, int]):
@@ -280,6 +291,19 @@ def _warn_duplicates(duplicates: Dict[str, int], where: str) -> None:
         get_logger().warning("smdebug: %s repeats %d more keys.", where, len(duplicates) - 20)
 
 
+def tensorboard_local_path(path: str) -> Optional[str]:
+    """The ``LocalPath`` of SageMaker's TensorBoard configuration file at ``path`` (None: not given), read
+    as :func:`read_config_file` reads; InvalidConfigurationError when it is not a JSON object with a string
+    there."""
+    data = read_config_file(path, "TensorBoard configuration")
+    if not isinstance(data, dict):
+        raise InvalidConfigurationError(f"TensorBoard configuration {path}: the configuration must be a JSON object")
+    local = data.get("LocalPath")
+    if local is not None and not isinstance(local, str):
+        raise InvalidConfigurationError(f"TensorBoard configuration {path}: LocalPath must be a string")
+    return local
+
+
 def _apply_sagemaker_tensorboard(kwargs: dict) -> None:
     """On SageMaker (TRAINING_JOB_NAME set) the TensorBoard location comes from its own config file."""
     if "TRAINING_JOB_NAME" not in os.environ:
@@ -288,15 +312,7 @@ def _apply_sagemaker_tensorboard(kwargs: dict) -> None:
     kwargs["tensorboard_dir"] = None
     path = os.environ.get(TENSORBOARD_CONFIG_FILE_PATH_ENV, DEFAULT_TENSORBOARD_CONFIG_FILE_PATH)
     if os.path.exists(path):
-        duplicates: Dict[str, int] = {}
-        try:  # (a regular file of sane size only, as the hook configuration: a FIFO would block training)
-            local = json.loads(read_regular(path, limit=MAX_CONFIG_BYTES),
-                               object_pairs_hook=_pairs_noting_duplicates(duplicates)).get("LocalPath")
-        except (ValueError, OSError, AttributeError, RecursionError) as e:
-            raise InvalidConfigurationError(f"TensorBoard configuration {path} is invalid: {e}"[:1000]) from None
-        _warn_duplicates(duplicates, f"TensorBoard configuration {path}")
-        if local is not None and not isinstance(local, str):
-            raise InvalidConfigurationError(f"TensorBoard configuration {path}: LocalPath must be a string")
+        local = tensorboard_local_path(path)
         if local:
             kwargs["export_tensorboard"] = True
             kwargs["tensorboard_dir"] = local

@@ -4,7 +4,6 @@ configuration means the same thing whichever way it is read."""
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Dict, List, Optional
 
@@ -17,7 +16,12 @@ from smdebug.core.config_constants import (
     DEFAULT_SAGEMAKER_TENSORBOARD_PATH,
     TENSORBOARD_CONFIG_FILE_PATH_ENV_STR,
 )
-from smdebug.core.json_config import apply_collection_configs, parse_hook_config
+from smdebug.core.json_config import (
+    apply_collection_configs,
+    parse_hook_config,
+    read_config_file,
+    tensorboard_local_path,
+)
 from smdebug.core.logger import get_logger
 from smdebug.exceptions import SMDebugValueError
 
@@ -28,8 +32,7 @@ def get_json_config_as_dict(json_config_path=None) -> Dict:
     SageMaker default. FileNotFoundError if there is none."""
     path = json_config_path if json_config_path is not None else os.getenv(CONFIG_FILE_PATH_ENV_STR,
                                                                             DEFAULT_CONFIG_FILE_PATH)
-    with open(path) as f:
-        params = json.load(f)
+    params = read_config_file(path)  # (as the hook reads it: bounded, no FIFO, repeated keys said)
     get_logger().info(f"Creating hook from json_config at {path}.")
     return params
 
@@ -39,8 +42,7 @@ def get_tensorboard_dir_from_json_config() -> Optional[str]:
     path = os.getenv(TENSORBOARD_CONFIG_FILE_PATH_ENV_STR, DEFAULT_SAGEMAKER_TENSORBOARD_PATH)
     if not os.path.isfile(path):
         return None
-    with open(path) as f:
-        return json.load(f).get("LocalPath")
+    return tensorboard_local_path(path)
 
 
 def collect_hook_config_params(params_dict: Dict) -> Dict:
