@@ -260,6 +260,45 @@ def test_gradient_accumulation_counts_optimizer_steps(out_dir):
     assert trial.tensor_names(regex="CrossEntropyLoss_output") == [f"CrossEntropyLoss_output_{i}" for i in range(4)]
 
 
+@pytest.mark.parametrize("scaled", [False, True], ids=["plain", "grad-scaler"])
+def test_gradient_accumulation_without_registered_optimizer(out_dir, scaled):
+    """Steps are forward calls; the optimizer steps every 4th. Gradients due at a step with no optimizer
+    step are saved at the next optimizer step (the gradient it applies, unscaled), none skipped."""
+    accumulate, interval, calls = 4, 5, 40
+    torch.manual_seed(0)
+    model, loss_fn = MLP(), nn.CrossEntropyLoss()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    scaler = torch.amp.GradScaler("cpu", init_scale=1024.0) if scaled else None
+    hook = make_hook(out_dir, save_config=smd.SaveConfig(save_interval=interval), include_collections=["gradients"])
+    hook.register_module(model)
+    x, y = mlp_data()
+    applied = {}
+    for call in range(calls):
+        batch = slice(call % 4 * 16, (call % 4 + 1) * 16)
+        loss = loss_fn(model(x[batch]), y[batch]) / accumulate
+        (scaler.scale(loss) if scaled else loss).backward()
+        if (call + 1) % accumulate == 0:
+            if scaled:
+                scaler.unscale_(opt)
+            applied[call] = model.fc1.weight.grad.clone().numpy()
+            if scaled:
+                scaler.step(opt)
+                scaler.update()
+            else:
+                opt.step()
+            opt.zero_grad()
+    hook.close()
+    assert not hook.disabled
+    steps = smd.create_trial(out_dir).tensor("gradient/MLP_fc1.weight")
+    # step 0 is saved from backward (no optimizer step has been seen yet); every later due step's
+    # gradients at the first optimizer step at or after it
+    due = range(interval, calls, interval)
+    expected = sorted({min(s for s in applied if s >= d) for d in due if any(s >= d for s in applied)})
+    assert steps.steps() == [0] + expected
+    for step in expected:
+        np.testing.assert_allclose(steps.value(step), applied[step], rtol=1e-6)
+
+
 def test_optimizer_steps_after_evaluation_get_their_own_step(out_dir):
     """TRAIN, TRAIN, EVAL, EVAL, TRAIN with register_optimizer: the last TRAIN step is not merged into
     the EVAL step still open before it."""

@@ -121,7 +121,9 @@ class HookSaving:
         return self._record(tensor_name, value)
 
     def _record(self, tensor_name: str, value, force_collections: Sequence[Collection] = ()) -> bool:
-        if not self._in_step or not self._due:
+        # (``force_collections``: saved in those even at a step where the schedules name nothing, as a
+        # plugin saves a value that was due earlier and only now exists)
+        if not self._in_step or not (self._due or force_collections):
             return False
         step = self.step
         due = self._due

@@ -5,7 +5,10 @@
   what the optimizer applies. That is after DDP's all-reduce and FSDP's reduce-scatter (sharded
   gradients are gathered, see :mod:`smdebug.pytorch.sharded`), after ``GradScaler`` unscaled them, after
   gradient clipping, and summed over the micro-batches of gradient accumulation. It costs no hook per
-  parameter, and runs outside any compiled region.
+  parameter, and runs outside any compiled region. Under gradient accumulation with no registered
+  optimizer, a step (a forward call) where gradients are due often has no optimizer step: its gradients
+  are saved at the first optimizer step after it, at the step that optimizer step falls in (the gradient
+  as applied; reading them at the due step would give a partial sum, still scaled by ``GradScaler``).
 * In a loop with no torch optimizer (manual updates), from parameter hooks during backward: attached only
   for steps where gradients are due, the gradients are kept (summed over several backward passes) and saved
   when the step ends.
@@ -46,6 +49,10 @@ class GradientSource:
         self._optimizers: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
         self._saved_at: Optional[int] = None  # the step whose gradients were saved (each is saved once)
         self._saved: set = set()
+        # (mode, due collections, saved by parameter hooks) of the last step whose gradients were due
+        # ("auto" only): unless saved, they are saved at the next optimizer step of the model in that mode;
+        # until then the optimizer hook listens (and finds an optimizer the due steps never saw step)
+        self._owed: Optional[Tuple[object, frozenset, bool]] = None
 
     # -- set-up --------------------------------------------------------------------------------------
     def _listen(self, on: bool) -> None:
@@ -62,11 +69,13 @@ class GradientSource:
         self.policy = policy
         self.hook._rewire_later()
         if policy != "auto":
+            self._owed = None
             self._listen(False)
             self.detach()
             self.kept.clear()
 
     def remove(self) -> None:
+        self._owed = None
         self._listen(False)
         self.detach()
         self.kept.clear()
@@ -76,8 +85,13 @@ class GradientSource:
     def wire(self, due: bool) -> None:
         """For a step where gradients are due: listen to optimizers, and attach parameter hooks until an
         optimizer has been seen to step the model. Nothing for the other steps."""
-        self._listen(due and self.policy == "auto")
-        want = due and self.policy == "auto" and not self.optimizer_seen
+        auto = self.policy == "auto"
+        hook = self.hook
+        if due and auto:
+            self._owed = (hook.mode, hook._sched_due, False)
+        # (keeps listening past the due step while its gradients are owed: see the module's docstring)
+        self._listen(auto and (due or self._owed is not None))
+        want = due and auto and not self.optimizer_seen
         if want and not self._param_handles:
             for name, p in self.hook._params:
                 if p.requires_grad:  # frozen parameters get no gradient and no hook
@@ -112,11 +126,13 @@ class GradientSource:
         for name, grad in kept.items():
             if name not in self._saved_names() and hook.is_due(name):
                 hook.record(name, grad)
+        if self._owed is not None:
+            self._owed = self._owed[:2] + (True,)
 
     # -- optimizers -------------------------------------------------------------------------------------
     def _on_any_step(self, optimizer, args, kwargs):
         hook = self.hook
-        if hook._disabled or not hook._sched_due:
+        if hook._disabled or (not hook._sched_due and self._owed is None):
             return None  # (nothing due: the usual step costs this test and no more)
         try:
             if _wraps_optimizer(optimizer):
@@ -124,12 +140,16 @@ class GradientSource:
             pairs = self._ours(optimizer)
             if not pairs:
                 return None
+            owed, self._owed = self._owed, None
+            # (not when the parameter hooks saved them as the due step ended, before this optimizer was
+            # seen, nor when they were due in another mode: no optimizer step of that mode came)
+            owed_due = owed[1] if owed is not None and not owed[2] and owed[0] == hook.mode else None
             if not self.optimizer_seen:
                 self.optimizer_seen = True
                 self.detach()
                 self.kept.clear()
                 hook._rewire_later()
-            self.save(pairs)
+            self.save(pairs, owed=owed_due)
         except Exception as e:  # noqa: BLE001
             hook._fail("the optimizer step hook", e)
         return None
@@ -145,15 +165,16 @@ class GradientSource:
             self._optimizers[optimizer] = cached
         return cached[1]
 
-    def save(self, pairs=None) -> None:
-        """Save the gradients of ``pairs`` (default: every parameter of the model) now due, each once a step."""
+    def save(self, pairs=None, owed: Optional[frozenset] = None) -> None:
+        """Save the gradients of ``pairs`` (default: every parameter of the model) now due, each once a step;
+        ``owed``: the collections due at an earlier step of the mode whose gradients are saved now."""
         hook = self.hook
         if pairs is None:
             pairs = hook._params
         if hook._disabled:
             return
         hook._drain_traced()
-        if not hook._sched_due:
+        if not hook._sched_due and not owed:
             return
         saved = self._saved_names()
         for name, p in pairs:
@@ -161,12 +182,16 @@ class GradientSource:
             gname = GRADIENT_PREFIX + name
             if grad is None or gname in saved:
                 continue
+            owed_in = [c for c in hook._matching(gname) if c.name in owed] if owed else []
             if sharded.is_dtensor(grad):
-                if not hook._due_by_schedule(gname):
+                if not hook._due_by_schedule(gname) and not owed_in:
                     continue
                 grad = sharded.full_value(grad)  # every rank: a collective
             if hook.is_due(gname):
                 hook.record(gname, grad)
+                saved.add(gname)
+            elif owed_in and hook._is_writer:
+                hook._record(gname, grad, force_collections=owed_in)
                 saved.add(gname)
 
     def _saved_names(self) -> set:
