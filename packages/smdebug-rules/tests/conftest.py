@@ -7,6 +7,17 @@ def fast_end(monkeypatch):
     monkeypatch.setenv("SMDEBUG_TRAINING_END_DELAY_REFRESH", "0")
 
 
+@pytest.fixture
+def torch_one_thread():
+    """torch on one intra-op thread for the test: tiny models' threads only contend for the shared CPU. Used
+    by files that train torch models (``pytestmark = pytest.mark.usefixtures("torch_one_thread")``); torch is
+    imported only then, so files without it still collect."""
+    from smdebug_test_support.threads import one_torch_thread
+
+    with one_torch_thread():
+        yield
+
+
 @pytest.fixture(scope="session")
 def moto_server():
     """A real moto server on loopback for the session (SNS, SQS, SageMaker over HTTP)."""

@@ -15,13 +15,7 @@ nn = torch.nn
 smd = pytest.importorskip("smdebug.pytorch")
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny models: torch's intra-op threads only contend for the CPU."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
 
 def _train(out_dir, model, x, y, steps=20, lr=0.05, loss_fn=None):

@@ -26,12 +26,7 @@ nn = torch.nn
 smd = pytest.importorskip("smdebug.pytorch")
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
 
 def _rule(path, rule, params=None):
