@@ -99,8 +99,40 @@ def _pooled(trial, name: str, step: int) -> Optional[np.ndarray]:
         return values[0]
 
 
+#: what an XGBoost objective that is no classification's (see :data:`REGRESSION_OBJECTIVE_PREFIXES`) trains on
+_NOT_CLASSES = {
+    "reg:": ("a regression", "values"),
+    "count:": ("a count regression", "counts"),
+    "survival:": ("a survival model", "times"),
+    "rank:": ("a ranking", "relevance grades ordering the rows of a query"),
+}
+
+
 class _LabelsAndPredictions(Rule):
     """What both rules share: reading (labels, predictions) class-id pairs at a step."""
+
+    def _regression_objective(self) -> Optional[str]:
+        """The run's XGBoost objective when its targets are no classes (see :func:`regression_objective`);
+        read again while the run may still record it (its tensors grow), kept once found."""
+        count = len(self.base_trial.tensor_names())
+        found = self.__dict__.get("_regression", (-1, None))
+        if found[1] is None and found[0] != count:
+            found = (count, regression_objective(self.base_trial))
+            self.__dict__["_regression"] = found
+        return found[1]
+
+    def _not_classes_objective(self) -> bool:
+        """Whether the run is an XGBoost regression, count, survival or ranking (said as NotApplicable): its
+        labels are values, times or relevance grades, and whatever its predictions round to is no class id,
+        whether or not labels were saved."""
+        objective = self._regression_objective()
+        if objective is None:
+            return False
+        kind, targets = next(((k, t) for prefix, (k, t) in _NOT_CLASSES.items() if objective.startswith(prefix)),
+                             ("no classifier", "something else"))
+        self.not_applicable(f"the model is {kind} (XGBoost objective {objective}): its targets are {targets}, "
+                            "not classes")
+        return True
 
     def _no_classes(self, name: str, reason: str) -> None:
         """``name`` holds no class ids: remembered, and said at every step from now on (labels are saved at
@@ -195,7 +227,10 @@ class Confusion(_LabelsAndPredictions):
     **Which step.** The matrix judged is the trained model's: the rule judges once training has ended, at the
     last step where labels were saved if that is in the last 10 % of the run's steps (an untrained model mispredicts every class: the original judged every
     step and fired at the first one of any run). On a run still training it evaluates nothing and says so.
-    Labels that are not class ids (floats with fractions: a regression target) are not judged.
+    Labels that are not class ids (floats with fractions: a regression target) are not judged, and an XGBoost
+    run whose objective is no classification's (``reg:*`` but ``reg:logistic``, ``count:*``, ``survival:*``,
+    ``rank:*``, as ClassImbalance reads it) is NotApplicable with its objective named: a ranking's 0/1 relevance
+    labels look like classes, but its scores rounded are no predicted class.
 
     (The original's documentation divides by
     column sums and once by the sum of the diagonal, which looks like a typo; recall per class is used here.)
@@ -268,6 +303,8 @@ class Confusion(_LabelsAndPredictions):
         return max(last) if last else None
 
     def invoke_at_step(self, step):
+        if self._not_classes_objective():
+            return False
         self._say_no_classes()
         if not self.base_trial.loaded_all_steps:
             self.not_evaluated("judges the trained model: the last labels and predictions saved, once training "
@@ -404,7 +441,6 @@ class ClassImbalance(_LabelsAndPredictions):
         #: every step's part, counted or not (the misprediction test reads the last one)
         self._parts: dict = {}
         self._train_labels = False  # whether the run has TRAIN-mode labels (once True, stays so)
-        self._regression: Tuple[int, Optional[str]] = (-1, None)  # (tensors of the run when read, objective)
         #: why the labels are a sequence model's per-token targets ("" when the run showed they are not,
         #: None while undecided)
         self._sequence: Optional[str] = None
@@ -433,13 +469,6 @@ class ClassImbalance(_LabelsAndPredictions):
         and pooling it in hid a training set of 113:5:2 behind balanced validation labels), else every save
         (XGBoost's validation labels are all a run has)."""
         return not self._train_labels or self.base_trial.mode(step) == ModeKeys.TRAIN
-
-    def _regression_objective(self) -> Optional[str]:
-        """The run's XGBoost objective when it is a regression's (see :func:`regression_objective`)."""
-        count = len(self.base_trial.tensor_names())
-        if self._regression[1] is None and self._regression[0] != count:
-            self._regression = (count, regression_objective(self.base_trial))
-        return self._regression[1]
 
     def _class_weights(self, label_names: List[str]) -> Optional[Tuple[Dict[int, float], str]]:
         """``({class: weight}, what set them)`` the run trains the labels ``label_names`` with (the hooks'
@@ -533,10 +562,7 @@ class ClassImbalance(_LabelsAndPredictions):
         return need + "; save labels at more steps (their collection's save_config) to have it judged"
 
     def invoke_at_step(self, step):
-        objective = self._regression_objective()
-        if objective is not None:
-            self.not_applicable(f"the model is a regression (XGBoost objective {objective}): its targets are "
-                                "values, not classes")
+        if self._not_classes_objective():
             return False
         self._say_no_classes()
         label_names = sorted(set(select_tensors(self.base_trial, [], self.labels_regex))
