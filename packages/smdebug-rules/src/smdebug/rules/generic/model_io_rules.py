@@ -169,6 +169,39 @@ def _softmax_rows(p: np.ndarray) -> bool:
     return False
 
 
+#: the most values of one save whose log-probability rows are summed (a language model's (N, T, vocabulary)
+#: output is read on its first samples: the rows of a few are as telling as all, and memory stays bounded)
+LOG_ROWS_VALUES = 1 << 22
+
+
+def _log_rows_off(p: np.ndarray) -> Optional[Tuple[int, int]]:
+    """``(rows, rows off)`` of log-probabilities ``p``: over the axes where ``exp(p)`` comes closest to summing
+    to 1 (the class axis is the second, PyTorch's ``(N, C, d1, ...)``, or the last, CTC's ``(T, N, C)`` and
+    Keras/Gluon's; a distribution may span the trailing axes, as a heatmap's ``(N, K, H, W)`` or ``(N, H, W)``
+    does), how many groups of at least 2 values there are and how many of them sum further than ROW_SUM_OFF
+    from 1. The first axis (the batch) is a candidate only when it is as long as the class axis: a contrastive
+    loss's ``(N, N)`` similarities normalised over the batch, the other direction of a symmetric loss, are right.
+    None when no grouping holds 2 values."""
+    if p.ndim < 2 or p.shape[0] == 0:
+        return None
+    candidates = {(1,), (p.ndim - 1,), tuple(range(1, p.ndim)), tuple(range(max(1, p.ndim - 2), p.ndim))}
+    per_sample = p.size // p.shape[0]
+    if p.size > LOG_ROWS_VALUES:
+        p = p[: max(1, LOG_ROWS_VALUES // max(per_sample, 1))]
+    elif p.shape[0] in (p.shape[1], p.shape[-1]):
+        candidates.add((0,))
+    q = np.exp(p.astype(np.float64, copy=False))
+    best: Optional[Tuple[int, int]] = None
+    for axes in candidates:
+        if int(np.prod([p.shape[a] for a in axes])) < 2:
+            continue
+        sums = q.sum(axis=axes)
+        off = int(np.count_nonzero(np.abs(sums - 1) > ROW_SUM_OFF))
+        if best is None or off * best[0] < best[1] * sums.size:
+            best = (int(sums.size), off)
+    return best
+
+
 def _label(loss: loss_inputs.LossInputs) -> str:
     """How verdicts name a recorded loss: its type, and the hook's name for it where that differs."""
     return loss.type if loss.name == loss.type else f"{loss.type} ({loss.name})"
@@ -186,6 +219,8 @@ class _Seen:
     softmax_rows: bool = True  # every save's rows sum to 1
     rows: int = 0  # rows over >= 2 classes (the last axis) seen
     rows_off: int = 0  # ... whose sum is further than ROW_SUM_OFF from 1
+    log_rows: int = 0  # rows of log-probabilities seen (over the axes that normalise best, see _log_rows_off)
+    log_rows_off: int = 0  # ... whose exp() sums further than ROW_SUM_OFF from 1
     #: target id -> count while every target is a non-negative integer (None once one is not)
     ids: Optional[Dict[int, int]] = field(default_factory=dict)
 
@@ -230,6 +265,12 @@ class ImproperOutput(Rule):
     * a loss that wants log-probabilities (``NLLLoss``, ``KLDivLoss``, ``CTCLoss``) gets outputs all >= 0:
       probabilities, not their logarithm; or outputs above 0 (beyond ``1e-3``): raw scores, the log-softmax
       forgotten (NLLLoss then rewards making the true class's score larger without bound, and the loss falls below 0);
+    * a loss that wants log-probabilities gets rows whose ``exp()`` mostly (in more than half of the rows) does
+      not sum to 1 within 0.1 over the class axis -- the second, PyTorch's ``(N, C, d1, ...)``, or the last,
+      CTC's ``(T, N, C)``, or the trailing axes together, a heatmap's: a log-softmax over the batch axis
+      (``dim=0``), or log-scores never normalised (``logsigmoid``). NLLLoss picks the target's value, so raising
+      it costs the other classes nothing and the loss still falls. The batch axis counts as a class axis only
+      when it is as long as one (a contrastive loss's ``(N, N)`` similarities, normalised over the batch);
     * a cross-entropy or divergence (any of the above) gets targets with one value per output (labels,
       one-hot rows, soft labels: probabilities) outside [0, 1]: labels coded -1/+1 make the loss unbounded
       below;
@@ -363,6 +404,10 @@ class ImproperOutput(Rule):
                     sums = p.reshape(-1, p.shape[-1]).sum(axis=1, dtype=np.float64)
                     seen.rows += sums.size
                     seen.rows_off += int(np.count_nonzero(np.abs(sums - 1) > ROW_SUM_OFF))
+                log_rows = _log_rows_off(p) if expects == loss_inputs.LOG_PROBABILITIES else None
+                if log_rows is not None:
+                    seen.log_rows += log_rows[0]
+                    seen.log_rows_off += log_rows[1]
             if yname is not None and expects == loss_inputs.REGRESSION and self._broadcasts(loss_type):
                 mismatch = self._shape_mismatch(loss, pname, yname, step, outputs)
                 if mismatch:
@@ -425,6 +470,15 @@ class ImproperOutput(Rule):
                 return (f"{loss} expects log-probabilities (<= 0) but its input {pname} reaches {high:.3g} (in "
                         f"[{low:.3g}, {high:.3g}] over {n} values): raw scores, not log-probabilities (apply "
                         f"log_softmax)")
+            if (expects == loss_inputs.LOG_PROBABILITIES and seen.log_rows
+                    and 2 * seen.log_rows_off > seen.log_rows):
+                # NLLLoss picks the target's value: with rows that are no distribution, raising the target's
+                # score costs the other classes nothing, and the model learns whatever the wrong axis normalises
+                return (f"{loss} expects log-probabilities over the classes, but the exp() of its input {pname} "
+                        f"(in [{low:.3g}, {high:.3g}]) does not sum to 1 over the class axis: {seen.log_rows_off} "
+                        f"of {seen.log_rows} rows are further than {ROW_SUM_OFF:g} from it: a log-softmax taken "
+                        "over another axis (the batch, dim=0?), or log-scores that were never normalised (apply "
+                        "log_softmax over the class axis, dim=1 or -1)")
             ids = seen.ids
             if (expects == loss_inputs.REGRESSION and seen.outputs_per_row == 1 and ids
                     and 3 <= len(ids) <= self.max_classes and set(ids) == set(range(len(ids)))
