@@ -47,23 +47,70 @@ def parse_mode(rule: str, name: str, value) -> Optional[ModeKeys]:
         f"{rule}: {name} must be one of {', '.join(ModeKeys.__members__)} (or empty for automatic), got {value!r}")
 
 
-def _no_validation(rule: Rule) -> None:
-    """A rule that compares validation with training does not apply to a run that never validated -- but a
-    run that validated without modes (XGBoost's ``train-logloss`` and ``validation-logloss``: metrics of each
-    evaluation set, all GLOBAL-mode) did validate: it is not evaluated, and says why."""
-    if ModeKeys.EVAL in rule.base_trial.modes():  # (a set lookup: this runs at every training step)
-        return
-    cache = rule.__dict__.setdefault("_evaluation_sets", {})
-    count = len(rule.base_trial.tensor_names())
+def _no_validation(rule: Rule, losses: Sequence[str] = ()) -> None:
+    """What a rule that compares validation with training says when it judged nothing, by what the run shows
+    of its validation:
+
+    * EVAL-mode steps were saved but none of ``losses`` at them: the run validated, its loss was not saved
+      there (NotEvaluated, saying so: "no validation" would be false);
+    * no EVAL-mode step was saved, but global steps between the TRAIN saves belong to no TRAIN step: steps
+      of another mode (EVAL or PREDICT) in which nothing was saved (NotEvaluated, saying so);
+    * a run without modes that holds metrics of several evaluation sets (XGBoost's ``train-logloss`` and
+      ``validation-logloss``) did validate: NotEvaluated, saying why;
+    * otherwise the run never validated: NotApplicable."""
+    trial = rule.base_trial
+    cache = rule.__dict__.setdefault("_validation_seen", {})
+    # (this runs at every unjudged step: the run is read again only once it changed)
+    count = (len(trial.tensor_names()), trial.last_step(), trial.loaded_all_steps, tuple(losses))
     if cache.get("count") != count:
-        cache.update(count=count, sets=_evaluation_sets(rule.base_trial))
-    if cache["sets"]:
-        rule.not_evaluated(f"the run has no EVAL-mode step; it holds metrics of several evaluation sets "
-                           f"({', '.join(cache['sets'])}), which the rule does not tell apart as training and "
-                           "validation (it compares EVAL-mode saves of a loss with TRAIN-mode ones)")
-    else:
-        rule.not_applicable("the run has no validation: no EVAL-mode step (call hook.set_mode(modes.EVAL) "
-                            "around evaluation to have it judged)")
+        cache.update(count=count, said=_validation_said(trial, losses))
+    kind, reason = cache["said"]
+    if kind == "not_applicable":
+        rule.not_applicable(reason)
+    elif reason:
+        rule.not_evaluated(reason)
+
+
+def _validation_said(trial, losses: Sequence[str]) -> Tuple[str, Optional[str]]:
+    """``(kind, reason)`` for :func:`_no_validation`: kind ``"not_applicable"`` or ``"not_evaluated"``."""
+    if ModeKeys.EVAL in trial.modes():
+        eval_steps = trial.steps(mode=ModeKeys.EVAL)
+        if losses and not any(trial.tensor(n).steps(mode=ModeKeys.EVAL) for n in losses if trial.has_tensor(n)):
+            return ("not_evaluated",
+                    f"the run has {len(eval_steps)} saved EVAL-mode steps, but none of its losses "
+                    f"({', '.join(sorted(losses)[:3])}{', ...' if len(losses) > 3 else ''}) was saved at them: "
+                    "compute the validation loss with the loss the hook saves (a registered loss module, or "
+                    "hook.save_scalar in EVAL mode), and let the EVAL save config include the losses collection")
+        return ("not_evaluated", None)
+    sets = _evaluation_sets(trial)
+    if sets:
+        return ("not_evaluated",
+                f"the run has no EVAL-mode step; it holds metrics of several evaluation sets ({', '.join(sets)}), "
+                "which the rule does not tell apart as training and validation (it compares EVAL-mode saves of a "
+                "loss with TRAIN-mode ones)")
+    unsaved = _other_mode_steps(trial)
+    if unsaved:
+        return ("not_evaluated",
+                f"the run saved nothing in EVAL mode, but {unsaved} of the global steps between its TRAIN saves "
+                "are no TRAIN step: steps of another mode (EVAL or PREDICT) in which nothing was saved (let the "
+                "EVAL save config save the losses collection, e.g. save_interval=1 for modes.EVAL, and compute "
+                "the validation loss with the loss the hook saves)")
+    return ("not_applicable", "the run has no validation: no EVAL-mode step (call hook.set_mode(modes.EVAL) "
+                              "around evaluation to have it judged)")
+
+
+def _other_mode_steps(trial) -> int:
+    """How many global steps between the first and the last saved TRAIN step were of another mode: every step
+    of every mode advances the global step, and a TRAIN step's mode step counts TRAIN steps only, so the
+    difference of the two over that span is the steps of other modes, saved or not (0 without TRAIN saves;
+    steps before the first TRAIN save are not counted: a resumed run's global step need not start at 0)."""
+    train = trial.steps(mode=ModeKeys.TRAIN)
+    if len(train) < 2:
+        return 0
+    first, last = trial.global_step(ModeKeys.TRAIN, train[0]), trial.global_step(ModeKeys.TRAIN, train[-1])
+    if first is None or last is None:
+        return 0
+    return max(0, (last - first) - (train[-1] - train[0]))
 
 
 def _evaluation_sets(trial) -> List[str]:
@@ -595,7 +642,7 @@ class Overfit(Rule):
             else:
                 self.not_evaluated(f"judges each validation pass (consecutive EVAL-mode saves of a loss) once it "
                                    f"ended, from start_step={self.start_step}, against the TRAIN-mode saves before it")
-            _no_validation(self)
+            _no_validation(self, self._losses.names())
         return False
 
 
@@ -840,5 +887,5 @@ class Overtraining(Rule):
                                f"EVAL-mode saves) of a loss (or, with judge_training, blocks of "
                                f"window_train={self.window_train} training saves)")
             if not self.judge_training:
-                _no_validation(self)
+                _no_validation(self, self._losses.names())
         return False
