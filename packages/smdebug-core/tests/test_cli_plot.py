@@ -150,3 +150,24 @@ def test_plot_without_matplotlib_says_what_to_install(mlp_run, tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 2
     assert "smdebug plot needs matplotlib" in out.stderr and "pip install 'smdebug-core[cli]'" in out.stderr
+
+
+def test_values_near_the_float64_limit_are_left_out_and_said(smdebug_cli, tmp_path):
+    """A float64 weight (or complex magnitude) near 1.8e308 is a finite value matplotlib cannot place on an
+    axis: its margins and tick ranges overflow (`ValueError: arange: cannot compute length`,
+    `OverflowError`, a traceback). Such values are left out like infinities, and the image and the
+    command's summary say how many."""
+    huge = np.float64(1.5e308)
+    path = tmp_path / "run"
+    write_run(str(path), range(6), tensors=lambda step, w: {
+        "w": np.array([huge if step % 2 else -huge]),                      # a range beyond float64
+        "c": np.array([1e308 + 1e308j]) if step == 3 else np.array([float(step) + 0j]),  # |c| 1.41e308
+        "loss": np.array([1.0 / (step + 1)], np.float32)})
+    for pattern in ("w", "c", ".*"):
+        png = tmp_path / f"{pattern.strip('.*') or 'all'}.png"
+        out = smdebug_cli("plot", str(path), pattern, "-o", str(png))
+        assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+        assert png_size(png)[0] > 0
+        assert "left out" in out.stdout and "beyond" in out.stdout, out.stdout
+    out = smdebug_cli("plot", str(path), "c", "-o", str(tmp_path / "c.png"), "--json")
+    assert json.loads(out.stdout)["series"][0]["values"][:4] == [0.0, 1.0, 2.0, abs(1e308 + 1e308j)]  # data, as read

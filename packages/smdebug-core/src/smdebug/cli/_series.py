@@ -198,9 +198,16 @@ def plain_text(text: str) -> str:
     return str(text).replace("$", r"\$")
 
 
+#: the largest magnitude drawn. A finite float64 near its limit (1.8e308) cannot be placed on an axis:
+#: matplotlib's margins and tick ranges overflow (``arange: cannot compute length``, ``OverflowError``).
+#: Such values are left out like infinities, and counted.
+DRAWABLE_MAX = 1e300
+
+
 def draw_axes(ax, series: Sequence[Series], *, x_label: str, y_label: str = "", title: str = "",
-              logy: bool = False, with_tensor: bool = True, legend: str = "inside") -> None:
-    """Draw series on a matplotlib Axes: one line per series; points marked on short series."""
+              logy: bool = False, with_tensor: bool = True, legend: str = "inside") -> int:
+    """Draw series on a matplotlib Axes: one line per series; points marked on short series. Returns how
+    many values were left out for a magnitude beyond :data:`DRAWABLE_MAX` (the axes say so too)."""
     import numpy as np
 
     labels = series_labels(series, with_tensor=with_tensor)
@@ -209,8 +216,14 @@ def draw_axes(ax, series: Sequence[Series], *, x_label: str, y_label: str = "", 
         from matplotlib import colormaps
 
         cmap = colormaps["viridis"].resampled(len(series))
+    left_out = 0
     for i, (s, label) in enumerate(zip(series, labels)):
-        x, y = _with_breaks(np.asarray(s.x, dtype=float), np.asarray(s.y, dtype=float))
+        y = np.asarray(s.y, dtype=float)
+        beyond = np.abs(y) > DRAWABLE_MAX  # (NaN compares False: it stays a gap)
+        if beyond.any():
+            left_out += int(beyond.sum())
+            y = np.where(beyond, np.nan, y)
+        x, y = _with_breaks(np.asarray(s.x, dtype=float), y)
         if logy:
             y = np.where(y > 0, y, np.nan)
         kwargs = {"label": plain_text(label), "linewidth": 1.4}
@@ -240,6 +253,14 @@ def draw_axes(ax, series: Sequence[Series], *, x_label: str, y_label: str = "", 
             ax.legend(fontsize="small", loc="best")
     elif not series:
         ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes, color="gray")
+    if left_out:
+        ax.text(0.01, 0.01, left_out_note(left_out), ha="left", va="bottom", transform=ax.transAxes,
+                fontsize="x-small", color="gray")
+    return left_out
+
+
+def left_out_note(count: int) -> str:
+    return f"{count} value(s) beyond \u00b1{DRAWABLE_MAX:g} left out (too large to draw)"
 
 
 def _with_breaks(x, y):

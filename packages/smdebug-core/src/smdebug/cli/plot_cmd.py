@@ -21,7 +21,7 @@ import os
 import sys
 
 from smdebug.cli import _common as c
-from smdebug.cli._series import REDUCTIONS
+from smdebug.cli._series import REDUCTIONS, left_out_note
 
 
 def _size(text: str):
@@ -80,7 +80,8 @@ def collect(trial, names, *, mode=None, reduction=None, is_abs=False, worker=Non
     return out
 
 
-def draw(by_tensor, output: str, *, title: str, x_label: str, subplots: bool, logy: bool, size, dpi: int) -> None:
+def draw(by_tensor, output: str, *, title: str, x_label: str, subplots: bool, logy: bool, size, dpi: int) -> int:
+    """Draw and save the chart; returns how many values were too large to draw (left out)."""
     from smdebug.cli._series import draw_axes, new_figure, plain_text
 
     names = [n for n, s in by_tensor.items() if s]
@@ -89,18 +90,20 @@ def draw(by_tensor, output: str, *, title: str, x_label: str, subplots: bool, lo
     if subplots and len(names) > 1:
         fig = new_figure(width, 3.0 * len(names), dpi)
         axes = fig.subplots(len(names), 1, sharex=True, squeeze=False)[:, 0]
+        left_out = 0
         for ax, name in zip(axes, names):
             series = by_tensor[name]
-            draw_axes(ax, series, x_label=x_label if ax is axes[-1] else "", title=series[0].quantity,
-                      logy=logy, with_tensor=False)
+            left_out += draw_axes(ax, series, x_label=x_label if ax is axes[-1] else "",
+                                  title=series[0].quantity, logy=logy, with_tensor=False)
     else:
         fig = new_figure(width, height, dpi)
         ax = fig.add_subplot()
         all_series = [s for n in names for s in by_tensor[n]]
         y_label = all_series[0].quantity if len({s.quantity for s in all_series}) == 1 else ""
-        draw_axes(ax, all_series, x_label=x_label, y_label=y_label, logy=logy)
+        left_out = draw_axes(ax, all_series, x_label=x_label, y_label=y_label, logy=logy)
     fig.suptitle(plain_text(title))
     save_figure(fig, output, dpi)
+    return left_out
 
 
 #: the longest side of an image, in pixels (matplotlib's own limit is 2**23, where --dpi 100000 asked for a
@@ -188,7 +191,7 @@ def run(args: argparse.Namespace) -> int:
         raise c.CliError(f"nothing to plot: {', '.join(names)} have no readable values"
                          + (f" in mode {args.mode.name}" if args.mode is not None else ""), c.EXIT_NOT_FOUND)
     x_label = "global step" if args.mode is None else f"{args.mode.name} step"
-    draw(by_tensor, args.output, title=args.title or f"smdebug run {trial.name}", x_label=x_label,
+    left_out = draw(by_tensor, args.output, title=args.title or f"smdebug run {trial.name}", x_label=x_label,
          subplots=args.subplots, logy=args.logy, size=args.size, dpi=args.dpi)
     points = sum(len(s.y) for series in by_tensor.values() for s in series)
     if args.json:
@@ -197,6 +200,7 @@ def run(args: argparse.Namespace) -> int:
                       "series": [s.to_dict() for series in by_tensor.values() for s in series]})
     else:
         where = "a PNG image to stdout" if args.output == c.STDOUT else args.output
-        print(f"wrote {where}: {len(names)} tensor(s), {lines} line(s), {points} point(s)",
+        note = f"; {left_out_note(left_out)}" if left_out else ""
+        print(f"wrote {where}: {len(names)} tensor(s), {lines} line(s), {points} point(s){note}",
               file=sys.stderr if args.output == c.STDOUT else sys.stdout)
     return c.EXIT_OK
