@@ -19,7 +19,7 @@ from smdebug import SaveConfig
 from smdebug.core.json_config import load_hook_config
 from smdebug.core.modes import ModeKeys
 from smdebug.core.save_config import SaveConfigMode
-from smdebug.exceptions import InvalidConfigurationError, SMDebugValueError
+from smdebug.exceptions import InvalidConfigurationError, SMDebugTypeError, SMDebugValueError
 from smdebug.trials import create_trial
 
 STEPS = 6
@@ -246,3 +246,77 @@ def test_the_legacy_functions_refuse_what_the_hook_refuses(tmp_path):
     os.mkfifo(fifo)  # (json.load on open() blocked here until someone wrote to the FIFO)
     with pytest.raises(InvalidConfigurationError, match="FIFO"):
         get_json_config_as_dict(str(fifo))
+
+
+# --- public calls at the wrong time or with arguments of the wrong kind (red team, hook side) ----------------
+@pytest.mark.parametrize("args", [[1, 2], 5, None, ["ok", b"bytes"], {"a": 1}])
+def test_add_to_collection_refuses_what_is_not_a_name_before_changing_anything(tmp_path, args):
+    """A list of ints was kept as the collection's tensor names, and the run's collections file holding them
+    was refused by every reader (the whole run unreadable); an int or None raised a bare TypeError."""
+    out = tmp_path / "run"
+    hook = NumpyHook(str(out), save_config=SaveConfig(save_interval=1))
+    with pytest.raises(SMDebugTypeError, match="add_to_collection takes"):
+        hook.add_to_collection("mine", args)
+    assert "mine" not in hook.include_collections and "mine" not in hook.get_collections()
+    for step in range(2):
+        hook.begin_step()
+        hook.record("loss", np.array([float(step)], dtype=np.float32))
+        hook.end_step()
+    hook.close()
+    assert create_trial(str(out)).tensor("loss").steps() == [0, 1]
+
+
+def test_a_collections_tensor_names_are_names(tmp_path):
+    from smdebug.core.collection import Collection
+
+    coll = Collection("mine")
+    with pytest.raises(SMDebugTypeError, match="tensor names"):
+        coll.add_tensor_name(3)
+    with pytest.raises(SMDebugTypeError, match="tensor names"):
+        coll.tensor_names = ["a", 3]
+    with pytest.raises(SMDebugTypeError, match="tensor names"):
+        Collection("other", tensor_names=[None])
+    coll.tensor_names = "one"  # one name (it was taken as the set of its letters)
+    assert coll.tensor_names == {"one"}
+    coll.tensor_names = None
+    assert coll.tensor_names == set()
+
+
+def test_calls_after_close_are_refused_with_one_message(tmp_path, smdebug_log):
+    """They reopened writing, found the run's end marker and blamed "another process" (save_scalar), or went
+    nowhere without a word (record_trace_events, save_tensor)."""
+    out = tmp_path / "run"
+    hook = NumpyHook(str(out), save_config=SaveConfig(save_interval=1))
+    for step in range(2):
+        hook.begin_step()
+        hook.record("loss", np.array([float(step)], dtype=np.float32))
+        hook.end_step()
+    hook.close()
+    for _ in range(3):
+        hook.save_scalar("late", 1.0)
+        hook.save_tensor("late_t", np.ones(2))
+        hook.record_trace_events(1.0, "train", "op")
+        hook.begin_step()
+        assert hook.record("loss", np.array([9.0], dtype=np.float32)) is False
+        hook.end_step()
+    hook.close()
+    assert not hook.disabled
+    said = [m for m in smdebug_log.messages() if "after the hook was closed" in m]
+    assert len(said) == 1 and "save_scalar()" in said[0], smdebug_log.messages()
+    assert not any("another process" in m for m in smdebug_log.messages())
+    trial = create_trial(str(out))
+    assert trial.steps() == [0, 1] and trial.tensor_names() == ["loss"]
+    assert not (out / "framework").exists()
+
+
+def test_flush_refuses_a_timeout_that_is_no_number(tmp_path):
+    hook = NumpyHook(str(tmp_path / "run"), save_config=SaveConfig(save_interval=1))
+    hook.begin_step()
+    hook.record("loss", np.array([1.0], dtype=np.float32))
+    with pytest.raises(SMDebugTypeError, match=r"flush\(timeout=...\) must be a number of seconds"):
+        hook.flush(timeout="soon")  # (a bare TypeError from inside the writer before)
+    with pytest.raises(SMDebugValueError, match="finite"):
+        hook.flush(timeout=float("nan"))
+    assert hook.flush(timeout=30) is True
+    hook.close()
+    assert create_trial(str(tmp_path / "run")).tensor("loss").steps() == [0]

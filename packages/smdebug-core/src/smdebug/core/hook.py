@@ -38,6 +38,7 @@ from smdebug.core.collection_manager import CollectionManager
 from smdebug.core.hook_closing import HookClosing
 from smdebug.core.hook_collections import SCALAR_PREFIX, HookCollections, included_collection_names
 from smdebug.core.hook_guard import guarded as _guarded
+from smdebug.core.hook_guard import refuse_after_close
 from smdebug.core.hook_output import HookOutput
 from smdebug.core.hook_saving import HookSaving
 from smdebug.core.legacy.hook_methods import LegacyHookMethods
@@ -396,6 +397,10 @@ class BaseHook(HookCollections, HookSaving, HookOutput, HookClosing, WarnsOnce, 
 
     def _begin_step(self, mode_step: Optional[int] = None) -> None:
         if self._begin_quiet_step(mode_step):
+            return
+        if self._closed:
+            # (a framework's callback, a model still called after close(): its run is finished)
+            refuse_after_close(self, "begin_step")
             return
         stretch = self._stretch
         if stretch is not None and stretch.owner is not None and stretch.owner != get_ident():

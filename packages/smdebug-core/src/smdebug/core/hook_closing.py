@@ -10,6 +10,7 @@ from typing import Optional
 
 from smdebug.core import process_exit
 from smdebug.core.env_settings import env_float
+from smdebug.core.hook_saving import check_timestamp
 from smdebug.core.locations import END_OF_JOB_FILE, WORKERS_ENDED_DIR, worker_end_file_name
 from smdebug.core.logger import get_logger
 from smdebug.core.modes import ModeKeys
@@ -25,7 +26,9 @@ class HookClosing:
     """Mixed into BaseHook."""
 
     def flush(self, timeout: Optional[float] = None) -> bool:
-        """Wait until everything recorded so far is on storage."""
+        """Wait until everything recorded so far is on storage (at most ``timeout`` seconds, a finite
+        number; SMDebugTypeError/SMDebugValueError for anything else, before anything is done)."""
+        timeout = check_timestamp(timeout, "flush(timeout=...)")
         if self._writer is None:
             return True
         with self._step_lock:

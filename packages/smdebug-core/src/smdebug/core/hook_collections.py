@@ -17,6 +17,7 @@ from smdebug.core.collection import (
     Collection,
     CollectionKeys,
     mutation_count,
+    tensor_name_list,
 )
 from smdebug.core.locations import collections_file_name
 from smdebug.core.logger import get_logger
@@ -81,9 +82,11 @@ class HookCollections:
         self._prepared_token = None
 
     def add_to_collection(self, collection_name: str, args) -> None:
-        """Add tensor names (a name or a list of names) to a collection, creating it if needed."""
+        """Add tensor names (a name or a list of names) to a collection, creating it if needed.
+        SMDebugTypeError, before anything changes, for anything else (an int raised a bare TypeError; a
+        list of ints was kept and made the run's collections file unreadable)."""
+        names = tensor_name_list(args, "add_to_collection")
         coll = self.get_collection(collection_name)
-        names = [args] if isinstance(args, str) else list(args)
         for n in names:
             coll.add_tensor_name(n)
         if collection_name not in self.include_collections:
