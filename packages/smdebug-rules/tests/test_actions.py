@@ -175,6 +175,45 @@ def test_an_existing_subscription_is_reused(tmp_path, aws):
     assert len(sns.list_subscriptions_by_topic(TopicArn=topic)["Subscriptions"]) == 1
 
 
+def test_message_actions_subscribe_when_the_rule_is_built(tmp_path, aws):
+    """E-mail subscriptions need confirming before SNS delivers anything: subscribing only at the first
+    finding would lose it, so the subscription is made when the rule is built."""
+    sns = boto3.client("sns")
+    trial = write_run(tmp_path, [[1.0], [np.nan]])
+    rule = ExplodingTensor(trial, action_str=ActionList(Email("oncall@example.com"), SMS("+15555550100")).serialize())
+    topic = sns.create_topic(Name="SMDebugRules")["TopicArn"]
+    subs = sns.list_subscriptions_by_topic(TopicArn=topic)["Subscriptions"]
+    assert sorted(s["Endpoint"] for s in subs) == ["+15555550100", "oncall@example.com"]  # before any finding
+    email, sms = rule.actions.actions
+    assert email.last_subscription_response is not None and email.last_publish_response is None
+    assert invoke_rule(rule) == [1]
+    assert email.last_publish_response["MessageId"] and sms.last_publish_response["MessageId"]
+    assert len(sns.list_subscriptions_by_topic(TopicArn=topic)["Subscriptions"]) == 2  # not again at the finding
+
+
+def test_message_and_stop_actions_keep_the_1_0_attribute_names(aws):
+    """Scripts written for smdebug 1.0.x read the actions' underscored attributes."""
+    from smdebug.rules.action.action import Actions as LegacyActions
+
+    actions = LegacyActions(
+        actions_str='[{"name": "stoptraining", "training_job_prefix": "job-a"}, {"name": "sms", "endpoint": "+15555550100"}]',
+        rule_name="my_rule")
+    stop, sms = actions._actions
+    assert (stop._training_job_prefix, stop._rule_name) == ("job-a", "my_rule")
+    assert (sms._protocol, sms._topic_name, sms._message_endpoint, sms._rule_name) == \
+        ("sms", "SMDebugRules", "+15555550100", "my_rule")
+    assert sms._last_subscription_response is not None  # subscribed when built
+    assert sms._last_send_mesg_response is None
+    sms.invoke()  # 1.0.x's invoke() took no step
+    assert sms._last_send_mesg_response["MessageId"]
+    # Built again (a rule restarted): the existing subscription is reported, none added.
+    again = LegacyActions(actions_str='{"name": "sms", "endpoint": "+15555550100"}', rule_name="my_rule")._actions[0]
+    assert again._last_subscription_response["Endpoint"] == "+15555550100"
+    sns = boto3.client("sns")
+    topic = sns.create_topic(Name="SMDebugRules")["TopicArn"]
+    assert len(sns.list_subscriptions_by_topic(TopicArn=topic)["Subscriptions"]) == 1
+
+
 def test_an_unreachable_sns_endpoint_does_not_stop_the_rule(tmp_path, monkeypatch, caplog):
     monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")  # nothing listens on the discard port
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "x")

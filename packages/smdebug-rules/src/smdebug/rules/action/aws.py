@@ -11,5 +11,9 @@ def client(service: str):
         import boto3
     except ImportError:
         raise ImportError(f"the {service} action needs boto3: pip install 'smdebug-rules[aws]'") from None
+    from botocore.config import Config
+
     region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
-    return boto3.client(service, region_name=region)
+    # Message actions subscribe when a rule is built: an unreachable endpoint must cost seconds there,
+    # not botocore's default minute per connection attempt.
+    return boto3.client(service, region_name=region, config=Config(connect_timeout=5, read_timeout=30))

@@ -25,6 +25,10 @@ class StopTrainingAction:
         self.training_job_prefix = training_job_prefix
         self.stopped = False
 
+    # smdebug 1.0.x's attribute names, read by scripts written for it.
+    _training_job_prefix = property(lambda self: self.training_job_prefix)
+    _rule_name = property(lambda self: self.rule_name)
+
     def invoke(self, step: int, reason: Optional[str] = None) -> None:
         if self.stopped:
             return
