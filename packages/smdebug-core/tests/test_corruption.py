@@ -172,3 +172,35 @@ def test_unknown_keys_inside_a_collection_are_ignored(run):
         c["future_key"] = {"a": 1}
     (run / COLLECTIONS).write_text(json.dumps(data))
     assert "weights" in create_trial(str(run)).collections()
+
+
+def test_thousands_of_damaged_files_skipped_are_named_a_few_times_not_each(tmp_path):
+    """skip_damaged names each damaged file it skips: 100,000 empty index files logged 100,000 warnings (20 MB
+    on stdout, where smdebug logs by default). The first 20 are named, one line says the rest are counted;
+    ``trial.skipped_damaged`` counts them all."""
+    from _support import NumpyHook, train_logistic_regression
+    from smdebug import SaveConfig
+    from smdebug.core.locations import index_file_name
+    from smdebug.core.skip_notes import NAMED
+    from smdebug.core.testing import capture_smdebug_log
+
+    run = tmp_path / "run"
+    hook = NumpyHook(out_dir=str(run), save_config=SaveConfig(save_interval=1),
+                     include_collections=["weights", "losses"])
+    train_logistic_regression(hook, steps=3)
+    hook.close()
+    damaged = 3000
+    for step in range(3, 3 + damaged):  # empty index files, each where a writer would put it
+        path = run / index_file_name(step, "worker_0")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"")
+    # the tensor values of a damaged step are skipped through the same notes
+    (run / "events" / "000000000001" / "000000000001_worker_0.tfevents").write_bytes(b"")
+    with capture_smdebug_log() as log:
+        trial = create_trial(str(run), skip_damaged=True)
+        assert trial.steps() == [0, 1, 2]
+        assert sorted(trial.tensor("loss").values()) == [0, 2]
+    skipped = [r for r in log.records if "Skipping damaged" in r.getMessage()]
+    assert len(skipped) == NAMED, len(skipped)
+    assert sum("more damaged files or steps are skipped" in r.getMessage() for r in log.records) == 1
+    assert trial.skipped_damaged == damaged + 1

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Protocol, Sequence, Tupl
 
 import numpy as np
 
-from smdebug.core.logger import get_logger
 from smdebug.core.modes import ModeKeys
 from smdebug.core.reductions import compute_reduction
+from smdebug.core.skip_notes import warn_skipped
 from smdebug.exceptions import (
     EventFileCorrupted,
     MissingEventFile,
@@ -119,7 +119,7 @@ class Tensor:
             try:
                 out[s] = self.value(s, mode, worker)
             except (EventFileCorrupted, MissingEventFile) as e:
-                get_logger().warning("Skipping damaged step %s of %s: %s", s, self.name, e)
+                warn_skipped(self.trial, "Skipping damaged step %s of %s: %s", s, self.name, e)
         return out
 
     def reduction_value(self, step_num, reduction_name: str, mode=ModeKeys.GLOBAL, worker=None, abs=False):
@@ -180,7 +180,7 @@ class Tensor:
                 except MissingEventFile as e:  # saved, but its file is gone: not the same as "not saved"
                     if not getattr(self.trial, "skip_damaged", False):
                         raise
-                    get_logger().warning("Skipping damaged step %s of %s: %s", step, self.name, e)
+                    warn_skipped(self.trial, "Skipping damaged step %s of %s: %s", step, self.name, e)
                     continue
                 except TensorUnavailableForStep:
                     continue

@@ -16,9 +16,9 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from smdebug.core.logger import get_logger
 from smdebug.core.modes import ModeKeys
 from smdebug.core.reductions import compute_reduction
+from smdebug.core.skip_notes import warn_skipped
 from smdebug.core.storage.errors import UnreadableFileError
 from smdebug.exceptions import EventFileCorrupted, MissingEventFile, SMDebugValueError
 
@@ -169,7 +169,7 @@ def _read_batch(trial, batch, specs, per_tensor) -> None:
         except (EventFileCorrupted, MissingEventFile) as e:
             if not getattr(trial, "skip_damaged", False):
                 raise
-            get_logger().warning("Skipping damaged step %s of worker %s: %s", f.step, f.worker, e)
+            warn_skipped(trial, "Skipping damaged step %s of worker %s: %s", f.step, f.worker, e)
             continue
         except (FileNotFoundError, UnreadableFileError):
             pass  # (read record by record below, with the trial's own error handling)
@@ -187,14 +187,13 @@ def _read_batch(trial, batch, specs, per_tensor) -> None:
     if blobs is not None:
         for (key, lo, _), owner, blob in zip(requests, owners, blobs):
             spans.setdefault(owner, []).append((lo, blob))
-    log = get_logger()
     for i, (f, mode, mode_step, key, needs) in enumerate(jobs):
         try:
             values = _decode_job(trial, f, key, needs, spans.get(i))
         except (EventFileCorrupted, MissingEventFile) as e:
             if not getattr(trial, "skip_damaged", False):
                 raise
-            log.warning("Skipping damaged step %s of worker %s: %s", f.step, f.worker, e)
+            warn_skipped(trial, "Skipping damaged step %s of worker %s: %s", f.step, f.worker, e)
             continue
         for name, got in values:
             row = _row(got, specs)

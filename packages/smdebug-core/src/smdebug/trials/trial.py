@@ -53,6 +53,7 @@ from smdebug.core.tfevent.records import HEADER_SIZE, check_index_length
 from smdebug.core.tfevent.tensor_codec import decode_tensor_record
 from smdebug.trials.read_cache import ReadIndexFilesCache
 from smdebug.trials.read_log import ReadLog
+from smdebug.core.skip_notes import SkipNotes
 from smdebug.exceptions import (
     CollectionFileCorrupted,
     EventFileCorrupted,
@@ -155,6 +156,7 @@ class Trial:
         self._declares_aliases = False  # some index file of the run declares its aliases (see index_file)
         self._index_workers: Set[str] = set()  # workers named by index files (any step, in range or not)
         self._missing_workers_note: Optional[str] = None
+        self._skip_notes = SkipNotes(str(path))  # skip_damaged: the first damaged files named, the rest counted
         # when this trial first saw every worker of such a run ended (time.monotonic()), and the seconds it
         # still waits before reading the run as ended (see _fewer_workers_all_ended)
         self._all_ended_seen_at: Optional[float] = None
@@ -237,7 +239,7 @@ class Trial:
             except CollectionFileCorrupted as e:
                 if not self.skip_damaged:
                     raise
-                logger.warning("Skipping damaged collections file: %s", e)
+                self._skip_notes.warn("Skipping damaged collections file: %s", e)
         cm = CollectionManager()
         cm.set_num_workers(len(files))
         return cm
@@ -336,6 +338,12 @@ class Trial:
             self.loaded_all_steps = True
             if self._steps:
                 self.last_complete_step = max(self.last_complete_step, self._steps[-1])
+
+    @property
+    def skipped_damaged(self) -> int:
+        """How many damaged files and steps ``skip_damaged`` skipped so far (only the first 20 are warned of,
+        one warning each)."""
+        return self._skip_notes.count
 
     @property
     def missing_workers_note(self) -> Optional[str]:
@@ -448,7 +456,7 @@ class Trial:
                     raise IndexReaderException(problem, k)
             except IndexReaderException as e:
                 if self.skip_damaged:
-                    logger.warning("Skipping %s", e)
+                    self._skip_notes.warn("Skipping %s", e)
                     self._read_keys.add(k, self._list_token)
                     continue
                 error = IndexReaderException(e.message, printable(self.storage.full_path(k)))
@@ -470,7 +478,7 @@ class Trial:
                 self._check_mode_step_claim(f)
             except IndexReaderException as e:
                 if self.skip_damaged:
-                    logger.warning("Skipping damaged index file: %s", e)
+                    self._skip_notes.warn("Skipping damaged index file: %s", e)
                     self._read_keys.add(k, self._list_token)
                     continue
                 self._note_damage(e)
@@ -649,7 +657,7 @@ class Trial:
                 self._unparsed.appendleft(f)
                 self._note_damage(e)
                 raise
-            logger.warning("Skipping damaged index file: %s", e)
+            self._skip_notes.warn("Skipping damaged index file: %s", e)
             f.mark_damaged()
 
     # ------------------------------------------------------------------------------------------
@@ -795,7 +803,7 @@ class Trial:
             if not self.skip_damaged:
                 self._note_damage(e)
                 raise
-            logger.warning("Skipping damaged index file: %s", e)
+            self._skip_notes.warn("Skipping damaged index file: %s", e)
             f.mark_damaged()
             return ()
 
@@ -838,7 +846,7 @@ class Trial:
             except MissingEventFile as e:  # saved, but its file is gone: not the same as "not saved"
                 if not self.skip_damaged:
                     raise
-                logger.warning("Skipping damaged step %s of %s: %s", step, n, e)
+                self._skip_notes.warn("Skipping damaged step %s of %s: %s", step, n, e)
             except TensorUnavailableForStep:
                 continue
         return out
