@@ -335,3 +335,29 @@ def test_a_run_waiting_for_a_worker_is_not_final_and_says_why(tmp_path):
                    env={"SMDEBUG_ENDED_WORKERS_WAIT": "0"})
     document = json.loads(proc.stdout)
     assert proc.returncode == 0 and document["status"] == NO_ISSUES and document["not_final"] is None
+
+
+@pytest.mark.parametrize("args, why", [
+    (("--poll-interval", "nan"), "--poll-interval"),
+    (("--poll-interval", "-1"), "--poll-interval"),
+    (("--poll-interval", "0"), "--poll-interval"),
+    (("--poll-interval", "1e400"), "--poll-interval"),
+    (("--timeout", "nan"), "--timeout"),
+    (("--timeout", "-5"), "--timeout"),
+])
+def test_following_times_no_one_can_wait_are_refused_in_one_line(runs, args, why):
+    """`--poll-interval nan`, `-1` or `1e400` on a run still training died in time.sleep with a traceback;
+    `--timeout nan` blamed an argument the user never gave (wait_for_collections); `--timeout -5` was taken."""
+    proc = smdebug("rules", "run", runs["unfinished"], "--rule", "vanishing_gradient", "--follow", *args,
+                   timeout=60)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert why in proc.stderr and "wait_for_collections" not in proc.stderr, proc.stderr
+
+
+def test_a_follow_ends_at_its_timeout_not_a_poll_interval_later(runs):
+    """--timeout 1 --poll-interval 30 took 31 s: the last sleep ran its whole interval past the deadline."""
+    started = time.monotonic()
+    proc = smdebug("rules", "run", runs["unfinished"], "--rule", "vanishing_gradient", "--follow",
+                   "--timeout", "1", "--poll-interval", "30", timeout=120)
+    assert proc.returncode == 4, proc.stderr
+    assert time.monotonic() - started < 20

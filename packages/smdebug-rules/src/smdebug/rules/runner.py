@@ -115,6 +115,7 @@ def run_rules(
         requests = [_normalise(request) for request in rule_requests]
         return requests, [None if isinstance(name, type) else find_rule(name) for name, _, _ in requests]
 
+    _check_times(timeout, poll_interval)
     if rules is not None:
         requests, infos = resolve(rules)  # typos: fail before anything is read
     if isinstance(trial, str):
@@ -178,7 +179,9 @@ def run_rules(
                 _check_idle(active, result.last_step, max_findings, on_event)
                 if on_progress is not None:  # findings made while idle reach the caller's output too
                     on_progress(result)
-                time.sleep(poll_interval)
+                # (never past the deadline: --timeout 1 --poll-interval 30 took 31 s)
+                time.sleep(poll_interval if deadline is None else max(0.0, min(poll_interval,
+                                                                              deadline - time.monotonic())))
     except KeyboardInterrupt:
         result.interrupted = True
     except UNREADABLE as e:  # the run's own index cannot be read any more: every rule still running fails
@@ -196,6 +199,18 @@ def run_rules(
         _emit(on_event, "done", a.result, None)
     result.finished = time.time()
     return result
+
+
+def _check_times(timeout, poll_interval) -> None:
+    """``timeout``: None or seconds >= 0 (inf: no limit); ``poll_interval``: seconds in (0, 86400]. NaN,
+    negative and overflowing times reached time.sleep as raw ValueError/OverflowError tracebacks."""
+    from smdebug.rules.command import MAX_POLL_INTERVAL
+
+    if timeout is not None and not (isinstance(timeout, (int, float)) and timeout >= 0):
+        raise SMDebugValueError(f"timeout {timeout!r} is not a time to wait: give seconds, 0 or more, or None")
+    if not (isinstance(poll_interval, (int, float)) and 0 < poll_interval <= MAX_POLL_INTERVAL):
+        raise SMDebugValueError(f"poll_interval {poll_interval!r} is not a pause between polls: give seconds, "
+                                f"more than 0 and at most {MAX_POLL_INTERVAL:g}")
 
 
 def why_not_final(trial, follow: bool = False, timed_out: bool = False, interrupted: bool = False) -> str:
