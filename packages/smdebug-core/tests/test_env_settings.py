@@ -65,3 +65,23 @@ def test_junk_settings_neither_stop_an_import_nor_a_run(tmp_path, junk):
     said = proc.stdout + proc.stderr
     assert f"ignoring SMDEBUG_MAX_INDEX_FILE_BYTES={junk!r}" in said and "using 268435456" in said
     assert said.count("ignoring SMDEBUG_MAX_INDEX_FILE_BYTES") == 1
+
+
+@pytest.mark.parametrize("context", ["job 100%", "%(process)s", "50%s done", "%"])
+def test_a_log_context_with_percent_signs_is_shown_as_given(context):
+    """SMDEBUG_LOG_CONTEXT went into the log format: `job 100%` made every smdebug message a "--- Logging error
+    ---" traceback on stderr (the message itself lost: a hook's "cannot save" among them), and `%(process)s`
+    was expanded."""
+    code = "from smdebug.core.logger import get_logger; get_logger().warning('the message')"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "SMDEBUG_LOG_CONTEXT": context})
+    assert "Logging error" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert f" {context} WARNING " in proc.stdout and "the message" in proc.stdout, proc.stdout
+
+
+def test_a_log_level_that_is_no_level_is_said():
+    code = "from smdebug.core.logger import get_logger; get_logger().info('informed')"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "SMDEBUG_LOG_LEVEL": "verbose"})
+    out = proc.stdout + proc.stderr
+    assert "SMDEBUG_LOG_LEVEL" in out and "'verbose'" in out and "informed" in proc.stdout, out

@@ -117,8 +117,12 @@ def _open_log_file(path: str):
 
 
 def _configure(logger: logging.Logger) -> None:
-    level = _LEVELS.get(os.environ.get("SMDEBUG_LOG_LEVEL", "info").strip().lower(), logging.INFO)
+    raw_level = os.environ.get("SMDEBUG_LOG_LEVEL", "info")
+    level = _LEVELS.get(raw_level.strip().lower())
     context = os.environ.get("SMDEBUG_LOG_CONTEXT") or f"{socket.gethostname()}:{os.getpid()}"
+    # The context is text, not format: a "%" in it ("job 100%") made every record a "Logging error"
+    # traceback, its message lost, and "%(process)s" was expanded.
+    context = context.replace("%", "%%")
     fmt = logging.Formatter(f"[%(asctime)s.%(msecs)03d {context} %(levelname)s %(filename)s:%(lineno)d] %(message)s",
                             "%Y-%m-%d %H:%M:%S")
     handlers = []
@@ -143,8 +147,11 @@ def _configure(logger: logging.Logger) -> None:
         h.setFormatter(fmt)
         h.addFilter(repeat)
         logger.addHandler(h)
-    logger.setLevel(level)
+    logger.setLevel(level if level is not None else logging.INFO)
     logger.propagate = False
+    if level is None:
+        shown = raw_level if len(raw_level) <= 40 else raw_level[:40] + "..."
+        logger.warning("smdebug: ignoring SMDEBUG_LOG_LEVEL=%r: not one of %s; using info", shown, ", ".join(_LEVELS))
 
 
 def get_logger(name: str = "smdebug") -> logging.Logger:
