@@ -4,6 +4,7 @@ goes away early (``smdebug ... | head``) ends the command quietly."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -207,3 +208,40 @@ def test_an_empty_run_path_is_refused_not_read_as_the_current_directory(tmp_path
         assert "the run's path is empty (give . for the current directory)" in out.stderr, out.stderr
     with pytest.raises(SMDebugValueError, match="the run's path is empty"):
         create_trial("")
+
+
+def _unfinished_run(root) -> str:
+    """A run still training: the real step writer, no end marker."""
+    from _support import write_run
+
+    write_run(str(root), range(3), end=False,
+              tensors=lambda step, w: {"loss": np.array([1.0 / (step + 1)], np.float32)})
+    return str(root)
+
+
+def test_times_no_one_can_wait_are_refused_in_one_line(tmp_path, smdebug_cli):
+    """`report --follow --interval 1e400` (or 1e300) died in time.sleep with a traceback, `--timeout nan`
+    followed for ever, `--timeout -4` was taken; `ls --wait nan` blamed `wait_for_collections`."""
+    run = _unfinished_run(tmp_path / "run")
+    out = str(tmp_path / "r.html")
+    for args, option in ((("report", run, "-o", out, "--follow", "--interval", "1e400"), "--interval"),
+                         (("report", run, "-o", out, "--follow", "--interval", "1e300"), "--interval"),
+                         (("report", run, "-o", out, "--follow", "--timeout", "nan"), "--timeout"),
+                         (("report", run, "-o", out, "--follow", "--timeout", "-4"), "--timeout"),
+                         (("ls", run, "--wait", "nan"), "--wait"),
+                         (("ls", run, "--wait", "-1"), "--wait")):
+        proc = smdebug_cli(*args, timeout=60)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, (args, proc.stderr)
+        assert option in proc.stderr and "wait_for_collections" not in proc.stderr, (args, proc.stderr)
+
+
+def test_a_followed_report_ends_at_its_timeout_not_an_interval_later(tmp_path, smdebug_cli):
+    """--interval 30 --timeout 1 took 43 s: the last pause ran its whole interval past the deadline."""
+    import time
+
+    run = _unfinished_run(tmp_path / "run")
+    started = time.monotonic()
+    proc = smdebug_cli("report", run, "-o", str(tmp_path / "r.html"), "--follow", "--interval", "30",
+                       "--timeout", "1", timeout=120)
+    assert proc.returncode == 0 and "training has not ended" in proc.stdout, proc.stderr
+    assert time.monotonic() - started < 25

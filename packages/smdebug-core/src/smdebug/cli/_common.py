@@ -40,10 +40,32 @@ class CliError(Exception):
 # --------------------------------------------------------------------------------------------------
 # arguments
 # --------------------------------------------------------------------------------------------------
+#: the longest pause between two looks at a followed run (time.sleep overflows near 1e300)
+MAX_PAUSE = 86400.0
+
+
+def wait_seconds(text: str) -> float:
+    """argparse type of a time to wait (--wait, --timeout): seconds, 0 or more; inf is no limit. NaN waited
+    for ever (or was blamed on an internal argument), a negative time was taken."""
+    value = float(text)
+    if not value >= 0:  # (NaN fails too)
+        raise argparse.ArgumentTypeError(f"{text!r} is not a time to wait: give seconds, 0 or more (or inf)")
+    return value
+
+
+def pause_seconds(text: str) -> float:
+    """argparse type of a pause between polls (--interval): seconds, more than 0, at most MAX_PAUSE."""
+    value = float(text)
+    if not 0 < value <= MAX_PAUSE:  # (NaN fails too; 1e300 overflowed time.sleep)
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a pause: give seconds, more than 0 and at most {MAX_PAUSE:g}")
+    return value
+
+
 def add_trial_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("trial", metavar="TRIAL", help="the run's directory or s3://bucket/prefix")
     parser.add_argument(
-        "--wait", type=float, default=0.0, metavar="SECONDS",
+        "--wait", type=wait_seconds, default=0.0, metavar="SECONDS",
         help="wait this long for a run that is just starting (its collection files); default 0: a path with "
              "no run fails at once",
     )

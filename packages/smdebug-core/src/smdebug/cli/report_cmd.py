@@ -56,11 +56,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--title", help="page title (default: the run's name)")
     parser.add_argument("--follow", action="store_true",
                         help="keep rewriting the page while the run trains; stop when training ends")
-    parser.add_argument("--interval", type=float, default=10.0, metavar="SECONDS",
+    parser.add_argument("--interval", type=c.pause_seconds, default=10.0, metavar="SECONDS",
                         help="--follow: seconds between rewrites, and the page's reload interval (default 10)")
-    parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+    parser.add_argument("--timeout", type=c.wait_seconds, default=None, metavar="SECONDS",
                         help="--follow: stop after this long even if training has not ended (default: no limit)")
-    parser.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
+    parser.add_argument("--wait", type=c.wait_seconds, default=0.0, metavar="SECONDS",
                         help="wait this long for the runs' collection files to appear (a job just starting); default 0")
     c.add_progress_arguments(parser)
 
@@ -280,7 +280,10 @@ def follow(args, report) -> int:
                 print(_summary(args, report, charts, sections) + f" (stopped following after {args.timeout:g} s; "
                       "training has not ended)")
                 return c.EXIT_OK
-            time.sleep(args.interval)
+            # (never past the deadline: --interval 30 --timeout 1 took 43 s)
+            pause = args.interval if args.timeout is None else max(
+                0.0, min(args.interval, args.timeout - (time.monotonic() - start)))
+            time.sleep(pause)
             report.refresh()
     except KeyboardInterrupt:
         html, charts, sections = report.page(live=None)  # a last page that no longer reloads itself
