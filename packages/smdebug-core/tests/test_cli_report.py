@@ -375,3 +375,19 @@ def test_report_of_a_long_run_is_quick(tmp_path, smdebug_cli):
 def test_report_errors(tmp_path, smdebug_cli):
     out = smdebug_cli("report", str(tmp_path / "nope"), "-o", str(tmp_path / "r.html"))
     assert out.returncode == 2 and "no smdebug run at" in out.stderr
+
+
+def test_a_verdict_that_is_not_final_says_why_in_the_page(smdebug_cli, tmp_path):
+    """The rule runner's InProgress (exit 4) carries why it is not final; the page showed only "still
+    evaluating (the run was training)" and left the reason out."""
+    pytest.importorskip("smdebug.rules", reason="needs smdebug-rules")
+    from _support import write_run
+
+    run = tmp_path / "run"
+    write_run(str(run), range(3), end=False, tensors=lambda step, w: {"gradient/w": np.full(4, 1e-3, np.float32)})
+    results = run / "rule_results.json"
+    out = smdebug_cli("rules", "run", str(run), "--rule", "vanishing_gradient", "-o", str(results), "-q")
+    assert out.returncode == 4, out.stderr
+    page, _ = _report(smdebug_cli, run, tmp_path / "r.html")
+    rules = html.unescape(_section(page, "rules"))
+    assert "not final" in rules and "the run has not ended (no training_job_end.ts yet" in rules, rules

@@ -183,6 +183,8 @@ def rules_block(run: RunInfo, many: bool) -> str:
             meta.append((key.replace("_", " "), value))
     if res.training_ended is not None:
         meta.append(("training ended", "yes" if res.training_ended else "no"))
+    if res.not_final:
+        meta.append(("not final", res.not_final))
     rows = []
     for v in res.verdicts:
         shown = []

@@ -26,7 +26,7 @@ STATUSES = {
     "NotEvaluated": ("skip", "nothing this rule looks at was found: not a pass"),
     "NotApplicable": ("na", "the run has nothing of the kind this rule judges (no such layers, no images, no validation)"),
     "Error": ("err", "the rule could not run or read the data: not a pass"),
-    "InProgress": ("wait", "still evaluating (the run was training)"),
+    "InProgress": ("wait", "not final: the run had not ended when the rules were evaluated"),
 }
 MAX_TEXT = 2000  # characters of any one text shown from the document
 #: rules and findings per rule kept from the document (the rule runner keeps 100 findings per rule; a
@@ -68,6 +68,8 @@ class RuleResults:
     last_step: Optional[int] = None
     steps_evaluated: Optional[int] = None
     training_ended: Optional[bool] = None
+    #: why an InProgress verdict is not final (the runner's ``not_final``: still training, waiting for a worker)
+    not_final: Optional[str] = None
     problems: List[str] = field(default_factory=list)  # what was wrong in the document
 
     @property
@@ -159,6 +161,8 @@ def parse(text: str, source: str) -> RuleResults:
     out.steps_evaluated = _int(doc.get("steps_evaluated"))
     if isinstance(doc.get("training_ended"), bool):
         out.training_ended = doc["training_ended"]
+    if isinstance(doc.get("not_final"), str):
+        out.not_final = _text(doc["not_final"])
     return out
 
 
