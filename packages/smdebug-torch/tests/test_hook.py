@@ -235,6 +235,33 @@ def test_frozen_parameters(out_dir):
     np.testing.assert_array_equal(trial.tensor("MLP_fc1.weight").value(0), trial.tensor("MLP_fc1.weight").value(2))
 
 
+class _PlainNamed(nn.Module):
+    """Parameters named as papers write them, not ``weight``/``bias``."""
+
+    def __init__(self):
+        super().__init__()
+        self.W = nn.Parameter(torch.randn(8, 20) * 0.1)
+        self.b_enc = nn.Parameter(torch.zeros(8))
+        self.pos = nn.Parameter(torch.randn(1, 20) * 0.1)
+        self.head = nn.Linear(8, 3)
+
+    def forward(self, x):
+        return self.head(torch.relu((x + self.pos) @ self.W.t() + self.b_enc))
+
+
+def test_parameters_named_neither_weight_nor_bias_are_weights_or_biases(out_dir):
+    model = _PlainNamed()
+    hook = make_hook(out_dir, save_config=smd.SaveConfig(save_interval=1))
+    hook.register_module(model)
+    initial = model.W.detach().clone().numpy()
+    train(model, 2, data=lambda: (torch.randn(16, 20), torch.randint(0, 3, (16,))), loss_fn=nn.CrossEntropyLoss())
+    hook.close()
+    trial = smd.create_trial(out_dir)
+    assert trial.tensor_names(collection="weights") == ["_PlainNamed_W", "_PlainNamed_head.weight", "_PlainNamed_pos"]
+    assert trial.tensor_names(collection="biases") == ["_PlainNamed_b_enc", "_PlainNamed_head.bias"]
+    np.testing.assert_array_equal(trial.tensor("_PlainNamed_W").value(0), initial)
+
+
 def test_gradient_accumulation_counts_optimizer_steps(out_dir):
     torch.manual_seed(0)
     model, loss_fn = MLP(), nn.CrossEntropyLoss()

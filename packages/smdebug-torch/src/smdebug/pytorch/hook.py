@@ -153,6 +153,7 @@ class Hook(BaseHook):
             self._names.setdefault(sub, qualified or self.model_name)
         self._names[inner] = self.model_name
         self._refresh_params()
+        self._file_unnamed_parameters()
         self.get_collection(CollectionKeys.INPUTS).include(layers.io_regex(self.model_name, "input"))
         self.get_collection(CollectionKeys.OUTPUTS).include(layers.io_regex(self.model_name, "output"))
         activations.add_to_collections(self, layers.activation_layers(inner, self._names.get))
@@ -162,6 +163,16 @@ class Hook(BaseHook):
         self._rewire_later()
 
     register_hook = register_module
+
+    def _file_unnamed_parameters(self) -> None:
+        """Put the parameters whose names say neither weight nor bias (``W``, ``pos_embed``, ``b_enc``, ``scale``)
+        in ``weights`` (two or more dimensions) or ``biases`` (fewer): the default collections find parameters
+        by name (1.0.x's patterns), and the rules that read weights would never see these."""
+        weights = self.get_collection(CollectionKeys.WEIGHTS)
+        biases = self.get_collection(CollectionKeys.BIASES)
+        for name, p in self._params:
+            if not any(c.matches_regex(name) or c.has_tensor_name(name) for c in (weights, biases)):
+                (weights if p.dim() >= 2 else biases).add_tensor_name(name)
 
     def register_loss(self, loss_module) -> None:
         """Save the outputs of a loss module (``<LossClass>_output_0``, in the ``losses`` collection).
