@@ -2,8 +2,11 @@
 
 Labels and predictions are saved tensors (e.g. ``hook.save_tensor("labels", y, "labels")``). Class ids are
 taken as follows: a tensor with one more dimension than its partner holds scores (probabilities, logits,
-one-hot vectors) and becomes its ``argmax`` over the last axis; other values are rounded to the nearest
-integer (so binary probabilities become 0/1 at 0.5); negative ids are ignored. When several label tensors
+one-hot vectors) and becomes its ``argmax`` over the last axis; labels are rounded to the nearest integer;
+predictions with one score per label are thresholded by what they are (:mod:`.prediction_scale`: the
+XGBoost objective or the recorded loss says probabilities, above 0.5, or raw margins, above 0; with no
+record, values without fractions are ids and values in [0, 1] probabilities, and other scores are not
+turned into classes at all: Confusion is then NotEvaluated and says why); negative ids are ignored. When several label tensors
 (``labels_0``, ``labels_1``...) are selected, they are paired in order of their trailing number with the
 prediction tensors; values saved by several workers are pooled.
 """
@@ -21,6 +24,7 @@ from smdebug.exceptions import SMDebugValueError
 from smdebug.rules.evaluation import looking_for
 from smdebug.rules.generic.activation_rules import _check_regexes, batches_at
 from smdebug.rules.generic.input_rules import StepSums
+from smdebug.rules.generic.prediction_scale import recorded_kind, scores_to_ids
 from smdebug.rules.generic.selection import collection_tensors, select_tensors
 from smdebug.rules.generic.xgboost_rules import _hyperparameter, booster_params, regression_objective
 from smdebug.rules.params import as_bool, as_float, as_int, as_list, as_optional_int, in_range
@@ -144,6 +148,23 @@ class _LabelsAndPredictions(Rule):
         for reason in self.__dict__.get("_not_classes", {}).values():
             self.not_applicable(reason)
 
+    def _prediction_ids(self, name: str, scores: np.ndarray) -> Optional[np.ndarray]:
+        """Class ids of ``scores``, one per label (no class axis), by what the run says they are (see
+        :mod:`.prediction_scale`: a ``binary:logitraw`` margin is class 1 above 0, a probability above 0.5);
+        None when nothing says (remembered: :meth:`_unscored` tells why)."""
+        ids, how = scores_to_ids(scores, recorded_kind(self.base_trial, name))
+        if ids is None:
+            self.__dict__.setdefault("_unscored_reasons", {})[name] = f"{name} holds {how}"
+            self._warn_once(("unscored", name), "%s: %s holds %s", self.rule_name, name, how)
+            return None
+        self.logger.debug("%s: class ids of %s taken as %s", self.rule_name, name, how)
+        return ids.reshape(-1)
+
+    def _unscored(self) -> Optional[str]:
+        """Why predictions were left unpaired: their scores say no class (see :meth:`_prediction_ids`)."""
+        reasons = self.__dict__.get("_unscored_reasons", {})
+        return "; ".join(reasons.values()) if reasons else None
+
     def _pairs(self, step: int, label_names: List[str], prediction_names: List[str],
                argmax: Optional[bool]) -> Tuple[Optional[np.ndarray], Optional[np.ndarray]]:
         """``(labels, predictions)`` as 1-D integer arrays of equal length for ``step`` (``predictions`` None
@@ -187,7 +208,9 @@ class _LabelsAndPredictions(Rule):
                 # argmax even with argmax=False, which would only leave them unpaired)
                 if argmax or (predictions.ndim == labels.ndim + 1 and predictions.shape[:-1] == labels.shape):
                     predictions = np.argmax(predictions, axis=-1) if predictions.ndim else predictions
-                predictions = _class_ids(predictions).reshape(-1)
+                    predictions = predictions.reshape(-1)
+                else:
+                    predictions = self._prediction_ids(prediction_names[i], predictions)
             labels = _class_ids(labels).reshape(-1)
             if predictions is not None and predictions.size != labels.size:
                 self._warn_once(("size", lname), "%s: %s has %d class ids but %s has %d; not paired",
@@ -323,7 +346,9 @@ class Confusion(_LabelsAndPredictions):
             return False
         matrix = self.confusion_matrix(step)
         if matrix is None:
-            self.not_evaluated("needs labels and predictions saved at the same step, with class ids that pair up")
+            unscored = self._unscored()
+            self.not_evaluated(unscored or "needs labels and predictions saved at the same step, with class ids "
+                               "that pair up")
             return False
         for i, row in enumerate(matrix):
             total = int(row.sum())

@@ -35,7 +35,8 @@ class UnnormalizedInput(Rule):
 
     Inspects the tensors of ``collection_names`` (``inputs``: the model's own inputs, which the hooks save
     there) with 2 dimensions (batch, features) or 3 (batch, time, features); images (4 dimensions and more)
-    are CheckInputImages' job. Integer-valued non-negative inputs are token or category ids, not
+    are CheckInputImages' job. Integer and boolean inputs of any rank (a 1-D batch of node or item ids as much
+    as ``(N, T)`` tokens) and integer-valued non-negative float tables are token or category ids, not
     measurements, and are skipped (the verdict is NotApplicable when the model's input is only images or
     ids). At a step where such an input was saved (at least ``min_samples`` rows,
     pooled over workers), per feature ``j`` (the last axis)::
@@ -45,6 +46,14 @@ class UnnormalizedInput(Rule):
     and the rule fires when ``max_j scale_j > threshold``. A standardised feature has scale about 1; a
     feature min-max scaled to [0, 1] below 1; features left as measured (areas, amounts, sensor readings)
     reach the hundreds or thousands.
+
+    It also fires when the model's input carries no information: a float table or sequence (at least
+    ``min_samples`` samples) whose samples are all identical (all zeros from an inverted mask, one sample
+    repeated) at every step that saved it, with no input of the model varying across its samples at those
+    steps; judged once training has ended, at its last save, and the finding names the input, its value and
+    the steps. The inputs are judged as a whole, never feature by feature: constant columns beside varying
+    ones (padding, a rare one-hot column, an image's border) are data, and a constant input beside a varying
+    one is constant by design (an RNN's zero initial state, a mask of ones).
 
     :param threshold: the largest tolerated feature scale (> 0). Default ``"50"``.
     :param min_samples: rows a save must hold to be judged (>= 2). Default ``"16"``.
@@ -77,38 +86,106 @@ class UnnormalizedInput(Rule):
         # verdict is NotApplicable if no step offered a table: the model takes no such input)
         for reason in self._not_tables.values():
             self.not_applicable(reason)
-        for name in select_tensors(self.base_trial, self.collection_names, self.tensor_regex):
-            for value in batches_at(self.base_trial, name, step):
-                if not value.size:
-                    continue
-                if value.ndim >= 4:
-                    self._not_table(name, f"the model's input is an image: {name} has {value.ndim} dimensions "
-                                          "(CheckInputImages judges images)")
-                    continue
-                if value.ndim not in (2, 3):
-                    continue
-                if value.dtype.kind in "iub" or (value.dtype.kind == "f" and value.min() >= 0
-                                                 and np.all(value == np.round(value))):
-                    self._not_table(name, f"the model's input is token or category ids: {name} holds "
-                                          "non-negative integers, not measurements")
-                    continue
-                if value.dtype.kind != "f":
-                    continue
-                x = value.reshape(-1, value.shape[-1]).astype(np.float64)
-                if x.shape[0] < self.min_samples or not np.all(np.isfinite(x)):
-                    continue
-                judged = True
+        names = select_tensors(self.base_trial, self.collection_names, self.tensor_regex)
+        saved = [(name, value) for name in names for value in batches_at(self.base_trial, name, step) if value.size]
+        constant = self._constant_inputs(step, saved)
+        for name, value in saved:
+            if value.ndim >= 4:
+                self._not_table(name, f"the model's input is an image: {name} has {value.ndim} dimensions "
+                                      "(CheckInputImages judges images)")
+                continue
+            if name in constant:
+                judged = True  # (judged as a whole: see _constant_inputs)
                 self.mark_evaluated(name)
-                scale = np.maximum(np.abs(x.mean(axis=0)), x.std(axis=0))
-                j = int(np.argmax(scale))
-                if scale[j] > self.threshold:
-                    return (f"{name}: feature {j} has scale {scale[j]:.4g} (mean {x[:, j].mean():.4g}, std "
-                            f"{x[:, j].std():.4g}) > threshold {self.threshold:g} over {x.shape[0]} rows; "
-                            f"{int((scale > self.threshold).sum())} of {x.shape[1]} features above it")
+                continue
+            if value.dtype.kind in "iub":
+                # (of any rank: a 1-D batch of node, user or item ids is as much an index as a (N, T) of tokens)
+                kind = "booleans, a mask or flags" if value.dtype.kind == "b" else "integers"
+                self._not_table(name, f"the model's input is token or category ids, not measurements: {name} "
+                                      f"holds {kind} ({value.ndim}-D; token, node, user or item ids)")
+                continue
+            if value.ndim not in (2, 3):
+                continue
+            if value.dtype.kind == "f" and value.min() >= 0 and np.all(value == np.round(value)):
+                self._not_table(name, f"the model's input is token or category ids: {name} holds "
+                                      "non-negative integers, not measurements")
+                continue
+            if value.dtype.kind != "f":
+                continue
+            x = value.reshape(-1, value.shape[-1]).astype(np.float64)
+            if x.shape[0] < self.min_samples or not np.all(np.isfinite(x)):
+                continue
+            judged = True
+            self.mark_evaluated(name)
+            scale = np.maximum(np.abs(x.mean(axis=0)), x.std(axis=0))
+            j = int(np.argmax(scale))
+            if scale[j] > self.threshold:
+                return (f"{name}: feature {j} has scale {scale[j]:.4g} (mean {x[:, j].mean():.4g}, std "
+                        f"{x[:, j].std():.4g}) > threshold {self.threshold:g} over {x.shape[0]} rows; "
+                        f"{int((scale > self.threshold).sum())} of {x.shape[1]} features above it")
+        if constant:
+            found = self._no_information(step)
+            if found:
+                return found
         if not judged:
             self.not_evaluated(f"judges steps where a float 2-D or 3-D input with at least min_samples="
                                f"{self.min_samples} rows was saved")
         return False
+
+    def _constant_inputs(self, step: int, saved: List[Tuple[str, np.ndarray]]) -> Dict[str, np.ndarray]:
+        """The float tables or sequences (2-D, 3-D, at least ``min_samples`` samples) saved at ``step`` whose
+        samples are all identical, when no input of the model saved there varies across its samples: then
+        the model is shown nothing that tells one sample from another (all zeros: an inverted mask, a wrong
+        column; one sample repeated). Judged for the inputs as a whole: a constant input beside one that
+        varies is a constant by design (an RNN's zero initial state, a mask of ones, one task's id), and a
+        constant feature beside others that vary (padding, a rare one-hot column, an image's border) is data.
+        Every such step is remembered; :meth:`_no_information` judges the run."""
+        tables, varies = {}, False
+        for name, value in saved:
+            if value.ndim < 1 or value.shape[0] < 2 or value.dtype.kind not in "fiub":
+                continue
+            rows = value.reshape(value.shape[0], -1)
+            same = bool(np.all(rows == rows[:1]))
+            if not same:
+                varies = True
+            elif (value.dtype.kind == "f" and value.ndim in (2, 3) and value.shape[0] >= self.min_samples
+                  and np.all(np.isfinite(rows))):
+                tables[name] = rows[0]
+        if not tables:
+            return {}
+        record = self.__dict__.setdefault("_constancy", {"steps": [], "varied": None, "values": {}})
+        if varies:
+            record["varied"] = record["varied"] if record["varied"] is not None else step
+            return {}
+        record["steps"].append(step)
+        for name, row in tables.items():
+            record["values"][name] = row
+        return tables
+
+    def _no_information(self, step: int) -> Optional[str]:
+        """The finding once training has ended, at the last save of the constant inputs, when at every step
+        that saved them no input of the model varied across its samples."""
+        record = self.__dict__["_constancy"]
+        names = sorted(record["values"])
+        last = max(s for n in names for s in self.base_trial.tensor(n).steps()[-1:])
+        if record["varied"] is not None or not self.base_trial.loaded_all_steps or step != last:
+            return None
+        steps = record["steps"]
+        described = []
+        for name in names:
+            row = record["values"][name]
+            if not np.any(row):
+                what = "every value 0"
+            elif np.all(row == row[0]):
+                what = f"every value {row[0]:.4g}"
+            else:
+                what = (f"each of its {row.size} values per sample the same in every sample, from "
+                        f"{row.min():.4g} to {row.max():.4g}")
+            described.append(f"{name} ({what})")
+        return (f"the model's input carries no information: every sample is identical at each of the {len(steps)} "
+                f"saves judged (steps {steps[0]}-{steps[-1]}): {'; '.join(described)}; no input tells one sample "
+                "from another (a preprocessing fault: a mask applied inverted, features dropped or zeroed, one "
+                "sample repeated)")
 
 
 #: PyTorch's regression losses (they broadcast an output and a target of different shapes, only warning)
