@@ -37,7 +37,12 @@ class WeightUpdateRatio(Rule):
     A weight the run saved no gradient of at ``p`` (the step whose update moves it towards ``s``), while it
     saved gradients of other weights there, is not being trained then (frozen on purpose for fine-tuning:
     ``requires_grad=False``, ``trainable=False``, left out of the optimizer; with gradual unfreezing, only until
-    its layer joins): its ratio of 0 is no fault and the small test skips it. So does a weight whose gradient
+    its layer joins): its ratio of 0 is no fault and the small test skips it. That holds for the output layer
+    too: a classifier head frozen by mistake at its random init (while the body trains) is not told apart from
+    one frozen on purpose -- LoRA, adapter and prompt tuning freeze a pretrained output layer while parameters
+    before it train, a tied input embedding frozen freezes the output projection with it, fixed-classifier
+    methods keep a random head -- because the run records neither which module's output feeds the loss nor
+    where a weight's first saved value came from (pretrained or freshly initialised). So does a weight whose gradient
     saved at ``p`` is exactly zero: nothing reached it then (the weights behind a layer that starts at zero get
     no gradient at the first step), so the optimizer had nothing to apply; a gradient that stays zero is
     VanishingGradient's finding. Nor is a *converged* weight: one whose gradient is negligible next to its own
