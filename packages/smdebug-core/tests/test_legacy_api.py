@@ -369,6 +369,41 @@ def test_error_handling_agent(tmp_path):
         singleton.del_hook()
 
 
+def test_error_handling_agent_hook_assignment_holds_until_the_next_hook(tmp_path):
+    """1.0.x's agent kept the hook last assigned to it (every hook's constructor assigned itself): a script
+    (or a test's teardown) that resets ``agent.hook = None`` gets the default-configuration behaviour back
+    even though a hook with a chosen configuration is still the current one, until another hook is built."""
+    from smdebug.core import singleton
+    from smdebug.core.utils import error_handling_agent
+
+    @error_handling_agent.catch_smdebug_errors(default_return_val="fallback")
+    def callback():
+        raise ValueError("callback broke")
+
+    try:
+        chosen = NumpyHook(out_dir=str(tmp_path / "a"), include_collections=["weights"])
+        with pytest.raises(ValueError):
+            callback()
+        error_handling_agent.hook = None  # reset: no hook decides
+        assert singleton.current_hook() is chosen and error_handling_agent.hook is None
+        with capture_smdebug_log():
+            assert callback() == "fallback"
+        assert error_handling_agent.disable_smdebug
+        error_handling_agent.disable_smdebug = False
+        NumpyHook(out_dir=str(tmp_path / "b"), include_collections=["weights"])  # a new hook takes over
+        with pytest.raises(ValueError):
+            callback()
+        default = NumpyHook(out_dir=str(tmp_path / "c"))
+        NumpyHook(out_dir=str(tmp_path / "d"), include_collections=["weights"])
+        error_handling_agent.set_hook(default)  # set_hook names the hook that decides, the same way
+        with capture_smdebug_log():
+            assert callback() == "fallback"
+    finally:
+        error_handling_agent.disable_smdebug = False
+        error_handling_agent.hook = None
+        singleton.del_hook()
+
+
 def test_record_trace_events_writes_chrome_trace_files(run_loc):
     from smdebug.core.timeline import TIMELINE_DIR
 

@@ -32,19 +32,26 @@ class ErrorHandlingAgent:
         def __init__(self):
             self.disable_smdebug = False
             self.logger = get_logger()
-            self._hook = None
+            # (the hook assigned, the process's current hook when it was assigned); None: never assigned
+            self._assigned = None
 
         @property
         def hook(self):
-            """The hook whose configuration decides (default: the process's current hook)."""
-            return self._hook if self._hook is not None else singleton.current_hook()
+            """The hook whose configuration decides: the hook built last in this process, as in 1.0.x, where
+            every hook's constructor assigned itself here. An assignment (``agent.hook = h``, ``set_hook``),
+            ``None`` included, holds until the next hook is built."""
+            current = singleton.current_hook()
+            if self._assigned is not None and self._assigned[1] is current:
+                return self._assigned[0]
+            return current
 
         @hook.setter
         def hook(self, hook) -> None:
-            self._hook = hook
+            # Compared by identity with the current hook later: a hook built after this assignment takes over.
+            self._assigned = (hook, singleton.current_hook())
 
         def set_hook(self, hook) -> None:
-            self._hook = hook
+            self.hook = hook
 
         def _default_configuration(self) -> bool:
             hook = self.hook
