@@ -177,7 +177,7 @@ class Hook(BaseHook):
     def register_loss(self, loss_module) -> None:
         """Save the outputs of a loss module (``<LossClass>_output_0``, in the ``losses`` collection).
 
-        For a classification loss (CrossEntropyLoss, NLLLoss, BCELoss, MultiMarginLoss) its inputs are also
+        For a classification loss (CrossEntropyLoss, NLLLoss, BCELoss, BCEWithLogitsLoss, MultiMarginLoss) its inputs are also
         the ``predictions`` (``<LossClass>_input_0``) and ``labels`` (``<LossClass>_input_1``) collections.
         """
         if not isinstance(loss_module, torch.nn.Module):

@@ -51,7 +51,8 @@ _KINDS = (
 )
 _CLASSES = tuple((tuple(getattr(torch.nn, n) for n in names if hasattr(torch.nn, n)), kind) for names, kind in _KINDS)
 #: (prediction: scores over classes, or one probability for BCELoss; target: class ids or 0/1)
-CLASSIFICATION_LOSSES = tuple(getattr(torch.nn, n) for n in ("CrossEntropyLoss", "NLLLoss", "BCELoss", "MultiMarginLoss")
+CLASSIFICATION_LOSSES = tuple(getattr(torch.nn, n) for n in ("CrossEntropyLoss", "NLLLoss", "BCELoss", "BCEWithLogitsLoss",
+                                                           "MultiMarginLoss")
                               if hasattr(torch.nn, n))
 
 

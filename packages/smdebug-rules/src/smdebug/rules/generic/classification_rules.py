@@ -103,6 +103,24 @@ def _pooled(trial, name: str, step: int) -> Optional[np.ndarray]:
         return values[0]
 
 
+def _yes_no_rows(labels: np.ndarray, predictions: Optional[np.ndarray]) -> Optional[str]:
+    """For labels of rows of 0/1 values (``(n, k)``, ``k > 1``, predicted by scores of the same shape, or
+    saved alone): ``"one-hot"`` when every row holds exactly one 1 (one class per sample, written one-hot),
+    else what they are (a multi-label classifier's targets, or one yes/no per position: counting their 0s
+    and 1s as two classes would call every task with rare labels imbalanced). None for anything else."""
+    if labels.ndim < 2 or labels.shape[-1] < 2 or not labels.size:
+        return None
+    if predictions is not None and predictions.shape != labels.shape:
+        return None
+    if labels.dtype.kind not in "fiub" or not np.all((labels == 0) | (labels == 1)):
+        return None
+    per_row = labels.reshape(-1, labels.shape[-1]).sum(axis=-1)
+    if np.all(per_row == 1):
+        return "one-hot"
+    return (f"rows of {labels.shape[-1]} yes/no targets (multi-label, or one per position; "
+            f"{int(np.sum(per_row != 1))} of {per_row.size} rows hold other than one 1)")
+
+
 #: what an XGBoost objective that is no classification's (see :data:`REGRESSION_OBJECTIVE_PREFIXES`) trains on
 _NOT_CLASSES = {
     "reg:": ("a regression", "values"),
@@ -189,6 +207,15 @@ class _LabelsAndPredictions(Rule):
             # a trailing axis of size 1 is no class axis: (n, 1) sigmoid outputs, (n, 1) sparse labels
             labels = _squeeze_last(labels)
             predictions = _squeeze_last(predictions) if predictions is not None else None
+            several = _yes_no_rows(labels, predictions)
+            if several == "one-hot":
+                labels = np.argmax(labels, axis=-1)
+                predictions = np.argmax(predictions, axis=-1) if predictions is not None else None
+            elif several:
+                self._warn_once(("yes/no", lname), "%s: %s holds %s; not judged", self.rule_name, lname, several)
+                self._no_classes(lname, f"{lname} holds {several}: each is its own yes/no target, not one class "
+                                        "per sample")
+                continue
             if predictions is not None and _predicts_values(labels, predictions):
                 # integer targets predicted by continuous values on their own scale: counts, ratings,
                 # relevance grades of a regression or ranking, not classes
@@ -206,7 +233,8 @@ class _LabelsAndPredictions(Rule):
                                                          int(predictions.shape[-1]))
                 # (scores per class, one axis more than the labels, are never class ids themselves: taken by
                 # argmax even with argmax=False, which would only leave them unpaired)
-                if argmax or (predictions.ndim == labels.ndim + 1 and predictions.shape[:-1] == labels.shape):
+                # (argmax=True asks for the class axis's argmax: per-label scores, one per label, have none)
+                if predictions.ndim == labels.ndim + 1 and (argmax or predictions.shape[:-1] == labels.shape):
                     predictions = np.argmax(predictions, axis=-1) if predictions.ndim else predictions
                     predictions = predictions.reshape(-1)
                 else:
