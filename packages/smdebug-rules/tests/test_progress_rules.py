@@ -359,6 +359,64 @@ def test_overfit_tensor_regex(tmp_path):
     assert invoke_rule(Overfit(trial, tensor_regex="w/other", window="1", rise_percent="0", ratio_threshold="0")) == [5]
 
 
+def test_overfit_sustained_rise_is_judged_by_trend_significance(tmp_path):
+    # window 1; best validation 0.5 at k = 1, then +0.05 at each evaluation while training falls in order:
+    # validation never 21 times training (ratio_threshold); the evaluations from the best on are in perfect
+    # order, n of them giving Kendall's one-sided p 0.014 (n = 5), 0.0043 (n = 6)
+    train = [1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3]
+    val = [1.0, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8]
+    trial = run(tmp_path, evaluations(train, val))
+    w1 = dict(window="1")
+    assert invoke_rule(Overfit(trial, **w1)) == [13, 15]  # k = 6: n = 6
+    assert invoke_rule(Overfit(trial, significance="0.015", **w1)) == [11, 13, 15]  # k = 5: n = 5
+    assert invoke_rule(Overfit(trial, significance="0.004", **w1)) == [15]  # n = 7: p 0.0013
+    assert invoke_rule(Overfit(trial, significance="0", **w1)) == []  # the gap condition alone: not met
+    rule = Overfit(trial, **w1)
+    invoke_rule(rule)
+    assert rule.last_reason.startswith("loss: overfitting: median validation loss 0.5 at its best (step 3) -> 0.8 "
+                                       "(+60.0%, rise_percent 10; no noise per evaluation) ")
+    assert ("while the median training loss fell 0.9 -> 0.3: over the 7 evaluations from the best median's on, "
+            "validation rose and training fell steadily (trend p-values 0.0013 and 0.0013 <= significance 0.01)"
+            in rule.last_reason)
+    # the same rise with a training loss that does not fall in order is not judged a trend of overfitting
+    flat = [1.0, 0.5, 0.5, 0.49, 0.5, 0.49, 0.5, 0.49]
+    assert invoke_rule(Overfit(run(tmp_path / "flat", evaluations(flat, val)), **w1)) == []
+
+
+def test_overfit_sustained_rise_must_last_as_long_as_the_descent(tmp_path):
+    # best at k = 3 (4 evaluations up to it); the rise after it is judged from k = 3 + 4 on
+    train = [1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2]
+    val = [1.0, 0.8, 0.6, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75]
+    trial = run(tmp_path, evaluations(train, val))
+    assert invoke_rule(Overfit(trial, window="1", significance="0.015")) == [15, 17]
+
+
+def test_overfit_fires_when_validation_never_improved_while_training_converged(tmp_path):
+    # window 1: validation flat (no noise: any improvement would count) at the level of the first training
+    # loss, training falling to a tenth of it by k = 5
+    train = [1.0, 0.8, 0.5, 0.3, 0.2, 0.09, 0.05]
+    trial = run(tmp_path, evaluations(train, [1.0] * 7))
+    w1 = dict(window="1")
+    assert invoke_rule(Overfit(trial, **w1)) == [11, 13]
+    assert invoke_rule(Overfit(trial, train_progress_percent="95", **w1)) == [13]
+    assert invoke_rule(Overfit(trial, never_improved="false", **w1)) == []
+    rule = Overfit(trial, **w1)
+    invoke_rule(rule)
+    assert rule.last_reason.startswith(
+        "loss: no generalisation: the validation loss never improved: median 1 at the first evaluations, 1 at its "
+        "best (step 1; no noise per evaluation), never below the training loss the model "
+        "started from (1), while the median training loss fell to 0.05 (-95.0%, train_progress_percent 90)")
+    # a validation loss below the loss the model started from: it learned something that carries over
+    assert invoke_rule(Overfit(run(tmp_path / "below", evaluations(train, [0.99] * 7)), **w1)) == []
+    # a validation loss that improved (beyond its noise: 0 here) did generalise
+    improved = [1.0, 1.0, 1.0, 1.0, 1.0, 0.98, 0.98]
+    assert invoke_rule(Overfit(run(tmp_path / "improved", evaluations(train, improved)), **w1)) == []
+    # the loss the model started from is its first training save, or the mean before the first evaluation
+    # if higher (2 saves before it: 1.0 then 3.0, mean 2.0 above a validation flat at 1.5)
+    steps = [(TRAIN, {"loss": 1.0})] + evaluations([3.0] + train[1:], [1.5] * 7)
+    assert invoke_rule(Overfit(run(tmp_path / "mean", steps), **w1)) == []
+
+
 def test_overfit_parameters(tmp_path):
     trial = run(tmp_path, [{"loss": 1.0}])
     rule = Overfit(trial, tensor_regex="a,b", start_step="3", patience="2", ratio_threshold="0.5", window="4",
@@ -366,9 +424,16 @@ def test_overfit_parameters(tmp_path):
     assert (rule.tensor_regex, rule.start_step, rule.patience, rule.ratio_threshold) == (["a", "b"], 3, 2, 0.5)
     assert (rule.window, rule.rise_percent) == (4, 5.0)
     assert (Overfit(trial).ratio_threshold, Overfit(trial).window, Overfit(trial).rise_percent) == (20.0, 3, 10.0)
+    rule = Overfit(trial, significance="0.05", never_improved="false", train_progress_percent="50")
+    assert (rule.significance, rule.never_improved, rule.train_progress_percent) == (0.05, False, 50.0)
+    assert (Overfit(trial).significance, Overfit(trial).never_improved, Overfit(trial).train_progress_percent) == (
+        0.01, True, 90.0)
     for kwargs, message in [({"patience": "0"}, "patience must be >= 1"), ({"start_step": "-1"}, "start_step must be >= 0"),
                             ({"ratio_threshold": "ten percent"}, "ratio_threshold must be a number"),
-                            ({"window": "0"}, "window must be >= 1"), ({"rise_percent": "-1"}, "rise_percent")]:
+                            ({"window": "0"}, "window must be >= 1"), ({"rise_percent": "-1"}, "rise_percent"),
+                            ({"significance": "0.6"}, "significance"), ({"significance": "-0.01"}, "significance"),
+                            ({"never_improved": "maybe"}, "never_improved"),
+                            ({"train_progress_percent": "101"}, "train_progress_percent")]:
         with pytest.raises(SMDebugValueError, match=message):
             Overfit(trial, **kwargs)
 

@@ -8,6 +8,7 @@ also used by the other training-progress rules of this package (the loss-curve r
 from __future__ import annotations
 
 import bisect
+import math
 import re
 from typing import Dict, List, NamedTuple, Optional, Sequence, Set, Tuple
 
@@ -375,6 +376,8 @@ class ValidationPasses:
         self._values: List[float] = []  # their values (saves with only reductions have none)
         self._trains: List[float] = []  # TRAIN values since the last pass
         self._train: Optional[float] = None  # the latest training mean
+        #: the loss's first TRAIN save: the model before it learned (or as early as the run shows it)
+        self.first_train: Optional[float] = None
 
     def extend(self, upto: int) -> int:
         """Read the loss's saves up to global step ``upto``; returns how many passes ended (new ones)."""
@@ -397,6 +400,8 @@ class ValidationPasses:
                 value = self.saved.mean(self.name, g)
                 if value is not None:
                     self._trains.append(value)
+                    if self.first_train is None:
+                        self.first_train = value
         self._done = max(self._done, end)
         if self._open and self._ended(steps[end] if end < len(steps) else None):
             self._close(steps[end] if end < len(steps) else None)
@@ -520,6 +525,45 @@ def running_medians(values: List[float], window: int) -> List[float]:
     return [float(np.median(values[i - window + 1:i + 1])) for i in range(window - 1, len(values))]
 
 
+def evaluation_noise(values: Sequence[float]) -> float:
+    """The noise of one evaluation, estimated from the curve itself: the robust spread (1.4826 x median absolute
+    deviation) of its successive differences, over sqrt(2) -- a difference of two evaluations carries the
+    noise of both, and a trend shifts every difference alike, so it does not count as noise. 0 for fewer
+    than 3 values."""
+    if len(values) < 3:
+        return 0.0
+    d = np.diff(np.asarray(values, dtype=np.float64))
+    return float(1.4826 * np.median(np.abs(d - np.median(d))) / np.sqrt(2))
+
+
+#: the most values the trend test compares pairwise (a longer series is thinned evenly)
+TREND_POINTS = 256
+
+
+def trend_p_value(values: Sequence[float], rising: bool) -> float:
+    """One-sided p-value of Kendall's trend test (Mann-Kendall) that ``values`` rise (``rising``) or fall in
+    their order: the chance that values in random order would be as ordered. Rank-based, so the size of single
+    noisy evaluations does not matter, only how consistently they move one way. Normal approximation with a
+    continuity correction (conservative for short series: 5 values in perfect order give 0.014 against an exact
+    0.008); 1.0 for fewer than 3 values. A series longer than :data:`TREND_POINTS` is thinned to that many
+    evenly spaced values first (the test compares every pair: its cost grows with the square of the length;
+    thinning keeps the order and only makes the test more cautious)."""
+    x = np.asarray(values, dtype=np.float64)
+    if len(x) > TREND_POINTS:
+        x = x[np.linspace(0, len(x) - 1, TREND_POINTS).round().astype(int)]
+    n = len(x)
+    if n < 3:
+        return 1.0
+    s = float(np.sum(np.sign(x[None, :] - x[:, None])[np.triu_indices(n, 1)]))
+    if not rising:
+        s = -s
+    var = n * (n - 1) * (2 * n + 5) / 18.0
+    if s <= 0:
+        return 1.0
+    z = (s - 1) / np.sqrt(var)
+    return float(0.5 * math.erfc(z / np.sqrt(2)))
+
+
 class Overfit(Rule):
     """Fires when the validation (EVAL) loss rises above its best while the training (TRAIN) loss keeps
     falling, and sits above the training loss: the model learns its training set at the expense of data it
@@ -552,6 +596,32 @@ class Overfit(Rule):
     loss, the original's only test), nor is one noisy evaluation: the validation loss must have *turned*,
     by ``rise_percent`` of its best, in medians of several evaluations, while training went on improving.
 
+    Two more conditions judge the same at an evaluation ``k`` (``patience`` counts evaluations in a row where
+    any of the three holds), from the curves' own noise rather than from the gap -- ``ratio_threshold``'s gap is only reached once
+    the training loss nears 0, so overfitting caught earlier, or a validation loss that was never any good,
+    passed unseen. ``sigma`` is the noise of one evaluation of the validation loss, estimated from the
+    evaluations so far (:func:`evaluation_noise`: the robust spread of successive differences, so a trend is
+    not counted as noise).
+
+    * **a sustained rise** (``significance > 0``): ``rose`` and ``learned`` as above, the rise beyond noise
+      (``V[k] - V[b] > 3 sigma``), validation above training (``V[k] > T[k]``), at least as many evaluations
+      after the best median's as up to it (the rise lasted as long as the descent: a shorter bump, which a
+      healthy curve can make and leave again, is not judged yet), and, over the evaluations from the best
+      ``b`` to ``k``, the validation losses rising and the training losses falling in order, each at
+      one-sided significance ``significance`` by Kendall's trend test (:func:`trend_p_value`). One turn of
+      noise, or a validation loss that wanders up and down around a plateau, is not ordered enough; a model
+      that memorises its training set pushes its validation loss up evaluation after evaluation, long before
+      its training loss reaches 0.
+    * **never generalised** (``never_improved``): the validation loss never improved -- its best median is
+      within ``3 sigma`` of its first one, ``V[0] - V[b] <= 3 sigma`` -- and never got below the training loss
+      the model started from (``V[b] >= L0``, ``L0`` the loss's first TRAIN save or, if higher, ``train[0]``),
+      while the training loss fell by ``train_progress_percent`` of it (``T[k] <= L0 * (1 -
+      train_progress_percent / 100)``, a positive ``L0``): whatever the model learned on its training
+      set did not carry over at all. Training and validation data that differ (validation prepared otherwise,
+      targets scaled with other statistics, a feature leaked into the training set only) look like this. A
+      healthy model that reaches its best validation loss before the first evaluation is well below the
+      loss it started from.
+
     :param tensor_regex: regexes of the loss tensors (list or comma-separated string). Default None.
     :param start_step: first global step evaluated. Default ``"0"``.
     :param patience: consecutive evaluations (validation passes) needed (>= 1). Default ``"1"``.
@@ -563,10 +633,17 @@ class Overfit(Rule):
     :param window: evaluations (validation passes) per median (>= 1). Default ``"3"``.
     :param rise_percent: how far above its best the smoothed validation loss must be, in percent (>= 0).
         Default ``"10"``.
+    :param significance: the one-sided significance level of the trend tests of the sustained-rise condition
+        (0-0.5; ``"0"`` turns that condition off). Default ``"0.01"``.
+    :param never_improved: judge the never-generalised condition. Default ``"True"``.
+    :param train_progress_percent: how much the training loss must have fallen for the never-generalised
+        condition, in percent of the loss the model started from, ``L0`` (0-100). Default ``"90"`` (an
+        order of magnitude, as Overtraining's).
     """
 
     def __init__(self, base_trial, tensor_regex=None, start_step="0", patience="1", ratio_threshold="20",
-                 window="3", rise_percent="10", other_trials=None, action_str=None):
+                 window="3", rise_percent="10", significance="0.01", never_improved="True",
+                 train_progress_percent="90", other_trials=None, action_str=None):
         super().__init__(base_trial, other_trials=other_trials, action_str=action_str)
         name = self.rule_name
         self.tensor_regex = as_list(name, "tensor_regex", tensor_regex)
@@ -580,6 +657,10 @@ class Overfit(Rule):
         self.rise_percent = as_float(name, "rise_percent", rise_percent)
         if not (self.rise_percent >= 0 and np.isfinite(self.rise_percent)):
             raise SMDebugValueError(f"{name}: rise_percent must be a finite number >= 0, got {rise_percent!r}")
+        self.significance = in_range(name, "significance", as_float(name, "significance", significance), 0, 0.5)
+        self.never_improved = as_bool(name, "never_improved", never_improved)
+        self.train_progress_percent = in_range(name, "train_progress_percent",
+                                               as_float(name, "train_progress_percent", train_progress_percent), 0, 100)
         self._saved = SavedSteps(base_trial)
         self._losses = LossSelection(base_trial, [], self.tensor_regex, use_losses_collection=not self.tensor_regex,
                                      scalar_fallback=not self.tensor_regex)
@@ -588,6 +669,7 @@ class Overfit(Rule):
         self._previous: Optional[int] = None  # the step invoked before
 
     def _condition(self, ev: Evaluations, k: int) -> Tuple[bool, str]:
+        """(met, why) at evaluation ``k``: the first of the three conditions met, in the class docstring's order."""
         w = self.window
         V = running_medians(ev.val[:k + 1], w)
         T = running_medians(ev.train[:k + 1], w)
@@ -596,13 +678,39 @@ class Overfit(Rule):
         rose = v > vb + abs(vb) * self.rise_percent / 100
         learned = t < tb
         gap = (v - t) / abs(t) if t else float("inf")
-        met = rose and learned and gap > self.ratio_threshold
-        why = (f"median validation loss {vb:.4g} at its best ({describe_pass(ev.passes[b + w - 1])}) -> {v:.4g} "
-               f"(+{(v - vb) / abs(vb) if vb else float('inf'):.1%}, rise_percent {self.rise_percent:g}) while the "
-               f"median training loss fell {tb:.4g} -> {t:.4g}; validation {gap:.1%} above training "
-               f"(ratio_threshold {self.ratio_threshold:g}); medians of {w} evaluations"
-               f"{describe_passes(ev.passes[:k + 1])}")
-        return met, why
+        passes = f"medians of {w} evaluations{describe_passes(ev.passes[:k + 1])}"
+        turned = (f"overfitting: median validation loss {vb:.4g} at its best ({describe_pass(ev.passes[b + w - 1])}) "
+                  f"-> {v:.4g} (+{(v - vb) / abs(vb) if vb else float('inf'):.1%}, rise_percent {self.rise_percent:g}")
+        if rose and learned and gap > self.ratio_threshold:
+            return True, (f"{turned}) while the median training loss fell {tb:.4g} -> {t:.4g}; validation {gap:.1%} "
+                          f"above training (ratio_threshold {self.ratio_threshold:g}); {passes}")
+        sigma = evaluation_noise(ev.val[:k + 1])
+        # (evaluations after the best median's window, and up to its end: a turn is judged once it lasted as
+        # long as the descent before it -- a bump shorter than that is the curve wandering, as often as not)
+        after, before = k - (b + w - 1), b + w
+        if self.significance > 0 and rose and learned and v - vb > 3 * sigma and v > t and after >= before:
+            # (raw evaluations from the start of the best median's window to k: the stretch since the best)
+            p_val = trend_p_value(ev.val[b:k + 1], rising=True)
+            p_train = trend_p_value(ev.train[b:k + 1], rising=False)
+            if p_val <= self.significance and p_train <= self.significance:
+                noise = f"{(v - vb) / sigma:.1f} times its noise {sigma:.3g}" if sigma else "no noise"
+                return True, (f"{turned}; {noise} per evaluation) while the median training loss fell {tb:.4g} -> "
+                              f"{t:.4g}: over the {k + 1 - b} evaluations from the best median's on, validation "
+                              f"rose and training fell steadily (trend p-values {p_val:.2g} and {p_train:.2g} <= "
+                              f"significance {self.significance:g}); {passes}")
+        # (the loss the model started from: its first training save, or the mean up to the first evaluation if
+        # higher -- a model that learned much before its first evaluation is not judged by what it had learned)
+        l0, v0 = max(ev.reader.first_train, ev.train[0]), V[0]
+        if (self.never_improved and l0 > 0 and v0 - vb <= 3 * sigma and vb >= l0
+                and t <= l0 * (1 - self.train_progress_percent / 100)):
+            noise = f"within 3 times its noise {sigma:.3g}" if sigma else "no noise"
+            return True, (f"no generalisation: the validation loss never improved: median {v0:.4g} at the first "
+                          f"evaluations, {vb:.4g} at its best ({describe_pass(ev.passes[b + w - 1])}; {noise} per "
+                          f"evaluation), never below the training loss the model started from ({l0:.4g}), while the "
+                          f"median training loss fell to {t:.4g} (-{(l0 - t) / l0:.1%}, train_progress_percent "
+                          f"{self.train_progress_percent:g}): what the model learned did not carry over to the "
+                          f"validation data (training and validation data prepared differently?); {passes}")
+        return False, ""
 
     def invoke_at_step(self, step):
         judged = ended = False
@@ -633,7 +741,7 @@ class Overfit(Rule):
                 streak += 1
                 j -= 1
             if streak >= self.patience:
-                return (f"{name}: overfitting: {why}"
+                return (f"{name}: {why}"
                         + (f"; for {self.patience} evaluations" if self.patience > 1 else ""))
         if not judged:
             if ended:
