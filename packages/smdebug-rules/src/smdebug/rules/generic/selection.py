@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import re
 import weakref
-from typing import Dict, Iterable, List, Optional, Set
+from typing import Dict, Iterable, List, Optional, Set, Tuple
 
-from smdebug.exceptions import MissingEventFile, TensorUnavailableForStep
+import numpy as np
+
+from smdebug.exceptions import MissingEventFile, StepUnavailable, TensorUnavailableForStep
 from smdebug.rules.evaluation import looking_for
 
 
@@ -197,6 +199,29 @@ def value_at(trial, name: str, step: int, **kwargs):
         raise
     except TensorUnavailableForStep:
         return None
+
+
+def values_by_worker(trial, name: str, step: int) -> List[Tuple[Optional[str], np.ndarray]]:
+    """``[(worker, value)]``: the tensor's value at ``step`` from each worker that saved one (``worker`` None when
+    only one did, as :func:`value_at`). A run whose workers all save a tensor (``include_workers="all"``) may
+    hold a NaN in one worker's copy only: reading the first worker's would miss it."""
+    tensor = trial.tensor(name)
+    try:
+        workers = tensor.workers(step)
+    except (TensorUnavailableForStep, StepUnavailable):
+        return []
+    if len(workers) <= 1:
+        value = value_at(trial, name, step)
+        return [] if value is None else [(None, value)]
+    found = []
+    for worker in sorted(workers):
+        try:
+            found.append((worker, np.asarray(tensor.value(step, worker=worker))))
+        except MissingEventFile:
+            raise
+        except TensorUnavailableForStep:  # only reductions or a shape saved by that worker
+            continue
+    return found
 
 
 def reduction_at(trial, name: str, step: int, reduction: str, abs: bool = False):

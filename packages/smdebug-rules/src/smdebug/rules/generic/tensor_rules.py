@@ -15,6 +15,7 @@ from smdebug.rules.generic.selection import (
     select_tensors,
     trained_parameters,
     value_at,
+    values_by_worker,
 )
 from smdebug.rules.evaluation import note_read
 from smdebug.rules.params import as_bool, as_float, as_int, as_list, in_range
@@ -51,20 +52,27 @@ class _TensorRule(Rule):
         self.not_evaluated(f"the tensors it inspects are empty (shape with a 0): {', '.join(empty[:3])}"
                            + (", ..." if len(empty) > 3 else ""))
 
-    def values(self, step):
-        """(name, value) of the inspected numeric tensors saved at ``step`` that hold values. An empty tensor
-        (shape (0,)) is no evidence either way: a step where every inspected tensor was empty is not
-        evaluated."""
+    def values(self, step, every_worker: bool = False):
+        """(name, value) of the inspected numeric tensors saved at ``step`` that hold values; ``every_worker``:
+        each worker's copy when several workers saved one, named ``<name> (worker <w>)`` (else the first
+        worker's, by the trial's rule). An empty tensor (shape (0,)) is no evidence either way: a step where
+        every inspected tensor was empty is not evaluated."""
         empty = []
         held = False
         for name in self.tensors():
-            value = value_at(self.base_trial, name, step)
-            if value is not None and value.dtype.kind in "fciub":
+            if every_worker:
+                copies = values_by_worker(self.base_trial, name, step)
+            else:
+                value = value_at(self.base_trial, name, step)
+                copies = [] if value is None else [(None, value)]
+            for worker, value in copies:
+                if value.dtype.kind not in "fciub":
+                    continue
                 if value.size == 0:
                     empty.append(name)
                     continue
                 held = True
-                yield name, value
+                yield (name if worker is None else f"{name} (worker {worker})"), value
         if empty and not held:
             self._not_evaluated_empty(empty)
 
@@ -89,7 +97,8 @@ class ExplodingTensor(_TensorRule):
         self.only_nan = as_bool(self.rule_name, "only_nan", only_nan)
 
     def invoke_at_step(self, step):
-        for name, value in self.values(step):
+        # (every worker's copy: a NaN in one worker's gradients, with include_workers="all", is no less a NaN)
+        for name, value in self.values(step, every_worker=True):
             nans = int(np.isnan(value).sum())
             infs = 0 if self.only_nan else int(np.isinf(value).sum())
             if nans or infs:
