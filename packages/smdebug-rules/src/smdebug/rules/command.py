@@ -18,28 +18,14 @@ from __future__ import annotations
 # smdebug.rules.cli, imported by run().
 import argparse
 
+from smdebug.cli._common import MAX_PAUSE, pause_seconds, wait_seconds
+
 #: findings of one rule printed as they happen; the rest are counted (the verdict table and --output have all)
 LIVE_FINDINGS_PER_RULE = 3
 
-#: the longest pause between two looks at a followed run (time.sleep overflows near 1e300)
-MAX_POLL_INTERVAL = 86400.0
+#: the longest pause between two looks at a followed run (the core CLI's: time.sleep overflows near 1e300)
+MAX_POLL_INTERVAL = MAX_PAUSE
 
-
-def _timeout(text: str) -> float:
-    """--timeout: seconds, 0 or more (inf: no limit). NaN or a negative time is no time to wait."""
-    value = float(text)
-    if not value >= 0:  # (NaN fails too)
-        raise argparse.ArgumentTypeError(f"{text!r} is not a time to wait: give seconds, 0 or more (or inf)")
-    return value
-
-
-def _poll_interval(text: str) -> float:
-    """--poll-interval: seconds, more than 0 and at most MAX_POLL_INTERVAL."""
-    value = float(text)
-    if not 0 < value <= MAX_POLL_INTERVAL:  # (NaN fails too; 0 would poll without pause)
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a pause between polls: give seconds, more than 0 and at most {MAX_POLL_INTERVAL:g}")
-    return value
 
 RUN_DESCRIPTION = """\
 Evaluate rules over a run, step by step: a finished run, or (--follow) a run while it trains.
@@ -119,9 +105,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--start-step", type=int, default=0, metavar="N")
     run.add_argument("--end-step", type=int, default=None, metavar="N", help="first step not evaluated")
     run.add_argument("--follow", action="store_true", help="keep evaluating new steps until training ends")
-    run.add_argument("--timeout", type=_timeout, default=None, metavar="SECONDS",
+    run.add_argument("--timeout", type=wait_seconds, default=None, metavar="SECONDS",
                      help="stop following after this (inf: no limit)")
-    run.add_argument("--poll-interval", type=_poll_interval, default=0.5, metavar="SECONDS",
+    run.add_argument("--poll-interval", type=pause_seconds, default=0.5, metavar="SECONDS",
                      help=f"how often to look for new steps while following (at most {MAX_POLL_INTERVAL:g})")
     run.add_argument("--stop-training", action="store_true",
                      help="stop the training job writing the run as soon as any rule fires")

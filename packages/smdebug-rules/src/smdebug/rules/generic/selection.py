@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import re
 import weakref
-from typing import Dict, Iterable, List, Optional, Set, Tuple
-
-import numpy as np
+from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Set, Tuple
 
 from smdebug.exceptions import MissingEventFile, StepUnavailable, TensorUnavailableForStep
 from smdebug.rules.evaluation import looking_for
+
+if TYPE_CHECKING:  # (numpy is not imported at module level: `smdebug --help` reaches this module)
+    import numpy as np
 
 
 class NamePattern:
@@ -201,7 +202,7 @@ def value_at(trial, name: str, step: int, **kwargs):
         return None
 
 
-def values_by_worker(trial, name: str, step: int) -> List[Tuple[Optional[str], np.ndarray]]:
+def values_by_worker(trial, name: str, step: int) -> "List[Tuple[Optional[str], np.ndarray]]":
     """``[(worker, value)]``: the tensor's value at ``step`` from each worker that saved one (``worker`` None when
     only one did, as :func:`value_at`). A run whose workers all save a tensor (``include_workers="all"``) may
     hold a NaN in one worker's copy only: reading the first worker's would miss it."""
@@ -213,6 +214,8 @@ def values_by_worker(trial, name: str, step: int) -> List[Tuple[Optional[str], n
     if len(workers) <= 1:
         value = value_at(trial, name, step)
         return [] if value is None else [(None, value)]
+    import numpy as np
+
     found = []
     for worker in sorted(workers):
         try:
