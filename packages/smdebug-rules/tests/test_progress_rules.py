@@ -629,7 +629,7 @@ def test_poor_weight_initialization_activation_variance_ratio_per_layer(tmp_path
         "activation inputs: variance ratio 16 over 2 layers (16 per layer) > threshold 10 at step 0 "
         "(b_relu_input: 16, a_relu_input: 1)")
     assert invoke_rule(PoorWeightInitialization(trial, activation_inputs_regex="tanh_input|a_relu")) == [0, 1, 2]
-    # three layers, variances 1, 4, 16: 4 per layer (PyTorch's default init shrinks it about 3-fold per layer)
+    # three layers, variances 1, 4, 16: 4 per layer (PyTorch's default weights alone shrink it 3-fold per layer)
     step3 = {"a_relu_input": [-1.0, 1.0], "b_relu_input": [-2.0, 2.0], "c_relu_input": [-4.0, 4.0]}
     trial3 = run(tmp_path / "three", [step3], include_regex=["_input"])
     assert invoke_rule(PoorWeightInitialization(trial3)) == []
