@@ -71,3 +71,27 @@ def test_one_hot_targets_are_one_class_per_sample(tmp_path):
     r = class_imbalance(train(tmp_path, x, y, nn.CrossEntropyLoss(), 12))
     assert r.status == NO_ISSUES, (r.status, r.detail, [f.reason for f in r.findings])
     assert r.steps_evaluated > 0
+
+
+def test_a_multi_label_batch_that_looks_one_hot_stays_multi_label(tmp_path):
+    # step 0: rows with 0, 1 or 2 labels; step 1: by chance every row has exactly one (all the first label)
+    import numpy as np
+
+    from _hooks import NumpyHook
+    from smdebug import SaveConfig
+
+    hook = NumpyHook(out_dir=str(tmp_path), save_config=SaveConfig(save_interval=1))
+    rng = np.random.default_rng(0)
+    first = (rng.random((64, 4)) < 0.3).astype(np.float32)
+    second = np.zeros((64, 4), np.float32)
+    second[:, 0] = 1
+    for labels in (first, second):
+        hook.begin_step()
+        hook.save_tensor("targets", labels, "labels")
+        hook.save_tensor("scores", rng.normal(size=(64, 4)).astype(np.float32), "predictions")
+        hook.save_tensor("loss", np.float32(1.0), "losses")
+        hook.end_step()
+    hook.close()
+    r = class_imbalance(tmp_path)
+    assert r.status == NOT_APPLICABLE, (r.status, r.detail, [f.reason for f in r.findings])
+    assert "yes/no" in r.detail

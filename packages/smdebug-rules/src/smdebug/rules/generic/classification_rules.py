@@ -208,10 +208,17 @@ class _LabelsAndPredictions(Rule):
             labels = _squeeze_last(labels)
             predictions = _squeeze_last(predictions) if predictions is not None else None
             several = _yes_no_rows(labels, predictions)
-            if several == "one-hot":
+            # (a tensor that held multi-label rows once is multi-label at every save: a small batch of it can
+            # hold exactly one 1 per row by chance)
+            multi_label = self.__dict__.setdefault("_multi_label", set())
+            if several == "one-hot" and lname not in multi_label:
                 labels = np.argmax(labels, axis=-1)
                 predictions = np.argmax(predictions, axis=-1) if predictions is not None else None
+            elif several == "one-hot":
+                self._say_no_classes()
+                continue
             elif several:
+                multi_label.add(lname)
                 self._warn_once(("yes/no", lname), "%s: %s holds %s; not judged", self.rule_name, lname, several)
                 self._no_classes(lname, f"{lname} holds {several}: each is its own yes/no target, not one class "
                                         "per sample")
