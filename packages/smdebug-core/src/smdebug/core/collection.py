@@ -6,6 +6,7 @@ import json
 import re
 from typing import Iterable, List, Optional, Set
 
+from smdebug.core.names import name_list
 from smdebug.core.reduction_config import ReductionConfig, _as_bool
 from smdebug.core.run_regex import Budget, BoundedPatterns, PatternError, compile_pattern
 from smdebug.core.save_config import SaveConfig, schedule_changed
@@ -87,35 +88,6 @@ def mutation_count() -> int:
 
 
 _COLLECTION_KEYS = {"name", "include_regex", "tensor_names", "reduction_config", "save_config", "save_histogram"}
-
-
-def tensor_name_list(value, what: str, allow_none: bool = False) -> List[str]:
-    """``value`` (a tensor name, or an iterable of names; None: none, where allowed) as a list of plain
-    strings, else SMDebugTypeError naming ``what``. A name that is not a string used to be kept, and the run's collections
-    file holding it was refused by every reader (the whole run unreadable)."""
-    if value is None and allow_none:
-        return []
-    if isinstance(value, str):
-        items = [value]
-    elif isinstance(value, (bytes, bytearray, dict)) or not hasattr(value, "__iter__"):
-        raise SMDebugTypeError(f"{what} takes a tensor name or a list of names, got {_shown(value)}")
-    else:
-        try:
-            items = list(value)
-        except Exception as e:  # noqa: BLE001 - a user's iterable may raise anything
-            raise SMDebugTypeError(f"{what}: could not read the names ({type(e).__name__})") from None
-    bad = [n for n in items if not isinstance(n, str)]
-    if bad:
-        raise SMDebugTypeError(f"{what} takes tensor names (strings), got {_shown(bad[0])}")
-    return [str.__str__(n) for n in items]  # (a str subclass as its text: its own methods never run later)
-
-
-def _shown(value) -> str:
-    try:
-        shown = repr(value)
-    except Exception:  # noqa: BLE001 - a user's object's __repr__ may raise
-        shown = f"a {type(value).__name__}"
-    return shown if len(shown) <= 200 else shown[:200] + "..."
 
 
 class Collection:
@@ -209,12 +181,12 @@ class Collection:
 
     @tensor_names.setter
     def tensor_names(self, value):
-        self._tensor_names = set(tensor_name_list(value, f"collection {self.name!r}: tensor_names", allow_none=True))
+        self._tensor_names = set(name_list(value, f"collection {self.name!r}: tensor_names", "tensor", allow_none=True))
         self._touch()
 
     def add_tensor_name(self, name: str) -> None:
         if name.__class__ is not str:
-            name = tensor_name_list([name], f"collection {self.name!r}: add_tensor_name")[0]
+            name = name_list([name], f"collection {self.name!r}: add_tensor_name", "tensor")[0]
         if name not in self._tensor_names:
             self._tensor_names.add(name)
             self._touch()

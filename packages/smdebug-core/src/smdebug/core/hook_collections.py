@@ -17,12 +17,11 @@ from smdebug.core.collection import (
     Collection,
     CollectionKeys,
     mutation_count,
-    tensor_name_list,
 )
 from smdebug.core.locations import collections_file_name
 from smdebug.core.logger import get_logger
 from smdebug.core.modes import ModeKeys
-from smdebug.core.names import clipped, did_you_mean
+from smdebug.core.names import clipped, did_you_mean, name_list
 from smdebug.core.reduction_config import ReductionConfig
 from smdebug.core.save_config import SaveConfig, schedule_changes
 from smdebug.exceptions import InvalidCollectionConfiguration, InvalidConfigurationError, SMDebugTypeError
@@ -85,7 +84,7 @@ class HookCollections:
         """Add tensor names (a name or a list of names) to a collection, creating it if needed.
         SMDebugTypeError, before anything changes, for anything else (an int raised a bare TypeError; a
         list of ints was kept and made the run's collections file unreadable)."""
-        names = tensor_name_list(args, "add_to_collection")
+        names = name_list(args, "add_to_collection", "tensor")
         coll = self.get_collection(collection_name)
         for n in names:
             coll.add_tensor_name(n)

@@ -15,6 +15,7 @@ from smdebug.core import save_plan
 from smdebug.core.collection import Collection, CollectionKeys
 from smdebug.core.hook_collections import SCALAR_PREFIX
 from smdebug.core.hook_guard import guarded as _guarded
+from smdebug.core.names import name_list, shown
 from smdebug.core.reductions import REDUCTION_PREFIX, parse_reduction_tensor_name
 from smdebug.core.save_plan import SavePlan
 from smdebug.core.snapshot import POOL_MIN_BYTES, snapshot
@@ -39,15 +40,6 @@ def tensor_name_problem(name) -> Optional[str]:
     return None
 
 
-def _shown(name) -> str:
-    """``repr(name)`` for a message, clipped; never raises (a user's object's ``__repr__`` may)."""
-    try:
-        shown = repr(name)
-    except Exception:  # noqa: BLE001
-        shown = f"a {type(name).__name__}"
-    return shown if len(shown) <= 200 else shown[:200] + "..."
-
-
 def _error_text(e: BaseException) -> str:
     try:
         text = str(e)
@@ -63,33 +55,14 @@ def check_timestamp(value, what: str = "timestamp", allow_none: bool = True) -> 
     if value is None and allow_none:
         return None
     if isinstance(value, bool) or not isinstance(value, Real):
-        raise SMDebugTypeError(f"{what} must be a number of seconds, got {_shown(value)}")
+        raise SMDebugTypeError(f"{what} must be a number of seconds, got {shown(value)}")
     try:
         as_float = float(value)
     except (TypeError, ValueError, OverflowError) as e:
-        raise SMDebugTypeError(f"{what} must be a number of seconds, got {_shown(value)} ({e})") from None
+        raise SMDebugTypeError(f"{what} must be a number of seconds, got {shown(value)} ({e})") from None
     if not math.isfinite(as_float):
         raise SMDebugValueError(f"{what} must be a finite number of seconds, got {as_float!r}")
     return as_float
-
-
-def collection_names_of(value) -> List[str]:
-    """``collections_to_write`` of ``save_tensor`` as a list: a collection name, or an iterable of names.
-    SMDebugTypeError for anything else (an int used to reach ``list()`` and disable the hook)."""
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, (bytes, bytearray, dict)) or not hasattr(value, "__iter__"):
-        raise SMDebugTypeError(f"collections_to_write must be a collection name or a list of names, got "
-                               f"{_shown(value)}")
-    try:
-        names = list(value)
-    except Exception as e:  # noqa: BLE001 - a user's iterable may raise anything
-        raise SMDebugTypeError(f"collections_to_write could not be read as a list of names "
-                               f"({_error_text(e)})") from None
-    bad = [n for n in names if not isinstance(n, str)]
-    if bad:
-        raise SMDebugTypeError(f"collections_to_write must hold collection names (strings), got {_shown(bad[0])}")
-    return names
 
 
 class HookSaving:
@@ -232,7 +205,7 @@ class HookSaving:
         call and message without disabling the hook. A subclass of str is taken as its plain text, so that
         its own methods (``__hash__``, ``__format__``...) never run inside the hook."""
         if not isinstance(name, str) or not name:
-            raise SMDebugTypeError(f"{call} needs a non-empty {what}, got {_shown(name)}")
+            raise SMDebugTypeError(f"{call} needs a non-empty {what}, got {shown(name)}")
         name = str.__str__(name)
         stored = prefix + name + suffix
         problem = tensor_name_problem(stored)
@@ -291,13 +264,13 @@ class HookSaving:
         try:
             timestamp = check_timestamp(timestamp)
         except (SMDebugTypeError, SMDebugValueError) as e:
-            raise type(e)(f"the scalar {_shown(name)} is not saved: {e}") from None
+            raise type(e)(f"the scalar {shown(name)} is not saved: {e}") from None
         host = self._convert_value(tname, value)
         if host is None:
             return
         arr = make_numpy_array(host)
         if arr.size != 1:
-            raise SMDebugTypeError(f"save_scalar({_shown(name)}) needs a single value, got shape {arr.shape}")
+            raise SMDebugTypeError(f"save_scalar({shown(name)}) needs a single value, got shape {arr.shape}")
         if self.dry_run or not self._is_writer:
             return
         if self.worker is None:
@@ -342,9 +315,9 @@ class HookSaving:
         if tensor_name is None:
             return
         try:
-            names = collection_names_of(collections_to_write)
+            names = name_list(collections_to_write, "collections_to_write", "collection")
         except SMDebugTypeError as e:
-            raise SMDebugTypeError(f"the tensor {_shown(tensor_name)} is not saved: {e}") from None
+            raise SMDebugTypeError(f"the tensor {shown(tensor_name)} is not saved: {e}") from None
         pending = None
         if not self._in_step:
             host = self._convert_value(tensor_name, tensor_value)

@@ -1,5 +1,6 @@
 """Names in messages: close-name suggestions for names a user typed (collections, tensors, rules: "did you
-mean ...?"), and names from a run made printable."""
+mean ...?"), names from a run made printable, a user's value shown in an error; and the check of the names
+a user passes (a name, or a list of names)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,41 @@ import difflib
 import re
 from typing import Iterable, List
 
+from smdebug.exceptions import SMDebugTypeError
+
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def shown(value, limit: int = 200) -> str:
+    """``repr(value)`` for a message, clipped to ``limit`` characters; never raises (a user's object's
+    ``__repr__`` may)."""
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001
+        text = f"a {type(value).__name__}"
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def name_list(value, what: str, kind: str, allow_none: bool = False) -> List[str]:
+    """``value`` (one ``kind`` name, or an iterable of them; None: none, where allowed) as a list of plain
+    strings, else SMDebugTypeError naming ``what``: before anything changes, on the caller's thread. (An int
+    reached ``list()`` and disabled the hook; a list of ints was kept, and the run's collections file holding
+    it was refused by every reader.) A str subclass is taken as its text: its own methods never run later."""
+    if value is None and allow_none:
+        return []
+    if isinstance(value, str):
+        items = [value]
+    elif isinstance(value, (bytes, bytearray, dict)) or not hasattr(value, "__iter__"):
+        raise SMDebugTypeError(f"{what} takes a {kind} name or a list of names, got {shown(value)}")
+    else:
+        try:
+            items = list(value)
+        except Exception as e:  # noqa: BLE001 - a user's iterable may raise anything
+            raise SMDebugTypeError(f"{what}: could not read the names ({type(e).__name__})") from None
+    bad = [n for n in items if not isinstance(n, str)]
+    if bad:
+        raise SMDebugTypeError(f"{what} takes {kind} names (strings), got {shown(bad[0])}")
+    return [str.__str__(n) for n in items]
 
 
 def printable(text: str) -> str:
