@@ -327,6 +327,7 @@ def test_a_run_waiting_for_a_worker_is_not_final_and_says_why(tmp_path):
     assert proc.returncode == 4, proc.stdout + proc.stderr
     assert "result: InProgress (exit status 4)" in proc.stdout
     assert "training still running" not in proc.stdout
+    assert "its workers ended, but not as many as its collections say" in proc.stdout
     not_final = next(line for line in proc.stdout.splitlines() if line.startswith("not final: "))
     assert "the collections say 2 workers" in not_final and "worker_0" in not_final
     assert re.search(r"read as ended in about \d+s", not_final), not_final
@@ -335,6 +336,7 @@ def test_a_run_waiting_for_a_worker_is_not_final_and_says_why(tmp_path):
                    env={"SMDEBUG_ENDED_WORKERS_WAIT": "0"})
     document = json.loads(proc.stdout)
     assert proc.returncode == 0 and document["status"] == NO_ISSUES and document["not_final"] is None
+    assert document["waiting_for_workers"] is False
 
 
 @pytest.mark.parametrize("args, why", [

@@ -242,7 +242,7 @@ def verdict_table(result: RunResult) -> str:
 
     if result.training_ended:
         state = "training ended"
-    elif getattr(result, "not_final", None) and "worker name" in result.not_final:
+    elif result.waiting_for_workers:
         state = "its workers ended, but not as many as its collections say"
     else:
         state = "training still running"

@@ -73,6 +73,9 @@ class RunResult:
     interrupted: bool = False
     #: why the verdict is not final, when the run had not ended (None once it has)
     not_final: Optional[str] = None
+    #: the run had not ended because fewer workers than its collections name ever wrote, all of them ended
+    #: (the trial waits SMDEBUG_ENDED_WORKERS_WAIT for a late one)
+    waiting_for_workers: bool = False
     last_step: Optional[int] = None
     #: steps of the run the runner went through (each rule's own count is RuleResult.steps_evaluated)
     steps_evaluated: int = 0

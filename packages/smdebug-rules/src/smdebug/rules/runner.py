@@ -194,6 +194,7 @@ def run_rules(
         timed_out = follow and deadline is not None and time.monotonic() >= deadline
         result.not_final = why_not_final(trial, follow=follow, timed_out=timed_out,
                                          interrupted=result.interrupted)
+        result.waiting_for_workers = bool(getattr(trial, "missing_workers_note", None))
     for a in active:
         _conclude(a.result, a.rule, trial, complete)
         _emit(on_event, "done", a.result, None)
