@@ -20,9 +20,9 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence
 import numpy as np
 
 from smdebug.core.collection import NON_HISTOGRAM_COLLECTIONS
-from smdebug.core.locations import RUN_FOLDERS, run_part_at
+from smdebug.core.locations import RUN_FOLDERS
 from smdebug.core.modes import ModeKeys
-from smdebug.core.storage.base import is_s3_path
+from smdebug.core.output_guard import run_part_of
 from smdebug.core.storage.factory import get_storage
 from smdebug.core.tensorboard import TensorBoardWriter, histogram_tag
 from smdebug.exceptions import SMDebugValueError, TensorUnavailableForStep
@@ -78,12 +78,11 @@ def export_tensorboard(
     :raises SMDebugValueError: ``out_dir`` already holds TensorBoard event files, or is inside a run's own
         folders (``events``, ``index``, ``collections``...), which its readers read back.
     """
-    if not is_s3_path(out_dir):
-        inside = run_part_at(out_dir)
-        if inside is not None:
-            raise SMDebugValueError(
-                f"refusing to export into {out_dir}: it is in the {inside[1]!r} part of the run {inside[0]}, "
-                f"which the run's hook wrote; export outside the run's {', '.join(RUN_FOLDERS)} folders")
+    inside = run_part_of(out_dir)  # (on S3 too: S3 exports into a run's own folders went unchecked)
+    if inside is not None:
+        raise SMDebugValueError(
+            f"refusing to export into {out_dir}: it is in the {inside[1]!r} part of the run {inside[0]}, "
+            f"which the run's hook wrote; export outside the run's {', '.join(RUN_FOLDERS)} folders")
     storage = get_storage(out_dir)
     existing = [k for k in storage.list("") if k.endswith(".tfevents")]
     if existing:

@@ -167,14 +167,26 @@ def write_stdout(data: bytes) -> None:
     sys.stdout.buffer.flush()
 
 
-def check_output(path: str, inputs: Sequence[Tuple[str, str]] = ()) -> None:
+def check_output(path: str, inputs: Sequence[Tuple[str, str]] = (), s3_ok: bool = False) -> None:
     """Before a command reads or evaluates anything: refuse an output path it must never replace (a device,
     a folder, a run's own files: ``safe_fs.check_output_path``'s errors), one of the command's own
     ``inputs`` (``(what, local path)``: the page would replace the verdicts it shows) or one it could not
-    write (CliError). ``-`` (stdout) is the caller's to check (:func:`check_stdout`)."""
+    write (CliError). ``-`` (stdout) is the caller's to check (:func:`check_stdout`).
+
+    ``s3://`` outputs: for a command that writes them (``s3_ok``), refused inside a run's own files there
+    too; for one that writes local files only, refused (it wrote a local folder named ``s3:`` and said
+    it wrote to S3)."""
+    from smdebug.core.output_guard import refuse_run_output
+    from smdebug.core.storage.base import is_s3_path
     from smdebug.core.storage.safe_fs import check_output_path, output_problem
 
     if path == STDOUT:
+        return
+    if is_s3_path(path):
+        if not s3_ok:
+            raise CliError(f"cannot write {path}: this command writes a local file only; write it to stdout "
+                           f"with -o - and copy that (aws s3 cp - {path})")
+        refuse_run_output(path.strip())
         return
 
     check_output_path(os.path.abspath(os.path.expanduser(path)))

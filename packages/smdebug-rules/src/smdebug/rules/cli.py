@@ -159,8 +159,8 @@ def _run(args) -> int:
     try:
         for request in args.rules or ():  # a typo is a usage error, found before anything is read
             find_rule(request["name"])
-        if args.output and not args.output.strip().startswith("s3://"):
-            check_output(args.output)  # (/dev/null, a FIFO, an unwritable folder: said before the rules run)
+        if args.output:  # (/dev/null, a FIFO, an unwritable folder, a run's own files: said before the rules run)
+            check_output(args.output, s3_ok=True)
         range_steps = (args.start_step, args.end_step) if (args.start_step or args.end_step) else None
         # a job that is just starting has no collection files yet: --follow waits for them (up to --timeout)
         wait = (args.timeout if args.follow else 0.0)
