@@ -126,7 +126,7 @@ class HookOutput:
             if is_s3_path(self.tensorboard_dir):
                 logger.warning("smdebug: TensorBoard output to S3 is not supported; no TensorBoard files written")
             else:
-                self._tb = TensorBoardWriter(self.tensorboard_dir)
+                self._tb = TensorBoardWriter(self.tensorboard_dir, keep_going=True)
         self._export_collections()
 
     def _claim(self, worker=None) -> bool:

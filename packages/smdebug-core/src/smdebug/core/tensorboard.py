@@ -24,6 +24,7 @@ import numpy as np
 from smdebug.core.storage.safe_fs import create_new
 
 from smdebug.core.locations import step_str
+from smdebug.core.logger import get_logger
 from smdebug.core.modes import ModeKeys
 from smdebug.core.storage.base import Storage
 from smdebug.core.tfevent.proto.event_pb2 import Event
@@ -96,12 +97,42 @@ class TensorBoardWriter:
 
     ``storage``: write the files through it (each one appears whole at :meth:`close`) instead of as
     local files flushed as they grow; ``directory`` is then only used in messages.
+
+    ``keep_going`` (the hook's copy): a failure to write (a ``tensorboard_dir`` that is a file or
+    ``/dev/null``, no permission, a full disk) stops the TensorBoard files only, with one error naming the
+    folder; the calls after it do nothing. It used to reach the hook's writer thread as a failure of the
+    run, and the hook stopped saving: a bad TensorBoard folder cost every step of the run itself.
+    Without it (``smdebug export``) the failure is raised: the export is the whole job.
     """
 
-    def __init__(self, directory: str, storage: Optional[Storage] = None):
+    def __init__(self, directory: str, storage: Optional[Storage] = None, keep_going: bool = False):
         self.directory = os.path.expanduser(directory)
         self._storage = storage
         self._files: Dict[ModeKeys, object] = {}
+        self._keep_going = keep_going
+        self.failure: Optional[BaseException] = None  # what stopped a keep_going writer
+
+    def _guarded(self, fn, *args) -> bool:
+        """Run ``fn``; False when it did not run or failed (``keep_going``), else its failure is raised."""
+        if self.failure is not None:
+            return False
+        if not self._keep_going:
+            fn(*args)
+            return True
+        try:
+            fn(*args)
+            return True
+        except Exception as e:  # noqa: BLE001 - an auxiliary output never stops the run's own saving
+            self.failure = e
+            get_logger().error("smdebug: cannot write TensorBoard files to %s (%s: %s). TensorBoard output "
+                               "stops; the run itself is still saved.", self.directory, type(e).__name__, e)
+            files, self._files = list(self._files.values()), {}
+            for f in files:
+                try:
+                    f.close() if self._storage is None else f.abort()
+                except Exception:  # noqa: BLE001 - (the folder is already known to be broken)
+                    pass
+            return False
 
     def _file(self, mode: ModeKeys, step: int):
         f = self._files.get(mode)
@@ -115,7 +146,10 @@ class TensorBoardWriter:
             f = self._files[mode] = _new_events_file(folder, f"{step_str(step)}_{os.getpid()}_{socket.gethostname()}")
         return f
 
-    def _write(self, mode, step, fill, wall_time: Optional[float] = None) -> None:
+    def _write(self, mode, step, fill, wall_time: Optional[float] = None) -> bool:
+        return self._guarded(self._write_event, mode, step, fill, wall_time)
+
+    def _write_event(self, mode, step, fill, wall_time: Optional[float]) -> None:
         ev = Event()
         ev.wall_time = time.time() if wall_time is None else wall_time
         ev.step = step
@@ -139,11 +173,13 @@ class TensorBoardWriter:
             v.tag = sanitize_tag(tag)
             fill_histogram(v.histo, arr)
 
-        self._write(mode, step, fill)
-        return True
+        return self._write(mode, step, fill)
 
     def write_graph(self, mode: ModeKeys, step: int, graph_def: bytes, wall_time=None) -> None:
         """A graph event (``Event.graph_def``: a serialized GraphDef, as TensorBoard's graph view reads)."""
+        self._guarded(self._write_graph, mode, step, graph_def, wall_time)
+
+    def _write_graph(self, mode, step, graph_def, wall_time) -> None:
         ev = Event()
         ev.wall_time = time.time() if wall_time is None else wall_time
         ev.step = step
@@ -152,8 +188,7 @@ class TensorBoardWriter:
 
     def flush(self) -> None:
         if self._storage is None:
-            for f in self._files.values():
-                f.flush()
+            self._guarded(lambda: [f.flush() for f in self._files.values()])
 
     def close(self) -> None:
         self._finish(keep=True)
@@ -163,6 +198,9 @@ class TensorBoardWriter:
         self._finish(keep=False)
 
     def _finish(self, keep: bool) -> None:
+        self._guarded(self._finish_files, keep)
+
+    def _finish_files(self, keep: bool) -> None:
         files, self._files = list(self._files.values()), {}
         for f in files:
             if self._storage is None:
