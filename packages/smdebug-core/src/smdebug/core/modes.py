@@ -25,7 +25,7 @@ class ModeKeys(Enum):
                 return cls[value.strip().upper()]
             except KeyError:
                 pass
-        elif isinstance(value, int):
+        elif isinstance(value, int) and not isinstance(value, bool):  # (True is no mode)
             try:
                 return cls(value)
             except ValueError:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from smdebug.core.error_base import SMDebugTypeError
+from smdebug.core.error_base import SMDebugTypeError, SMDebugValueError
 
 from smdebug.core.tfevent.stored_dtypes import stored_form
 
@@ -61,7 +61,9 @@ def compute_reduction(value: np.ndarray, op: str, abs: bool = False):
         return np.prod(x)
     if op == "median":
         return np.median(x)
-    raise ValueError(f"Unknown reduction {op!r}")
+    # (SMDebugValueError, still a ValueError: a user's reduction name, e.g. reduction_value(step, "l9"))
+    raise SMDebugValueError(f"Unknown reduction {op!r}; choose from min, max, mean, std, variance, sum, prod, "
+                            "median, l1, l2")
 
 
 def reduction_tensor_name(tensor_name: str, op: str, abs: bool, keep_device_suffix: bool = False) -> str:

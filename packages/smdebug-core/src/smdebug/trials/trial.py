@@ -675,6 +675,7 @@ class Trial:
         return self._steps_for(mode, show_incomplete_steps)
 
     def _steps_for(self, mode, show_incomplete_steps: bool) -> List[int]:
+        mode = _mode_arg(mode)
         if mode == ModeKeys.GLOBAL:
             return [s for s in self._steps if show_incomplete_steps or self._is_complete(s)]
         mapping = self._mode_to_global.get(mode, {})
@@ -693,6 +694,7 @@ class Trial:
         return self._global_to_mode.get(global_step, (None, None))
 
     def global_step(self, mode, mode_step: int) -> Optional[int]:
+        mode = _mode_arg(mode)
         if mode == ModeKeys.GLOBAL:
             return mode_step
         return self._mode_to_global.get(mode, {}).get(mode_step)
@@ -709,6 +711,8 @@ class Trial:
         return self._has_passed_step(step, mode)
 
     def _has_passed_step(self, step: int, mode=ModeKeys.GLOBAL) -> StepState:
+        _check_step(step)
+        mode = _mode_arg(mode)
         all_steps = self._steps_for(mode, show_incomplete_steps=True)
         i = bisect.bisect_left(all_steps, step)
         if i < len(all_steps):
@@ -729,6 +733,7 @@ class Trial:
         reaching it, and TimeoutError after ``timeout`` seconds (None: no limit).
         """
         start = time.monotonic()
+        mode = _mode_arg(mode)
         for step in required_steps:
             _check_step(step)
         for step in sorted(required_steps):
@@ -753,6 +758,7 @@ class Trial:
     def tensor_names(self, show_prefixed_tensors: bool = False, *, step=None, mode=ModeKeys.GLOBAL,
                      regex=None, collection=None) -> List[str]:
         self.maybe_refresh()
+        mode = _mode_arg(mode)
         if regex is not None and collection is not None:
             raise ValueError("Pass either regex or collection to tensor_names, not both")
         if step is None:
@@ -901,6 +907,7 @@ class Trial:
 
     # --- what a Tensor reads through (smdebug.core.tensor.TensorReader) -------------------------------
     def tensor_steps(self, name: str, mode, show_incomplete: bool) -> List[int]:
+        mode = _mode_arg(mode)
         self._parse_pending()
         if self._step_index_backlog:
             self._index_steps()
@@ -919,6 +926,7 @@ class Trial:
 
     def _step_files(self, step: int, mode) -> Dict[str, IndexFile]:
         _check_step(step)
+        mode = _mode_arg(mode)
         g = step if mode == ModeKeys.GLOBAL else self.global_step(mode, step)
         files = self._files.get(g) if g is not None else None
         if files is None:
@@ -935,12 +943,14 @@ class Trial:
         return files
 
     def index_files_with_tensor(self, name: str, step: int, mode) -> List[IndexFile]:
+        mode = _mode_arg(mode)
         files = [f for f in self._step_files(step, mode).values() if f.has_tensor(name)]
         if not files:
             raise TensorUnavailableForStep(name, step, mode)
         return files
 
     def index_file_for(self, name: str, step: int, mode, worker: Optional[str]) -> IndexFile:
+        mode = _mode_arg(mode)
         files = self._step_files(step, mode)
         if worker is None and len(files) == 1:  # one worker: the usual case, no sorting
             for f in files.values():
@@ -1114,6 +1124,7 @@ class Trial:
 
     def read_records(self, name: str, steps: Sequence[int], mode, worker: Optional[str]) -> List[np.ndarray]:
         """Values of one tensor at many steps, reading neighbouring records in as few requests as possible."""
+        mode = _mode_arg(mode)
         tensor = self.tensor(name)
         plan = []
         for s in steps:
@@ -1202,6 +1213,16 @@ def _check_wait(seconds) -> Optional[float]:
     if seconds != seconds:
         raise SMDebugValueError("wait_for_collections is NaN: give seconds, float('inf') (no limit) or None")
     return float(seconds)
+
+
+def _mode_arg(mode) -> ModeKeys:
+    """A mode argument as a ModeKeys (its name in any case, or its value, is accepted as ``to_dataframe``
+    accepts them): ``steps(mode="train")`` answered [] and ``value(1, mode="TRAIN")`` "not saved", a
+    mode that was no mode taken for one with no data. None is the default, GLOBAL (it answered nothing, as
+    a mode without steps). Anything else is SMDebugValueError."""
+    if isinstance(mode, ModeKeys):
+        return mode
+    return ModeKeys.GLOBAL if mode is None else ModeKeys.parse(mode)
 
 
 def _check_step(step) -> None:
