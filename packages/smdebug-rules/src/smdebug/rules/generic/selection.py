@@ -12,7 +12,8 @@ import re
 import weakref
 from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Set, Tuple
 
-from smdebug.exceptions import MissingEventFile, StepUnavailable, TensorUnavailableForStep
+from smdebug.core.modes import ModeKeys
+from smdebug.exceptions import InvalidWorker, MissingEventFile, StepUnavailable, TensorUnavailableForStep
 from smdebug.rules.evaluation import looking_for
 
 if TYPE_CHECKING:  # (numpy is not imported at module level: `smdebug --help` reaches this module)
@@ -173,13 +174,13 @@ class GradientsByStep:
         found = self._gradients_at(step)
         return None if found is None else set(found)
 
-    def all_zero(self, name: str, step: int) -> bool:
-        """Whether the gradient of parameter ``name`` saved at global step ``step`` is exactly zero everywhere
-        (False when it was not saved there, or only as reductions without a maximum)."""
+    def all_zero(self, name: str, step: int, worker: Optional[str] = None) -> bool:
+        """Whether the gradient of parameter ``name`` saved at global step ``step`` (by ``worker`` when given) is
+        exactly zero everywhere (False when it was not saved there, or only as reductions without a maximum)."""
         gradient = (self._gradients_at(step) or {}).get(name)
         if gradient is None:
             return False
-        largest = reduction_at(self.trial, gradient, step, "max", abs=True)
+        largest = reduction_at(self.trial, gradient, step, "max", abs=True, worker=worker)
         return largest is not None and scalar(largest) == 0
 
     def frozen(self, name: str, steps: Iterable[int]) -> Optional[bool]:
@@ -192,63 +193,91 @@ class GradientsByStep:
 
 
 def value_at(trial, name: str, step: int, **kwargs):
-    """The tensor's value at ``step``, or None if it was not saved there (only reductions, or not at all)."""
+    """The tensor's value at ``step``, or None if it was not saved there (only reductions, or not at all; with
+    ``worker=``, not by that worker)."""
     tensor = trial.tensor(name)
     try:
         return tensor.value(step, **kwargs)
     except MissingEventFile:
         raise
-    except TensorUnavailableForStep:
+    except (TensorUnavailableForStep, InvalidWorker):
         return None
 
 
-def values_by_worker(trial, name: str, step: int) -> "List[Tuple[Optional[str], np.ndarray]]":
-    """``[(worker, value)]``: the tensor's value at ``step`` from each worker that saved one (``worker`` None when
-    only one did, as :func:`value_at`). A run whose workers all save a tensor (``include_workers="all"``) may
-    hold a NaN in one worker's copy only: reading the first worker's would miss it."""
-    tensor = trial.tensor(name)
+def workers_at(trial, name: str, step: int, mode=None) -> List[str]:
+    """The workers that saved anything of the tensor at ``step`` (a step of ``mode``; GLOBAL when None), sorted;
+    [] when none did. A rule that keeps state across steps keys it by these names: worker_1's weights are no
+    update of worker_0's."""
     try:
-        workers = tensor.workers(step)
+        return trial.tensor(name).workers(step, ModeKeys.GLOBAL if mode is None else mode)
     except (TensorUnavailableForStep, StepUnavailable):
         return []
+
+
+def values_by_worker(trial, name: str, step: int, mode=None) -> "List[Tuple[Optional[str], np.ndarray]]":
+    """``[(worker, value)]``: the tensor's value at ``step`` (a step of ``mode``) from each worker that saved one
+    (``worker`` None when only one did, as :func:`value_at`). A run whose workers all save a tensor
+    (``include_workers="all"``) may hold a NaN in one worker's copy only: reading the first worker's would miss
+    it."""
+    workers = workers_at(trial, name, step, mode)
+    kwargs = {} if mode is None else {"mode": mode}
     if len(workers) <= 1:
-        value = value_at(trial, name, step)
+        value = value_at(trial, name, step, **kwargs) if workers else None
         return [] if value is None else [(None, value)]
     import numpy as np
 
     found = []
-    for worker in sorted(workers):
-        try:
-            found.append((worker, np.asarray(tensor.value(step, worker=worker))))
-        except MissingEventFile:
-            raise
-        except TensorUnavailableForStep:  # only reductions or a shape saved by that worker
-            continue
+    for worker in workers:
+        value = value_at(trial, name, step, worker=worker, **kwargs)
+        if value is not None:  # (None: only reductions or a shape saved by that worker)
+            found.append((worker, np.asarray(value)))
     return found
 
 
-def reduction_at(trial, name: str, step: int, reduction: str, abs: bool = False):
-    """A reduction of the tensor at ``step`` (stored, else computed from the value), or None if neither
-    was saved there."""
+def worker_named(name: str, worker: Optional[str]) -> str:
+    """How a finding names one worker's copy of a tensor: ``<name> (worker <w>)``; ``name`` alone for a tensor
+    one worker saved (``worker`` None), so a run of one worker reads as it always did."""
+    return name if worker is None else f"{name} (worker {worker})"
+
+
+def first_finding(failing: "List[Tuple[Optional[str], str]]") -> Optional[str]:
+    """The finding of a tensor whose copies are at fault on the workers ``failing`` (``[(worker, reason)]``,
+    workers in order): the first worker's reason (its own numbers), then which other workers' copies are at
+    fault too. Healthy DDP workers hold identical copies, so a fault of one is often a fault of all: said once,
+    naming the others, not once per worker. None when ``failing`` is empty."""
+    if not failing:
+        return None
+    reason = failing[0][1]
+    others = [w for w, _ in failing[1:] if w is not None]
+    if not others:
+        return reason
+    shown = ", ".join(others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
+    return f"{reason}; also on {shown}"
+
+
+def reduction_at(trial, name: str, step: int, reduction: str, abs: bool = False, worker: Optional[str] = None):
+    """A reduction of the tensor at ``step`` (stored, else computed from the value; ``worker``'s copy when
+    given), or None if neither was saved there."""
     tensor = trial.tensor(name)
     try:
-        return tensor.reduction_value(step, reduction, abs=abs)
+        return tensor.reduction_value(step, reduction, abs=abs, worker=worker)
     except MissingEventFile:
         raise
-    except TensorUnavailableForStep:
+    except (TensorUnavailableForStep, InvalidWorker):
         return None
 
 
-def ndim_at(trial, name: str, step: int):
-    """The number of dimensions of the tensor saved at ``step`` (from the index, without reading the value),
-    or None when unknown (only reductions saved, or a run that did not record shapes)."""
+def ndim_at(trial, name: str, step: int, worker: Optional[str] = None):
+    """The number of dimensions of the tensor saved at ``step`` (from the index, without reading the value;
+    ``worker``'s copy when given), or None when unknown (only reductions saved, or a run that did not record
+    shapes)."""
     from smdebug.exceptions import ShapeUnavailableForStep
 
     try:
-        return len(trial.tensor(name).shape(step))
+        return len(trial.tensor(name).shape(step, worker=worker))
     except MissingEventFile:
         raise
-    except (TensorUnavailableForStep, ShapeUnavailableForStep):
+    except (TensorUnavailableForStep, ShapeUnavailableForStep, InvalidWorker):
         return None
 
 

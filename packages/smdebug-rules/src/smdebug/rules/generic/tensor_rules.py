@@ -10,12 +10,15 @@ from smdebug.exceptions import SMDebugValueError
 from smdebug.rules.generic.selection import (
     GradientsByStep,
     every_tensor,
+    first_finding,
     reduction_at,
     scalar,
     select_tensors,
     trained_parameters,
     value_at,
     values_by_worker,
+    worker_named,
+    workers_at,
 )
 from smdebug.rules.evaluation import note_read
 from smdebug.rules.params import as_bool, as_float, as_int, as_list, in_range
@@ -52,27 +55,26 @@ class _TensorRule(Rule):
         self.not_evaluated(f"the tensors it inspects are empty (shape with a 0): {', '.join(empty[:3])}"
                            + (", ..." if len(empty) > 3 else ""))
 
-    def values(self, step, every_worker: bool = False):
-        """(name, value) of the inspected numeric tensors saved at ``step`` that hold values; ``every_worker``:
-        each worker's copy when several workers saved one, named ``<name> (worker <w>)`` (else the first
-        worker's, by the trial's rule). An empty tensor (shape (0,)) is no evidence either way: a step where
-        every inspected tensor was empty is not evaluated."""
+    def copies(self, step):
+        """(name, [(worker, value)]) of the inspected numeric tensors saved at ``step`` that hold values: each
+        worker's copy when several workers saved one (``include_workers="all"``), ``worker`` None when one did
+        (see :func:`values_by_worker`). An empty tensor (shape (0,)) is no evidence either way: a step where every
+        inspected tensor was empty is not evaluated."""
         empty = []
         held = False
         for name in self.tensors():
-            if every_worker:
-                copies = values_by_worker(self.base_trial, name, step)
-            else:
-                value = value_at(self.base_trial, name, step)
-                copies = [] if value is None else [(None, value)]
-            for worker, value in copies:
+            found = []
+            for worker, value in values_by_worker(self.base_trial, name, step):
                 if value.dtype.kind not in "fciub":
                     continue
                 if value.size == 0:
-                    empty.append(name)
+                    if name not in empty:
+                        empty.append(name)
                     continue
+                found.append((worker, value))
+            if found:
                 held = True
-                yield (name if worker is None else f"{name} (worker {worker})"), value
+                yield name, found
         if empty and not held:
             self._not_evaluated_empty(empty)
 
@@ -82,7 +84,10 @@ class ExplodingTensor(_TensorRule):
 
     With neither ``collection_names`` nor ``tensor_regex``, every tensor of the run except those of the
     ``trees`` collection: XGBoost's tree table holds NaN by construction (a split on no category, a leaf's
-    missing split condition). Name the collection to judge it anyway."""
+    missing split condition). Name the collection to judge it anyway.
+
+    A tensor several workers saved (``include_workers="all"``) is judged on each worker's copy: a NaN in one
+    worker's gradients only fires, naming the worker (``gradient/w (worker worker_1) has 1 NaN ...``)."""
 
     def tensors(self):
         names = super().tensors()
@@ -98,11 +103,16 @@ class ExplodingTensor(_TensorRule):
 
     def invoke_at_step(self, step):
         # (every worker's copy: a NaN in one worker's gradients, with include_workers="all", is no less a NaN)
-        for name, value in self.values(step, every_worker=True):
-            nans = int(np.isnan(value).sum())
-            infs = 0 if self.only_nan else int(np.isinf(value).sum())
-            if nans or infs:
-                return f"{name} has {nans} NaN and {infs} infinite values out of {value.size}"
+        for name, copies in self.copies(step):
+            failing = []
+            for worker, value in copies:
+                nans = int(np.isnan(value).sum())
+                infs = 0 if self.only_nan else int(np.isinf(value).sum())
+                if nans or infs:
+                    failing.append((worker, f"{worker_named(name, worker)} has {nans} NaN and {infs} infinite "
+                                            f"values out of {value.size}"))
+            if failing:
+                return first_finding(failing)
         return False
 
 
@@ -120,6 +130,11 @@ class AllZero(_TensorRule):
     save in five near convergence -- while a layer cut off from the loss (dead ReLUs upstream, a detached
     branch) stays zero save after save.
 
+    A tensor several workers saved (``include_workers="all"``) is judged on each worker's copy, its
+    ``patience`` counted over that worker's saves: a tensor of zeros on one worker only fires, naming the
+    worker (``w (worker worker_1) is 100% zeros ...``), and the other workers whose copies are zeros too are
+    named after it.
+
     :param threshold: percent of zeros (default 100).
     :param patience: consecutive saves at which a tensor that is not a parameter must meet it (>= 1; default
         3).
@@ -133,7 +148,7 @@ class AllZero(_TensorRule):
         # (a percent of zeros: below 0 every tensor would fire, above 100 none could)
         self.threshold = in_range(self.rule_name, "threshold", as_float(self.rule_name, "threshold", threshold), 0, 100)
         self.patience = as_int(self.rule_name, "patience", patience, minimum=1)
-        #: per (tensor, mode): [(mode step, met)] of its recent saves
+        #: per (tensor, worker, mode): {mode step: met} of its recent saves (worker None: the one that saved it)
         self._recent = {}
 
     def _initial(self, name: str, step: int) -> bool:
@@ -148,13 +163,13 @@ class AllZero(_TensorRule):
             first[name] = steps[0]
         return first[name] == step
 
-    def _persistent(self, name: str, step: int, met: bool) -> bool:
-        """Record ``met`` at ``step``; whether the tensor met the threshold at its last ``patience`` saves of the
-        step's mode (those saves: the tensor's saved mode steps, read from the index)."""
+    def _persistent(self, name: str, worker, step: int, met: bool) -> bool:
+        """Record ``met`` at ``step``; whether ``worker``'s copy of the tensor met the threshold at its last
+        ``patience`` saves of the step's mode (those saves: the tensor's saved mode steps, read from the index)."""
         mode, mode_step = self.base_trial.mode_modestep(step)
         if mode is None:
             mode, mode_step = ModeKeys.GLOBAL, step
-        history = self._recent.setdefault((name, mode), {})
+        history = self._recent.setdefault((name, worker, mode), {})
         history[mode_step] = met
         if self.patience == 1:
             return met
@@ -163,7 +178,7 @@ class AllZero(_TensorRule):
             return False
         for s in steps[:-1]:
             if s not in history:  # evaluation started after that save: read it now
-                value = value_at(self.base_trial, name, s, mode=mode)
+                value = value_at(self.base_trial, name, s, mode=mode, worker=worker)
                 history[s] = value is not None and value.size > 1 and self._zero_percent(value) >= self.threshold
         for old in [s for s in history if s < steps[0]]:
             del history[old]
@@ -174,22 +189,33 @@ class AllZero(_TensorRule):
         return (value == 0).mean() * 100 if value.size else 0.0
 
     def invoke_at_step(self, step):
-        for name, value in self.values(step):
+        for name, copies in self.copies(step):
             if self._initial(name, step):
                 continue
-            zero_percent = self._zero_percent(value)
-            met = bool(value.size) and zero_percent >= self.threshold
-            if not self.is_parameter(name):
-                if value.size <= 1:
-                    continue  # one value being 0 is no tensor of zeros
-                if not self._persistent(name, step, met):
-                    continue
-                if self.patience > 1:
-                    return (f"{name} is {zero_percent:.4g}% zeros (threshold {self.threshold:g}%) at its last "
-                            f"{self.patience} saves")
-            if met:
-                return f"{name} is {zero_percent:.4g}% zeros (threshold {self.threshold:g}%)"
+            failing = []
+            for worker, value in copies:
+                reason = self._judge(name, worker, step, value)
+                if reason:
+                    failing.append((worker, reason))
+            if failing:
+                return first_finding(failing)
         return False
+
+    def _judge(self, name: str, worker, step: int, value):
+        """The finding on ``worker``'s copy of the tensor at ``step``, or None."""
+        zero_percent = self._zero_percent(value)
+        met = bool(value.size) and zero_percent >= self.threshold
+        if not self.is_parameter(name):
+            if value.size <= 1:
+                return None  # one value being 0 is no tensor of zeros
+            if not self._persistent(name, worker, step, met):
+                return None
+            if self.patience > 1:
+                return (f"{worker_named(name, worker)} is {zero_percent:.4g}% zeros (threshold {self.threshold:g}%) "
+                        f"at its last {self.patience} saves")
+        if met:
+            return f"{worker_named(name, worker)} is {zero_percent:.4g}% zeros (threshold {self.threshold:g}%)"
+        return None
 
 
 class UnchangedTensor(_TensorRule):
@@ -210,6 +236,11 @@ class UnchangedTensor(_TensorRule):
     layer joins) and not judged; when those steps saved no gradient at all, one with no gradient in the whole
     run while others have one is frozen (with no gradient saved at all, every parameter is judged); a tensor
     named by ``collection_names`` or ``tensor_regex`` is judged whatever its gradient: the user asked about it.
+
+    A tensor several workers saved (``include_workers="all"``) is judged on each worker's copy, compared with
+    that worker's own earlier saves (never another worker's): a replica that stopped changing on one worker only
+    fires, naming the worker (``w (worker worker_1) unchanged over ...``); identical healthy replicas (DDP) are
+    quiet.
     """
 
     def __init__(self, base_trial, collection_names=None, tensor_regex=None, num_steps="3", rtol="1e-05",
@@ -219,7 +250,7 @@ class UnchangedTensor(_TensorRule):
         self.rtol = as_float(self.rule_name, "rtol", rtol)
         self.atol = as_float(self.rule_name, "atol", atol)
         self.equal_nan = as_bool(self.rule_name, "equal_nan", equal_nan)
-        # the values read at recent steps, per (tensor, mode): consecutive evaluations share num_steps - 1
+        # the values read at recent steps, per (tensor, worker, mode): consecutive evaluations share num_steps - 1
         self._recent = {}
         self._gradients = GradientsByStep(base_trial)
 
@@ -228,16 +259,17 @@ class UnchangedTensor(_TensorRule):
             return select_tensors(self.base_trial, list(self.PARAMETERS), [])
         return super().tensors()
 
-    def _value(self, name, mode, step):
-        """The value at mode step ``step`` (None if only reductions were saved there)."""
-        recent = self._recent.setdefault((name, mode), {})
+    def _value(self, name, worker, mode, step):
+        """``worker``'s value at mode step ``step`` (the one worker's when None; None if only reductions were
+        saved there, or nothing by that worker)."""
+        recent = self._recent.setdefault((name, worker, mode), {})
         if step in recent:
             note_read(name)
         else:
             if len(recent) >= 2 * self.num_steps:
                 for old in sorted(recent)[: self.num_steps]:
                     del recent[old]
-            recent[step] = value_at(self.base_trial, name, step, mode=mode)
+            recent[step] = value_at(self.base_trial, name, step, mode=mode, worker=worker)
         return recent[step]
 
     def _same(self, a, b) -> bool:
@@ -270,15 +302,22 @@ class UnchangedTensor(_TensorRule):
                     frozen_then = name in frozen
                 if frozen_then:
                     continue  # no gradient while other parameters have one: frozen on purpose
-            values = [self._value(name, mode, s) for s in steps]
-            if any(v is None for v in values):
-                continue
-            values = [np.asarray(v) for v in values]
-            if values[-1].size == 0:
-                continue  # (an empty tensor holds nothing that could change)
-            judged = True
-            if all(self._same(values[-1], v) for v in values[:-1]):
-                return f"{name} unchanged over {where} {', '.join(map(str, steps))}"
+            workers = workers_at(self.base_trial, name, mode_step, mode)
+            failing = []
+            # each worker's copy against that worker's earlier saves ([None]: the one worker that saved it)
+            for worker in workers if len(workers) > 1 else [None]:
+                values = [self._value(name, worker, mode, s) for s in steps]
+                if any(v is None for v in values):
+                    continue
+                values = [np.asarray(v) for v in values]
+                if values[-1].size == 0:
+                    continue  # (an empty tensor holds nothing that could change)
+                judged = True
+                if all(self._same(values[-1], v) for v in values[:-1]):
+                    failing.append((worker, f"{worker_named(name, worker)} unchanged over {where} "
+                                            f"{', '.join(map(str, steps))}"))
+            if failing:
+                return first_finding(failing)
         if not judged:
             self.not_evaluated(f"needs a tensor saved at num_steps={self.num_steps} steps of one mode "
                                "(the current step included)")
@@ -286,7 +325,11 @@ class UnchangedTensor(_TensorRule):
 
 
 class TensorVariance(_TensorRule):
-    """Fires when the variance of an inspected tensor is above ``max_threshold`` or below ``min_threshold``."""
+    """Fires when the variance of an inspected tensor is above ``max_threshold`` or below ``min_threshold``
+    (computed from the value, or the stored ``variance`` reduction when only reductions were saved).
+
+    A tensor several workers saved (``include_workers="all"``) is judged on each worker's copy: a variance out of
+    bounds on one worker only fires, naming the worker (``w (worker worker_1): variance ...``)."""
 
     requires_selection = True
 
@@ -304,19 +347,26 @@ class TensorVariance(_TensorRule):
     def invoke_at_step(self, step):
         empty, judged = [], False
         for name in self.tensors():
-            try:
-                value = reduction_at(self.base_trial, name, step, "variance")
-            except EmptyTensorError:
-                empty.append(name)  # (an empty tensor has no variance: nothing to judge)
-                continue
-            if value is None:  # not saved at this step
-                continue
-            variance = scalar(value)
-            judged = True
-            if self.max_threshold is not None and variance > self.max_threshold:
-                return f"{name}: variance {variance:.4g} > max_threshold {self.max_threshold:g}"
-            if self.min_threshold is not None and variance < self.min_threshold:
-                return f"{name}: variance {variance:.4g} < min_threshold {self.min_threshold:g}"
+            workers = workers_at(self.base_trial, name, step)
+            failing = []
+            for worker in workers if len(workers) > 1 else [None]:  # (None: the one worker that saved it)
+                try:
+                    value = reduction_at(self.base_trial, name, step, "variance", worker=worker)
+                except EmptyTensorError:
+                    if name not in empty:  # (an empty tensor has no variance: nothing to judge)
+                        empty.append(name)
+                    continue
+                if value is None:  # not saved at this step
+                    continue
+                variance = scalar(value)
+                judged = True
+                label = worker_named(name, worker)
+                if self.max_threshold is not None and variance > self.max_threshold:
+                    failing.append((worker, f"{label}: variance {variance:.4g} > max_threshold {self.max_threshold:g}"))
+                elif self.min_threshold is not None and variance < self.min_threshold:
+                    failing.append((worker, f"{label}: variance {variance:.4g} < min_threshold {self.min_threshold:g}"))
+            if failing:
+                return first_finding(failing)
         if empty and not judged:
             self._not_evaluated_empty(empty)
         return False

@@ -1,11 +1,12 @@
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, NamedTuple, Optional, Tuple
 
 import numpy as np
 
 from smdebug.exceptions import SMDebugValueError
-from smdebug.rules.generic.selection import ndim_at, reduction_at, scalar, select_tensors, value_at
+from smdebug.rules.generic.selection import (first_finding, ndim_at, reduction_at, scalar, select_tensors, value_at,
+                                             worker_named, workers_at)
 from smdebug.rules.params import as_float, as_int, in_range
 from smdebug.rules.rule import Rule
 
@@ -43,6 +44,14 @@ class VanishingGradient(Rule):
     constant shift), which is not a vanishing gradient. Gradients the run did not save (a frozen layer has
     none) take no part.
 
+    A run whose workers all save their gradients (``include_workers="all"``, data parallel) is judged per worker:
+    each worker's gradients at the step are compared with each other (never with another worker's replica), and
+    each worker's ``patience`` counts its own steps with gradients. Gradients vanishing on one worker only fire,
+    naming the worker (``gradient/fc1.weight (worker worker_1): ...``); the other workers where they vanish too
+    are named after it. A gradient only one worker saved (a model split across workers, each saving its own
+    layers) is the model's only copy of it and is compared with every worker's; a run where no gradient was saved
+    by several workers is judged as one model, as a run of one worker.
+
     :param threshold: the absolute test's mean |gradient| (default 1e-7).
     :param ratio_threshold: the relative test's ``g_min / g_max`` (default 1e-3; 0 turns the test off).
     :param norm_threshold: the relative test's ``g_min`` (default 1e-4).
@@ -61,54 +70,91 @@ class VanishingGradient(Rule):
         if not (0 <= self.ratio_threshold < 1):
             raise SMDebugValueError(f"{name}: ratio_threshold must be in [0, 1), got {ratio_threshold!r}")
         self.patience = as_int(name, "patience", patience, minimum=1)
-        #: the relative test at the steps where gradients were saved, in order: (step, met, reason)
-        self._relative: List[Tuple[int, bool, Optional[str]]] = []
-        #: the absolute test at the steps where gradients were saved, in order: (step, {weight: reason})
-        self._absolute: List[Tuple[int, Dict[str, str]]] = []
+        #: per view (see :meth:`_views`: a worker, or None), the relative test at the steps where it had gradients,
+        #: in order: (step, met, reason)
+        self._relative: Dict[Optional[str], List[Tuple[int, bool, Optional[str]]]] = {}
+        #: per view, the absolute test at the steps where it had gradients, in order: (step, {weight: reason})
+        self._absolute: Dict[Optional[str], List[Tuple[int, Dict[str, str]]]] = {}
 
     def invoke_at_step(self, step):
-        norms: Dict[str, float] = {}
-        below: Dict[str, str] = {}
-        judged = False  # whether the step saved a weight gradient
-        shrunk: Optional[str] = None
+        copies: List[_Copy] = []  # every weight gradient saved at the step, each worker's copy
         for name in select_tensors(self.base_trial, [GRADIENTS], []):
-            value = value_at(self.base_trial, name, step)
-            if value is not None:  # the value: both statistics from one read
-                if value.ndim in (0, 1) or not value.size:
-                    continue
-                magnitudes = np.abs(np.asarray(value, dtype=np.float64))
-                mean_abs, norm = float(magnitudes.mean()), float(np.sqrt(np.sum(magnitudes ** 2)))
-            else:  # only reductions saved: the stored ones
-                stored = reduction_at(self.base_trial, name, step, "mean", abs=True)
-                if stored is None:  # not saved at this step
-                    continue
-                if ndim_at(self.base_trial, name, step) in (0, 1):
-                    continue
-                mean_abs = scalar(stored)
-                l2 = reduction_at(self.base_trial, name, step, "l2")
-                norm = None if l2 is None else scalar(l2)
-            judged = True
-            if mean_abs < self.threshold:
-                reason = f"{name}: mean |gradient| {mean_abs:.3g} < threshold {self.threshold:g}"
-                if mean_abs > 0:  # a gradient that shrank: it vanishes now
+            workers = workers_at(self.base_trial, name, step)
+            for worker in workers:
+                # (several workers saved it: read and named as that worker's copy; one: as the trial reads it)
+                read = worker if len(workers) > 1 else None
+                statistics = self._statistics(name, step, read)
+                if statistics is not None:
+                    copies.append(_Copy(name, worker, read, *statistics))
+        failing = []
+        for view, members in self._views(copies).items():
+            found = self._judge(view, step, members)
+            if found and all(found != reason for _, reason in failing):  # (a shared gradient's finding: once)
+                failing.append((view, found))
+        return first_finding(failing) or False
+
+    @staticmethod
+    def _views(copies: "List[_Copy]") -> "Dict[Optional[str], List[_Copy]]":
+        """The sets of gradients judged together, by the worker they are judged for. Gradients several workers
+        saved (``include_workers="all"``, data parallel: each worker holds a replica) are judged per worker: one
+        view per such worker, its own copies (another worker's gradients are no layer of its replica). A gradient
+        one worker saved alone (that worker's layers of a model split across workers, or any gradient of a run of
+        one worker) is the model's only copy: it joins every view, and with no gradient held by several workers
+        the step is one view (None), judged as a run of one worker."""
+        replicas = sorted({c.worker for c in copies if c.read is not None})
+        if not replicas:
+            return {None: copies} if copies else {}
+        return {w: [c for c in copies if c.read is None or c.worker == w] for w in replicas}
+
+    def _judge(self, view: Optional[str], step: int, members: "List[_Copy]"):
+        """The finding of both tests on one view's gradients at ``step`` (each view keeps its own history)."""
+        shrunk = None
+        below: Dict[str, str] = {}
+        norms: Dict[str, float] = {}
+        labels: Dict[str, Optional[str]] = {}
+        for c in members:
+            labels[c.name] = c.read
+            if c.mean_abs < self.threshold:
+                reason = (f"{worker_named(c.name, c.read)}: mean |gradient| {c.mean_abs:.3g} < threshold "
+                          f"{self.threshold:g}")
+                if c.mean_abs > 0:  # a gradient that shrank: it vanishes now
                     shrunk = shrunk or reason
                 else:
-                    below[name] = reason  # exactly zero: judged over patience steps (below)
-            if self.ratio_threshold > 0 and norm is not None:
-                norms[name] = norm
-        relative = self._relative_test(step, norms)  # (both tests keep their history at every step)
-        absolute = self._absolute_test(step, below) if judged else False
+                    below[c.name] = reason  # exactly zero: judged over patience steps (below)
+            if self.ratio_threshold > 0 and c.norm is not None:
+                norms[c.name] = c.norm
+        relative = self._relative_test(view, step, norms, labels)  # (both tests keep their history at every step)
+        absolute = self._absolute_test(view, step, below) if members else False
         return shrunk or absolute or relative
 
-    def _absolute_test(self, step: int, below: Dict[str, str]):
+    def _statistics(self, name: str, step: int, worker: Optional[str]) -> Optional[Tuple[float, Optional[float]]]:
+        """(mean |gradient|, L2 norm or None) of ``worker``'s weight gradient ``name`` at ``step``; None when it
+        was not saved there or is no weight's (0 or 1 dimensions, empty)."""
+        value = value_at(self.base_trial, name, step, worker=worker)
+        if value is not None:  # the value: both statistics from one read
+            if value.ndim in (0, 1) or not value.size:
+                return None
+            magnitudes = np.abs(np.asarray(value, dtype=np.float64))
+            return float(magnitudes.mean()), float(np.sqrt(np.sum(magnitudes ** 2)))
+        # only reductions saved: the stored ones
+        stored = reduction_at(self.base_trial, name, step, "mean", abs=True, worker=worker)
+        if stored is None:  # not saved at this step
+            return None
+        if ndim_at(self.base_trial, name, step, worker=worker) in (0, 1):
+            return None
+        l2 = reduction_at(self.base_trial, name, step, "l2", worker=worker)
+        return scalar(stored), None if l2 is None else scalar(l2)
+
+    def _absolute_test(self, view: Optional[str], step: int, below: Dict[str, str]):
         """The absolute test on gradients of exactly zero (``below``: weight -> reason) holds when one weight's
-        gradient was zero at each of the last ``patience`` steps with gradients: the weights behind a layer that
-        starts at zero (a zero-initialised classifier head, the last normalisation scale of a residual branch)
-        get a gradient of exactly zero at the first step only, and learn normally from the next."""
-        if self._absolute and self._absolute[-1][0] >= step:  # evaluated again from an earlier step
-            self._absolute = [a for a in self._absolute if a[0] < step]
-        self._absolute.append((step, below))
-        recent = self._absolute[-self.patience:]
+        gradient was zero at each of the view's last ``patience`` steps with gradients: the weights behind a layer
+        that starts at zero (a zero-initialised classifier head, the last normalisation scale of a residual
+        branch) get a gradient of exactly zero at the first step only, and learn normally from the next."""
+        history = self._absolute.setdefault(view, [])
+        if history and history[-1][0] >= step:  # evaluated again from an earlier step
+            history[:] = [a for a in history if a[0] < step]
+        history.append((step, below))
+        recent = history[-self.patience:]
         if len(recent) < self.patience:
             return False
         lasting = set(below).intersection(*(b for _, b in recent))
@@ -118,20 +164,34 @@ class VanishingGradient(Rule):
         steps = ", ".join(str(s) for s, _ in recent)
         return below[name] + (f"; at {self.patience} steps with gradients ({steps})" if self.patience > 1 else "")
 
-    def _relative_test(self, step: int, norms: dict):
+    def _relative_test(self, view: Optional[str], step: int, norms: dict, labels: dict):
         if len(norms) < 2:
             return False
         low = min(norms, key=norms.get)
         high = max(norms, key=norms.get)
         ratio = norms[low] / norms[high] if norms[high] > 0 else 1.0
         met = ratio < self.ratio_threshold and norms[low] < self.norm_threshold
-        reason = (f"{low}: gradient norm {norms[low]:.3g} is {ratio:.3g} of the largest ({high}: {norms[high]:.3g}); "
-                  f"ratio_threshold {self.ratio_threshold:g}, norm_threshold {self.norm_threshold:g}")
-        if self._relative and self._relative[-1][0] >= step:  # evaluated again from an earlier step
-            self._relative = [r for r in self._relative if r[0] < step]
-        self._relative.append((step, met, reason))
-        recent = self._relative[-self.patience:]
+        # (the largest named by its worker only when it is not the smallest one's: a gradient saved by one worker)
+        largest = high if labels.get(high) == labels.get(low) else worker_named(high, labels.get(high))
+        reason = (f"{worker_named(low, labels.get(low))}: gradient norm {norms[low]:.3g} is {ratio:.3g} of the largest "
+                  f"({largest}: {norms[high]:.3g}); ratio_threshold {self.ratio_threshold:g}, "
+                  f"norm_threshold {self.norm_threshold:g}")
+        history = self._relative.setdefault(view, [])
+        if history and history[-1][0] >= step:  # evaluated again from an earlier step
+            history[:] = [r for r in history if r[0] < step]
+        history.append((step, met, reason))
+        recent = history[-self.patience:]
         if len(recent) == self.patience and all(m for _, m, _ in recent):
             steps = ", ".join(str(s) for s, _, _ in recent)
             return reason + (f"; at {self.patience} steps with gradients ({steps})" if self.patience > 1 else "")
         return False
+
+
+class _Copy(NamedTuple):
+    """One worker's copy of a weight gradient at a step."""
+
+    name: str
+    worker: str  # the worker that saved it
+    read: Optional[str]  # the worker, when several saved the gradient (its copy is named so); None when one did
+    mean_abs: float
+    norm: Optional[float]

@@ -11,8 +11,8 @@ import numpy as np
 from smdebug.core.modes import ModeKeys
 from smdebug.exceptions import SMDebugValueError
 from smdebug.rules.generic.loss_rules import EVALUATION_ONLY, SavedSteps, auto_mode, contains, mode_label, step_in_mode
-from smdebug.rules.generic.selection import (GRADIENTS, GradientsByStep, reduction_at, scalar, select_tensors,
-                                             trained_parameters, value_at)
+from smdebug.rules.generic.selection import (GRADIENTS, GradientsByStep, first_finding, reduction_at, scalar,
+                                             select_tensors, trained_parameters, value_at, worker_named, workers_at)
 from smdebug.rules.params import as_float, as_int, in_range
 from smdebug.rules.rule import Rule
 
@@ -78,6 +78,12 @@ class WeightUpdateRatio(Rule):
     learning rate so small that float rounding cancels the update), or stops moving for good, still fires,
     and so does a tiny non-zero update.
 
+    A weight several workers saved (``include_workers="all"``) is judged on each worker's copy: ``w[s]`` and
+    ``w[p]`` are the same worker's saves (worker_1's weights are never an update of worker_0's), and the
+    gradient tests above read that worker's gradient. A replica that stops updating on one worker only fires,
+    naming the worker (``fc1.weight (worker worker_1): update/weight ratio 0 ...``); identical healthy replicas
+    (DDP) are quiet.
+
     Steps are TRAIN-mode steps when the weight has TRAIN-mode saves (weights do not change during
     evaluation, so EVAL saves are ignored), GLOBAL steps otherwise; ``num_steps`` counts steps of that mode.
     The rule needs weights saved at close steps: a save interval of 1, or equal to ``num_steps``.
@@ -115,12 +121,13 @@ class WeightUpdateRatio(Rule):
         self._saved = SavedSteps(base_trial)
         #: (number of tensors of the run when built, {weight: its gradient's tensor name})
         self._gradient_names: Optional[Tuple[int, Dict[str, str]]] = None
-        self._gradient_norms: Dict[Tuple[str, int], Optional[float]] = {}  # (gradient, global step) -> l2 norm
+        #: (gradient, global step, worker) -> l2 norm
+        self._gradient_norms: Dict[Tuple[str, int, Optional[str]], Optional[float]] = {}
         self._warned_no_weights = False
         self._trained = (-1, None)  # (number of tensors of the run when computed, trained_parameters)
         self._gradients = GradientsByStep(base_trial)
-        #: (weight, mode) -> {mode step: digest of its value}: which saves hold bit-identical weights
-        self._digests: Dict[Tuple[str, ModeKeys], Dict[int, Optional[bytes]]] = {}
+        #: (weight, worker, mode) -> {mode step: digest of its value}: which saves hold bit-identical weights
+        self._digests: Dict[Tuple[str, Optional[str], ModeKeys], Dict[int, Optional[bytes]]] = {}
 
     def _weights(self):
         names = select_tensors(self.base_trial, [WEIGHTS], [])
@@ -141,11 +148,11 @@ class WeightUpdateRatio(Rule):
         trained = self._trained[1]
         return trained is not None and name not in trained
 
-    def _zero_gradient(self, name: str, mode: ModeKeys, p: int) -> bool:
-        """Whether the gradient of ``name`` saved at mode step ``p`` is exactly zero: no signal reached the
-        weight then (VanishingGradient's to judge), so the optimizer had nothing to apply."""
+    def _zero_gradient(self, name: str, worker: Optional[str], mode: ModeKeys, p: int) -> bool:
+        """Whether the gradient of ``name`` saved (by ``worker``) at mode step ``p`` is exactly zero: no signal
+        reached the weight then (VanishingGradient's to judge), so the optimizer had nothing to apply."""
         g = self.base_trial.global_step(mode, p)
-        return g is not None and self._gradients.all_zero(name, g)
+        return g is not None and self._gradients.all_zero(name, g, worker=worker)
 
     def _gradient_of(self, name: str) -> Optional[str]:
         """The tensor name of the gradient of weight ``name`` (``gradient/<name>``: the gradients collection's
@@ -161,19 +168,19 @@ class WeightUpdateRatio(Rule):
             self._gradient_names = (len(names), found)
         return self._gradient_names[1].get(name)
 
-    def _gradient_norm(self, gradient: str, step: int) -> Optional[float]:
-        key = (gradient, step)
+    def _gradient_norm(self, gradient: str, step: int, worker: Optional[str]) -> Optional[float]:
+        key = (gradient, step, worker)
         if key not in self._gradient_norms:
-            norm = reduction_at(self.base_trial, gradient, step, "l2")
+            norm = reduction_at(self.base_trial, gradient, step, "l2", worker=worker)
             norm = scalar(norm) if norm is not None else None
             self._gradient_norms[key] = norm if norm is not None and np.isfinite(norm) else None
         return self._gradient_norms[key]
 
-    def _converged(self, name: str, mode: ModeKeys, p: int, s: int) -> Optional[str]:
-        """Whether the gradient of ``name`` is negligible over the update from mode step ``p`` to ``s``:
-        every gradient saved at global steps ``p..s`` (at least one) has an L2 norm of at most
-        ``converged_gradient_fraction`` times the largest one saved before ``p``. Returns how (for the log),
-        or None when it is not (or nothing tells)."""
+    def _converged(self, name: str, worker: Optional[str], mode: ModeKeys, p: int, s: int) -> Optional[str]:
+        """Whether the gradient of ``name`` (``worker``'s) is negligible over the update from mode step ``p`` to
+        ``s``: every gradient saved at global steps ``p..s`` (at least one) has an L2 norm of at most
+        ``converged_gradient_fraction`` times the largest one saved before ``p``. Returns how (for the log), or
+        None when it is not (or nothing tells)."""
         if not self.converged_gradient_fraction > 0:
             return None
         gradient = self._gradient_of(name)
@@ -181,8 +188,8 @@ class WeightUpdateRatio(Rule):
         if gradient is None or first is None or last is None:
             return None
         steps = self.base_trial.tensor(gradient).steps()
-        earlier = [n for n in (self._gradient_norm(gradient, g) for g in steps if g < first) if n is not None]
-        during = [self._gradient_norm(gradient, g) for g in steps if first <= g <= last]
+        earlier = [n for n in (self._gradient_norm(gradient, g, worker) for g in steps if g < first) if n is not None]
+        during = [self._gradient_norm(gradient, g, worker) for g in steps if first <= g <= last]
         if not earlier or not during or any(n is None for n in during):
             return None
         largest, now = max(earlier), max(during)
@@ -190,11 +197,12 @@ class WeightUpdateRatio(Rule):
             return f"gradient norm {now:.3g} <= {self.converged_gradient_fraction:g} x its earlier {largest:.3g}"
         return None
 
-    def _digest(self, name: str, mode: ModeKeys, step: int) -> Optional[bytes]:
-        """A digest of the weight's value at mode step ``step`` (None when no value was saved there)."""
-        cache = self._digests.setdefault((name, mode), {})
+    def _digest(self, name: str, worker: Optional[str], mode: ModeKeys, step: int) -> Optional[bytes]:
+        """A digest of ``worker``'s value of the weight at mode step ``step`` (None when no value was saved
+        there)."""
+        cache = self._digests.setdefault((name, worker, mode), {})
         if step not in cache:
-            value = value_at(self.base_trial, name, step, mode=mode)
+            value = value_at(self.base_trial, name, step, mode=mode, worker=worker)
             if value is None:
                 cache[step] = None
             else:
@@ -203,7 +211,8 @@ class WeightUpdateRatio(Rule):
                                            + value.tobytes()).digest()
         return cache[step]
 
-    def _no_optimizer_step(self, name: str, mode: ModeKeys, steps: List[int], p: int, s: int) -> Optional[str]:
+    def _no_optimizer_step(self, name: str, worker: Optional[str], mode: ModeKeys, steps: List[int], p: int,
+                           s: int) -> Optional[str]:
         """Whether an update of exactly 0 (bit-identical weights at ``p`` and ``s``) reads as "no optimizer step
         between these saves" rather than as a tiny step: the weight is identical over a stretch of consecutive
         saves (the *stretch* holding ``p..s``) and moves at other saves of the run. That is gradient
@@ -215,24 +224,25 @@ class WeightUpdateRatio(Rule):
         longest stretch without a move that ended (the run's own period between optimizer steps): a weight that
         stops moving for good (steps no longer taken) is judged as before. A weight that never moves over the
         run is judged as before too: an optimizer that never steps, one over a copy of the model, a learning rate
-        so small that float rounding cancels the update. Returns how (for the log), or None."""
+        so small that float rounding cancels the update. The saves compared are ``worker``'s. Returns how (for
+        the log), or None."""
         i, j = bisect.bisect_left(steps, p), bisect.bisect_left(steps, s)
         if i >= len(steps) or steps[i] != p or j >= len(steps) or steps[j] != s:
             return None
-        same = self._digest(name, mode, s)
-        if same is None or any(self._digest(name, mode, steps[k]) != same for k in range(i, j)):
+        same = self._digest(name, worker, mode, s)
+        if same is None or any(self._digest(name, worker, mode, steps[k]) != same for k in range(i, j)):
             return None
         end = j
-        while end + 1 < len(steps) and self._digest(name, mode, steps[end + 1]) == same:
+        while end + 1 < len(steps) and self._digest(name, worker, mode, steps[end + 1]) == same:
             end += 1
         if end + 1 < len(steps):
-            if self._digest(name, mode, steps[end + 1]) is None:
+            if self._digest(name, worker, mode, steps[end + 1]) is None:
                 return None
             return f"moves again at {mode_label(mode)} {steps[end + 1]}"
         if not self.base_trial.loaded_all_steps:
             return None
         start = i
-        while start > 0 and self._digest(name, mode, steps[start - 1]) == same:
+        while start > 0 and self._digest(name, worker, mode, steps[start - 1]) == same:
             start -= 1
         if start == 0:
             return None  # never moved over the run
@@ -240,7 +250,8 @@ class WeightUpdateRatio(Rule):
         longest, k = 0, 0
         while k < start:
             first = k
-            while k + 1 < start and self._digest(name, mode, steps[k + 1]) == self._digest(name, mode, steps[first]):
+            digest = self._digest(name, worker, mode, steps[first])
+            while k + 1 < start and self._digest(name, worker, mode, steps[k + 1]) == digest:
                 k += 1
             longest = max(longest, steps[k] - steps[first])
             k += 1
@@ -248,6 +259,49 @@ class WeightUpdateRatio(Rule):
             return (f"identical over {mode_label(mode)}s {steps[start]}-{steps[end]}, no longer than the run's "
                     f"longest stretch without a move ({longest} steps)")
         return None
+
+    def _judge(self, name: str, worker: Optional[str], mode: ModeKeys, steps: List[int], p: int, s: int):
+        """``worker``'s update of weight ``name`` from mode step ``p`` to ``s`` (None: the one worker that saved
+        it): its finding, "" when the update is no fault, None when it cannot be judged (only reductions saved,
+        nothing saved by that worker, a change of shape)."""
+        now = value_at(self.base_trial, name, s, mode=mode, worker=worker)
+        before = value_at(self.base_trial, name, p, mode=mode, worker=worker)
+        if now is None or before is None:
+            return None
+        now, before = np.asarray(now, dtype=np.float64), np.asarray(before, dtype=np.float64)
+        label = worker_named(name, worker)
+        if now.shape != before.shape:
+            self.logger.debug("%s: %s changed shape between steps %d and %d", self.rule_name, label, p, s)
+            return None
+        if not np.any(before):
+            # a parameter initialised to zero (a bias, a normalisation shift) has no scale to compare
+            # its first update with: the ratio is undefined, not large
+            return ""
+        with np.errstate(all="ignore"):
+            ratio = float(np.linalg.norm((now - before).ravel()) / (np.linalg.norm(before.ravel()) + self.epsilon))
+        where = f"between {mode_label(mode)}s {p} and {s}"
+        if not np.isfinite(ratio):
+            return f"{label}: update/weight ratio is {ratio} {where}"
+        if ratio > self.large_threshold:
+            return f"{label}: update/weight ratio {ratio:.4g} > large_threshold {self.large_threshold:g} {where}"
+        if ratio < self.small_threshold and not self._not_trained(name, mode, p) and not self._zero_gradient(
+                name, worker, mode, p):
+            if ratio == 0 and np.array_equal(now, before):
+                skipped = self._no_optimizer_step(name, worker, mode, steps, p, s)
+                if skipped is not None:
+                    # bit-identical weights while the same weight moves at other saves: no optimizer step
+                    # between these saves (gradient accumulation, several forward calls per update)
+                    self.logger.debug("%s: %s unchanged %s: no optimizer step between these saves (%s)",
+                                      self.rule_name, label, where, skipped)
+                    return ""
+            converged = self._converged(name, worker, mode, p, s)
+            if converged is not None:
+                # a converged weight: nothing left to apply, its tiny update is no fault
+                self.logger.debug("%s: %s: update/weight ratio %.4g %s not judged small: converged (%s)",
+                                  self.rule_name, label, ratio, where, converged)
+                return ""
+            return f"{label}: update/weight ratio {ratio:.4g} < small_threshold {self.small_threshold:g} {where}"
+        return ""
 
     def _previous(self, steps, s) -> Optional[int]:
         i = bisect.bisect_left(steps, s)
@@ -271,42 +325,18 @@ class WeightUpdateRatio(Rule):
             p = self._previous(steps, s)
             if p is None:
                 continue
-            now, before = value_at(self.base_trial, name, s, mode=mode), value_at(self.base_trial, name, p, mode=mode)
-            if now is None or before is None:  # only reductions saved
-                continue
-            now, before = np.asarray(now, dtype=np.float64), np.asarray(before, dtype=np.float64)
-            if now.shape != before.shape:
-                self.logger.debug("%s: %s changed shape between steps %d and %d", self.rule_name, name, p, s)
-                continue
-            judged = True
-            if not np.any(before):
-                # a parameter initialised to zero (a bias, a normalisation shift) has no scale to compare
-                # its first update with: the ratio is undefined, not large
-                continue
-            with np.errstate(all="ignore"):
-                ratio = float(np.linalg.norm((now - before).ravel()) / (np.linalg.norm(before.ravel()) + self.epsilon))
-            where = f"between {mode_label(mode)}s {p} and {s}"
-            if not np.isfinite(ratio):
-                return f"{name}: update/weight ratio is {ratio} {where}"
-            if ratio > self.large_threshold:
-                return f"{name}: update/weight ratio {ratio:.4g} > large_threshold {self.large_threshold:g} {where}"
-            if ratio < self.small_threshold and not self._not_trained(name, mode, p) and not self._zero_gradient(
-                    name, mode, p):
-                if ratio == 0 and np.array_equal(now, before):
-                    skipped = self._no_optimizer_step(name, mode, steps, p, s)
-                    if skipped is not None:
-                        # bit-identical weights while the same weight moves at other saves: no optimizer step
-                        # between these saves (gradient accumulation, several forward calls per update)
-                        self.logger.debug("%s: %s unchanged %s: no optimizer step between these saves (%s)",
-                                          self.rule_name, name, where, skipped)
-                        continue
-                converged = self._converged(name, mode, p, s)
-                if converged is not None:
-                    # a converged weight: nothing left to apply, its tiny update is no fault
-                    self.logger.debug("%s: %s: update/weight ratio %.4g %s not judged small: converged (%s)",
-                                      self.rule_name, name, ratio, where, converged)
+            workers = workers_at(self.base_trial, name, s, mode)
+            failing = []
+            # each worker's copy against its own earlier save ([None]: the one worker that saved it)
+            for worker in workers if len(workers) > 1 else [None]:
+                outcome = self._judge(name, worker, mode, steps, p, s)
+                if outcome is None:
                     continue
-                return f"{name}: update/weight ratio {ratio:.4g} < small_threshold {self.small_threshold:g} {where}"
+                judged = True
+                if outcome:
+                    failing.append((worker, outcome))
+            if failing:
+                return first_finding(failing)
         if not judged and evaluation_only:  # (the run's steps decide: every weight or none)
             self.not_applicable(EVALUATION_ONLY.format(", ".join(evaluation_only[:3])
                                                        + (", ..." if len(evaluation_only) > 3 else "")))
