@@ -146,6 +146,7 @@ def test_identical_healthy_copies_are_quiet_as_one_worker_is(tmp_path, name):
     assert one.status == NO_ISSUES, (one.status, one.detail)
     assert two.status == NO_ISSUES, (two.status, two.detail)
     assert two.steps_evaluated == one.steps_evaluated > 0
+    assert two.tensors_evaluated == one.tensors_evaluated  # (a tensor is one tensor, whatever its copies)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
