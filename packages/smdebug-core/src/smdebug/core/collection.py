@@ -6,7 +6,7 @@ import json
 import re
 from typing import Iterable, List, Optional, Set
 
-from smdebug.core.names import name_list
+from smdebug.core.names import name_list, shown
 from smdebug.core.reduction_config import ReductionConfig, _as_bool
 from smdebug.core.run_regex import Budget, BoundedPatterns, PatternError, compile_pattern
 from smdebug.core.save_config import SaveConfig, schedule_changed
@@ -157,12 +157,13 @@ class Collection:
         regexes = [regex] if isinstance(regex, str) else list(regex)
         for r in regexes:
             if not isinstance(r, str):
-                raise SMDebugTypeError(f"include_regex entries must be strings, got {r!r}")
+                raise SMDebugTypeError(f"include_regex entries must be strings, got {shown(r)}")
             try:
                 compile_pattern(r) if self._budget is not None else re.compile(r)
             except (re.error, PatternError) as e:
                 if strict or self._budget is not None:
-                    raise SMDebugTypeError(f"Invalid regex {r!r} for collection {self.name}: {e}") from None
+                    raise SMDebugTypeError(f"Invalid regex {shown(r)} for collection {shown(self.name)}: "
+                                           f"{str(e)[:300]}") from None  # (a pattern may be 100 KB long)
                 if r not in self._invalid_regex:
                     self._invalid_regex.append(r)
             if r not in self._include_regex:

@@ -58,14 +58,21 @@ def _csv_list(value, what: str):
 
 
 def _regex_list(value, what: str, source) -> list:
-    """:func:`_csv_list` of regular expressions, each compiled here: a bad one is a configuration error
-    naming the file and the key (the collection it reached would raise SMDebugTypeError)."""
+    """:func:`_csv_list` of regular expressions, each compiled here as the hook will compile it (``re``'s
+    syntax, at most ``MAX_PATTERN_LENGTH`` characters: ``smdebug.core.run_regex``): a bad one is a
+    configuration error naming the file and the key. Checked with ``re`` only, a pattern of 100,000
+    characters passed, and the collection it reached raised SMDebugTypeError quoting all of it."""
+    from smdebug.core.run_regex import PatternError, compile_pattern
+
     patterns = _csv_list(value, what)
     for pattern in patterns:
         try:
-            re.compile(pattern)
-        except re.error as e:
-            raise InvalidConfigurationError(f"{source}: {what}: {pattern[:200]!r} is not a valid regex ({e})") from None
+            re.compile(pattern)  # (re's syntax, which code-made collections use, and no more)
+            compile_pattern(pattern)  # (None, not an error, for one too costly to compile: set aside later)
+        except (re.error, PatternError) as e:
+            raise InvalidConfigurationError(
+                f"{source}: {what}: {pattern[:200]!r}{'...' if len(pattern) > 200 else ''} is not a valid regex "
+                f"({str(e)[:300]})") from None
     return patterns
 
 
