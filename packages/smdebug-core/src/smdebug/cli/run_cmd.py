@@ -51,6 +51,12 @@ def run(args) -> int:
         return subprocess.call(command, env=env)
     tmp = None
     if args.config:
+        if not os.path.isfile(args.config):
+            # (the hook read no configuration and said "no hook configuration": the script ran, saving
+            # nothing, as if --config had not been given)
+            what = "no such file" if not os.path.lexists(args.config) else "not a regular file"
+            print(f"smdebug run: --config {args.config}: {what}", file=sys.stderr)
+            return 2
         env["SMDEBUG_CONFIG_FILE_PATH"] = os.path.abspath(args.config)
     elif args.out_dir:
         tmp = tempfile.NamedTemporaryFile("w", suffix=".json", prefix="smdebug-hook-", delete=False)

@@ -38,7 +38,27 @@ def install() -> None:
     """Arrange for every installed framework plugin with a zero-code attach function to attach."""
     from smdebug.core.plugins import frameworks
 
+    attachable = 0
     for name, info in frameworks().items():
         if not info.zero_code:
             continue
+        attachable += 1
         call_after_import(info.import_name, functools.partial(_run_attach, name, info.zero_code))
+    if not attachable:
+        _log.warning("smdebug: no framework plugin can attach a hook (%s); the script runs without a hook",
+                     _why_none())
+
+
+def _why_none() -> str:
+    """Why no framework plugin is there to attach: ``smdebug run`` with ``SMDEBUG_DISABLE_PLUGINS='*'`` or an
+    ``SMDEBUG_LOAD_PLUGINS`` naming no installed plugin ran the script without a hook, and said nothing."""
+    from smdebug.core.plugins.manager import DISABLED, FRAMEWORKS_GROUP, plugin_report
+
+    report = [s for s in plugin_report() if s.group == FRAMEWORKS_GROUP]
+    disabled = sorted({s.detail for s in report if s.status == DISABLED})
+    if disabled:
+        names = ", ".join(sorted(s.name for s in report if s.status == DISABLED))
+        return f"{names}: {'; '.join(disabled)}"
+    if report:
+        return "; ".join(f"{s.name}: {s.status} {s.detail}".strip() for s in report)
+    return "none is installed: pip install smdebug-torch, smdebug-tf, smdebug-mxnet or smdebug-xgboost"
