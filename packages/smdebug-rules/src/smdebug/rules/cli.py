@@ -157,6 +157,8 @@ def _run(args) -> int:
         return EXIT_CODES[ERROR]
 
     try:
+        if args.ended and args.follow:
+            raise CliError("--ended reads the run as finished: it cannot be followed too (give one of them)")
         for request in args.rules or ():  # a typo is a usage error, found before anything is read
             find_rule(request["name"])
         if args.output:  # (/dev/null, a FIFO, an unwritable folder, a run's own files: said before the rules run)
@@ -194,7 +196,8 @@ def _run(args) -> int:
         result = run_rules(trial, requests,
                            other_trials=others, start_step=args.start_step, end_step=args.end_step,
                            follow=args.follow, timeout=args.timeout, poll_interval=args.poll_interval,
-                           stop_training_on_issue=args.stop_training, on_event=on_event, on_progress=on_progress)
+                           stop_training_on_issue=args.stop_training, on_event=on_event, on_progress=on_progress,
+                           ended=args.ended)
     except (SMDebugError, OSError) as e:
         progress.close()
         return fail(str(e))
@@ -240,7 +243,9 @@ def verdict_table(result: RunResult) -> str:
     """The human-readable result: one line per rule, then the run's status and exit code."""
     from smdebug.cli._common import table
 
-    if result.training_ended:
+    if result.read_as_ended:
+        state = "read as ended (--ended)"
+    elif result.training_ended:
         state = "training ended"
     elif result.waiting_for_workers:
         state = "its workers ended, but not as many as its collections say"

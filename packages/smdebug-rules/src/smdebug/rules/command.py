@@ -49,6 +49,7 @@ examples:
   smdebug rules run s3://bucket/run --rule loss_not_decreasing --param num_steps=20 --json
   smdebug rules run /tmp/run --rule exploding_tensor --follow --stop-training --timeout 3600
   smdebug rules run /tmp/run --rule similar_across_runs --other-trials /tmp/run2 -q; echo $?
+  smdebug rules run /tmp/run --ended            # a job that crashed or was killed: judge what it wrote
 
 exit status:
   0  no issues found: every rule judged the whole run
@@ -56,7 +57,8 @@ exit status:
   2  error: a rule could not be built or failed, data cannot be read, bad arguments or unknown rule
   3  not evaluated: no rule fired and none failed, but a rule found nothing it could evaluate
   4  not final (InProgress): no issue so far, but the run has not ended (still training, or waiting for a
-     worker the collections name); the table says why. Evaluate again later, or follow it (--follow)
+     worker the collections name); the table says why. Evaluate again later, or follow it (--follow);
+     a run whose job died never ends by itself: --ended judges it as finished
   130  interrupted (Ctrl-C): the table and the result document show what was evaluated so far
 
 `smdebug rules list` shows every rule, `smdebug rules show NAME` its parameters and formula."""
@@ -105,6 +107,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--start-step", type=int, default=0, metavar="N")
     run.add_argument("--end-step", type=int, default=None, metavar="N", help="first step not evaluated")
     run.add_argument("--follow", action="store_true", help="keep evaluating new steps until training ends")
+    run.add_argument("--ended", action="store_true",
+                     help="the run will not be written to any more (its job crashed or was killed, so it has "
+                          "no end marker): judge what it holds as a finished run")
     run.add_argument("--timeout", type=wait_seconds, default=None, metavar="SECONDS",
                      help="stop following after this (inf: no limit)")
     run.add_argument("--poll-interval", type=pause_seconds, default=0.5, metavar="SECONDS",

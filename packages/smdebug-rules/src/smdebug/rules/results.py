@@ -76,6 +76,9 @@ class RunResult:
     #: the run had not ended because fewer workers than its collections name ever wrote, all of them ended
     #: (the trial waits SMDEBUG_ENDED_WORKERS_WAIT for a late one)
     waiting_for_workers: bool = False
+    #: the run was read as ended at the caller's request (``--ended``, ``run_rules(..., ended=True)``): a job that
+    #: died wrote no end marker
+    read_as_ended: bool = False
     last_step: Optional[int] = None
     #: steps of the run the runner went through (each rule's own count is RuleResult.steps_evaluated)
     steps_evaluated: int = 0

@@ -85,6 +85,7 @@ def run_rules(
     max_findings: int = 100,
     on_event: Optional[EventCallback] = None,
     on_progress: Optional[Callable[[RunResult], None]] = None,
+    ended: bool = False,
 ) -> RunResult:
     """Evaluate ``rules`` over ``trial`` (a path or a Trial) and return a :class:`RunResult`.
 
@@ -108,6 +109,9 @@ def run_rules(
     :param max_findings: findings kept per rule (the rest are only counted).
     :param on_event: called with ("finding" | "error" | "done", rule result, finding or None) as it happens.
     :param on_progress: called with the RunResult after each step and, while following, between polls.
+    :param ended: the run will not be written to any more although it has no end marker (its job crashed or
+        was killed): judge what it holds as a finished run (``trial.treat_as_ended()``), so that rules judged
+        at the end of training judge it and the verdict is final. Not with ``follow``.
     """
     from smdebug.trials import create_trial
 
@@ -116,6 +120,8 @@ def run_rules(
         return requests, [None if isinstance(name, type) else find_rule(name) for name, _, _ in requests]
 
     _check_times(timeout, poll_interval)
+    if ended and follow:
+        raise SMDebugValueError("ended=True reads the run as finished: it cannot be followed too")
     if rules is not None:
         requests, infos = resolve(rules)  # typos: fail before anything is read
     if isinstance(trial, str):
@@ -125,9 +131,11 @@ def run_rules(
         trial = create_trial(trial, range_steps=(start_step, end_step) if (start_step or end_step) else None,
                              wait_for_collections=wait)
     others = [create_trial(t) if isinstance(t, str) else t for t in (other_trials or [])]
+    if ended:
+        trial.treat_as_ended()
     if rules is None:
         requests, infos = resolve(recommended_rules_for(trial))
-    result = RunResult(trial=str(trial.path), rules=[], follow=follow)
+    result = RunResult(trial=str(trial.path), rules=[], follow=follow, read_as_ended=ended)
     active: List[_Active] = []
     for (name, params, action_str), info in zip(requests, infos):
         if info is None:  # a Rule subclass of the caller's, not registered by any pack
@@ -232,7 +240,8 @@ def why_not_final(trial, follow: bool = False, timed_out: bool = False, interrup
     why = f"the run has not ended (no {END_OF_JOB_FILE} yet: still training, or its job died before it ended)"
     if timed_out:
         return f"{why}; --timeout reached while following it"
-    return f"{why}: evaluate it again when it has, or follow it (--follow)"
+    return (f"{why}: evaluate it again when it has, or follow it (--follow); if its job died, --ended judges "
+            "what it wrote as a finished run")
 
 
 def _conclude(r: RuleResult, rule, trial, complete: bool) -> None:
