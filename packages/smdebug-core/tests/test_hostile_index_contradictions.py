@@ -150,6 +150,9 @@ def _two_worker_run(root, change_worker_1):
 ])
 def test_workers_disagreeing_on_a_steps_mode_give_one_warning_and_one_answer(tmp_path, caplog, change,
                                                                               mode_of_worker_1):
+    """Workers number their own global steps: worker_1's files at global steps 0-5 claim mode steps worker_0
+    has nowhere. Steps are aligned by (mode, mode step): worker_0's numbering is the run's, and worker_1's
+    mode steps, which worker_0 lacks, follow worker_0's steps (6-11) instead of being read as worker_0's."""
     run = _two_worker_run(tmp_path / "run", change)
     with caplog.at_level(logging.WARNING, logger="smdebug"):
         trial = create_trial(run)
@@ -157,33 +160,45 @@ def test_workers_disagreeing_on_a_steps_mode_give_one_warning_and_one_answer(tmp
     warnings = [r.getMessage() for r in caplog.records if "disagree" in r.getMessage()]
     assert len(warnings) == 1
     assert "000000000000_worker_0.json" in warnings[0] and "000000000000_worker_1.json" in warnings[0]
-    # worker_0's claim (the first worker by name) everywhere
-    assert trial.steps(mode=ModeKeys.TRAIN) == list(range(6))
-    assert trial.tensor("loss").steps(mode=ModeKeys.TRAIN) == list(range(6))
-    assert trial.steps(mode=ModeKeys.EVAL) == [] and trial.modes() == {ModeKeys.TRAIN}
+    assert "Aligning workers by (mode, mode step)" in warnings[0]
+    worker_1_steps = [100 + s for s in range(6)]
+    expected_train = list(range(6)) + (worker_1_steps if mode_of_worker_1 == ModeKeys.TRAIN else [])
+    assert trial.steps(mode=ModeKeys.TRAIN) == trial.tensor("loss").steps(mode=ModeKeys.TRAIN) == expected_train
     assert [trial.mode_modestep(g) for g in range(6)] == [(ModeKeys.TRAIN, g) for g in range(6)]
-    with pytest.raises(Exception):
-        trial.tensor("loss").value(103, mode=mode_of_worker_1)
+    assert [trial.mode_modestep(g) for g in range(6, 12)] == [(mode_of_worker_1, m) for m in worker_1_steps]
+    assert trial.steps(mode=mode_of_worker_1)[-6:] == worker_1_steps
+    assert trial.tensor("loss").workers(3, ModeKeys.TRAIN) == ["worker_0"]
+    # (its index file of own step 3; the value is not read: the forged index no longer matches its record)
+    (f,) = trial.index_files_with_tensor("loss", 103, mode_of_worker_1)
+    assert (f.worker, f.step) == ("worker_1", 3)
     out = run_smdebug("ls", run, "--json")
     doc = json.loads(out.stdout)
-    assert list(doc["modes"]) == ["TRAIN"] and doc["modes"]["TRAIN"]["steps"] == list(range(6))
+    assert doc["modes"]["TRAIN"]["steps"] == expected_train
+    assert doc["modes"][mode_of_worker_1.name]["steps"][-6:] == worker_1_steps
 
 
 def test_a_worker_read_first_does_not_decide_a_disagreement(tmp_path):
-    """A live run: worker_1's file of a step is read before worker_0's. Once worker_0's arrives, its claim is
-    the one used, as for a reader that opens the finished run."""
+    """A live run: worker_1's file of a step is read before worker_0's. Once worker_0's arrives, the steps
+    are placed as for a reader that opens the finished run."""
     run = _two_worker_run(tmp_path / "run", lambda s, meta: meta.update(mode="EVAL", mode_step=100 + s))
+    fresh = create_trial(run)
     os.remove(os.path.join(run, "training_job_end.ts"))
     hidden = tmp_path / "hidden"
     hidden.mkdir()
     shutil.move(index_path(run, 5), hidden / "i5")
     trial = create_trial(run)
-    assert trial.mode_modestep(5) == (ModeKeys.EVAL, 105)
+    assert trial.mode_modestep(5) == (ModeKeys.EVAL, 100)  # (worker_0 has no step 5 yet: the next free one)
     shutil.move(hidden / "i5", index_path(run, 5))
     trial.refresh_data()
     assert trial.mode_modestep(5) == (ModeKeys.TRAIN, 5)
-    assert trial.steps(mode=ModeKeys.EVAL, show_incomplete_steps=True) == []
+    everything = trial.steps(show_incomplete_steps=True)
+    assert everything == fresh.steps() == list(range(12))
+    assert [trial.mode_modestep(g) for g in everything] == [fresh.mode_modestep(g) for g in everything]
+    assert trial.steps(mode=ModeKeys.EVAL, show_incomplete_steps=True) == [100 + s for s in range(6)]
     assert trial.steps(mode=ModeKeys.TRAIN, show_incomplete_steps=True) == list(range(6))
+    for s in range(6):
+        (f,) = trial.index_files_with_tensor("loss", 100 + s, ModeKeys.EVAL)
+        assert (f.worker, f.step) == ("worker_1", s)
 
 
 # --- F4: a record's own step, mode and mode step against its index ----------------------------------------------

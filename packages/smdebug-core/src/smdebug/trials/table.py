@@ -105,7 +105,7 @@ def long_table(trial, tensors=None, collections=None, steps: StepsArg = None, mo
         steps = set(int(s) for s in steps)
     wanted = set(names)
     per_tensor: Dict[str, list] = {n: [] for n in names}
-    plan = []  # (file, [names it holds that we want])
+    plan = []  # (file, global step, mode, mode step, [names it holds that we want])
     for g in trial.steps():
         if steps is not None and g not in steps:
             continue
@@ -118,7 +118,8 @@ def long_table(trial, tensors=None, collections=None, steps: StepsArg = None, mo
                 continue
             held = [n for n in trial._names_of(f) if n in wanted]
             if held:
-                plan.append((f, mode, g if mode_step is None else mode_step, held))
+                # (g, not f.step: workers that number their steps differently are read aligned by mode step)
+                plan.append((f, g, mode, g if mode_step is None else mode_step, held))
     for start in range(0, len(plan), _BATCH_FILES):
         _read_batch(trial, plan[start:start + _BATCH_FILES], specs, per_tensor)
     return _columns(names, per_tensor, specs)
@@ -154,9 +155,9 @@ def _groups(locations: List[Tuple[int, int]]) -> List[Tuple[int, int]]:
 
 
 def _read_batch(trial, batch, specs, per_tensor) -> None:
-    jobs = []  # (file, mode, mode_step, name, [(what, location)])
+    jobs = []  # (file, global step, mode, mode_step, key, [(name, [(what, location)])])
     requests, owners = [], []  # one ranged read per group of nearby records
-    for f, mode, mode_step, held in batch:
+    for f, g, mode, mode_step, held in batch:
         needs = [(n, _needs(f, n, specs)) for n in held]
         needs = [(n, nd) for n, nd in needs if nd]
         if not needs:
@@ -176,7 +177,7 @@ def _read_batch(trial, batch, specs, per_tensor) -> None:
         for lo, length in _groups(locs):
             requests.append((key, lo, length))
             owners.append(len(jobs))
-        jobs.append((f, mode, mode_step, key, needs))
+        jobs.append((f, g, mode, mode_step, key, needs))
     if not jobs:
         return
     try:
@@ -187,7 +188,7 @@ def _read_batch(trial, batch, specs, per_tensor) -> None:
     if blobs is not None:
         for (key, lo, _), owner, blob in zip(requests, owners, blobs):
             spans.setdefault(owner, []).append((lo, blob))
-    for i, (f, mode, mode_step, key, needs) in enumerate(jobs):
+    for i, (f, g, mode, mode_step, key, needs) in enumerate(jobs):
         try:
             values = _decode_job(trial, f, key, needs, spans.get(i))
         except (EventFileCorrupted, MissingEventFile) as e:
@@ -198,7 +199,7 @@ def _read_batch(trial, batch, specs, per_tensor) -> None:
         for name, got in values:
             row = _row(got, specs)
             if row is not None:
-                per_tensor[name].append((f.step, mode.name, mode_step, f.worker, row))
+                per_tensor[name].append((g, mode.name, mode_step, f.worker, row))
 
 
 def _slice(spans, key_path, start: int, length: int):

@@ -150,9 +150,23 @@ class Trial:
         self._mode_to_global: Dict[ModeKeys, Dict[int, int]] = {}
         self._global_to_mode: Dict[int, Tuple[ModeKeys, int]] = {}
         # global step -> the worker whose index gives the step's mode and mode step (the first by name of
-        # those read, when workers disagree: one resolution for every reader of this trial)
+        # those with a file at that step of the run)
         self._mode_owner: Dict[int, str] = {}
         self._warned_mode_disagreement = False
+        # Each worker numbers its own global steps (EVAL steps included), so workers that evaluate on one
+        # rank only, or train on uneven shards, give one (mode, mode step) different global numbers. Until
+        # that is seen, _files is keyed by the files' own steps (no cost for runs whose workers agree). Once
+        # it is, _files/_steps hold each file at the global step where the first worker by name has its
+        # (mode, mode step) (see _realign), and _own_files/_own_steps keep the files' own numbering, which
+        # listing and completeness need (each worker writes its own steps in order).
+        self._own_files = self._files
+        self._own_steps = self._steps
+        self._aligned = False
+        self._realign_due = False
+        # aligned: worker -> (mode, mode step) -> its file (one worker claims a mode step once)
+        self._keys: Dict[str, Dict[Tuple[ModeKeys, int], IndexFile]] = {}
+        # aligned: (worker, own step) -> global step of the run (None until the first alignment)
+        self._placement: Optional[Dict[Tuple[str, int], int]] = None
         self._declares_aliases = False  # some index file of the run declares its aliases (see index_file)
         self._index_workers: Set[str] = set()  # workers named by index files (any step, in range or not)
         self._missing_workers_note: Optional[str] = None
@@ -165,9 +179,9 @@ class Trial:
         # tensor name -> sorted global steps with anything of it, kept up to date as index files are parsed,
         # so Tensor.steps() does not scan the whole run (rules ask for it at every step)
         self._tensor_step_index: Dict[str, List[int]] = {}
-        # (step, tensor names) of parsed index files not yet in _tensor_step_index: it is only needed
+        # parsed index files not yet in _tensor_step_index (by their step of the run): it is only needed
         # for a tensor's steps, so fetching values step by step (a rule) never pays for building it
-        self._step_index_backlog: List[Tuple[int, List[str]]] = []
+        self._step_index_backlog: List[IndexFile] = []
         self._unparsed: Deque[IndexFile] = deque()  # files whose payload was not read yet, in step order
         self._tensors: Dict[str, Tensor] = {}
         self._generation = 0
@@ -336,8 +350,8 @@ class Trial:
                 time.sleep(delay)
                 self._read_new_index_files(settled=True)
             self.loaded_all_steps = True
-            if self._steps:
-                self.last_complete_step = max(self.last_complete_step, self._steps[-1])
+            if self._own_steps:
+                self.last_complete_step = max(self.last_complete_step, self._own_steps[-1])
 
     @property
     def skipped_damaged(self) -> int:
@@ -468,6 +482,15 @@ class Trial:
             else:
                 self._read_keys.add(k, self._list_token)
         raws = self._read_index_files(parsed)
+        try:
+            self._add_parsed(parsed, raws)
+        finally:
+            if self._realign_due:  # (also when a damaged file stops the batch: what was added is placed)
+                self._realign()
+        self._generation += 1
+        self._update_token()
+
+    def _add_parsed(self, parsed: List[Tuple[str, int, str]], raws: list) -> None:
         for (k, step, worker), raw in zip(parsed, raws):
             if isinstance(raw, FileNotFoundError):
                 continue  # removed since the listing (not marked read: should it come back, it is read then)
@@ -484,8 +507,6 @@ class Trial:
                 self._note_damage(e)
                 raise
             self._add_file(k, f)
-        self._generation += 1
-        self._update_token()
 
     def _read_index_files(self, parsed: List[Tuple[str, int, str]]) -> list:
         """The bytes of each index file, or the error reading it raised: UnreadableFileError (not a regular
@@ -529,15 +550,19 @@ class Trial:
 
     def _add_file(self, key: str, f: IndexFile) -> None:
         self._read_keys.add(key, self._list_token)
-        workers = self._files.get(f.step)
+        workers = self._own_files.get(f.step)
         if workers is None:
-            workers = self._files[f.step] = {}
-            bisect.insort(self._steps, f.step)
+            workers = self._own_files[f.step] = {}
+            bisect.insort(self._own_steps, f.step)
         workers[f.worker] = f
         self._unparsed.append(f)
         if f.declares_aliases:
             self._declares_aliases = True
-        self._resolve_mode(f)
+        if self._aligned:
+            self._note_key(f)
+            self._realign_due = True
+        else:
+            self._resolve_mode(f)
         if len(workers) >= self.num_workers and f.step > self.last_complete_step:
             self.last_complete_step = f.step
 
@@ -546,6 +571,13 @@ class Trial:
         contradict each other (which global step is TRAIN step 4?). The later one is refused
         (IndexReaderException; skipped with a warning under ``skip_damaged``)."""
         if f.mode == ModeKeys.GLOBAL:
+            return
+        if self._aligned:
+            other_file = self._keys.get(f.worker, {}).get((f.mode, f.mode_step))
+            if other_file is not None and other_file.step != f.step:
+                raise IndexReaderException(
+                    f"Index file claims {f.mode.name} step {f.mode_step}, which the index file of global step "
+                    f"{other_file.step} of the same worker ({other_file.key}) claims already", f.key, f.step)
             return
         # (the global step the mode step resolved to: no table of every file's claim is kept)
         other = self._mode_to_global.get(f.mode, {}).get(f.mode_step)
@@ -558,11 +590,18 @@ class Trial:
                 f"of the same worker ({other_file.key}) claims already", f.key, f.step)
 
     def _resolve_mode(self, f: IndexFile) -> None:
-        """The mode and mode step of ``f``'s global step. Workers normally agree; when they do not, one
-        warning per run names both files, and the claim of the worker first by name is used everywhere
-        (steps(mode), mode(), tensor steps, the CLI, rules)."""
+        """The mode and mode step of ``f``'s global step while every worker numbered its steps alike. A file
+        whose step another worker's file gives another (mode, mode step), or whose (mode, mode step) another
+        worker's file has at another step, shows the workers number their steps differently (validation on
+        one rank only, uneven shards): from then on steps are aligned by mode step (_start_aligning)."""
         current = self._global_to_mode.get(f.step)
         if current is None:
+            elsewhere = (self._mode_to_global.get(f.mode, {}).get(f.mode_step)
+                         if f.mode != ModeKeys.GLOBAL else None)
+            if elsewhere is not None and elsewhere != f.step:
+                owner = self._mode_owner.get(elsewhere)
+                self._start_aligning(f, self._files.get(elsewhere, {}).get(owner))
+                return
             self._global_to_mode[f.step] = (f.mode, f.mode_step)
             self._mode_owner[f.step] = f.worker
             self._map_mode(f.step, f.mode, f.mode_step)
@@ -570,25 +609,112 @@ class Trial:
         if current == (f.mode, f.mode_step):
             return
         owner = self._mode_owner.get(f.step, f.worker)
+        self._start_aligning(f, self._files.get(f.step, {}).get(owner))
+
+    def _start_aligning(self, f: IndexFile, other: Optional[IndexFile]) -> None:
+        """Workers number their global steps differently: say so once, and from now on place every file by
+        its (mode, mode step) (see _realign, run at the end of this batch of index files)."""
         if not self._warned_mode_disagreement:
             self._warned_mode_disagreement = True
-            other = self._files.get(f.step, {}).get(owner)
-            first, second = sorted([(owner, other.key if other is not None else "?", current),
-                                    (f.worker, f.key, (f.mode, f.mode_step))])
+            pair = sorted([(f.worker, f.key, f.step, f.mode, f.mode_step)]
+                          + ([(other.worker, other.key, other.step, other.mode, other.mode_step)] if other else []))
+            said = "; ".join(f"{key} is global step {step}, {mode.name} step {ms}" for _, key, step, mode, ms in pair)
             logger.warning(
-                "Workers disagree on the mode of global step %d of %s: %s says %s step %d, %s says %s step %d; "
-                "using %s's (the first worker by name) for this and any other such step (warned once per run)",
-                f.step, self.path, first[1], first[2][0].name, first[2][1], second[1], second[2][0].name,
-                second[2][1], first[0])
-        if f.worker < owner:
-            mapping = self._mode_to_global.get(current[0])
-            if mapping is not None and mapping.get(current[1]) == f.step:
-                del mapping[current[1]]
-                if not mapping:
-                    del self._mode_to_global[current[0]]
-            self._global_to_mode[f.step] = (f.mode, f.mode_step)
-            self._mode_owner[f.step] = f.worker
-            self._map_mode(f.step, f.mode, f.mode_step)
+                "Workers disagree on the mode or mode step of a global step of %s (%s): each worker numbers its "
+                "own global steps (e.g. evaluation on one worker only). Aligning workers by (mode, mode step): a "
+                "file is read at the global step where the first worker by name has its mode step; a mode step "
+                "only other workers have takes its own step, or the next one free after their earlier steps "
+                "(warned once per run)", self.path, said)
+        self._aligned = True
+        self._files, self._steps = {}, []  # (_own_files/_own_steps keep the files by their own steps)
+        self._keys = {}
+        for s in self._own_steps:
+            for g in self._own_files[s].values():
+                self._note_key(g)
+        self._realign_due = True
+
+    def _note_key(self, f: IndexFile) -> None:
+        if f.mode != ModeKeys.GLOBAL:
+            self._keys.setdefault(f.worker, {})[(f.mode, f.mode_step)] = f
+
+    def _realign(self) -> None:
+        """Place every file of the run at a global step of the run, by (mode, mode step), as a function of
+        the files read (whatever their order of arrival, the same files give the same places):
+
+        - the first worker by name (of those with index files) keeps its own numbering;
+        - another worker's file of a (mode, mode step) already placed joins it there;
+        - a (mode, mode step) not placed yet (a worker's extra TRAIN steps on an uneven shard, a mode only
+          it ran) is placed by the first worker by name having it, at its own step, or if that is taken,
+          at the next free global step after both its own step and that worker's previous file's place;
+        - GLOBAL-mode files (no mode) stay at their own step, as they always did.
+        """
+        self._realign_due = False
+        by_worker: Dict[str, List[IndexFile]] = {}
+        for s in self._own_steps:
+            for w, f in self._own_files[s].items():
+                by_worker.setdefault(w, []).append(f)
+        workers = sorted(by_worker)
+        placed: Dict[Tuple[ModeKeys, int], int] = {}
+        taken: Set[int] = set()
+        placement: Dict[Tuple[str, int], int] = {}
+        files: Dict[int, Dict[str, IndexFile]] = {}
+        if workers:
+            for f in by_worker[workers[0]]:
+                taken.add(f.step)
+                if f.mode != ModeKeys.GLOBAL:
+                    placed[(f.mode, f.mode_step)] = f.step
+        for w in workers[1:]:
+            taken.update(f.step for f in by_worker[w] if f.mode == ModeKeys.GLOBAL)
+        for w in workers:
+            last = -1
+            own_globals = []
+            for f in by_worker[w]:
+                if f.mode == ModeKeys.GLOBAL:
+                    own_globals.append(f)
+                    continue
+                key = (f.mode, f.mode_step)
+                g = placed.get(key)
+                if g is None:
+                    g = max(f.step, last + 1)
+                    while g in taken:
+                        g += 1
+                    taken.add(g)
+                    placed[key] = g
+                last = max(last, g)
+                placement[(w, f.step)] = g
+                files.setdefault(g, {})[w] = f
+            for f in own_globals:
+                g = f.step
+                while w in files.get(g, ()):  # (its own keyed file was placed here: the next free step)
+                    g += 1
+                    while g in taken:
+                        g += 1
+                taken.add(g)
+                placement[(w, f.step)] = g
+                files.setdefault(g, {})[w] = f
+        # (a live run mostly adds files at the end: when no file read before moved, the tensor step index
+        # stays as it is and the new files join it as they are parsed)
+        moved = self._placement is None or any(
+            self._placement.get(k, g) != g for k, g in placement.items())
+        self._placement = placement
+        self._files = files
+        self._steps = sorted(files)
+        self._global_to_mode, self._mode_to_global, self._mode_owner = {}, {}, {}
+        for g in self._steps:
+            here = files[g]
+            owner = min(here)
+            f = here[owner]
+            self._global_to_mode[g] = (f.mode, f.mode_step)
+            self._mode_owner[g] = owner
+            self._map_mode(g, f.mode, f.mode_step)
+        if moved:  # the tensor step index is by global step of the run: built again from every parsed file
+            pending = {id(f) for f in self._unparsed}
+            self._tensor_step_index = {}
+            self._step_index_backlog = [f for g in self._steps for f in files[g].values() if id(f) not in pending]
+
+    def _placed(self, f: IndexFile) -> int:
+        """The global step of the run at which ``f`` is read (its own step unless workers were aligned)."""
+        return self._placement.get((f.worker, f.step), f.step) if self._placement is not None else f.step
 
     def _map_mode(self, step: int, mode: ModeKeys, mode_step: int) -> None:
         if mode != ModeKeys.GLOBAL:
@@ -598,7 +724,7 @@ class Trial:
         # Re-list from just after the last complete step, so files of partially written later steps
         # are still found when their other workers catch up.
         window = self.incomplete_wait_window
-        if self._steps and self._steps[-1] - self.last_complete_step > window and self.num_workers > 1:
+        if self._own_steps and self._own_steps[-1] - self.last_complete_step > window and self.num_workers > 1:
             # Too many incomplete steps: stop waiting for the oldest ones.
             self.last_complete_step = self.last_complete_step + window // 2
             logger.warning(
@@ -607,7 +733,7 @@ class Trial:
             )
         if self.last_complete_step >= 0:
             self._list_token = index_prefix_for_step(self.last_complete_step + 1)
-            files = self._files.get(self.last_complete_step)
+            files = self._own_files.get(self.last_complete_step)
             if files:
                 # As 1.0.x named it: the step's file of the last worker of the run (by name), whichever
                 # workers wrote that step (a step given up on may lack it).
@@ -651,7 +777,7 @@ class Trial:
         try:
             names = f.tensor_names()
             self._tensor_names.update(names)
-            self._step_index_backlog.append((f.step, names))
+            self._step_index_backlog.append(f)
         except IndexReaderException as e:
             if not self.skip_damaged:
                 self._unparsed.appendleft(f)
@@ -664,6 +790,12 @@ class Trial:
     # steps and modes
     # ------------------------------------------------------------------------------------------
     def _is_complete(self, step: int) -> bool:
+        if self._aligned:
+            # (last_complete_step counts the files' own steps: a step of the run is complete when each of
+            # its files is, or when every worker has a file there)
+            files = self._files.get(step, {})
+            return (self.loaded_all_steps or len(files) >= self.num_workers
+                    or (bool(files) and all(f.step <= self.last_complete_step for f in files.values())))
         return (
             self.loaded_all_steps
             or step <= self.last_complete_step
@@ -893,8 +1025,10 @@ class Trial:
         """Bring _tensor_step_index up to date with the index files parsed so far."""
         backlog, self._step_index_backlog = self._step_index_backlog, []
         index = self._tensor_step_index
-        for step, names in backlog:
-            for name in names:
+        placed = self._placed
+        for f in backlog:
+            step = placed(f)
+            for name in f.tensor_names():
                 steps = index.get(name)
                 if steps is None:
                     index[name] = [step]
@@ -912,7 +1046,9 @@ class Trial:
         if self._step_index_backlog:
             self._index_steps()
         steps = self._tensor_step_index.get(name, ())
-        if not (show_incomplete or self.loaded_all_steps):
+        if self._aligned and not (show_incomplete or self.loaded_all_steps):
+            steps = [s for s in steps if self._is_complete(s)]
+        elif not (show_incomplete or self.loaded_all_steps):
             # Steps up to the last complete one are complete; only the few after it need a look.
             cut = bisect.bisect_right(steps, self.last_complete_step)
             steps = list(steps[:cut]) + [s for s in steps[cut:] if self._is_complete(s)]
@@ -1011,7 +1147,7 @@ class Trial:
                 self._note_damage(e)
             raise
         if self._read_logs:
-            self.note_read(name, f.step)
+            self.note_read(name, self._placed(f))
         return value
 
     # --- remote reads: one request for neighbouring records ---------------------------------------
@@ -1105,7 +1241,8 @@ class Trial:
             except FileNotFoundError:
                 attempts += 1
                 later_exists = any(
-                    s > f.step and f.worker in self._files[s] for s in self._steps[bisect.bisect_right(self._steps, f.step):][:1]
+                    s > f.step and f.worker in self._own_files[s]
+                    for s in self._own_steps[bisect.bisect_right(self._own_steps, f.step):][:1]
                 )
                 if self._missing_event_waits_left is None:
                     self._missing_event_waits_left = self.missing_event_retry_limit
@@ -1135,7 +1272,7 @@ class Trial:
             plan.append((f, location))
         if tensor.cache and all((f.step, f.worker) in tensor._values for f, _ in plan):
             for f, _ in plan:
-                self.note_read(name, f.step)
+                self.note_read(name, self._placed(f))
             return [tensor._values[(f.step, f.worker)] for f, _ in plan]
         try:
             return self._read_planned(tensor, name, steps, mode, worker, plan)
@@ -1165,7 +1302,7 @@ class Trial:
             if tensor.cache:
                 tensor._values[(f.step, f.worker)] = value
             if self._read_logs:
-                self.note_read(name, f.step)
+                self.note_read(name, self._placed(f))
             out.append(value)
         return out
 
