@@ -38,5 +38,21 @@ def test_unweighted_losses_record_nothing(tmp_path):
 
 
 def test_a_loss_registered_again_replaces_its_weights(tmp_path):
+    # (the same instance: one name, one record; its weights as they are at the last registration)
+    hook = smd.Hook(out_dir=str(tmp_path), include_collections=["losses"])
+    model = nn.Linear(3, 2)
+    hook.register_module(model)
+    loss = nn.CrossEntropyLoss(weight=torch.tensor([1.0, 9.0]))
+    hook.register_loss(loss)
+    loss.weight = None
+    hook.register_loss(loss)
+    loss(model(torch.randn(4, 3)), torch.tensor([0, 1, 0, 1]))
+    hook.close()
+    assert recorded_class_weights(create_trial(str(tmp_path))) == []
+
+
+def test_a_second_loss_of_the_same_class_keeps_the_first_ones_weights(tmp_path):
+    # two instances are two losses (CrossEntropyLoss, CrossEntropyLoss_1), each with its own targets
     trial = _meta_after(tmp_path, nn.CrossEntropyLoss(weight=torch.tensor([1.0, 9.0])), nn.CrossEntropyLoss())
-    assert recorded_class_weights(trial) == []
+    entries = recorded_class_weights(trial)
+    assert [(e.weights, e.targets) for e in entries] == [({0: 1.0, 1: 9.0}, "^CrossEntropyLoss_input_1$")]

@@ -4,7 +4,8 @@ hooks, gradients and optimizer hooks are attached only for what a step needs.
 Names, as in smdebug 1.0.x: parameters ``<Model>_<param>`` (``Net_fc1.weight``), gradients
 ``gradient/<Model>_<param>``, module inputs/outputs ``<module>_input_<i>`` / ``<module>_output_<i>``
 (the model itself is named by its class; submodules by their qualified name, ``layer1.0.conv1``), losses
-``<LossClass>_output_0``.
+``<LossClass>_output_0`` (a second instance of one class ``<LossClass>_1_output_0``). The model's tensor
+keyword arguments: ``<Model>_input_<keyword>``.
 
 A step begins at each forward call of the registered model. With ``hook.register_optimizer(opt)`` a
 step is an optimizer step instead (for gradient accumulation): the forward calls before
@@ -26,6 +27,7 @@ run eagerly (a loss module called after a compiled model) get their hooks by wha
 
 from __future__ import annotations
 
+import functools
 import itertools
 import weakref
 from typing import Dict, List, Optional, Tuple
@@ -40,7 +42,7 @@ from smdebug.exceptions import SMDebugTypeError, SMDebugValueError, TrainingStop
 from smdebug.pytorch import _dynamo, layers, sharded
 from smdebug.pytorch.collection import Collection
 from smdebug.pytorch.gradients import GRADIENT_PREFIX, GradientSource
-from smdebug.pytorch.module_io import io_targets, tensors
+from smdebug.pytorch.module_io import io_targets, keyword_input_regex, keyword_tensors, tensors
 from smdebug.pytorch.reductions import device_reductions
 
 _WRAPPERS = (torch.nn.DataParallel, torch.nn.parallel.DistributedDataParallel)
@@ -102,6 +104,7 @@ class Hook(BaseHook):
         self._external_modes: frozenset = _NOTHING
         self._forward_mode = None  # trainers: module -> the mode its forward call runs in (or None)
         self._loss_in_output = False  # save the model output's "loss" (see _record_output_loss)
+        self._model_loss = None  # the loss the model's head computes (smdebug.pytorch.model_loss.ModelLoss)
         self._named_saved: Tuple[int, set] = (-1, set())  # (step, names _save_named saved in it)
         self._wired = None  # what the attached torch hooks were chosen for (see _rewire)
         # the attached torch hooks are those of a step with nothing due, and the model's forward calls mark
@@ -154,9 +157,11 @@ class Hook(BaseHook):
         self._names[inner] = self.model_name
         self._refresh_params()
         self._file_unnamed_parameters()
-        self.get_collection(CollectionKeys.INPUTS).include(layers.io_regex(self.model_name, "input"))
+        self.get_collection(CollectionKeys.INPUTS).include(
+            [layers.io_regex(self.model_name, "input"), keyword_input_regex(self.model_name)])
         self.get_collection(CollectionKeys.OUTPUTS).include(layers.io_regex(self.model_name, "output"))
         activations.add_to_collections(self, layers.activation_layers(inner, self._names.get))
+        self._register_loss_submodules(inner)
         self._model_handles.append(self._add_eager_hook(inner.register_forward_pre_hook, self._on_model_forward_pre))
         _dynamo.notify_when_loaded(self)
         _dynamo.watch_compiles(self)
@@ -175,14 +180,15 @@ class Hook(BaseHook):
                 (weights if p.dim() >= 2 else biases).add_tensor_name(name)
 
     def register_loss(self, loss_module) -> None:
-        """Save the outputs of a loss module (``<LossClass>_output_0``, in the ``losses`` collection).
+        """Save the outputs of a loss module (``<LossClass>_output_0``, in the ``losses`` collection; a second
+        instance of the same class ``<LossClass>_1_output_0``, see :meth:`_loss_name`).
 
         For a classification loss (CrossEntropyLoss, NLLLoss, BCELoss, BCEWithLogitsLoss, MultiMarginLoss) its inputs are also
         the ``predictions`` (``<LossClass>_input_0``) and ``labels`` (``<LossClass>_input_1``) collections.
         """
         if not isinstance(loss_module, torch.nn.Module):
             raise SMDebugTypeError(f"register_loss expects a torch.nn.Module, got {type(loss_module).__name__}")
-        name = type(loss_module).__name__
+        name = self._loss_name(loss_module)
         self._names[loss_module] = name
         losses = self.get_collection(CollectionKeys.LOSSES)
         if not losses.matches(f"{name}_output_0"):
@@ -200,6 +206,34 @@ class Hook(BaseHook):
         if self._in_step:
             with self._step_lock:
                 self._rewire()  # (registered during a step, e.g. by zero-code at the loss's first call)
+
+    def _loss_name(self, loss_module) -> str:
+        """The name a registered loss module's tensors carry: its class name, as in smdebug 1.0.x; a second
+        (third...) instance of the same class ``<LossClass>_1`` (``_2``...), in registration order, so that
+        two losses of one class (a GAN's discriminator and generator losses) are two series, never one series
+        that alternates between them. The same instance registered again keeps its name."""
+        if loss_module in self._loss_modules:
+            return self._names.get(loss_module) or type(loss_module).__name__
+        base = type(loss_module).__name__
+        taken = {self._names.get(m) for m in self._loss_modules}
+        if base not in taken:
+            return base
+        for i in itertools.count(1):
+            if f"{base}_{i}" not in taken:
+                return f"{base}_{i}"
+        raise AssertionError("unreachable")
+
+    def _register_loss_submodules(self, model: torch.nn.Module) -> None:
+        """Register the model's loss submodules (instances of torch's ``_Loss`` base class: a LightningModule's
+        ``self.loss_fn = nn.CrossEntropyLoss()``) as losses: their inputs are then the run's loss inputs, and the
+        rules can judge them, as if the user had called ``register_loss``."""
+        base = getattr(getattr(torch.nn, "modules", None), "loss", None)
+        base = getattr(base, "_Loss", None)
+        if base is None:
+            return
+        for sub in model.modules():
+            if isinstance(sub, base) and sub not in self._loss_modules:
+                self.register_loss(sub)
 
     def _record_class_weights(self, loss_module, name: str) -> None:
         """Record the class weights a loss module compensates imbalance with (``_meta.class_weights``, see
@@ -364,8 +398,10 @@ class Hook(BaseHook):
             inputs, outputs = wanted(f"{name}_input_0"), wanted(f"{name}_output_0")
             if inputs or outputs:
                 targets[module] = (inputs, outputs)
-        if self._loss_in_output and self.model is not None and wanted(OUTPUT_LOSS + "_output_0"):
-            # the loss the model computes in its forward (Hugging Face models given labels)
+        if self._loss_in_output and self.model is not None and (
+                wanted(OUTPUT_LOSS + "_output_0")
+                or (self._model_loss is not None and any(wanted(n) for n in self._model_loss.regex_probes()))):
+            # the loss the model computes in its forward (Hugging Face models given labels), and its inputs
             targets[self.model] = targets.get(self.model, (False, False)) + (True,)
         for module in [m for m in self._io_handles if m not in targets]:
             self._io_handles.pop(module)[0].remove()
@@ -388,13 +424,16 @@ class Hook(BaseHook):
     def _add_io_hook(self, module, inputs: bool, outputs: bool, output_loss: bool = False):
         if module is self.model:
             # The model's own hooks run eagerly even when it is compiled (around the compiled forward).
-            def on_model(mod, ins, outs):
+            # with_kwargs: a model called as model(**batch) (the Hugging Face Trainer, accelerate loops) gets
+            # all its inputs as keyword arguments; they are its inputs too
+            def on_model(mod, ins, kwargs, outs):
                 if output_loss:
-                    self._record_output_loss(outs)
+                    self._record_output_loss(outs, kwargs)
                 if inputs or outputs:
-                    self._on_forward_eager(mod, ins if inputs else (), outs if outputs else ())
+                    self._on_forward_eager(mod, ins if inputs else (), outs if outputs else (),
+                                           kwargs if inputs else None)
 
-            handle = self._add_eager_hook(module.register_forward_hook, on_model)
+            handle = self._add_eager_hook(functools.partial(module.register_forward_hook, with_kwargs=True), on_model)
             return _Handle(handle, self._eager_handles)
         return module.register_forward_hook(self._io_hook(inputs, outputs))
 
@@ -552,7 +591,7 @@ class Hook(BaseHook):
             counters = self._io_index.setdefault(base, (itertools.count(), itertools.count()))
         return f"{base}_{label}_{next(counters[kind])}"
 
-    def _on_forward_eager(self, module, inputs, outputs):
+    def _on_forward_eager(self, module, inputs, outputs, kwargs=None):
         if self._disabled or not self._due:
             return None
         try:
@@ -561,6 +600,8 @@ class Hook(BaseHook):
             # thread began it meanwhile) could repeat a name of that step.
             with self._step_lock:
                 self._save_io(base, tensors(inputs), tensors(outputs))
+                if kwargs:
+                    self._save_keyword_inputs(base, kwargs)
         except Exception as e:  # noqa: BLE001
             self._fail(f"the forward hook of {type(module).__name__}", e)
         return None
@@ -572,6 +613,18 @@ class Hook(BaseHook):
                 self.record(name, t)
         for t in outputs:
             name = self._next_name(base, 1, "output")
+            if self.is_due(name):
+                self.record(name, t)
+
+    def _save_keyword_inputs(self, base: str, kwargs) -> None:
+        """(step lock held) The tensors a module got as keyword arguments: ``<module>_input_<keyword>``
+        (``BertModel_input_input_ids``); a second call in the same step ``<module>_input_<keyword>_1``..."""
+        for key, t in keyword_tensors(kwargs):
+            counters = self._io_index.get(base + "\0" + key)
+            if counters is None:
+                counters = self._io_index.setdefault(base + "\0" + key, (itertools.count(), itertools.count()))
+            i = next(counters[0])
+            name = f"{base}_input_{key}" + (f"_{i}" if i else "")
             if self.is_due(name):
                 self.record(name, t)
 
@@ -651,12 +704,30 @@ class Hook(BaseHook):
         return super()._may_be_empty(collection) or (collection == CollectionKeys.METRICS
                                                      and bool(self._external_modes))
 
-    def _record_output_loss(self, outputs) -> None:
+    def _record_output_loss(self, outputs, kwargs=None) -> None:
         """The model's output carries the loss (``outputs.loss`` / ``outputs["loss"]``, as Hugging Face
-        models return it when given labels): saved as ``loss_output_<i>``, in the ``losses`` collection."""
+        models return it when given labels): saved as ``loss_output_<i>``, in the ``losses`` collection.
+        When a trainer callback told the hook which loss the model's head computes (``_model_loss``), what
+        that loss got, the logits and the ``labels`` argument, is saved as ``loss_input_<2i>`` and
+        ``loss_input_<2i+1>`` (as a registered loss module's inputs), in ``loss_inputs``."""
         loss = outputs.get(OUTPUT_LOSS) if isinstance(outputs, dict) else getattr(outputs, OUTPUT_LOSS, None)
-        if isinstance(loss, torch.Tensor):
-            self.record_tensor_value(OUTPUT_LOSS, loss)
+        if not isinstance(loss, torch.Tensor):
+            return
+        self.record_tensor_value(OUTPUT_LOSS, loss)
+        head = self._model_loss
+        if head is None or self._disabled or not self._due:
+            return
+        try:
+            pair = head.inputs(outputs, kwargs or {})
+            if pair is None:
+                return
+            with self._step_lock:
+                for t in pair:
+                    name = self._next_name(OUTPUT_LOSS, 0, "input")
+                    if self.is_due(name):
+                        self.record(name, t)
+        except Exception as e:  # noqa: BLE001
+            self._fail("saving the inputs of the model's own loss", e)
 
     def _save_gradients(self) -> None:
         """Save the model's gradients now (a trainer's "before optimizer step" event)."""

@@ -8,6 +8,7 @@ regexes when the hook prepares its collections).
 
 from __future__ import annotations
 
+import re
 from typing import Callable, Dict, List, Mapping, Tuple
 
 import torch
@@ -48,3 +49,22 @@ def tensors(value) -> List[torch.Tensor]:
         for f in value.__dataclass_fields__:
             found.extend(tensors(getattr(value, f)))
     return found
+
+
+#: keyword arguments that are the targets of a loss the model computes, not the model's inputs
+TARGET_KEYWORDS = ("labels",)
+
+
+def keyword_tensors(kwargs: Mapping) -> List[Tuple[str, torch.Tensor]]:
+    """(keyword, tensor) for each keyword argument that is a tensor of one dimension or more (nested values are
+    not looked into: a model's keyword inputs are tensors, ``input_ids=``, ``pixel_values=``; a 0-d tensor is a
+    count or flag, such as the Trainer's ``num_items_in_batch``, not data)."""
+    return [(k, v) for k, v in kwargs.items() if isinstance(v, torch.Tensor) and v.dim() > 0
+            and isinstance(k, str) and k.isidentifier()]
+
+
+def keyword_input_regex(name: str) -> str:
+    """Regex of the model's keyword inputs for the ``inputs`` collection: ``<name>_input_<keyword>``, the
+    targets (``labels``) excluded: they are no input the input rules should judge."""
+    targets = "|".join(TARGET_KEYWORDS)
+    return "^" + re.escape(name) + r"_input_(?!(?:" + targets + r")(?:_\d+)?$)[A-Za-z_]\w*$"

@@ -28,7 +28,8 @@ from transformers import TrainerCallback
 
 from smdebug.core.collection import CollectionKeys
 from smdebug.core.modes import ModeKeys
-from smdebug.pytorch import _trainer
+from smdebug.core import loss_inputs
+from smdebug.pytorch import _trainer, model_loss
 from smdebug.pytorch.hook import Hook
 
 _TRAINER_MODES = {"evaluate": ModeKeys.EVAL, "predict": ModeKeys.PREDICT}
@@ -46,6 +47,39 @@ def _loop_mode() -> ModeKeys:
             return mode
         frame = frame.f_back
     return ModeKeys.EVAL
+
+
+# the heads whose loss is a cross-entropy over the logits' last axis against the ``labels`` (class ids, -100
+# ignored): transformers' ``loss_type`` names, and the class name endings that imply them for models without it
+_CROSS_ENTROPY_HEADS = ("ForCausalLM", "LMHeadModel", "ForMaskedLM", "ForTokenClassification",
+                        "ForMultipleChoice", "ForConditionalGeneration")
+_PROBLEM_TYPES = {
+    "single_label_classification": model_loss.ModelLoss("CrossEntropyLoss", loss_inputs.LOGITS),
+    "multi_label_classification": model_loss.ModelLoss("BCEWithLogitsLoss", loss_inputs.LOGITS),
+    "regression": model_loss.ModelLoss("MSELoss", loss_inputs.REGRESSION, squeeze=True),
+}
+
+
+def head_loss(model) -> Optional[model_loss.ModelLoss]:
+    """The loss the Hugging Face model's head computes when given ``labels``, by what transformers says of
+    the model (``model.loss_type``, ``config.problem_type``, ``config.num_labels``) or its class name; None for
+    a head not known here (its loss is then not judged: no record, as before)."""
+    loss_type = getattr(model, "loss_type", None)
+    name = type(model).__name__
+    config = getattr(model, "config", None)
+    if loss_type == "ForSequenceClassification" or name.endswith("ForSequenceClassification"):
+        problem = getattr(config, "problem_type", None)
+        if problem in _PROBLEM_TYPES:
+            return _PROBLEM_TYPES[problem]
+        # (set at the first forward by the labels: one output is a regression, else a cross-entropy on class
+        # ids or a multi-label BCE; both of those want logits)
+        if getattr(config, "num_labels", None) == 1:
+            return _PROBLEM_TYPES["regression"]
+        return model_loss.ModelLoss("CrossEntropyLoss or BCEWithLogitsLoss (config.problem_type)",
+                                    loss_inputs.LOGITS)
+    if (isinstance(loss_type, str) and loss_type in _CROSS_ENTROPY_HEADS) or name.endswith(_CROSS_ENTROPY_HEADS):
+        return model_loss.ModelLoss("CrossEntropyLoss", loss_inputs.LOGITS)
+    return None
 
 
 class SmdebugCallback(TrainerCallback):
@@ -67,6 +101,9 @@ class SmdebugCallback(TrainerCallback):
         self.hook._follow_trainer((ModeKeys.TRAIN, ModeKeys.GLOBAL))
         self.hook._forward_mode = self._mode_of_forward
         self.hook._loss_in_output = True
+        head = head_loss(model)
+        if head is not None:
+            model_loss.follow(self.hook, head)
         self.hook._rewire_later()
 
     def _mode_of_forward(self, module) -> Optional[ModeKeys]:

@@ -1,0 +1,65 @@
+"""The loss a model computes inside its own ``forward`` (a Hugging Face model given ``labels=``), described so
+that the rules can judge it as they judge a registered loss module.
+
+Such a model runs no loss module the hook could watch; what the loss got is still visible around the model's
+call: the ``labels`` keyword argument and the ``logits`` of the output. A trainer callback that knows which loss
+the model's head applies (:mod:`smdebug.pytorch.transformers`) gives the hook a :class:`ModelLoss`; the hook
+then saves, next to the returned loss (``loss_output_<i>``), the logits as ``loss_input_<2i>`` and the labels as
+``loss_input_<2i+1>``, and records the loss in ``_meta.losses`` (:mod:`smdebug.core.loss_inputs`) under the name
+``loss``, as it does for a loss module named ``loss``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Optional, Tuple
+
+import torch
+
+from smdebug.core import loss_inputs
+from smdebug.core.activations import io_regex
+
+#: the name the model's own loss has in the run (its tensors: loss_output_<i>, loss_input_<i>)
+NAME = "loss"
+LABELS = "labels"
+LOGITS = "logits"
+
+
+@dataclass(frozen=True)
+class ModelLoss:
+    """:param type: what the run's record calls the loss (``CrossEntropyLoss``...).
+    :param expects: what it expects of the logits, one of :data:`smdebug.core.loss_inputs.EXPECTS`.
+    :param squeeze: the head squeezes logits and labels before the loss (a one-output regression head:
+        ``(N, 1)`` logits against ``(N,)`` labels would otherwise read as a broadcast)."""
+
+    type: str
+    expects: str
+    squeeze: bool = False
+
+    def record(self) -> loss_inputs.LossInputs:
+        return loss_inputs.LossInputs(NAME, self.type, self.expects, io_regex(NAME, "input", 0),
+                                      io_regex(NAME, "input", 1))
+
+    @staticmethod
+    def regex_probes() -> Tuple[str, str]:
+        """The names of the first call's loss inputs (the hook asks whether they are due)."""
+        return (f"{NAME}_input_0", f"{NAME}_input_1")
+
+    def inputs(self, outputs, kwargs: Mapping) -> Optional[Tuple[torch.Tensor, torch.Tensor]]:
+        """(logits, labels) of one forward call, as the loss got them; None when either is missing (the labels
+        went in positionally, or the output has no logits)."""
+        labels = kwargs.get(LABELS)
+        logits = outputs.get(LOGITS) if isinstance(outputs, dict) else getattr(outputs, LOGITS, None)
+        if not isinstance(labels, torch.Tensor) or not isinstance(logits, torch.Tensor):
+            return None
+        if self.squeeze:
+            return logits.squeeze(), labels.squeeze()
+        return logits, labels
+
+
+def follow(hook, loss: ModelLoss) -> None:
+    """Tell ``hook`` that its model computes ``loss`` itself (see the module's docstring)."""
+    hook._model_loss = loss
+    hook._loss_in_output = True
+    loss_inputs.add_loss(hook, loss.record())
+    hook._rewire_later()
