@@ -78,6 +78,7 @@ class Hook(BaseHook):
         super()._setup()
         self.model = None
         self.losses: List = []
+        self._loss_names: Dict[int, str] = {}  # id of a registered loss block (kept alive by self.losses) -> name
         self._params: List[Tuple[str, object]] = []
         self._parents: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
         self._model_handles: List = []
@@ -127,12 +128,18 @@ class Hook(BaseHook):
             if any(b is block for b in self.losses):
                 logger.warning("smdebug: the loss block %s is already registered with this hook", block.name)
                 return
+            name = self._loss_name(block)
             self.losses.append(block)
+            self._loss_names[id(block)] = name
             self._loss_handles.append(block.register_forward_hook(self._on_forward))
+            losses = self.get_collection(CollectionKeys.LOSSES)
+            if not losses.matches(f"{name}_output_0"):
+                # (the default patterns want "loss" in the name; a block built with prefix="bce_" has none)
+                losses.include(layers.io_regex(name, "output"))
             if layers.is_classification_loss(block):
-                self.get_collection(CollectionKeys.PREDICTIONS).include(layers.io_regex(block.name, "input", 0))
-                self.get_collection(CollectionKeys.LABELS).include(layers.io_regex(block.name, "input", 1))
-            loss_inputs.add_loss(self, layers.describe_loss(block))  # (every loss: loss_inputs)
+                self.get_collection(CollectionKeys.PREDICTIONS).include(layers.io_regex(name, "input", 0))
+                self.get_collection(CollectionKeys.LABELS).include(layers.io_regex(name, "input", 1))
+            loss_inputs.add_loss(self, layers.describe_loss(block, name))  # (every loss: loss_inputs)
             return
         if self.model is not None:
             if self.model is block:
@@ -200,6 +207,7 @@ class Hook(BaseHook):
         self._graph_outputs = False  # MXNet cannot unregister an op hook: ours now returns at once
         self.model = None
         self.losses = []
+        self._loss_names = {}
         self._params = []
         self._parents = weakref.WeakKeyDictionary()
 
@@ -343,6 +351,18 @@ class Hook(BaseHook):
         except Exception as e:  # noqa: BLE001
             self._fail("the model's forward hook", e)
 
+    def _loss_name(self, block) -> str:
+        """The name a loss block's tensors carry: its Gluon name, unique per instance unless two were built with
+        the same ``prefix=``; then the second is ``<name>_1`` (third ``_2``...), so that two losses are never
+        one alternating series."""
+        taken = {self._loss_names.get(id(b)) for b in self.losses}
+        if block.name not in taken:
+            return block.name
+        i = 1
+        while f"{block.name}_{i}" in taken:
+            i += 1
+        return f"{block.name}_{i}"
+
     def _next_name(self, base: str, kind: int, label: str) -> str:
         index = self._io_index.setdefault(base, [0, 0])
         name = f"{base}_{label}_{index[kind]}"
@@ -353,7 +373,7 @@ class Hook(BaseHook):
         if self._disabled or not self._due:
             return
         try:
-            base = block.name
+            base = self._loss_names.get(id(block)) or block.name
             for t in _arrays(inputs):
                 name = self._next_name(base, 0, "input")
                 if self.is_due(name):

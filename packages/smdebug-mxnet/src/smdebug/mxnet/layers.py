@@ -17,7 +17,7 @@ them (:func:`loss_expects`).
 
 from __future__ import annotations
 
-from typing import Dict, Iterable, List
+from typing import Dict, Iterable, List, Optional
 
 from mxnet import gluon
 
@@ -75,10 +75,12 @@ def loss_expects(block) -> str:
     return loss_inputs.OTHER
 
 
-def describe_loss(block) -> loss_inputs.LossInputs:
-    """The record of a loss block: its inputs are ``<block name>_input_0`` (the prediction) and ``_input_1``."""
-    return loss_inputs.LossInputs(block.name, type(block).__name__, loss_expects(block),
-                                  io_regex(block.name, "input", 0), io_regex(block.name, "input", 1))
+def describe_loss(block, name: Optional[str] = None) -> loss_inputs.LossInputs:
+    """The record of a loss block the hook names ``name`` (its Gluon name by default): its inputs are
+    ``<name>_input_0`` (the prediction) and ``_input_1``."""
+    name = name or block.name
+    return loss_inputs.LossInputs(name, type(block).__name__, loss_expects(block),
+                                  io_regex(name, "input", 0), io_regex(name, "input", 1))
 
 
 def is_classification_loss(block) -> bool:
