@@ -81,3 +81,19 @@ def test_commands_writing_local_files_refuse_an_s3_output(s3_run, smdebug_argv, 
     assert "writes a local file only" in res.stderr and "-o -" in res.stderr, res.stderr
     assert not (tmp_path / "s3:").exists()  # (it wrote ./s3:/bucket/run/out.html and said it wrote to S3)
     assert not run.exists("out.html")
+
+
+def test_rule_results_saved_from_python_are_never_written_over_an_s3_runs_own_objects(s3_run):
+    pytest.importorskip("smdebug.rules", reason="needs the rule pack")
+    from smdebug.exceptions import SMDebugValueError
+    from smdebug.rules.runner import run_rules
+
+    run = _trained_s3_run(s3_run)
+    result = run_rules(run.path, ["loss_not_decreasing"])
+    before = _objects(run)
+    index_key = next(k for k in before if k.startswith("index/"))
+    with pytest.raises(SMDebugValueError, match="refusing to write"):
+        result.save(f"{run.path}/{index_key}")
+    assert _objects(run) == before
+    result.save(f"{run.path}/rule_results.json")
+    assert run.exists("rule_results.json")

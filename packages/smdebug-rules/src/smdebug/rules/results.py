@@ -115,9 +115,12 @@ class RunResult:
         from smdebug.core.storage.factory import get_storage
 
         if is_s3_path(path):
+            from smdebug.core.output_guard import refuse_run_output
+
             folder, _, name = path.strip().rstrip("/").rpartition("/")
             if not name or folder.rstrip("/") in ("s3:", "s3:/"):
                 raise ValueError(f"{path}: give an object key, e.g. s3://bucket/run/rule_results.json")
+            refuse_run_output(path.strip())  # (never over a run's own objects: the run would be unreadable)
         else:
             from smdebug.core.storage.safe_fs import check_output_path
 
