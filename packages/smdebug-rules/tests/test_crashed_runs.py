@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -91,3 +92,22 @@ def test_ended_and_follow_contradict_each_other(killed_run):
     assert code == 2 and result is None and "--ended" in err and "Traceback" not in err
     with pytest.raises(SMDebugValueError, match="cannot be followed"):
         run_rules(killed_run, ended=True, follow=True)
+
+
+def test_following_a_dead_run_until_ctrl_c_says_the_exit_status_it_returns(killed_run):
+    # the verdict of what was read is InProgress (4), the command's status is the shell's 130: the table's
+    # last line said "exit status 4" while the command exited 130
+    proc = subprocess.Popen([sys.executable, "-m", "smdebug.cli.main", "rules", "run", killed_run, "--follow",
+                             "--no-progress", "--rule", "ExplodingTensor"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and "following" not in (proc.stderr.readline() or ""):
+            pass
+        time.sleep(2)  # (reading the run's steps)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, (out, err)
+    assert out.strip().splitlines()[-1] == "result: InProgress (exit status 130: the verdict's is 4)", out

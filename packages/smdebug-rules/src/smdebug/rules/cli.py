@@ -211,7 +211,7 @@ def _run(args) -> int:
     if args.json:
         print(result.to_json())
     elif not args.quiet:
-        print(verdict_table(result))
+        print(verdict_table(result, exit_code=code))
     return code
 
 
@@ -239,8 +239,9 @@ class _Saver:
         self._last = now
 
 
-def verdict_table(result: RunResult) -> str:
-    """The human-readable result: one line per rule, then the run's status and exit code."""
+def verdict_table(result: RunResult, exit_code: Optional[int] = None) -> str:
+    """The human-readable result: one line per rule, then the run's status and the command's exit code
+    (``exit_code`` when it is not the verdict's: the result document could not be written, or Ctrl-C)."""
     from smdebug.cli._common import table
 
     if result.read_as_ended:
@@ -273,7 +274,9 @@ def verdict_table(result: RunResult) -> str:
              *(f"the run has {has}" for has in run_has)]
     if result.status == IN_PROGRESS and result.not_final:
         lines.append(f"not final: {result.not_final}")
-    lines.append(f"result: {result.status} (exit status {result.exit_code})")
+    code = result.exit_code if exit_code is None else exit_code
+    lines.append(f"result: {result.status} (exit status {code}"
+                 + (f": the verdict's is {result.exit_code})" if code != result.exit_code else ")"))
     return "\n".join(lines)
 
 
