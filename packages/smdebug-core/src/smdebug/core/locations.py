@@ -172,6 +172,14 @@ def run_part_at(path: str) -> Optional[Tuple[str, str]]:
     return None
 
 
+def run_output_refusal(path: str, run: str, part: str) -> str:
+    """What a command says when told to write its output at ``path``, inside ``part`` of the ``run`` it
+    belongs to (see :func:`run_part_at`): one wording for local paths and S3 keys."""
+    kind = "folder" if part in RUN_FOLDERS else "file"
+    return (f"refusing to write {path}: it is in the {part!r} {kind} of the run {run}, which the run's hook "
+            f"wrote; write the output outside the run's {', '.join(RUN_FOLDERS)} folders")
+
+
 def parse_collection_file_name(path: str) -> str:
     m = _COLLECTION_FILE_RE.search(path)
     if m is None or _BAD_NAME_CHARS.search(m.group(1)):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Optional, Tuple
 
-from smdebug.core.locations import COLLECTIONS_DIR, INDEX_DIR, RUN_FOLDERS, _RUN_FILES, run_part_at
+from smdebug.core.locations import COLLECTIONS_DIR, INDEX_DIR, RUN_FOLDERS, _RUN_FILES, run_output_refusal, run_part_at
 from smdebug.core.storage.base import is_s3_path, parse_s3_path
 
 
@@ -48,10 +48,7 @@ def refuse_run_output(path: str) -> None:
     inside = run_part_of(path)
     if inside is not None:
         run, part = inside
-        raise SMDebugValueError(
-            f"refusing to write {path}: it is in the {part!r} {'folder' if part in RUN_FOLDERS else 'file'} "
-            f"of the run {run}, which the run's hook wrote; write the output outside the run's "
-            f"{', '.join(RUN_FOLDERS)} folders")
+        raise SMDebugValueError(run_output_refusal(path, run, part))
     if is_s3_path(path) and is_event_file_key(path):
         raise SMDebugValueError(f"refusing to write {path}: it is a TensorBoard event file; write the output "
                                 "elsewhere")

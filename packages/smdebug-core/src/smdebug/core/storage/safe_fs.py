@@ -23,7 +23,7 @@ import stat
 import threading
 from typing import Optional, Tuple
 
-from smdebug.core.locations import RUN_FOLDERS, run_part_at
+from smdebug.core.locations import run_output_refusal, run_part_at
 from smdebug.core.storage.errors import UnreadableFileError
 from smdebug.exceptions import SMDebugValueError
 
@@ -185,10 +185,7 @@ def check_output_path(path: str) -> None:
     inside = run_part_at(path)
     if inside is not None:
         run, part = inside
-        raise SMDebugValueError(
-            f"refusing to write {path}: it is in the {part!r} {'folder' if part in RUN_FOLDERS else 'file'} "
-            f"of the run {run}, which the run's hook wrote; write the output outside the run's "
-            f"{', '.join(RUN_FOLDERS)} folders")
+        raise SMDebugValueError(run_output_refusal(path, run, part))
     try:
         st = os.lstat(path)
         if stat.S_ISLNK(st.st_mode):
