@@ -70,12 +70,16 @@ def test_hf_sequence_classification_saves_keyword_inputs_and_the_models_own_loss
     assert sorted(trial.tensor_names(collection="loss_inputs")) == ["loss_input_0", "loss_input_1"]
     assert trial.tensor("loss_input_0").value(0).shape == (BATCH, 2)  # the logits
     assert trial.tensor("loss_input_1").value(0).shape == (BATCH,)  # the labels
+    # a classifier's: its logits and labels are the predictions and labels the class rules read
+    assert trial.tensor_names(collection="predictions") == ["loss_input_0"]
+    assert trial.tensor_names(collection="labels") == ["loss_input_1"]
 
 
 def test_hf_regression_head_saves_what_its_mse_gets(tmp_path):
     trial, _ = train(tmp_path, tiny_bert(1), lm=False, num_labels=1)
     [record] = loss_inputs.recorded_losses(trial)
     assert (record.type, record.expects) == ("MSELoss", loss_inputs.REGRESSION)
+    assert trial.tensor_names(collection="predictions") == []  # (a regression: no classes)
     # the head squeezes (N, 1) logits before the MSE: saved as the loss got them, not as a broadcast
     assert trial.tensor("loss_input_0").value(0).shape == (BATCH,)
     assert trial.tensor("loss_input_1").value(0).shape == (BATCH,)

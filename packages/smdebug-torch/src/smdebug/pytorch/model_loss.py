@@ -18,6 +18,7 @@ import torch
 
 from smdebug.core import loss_inputs
 from smdebug.core.activations import io_regex
+from smdebug.core.collection import CollectionKeys
 
 #: the name the model's own loss has in the run (its tensors: loss_output_<i>, loss_input_<i>)
 NAME = "loss"
@@ -58,8 +59,14 @@ class ModelLoss:
 
 
 def follow(hook, loss: ModelLoss) -> None:
-    """Tell ``hook`` that its model computes ``loss`` itself (see the module's docstring)."""
+    """Tell ``hook`` that its model computes ``loss`` itself (see the module's docstring). A loss on logits
+    (a cross-entropy, a BCE with logits) is a classifier's: its logits and labels are also the ``predictions``
+    and ``labels`` collections, as a registered classification loss module's inputs are, so the class rules
+    (ClassImbalance, Confusion) judge them."""
     hook._model_loss = loss
     hook._loss_in_output = True
     loss_inputs.add_loss(hook, loss.record())
+    if loss.expects == loss_inputs.LOGITS:
+        hook.get_collection(CollectionKeys.PREDICTIONS).include(io_regex(NAME, "input", 0))
+        hook.get_collection(CollectionKeys.LABELS).include(io_regex(NAME, "input", 1))
     hook._rewire_later()
