@@ -146,3 +146,55 @@ def test_a_second_smdebug_callback_stands_down(tmp_path):
     assert "log" not in model.__dict__  # the module's own log() again
     assert smd.create_trial(str(tmp_path / "first")).steps(mode=smd.modes.TRAIN) == [0, 1]
     assert not (tmp_path / "second").exists()
+
+
+class ManualNet(Net):
+    """Manual optimization stepping every STEP_EVERY batches of an epoch: with 6 batches an epoch, the last two
+    batches' gradients carry into the next epoch's first optimizer step (never zeroed in between), so that
+    optimizer step begins before the epoch's validation and ends after it."""
+
+    STEP_EVERY = 4
+
+    def __init__(self):
+        super().__init__()
+        self.automatic_optimization = False
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        loss = F.cross_entropy(self(x), y)
+        self.manual_backward(loss)
+        if batch_idx % self.STEP_EVERY == self.STEP_EVERY - 1:
+            opt = self.optimizers()
+            opt.step()
+            opt.zero_grad()
+        self.log("train_loss", loss)
+        return loss
+
+
+def test_an_optimizer_step_that_a_validation_interrupts_keeps_the_trainers_numbering(tmp_path, caplog):
+    from smdebug.pytorch.lightning import SmdebugCallback
+
+    out = str(tmp_path / "run")
+    torch.manual_seed(0)
+    seen = []
+
+    class Watch(L.Callback):
+        def on_train_batch_start(self, trainer, *args):
+            seen.append(trainer.global_step)
+
+    cb = SmdebugCallback(out_dir=out, save_config=smd.SaveConfig(save_interval=1),
+                         include_collections=["weights", "losses"])
+    t = L.Trainer(accelerator="cpu", max_epochs=2, limit_train_batches=TRAIN_BATCHES, limit_val_batches=VAL_BATCHES,
+                  num_sanity_val_steps=0, callbacks=[cb, Watch()], logger=False, enable_checkpointing=False,
+                  enable_progress_bar=False, enable_model_summary=False)
+    with caplog.at_level("WARNING", logger="smdebug"):
+        t.fit(ManualNet(), loader(0), loader(1))
+    cb.hook.close()
+    assert not cb.hook.disabled
+    assert seen == [0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 2, 2]  # (global step 1 spans the first validation)
+    trial = smd.create_trial(out)
+    # every TRAIN step is numbered as the trainer's global step, before and after the interruption; the
+    # hook was asked for no step twice (it warned "numbering continues at ..." and ran one ahead from there)
+    assert trial.steps(mode=smd.modes.TRAIN) == [0, 1, 2]
+    assert trial.steps(mode=smd.modes.EVAL) == [0, 1, 2, 3]
+    assert not [r for r in caplog.records if "numbering continues" in r.getMessage()]

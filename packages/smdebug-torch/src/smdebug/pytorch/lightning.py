@@ -9,7 +9,8 @@ trainer = L.Trainer(callbacks=[SmdebugCallback(out_dir="/tmp/run", include_colle
 * Modes: ``fit`` trains in TRAIN and validates in EVAL; ``validate`` and ``test`` are EVAL; ``predict``
   is PREDICT (the sanity check before fitting is not saved).
 * Steps: a TRAIN step is one optimizer step, numbered by the trainer's ``global_step`` (the batches of
-  gradient accumulation belong to it); each EVAL/PREDICT batch is one step of its mode.
+  gradient accumulation belong to it); each EVAL/PREDICT batch is one step of its mode. An optimizer step
+  an evaluation interrupts is saved up to the evaluation (a step cannot be reopened).
 * Saved: parameters at the start of the step, gradients at Lightning's ``on_before_optimizer_step``
   (unscaled under mixed precision), the loss ``training_step`` (``validation_step``, ``test_step``)
   returns (``loss_output_<i>``, one per batch, as the step computed it: not divided by
@@ -65,6 +66,7 @@ class _Follower:
         self.hook: Optional[Hook] = None
         self._active = False
         self._train_step: Optional[int] = None  # the global step of the TRAIN step open in the hook
+        self._last_train_step: Optional[int] = None  # the global step of the last TRAIN step begun
         self._logged: dict = {}  # name -> value the module logged in the open step
         self._log_wrapper = None
 
@@ -125,17 +127,22 @@ class _Follower:
         if self._train_step == step and self.hook.mode == ModeKeys.TRAIN and self.hook._in_step:
             return  # another batch of the same optimizer step (gradient accumulation)
         self._end_step()
+        if step == self._last_train_step:
+            # The optimizer step began before an evaluation, which ended it in the hook (manual optimization
+            # stepping across an epoch's end): a step cannot be reopened, and beginning it again would number
+            # it one on, and every later step with it. Its batches up to the optimizer step are not saved.
+            return
         self.hook.set_mode(ModeKeys.TRAIN)
         self.hook.begin_step(mode_step=step)
-        self._train_step = step
+        self._train_step = self._last_train_step = step
 
     def on_before_optimizer_step(self, trainer, pl_module, optimizer) -> None:
-        if self._active:
+        if self._active and self._train_step is not None:
             self.hook._save_gradients()
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
-        if not self._active:
-            return
+        if not self._active or self._train_step is None:
+            return  # (no TRAIN step open: the rest of an optimizer step an evaluation ended)
         # Under automatic optimization Lightning hands callbacks the loss divided by accumulate_grad_batches
         # (what backward ran on); the loss training_step computed is saved
         self._save_loss(outputs, trainer.accumulate_grad_batches if pl_module.automatic_optimization else 1)
