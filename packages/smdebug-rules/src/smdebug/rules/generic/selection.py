@@ -116,8 +116,17 @@ def collection_tensors(trial, collection_names: Iterable[str], role: str = "") -
             found = []
             for layer in recorded:
                 found += layer.input_names(names) if role == "inputs" else layer.output_names(names)
-            what = (f"collection {cname!r} ({role} of its layers)" if recorded
-                    else f"collection {cname!r} (the hook found no such layers in the model)")
+            if not recorded:
+                what = f"collection {cname!r} (the hook found no such layers in the model)"
+            elif found:
+                what = f"collection {cname!r} ({role} of its layers)"
+            else:
+                # the layers are there, their tensors are not: say why that happens, not only "none"
+                shown = ", ".join(layer.name for layer in recorded[:3]) + (", ..." if len(recorded) > 3 else "")
+                what = (f"collection {cname!r} ({role} of its layers: the hook found {len(recorded)} ({shown}) but "
+                        f"the run holds none of their {role}: the collection was not saved, or the layers ran "
+                        "inside a graph the hook cannot see into, a hybridized Gluon block or a compiled model "
+                        "(the training log says so)")
         else:
             found = [n for n in names if coll.matches(n)]
             what = f"collection {cname!r}"
