@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from smdebug.core.error_base import SMDebugTypeError, SMDebugValueError
+from smdebug.core.reduction_config import ALLOWED_NORMS, ALLOWED_REDUCTIONS
 
 from smdebug.core.tfevent.stored_dtypes import stored_form
 
@@ -62,8 +63,7 @@ def compute_reduction(value: np.ndarray, op: str, abs: bool = False):
     if op == "median":
         return np.median(x)
     # (SMDebugValueError, still a ValueError: a user's reduction name, e.g. reduction_value(step, "l9"))
-    raise SMDebugValueError(f"Unknown reduction {op!r}; choose from min, max, mean, std, variance, sum, prod, "
-                            "median, l1, l2")
+    raise SMDebugValueError(f"Unknown reduction {op!r}; choose from {', '.join(ALLOWED_REDUCTIONS + ALLOWED_NORMS)}")
 
 
 def reduction_tensor_name(tensor_name: str, op: str, abs: bool, keep_device_suffix: bool = False) -> str:
