@@ -82,6 +82,9 @@ def test_ended_reads_every_step_of_a_job_whose_other_rank_finished(one_rank_kill
     # judges only the steps both wrote
     code, result, err = rules_run(one_rank_killed)
     assert code == 4 and result["last_step"] < 30, (code, result and result["last_step"], err)
+    # which worker the run waits for is said: the one that died
+    assert "worker_1 has not ended while its other workers have" in result["not_final"], result["not_final"]
+    assert "--ended" in result["not_final"]
     code, result, err = rules_run(one_rank_killed, "--ended")
     assert code in (0, 1) and result["read_as_ended"], (code, err)
     assert result["last_step"] == 119 == last_written_step(one_rank_killed) and result["steps_evaluated"] == 120

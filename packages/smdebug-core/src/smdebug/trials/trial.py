@@ -836,6 +836,19 @@ class Trial:
         self.maybe_refresh()
         return sorted(self.worker_set)
 
+    def workers_not_ended(self) -> List[str]:
+        """The workers that wrote to the run but have not ended (no ``workers_ended/<worker>`` marker), when
+        at least one of its workers has: on a run without its end marker, the ones still training, or whose
+        process died. [] when every worker ended, or none did (nothing tells one worker from another then).
+        A folder that cannot be listed counts as no marker."""
+        try:
+            ended = {k.rsplit("/", 1)[-1] for k in self._list(WORKERS_ENDED_DIR)}
+        except IndexReaderException:
+            return []
+        seen = sorted(self.worker_set | self._index_workers)
+        missing = [w for w in seen if serialize_worker_name(w) not in ended]
+        return missing if len(missing) < len(seen) else []
+
     def has_passed_step(self, step: int, mode=ModeKeys.GLOBAL) -> StepState:
         """Whether ``step`` (of ``mode``) is available, will never be, or may still come. Looks for new
         data first (unless refresh is off, see :func:`smdebug.analysis.utils.no_refresh`)."""

@@ -238,6 +238,12 @@ def why_not_final(trial, follow: bool = False, timed_out: bool = False, interrup
                 "SMDEBUG_ENDED_WORKERS_WAIT seconds (a late worker is waited for): evaluate it again then, "
                 "or follow it (--follow)")
     why = f"the run has not ended (no {END_OF_JOB_FILE} yet: still training, or its job died before it ended)"
+    open_workers = getattr(trial, "workers_not_ended", lambda: [])()
+    if open_workers:  # (others ended: these are still training, or died; say which)
+        shown = ", ".join(open_workers[:5]) + (", ..." if len(open_workers) > 5 else "")
+        why = (f"the run has not ended: {shown} {'has' if len(open_workers) == 1 else 'have'} not ended while its "
+               f"other workers have (still training, or {'its' if len(open_workers) == 1 else 'their'} process "
+               "died)")
     if timed_out:
         return f"{why}; --timeout reached while following it"
     return (f"{why}: evaluate it again when it has, or follow it (--follow); if its job died, --ended judges "
