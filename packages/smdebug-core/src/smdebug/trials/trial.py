@@ -388,10 +388,9 @@ class Trial:
         if not seen or len(seen) >= self.num_workers:
             return False
         try:
-            ended_keys = {k.rsplit("/", 1)[-1]: k for k in self._list(WORKERS_ENDED_DIR)}
+            markers = list(self._end_markers(seen).values())
         except IndexReaderException:
             return False
-        markers = [ended_keys.get(serialize_worker_name(w)) for w in seen]
         if None in markers:
             self._all_ended_seen_at = self._ended_wait_left = None  # the watch starts again once all ended
             return False  # a worker is still writing
@@ -842,12 +841,17 @@ class Trial:
         process died. [] when every worker ended, or none did (nothing tells one worker from another then).
         A folder that cannot be listed counts as no marker."""
         try:
-            ended = {k.rsplit("/", 1)[-1] for k in self._list(WORKERS_ENDED_DIR)}
+            markers = self._end_markers(self.worker_set | self._index_workers)
         except IndexReaderException:
             return []
-        seen = sorted(self.worker_set | self._index_workers)
-        missing = [w for w in seen if serialize_worker_name(w) not in ended]
-        return missing if len(missing) < len(seen) else []
+        missing = [w for w, key in markers.items() if key is None]
+        return missing if len(missing) < len(markers) else []
+
+    def _end_markers(self, workers) -> Dict[str, Optional[str]]:
+        """``{worker: its workers_ended/ key, or None when it has not ended}`` for ``workers``, sorted
+        (IndexReaderException when the folder cannot be listed)."""
+        ended_keys = {k.rsplit("/", 1)[-1]: k for k in self._list(WORKERS_ENDED_DIR)}
+        return {w: ended_keys.get(serialize_worker_name(w)) for w in sorted(workers)}
 
     def has_passed_step(self, step: int, mode=ModeKeys.GLOBAL) -> StepState:
         """Whether ``step`` (of ``mode``) is available, will never be, or may still come. Looks for new
