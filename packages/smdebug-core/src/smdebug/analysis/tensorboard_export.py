@@ -14,6 +14,7 @@ Steps are exported in order, all tensors of a step together, so each step's data
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterable, List, Optional, Sequence
 
@@ -21,13 +22,15 @@ import numpy as np
 
 from smdebug.core.collection import NON_HISTOGRAM_COLLECTIONS
 from smdebug.core.locations import RUN_FOLDERS
+from smdebug.core.logger import get_logger
 from smdebug.core.modes import ModeKeys
 from smdebug.core.output_guard import run_part_of
+from smdebug.core.storage.base import is_s3_path
 from smdebug.core.storage.factory import get_storage
 from smdebug.core.tensorboard import TensorBoardWriter, histogram_tag
-from smdebug.exceptions import SMDebugValueError, TensorUnavailableForStep
+from smdebug.exceptions import SMDebugError, SMDebugValueError, TensorUnavailableForStep
 
-__all__ = ["ExportSummary", "export_tensorboard"]
+__all__ = ["ExportFailed", "ExportSummary", "export_tensorboard"]
 
 
 @dataclass
@@ -95,6 +98,7 @@ def export_tensorboard(
     steps = [g for g in trial.steps() if mode is None or (trial.mode(g) or ModeKeys.GLOBAL) == mode]
     summary = ExportSummary(out_dir=out_dir)
     exported = set()
+    made = _folders_an_export_would_make(out_dir)
     writer = TensorBoardWriter(out_dir, storage=storage)
     try:
         for g in (progress(steps, len(steps)) if progress is not None else steps):
@@ -108,12 +112,69 @@ def export_tensorboard(
                     wrote = True
             if wrote:
                 summary.steps_by_mode.setdefault(step_mode.name, []).append(g)
-    except BaseException:
+        writer.close()
+    except BaseException as e:
         writer.abort()
+        left = _take_back(storage, writer.committed, made)
+        if e is writer.write_error and isinstance(e, OSError):
+            why = str(e) if isinstance(e, SMDebugError) or not e.strerror else e.strerror
+            raise ExportFailed(f"cannot write {out_dir}: {why}; {_what_is_left(left)}", left) from e
+        if left:  # (a failure to read the run: its error says what; this says what the export left)
+            get_logger().warning("smdebug: the failed export into %s %s", out_dir, _what_is_left(left))
         raise
-    writer.close()
     summary.tensors = len(exported)
     return summary
+
+
+class ExportFailed(SMDebugError):
+    """The export could not write its files (a full disk, permissions, an S3 outage). What it had made was
+    removed; ``left`` names what could not be (empty when nothing is left)."""
+
+    def __init__(self, message: str, left: Sequence[str] = ()):
+        super().__init__(message)
+        self.left = list(left)
+
+
+def _folders_an_export_would_make(out_dir: str) -> List[str]:
+    """The local folders that do not exist yet and an export into ``out_dir`` may make, deepest first: a
+    mode folder (``<out_dir>/TRAIN``...), ``out_dir`` and its missing parents. Folders that were there are
+    never taken back. On S3 there are no folders."""
+    if is_s3_path(out_dir):
+        return []
+    root = os.path.abspath(os.path.expanduser(out_dir))
+    made = [os.path.join(root, m.name) for m in ModeKeys if not os.path.lexists(os.path.join(root, m.name))]
+    folder = root
+    while not os.path.lexists(folder) and os.path.dirname(folder) != folder:
+        made.append(folder)
+        folder = os.path.dirname(folder)
+    return made
+
+
+def _take_back(storage, committed: Sequence[str], made: Sequence[str]) -> List[str]:
+    """Remove the files a failed export committed and the folders it made (each only if empty: what
+    someone else put there stays). Returns what is left of the export, for the message."""
+    left = []
+    for key in committed:
+        try:
+            storage.remove(key)
+        except Exception:  # noqa: BLE001 - said in the message, which is what the user needs to act on
+            left.append(storage.full_path(key) if hasattr(storage, "full_path") else f"{storage.display_path}{key}")
+    for folder in made:
+        try:
+            os.rmdir(folder)
+        except FileNotFoundError:
+            pass  # (never made: the export failed before it needed this folder)
+        except OSError:
+            if os.path.lexists(folder):
+                left.append(folder)
+    return left
+
+
+def _what_is_left(left: Sequence[str]) -> str:
+    if not left:
+        return "nothing is left of this export (the files and folders it had made were removed)"
+    shown = ", ".join(left[:5]) + (f" and {len(left) - 5} more" if len(left) > 5 else "")
+    return f"could not remove what it had made: {shown}"
 
 
 def _export_value(writer: TensorBoardWriter, tensor, step: int, mode: ModeKeys, worker: Optional[str],

@@ -36,7 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from smdebug.analysis.tensorboard_export import export_tensorboard
+    from smdebug.analysis.tensorboard_export import ExportFailed, export_tensorboard
     from smdebug.exceptions import SMDebugValueError
 
     from smdebug.core.storage.base import is_s3_path
@@ -57,9 +57,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         summary = export_tensorboard(trial, args.out_dir, names=names, mode=args.mode, worker=args.worker,
                                      progress=bar)
-    except SMDebugValueError as e:
+    except (SMDebugValueError, ExportFailed) as e:  # (ExportFailed says what it took back, or what is left)
         raise c.CliError(str(e)) from None
-    except OSError as e:  # (the folder cannot be made or written: permissions, a full disk)
+    except OSError as e:  # (the folder cannot be made: permissions, a file where a folder should be)
         raise c.CliError(f"cannot write {args.out_dir}: {e}") from None
     written = summary.scalars + summary.histograms + summary.reduction_scalars
     if args.json:

@@ -17,7 +17,7 @@ import os
 import re
 import socket
 import time
-from typing import Dict, Optional
+from typing import Dict, List, Optional
 
 import numpy as np
 
@@ -111,13 +111,23 @@ class TensorBoardWriter:
         self._files: Dict[ModeKeys, object] = {}
         self._keep_going = keep_going
         self.failure: Optional[BaseException] = None  # what stopped a keep_going writer
+        #: the first write that failed (without ``keep_going``): tells a failure to write from one to read
+        self.write_error: Optional[BaseException] = None
+        #: storage keys of the files committed so far (an export that fails takes them back)
+        self.committed: List[str] = []
+        self._keys: Dict[ModeKeys, str] = {}
 
     def _guarded(self, fn, *args) -> bool:
         """Run ``fn``; False when it did not run or failed (``keep_going``), else its failure is raised."""
         if self.failure is not None:
             return False
         if not self._keep_going:
-            fn(*args)
+            try:
+                fn(*args)
+            except Exception as e:
+                if self.write_error is None:
+                    self.write_error = e
+                raise
             return True
         try:
             fn(*args)
@@ -139,7 +149,8 @@ class TensorBoardWriter:
         if f is None:
             name = f"{step_str(step)}_{os.getpid()}_{socket.gethostname()}.tfevents"
             if self._storage is not None:
-                f = self._files[mode] = self._storage.open_writer(f"{mode.name}/{name}")
+                key = self._keys[mode] = f"{mode.name}/{name}"
+                f = self._files[mode] = self._storage.open_writer(key)
                 return f
             folder = os.path.join(self.directory, mode.name)
             os.makedirs(folder, exist_ok=True)
@@ -201,11 +212,17 @@ class TensorBoardWriter:
         self._guarded(self._finish_files, keep)
 
     def _finish_files(self, keep: bool) -> None:
-        files, self._files = list(self._files.values()), {}
-        for f in files:
+        files, self._files = list(self._files.items()), {}
+        for i, (mode, f) in enumerate(files):
             if self._storage is None:
                 f.close()
             elif keep:
-                f.commit()
+                try:
+                    f.commit()  # (a full disk fails here: the last bytes are flushed at commit)
+                except BaseException:
+                    for _mode, rest in files[i + 1:]:  # (else their .tmp files stay behind)
+                        rest.abort()
+                    raise
+                self.committed.append(self._keys[mode])
             else:
                 f.abort()
