@@ -625,7 +625,8 @@ def test_poor_weight_initialization_activation_variance_ratio_per_layer(tmp_path
     assert invoke_rule(PoorWeightInitialization(trial, threshold="16")) == []
     assert invoke_rule(PoorWeightInitialization(trial, threshold="15.99")) == [0, 1, 2]
     assert invoke_rule(PoorWeightInitialization(trial, threshold="15.99", steps="2")) == [0, 1]  # first 2 steps
-    assert reason_at(PoorWeightInitialization(trial), 0) == (
+    assert invoke_rule(PoorWeightInitialization(trial)) == []  # default threshold 25
+    assert reason_at(PoorWeightInitialization(trial, threshold="10"), 0) == (
         "activation inputs: variance ratio 16 over 2 layers (16 per layer) > threshold 10 at step 0 "
         "(b_relu_input: 16, a_relu_input: 1)")
     assert invoke_rule(PoorWeightInitialization(trial, activation_inputs_regex="tanh_input|a_relu")) == [0, 1, 2]

@@ -178,6 +178,41 @@ def test_poor_weight_initialization(tmp_path, init, check):
         assert rule.last_reason.startswith(check)
 
 
+def test_poor_weight_initialization_quiet_on_pytorchs_default_cnn(tmp_path):
+    """PyTorch's default weights shrink the variance of pre-activations several-fold per layer (more with
+    pooling between): a default-initialised two-convolution net reaches a ratio between 10 (the original's
+    threshold, which flagged such a healthy CNN) and the default of 25; weights drawn from N(0, 1) on the same
+    net still fire."""
+
+    def cnn():
+        torch.manual_seed(0)
+        return nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.AvgPool2d(2),
+                             nn.Conv2d(16, 16, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                             nn.Linear(16, 3))
+
+    g = torch.Generator().manual_seed(0)
+    images = (torch.rand(64, 1, 8, 8, generator=g) > 0.7).float()  # sparse strokes, as in digit images
+    labels = torch.randint(0, 3, (64,), generator=g)
+    collections = ["relu_activations", "gradients", "losses"]
+    default = trial_of(train_torch(tmp_path / "default", cnn(), (images, labels), steps=3,
+                                   include_collections=collections))
+    rule = PoorWeightInitialization(default, threshold="10")
+    assert invoke_rule(rule) == [0, 1, 2]
+    per_layer = float(rule.last_reason.split("(")[1].split(" per layer")[0])
+    assert 10 < per_layer < 25
+    assert invoke_rule(PoorWeightInitialization(default)) == []
+
+    wide = cnn()
+    with torch.no_grad():
+        for layer in wide:
+            if isinstance(layer, nn.Conv2d):
+                layer.weight.normal_(0.0, 1.0)
+    scaled = trial_of(train_torch(tmp_path / "normal", wide, (images, labels), steps=3,
+                                  include_collections=collections))
+    rule = PoorWeightInitialization(scaled)
+    assert invoke_rule(rule)[:1] == [0] and rule.last_reason.startswith("activation inputs")
+
+
 # --- StalledTrainingRule -----------------------------------------------------------------------------------
 def follow_live_run(path, pause_at=None, pause=0.0, threshold="0.5"):
     def before_step(step):
