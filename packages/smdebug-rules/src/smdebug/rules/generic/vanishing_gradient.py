@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import bisect
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
 import numpy as np
@@ -52,15 +53,34 @@ class VanishingGradient(Rule):
     layers) is the model's only copy of it and is compared with every worker's; a run where no gradient was saved
     by several workers is judged as one model, as a run of one worker.
 
+    A small gradient is only a fault when it stops its layer from learning. Adaptive optimizers (Adam, AdamW,
+    RMSprop, Adagrad) divide each parameter's step by its own gradient's running scale, so a layer whose gradient
+    is small by construction keeps learning at the pace of the others: a transformer's separate query and key
+    projections initialised small (BERT, ViT, LLaMA-style models at N(0, 0.02)) each get a gradient proportional
+    to the other's weights, about 1e-5 of the largest gradient for tens of steps, while AdamW moves them at 0.7-0.9
+    of the fastest layer's relative pace. Plain SGD moves a weight in proportion to its gradient: in the
+    vanishing networks of the rule-accuracy benchmark (deep sigmoid and tanh stacks, a CNN initialised 300-fold
+    too small) the layers whose gradient vanished moved at 1e-5 to 1e-4 of the fastest layer's pace (and so does
+    Adam's once a gradient's entries fall below its epsilon). So when the run saved the weights too (as
+    ``Hook.recommended`` does), a gradient that meets a test (its absolute one on a gradient that shrank, or the
+    relative one) is not counted at a step where its weight's update ratio, ``||w[b] - w[a]|| / ||w[a]||`` less
+    the part along ``w[a]`` (weight decay, which only shrinks a weight, is no learning; ``a``,
+    ``b``: the weight's save before the step and the step itself, or the step and the next save for the first
+    one) is at least ``learning_fraction`` of the largest update ratio, over the same saves, of the weights whose
+    gradients did not vanish; without the weights, or when every gradient vanished, it is judged as before.
+
     :param threshold: the absolute test's mean |gradient| (default 1e-7).
     :param ratio_threshold: the relative test's ``g_min / g_max`` (default 1e-3; 0 turns the test off).
     :param norm_threshold: the relative test's ``g_min`` (default 1e-4).
     :param patience: consecutive steps with gradients at which the relative test, or a gradient of exactly zero,
         must hold (>= 1; default 3).
+    :param learning_fraction: a weight whose update ratio is at least this fraction of the largest among the
+        weights judged with it is still learning, and its small gradient not counted (default 0.01; 0 turns the
+        check off).
     """
 
     def __init__(self, base_trial, threshold="0.0000001", ratio_threshold="0.001", norm_threshold="0.0001",
-                 patience="3", other_trials=None, action_str=None):
+                 patience="3", learning_fraction="0.01", other_trials=None, action_str=None):
         super().__init__(base_trial, other_trials=other_trials, action_str=action_str)
         name = self.rule_name
         # (magnitudes: a negative threshold could never be met)
@@ -70,6 +90,10 @@ class VanishingGradient(Rule):
         if not (0 <= self.ratio_threshold < 1):
             raise SMDebugValueError(f"{name}: ratio_threshold must be in [0, 1), got {ratio_threshold!r}")
         self.patience = as_int(name, "patience", patience, minimum=1)
+        self.learning_fraction = as_float(name, "learning_fraction", learning_fraction)
+        if not (0 <= self.learning_fraction <= 1):
+            raise SMDebugValueError(f"{name}: learning_fraction must be in [0, 1], got {learning_fraction!r}")
+        self._updates = _UpdateRatios(base_trial)
         #: per view (see :meth:`_views`: a worker, or None), the relative test at the steps where it had gradients,
         #: in order: (step, met, reason)
         self._relative: Dict[Optional[str], List[Tuple[int, bool, Optional[str]]]] = {}
@@ -112,20 +136,32 @@ class VanishingGradient(Rule):
         below: Dict[str, str] = {}
         norms: Dict[str, float] = {}
         labels: Dict[str, Optional[str]] = {}
+        learning = _Learning(self, step, members, self._vanished(members))
         for c in members:
             labels[c.name] = c.read
             if c.mean_abs < self.threshold:
                 reason = (f"{worker_named(c.name, c.read)}: mean |gradient| {c.mean_abs:.3g} < threshold "
                           f"{self.threshold:g}")
-                if c.mean_abs > 0:  # a gradient that shrank: it vanishes now
-                    shrunk = shrunk or reason
+                if c.mean_abs > 0:  # a gradient that shrank: it vanishes now, unless its weight keeps learning
+                    if shrunk is None and not learning(c.name):
+                        shrunk = reason
                 else:
                     below[c.name] = reason  # exactly zero: judged over patience steps (below)
             if self.ratio_threshold > 0 and c.norm is not None:
                 norms[c.name] = c.norm
-        relative = self._relative_test(view, step, norms, labels)  # (both tests keep their history at every step)
+        relative = self._relative_test(view, step, norms, labels, learning)  # (both tests keep their history)
         absolute = self._absolute_test(view, step, below) if members else False
         return shrunk or absolute or relative
+
+    def _vanished(self, members: "List[_Copy]") -> set:
+        """The view's gradients that meet either test at this step, patience aside (their weights are no measure
+        of how fast the others learn)."""
+        norms = [c.norm for c in members if c.norm is not None]
+        largest = max(norms) if norms else 0.0
+        return {c.name for c in members
+                if c.mean_abs < self.threshold
+                or (self.ratio_threshold > 0 and c.norm is not None and largest > 0
+                    and c.norm / largest < self.ratio_threshold and c.norm < self.norm_threshold)}
 
     def _statistics(self, name: str, step: int, worker: Optional[str]) -> Optional[Tuple[float, Optional[float]]]:
         """(mean |gradient|, L2 norm or None) of ``worker``'s weight gradient ``name`` at ``step``; None when it
@@ -164,13 +200,20 @@ class VanishingGradient(Rule):
         steps = ", ".join(str(s) for s, _ in recent)
         return below[name] + (f"; at {self.patience} steps with gradients ({steps})" if self.patience > 1 else "")
 
-    def _relative_test(self, view: Optional[str], step: int, norms: dict, labels: dict):
+    def _relative_test(self, view: Optional[str], step: int, norms: dict, labels: dict, learning: "_Learning"):
         if len(norms) < 2:
             return False
-        low = min(norms, key=norms.get)
         high = max(norms, key=norms.get)
+
+        def vanished(name):
+            ratio = norms[name] / norms[high] if norms[high] > 0 else 1.0
+            return ratio < self.ratio_threshold and norms[name] < self.norm_threshold
+
+        # the smallest gradient that vanished and whose weight is not learning anyway (the smallest when none)
+        ordered = sorted(norms, key=norms.get)
+        low = next((n for n in ordered if vanished(n) and not learning(n)), ordered[0])
         ratio = norms[low] / norms[high] if norms[high] > 0 else 1.0
-        met = ratio < self.ratio_threshold and norms[low] < self.norm_threshold
+        met = vanished(low) and not learning(low)
         # (the largest named by its worker only when it is not the smallest one's: a gradient saved by one worker)
         largest = high if labels.get(high) == labels.get(low) else worker_named(high, labels.get(high))
         reason = (f"{worker_named(low, labels.get(low))}: gradient norm {norms[low]:.3g} is {ratio:.3g} of the largest "
@@ -195,3 +238,98 @@ class _Copy(NamedTuple):
     read: Optional[str]  # the worker, when several saved the gradient (its copy is named so); None when one did
     mean_abs: float
     norm: Optional[float]
+
+
+class _UpdateRatios:
+    """Relative updates of the weights behind the gradients between two of the weight's saves ``a`` and ``b``,
+    read once per (weight, worker, a, b): ``||d - (d . w / ||w||^2) w|| / ||w||`` with ``w = w[a]`` and
+    ``d = w[b] - w[a]``, the update's part across the weight. Weight decay (``weight_decay`` of SGD, AdamW's
+    decoupled decay) moves every weight along itself, towards zero, whatever its gradient: a layer that
+    only decays is not learning."""
+
+    def __init__(self, trial):
+        self.trial = trial
+        self._ratios: Dict[Tuple[str, Optional[str], int, int], Optional[float]] = {}
+
+    def interval(self, weight: str, step: int) -> Optional[Tuple[int, int]]:
+        """The saves ``(a, b)`` of ``weight`` whose difference is its update at ``step``: its save before the step
+        and the step (an update that gradients like this one made), or the step and its next save at its first
+        save; None when it was not saved at the step or saved once."""
+        if not self.trial.has_tensor(weight):
+            return None
+        steps = self.trial.tensor(weight).steps()
+        at = bisect.bisect_left(steps, step)
+        if at == len(steps) or steps[at] != step:
+            return None
+        if at > 0:
+            return steps[at - 1], step
+        return (step, steps[1]) if len(steps) > 1 else None
+
+    def ratio(self, weight: str, worker: Optional[str], a: int, b: int) -> Optional[float]:
+        key = (weight, worker, a, b)
+        if key not in self._ratios:
+            before = value_at(self.trial, weight, a, worker=worker) if worker else value_at(self.trial, weight, a)
+            after = value_at(self.trial, weight, b, worker=worker) if worker else value_at(self.trial, weight, b)
+            ratio = None
+            if before is not None and after is not None and np.shape(before) == np.shape(after):
+                before = np.asarray(before, dtype=np.float64).ravel()
+                squared = float(before @ before)
+                if squared > 0 and np.isfinite(squared):
+                    update = np.asarray(after, dtype=np.float64).ravel() - before
+                    # (the update's part across the weight: weight decay only scales a weight, along itself, and
+                    # moves a layer whose gradient vanished as much as any other)
+                    across = update - (float(update @ before) / squared) * before
+                    ratio = float(np.linalg.norm(across)) / np.sqrt(squared)
+            self._ratios[key] = ratio
+        return self._ratios[key]
+
+
+class _Learning:
+    """Whether the weight behind a gradient of a view keeps learning at ``step``: its update ratio is at least
+    ``learning_fraction`` of the largest among the weights of the view's gradients that did not vanish, over the
+    same saves. False whenever that cannot be told (weights not saved, saved once, or at other steps; every
+    gradient vanished, so no layer shows what learning looks like: a model whose weights decay to nothing moves
+    each of them alike): the gradient is judged as it always was."""
+
+    def __init__(self, rule: VanishingGradient, step: int, members: "List[_Copy]", vanished: set):
+        self.rule, self.step = rule, step
+        self.read = {c.name: c.read for c in members}
+        self.vanished = vanished
+        self._answers: Dict[str, bool] = {}
+        self._largest: Dict[Tuple[int, int], Optional[float]] = {}
+
+    @staticmethod
+    def weight_of(gradient: str) -> Optional[str]:
+        # (the hooks name a gradient after its parameter below one prefix: gradient/fc1.weight -> fc1.weight)
+        return gradient.split("/", 1)[1] if "/" in gradient else None
+
+    def __call__(self, gradient: str) -> bool:
+        if self.rule.learning_fraction <= 0:
+            return False
+        if gradient not in self._answers:
+            self._answers[gradient] = self._learning(gradient)
+        return self._answers[gradient]
+
+    def _learning(self, gradient: str) -> bool:
+        updates = self.rule._updates
+        weight = self.weight_of(gradient)
+        span = updates.interval(weight, self.step) if weight else None
+        if span is None:
+            return False
+        own = updates.ratio(weight, self.read.get(gradient), *span)
+        largest = self._largest_over(span)
+        return own is not None and bool(largest) and own >= self.rule.learning_fraction * largest
+
+    def _largest_over(self, span: Tuple[int, int]) -> Optional[float]:
+        if span not in self._largest:
+            ratios = []
+            for gradient, read in self.read.items():
+                if gradient in self.vanished:
+                    continue
+                weight = self.weight_of(gradient)
+                if weight and self.rule._updates.interval(weight, self.step) == span:
+                    r = self.rule._updates.ratio(weight, read, *span)
+                    if r is not None and np.isfinite(r):
+                        ratios.append(r)
+            self._largest[span] = max(ratios) if ratios else None
+        return self._largest[span]
