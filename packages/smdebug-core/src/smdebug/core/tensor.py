@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Protocol, Sequence, Tupl
 
 import numpy as np
 
+from smdebug.core import reader_arguments as argcheck
 from smdebug.core.modes import ModeKeys
 from smdebug.core.reductions import compute_reduction
 from smdebug.core.skip_notes import warn_skipped
@@ -75,11 +76,13 @@ class Tensor:
     # --- steps --------------------------------------------------------------------------------
     def steps(self, mode=ModeKeys.GLOBAL, show_incomplete_steps: bool = False) -> List[int]:
         """Steps (global, or mode steps for a mode) at which anything of this tensor was saved."""
+        show_incomplete_steps = argcheck.flag(show_incomplete_steps, "show_incomplete_steps")
         self.trial.maybe_refresh()
         return self.trial.tensor_steps(self.name, mode, show_incomplete_steps)
 
     def prev_steps(self, step, n=None, mode=ModeKeys.GLOBAL) -> List[int]:
         """The saved steps up to and including ``step`` (the last ``n`` of them if ``n`` is given)."""
+        step, n = argcheck.step(step), argcheck.count(n, "n")
         steps = self.steps(mode)
         end = bisect.bisect_right(steps, step)
         return steps[max(0, end - n):end] if n else steps[:end]
@@ -124,6 +127,7 @@ class Tensor:
 
     def reduction_value(self, step_num, reduction_name: str, mode=ModeKeys.GLOBAL, worker=None, abs=False):
         """A stored reduction if one was saved, else computed from the raw value (same definitions)."""
+        reduction_name, abs = argcheck.name(reduction_name, "reduction_name"), argcheck.flag(abs, "abs")
         f = self.trial.index_file_for(self.name, step_num, mode, worker)
         stored = f.reductions.get(self.name, {}).get((reduction_name, abs))
         if stored is not None:
@@ -158,6 +162,11 @@ class Tensor:
         ``reduction``: store that reduction (stored or computed) instead of the value. One-element
         values become plain numbers; larger values are kept as arrays.
         """
+        if workers is not None and workers != "all":
+            workers = argcheck.name_list(workers, "workers", "worker name")
+        if reduction is not None:
+            argcheck.name(reduction, "reduction")
+        abs = argcheck.flag(abs, "abs")
         try:
             import pandas as pd
         except ImportError:

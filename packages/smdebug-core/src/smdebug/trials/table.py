@@ -16,11 +16,12 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
+from smdebug.core import reader_arguments as argcheck
 from smdebug.core.modes import ModeKeys
 from smdebug.core.reductions import compute_reduction
 from smdebug.core.skip_notes import warn_skipped
 from smdebug.core.storage.errors import UnreadableFileError
-from smdebug.exceptions import EventFileCorrupted, MissingEventFile, SMDebugValueError
+from smdebug.exceptions import EventFileCorrupted, MissingEventFile, SMDebugTypeError, SMDebugValueError
 
 #: records of one file closer together than this are fetched in one request
 _GAP_BYTES = 256 << 10
@@ -35,19 +36,12 @@ REDUCTIONS = ("min", "max", "mean", "std", "variance", "sum", "prod", "median", 
 StepsArg = Optional[Union[Iterable[int], range]]
 
 
-def _as_list(x) -> List[str]:
-    if x is None:
-        return []
-    if isinstance(x, str):
-        return [x]
-    return [str(v) for v in x]
-
-
 def select_names(trial, tensors=None, collections=None) -> List[str]:
     """Tensor names for ``tensors`` (exact names, else regular expressions matching whole names) and
     ``collections`` (names of the run's collections); every tensor when both are None."""
+    patterns = argcheck.name_list(tensors, "tensors", "tensor name or pattern") or []
+    colls = argcheck.name_list(collections, "collections", "collection name") or []
     all_names = trial.tensor_names()
-    patterns, colls = _as_list(tensors), _as_list(collections)
     if not patterns and not colls:
         return all_names
     chosen = set()
@@ -73,7 +67,13 @@ def select_names(trial, tensors=None, collections=None) -> List[str]:
 def _modes(modes) -> Optional[set]:
     if modes is None:
         return None
-    items = [modes] if isinstance(modes, (str, ModeKeys)) else list(modes)
+    if isinstance(modes, (str, ModeKeys)):
+        items = [modes]
+    elif not isinstance(modes, (bytes, bytearray, dict)) and argcheck.iterable(modes):
+        items = list(modes)
+    else:  # (an int was "not iterable" from here; a dict's keys were taken for modes)
+        raise SMDebugTypeError(f"modes must be a mode (ModeKeys or its name) or a list of modes, got {modes!r} "
+                               f"({type(modes).__name__})")
     return {ModeKeys.parse(m) if not isinstance(m, ModeKeys) else m for m in items}
 
 
@@ -97,12 +97,14 @@ def long_table(trial, tensors=None, collections=None, steps: StepsArg = None, mo
     Returned as a dict of column name -> list (tensor, mode, worker, and an object ``value`` column)
     or numpy array (step, mode_step, float columns), rows ordered by tensor, step, worker.
     """
+    reductions = argcheck.name_list(reductions, "reductions", "reduction name")
+    want_workers = argcheck.name_list(workers, "workers", "worker name")
+    want_workers = set(want_workers) if want_workers is not None else None
+    if steps is not None:  # (int() of each took "3" for step 3, 1.7 for step 1, and b"x" for step 120)
+        steps = set(argcheck.step_list(steps, "steps"))
+    want_modes = _modes(modes)
     names = select_names(trial, tensors, collections)
     specs = _reduction_specs(reductions) if reductions else None
-    want_modes = _modes(modes)
-    want_workers = set(_as_list(workers)) if workers is not None else None
-    if steps is not None:
-        steps = set(int(s) for s in steps)
     wanted = set(names)
     per_tensor: Dict[str, list] = {n: [] for n in names}
     plan = []  # (file, global step, mode, mode step, [names it holds that we want])

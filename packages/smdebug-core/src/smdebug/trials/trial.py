@@ -16,6 +16,7 @@ from typing import Deque, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
+from smdebug.core import reader_arguments as argcheck
 from smdebug.core.collection import Collection
 from smdebug.core.collection_manager import (
     MAX_COLLECTIONS_FILE_BYTES,
@@ -802,6 +803,7 @@ class Trial:
         )
 
     def steps(self, mode=ModeKeys.GLOBAL, show_incomplete_steps: bool = False) -> List[int]:
+        show_incomplete_steps = argcheck.flag(show_incomplete_steps, "show_incomplete_steps")
         self.maybe_refresh()
         return self._steps_for(mode, show_incomplete_steps)
 
@@ -816,16 +818,18 @@ class Trial:
         return {m for m in self._mode_to_global}
 
     def mode(self, global_step: int) -> Optional[ModeKeys]:
-        return self._global_to_mode.get(global_step, (None, None))[0]
+        return self.mode_modestep(global_step)[0]
 
     def mode_step(self, global_step: int) -> Optional[int]:
-        return self._global_to_mode.get(global_step, (None, None))[1]
+        return self.mode_modestep(global_step)[1]
 
     def mode_modestep(self, global_step: int):
-        return self._global_to_mode.get(global_step, (None, None))
+        # (a step that is no integer answered None, "no such step", or True was taken for step 1)
+        return self._global_to_mode.get(argcheck.step(global_step, "global_step"), (None, None))
 
     def global_step(self, mode, mode_step: int) -> Optional[int]:
         mode = _mode_arg(mode)
+        mode_step = argcheck.step(mode_step, "mode_step")
         if mode == ModeKeys.GLOBAL:
             return mode_step
         return self._mode_to_global.get(mode, {}).get(mode_step)
@@ -883,8 +887,8 @@ class Trial:
         """
         start = time.monotonic()
         mode = _mode_arg(mode)
-        for step in required_steps:
-            _check_step(step)
+        required_steps = argcheck.step_list(required_steps, "required_steps")
+        timeout = argcheck.seconds(timeout, "timeout")
         for step in sorted(required_steps):
             while True:
                 state = self._has_passed_step(step, mode)
@@ -906,10 +910,14 @@ class Trial:
     # ------------------------------------------------------------------------------------------
     def tensor_names(self, show_prefixed_tensors: bool = False, *, step=None, mode=ModeKeys.GLOBAL,
                      regex=None, collection=None) -> List[str]:
+        show_prefixed_tensors = argcheck.flag(show_prefixed_tensors, "show_prefixed_tensors")
+        regex = argcheck.name_list(regex, "regex", "regular expression")
+        if collection is not None and not isinstance(collection, Collection):
+            argcheck.name(collection, "collection")
         self.maybe_refresh()
         mode = _mode_arg(mode)
         if regex is not None and collection is not None:
-            raise ValueError("Pass either regex or collection to tensor_names, not both")
+            raise SMDebugValueError("Pass either regex or collection to tensor_names, not both")
         if step is None:
             if mode == ModeKeys.GLOBAL:
                 self._parse_pending()
@@ -930,11 +938,12 @@ class Trial:
             for f in self._files[g].values():
                 names.update(self._names_of(f))
         if regex is not None:
-            try:
-                regexes = [regex] if isinstance(regex, str) else list(regex)
-                compiled = [re.compile(r) for r in regexes]
-            except (re.error, TypeError) as e:
-                raise SMDebugValueError(f"tensor_names(regex=...): not a regular expression: {regex!r}: {e}") from None
+            compiled = []
+            for r in regex:
+                try:
+                    compiled.append(re.compile(r))
+                except re.error as e:
+                    raise SMDebugValueError(f"tensor_names(regex=...): not a regular expression: {r!r}: {e}") from None
             names = {n for n in names if any(c.search(n) for c in compiled)}
         elif collection is not None:
             coll = collection if isinstance(collection, Collection) else self.collection(collection)
@@ -963,7 +972,7 @@ class Trial:
             return ()
 
     def has_tensor(self, tname: str) -> bool:
-        if tname in self._tensor_names:
+        if argcheck.name(tname, "tname") in self._tensor_names:
             return True
         self._parse_pending(until_name=tname)
         if tname not in self._tensor_names and not self.loaded_all_steps and self.dynamic_refresh:
@@ -972,7 +981,7 @@ class Trial:
         return tname in self._tensor_names
 
     def tensor(self, tname: str) -> Tensor:
-        t = self._tensors.get(tname)
+        t = self._tensors.get(argcheck.name(tname, "tname"))
         if t is not None:
             return t
         if not self.has_tensor(tname):
@@ -987,7 +996,7 @@ class Trial:
         """The named collection. A name the run does not have gives a new empty collection, kept by the
         trial (as in smdebug 1.0.x), so ``trial.collection("mine").include("fc1")`` defines a collection
         for later ``tensor_names(collection="mine")`` calls. The run's files are never changed."""
-        return self.collection_manager.get(coll_name)
+        return self.collection_manager.get(argcheck.name(coll_name, "coll_name"))
 
     def _values_of_collection(self, step, mode, names: Iterable[str]) -> List[np.ndarray]:
         def suffix(n):
@@ -1007,12 +1016,15 @@ class Trial:
         return out
 
     def inputs(self, step, mode=ModeKeys.GLOBAL):
+        _check_step(step)
         return self._values_of_collection(step, mode, self.tensor_names(collection="inputs"))
 
     def labels(self, step, mode=ModeKeys.GLOBAL):
+        _check_step(step)
         return self._values_of_collection(step, mode, self.tensor_names(regex="^labels"))
 
     def predictions(self, step, mode=ModeKeys.GLOBAL):
+        _check_step(step)
         return self._values_of_collection(step, mode, self.tensor_names(regex="^predictions"))
 
     def to_dataframe(self, tensors=None, *, collections=None, steps=None, modes=None, workers=None,
@@ -1104,6 +1116,8 @@ class Trial:
 
     def index_file_for(self, name: str, step: int, mode, worker: Optional[str]) -> IndexFile:
         mode = _mode_arg(mode)
+        if worker is not None:
+            argcheck.name(worker, "worker")
         files = self._step_files(step, mode)
         if worker is None and len(files) == 1:  # one worker: the usual case, no sorting
             for f in files.values():
@@ -1381,8 +1395,7 @@ def _mode_arg(mode) -> ModeKeys:
 
 def _check_step(step) -> None:
     """Steps are integers (a string or None compared with the run's steps raised a bare TypeError)."""
-    if isinstance(step, bool) or not isinstance(step, (int, np.integer)):
-        raise SMDebugTypeError(f"a step must be an integer, got {step!r} ({type(step).__name__})")
+    argcheck.step(step)
 
 
 def _one_of(value, alias, name: str, alias_name: str):
