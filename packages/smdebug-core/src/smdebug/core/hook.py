@@ -44,7 +44,7 @@ from smdebug.core.hook_saving import HookSaving
 from smdebug.core.legacy.hook_methods import LegacyHookMethods
 from smdebug.core.logger import WarnsOnce, get_logger
 from smdebug.core.modes import ModeKeys
-from smdebug.core.out_dir import OutDirClaim, resolve_tensorboard_dir, validate_out_dir
+from smdebug.core.out_dir import OutDirClaim, resolve_tensorboard_dir, tensorboard_dir_refusal, validate_out_dir
 from smdebug.core.quiet import QuietStretch, make_stretch
 from smdebug.core.reduction_config import ReductionConfig
 from smdebug.core.run_info import record_framework
@@ -109,6 +109,11 @@ class BaseHook(HookCollections, HookSaving, HookOutput, HookClosing, WarnsOnce, 
         self.include_workers = include_workers
         self.export_tensorboard = bool(export_tensorboard)
         self.tensorboard_dir = resolve_tensorboard_dir(self.out_dir, export_tensorboard, tensorboard_dir)
+        refusal = tensorboard_dir_refusal(self.out_dir, self.tensorboard_dir)
+        if refusal is not None:  # (as a tensorboard_dir that cannot be written: TensorBoard off, the run saved)
+            logger.error("smdebug: no TensorBoard files: %s. TensorBoard output is off; the run itself is still "
+                         "saved.", refusal)
+            self.tensorboard_dir = None
         self.save_all = bool(save_all)
         self._init_steps()
         #: set when a rule asked this job to stop (see smdebug.core.stop_signal)

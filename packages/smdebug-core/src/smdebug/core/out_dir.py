@@ -116,6 +116,31 @@ def resolve_tensorboard_dir(out_dir: str, export_tensorboard, tensorboard_dir) -
     return None
 
 
+def tensorboard_dir_refusal(out_dir: str, tensorboard_dir: Optional[str]) -> Optional[str]:
+    """Why the hook must not write TensorBoard files to ``tensorboard_dir``, or None.
+
+    A folder inside the run's own files (``index/``, ``events/``, ``collections/``, ``workers_ended/``,
+    ``claims/``, or at the name of its end-of-job, claim or stop file) is refused: its readers list those
+    folders, and a tensorboard_dir at ``training_job_end.ts`` made that name a folder, so the run could
+    never be marked finished. Checked for this hook's own out_dir whether or not its folders exist yet,
+    and for any other run the path lies in (links followed, as writing would follow them)."""
+    from smdebug.core.locations import _RUN_FILES, RUN_FOLDERS, run_output_refusal, run_part_at
+
+    if not tensorboard_dir or is_s3_path(tensorboard_dir):
+        return None  # (S3 TensorBoard output is not written at all: said where the writer starts)
+    own_parts = set(RUN_FOLDERS) | set(_RUN_FILES) | {WORKER_CLAIMS_DIR}
+    if not is_s3_path(out_dir):
+        run = os.path.realpath(out_dir)
+        rel = os.path.relpath(os.path.realpath(tensorboard_dir), run)
+        first = rel.split(os.sep)[0]
+        if first in own_parts:
+            return run_output_refusal(tensorboard_dir, out_dir, first)
+    inside = run_part_at(tensorboard_dir)
+    if inside is not None:
+        return run_output_refusal(tensorboard_dir, *inside)
+    return None
+
+
 def launched_as_one_of_many() -> bool:
     from smdebug.core.plugins.worker_env import worker_from_env
 
