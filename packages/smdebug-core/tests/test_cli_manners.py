@@ -210,6 +210,32 @@ def test_an_empty_run_path_is_refused_not_read_as_the_current_directory(tmp_path
         create_trial("")
 
 
+def test_an_empty_output_path_is_refused_not_taken_for_the_current_directory(tmp_path, smdebug_argv):
+    """An output given as "" (``-o "$OUT"`` with OUT unset; eighth pass): ``export tensorboard RUN ""``
+    wrote its event files into the current directory, and ``report``/``plot -o ""`` blamed the current
+    directory for being a folder."""
+    import pytest
+
+    from smdebug.analysis.tensorboard_export import export_tensorboard
+    from smdebug.exceptions import SMDebugValueError
+    from smdebug.trials import create_trial
+
+    _big_run(tmp_path / "run")
+    (tmp_path / "cwd").mkdir()
+    run = str(tmp_path / "run")
+    for args in (["export", "tensorboard", run, ""], ["export", "tensorboard", run, " "],
+                 ["report", run, "-o", ""], ["plot", run, "weights/big", "-o", ""]):
+        out = subprocess.run(smdebug_argv + args, capture_output=True, text=True, cwd=tmp_path / "cwd",
+                             timeout=300)
+        if args[0] == "plot" and "needs matplotlib" in out.stderr:
+            continue  # (an environment without the cli extra; smdebug-rules tests `rules run --output ""`)
+        assert out.returncode == 2, (args, out)
+        assert "the output path is empty" in out.stderr and "Traceback" not in out.stderr, (args, out.stderr)
+        assert os.listdir(tmp_path / "cwd") == [], args
+    with pytest.raises(SMDebugValueError, match="the output path is empty"):
+        export_tensorboard(create_trial(run), "")
+
+
 def _unfinished_run(root) -> str:
     """A run still training: the real step writer, no end marker."""
     from _support import write_run

@@ -245,6 +245,15 @@ def test_output_to_a_local_file_is_written_atomically(runs, tmp_path):
     assert os.listdir(target.parent) == ["rule_results.json"]
 
 
+def test_an_empty_output_path_is_refused_not_ignored(runs, tmp_path):
+    """``-o "$OUT"`` with OUT unset (eighth red-team pass): the rules ran, exit 0, and nothing was saved,
+    without a word."""
+    for output in ("", "  "):
+        proc = smdebug("rules", "run", runs["healthy"], "--rule", "dead_relu", "-o", output, "-q", cwd=tmp_path)
+        assert proc.returncode == 2 and "the output path is empty" in proc.stderr, proc.stderr
+        assert "Traceback" not in proc.stderr and os.listdir(tmp_path) == []
+
+
 # --- the report shows what was not evaluated, and errors, as such --------------------------------------------
 def test_the_report_does_not_show_not_evaluated_or_errors_as_a_pass(runs, tmp_path):
     pytest.importorskip("bokeh")

@@ -81,6 +81,8 @@ def export_tensorboard(
     :raises SMDebugValueError: ``out_dir`` already holds TensorBoard event files, or is inside a run's own
         folders (``events``, ``index``, ``collections``...), which its readers read back.
     """
+    if not isinstance(out_dir, str) or not out_dir.strip():  # ("" was the current directory)
+        raise SMDebugValueError(f"the output path is empty: name the folder to export into, got {out_dir!r}")
     inside = run_part_of(out_dir)  # (on S3 too: S3 exports into a run's own folders went unchecked)
     if inside is not None:
         raise SMDebugValueError(

@@ -167,6 +167,10 @@ def write_stdout(data: bytes) -> None:
     sys.stdout.buffer.flush()
 
 
+#: an output path given as "" or blanks (an unset shell variable): never the current directory
+EMPTY_OUTPUT = "the output path is empty (an unset variable?): name a file, or - for stdout"
+
+
 def check_output(path: str, inputs: Sequence[Tuple[str, str]] = (), s3_ok: bool = False) -> None:
     """Before a command reads or evaluates anything: refuse an output path it must never replace (a device,
     a folder, a run's own files: ``safe_fs.check_output_path``'s errors), one of the command's own
@@ -180,6 +184,8 @@ def check_output(path: str, inputs: Sequence[Tuple[str, str]] = (), s3_ok: bool 
     from smdebug.core.storage.base import is_s3_path
     from smdebug.core.storage.safe_fs import check_output_path, output_problem
 
+    if not path.strip():  # (``-o "$OUT"`` with OUT unset: "" was taken for the current directory)
+        raise CliError(EMPTY_OUTPUT)
     if path == STDOUT:
         return
     if is_s3_path(path):

@@ -41,6 +41,8 @@ def run(args: argparse.Namespace) -> int:
 
     from smdebug.core.storage.base import is_s3_path
 
+    if not args.out_dir.strip():  # (an unset variable: "" exported into the current directory)
+        raise c.CliError("the output path is empty (an unset variable?): name the folder to export into")
     if not is_s3_path(args.out_dir) and os.path.exists(args.out_dir) and not os.path.isdir(args.out_dir):
         raise c.CliError(f"{args.out_dir} exists and is not a directory")
     trial = c.open_trial(args.trial, args.wait)

@@ -161,7 +161,9 @@ def _run(args) -> int:
             raise CliError("--ended reads the run as finished: it cannot be followed too (give one of them)")
         for request in args.rules or ():  # a typo is a usage error, found before anything is read
             find_rule(request["name"])
-        if args.output:  # (/dev/null, a FIFO, an unwritable folder, a run's own files: said before the rules run)
+        # /dev/null, a FIFO, an unwritable folder, a run's own files, "" (an unset variable: nothing was saved,
+        # silently): said before the rules run
+        if args.output is not None:
             check_output(args.output, s3_ok=True)
         range_steps = (args.start_step, args.end_step) if (args.start_step or args.end_step) else None
         # a job that is just starting has no collection files yet: --follow waits for them (up to --timeout)
