@@ -82,6 +82,12 @@ class LossNotDecreasing(LossCurveRule):
     weights and the learning rate, nothing a rule can know), and a run that then learned did not fail to decrease.
     Live, the future is unknown and the stall is reported when it is met.
 
+    **Workers** (a data-parallel run whose workers all save the loss): each worker's training loss is judged as a
+    curve of its own (see :class:`~smdebug.rules.generic.curves.LossCurveRule`). The shared model learns from
+    the averaged gradients, so a worker whose own loss does not decrease while the others' fall is training on
+    data that teaches nothing -- a shard of zeros or of one repeated row, labels shuffled or misaligned with their
+    inputs -- and the rule names it.
+
     :param collection_names: collections holding losses (list or comma-separated string). Default None.
     :param tensor_regex: regexes of loss tensor names (list or comma-separated string). Default None.
     :param use_losses_collection: also inspect the ``losses`` collection. Default ``"True"``.
@@ -122,10 +128,10 @@ class LossNotDecreasing(LossCurveRule):
         self.min_progress_percent = in_range(name, "min_progress_percent",
                                              as_float(name, "min_progress_percent", min_progress_percent), 0)
         self.patience = as_int(name, "patience", patience, minimum=1)
-        #: per loss: judged steps and whether the condition was met there
-        self._history: Dict[Tuple[str, ModeKeys], Tuple[List[int], List[bool]]] = {}
-        #: per loss, on a finished run: the median of its last window (None: too few saves to tell)
-        self._final: Dict[Tuple[str, ModeKeys], Optional[float]] = {}
+        #: per (loss, mode, worker): judged steps and whether the condition was met there
+        self._history: Dict[Tuple[str, ModeKeys, Optional[str]], Tuple[List[int], List[bool]]] = {}
+        #: per (loss, mode, worker), on a finished run: the median of its last window (None: too few saves to tell)
+        self._final: Dict[Tuple[str, ModeKeys, Optional[str]], Optional[float]] = {}
 
     def _met(self, curve: Curve, s: int, label: str, paced: bool) -> Optional[Tuple[bool, str, float, float]]:
         f = curve.first()
@@ -167,9 +173,9 @@ class LossNotDecreasing(LossCurveRule):
     def _left_later(self, name: str, mode: ModeKeys, curve: Curve, now: float, first: float) -> bool:
         """On a finished run: whether the loss's last window lies clearly below ``now`` and the start (the stall
         was left, and the run made progress)."""
-        key = (name, mode)
+        key = (name, mode, curve.worker)
         if key not in self._final:
-            steps = self._saved.steps(name, mode)
+            steps = self._saved.steps(name, mode, curve.worker)
             self._final[key] = None
             if steps:
                 f, last = steps[0], steps[-1]
@@ -179,7 +185,7 @@ class LossNotDecreasing(LossCurveRule):
                 calls = self._calls.get(name, [name])
                 tail = []
                 for t in steps[bisect.bisect_right(steps, last - w):]:
-                    parts = [v for v in (self._saved.mean(n, t, mode) for n in calls) if v is not None]
+                    parts = [v for v in (self._saved.mean(n, t, mode, curve.worker) for n in calls) if v is not None]
                     if parts:
                         tail.append(1.0 - float(np.mean(parts)) if curve.inverted else float(np.mean(parts)))
                 tail = np.asarray(tail)
@@ -193,7 +199,7 @@ class LossNotDecreasing(LossCurveRule):
         if result is None:
             return False, None
         met, detail, now, first = result
-        steps, mets = self._history.setdefault((name, mode), ([], []))
+        steps, mets = self._history.setdefault((name, mode, curve.worker), ([], []))
         steps.append(s)
         mets.append(met)
         if not met:
@@ -204,7 +210,7 @@ class LossNotDecreasing(LossCurveRule):
                 return True, None
         if training_ended(self.base_trial) and self._left_later(name, mode, curve, now, first):
             return True, None  # a plateau the finished run's loss later left
-        return True, (f"{self.shown(name)} {detail}"
+        return True, (f"{self.shown(name, curve)} {detail}"
                       + (f"; met at {self.patience} checks {self.num_steps} steps apart" if self.patience > 1 else ""))
 
 
@@ -241,6 +247,10 @@ class OscillatingLoss(LossCurveRule):
     keeps the chance of a false alarm the same for a run of 200 steps and one of 20,000. A loss that is merely spiky
     -- an unstable optimiser throwing it far up at odd steps -- is noise at this scale; Divergence and
     LossNotDecreasing judge where it goes.
+
+    **Workers** (a data-parallel run whose workers all save the loss): each worker's curve is judged on its own
+    (see :class:`~smdebug.rules.generic.curves.LossCurveRule`); a worker's loss is that of its own, smaller,
+    minibatches, and the threshold of four standard errors is measured on that curve's own noise.
 
     :param window: saves per block (>= 1). Default ``"10"``.
     :param swing_percent: the smallest move that counts, as a percentage of the initial loss (> 0). Default
@@ -297,7 +307,7 @@ class OscillatingLoss(LossCurveRule):
             why = (f"{self.swing_percent:g}% of the initial {initial:.4g}" if threshold == share else
                    f"4 standard errors of a block's mean; {self.swing_percent:g}% of the initial {initial:.4g} is "
                    f"{share:.4g}")
-            return True, (f"{self.shown(name)} swings up and down: {swings} moves larger than {threshold:.4g} "
+            return True, (f"{self.shown(name, curve)} swings up and down: {swings} moves larger than {threshold:.4g} "
                           f"({why}) between {low:.4g} and {high:.4g}, "
                           f"in means of blocks of {self.window} saves over {mode_label(mode)}s "
                           f"{curve.steps[half]}-{s} "
@@ -359,6 +369,11 @@ class SlowConvergence(LossCurveRule):
       ``sqrt(final * resolution)`` (the Poisson error of the count the final value stands for, the resolution
       the smallest step between its values): a change of a sample or two is no trend.
 
+    **Workers** (a data-parallel run whose workers all save the loss): each worker's curve is judged at its own
+    last save (see :class:`~smdebug.rules.generic.curves.LossCurveRule`; a worker whose shard ran out earlier
+    ends earlier). Replicas of one model converge alike, so a budget too small usually shows on every worker
+    and is said once, naming the others.
+
     :param window: the smallest window, in saves (>= 2). Default ``"10"``.
     :param progress_percent: share of its way to where it heads (to 0 for a curve that does not decelerate) that a
         converging run covers (0-100). Default ``"50"``.
@@ -389,7 +404,7 @@ class SlowConvergence(LossCurveRule):
         self._references: Dict[str, float] = {}
 
     def judge(self, name, mode, curve, s):
-        if not training_ended(self.base_trial) or s != self._saved.steps(name, mode)[-1]:
+        if not training_ended(self.base_trial) or s != self._saved.steps(name, mode, curve.worker)[-1]:
             return False, None
         values = np.asarray(curve.values)
         n = len(values)
@@ -420,12 +435,12 @@ class SlowConvergence(LossCurveRule):
         little_progress = gone < self.progress_percent / 100
         if not (little_progress or steady):
             return True, None
-        stopped = self._validation_stopped(name, mode)
+        stopped = self._validation_stopped(name, mode, curve.worker)
         if stopped:
             return True, None  # training longer would not have helped: its validation stopped improving
         why = (f"only {gone:.0%} {heading}" if little_progress else
                f"it fell {d3 / d1:.2g}x as much in the last third as in the first")
-        return True, (f"{self.shown(name)} was still falling when training ended: {initial:.4g} (first {w} "
+        return True, (f"{self.shown(name, curve)} was still falling when training ended: {initial:.4g} (first {w} "
                       f"saves) -> {early:.4g} -> {late:.4g} -> {final:.4g} (last {w} saves); {why} "
                       f"(progress_percent {self.progress_percent:g}, deceleration {self.deceleration:g})")
 
@@ -450,7 +465,7 @@ class SlowConvergence(LossCurveRule):
             self._references[name] = float(np.log(2)) if any(_CROSS_ENTROPY.search(t) for t in types) else 0.0
         return self._references[name]
 
-    def _validation_stopped(self, name: str, mode: ModeKeys) -> bool:
+    def _validation_stopped(self, name: str, mode: ModeKeys, worker: Optional[str] = None) -> bool:
         """Whether the loss's validation curve -- the same metric of another evaluation set (``validation-rmse``
         for ``train-rmse``) in a run without modes (XGBoost) -- no longer fell at the end of the run (judged with
         at least 6 evaluations). A boosted ensemble's training metric falls at every round for ever, whatever
@@ -464,7 +479,8 @@ class SlowConvergence(LossCurveRule):
             for other in self.base_trial.tensor_names():
                 if other == name or "/" in other or "-" not in other or other.split("-", 1)[1] != metric:
                     continue
-                values = [self._saved.mean(other, t) for t in self._saved.steps(other)]
+                values = [self._saved.mean(other, t, ModeKeys.GLOBAL, worker)
+                          for t in self._saved.steps(other, ModeKeys.GLOBAL, worker)]
                 curves.append(np.asarray([1.0 - v if other in self._losses.inverted else v
                                           for v in values if v is not None], dtype=np.float64))
         for values in curves:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import Dict, List, Optional, Sequence, Set, Tuple, Union
 
 import numpy as np
 
@@ -29,6 +29,7 @@ from smdebug.rules.generic.loss_rules import (
     parse_mode,
     step_in_mode,
 )
+from smdebug.rules.generic.selection import first_finding, worker_named
 from smdebug.rules.params import as_bool, as_list
 from smdebug.rules.rule import Rule
 
@@ -37,11 +38,14 @@ MIN_SAVES = 3
 
 
 class Curve:
-    """The saves of one scalar tensor in one mode: mode steps (or global steps for GLOBAL) and values, in
-    order, read up to the step being evaluated. A save whose value cannot be read as numbers (only
-    reductions were saved) is left out."""
+    """The saves of one scalar tensor in one mode by one worker: mode steps (or global steps for GLOBAL) and
+    values, in order, read up to the step being evaluated. A save whose value cannot be read as numbers (only
+    reductions were saved) is left out. ``worker`` None: the run has one worker (its saves, read as they always
+    were); else that worker's copies only (a data-parallel run whose workers all save the loss: each worker's
+    is the loss of its own minibatches)."""
 
-    def __init__(self, inverted: bool = False):
+    def __init__(self, inverted: bool = False, worker: Optional[str] = None):
+        self.worker = worker
         self.steps: List[int] = []
         self.values: List[float] = []
         self._read = 0  # saved steps of the source list looked at so far
@@ -56,8 +60,11 @@ class Curve:
         names = [name] if isinstance(name, str) else list(name)
         source = saved.steps(names[0], mode)
         end = bisect.bisect_right(source, upto)
+        worker = self.worker
         for s in source[self._read:end]:
-            parts = [v for v in (saved.mean(n, s, mode) for n in names) if v is not None]
+            if worker is not None and worker not in saved.workers(names[0], s, mode):
+                continue  # a step this worker did not save (its shard ran out, it joined later)
+            parts = [v for v in (saved.mean(n, s, mode, worker) for n in names) if v is not None]
             value = float(np.mean(parts)) if parts else None
             if value is not None:
                 if self.first_nonfinite is None and not np.isfinite(value):
@@ -134,6 +141,17 @@ class LossCurveRule(Rule):
     gradient accumulation) is one curve, the mean of its calls at each step (:func:`loss_calls`): each call's
     tensor alone is the loss of a few samples, several times noisier than the step's.
 
+    **Workers.** In a run of several workers that each saved the loss (data-parallel training with
+    ``include_workers="all"``) each worker's saves are a curve of their own, judged as a one-worker run's: a
+    worker's training loss is the loss of its own minibatches (as noisy as a one-process run of that batch
+    size), and a fault of one worker's data -- its shard all zeros, its labels shuffled -- shows in its curve only,
+    while the averaged gradients keep the others learning. A finding names the worker (``<loss> (worker
+    worker_1) ...``); one that several workers show is said once, naming the others (``; also on worker_1``).
+    A worker that saved no step of a mode (validation on rank 0 only) has no curve there, and that is no fault;
+    workers whose step numbering differs are aligned by the trial. Every piece of a rule's state is kept per
+    (loss, mode, worker): ``(name, mode, curve.worker)``. A run of one worker, or one in which one worker saved
+    the losses, is read and said exactly as before (nothing more is looked up in a run of one worker).
+
     Subclasses implement :meth:`judge`, called at every saved step of a loss with its curve read up to there.
     """
 
@@ -153,7 +171,9 @@ class LossCurveRule(Rule):
         self._saved = SavedSteps(base_trial)
         self._losses = LossSelection(base_trial, self.collection_names, self.tensor_regex, self.use_losses_collection,
                                      invert_scores=True)
-        self._curves: Dict[Tuple[str, ModeKeys], Curve] = {}
+        self._curves: Dict[Tuple[str, ModeKeys, Optional[str]], Curve] = {}
+        #: per loss: the workers seen saving it (findings name the worker once there are several)
+        self._loss_workers: Dict[str, Set[str]] = {}
         #: first call's tensor -> the tensors of every call of that loss module (see loss_calls)
         self._calls: Dict[str, List[str]] = {}
         #: per loss followed in GLOBAL mode: whether it is a training loss (see training_curve)
@@ -175,13 +195,17 @@ class LossCurveRule(Rule):
     #: what the rule needs, for its NotEvaluated detail
     needs = "a loss curve"
 
-    def shown(self, name: str) -> str:
+    def shown(self, name: str, curve: Optional[Curve] = None) -> str:
         """The loss as findings name it (``1 - train-auc`` for a score followed inverted; a module called several
-        times a step by its first call's name, ``-<last>`` and "mean per step")."""
+        times a step by its first call's name, ``-<last>`` and "mean per step"), and ``curve``'s worker when
+        several workers saved the loss (``<loss> (worker worker_1)``)."""
         calls = self._calls.get(name)
         if calls and len(calls) > 1:
-            return f"{name}-{_CALL.match(calls[-1]).group(2)} (the mean of the calls of one step)"
-        return self._losses.label(name)
+            text = f"{name}-{_CALL.match(calls[-1]).group(2)} (the mean of the calls of one step)"
+        else:
+            text = self._losses.label(name)
+        worker = curve.worker if curve is not None else None
+        return worker_named(text, worker) if len(self._loss_workers.get(name, ())) > 1 else text
 
     def judge(self, name: str, mode: ModeKeys, curve: Curve, step: int) -> Tuple[bool, Optional[str]]:
         """(judged, reason if the condition is met) for loss ``name`` at its mode step ``step``."""
@@ -200,22 +224,32 @@ class LossCurveRule(Rule):
             s = step_in_mode(self.base_trial, step, mode)
             if s is None or not contains(self._saved.steps(name, mode), s):
                 continue
-            curve = self._curves.setdefault((name, mode), Curve(inverted=name in self._losses.inverted))
-            curve.extend(self._saved, calls, mode, s)
-            if not curve.steps or curve.steps[-1] != s:
-                continue  # only reductions saved at s
-            done, reason = self.judge(name, mode, curve, s)
-            if done:
-                judged = True
-                self.mark_evaluated(name)
-            if reason:
-                return reason
+            workers = self._saved.workers(name, s, mode)  # ([None] in a run of one worker)
+            if workers and workers[0] is not None:
+                self._loss_workers.setdefault(name, set()).update(workers)
+            failing = []  # [(worker, finding)]: every worker's curve is judged (each keeps its own state)
+            for worker in workers:
+                curve = self._curves.get((name, mode, worker))
+                if curve is None:
+                    curve = self._curves[(name, mode, worker)] = Curve(inverted=name in self._losses.inverted,
+                                                                       worker=worker)
+                curve.extend(self._saved, calls, mode, s)
+                if not curve.steps or curve.steps[-1] != s:
+                    continue  # only reductions saved at s
+                done, reason = self.judge(name, mode, curve, s)
+                if done:
+                    judged = True
+                    self.mark_evaluated(name)
+                if reason:
+                    failing.append((worker, reason))
+            if failing:
+                return first_finding(failing)
         if not judged:
-            broken = [(n, m, c) for (n, m), c in self._curves.items() if c.first_nonfinite is not None]
+            broken = [(n, m, c) for (n, m, _), c in self._curves.items() if c.first_nonfinite is not None]
             if broken:  # the saves are there, their values are not numbers a curve can be judged by
                 self.not_evaluated("; ".join(
-                    f"{self.shown(n)} is not finite (NaN or infinity) from {mode_label(m)} {c.first_nonfinite} on "
-                    f"({sum(1 for v in c.values if not np.isfinite(v))} of its {len(c)} saves): there is no curve "
+                    f"{self.shown(n, c)} is not finite (NaN or infinity) from {mode_label(m)} {c.first_nonfinite} "
+                    f"on ({sum(1 for v in c.values if not np.isfinite(v))} of its {len(c)} saves): there is no curve "
                     "to judge; ExplodingTensor (NaN/infinity) and Divergence judge such a run" for n, m, c in broken))
             elif evaluation_only:  # (the run's steps decide: every loss or none)
                 self.not_applicable(EVALUATION_ONLY.format(", ".join(evaluation_only))

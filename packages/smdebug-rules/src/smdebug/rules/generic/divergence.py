@@ -26,7 +26,9 @@ from smdebug.rules.params import as_float, as_int, as_list, in_range
 class Divergence(LossCurveRule):
     """Fires when the loss, or the norm of the weights, grew by ``growth_factor`` or more since the start.
 
-    **Loss** (see :class:`~smdebug.rules.generic.curves.LossCurveRule` for which tensors and mode): at a saved
+    **Loss** (see :class:`~smdebug.rules.generic.curves.LossCurveRule` for which tensors and mode, and for runs
+    whose workers all save the loss: each worker's curve is judged, a loss that grows on one worker only -- its
+    shard gone bad -- fires naming it): at a saved
     step, ``|median of the last window saves| >= growth_factor * |median of the first window saves|`` (both
     windows of ``window`` saves, finite, the first non-zero).
 
@@ -86,8 +88,8 @@ class Divergence(LossCurveRule):
                                           as_float(name, "give_back_percent", give_back_percent), 0, 100)
         #: per weight tensor: squared norm at its first save
         self._first: Dict[str, float] = {}
-        #: per training loss: [saves at its next give-back check, whether the previous check met the condition]
-        self._checks: Dict[Tuple[str, ModeKeys], List] = {}
+        #: per training loss (and worker): [saves at its next give-back check, whether the previous check met it]
+        self._checks: Dict[Tuple[str, ModeKeys, Optional[str]], List] = {}
 
     def judge(self, name, mode, curve, s):
         if len(curve) < 2 * self.window:
@@ -98,7 +100,7 @@ class Divergence(LossCurveRule):
             return False, None
         growth = abs(now) / abs(first)
         if growth >= self.growth_factor:
-            return True, (f"{self.shown(name)} grew {growth:.3g}-fold: median {first:.4g} over its first "
+            return True, (f"{self.shown(name, curve)} grew {growth:.3g}-fold: median {first:.4g} over its first "
                           f"{self.window} saves -> {now:.4g} over the {self.window} saves to {mode_label(mode)} {s} "
                           f"(growth_factor {self.growth_factor:g}), all finite")
         if self.give_back_percent and self.training_curve(name, mode):
@@ -108,7 +110,7 @@ class Divergence(LossCurveRule):
     def _gave_back(self, name: str, mode: ModeKeys, curve, s: int) -> Optional[str]:
         """The reason when the training loss gave back most of its progress at this check and the one before."""
         n = len(curve)
-        check = self._checks.setdefault((name, mode), [2 * self.window, False])
+        check = self._checks.setdefault((name, mode, curve.worker), [2 * self.window, False])
         if n < check[0]:
             return None
         check[0] = n + max(self.window, n // 20)
@@ -131,7 +133,8 @@ class Divergence(LossCurveRule):
         if not (met and before):
             return None
         label = mode_label(mode)
-        return (f"{self.shown(name)} gave back {back / progress:.0%} of the progress it had made: median {first:.4g} "
+        return (f"{self.shown(name, curve)} gave back {back / progress:.0%} of the progress it had made: median "
+                f"{first:.4g} "
                 f"over its first {self.window} saves -> {best:.4g} at best (the {w} saves to {label} "
                 f"{curve.steps[ends[i] - 1]}) -> {now:.4g} over the {w} saves to {label} {s}, beyond the noise "
                 f"({3 * noise:.3g}) at two checks in a row (give_back_percent {self.give_back_percent:g})")

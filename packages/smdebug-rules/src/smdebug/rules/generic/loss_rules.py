@@ -16,6 +16,7 @@ import numpy as np
 
 from smdebug.core.modes import ModeKeys
 from smdebug.exceptions import (
+    InvalidWorker,
     MissingEventFile,
     ShapeUnavailableForStep,
     SMDebugValueError,
@@ -23,7 +24,7 @@ from smdebug.exceptions import (
     TensorUnavailableForStep,
 )
 from smdebug.rules.evaluation import looking_for, note_read
-from smdebug.rules.generic.selection import NamePattern
+from smdebug.rules.generic.selection import NamePattern, first_finding, worker_named, workers_at
 from smdebug.rules.params import as_bool, as_float, as_int, as_list, in_range
 from smdebug.rules.rule import Rule
 
@@ -135,9 +136,13 @@ class SavedSteps:
     def __init__(self, trial):
         self.trial = trial
         self._key = None
-        self._steps: Dict[Tuple[str, ModeKeys], List[int]] = {}
-        self._scalars: Dict[Tuple[str, int, ModeKeys], Optional[float]] = {}
+        self._steps: Dict[tuple, List[int]] = {}
+        self._scalars: Dict[tuple, Optional[float]] = {}
         self._trains: Optional[bool] = None
+        #: per (tensor, step, mode): the workers that saved it there (runs of several workers only)
+        self._workers: Dict[Tuple[str, int, ModeKeys], List[str]] = {}
+        #: per tensor: [global steps looked at, the workers seen saving it there] (see seen_workers)
+        self._seen: Dict[str, list] = {}
 
     def _fresh(self) -> None:
         t = self.trial
@@ -157,29 +162,69 @@ class SavedSteps:
             self._trains = bool(t.steps(mode=ModeKeys.TRAIN)) or len(t.steps()) > evaluated
         return self._trains
 
-    def steps(self, name: str, mode: ModeKeys = ModeKeys.GLOBAL) -> List[int]:
-        """Complete steps (mode steps for a mode, global steps for GLOBAL) where ``name`` was saved."""
+    def steps(self, name: str, mode: ModeKeys = ModeKeys.GLOBAL, worker: Optional[str] = None) -> List[int]:
+        """Complete steps (mode steps for a mode, global steps for GLOBAL) where ``name`` was saved (by
+        ``worker`` when given: see :meth:`workers`)."""
         self._fresh()
-        steps = self._steps.get((name, mode))
+        key = (name, mode) if worker is None else (name, mode, worker)
+        steps = self._steps.get(key)
         if steps is None:
-            try:
-                steps = self.trial.tensor(name).steps(mode=mode)
-            except TensorUnavailable:
-                steps = []
-            self._steps[(name, mode)] = steps
+            if worker is not None:
+                steps = [s for s in self.steps(name, mode) if worker in self.workers(name, s, mode)]
+            else:
+                try:
+                    steps = self.trial.tensor(name).steps(mode=mode)
+                except TensorUnavailable:
+                    steps = []
+            self._steps[key] = steps
         return steps
 
-    def mean(self, name: str, step: int, mode: ModeKeys = ModeKeys.GLOBAL) -> Optional[float]:
-        """Mean of the tensor's values at ``step`` as a float (a loss saved per sample counts as its mean);
-        None if only reductions or nothing were saved there."""
+    def several_workers(self) -> bool:
+        """Whether the run has several workers (collection files of more than one): only then are a tensor's
+        saves told apart by worker; a run of one worker is read exactly as it was before workers were told
+        apart, nothing more looked up."""
+        return len(getattr(self.trial, "worker_set", ())) > 1
+
+    def workers(self, name: str, step: int, mode: ModeKeys = ModeKeys.GLOBAL) -> List[Optional[str]]:
+        """The workers that saved ``name`` at saved step ``step`` (of ``mode``), sorted, from the step's index
+        files (no value is read); ``[None]`` in a run of one worker, where the save is the run's own. Kept:
+        the saves of a complete step do not change."""
+        if not self.several_workers():
+            return [None]
         key = (name, step, mode)
+        found = self._workers.get(key)
+        if found is None:
+            found = workers_at(self.trial, name, step, mode)
+            if found:
+                self._workers[key] = found
+        return found
+
+    def seen_workers(self, name: str, upto: int) -> List[Optional[str]]:
+        """The workers that saved ``name`` at global steps ``<= upto``, sorted (``[None]`` in a run of one
+        worker); read incrementally, each saved step looked at once."""
+        if not self.several_workers():
+            return [None]
+        entry = self._seen.setdefault(name, [0, set()])
+        steps = self.steps(name)
+        end = bisect.bisect_right(steps, upto)
+        for g in steps[entry[0]:end]:
+            entry[1].update(self.workers(name, g))
+        entry[0] = max(entry[0], end)
+        return sorted(entry[1])
+
+    def mean(self, name: str, step: int, mode: ModeKeys = ModeKeys.GLOBAL, worker: Optional[str] = None
+             ) -> Optional[float]:
+        """Mean of the tensor's values at ``step`` as a float (a loss saved per sample counts as its mean),
+        ``worker``'s copy when given; None if only reductions or nothing were saved there."""
+        key = (name, step, mode) if worker is None else (name, step, mode, worker)
         if key not in self._scalars:
+            kwargs = {"mode": mode} if worker is None else {"mode": mode, "worker": worker}
             try:
-                value = np.asarray(self.trial.tensor(name).value(step, mode=mode), dtype=np.float64)
+                value = np.asarray(self.trial.tensor(name).value(step, **kwargs), dtype=np.float64)
                 self._scalars[key] = float(value.mean()) if value.size else None
             except MissingEventFile:
                 raise  # saved, but its file is gone: an error, not "only reductions saved"
-            except (TensorUnavailableForStep, TypeError, ValueError):
+            except (TensorUnavailableForStep, InvalidWorker, TypeError, ValueError):
                 self._scalars[key] = None
         elif self._scalars[key] is not None:
             note_read(name)  # judged again from the value read earlier
@@ -365,10 +410,13 @@ class ValidationPasses:
 
     **Training loss.** Each pass carries the mean of the loss's TRAIN-mode saves between the previous pass and
     this one (the latest such mean when none was saved between them; None before any).
+
+    **Worker.** With ``worker`` (a run whose workers all save the loss), that worker's saves only: its own
+    validation passes against its own training loss. None: the run's saves as they always were read.
     """
 
-    def __init__(self, trial, saved: SavedSteps, name: str):
-        self.trial, self.saved, self.name = trial, saved, name
+    def __init__(self, trial, saved: SavedSteps, name: str, worker: Optional[str] = None):
+        self.trial, self.saved, self.name, self.worker = trial, saved, name, worker
         self.marker = f"val_{name}"
         self.passes: List[ValidationPass] = []
         self._done = 0  # saved steps of the loss looked at
@@ -385,27 +433,36 @@ class ValidationPasses:
         steps = self.saved.steps(self.name)
         end = bisect.bisect_right(steps, upto)
         for g in steps[self._done:end]:
+            if not self._own(self.name, g):
+                continue
             mode, m = self.trial.mode_modestep(g)
             if mode == ModeKeys.EVAL:
                 if self._open and not self._same_pass(self._open[-1], (g, m)):
                     self._close(g)
                 self._open.append((g, m))
-                value = self.saved.mean(self.name, g)
+                value = self.saved.mean(self.name, g, ModeKeys.GLOBAL, self.worker)
                 if value is not None:
                     self._values.append(value)
                 continue
             if self._open:  # a step of another mode: the pass ended
                 self._close(g)
             if mode == ModeKeys.TRAIN:
-                value = self.saved.mean(self.name, g)
+                value = self.saved.mean(self.name, g, ModeKeys.GLOBAL, self.worker)
                 if value is not None:
                     self._trains.append(value)
                     if self.first_train is None:
                         self.first_train = value
         self._done = max(self._done, end)
-        if self._open and self._ended(steps[end] if end < len(steps) else None):
-            self._close(steps[end] if end < len(steps) else None)
+        if self._open:
+            following = next((g for g in steps[end:] if self._own(self.name, g)), None)
+            if self._ended(following):
+                self._close(following)
         return len(self.passes) - before
+
+    def _own(self, name: str, step: int) -> bool:
+        """Whether global step ``step``'s save of ``name`` is one this reader follows (every save without a
+        worker)."""
+        return self.worker is None or self.worker in self.saved.workers(name, step)
 
     def _same_pass(self, a: Tuple[int, int], b: Tuple[int, int]) -> bool:
         """Whether EVAL saves ``a`` and ``b`` (global step, EVAL step; ``a`` first) are of one pass."""
@@ -446,12 +503,14 @@ class ValidationPasses:
         j = bisect.bisect_left(steps, following) if following is not None else len(steps)
         inside = []
         for g in steps[i:j]:
+            if not self._own(self.marker, g):
+                continue
             mode, m = self.trial.mode_modestep(g)
             if mode == ModeKeys.EVAL and (g <= last[0] or self._same_pass(last, (g, m))):
                 inside.append(g)
         if len(inside) != 1:
             return None
-        return self.saved.mean(self.marker, inside[0])
+        return self.saved.mean(self.marker, inside[0], ModeKeys.GLOBAL, self.worker)
 
     def _close(self, following: Optional[int]) -> None:
         if self._trains:
@@ -497,8 +556,8 @@ class Evaluations:
     training loss before it: ``val`` the pass's validation loss, ``train`` the mean of the TRAIN-mode saves
     between the previous pass and this one -- read once, incrementally."""
 
-    def __init__(self, trial, saved: SavedSteps, name: str):
-        self.reader = ValidationPasses(trial, saved, name)
+    def __init__(self, trial, saved: SavedSteps, name: str, worker: Optional[str] = None):
+        self.reader = ValidationPasses(trial, saved, name, worker)
         self.passes: List[ValidationPass] = []
         self.steps: List[int] = []  # global step of each evaluation's last EVAL save
         self.val: List[float] = []
@@ -622,6 +681,11 @@ class Overfit(Rule):
       healthy model that reaches its best validation loss before the first evaluation is well below the
       loss it started from.
 
+    **Workers** (a data-parallel run whose workers all save the loss): each worker's validation passes are
+    judged against that worker's own training loss, and a finding names the worker (one several workers show
+    is said once, naming the others). Validation on rank 0 only is common: a worker that saved no EVAL step
+    has no evaluation to judge, and that is no fault. A run of one worker reads as before.
+
     :param tensor_regex: regexes of the loss tensors (list or comma-separated string). Default None.
     :param start_step: first global step evaluated. Default ``"0"``.
     :param patience: consecutive evaluations (validation passes) needed (>= 1). Default ``"1"``.
@@ -664,8 +728,9 @@ class Overfit(Rule):
         self._saved = SavedSteps(base_trial)
         self._losses = LossSelection(base_trial, [], self.tensor_regex, use_losses_collection=not self.tensor_regex,
                                      scalar_fallback=not self.tensor_regex)
-        self._evaluations: Dict[str, Evaluations] = {}
-        self._met: Dict[str, Dict[int, bool]] = {}
+        #: per (loss, worker): its evaluations, and whether the condition was met at each
+        self._evaluations: Dict[Tuple[str, Optional[str]], Evaluations] = {}
+        self._met: Dict[Tuple[str, Optional[str]], Dict[int, bool]] = {}
         self._previous: Optional[int] = None  # the step invoked before
 
     def _condition(self, ev: Evaluations, k: int) -> Tuple[bool, str]:
@@ -712,37 +777,50 @@ class Overfit(Rule):
                           f"validation data (training and validation data prepared differently?); {passes}")
         return False, ""
 
+    def _fires(self, ev: Evaluations, k: int, history: Dict[int, bool]) -> Optional[str]:
+        """Why the rule fires at evaluation ``k`` (the condition met there and at the ``patience - 1``
+        evaluations before it), or None; ``history`` keeps whether it was met at each evaluation."""
+        met, why = self._condition(ev, k)
+        history[k] = met
+        if not met:
+            return None
+        streak = 1
+        j = k - 1
+        while streak < self.patience and j >= 0 and ev.steps[j] >= self.start_step:
+            if j not in history:
+                history[j] = (j + 1 >= 2 * self.window) and self._condition(ev, j)[0]
+            if not history[j]:
+                break
+            streak += 1
+            j -= 1
+        return why if streak >= self.patience else None
+
     def invoke_at_step(self, step):
         judged = ended = False
         previous, self._previous = self._previous, step
         for name in self._losses.names():
-            ev = self._evaluations.setdefault(name, Evaluations(self.base_trial, self._saved, name))
-            # (read at every step, before start_step too: a pass that ended before it is not judged later)
-            if not (ev.extend(step) and step >= self.start_step and ended_now(ev.passes[-1], step, previous)):
-                continue  # no evaluation ended at this step
-            ended = True
-            k = len(ev.steps) - 1
-            if k + 1 < 2 * self.window:
-                continue
-            judged = True
-            note_read(name)
-            met, why = self._condition(ev, k)
-            history = self._met.setdefault(name, {})
-            history[k] = met
-            if not met:
-                continue
-            streak = 1
-            j = k - 1
-            while streak < self.patience and j >= 0 and ev.steps[j] >= self.start_step:
-                if j not in history:
-                    history[j] = (j + 1 >= 2 * self.window) and self._condition(ev, j)[0]
-                if not history[j]:
-                    break
-                streak += 1
-                j -= 1
-            if streak >= self.patience:
-                return (f"{name}: {why}"
-                        + (f"; for {self.patience} evaluations" if self.patience > 1 else ""))
+            workers = self._saved.seen_workers(name, step)  # ([None] in a run of one worker)
+            failing = []  # [(worker, finding)]
+            for worker in workers:
+                ev = self._evaluations.get((name, worker))
+                if ev is None:
+                    ev = self._evaluations[(name, worker)] = Evaluations(self.base_trial, self._saved, name, worker)
+                # (read at every step, before start_step too: a pass that ended before it is not judged later)
+                if not (ev.extend(step) and step >= self.start_step and ended_now(ev.passes[-1], step, previous)):
+                    continue  # no evaluation ended at this step (or none of this worker's: it does not validate)
+                ended = True
+                k = len(ev.steps) - 1
+                if k + 1 < 2 * self.window:
+                    continue
+                judged = True
+                note_read(name)
+                why = self._fires(ev, k, self._met.setdefault((name, worker), {}))
+                if why:
+                    shown = worker_named(name, worker) if len(workers) > 1 else name
+                    failing.append((worker, f"{shown}: {why}"
+                                    + (f"; for {self.patience} evaluations" if self.patience > 1 else "")))
+            if failing:
+                return first_finding(failing)
         if not judged:
             if ended:
                 self.not_evaluated(f"needs 2 * window = {2 * self.window} evaluations (validation passes of "
@@ -857,6 +935,11 @@ class Overtraining(Rule):
     and stops improving too, and nothing tells the two apart without a validation loss). It fires again at
     every further such evaluation or save.
 
+    **Workers** (a data-parallel run whose workers all save the loss): each worker's series -- its validation
+    passes, its training loss -- is its own, as in Overfit; a worker that saved no EVAL step (validation on
+    rank 0 only) is judged on its training loss alone (with ``judge_training``) or not at all, which is no
+    fault. A run of one worker reads as before.
+
     :param patience_train: blocks of TRAIN saves without improvement (>= 1). Default ``"5"``.
     :param patience_validation: evaluations (validation passes) without improvement (>= 1). Default ``"10"``.
     :param delta: smallest absolute decrease that counts as an improvement (>= 0). Default ``"0"`` (the
@@ -893,22 +976,28 @@ class Overtraining(Rule):
         self.judge_training = as_bool(name, "judge_training", judge_training)
         self._saved = SavedSteps(base_trial)
         self._losses = LossSelection(base_trial, [], [], use_losses_collection=True)
-        #: per (loss, mode): [values read, their mode steps, Plateau over the smoothed series, next to read,
-        #: smoothed series as (mode step, median)] -- the training loss (TRAIN, or GLOBAL without modes)
-        self._series: Dict[Tuple[str, ModeKeys], list] = {}
-        #: per loss: its validation passes, and [pass values, smoothed series as (pass index, median), Plateau]
-        self._passes: Dict[str, ValidationPasses] = {}
-        self._validation: Dict[str, list] = {}
+        #: per (loss, mode, worker): [values read, their mode steps, Plateau over the smoothed series, next to
+        #: read, smoothed series as (mode step, median)] -- the training loss (TRAIN, or GLOBAL without modes)
+        self._series: Dict[Tuple[str, ModeKeys, Optional[str]], list] = {}
+        #: per (loss, worker): its validation passes, and [pass values, smoothed series as (pass index, median),
+        #: Plateau]
+        self._passes: Dict[Tuple[str, Optional[str]], ValidationPasses] = {}
+        self._validation: Dict[Tuple[str, Optional[str]], list] = {}
         self._previous: Optional[int] = None  # the step invoked before
 
-    def _series_at(self, name: str, mode: ModeKeys, s: int) -> list:
-        """Read the loss's saves of ``mode`` (TRAIN or GLOBAL) up to mode step ``s`` into its smoothed series."""
-        entry = self._series.setdefault((name, mode), [[], [], Plateau(self.delta, self.min_delta_percent), 0, []])
+    def _series_at(self, name: str, mode: ModeKeys, s: int, worker: Optional[str]) -> list:
+        """Read the loss's saves of ``mode`` (TRAIN or GLOBAL; ``worker``'s when given) up to mode step ``s`` into
+        its smoothed series."""
+        entry = self._series.get((name, mode, worker))
+        if entry is None:
+            entry = self._series[(name, mode, worker)] = [[], [], Plateau(self.delta, self.min_delta_percent), 0, []]
         values, steps, plateau, done, smoothed = entry
         source = self._saved.steps(name, mode)
         end = bisect.bisect_right(source, s)
         for m in source[done:end]:
-            value = self._saved.mean(name, m, mode)
+            if worker is not None and worker not in self._saved.workers(name, m, mode):
+                continue
+            value = self._saved.mean(name, m, mode, worker)
             if value is None:
                 continue
             values.append(value)
@@ -919,31 +1008,38 @@ class Overtraining(Rule):
         entry[3] = max(done, end)
         return entry
 
-    def _judge_training(self, name: str, mode: ModeKeys, s: int) -> Tuple[bool, Optional[str]]:
-        """(judged, finding) at the training save of mode step ``s``: read for the validation test, judged
-        alone only with ``judge_training``."""
+    def _judge_training(self, name: str, mode: ModeKeys, s: int, worker: Optional[str] = None
+                        ) -> Tuple[bool, Optional[str]]:
+        """(judged, finding) at the training save of mode step ``s`` (``worker``'s): read for the validation
+        test, judged alone only with ``judge_training``."""
         if not contains(self._saved.steps(name, mode), s):
             return False, None
-        _, _, plateau, _, smoothed = self._series_at(name, mode, s)
+        if worker is not None and worker not in self._saved.workers(name, s, mode):
+            return False, None
+        _, _, plateau, _, smoothed = self._series_at(name, mode, s, worker)
         if not smoothed or smoothed[-1][0] != s or not self.judge_training:
             return False, None  # no new value of the smoothed series at this save, or not judged alone
         note_read(name)
         if plateau.wait < self.patience_train:
             return True, None
         best_step = smoothed[plateau.best_index][0]
-        return True, (f"{name}: training loss has not improved by {self.min_delta_percent:g}% for {plateau.wait} "
+        return True, (f"{self._shown(name, worker)}: training loss has not improved by {self.min_delta_percent:g}% "
+                      f"for {plateau.wait} "
                       f"blocks of {self.window_train} saves (best median {plateau.best:.6g} at {mode_label(mode)} "
                       f"{best_step}; patience_train {self.patience_train})")
 
-    def _judge_validation(self, name: str, step: int, previous: Optional[int]) -> Tuple[bool, Optional[str]]:
-        """(judged, finding) at global step ``step`` for the validation passes of the loss that ended there
-        (``previous``: the step invoked before)."""
-        passes = self._passes.setdefault(name, ValidationPasses(self.base_trial, self._saved, name))
+    def _judge_validation(self, name: str, step: int, previous: Optional[int], worker: Optional[str] = None
+                          ) -> Tuple[bool, Optional[str]]:
+        """(judged, finding) at global step ``step`` for the validation passes of the loss (``worker``'s) that
+        ended there (``previous``: the step invoked before)."""
+        passes = self._passes.get((name, worker))
+        if passes is None:
+            passes = self._passes[(name, worker)] = ValidationPasses(self.base_trial, self._saved, name, worker)
         new = passes.extend(step)
         if not new:
             return False, None
         values, smoothed, plateau = self._validation.setdefault(
-            name, [[], [], Plateau(self.delta, self.min_delta_percent)])
+            (name, worker), [[], [], Plateau(self.delta, self.min_delta_percent)])
         w = self.window_validation
         for i in range(len(passes.passes) - new, len(passes.passes)):
             values.append(passes.passes[i].value)
@@ -956,7 +1052,7 @@ class Overtraining(Rule):
         note_read(name)
         if plateau.wait < self.patience_validation or plateau.wait < plateau.best_index + 1:
             return True, None
-        train = self._series.get((name, ModeKeys.TRAIN))
+        train = self._series.get((name, ModeKeys.TRAIN, worker))
         if train is None or len(train[4]) < 2:
             return True, None
         best = passes.passes[smoothed[plateau.best_index][0]]
@@ -965,12 +1061,17 @@ class Overtraining(Rule):
         # (a training loss that did not change did not fall: 0 -> 0 passes "<= 0 * (1 - p)" but is no progress)
         if not before or not (last < before[-1] and last <= before[-1] * (1 - self.train_progress_percent / 100)):
             return True, None
-        return True, (f"{name}: validation loss has not improved by {self.min_delta_percent:g}% for "
+        return True, (f"{self._shown(name, worker)}: validation loss has not improved by "
+                      f"{self.min_delta_percent:g}% for "
                       f"{plateau.wait} evaluations (best median {plateau.best:.6g} at "
                       f"{describe_pass(best, mode=True)}; "
                       f"patience_validation {self.patience_validation}) while the training loss went on "
                       f"falling ({before[-1]:.6g} -> {last:.6g}, medians of {self.window_train} saves)"
                       f"{describe_passes(passes.passes)}")
+
+    def _shown(self, name: str, worker: Optional[str]) -> str:
+        """The loss as findings name it: with ``worker`` once several workers saved it."""
+        return worker_named(name, worker) if len(self._saved.seen_workers(name, self._previous)) > 1 else name
 
     def invoke_at_step(self, step):
         step_mode, mode_step = self.base_trial.mode_modestep(step)
@@ -978,18 +1079,22 @@ class Overtraining(Rule):
         previous, self._previous = self._previous, step
         for name in self._losses.names():
             has_modes = bool(self._saved.steps(name, ModeKeys.TRAIN) or self._saved.steps(name, ModeKeys.EVAL))
-            if not has_modes:
-                found = self._judge_training(name, ModeKeys.GLOBAL, step)
-            else:
-                found = (False, None)
-                if step_mode == ModeKeys.TRAIN:
-                    found = self._judge_training(name, ModeKeys.TRAIN, mode_step)
-                if found[1] is None:
-                    validation = self._judge_validation(name, step, previous)
-                    found = (found[0] or validation[0], validation[1])
-            judged = judged or found[0]
-            if found[1] is not None:
-                return found[1]
+            failing = []  # [(worker, finding)]: each worker's series (a run of one worker: [None])
+            for worker in self._saved.seen_workers(name, step):
+                if not has_modes:
+                    found = self._judge_training(name, ModeKeys.GLOBAL, step, worker)
+                else:
+                    found = (False, None)
+                    if step_mode == ModeKeys.TRAIN:
+                        found = self._judge_training(name, ModeKeys.TRAIN, mode_step, worker)
+                    if found[1] is None:
+                        validation = self._judge_validation(name, step, previous, worker)
+                        found = (found[0] or validation[0], validation[1])
+                judged = judged or found[0]
+                if found[1] is not None:
+                    failing.append((worker, found[1]))
+            if failing:
+                return first_finding(failing)
         if not judged:
             self.not_evaluated(f"needs window_validation={self.window_validation} evaluations (validation passes of "
                                f"EVAL-mode saves) of a loss (or, with judge_training, blocks of "
