@@ -140,16 +140,23 @@ def parse(text: str, source: str) -> RuleResults:
     verdicts = []
     if len(doc["rules"]) > MAX_RULES:
         problems.append(f"{len(doc['rules'])} rule entries: only the first {MAX_RULES} are shown")
+    unreadable = 0  # entries whose verdict cannot be read: never counted as a pass
     for i, r in enumerate(doc["rules"][:MAX_RULES]):
         if not isinstance(r, dict):
-            problems.append(f"rule entry {i + 1} is a {type(r).__name__}, not an object: left out")
+            problems.append(f"rule entry {i + 1} is a {type(r).__name__}, not an object: left out, counted as "
+                            "Error in the overall verdict")
+            unreadable += 1
             continue
         verdicts.append(_verdict(r, i, problems))
+    worked_out = _overall(verdicts, unreadable)
     status = doc.get("status")
     if not isinstance(status, str):
         if status is not None:
             problems.append("the overall 'status' is not a string: worked out from the rules")
-        status = _overall(verdicts)
+        status = worked_out
+    elif status == "NoIssuesFound" and worked_out != status:  # (a pass its own rules do not support)
+        problems.append(f"the overall 'status' says NoIssuesFound, its rules say {worked_out}: {worked_out} shown")
+        status = worked_out
     out = RuleResults(source=source, status=_text(status, 100), verdicts=verdicts, problems=problems)
     for key in ("started", "finished"):
         if doc.get(key) is not None:
@@ -166,8 +173,13 @@ def parse(text: str, source: str) -> RuleResults:
     return out
 
 
-def _overall(verdicts: List[Verdict]) -> str:
-    statuses = {v.status for v in verdicts} - {"NotApplicable"}  # answers about the run, not judgements
+def _overall(verdicts: List[Verdict], unreadable: int = 0) -> str:
+    """The run's verdict from its rules' (as the rule runner works it out). A status this version does not
+    know, or an entry that could not be read, counts as Error: it used to count as nothing, and a file
+    whose only rule said "Passed" (or [1]) read as NoIssuesFound."""
+    statuses = {v.status if v.status in STATUSES else "Error" for v in verdicts} - {"NotApplicable"}
+    if unreadable:
+        statuses.add("Error")
     if verdicts and not statuses:
         return "NotEvaluated"
     for s in ("Error", "IssuesFound", "NotEvaluated", "InProgress"):
@@ -184,8 +196,11 @@ def _verdict(r: dict, index: int, problems: List[str]) -> Verdict:
     name = _text(name, 200)
     status = r.get("status")
     if not isinstance(status, str):
-        problems.append(f"{name}: 'status' is not a string")
+        problems.append(f"{name}: 'status' is not a string: counted as Error in the overall verdict")
         status = "?"
+    elif status not in STATUSES:
+        problems.append(f"{name}: status {_text(status, 100)!r} is not one this version of smdebug knows: "
+                        "counted as Error in the overall verdict")
     v = Verdict(name=name, status=_text(status, 100))
     if isinstance(r.get("pack"), str):
         v.pack = _text(r["pack"], 200)
