@@ -43,6 +43,20 @@ def test_vanishing_gradient_leaves_out_biases_and_normalisation_parameters(tmp_p
     assert invoke_rule(VanishingGradient(run(tmp_path / "matrix", grads(1e-9)))) == [0]
 
 
+@pytest.mark.parametrize("bias", ["gradient/mha/key/bias", "gradient/mha/key/bias:0", "gradient/mha0_key_bias",
+                                  "gradient/Attn_k.bias"])
+def test_vanishing_gradient_leaves_out_biases_of_any_rank(tmp_path, bias):
+    # Keras' MultiHeadAttention keeps its projections' biases as (heads, key_dim) matrices; the key projection's
+    # gets a gradient of ~0 by construction (it shifts all of a query's logits alike, which the softmax removes)
+    tiny = np.full((4, 8), 6.75e-11)
+    steps = [{bias: tiny, "gradient/mha/key/kernel": np.full((8, 4, 8), 1e-3)}] * 4
+    rule = VanishingGradient(run(tmp_path, steps))
+    assert invoke_rule(rule) == [] and rule.evaluation.steps == 4
+    # the same values as a weight's gradient vanish
+    as_weight = [{"gradient/mha/key/kernel_b": tiny, "gradient/mha/key/kernel": np.full((8, 4, 8), 1e-3)}] * 4
+    assert invoke_rule(VanishingGradient(run(tmp_path / "weight", as_weight))) == [0, 1, 2, 3]
+
+
 def test_vanishing_gradient_threshold_is_strict(tmp_path):
     trial = run(tmp_path, grads(1e-3, 2e-7, 1e-7, 5e-8, 0.0))
     assert invoke_rule(VanishingGradient(trial, threshold="1e-7")) == [3, 4]  # 1e-7 itself is not below

@@ -10,6 +10,7 @@ import numpy as np
 from smdebug.core.modes import ModeKeys
 from smdebug.exceptions import MissingEventFile, SMDebugValueError, TensorUnavailableForStep
 from smdebug.rules.evaluation import looking_for
+from smdebug.rules.generic.learning_pace import LearningPace
 from smdebug.rules.generic.loss_rules import (
     LossSelection,
     NoImprovement,
@@ -19,7 +20,7 @@ from smdebug.rules.generic.loss_rules import (
     mode_label,
     step_in_mode,
 )
-from smdebug.rules.generic.selection import NamePattern, collection_tensors
+from smdebug.rules.generic.selection import NamePattern, collection_tensors, is_bias
 from smdebug.rules.params import as_float, as_int, as_list
 from smdebug.rules.rule import Rule
 
@@ -48,18 +49,26 @@ class PoorWeightInitialization(Rule):
         channels wide at 11), and one drawn from N(0, 1) still is, from about 64 units wide.
         (The original compared the extremes directly, which flagged any healthy network 3 layers deep.)
     (b) **gradients**: among the gradients of the layers' weights (tensors of the ``gradients`` collection
-        with at least 2 dimensions; 1-D biases and normalisation parameters are left out: a bias followed by
-        BatchNorm gets no gradient by construction), with ``spread(g) = percentile(g', 95) - percentile(g', 5)``
-        (numpy's linear percentiles) over ``g'``, the entries of ``g`` that are not zero -- an embedding's rows
-        of tokens absent from the batch, and the columns of input units that were off for the whole batch (a
-        squeeze-and-excitation bottleneck's ReLUs, fed channel means), get no gradient, which says nothing of
-        the initialisation; all entries zero gives a spread of 0 -- some tensor has::
+        with at least 2 dimensions; biases, whatever their rank (see VanishingGradient), and normalisation
+        parameters are left out: a bias followed by BatchNorm gets no gradient by construction), with
+        ``spread(g) = percentile(g', 95) - percentile(g', 5)`` (numpy's linear percentiles) over ``g'``, the
+        entries of ``g`` that are not zero -- an embedding's rows of tokens absent from the batch, and the
+        columns of input units that were off for the whole batch (a squeeze-and-excitation bottleneck's ReLUs,
+        fed channel means), get no gradient, which says nothing of the initialisation -- some tensor has::
 
             spread(g) < distribution_range   or   spread(g) < relative_range * max over tensors of spread
 
         or every weight gradient has a spread of 0 (constant initialisation: every unit of a layer gets the
         same gradient). The relative test is scale-free (a converging model's gradients are small
-        everywhere; a badly initialised layer's are small next to the others');
+        everywhere; a badly initialised layer's are small next to the others'). A gradient that is exactly
+        zero at the step, while others are not, is left out of it: the weights behind a layer initialised at
+        zero on purpose get none at the first step (LoRA's zero ``B`` leaves ``A`` none; a residual branch whose
+        last scale starts at zero), as do those behind units that are off for the whole batch, which is
+        DeadRelu's finding. Nor does a narrow gradient count while its weight keeps learning, when the run
+        saved the weights: at least ``learning_fraction`` of the relative pace of the fastest weight whose
+        gradient is not in question (:mod:`~smdebug.rules.generic.learning_pace`: Adam-style optimizers move a
+        transformer's small-initialised query and key projections, whose gradients are each proportional to the
+        other's weights, at the others' pace);
     (c) **loss**: a loss (``losses`` collection; TRAIN-mode saves if it has any, else all saves) has not
         gone below its lowest earlier value for ``patience`` consecutive saves (only when ``patience`` is
         given: off by default, since a loss held flat by a learning-rate warmup looks the same in the first
@@ -84,11 +93,13 @@ class PoorWeightInitialization(Rule):
     :param patience: consecutive loss saves without a new lowest loss (>= 0; 0: the loss test is off).
         Default ``"0"`` (the original's 5 fired on healthy runs with a learning-rate warmup).
     :param steps: number of initial global steps examined (>= 1). Default ``"10"``.
+    :param learning_fraction: a weight with a narrow gradient that moves at least this fraction of the fastest
+        weight's relative pace is still learning (0 turns the check off). Default ``"0.01"``.
     """
 
     def __init__(self, base_trial, activation_inputs_regex=".*relu_input", threshold="25.0",
                  distribution_range="0", patience="0", steps="10", collection_names="relu_activations",
-                 relative_range="0.001", other_trials=None, action_str=None):
+                 relative_range="0.001", learning_fraction="0.01", other_trials=None, action_str=None):
         super().__init__(base_trial, other_trials=other_trials, action_str=action_str)
         name = self.rule_name
         regexes = ([activation_inputs_regex] if isinstance(activation_inputs_regex, str)
@@ -113,6 +124,10 @@ class PoorWeightInitialization(Rule):
             raise SMDebugValueError(f"{name}: relative_range must be a finite number >= 0, got {relative_range!r}")
         self.patience = as_int(name, "patience", patience, minimum=0)
         self.steps = as_int(name, "steps", steps, minimum=1)
+        self.learning_fraction = as_float(name, "learning_fraction", learning_fraction)
+        if not (0 <= self.learning_fraction <= 1):
+            raise SMDebugValueError(f"{name}: learning_fraction must be in [0, 1], got {learning_fraction!r}")
+        self._pace = LearningPace(base_trial)
         self._saved = SavedSteps(base_trial)
         self._losses = LossSelection(base_trial, [], [], use_losses_collection=True, scalar_fallback=False)
         self._trackers: Dict[Tuple[str, ModeKeys], NoImprovement] = {}
@@ -156,8 +171,9 @@ class PoorWeightInitialization(Rule):
         if coll is None:
             return None
         spreads = {}
+        zero = set()  # gradients with no entry other than 0 at the step
         for name in names:
-            if not coll.matches(name):
+            if not coll.matches(name) or is_bias(name):
                 continue
             value = self._value(name, step)
             if value is None or value.ndim < 2 or value.size < 2:
@@ -165,6 +181,7 @@ class PoorWeightInitialization(Rule):
             entries = value[value != 0]
             if entries.size == 0:
                 spreads[name] = 0.0
+                zero.add(name)
                 continue
             p5, p95 = np.percentile(entries, [5, 95])
             spreads[name] = float(p95 - p5)
@@ -174,14 +191,19 @@ class PoorWeightInitialization(Rule):
         if largest == 0 and len(spreads) >= 1:
             return (f"gradients: every weight gradient ({len(spreads)} tensors) is constant at step {step} "
                     "(spread 0: the units of each layer get the same gradient, as after a constant initialisation)")
+        narrow = {name for name, spread in spreads.items()
+                  if name not in zero and (spread < self.distribution_range or spread < self.relative_range * largest)}
+        # the gradients not in question show how fast a layer learns at this step
+        reference = {name: None for name in spreads if name not in narrow and name not in zero}
         for name, spread in spreads.items():
+            if name not in narrow or self._pace.keeps_learning(name, None, step, reference, self.learning_fraction):
+                continue
             if spread < self.distribution_range:
                 return (f"gradients: {name} spans only {spread:.4g} between its 5th and 95th percentiles "
                         f"(< distribution_range {self.distribution_range:g}) at step {step}")
-            if spread < self.relative_range * largest:
-                return (f"gradients: {name} spans only {spread:.4g} between its 5th and 95th percentiles, "
-                        f"{spread / largest:.3g} of the largest spread {largest:.4g} (< relative_range "
-                        f"{self.relative_range:g}) at step {step}")
+            return (f"gradients: {name} spans only {spread:.4g} between its 5th and 95th percentiles, "
+                    f"{spread / largest:.3g} of the largest spread {largest:.4g} (< relative_range "
+                    f"{self.relative_range:g}) at step {step}")
         return None
 
     def _loss(self, step) -> Optional[str]:

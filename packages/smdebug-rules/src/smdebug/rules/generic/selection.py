@@ -295,3 +295,18 @@ def scalar(value) -> float:
     import numpy as np
 
     return float(np.asarray(value).reshape(-1)[0])
+
+
+_BIAS_PART = re.compile(r"(?:^|_)bias(?:$|_)")
+
+
+def is_bias(name: str) -> bool:
+    """Whether the parameter ``name`` (or its gradient's name) is a layer's bias, by the name every framework
+    gives one: the last part of the path (``fc1.bias`` in PyTorch, ``dense/bias`` or ``dense/bias:0`` in Keras,
+    ``dense0_bias`` in MXNet, ``bias_ih_l0`` / ``in_proj_bias`` in PyTorch's recurrent and attention layers).
+    Rank alone does not tell: Keras' ``EinsumDense`` layers, which ``MultiHeadAttention`` is built of, hold biases
+    of shape ``(heads, key_dim)``; and an attention key projection's bias gets a gradient of exactly zero (it
+    shifts all of a query's logits alike, which the softmax ignores), as a bias before BatchNorm does."""
+    last = re.split(r"[/.]", name.split(":", 1)[0])[-1].lower()
+    return bool(_BIAS_PART.search(last))
+

@@ -1,13 +1,13 @@
 from __future__ import annotations
 
-import bisect
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
 import numpy as np
 
 from smdebug.exceptions import SMDebugValueError
-from smdebug.rules.generic.selection import (first_finding, ndim_at, reduction_at, scalar, select_tensors, value_at,
-                                             worker_named, workers_at)
+from smdebug.rules.generic.selection import (first_finding, is_bias, ndim_at, reduction_at, scalar, select_tensors,
+                                             value_at, worker_named, workers_at)
+from smdebug.rules.generic.learning_pace import LearningPace
 from smdebug.rules.params import as_float, as_int, in_range
 from smdebug.rules.rule import Rule
 
@@ -40,10 +40,13 @@ class VanishingGradient(Rule):
     behind it get a gradient of exactly zero (not a small one) until it has moved once (residual branches
     whose last normalisation scale starts at zero, a zero-initialised classifier head).
 
-    Gradients of 1-D tensors (biases, normalisation scales and shifts) are not judged: a bias followed by
-    BatchNorm gets a gradient of (almost) exactly zero by construction (the normalisation removes any
-    constant shift), which is not a vanishing gradient. Gradients the run did not save (a frozen layer has
-    none) take no part.
+    Gradients of biases (named so by their framework: ``fc.bias``, ``dense/bias``, ``dense0_bias``; whatever
+    their rank, since Keras' ``MultiHeadAttention`` holds its projections' biases as ``(heads, key_dim)`` matrices)
+    and of the other 1-D tensors (normalisation scales and shifts) are not judged: a bias followed by BatchNorm
+    gets a gradient of (almost) exactly zero by construction (the normalisation removes any constant shift), and
+    so does an attention key projection's bias (it shifts all of a query's logits alike, which the softmax
+    removes); neither is a vanishing gradient. Gradients the run did not save (a frozen layer has none) take no
+    part.
 
     A run whose workers all save their gradients (``include_workers="all"``, data parallel) is judged per worker:
     each worker's gradients at the step are compared with each other (never with another worker's replica), and
@@ -93,7 +96,7 @@ class VanishingGradient(Rule):
         self.learning_fraction = as_float(name, "learning_fraction", learning_fraction)
         if not (0 <= self.learning_fraction <= 1):
             raise SMDebugValueError(f"{name}: learning_fraction must be in [0, 1], got {learning_fraction!r}")
-        self._updates = _UpdateRatios(base_trial)
+        self._pace = LearningPace(base_trial)
         #: per view (see :meth:`_views`: a worker, or None), the relative test at the steps where it had gradients,
         #: in order: (step, met, reason)
         self._relative: Dict[Optional[str], List[Tuple[int, bool, Optional[str]]]] = {}
@@ -103,6 +106,8 @@ class VanishingGradient(Rule):
     def invoke_at_step(self, step):
         copies: List[_Copy] = []  # every weight gradient saved at the step, each worker's copy
         for name in select_tensors(self.base_trial, [GRADIENTS], []):
+            if is_bias(name):
+                continue  # (whatever its rank: see the class docstring)
             workers = workers_at(self.base_trial, name, step)
             for worker in workers:
                 # (several workers saved it: read and named as that worker's copy; one: as the trial reads it)
@@ -136,7 +141,14 @@ class VanishingGradient(Rule):
         below: Dict[str, str] = {}
         norms: Dict[str, float] = {}
         labels: Dict[str, Optional[str]] = {}
-        learning = _Learning(self, step, members, self._vanished(members))
+        vanished = self._vanished(members)
+        read = {c.name: c.read for c in members}
+        # the gradients that did not vanish show how fast a layer learns at this step
+        reference = {name: worker for name, worker in read.items() if name not in vanished}
+
+        def learning(gradient: str) -> bool:
+            return self._pace.keeps_learning(gradient, read.get(gradient), step, reference, self.learning_fraction)
+
         for c in members:
             labels[c.name] = c.read
             if c.mean_abs < self.threshold:
@@ -200,7 +212,7 @@ class VanishingGradient(Rule):
         steps = ", ".join(str(s) for s, _ in recent)
         return below[name] + (f"; at {self.patience} steps with gradients ({steps})" if self.patience > 1 else "")
 
-    def _relative_test(self, view: Optional[str], step: int, norms: dict, labels: dict, learning: "_Learning"):
+    def _relative_test(self, view: Optional[str], step: int, norms: dict, labels: dict, learning):
         if len(norms) < 2:
             return False
         high = max(norms, key=norms.get)
@@ -239,97 +251,3 @@ class _Copy(NamedTuple):
     mean_abs: float
     norm: Optional[float]
 
-
-class _UpdateRatios:
-    """Relative updates of the weights behind the gradients between two of the weight's saves ``a`` and ``b``,
-    read once per (weight, worker, a, b): ``||d - (d . w / ||w||^2) w|| / ||w||`` with ``w = w[a]`` and
-    ``d = w[b] - w[a]``, the update's part across the weight. Weight decay (``weight_decay`` of SGD, AdamW's
-    decoupled decay) moves every weight along itself, towards zero, whatever its gradient: a layer that
-    only decays is not learning."""
-
-    def __init__(self, trial):
-        self.trial = trial
-        self._ratios: Dict[Tuple[str, Optional[str], int, int], Optional[float]] = {}
-
-    def interval(self, weight: str, step: int) -> Optional[Tuple[int, int]]:
-        """The saves ``(a, b)`` of ``weight`` whose difference is its update at ``step``: its save before the step
-        and the step (an update that gradients like this one made), or the step and its next save at its first
-        save; None when it was not saved at the step or saved once."""
-        if not self.trial.has_tensor(weight):
-            return None
-        steps = self.trial.tensor(weight).steps()
-        at = bisect.bisect_left(steps, step)
-        if at == len(steps) or steps[at] != step:
-            return None
-        if at > 0:
-            return steps[at - 1], step
-        return (step, steps[1]) if len(steps) > 1 else None
-
-    def ratio(self, weight: str, worker: Optional[str], a: int, b: int) -> Optional[float]:
-        key = (weight, worker, a, b)
-        if key not in self._ratios:
-            before = value_at(self.trial, weight, a, worker=worker) if worker else value_at(self.trial, weight, a)
-            after = value_at(self.trial, weight, b, worker=worker) if worker else value_at(self.trial, weight, b)
-            ratio = None
-            if before is not None and after is not None and np.shape(before) == np.shape(after):
-                before = np.asarray(before, dtype=np.float64).ravel()
-                squared = float(before @ before)
-                if squared > 0 and np.isfinite(squared):
-                    update = np.asarray(after, dtype=np.float64).ravel() - before
-                    # (the update's part across the weight: weight decay only scales a weight, along itself, and
-                    # moves a layer whose gradient vanished as much as any other)
-                    across = update - (float(update @ before) / squared) * before
-                    ratio = float(np.linalg.norm(across)) / np.sqrt(squared)
-            self._ratios[key] = ratio
-        return self._ratios[key]
-
-
-class _Learning:
-    """Whether the weight behind a gradient of a view keeps learning at ``step``: its update ratio is at least
-    ``learning_fraction`` of the largest among the weights of the view's gradients that did not vanish, over the
-    same saves. False whenever that cannot be told (weights not saved, saved once, or at other steps; every
-    gradient vanished, so no layer shows what learning looks like: a model whose weights decay to nothing moves
-    each of them alike): the gradient is judged as it always was."""
-
-    def __init__(self, rule: VanishingGradient, step: int, members: "List[_Copy]", vanished: set):
-        self.rule, self.step = rule, step
-        self.read = {c.name: c.read for c in members}
-        self.vanished = vanished
-        self._answers: Dict[str, bool] = {}
-        self._largest: Dict[Tuple[int, int], Optional[float]] = {}
-
-    @staticmethod
-    def weight_of(gradient: str) -> Optional[str]:
-        # (the hooks name a gradient after its parameter below one prefix: gradient/fc1.weight -> fc1.weight)
-        return gradient.split("/", 1)[1] if "/" in gradient else None
-
-    def __call__(self, gradient: str) -> bool:
-        if self.rule.learning_fraction <= 0:
-            return False
-        if gradient not in self._answers:
-            self._answers[gradient] = self._learning(gradient)
-        return self._answers[gradient]
-
-    def _learning(self, gradient: str) -> bool:
-        updates = self.rule._updates
-        weight = self.weight_of(gradient)
-        span = updates.interval(weight, self.step) if weight else None
-        if span is None:
-            return False
-        own = updates.ratio(weight, self.read.get(gradient), *span)
-        largest = self._largest_over(span)
-        return own is not None and bool(largest) and own >= self.rule.learning_fraction * largest
-
-    def _largest_over(self, span: Tuple[int, int]) -> Optional[float]:
-        if span not in self._largest:
-            ratios = []
-            for gradient, read in self.read.items():
-                if gradient in self.vanished:
-                    continue
-                weight = self.weight_of(gradient)
-                if weight and self.rule._updates.interval(weight, self.step) == span:
-                    r = self.rule._updates.ratio(weight, read, *span)
-                    if r is not None and np.isfinite(r):
-                        ratios.append(r)
-            self._largest[span] = max(ratios) if ratios else None
-        return self._largest[span]

@@ -1,7 +1,7 @@
-"""VanishingGradient on layers whose gradient is small by construction while they keep learning: a transformer's
-separate query and key projections initialised small (as Hugging Face models are) under AdamW. The rule used
-to call such healthy runs 'vanishing' for their first tens of steps; the same layers trained with plain SGD do
-not learn, and still fire."""
+"""VanishingGradient and PoorWeightInitialization on layers whose gradient is small by construction while they keep
+learning: a transformer's separate query and key projections initialised small (as Hugging Face models are) under
+AdamW, and LoRA adapters whose B starts at zero. The rules used to call such healthy runs 'vanishing' or 'poorly
+initialised' for their first tens of steps; the same layers trained with plain SGD do not learn, and still fire."""
 
 import math
 
@@ -59,8 +59,8 @@ def train(out_dir, optimizer, *, collections=("weights", "gradients", "losses"),
     return str(out_dir), losses
 
 
-def verdict(path, **params):
-    return run_rules(path, rules=[("VanishingGradient", params)] if params else ["VanishingGradient"]).rules[0]
+def verdict(path, rule="VanishingGradient", **params):
+    return run_rules(path, rules=[(rule, params)] if params else [rule]).rules[0]
 
 
 def test_small_query_and_key_gradients_under_adamw_are_not_vanishing(tmp_path):
@@ -72,6 +72,10 @@ def test_small_query_and_key_gradients_under_adamw_are_not_vanishing(tmp_path):
     assert "query.weight" in off.findings[0].reason or "key.weight" in off.findings[0].reason
     # but AdamW moves those layers at the others' pace: no vanishing gradient
     assert verdict(path).status == "NoIssuesFound"
+    # nor a poor initialisation (their gradients are narrow next to the others' too)
+    off = verdict(path, "PoorWeightInitialization", learning_fraction="0")
+    assert off.status == "IssuesFound" and off.findings[0].reason.startswith("gradients:")
+    assert verdict(path, "PoorWeightInitialization").status == "NoIssuesFound"
 
 
 def test_small_query_and_key_gradients_under_sgd_still_vanish(tmp_path):
@@ -97,3 +101,50 @@ def test_learning_fraction_is_checked(tmp_path):
 
     with pytest.raises(SMDebugValueError, match="learning_fraction must be in"):
         VanishingGradient(create_trial(path), learning_fraction="2")
+
+
+class LowRankAdapted(nn.Module):
+    """A frozen linear layer plus a trained low-rank update ``B @ A`` whose ``B`` starts at zero (LoRA): ``A`` gets a
+    gradient of exactly zero at the first step, by design."""
+
+    def __init__(self, features=16, classes=4, rank=2, zero_a=False):
+        super().__init__()
+        self.base = nn.Linear(features, 32)
+        self.base.requires_grad_(False)  # (the pretrained layer; the head trains only when both factors do not)
+        self.A = nn.Parameter(torch.zeros(rank, features) if zero_a else torch.randn(rank, features) * 0.1)
+        self.B = nn.Parameter(torch.zeros(32, rank))
+        self.relu = nn.ReLU()
+        self.head = nn.Linear(32, classes)
+        self.head.requires_grad_(not zero_a)
+
+    def forward(self, x):
+        return self.head(self.relu(self.base(x) + x @ self.A.t() @ self.B.t()))
+
+
+def train_adapted(out_dir, zero_a=False, steps=12):
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(256, 16, generator=g)
+    y = (x[:, 0] > 0).long() + 2 * (x[:, 1] > 0).long()
+    model = LowRankAdapted(zero_a=zero_a)
+    hook = smd.Hook(str(out_dir), save_config=smd.SaveConfig(save_interval=1),
+                    include_collections=["weights", "gradients", "losses"])
+    hook.register_module(model)
+    loss_fn = nn.CrossEntropyLoss()
+    hook.register_loss(loss_fn)
+    opt = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=1e-2)
+    for step in range(steps):
+        batch = slice((step * 32) % 256, (step * 32) % 256 + 32)
+        opt.zero_grad()
+        loss_fn(model(x[batch]), y[batch]).backward()
+        opt.step()
+    hook.close()
+    return str(out_dir)
+
+
+def test_an_adapter_whose_b_starts_at_zero_is_no_poor_initialisation(tmp_path):
+    path = train_adapted(tmp_path / "lora")
+    assert verdict(path, "PoorWeightInitialization").status == "NoIssuesFound"
+    # both factors at zero, the rest frozen: nothing can learn; every trained weight's gradient is zero
+    both = verdict(train_adapted(tmp_path / "both_zero", zero_a=True), "PoorWeightInitialization")
+    assert both.status == "IssuesFound"
