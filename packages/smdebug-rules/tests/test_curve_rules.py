@@ -88,13 +88,35 @@ def test_slow_convergence_quiet_on_converged_and_unfinished_runs(tmp_path):
     assert invoke_rule(rule, end_step=100) == [] and rule.evaluation.steps == 0
 
 
+def test_slow_convergence_quiet_on_a_plateau_then_drop_that_ends_near_zero(tmp_path):
+    # an attention model on an algorithmic task: flat near ln 2 for two thirds of the run, then it learns; the
+    # last third falls far faster than the first, but the loss ended at 3% of where it started
+    steps = np.arange(150)
+    curve = np.where(steps < 100, 0.697 - 0.0001 * steps, 0.687 * np.exp(-(steps - 100) / 12.0) + 0.004)
+    trial = run(tmp_path, losses(curve))
+    assert invoke_rule(SlowConvergence(trial)) == []
+    rule = SlowConvergence(trial, converged_percent="100")  # only a curve at its floor is let off
+    assert invoke_rule(rule) == [149] and "as much in the last third as in the first" in rule.last_reason
+
+
+def test_slow_convergence_never_extrapolates_a_loss_below_zero(tmp_path):
+    # a curve that decelerates only a little heads far below 0 if extrapolated; a loss that never went below 0
+    # is measured on its way to 0
+    steps = np.arange(90)
+    curve = np.concatenate([2.7 - 0.01 * steps[:30], 2.4 - 0.015 * steps[:30], 1.95 - 0.0149 * steps[:30]])
+    rule = SlowConvergence(run(tmp_path, losses(curve)), deceleration="10")
+    invoke_rule(rule)
+    assert "of the way to 0 (its last two thirds head below it)" in rule.last_reason
+
+
 def test_slow_convergence_parameters(tmp_path):
     trial = run(tmp_path, losses([1.0]))
     rule = SlowConvergence(trial, window="4", progress_percent="30", deceleration="0.3", min_decrease_percent="1")
     assert (rule.window, rule.progress_percent, rule.deceleration, rule.min_decrease_percent) == (4, 30.0, 0.3, 1.0)
     for kwargs, message in [({"window": "1"}, "window must be >= 2"), ({"progress_percent": "101"}, "progress_percent"),
                             ({"deceleration": "0"}, "deceleration"), ({"min_decrease_percent": "-1"},
-                                                                       "min_decrease_percent")]:
+                                                                       "min_decrease_percent"),
+                            ({"converged_percent": "101"}, "converged_percent")]:
         with pytest.raises(SMDebugValueError, match=message):
             SlowConvergence(trial, **kwargs)
 

@@ -343,9 +343,10 @@ class SlowConvergence(LossCurveRule):
         steady  = initial > early > late and late - final >= deceleration * (initial - early)
         gone    = the share of the way covered: from start = max(first save, initial) to where the curve heads
                   (floor = final - d3^2 / (d2 - d3) when it decelerates, d2 = early - late > d3 = late - final > 0:
-                  a loss a + b * r^t drops by a constant ratio from one third to the next), else to 0 (of
-                  max(scale, start))
+                  a loss a + b * r^t drops by a constant ratio from one third to the next; 0 at most for a
+                  curve that never went below 0), else to 0 (of max(scale, start))
         slow    = falling and (gone < progress_percent / 100 or steady) and not validation_stopped
+                  and not converged_percent / 100 <= gone <= 1
 
     i.e. the loss is still clearly going down at the end and either it has covered less than ``progress_percent``
     of its way or it falls as fast at the end as at the start (a healthy run's decrease slows down by far: most of
@@ -381,13 +382,16 @@ class SlowConvergence(LossCurveRule):
         converging (> 0). Default ``"0.5"``.
     :param min_decrease_percent: the last third's decrease that counts as still falling, as a percentage of the
         initial loss (>= 0). Default ``"2"``.
+    :param converged_percent: share of its way (as ``gone``) past which a curve is converged enough, however fast
+        its last third still fell (0-100; 100: only a curve at its floor). Default ``"90"``. A curve past where it
+        headed (``gone`` above 1: a loss with no floor falling on) is not let off by it.
     Plus the loss selection parameters of LossNotDecreasing.
     """
 
     needs = "a finished run with at least 3 * window saves of a loss (judged once training has ended)"
 
     def __init__(self, base_trial, window="10", progress_percent="50", deceleration="0.5", min_decrease_percent="2",
-                 collection_names=None, tensor_regex=None, use_losses_collection="True", mode=None, other_trials=None,
+                 converged_percent="90", collection_names=None, tensor_regex=None, use_losses_collection="True", mode=None, other_trials=None,
                  action_str=None):
         super().__init__(base_trial, collection_names, tensor_regex, use_losses_collection, mode,
                          other_trials=other_trials, action_str=action_str)
@@ -400,6 +404,8 @@ class SlowConvergence(LossCurveRule):
             raise SMDebugValueError(f"{name}: deceleration must be a positive number, got {deceleration!r}")
         self.min_decrease_percent = in_range(name, "min_decrease_percent",
                                              as_float(name, "min_decrease_percent", min_decrease_percent), 0)
+        self.converged_percent = in_range(name, "converged_percent",
+                                          as_float(name, "converged_percent", converged_percent), 0, 100)
         #: per loss: its untrained reference (see _reference)
         self._references: Dict[str, float] = {}
 
@@ -427,12 +433,23 @@ class SlowConvergence(LossCurveRule):
             # decelerating: where the curve is heading, were it to go on as geometrically as its last two thirds
             # fell (a loss a + b * r^t drops by a constant ratio from one third to the next)
             floor = final - d3 * d3 / (d2 - d3)
-            gone = (start - final) / (start - floor) if start > floor else 1.0
             heading = f"of the way to {floor:.4g}, where its last two thirds head, was covered"
+            if floor < 0 <= float(np.min(values)):
+                # a curve that never went below 0 cannot head below it: most losses are bounded by 0
+                # (cross-entropies, squared and absolute errors); one that is not (a density's negative
+                # log-likelihood on its way below 0) is at worst judged more converged than it is
+                floor = 0.0
+                heading = "of the way to 0 (its last two thirds head below it) was covered"
+            gone = (start - final) / (start - floor) if start > floor else 1.0
         else:
             gone = 1 - final / max(scale, start) if scale else 1.0
             heading = "of the initial loss is gone"
         little_progress = gone < self.progress_percent / 100
+        if self.converged_percent / 100 <= gone <= 1:
+            # nearly all the way to where it heads: not far from converged, whatever the curve's shape (a loss
+            # that sat on a plateau and then fell in the last third, as attention and recurrent models do on
+            # algorithmic tasks, falls far faster there than in the first third)
+            return True, None
         if not (little_progress or steady):
             return True, None
         stopped = self._validation_stopped(name, mode, curve.worker)
