@@ -205,3 +205,26 @@ def test_patterns_of_the_runs_meta_records_are_bounded_too():
     assert matching_names(r"(?:(?:a{1000}){1000}){100}", ["a" * 10]) == []
     assert time.monotonic() - started < 10
     assert matching_names(r"relu_output", ["x_relu_output_0", "y"]) == ["x_relu_output_0"]
+
+
+def test_a_collections_file_of_a_hundred_thousand_cheap_patterns_costs_seconds(tmp_path, monkeypatch, caplog):
+    """(eighth pass) 300,000 patterns like ``w123`` in one collection: `smdebug ls` ran for more than two
+    minutes (each pattern was looked up in a list of those kept, and compiled twice, none of it counted
+    against SMDEBUG_RUN_REGEX_TOTAL) and printed them all on one 3 MB note line. Compiling now counts
+    towards the file's budget: once it is spent the rest are set aside uncompiled, with one warning."""
+    monkeypatch.setenv("SMDEBUG_RUN_REGEX_TOTAL", "1")
+    root = write_simple_run(str(tmp_path / "run"), names=("w1", "loss"))
+    add_collection(root, "many", [f"w{i}" for i in range(150_000)])
+    add_collection(root, "few", ["loss"])
+    started = time.monotonic()
+    trial = create_trial(root)
+    many = trial.tensor_names(collection="many")
+    elapsed = time.monotonic() - started
+    assert elapsed < 30, elapsed
+    assert len(trial.collection("many").include_regex) == 150_000  # (kept as written, set aside)
+    assert many in ([], ["w1"])  # (w1 matches if it was matched before the budget ran out)
+    assert len([r for r in caplog.records if "SMDEBUG_RUN_REGEX_TOTAL" in r.getMessage()]) == 1
+    out = run_smdebug("ls", root, timeout=120)
+    assert out.returncode == 0, out.stderr
+    note = next(line for line in out.stdout.splitlines() if "note: many:" in line)
+    assert "more not used" in note and len(note) < 500, note[:500]

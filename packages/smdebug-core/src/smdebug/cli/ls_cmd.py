@@ -128,9 +128,11 @@ def render(doc: dict) -> str:
     rows = [(col["name"], col["tensors"]) for col in doc["collections"]]
     out.append(c.table(("NAME", "TENSORS"), rows, align_right=(1,)) if rows else "  (none)")
     for col in doc["collections"]:
-        if col.get("refused_regex"):
-            out.append(f"  note: {col['name']}: include_regex {', '.join(map(repr, col['refused_regex']))} not used "
-                       "(too slow to match, or too costly to compile)")
+        refused = col.get("refused_regex")
+        if refused:  # (the first few: a file of 300,000 patterns made a 3 MB line; --json lists them all)
+            more = f" and {len(refused) - 5:,} more" if len(refused) > 5 else ""
+            out.append(f"  note: {col['name']}: include_regex {', '.join(repr(r[:200]) for r in refused[:5])}{more} "
+                       "not used (too slow to match, or too costly to compile)")
     if doc["tensors"] or doc["tensor_count"] == 0:
         out.append("")
         modes = [m for m in MODE_ORDER if any(m in t["modes"] for t in doc["tensors"])]

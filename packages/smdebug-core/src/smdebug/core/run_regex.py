@@ -6,7 +6,7 @@ Python's ``re`` cannot be interrupted, so such patterns are matched with the ``r
 syntax as ``re``, lookarounds included, which our own default collections use and RE2 lacks) and its
 ``timeout``: a match taking longer than ``SMDEBUG_RUN_REGEX_TIMEOUT`` seconds (default 0.25) is abandoned,
 and the pattern is refused from then on, with one warning naming it. Patterns of one file share a budget
-of ``MAX_TIMEOUTS`` abandoned matches and of ``SMDEBUG_RUN_REGEX_TOTAL`` seconds of matching in all
+of ``MAX_TIMEOUTS`` abandoned matches and of ``SMDEBUG_RUN_REGEX_TOTAL`` seconds of compiling and matching in all
 (default 10; each name is matched once, its answer kept), after which all of them are refused: a file full
 of slow patterns, or of thousands of patterns against tens of thousands of names, costs seconds, however
 many names are matched. A refused pattern matches nothing; the collection keeps its explicit tensor names
@@ -24,6 +24,7 @@ through :func:`compile_bounded` too: what a script passes there may come from an
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 import warnings
@@ -205,10 +206,20 @@ class Budget:
     def spent(self) -> bool:
         return self.timeouts >= self.limit or self.seconds >= self.seconds_limit
 
+    @contextlib.contextmanager
+    def timing(self):
+        """Count the time of what runs inside against the seconds limit: compiling counts too (a collections
+        file of 300,000 cheap patterns spent minutes compiling them, none of it counted)."""
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            self.seconds += time.monotonic() - started
+
     def why(self) -> str:
         if self.timeouts >= self.limit:
             return f"its patterns took too long {self.timeouts} times"
-        return (f"matching its patterns took more than {self.seconds_limit:g} s in all "
+        return (f"compiling and matching its patterns took more than {self.seconds_limit:g} s in all "
                 "(SMDEBUG_RUN_REGEX_TOTAL sets the limit)")
 
 
@@ -226,14 +237,21 @@ class BoundedPatterns:
         #: patterns set aside (a match took too long, or the source's patterns unroll to too much in all)
         self.refused: List[str] = []
         self._live = []
+        unused = []  # (patterns left once the source's budget is spent: never compiled)
         for p in patterns:
-            compiled = self._compile(p)
+            if self.budget.spent:
+                unused.append(p)
+                continue
+            with self.budget.timing():
+                compiled = self._compile(p)
             if compiled is not None:
                 self._live.append((p, compiled))
         self._whole = whole  # fullmatch instead of search
         #: name -> whether one of the patterns still in use matches it
         self._answers: Dict[str, bool] = {}
         self._timeout = timeout()
+        if self.budget.spent:
+            self._refuse_all(unused)
 
     def _compile(self, pattern: str):
         """The compiled pattern; PatternError if it is invalid; None if it is set aside for the memory it would
@@ -313,9 +331,9 @@ class BoundedPatterns:
             "patterns (SMDEBUG_RUN_REGEX_TIMEOUT sets the limit)", pattern[:200], self.owner or "a collection",
             limit, name[:80])
 
-    def _refuse_all(self) -> None:
-        if self._live:
-            self.refused += [p for p, _ in self._live]
+    def _refuse_all(self, unused: Sequence[str] = ()) -> None:
+        if self._live or unused:
+            self.refused += [p for p, _ in self._live] + list(unused)
             if not self.budget.said:  # (one warning per source, not one per collection of it)
                 self.budget.said = True
                 logger.warning("smdebug: the patterns of %s still in use are not used from now on: %s",
