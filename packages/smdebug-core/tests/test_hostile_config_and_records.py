@@ -206,3 +206,46 @@ def test_save_steps_longer_than_a_schedule_needs_are_refused():
         SaveConfigMode(save_steps=range(MAX_SAVE_STEPS + 1))
     with pytest.raises(SMDebugValueError, match="more than 100,000 steps"):
         SaveConfigMode(save_steps=iter(range(10 ** 12)))  # (a generator is not drained)
+
+
+# --- a configuration file that is there but cannot be read (eighth pass) ---------------------------
+def _link_loop(tmp_path):
+    os.symlink("loop", tmp_path / "loop")
+    return str(tmp_path / "loop")
+
+
+def _name_too_long(tmp_path):
+    return str(tmp_path / ("c" * 300 + ".json"))
+
+
+def _below_a_file(tmp_path):
+    (tmp_path / "a_file").write_text("{}")
+    return str(tmp_path / "a_file" / "config.json")
+
+
+@pytest.mark.parametrize("make", [_link_loop, _name_too_long], ids=["link-loop", "name-too-long"])
+def test_a_configuration_that_cannot_be_read_is_an_error_not_no_configuration(tmp_path, make, monkeypatch):
+    """Before: ``os.path.exists`` said False for a path it could not look at (a link loop, a name too long,
+    a folder the user may not enter), the hook configuration was "not found", and ``get_hook`` made no hook:
+    the script trained without debugging, without a word."""
+    from smdebug.core.singleton import get_hook, set_hook
+
+    path = make(tmp_path)
+    with pytest.raises(InvalidConfigurationError, match="cannot be read") as info:
+        NumpyHook.create_from_json_file(path)
+    assert len(str(info.value)) < 600  # (the path is clipped: it may be thousands of characters)
+    monkeypatch.setenv("SMDEBUG_CONFIG_FILE_PATH", path)
+    set_hook(None)
+    with pytest.raises(InvalidConfigurationError):
+        get_hook(hook_class=NumpyHook, create_if_not_exists=True)
+
+
+def test_a_configuration_that_is_not_there_is_still_no_configuration(tmp_path, monkeypatch):
+    from smdebug.core.singleton import get_hook, set_hook
+
+    for path in (str(tmp_path / "missing.json"), _below_a_file(tmp_path)):
+        with pytest.raises(FileNotFoundError):
+            NumpyHook.create_from_json_file(path)
+        monkeypatch.setenv("SMDEBUG_CONFIG_FILE_PATH", path)
+        set_hook(None)
+        assert get_hook(hook_class=NumpyHook, create_if_not_exists=True) is None

@@ -244,8 +244,16 @@ MAX_CONFIG_BYTES = 16 << 20
 
 def load_hook_config(json_file_path: Optional[str] = None, default_save_interval: Optional[int] = None) -> dict:
     path = config_file_path(json_file_path)
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"Hook configuration file not found: {path}")
+    try:
+        os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        raise FileNotFoundError(f"Hook configuration file not found: {path}") from None
+    except (OSError, ValueError) as e:
+        # Unreadable is not absent: os.path.exists said False for a link loop, a name too long or a folder
+        # that may not be entered, and get_hook made no hook at all (training ran without a word)
+        shown = path if len(path) <= 300 else path[:300] + "..."
+        raise InvalidConfigurationError(f"Hook configuration {shown} cannot be read: "
+                                        f"{getattr(e, 'strerror', None) or e}") from None
     kwargs = parse_hook_config(read_config_file(path), default_save_interval, source=path)
     _apply_sagemaker_tensorboard(kwargs)
     return kwargs
