@@ -218,3 +218,25 @@ def test_right_arguments_still_read_the_same(train_eval_run):
     assert trial.mode(np.int64(1)) == ModeKeys.TRAIN and trial.global_step("eval", np.int32(0)) == 5
     trial.wait_for_steps({0, 1}, timeout=0.5)
     assert trial.tensor_names(regex=("^loss$",)) == ["loss"]
+
+
+def test_create_trial_arguments_of_the_wrong_type_are_clear_errors(train_eval_run):
+    """(eighth pass) ``skip_damaged="no"`` is true to Python and turned skipping on, silently; a
+    ``poll_interval`` of "x" or NaN failed in ``time.sleep`` at the first wait; a path of the wrong type
+    was a plain TypeError."""
+    from smdebug.exceptions import SMDebugTypeError, SMDebugValueError
+    from smdebug.trials import create_trial
+
+    path = train_eval_run[0]
+    for kwargs, text in [({"skip_damaged": "no"}, "skip_damaged must be True or False"),
+                         ({"cache": "x"}, "cache must be True or False"),
+                         ({"poll_interval": "x"}, "poll_interval must be seconds"),
+                         ({"poll_interval": float("nan")}, "poll_interval is NaN"),
+                         ({"poll_interval": -1}, "poll_interval must be seconds from 0 to 86400"),
+                         ({"name": 5}, "name must be a string")]:
+        with pytest.raises((SMDebugTypeError, SMDebugValueError), match=text):
+            create_trial(path, **kwargs)
+    for bad in (5, b"/tmp/run", [path], None):
+        with pytest.raises(SMDebugTypeError):
+            create_trial(bad)
+    assert create_trial(path, skip_damaged=np.bool_(True), poll_interval=0).skip_damaged is True

@@ -6,7 +6,7 @@ import os
 
 from smdebug.core.names import printable
 from smdebug.core.storage.base import is_s3_path
-from smdebug.exceptions import SMDebugValueError
+from smdebug.exceptions import SMDebugTypeError, SMDebugValueError
 from smdebug.trials.trial import LocalTrial, S3Trial, Trial
 
 __all__ = ["create_trial", "Trial", "LocalTrial", "S3Trial"]
@@ -27,14 +27,16 @@ def create_trial(path=None, name=None, profiler=False, output_dir="/opt/ml/proce
     """
     if out_dir is not None:
         if path is not None:
-            raise TypeError("create_trial takes the run's path once: give path or out_dir=, not both")
+            raise SMDebugTypeError("create_trial takes the run's path once: give path or out_dir=, not both")
         path = out_dir
     if path is None:
-        raise TypeError("create_trial() needs the run's path: create_trial('/path/to/run') (or out_dir=...)")
+        raise SMDebugTypeError("create_trial() needs the run's path: create_trial('/path/to/run') (or out_dir=...)")
     if profiler:
         raise NotImplementedError("Profiler trials are not part of this smdebug")
     if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"create_trial needs a path string, got {type(path).__name__}")
+        raise SMDebugTypeError(f"create_trial needs a path string, got {type(path).__name__}")
+    if name is not None and not isinstance(name, str):  # (a trial's name is shown and compared as text)
+        raise SMDebugTypeError(f"create_trial: name must be a string, got {type(name).__name__}")
     path = os.fsdecode(os.fspath(path)).strip()
     if not path:  # (os.path would read "" as the current directory, which nobody meant)
         raise SMDebugValueError("create_trial: the run's path is empty (give '.' for the current directory)")

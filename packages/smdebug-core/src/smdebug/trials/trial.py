@@ -124,9 +124,13 @@ class Trial:
         self.path = path
         self.storage = storage or get_storage(path, cache_dir=cache_dir)
         self.range_steps = self._validate_range(range_steps)
-        self.cache = cache
-        self.skip_damaged = skip_damaged
-        self.poll_interval = poll_interval
+        # (skip_damaged="no" is true to Python: it turned skipping on; a poll_interval of "x" or NaN failed
+        # in time.sleep at the first wait)
+        self.cache = argcheck.flag(cache, "cache")
+        self.skip_damaged = argcheck.flag(skip_damaged, "skip_damaged")
+        self.poll_interval = argcheck.seconds(poll_interval, "poll_interval")
+        if self.poll_interval is None or not 0 <= self.poll_interval <= 86400:
+            raise SMDebugValueError(f"poll_interval must be seconds from 0 to 86400, got {poll_interval!r}")
         self.dynamic_refresh = True
         self.loaded_all_steps = False
         self.last_complete_step = -1
