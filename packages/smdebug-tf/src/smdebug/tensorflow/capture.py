@@ -153,21 +153,29 @@ def _loss_class():
 
 def _patched_loss_call(self, *args, **kwargs):
     rec = getattr(_state, "recorder", None)
-    if rec is not None and id(self) in rec.loss_ids:
+    depth = getattr(_state, "loss_depth", 0)
+    if rec is not None:
         try:
             y_true = args[0] if args else kwargs.get("y_true")
             y_pred = args[1] if len(args) > 1 else kwargs.get("y_pred")
-            rec.on_loss_call(y_true, y_pred)
+            rec.on_loss_object_call(self, y_true, y_pred, nested=depth > 0)
         except Exception as e:  # noqa: BLE001 - capturing must never break the step
             rec.errors.append(e)
-    return _original_loss_call(self, *args, **kwargs)
+    # (a Loss whose own code calls other Loss objects: only the outermost call is the loss the step computes)
+    _state.loss_depth = depth + 1
+    try:
+        return _original_loss_call(self, *args, **kwargs)
+    finally:
+        _state.loss_depth = depth
 
 
 @contextlib.contextmanager
 def patched_losses(active: bool = True):
     """Route calls of Keras ``Loss`` objects through the recorders while the context is open (re-entrant;
     nothing is patched when ``active`` is false). A recorder takes the calls of the losses whose ids are in
-    its ``loss_ids`` (those given to ``KerasHook.register_loss``): their targets and predictions."""
+    its ``loss_ids`` (those given to ``KerasHook.register_loss``) and, with ``discover_losses``, the first
+    loss the step's own code calls on the batch's labels or the model's output (see
+    :meth:`Recorder.on_loss_object_call`): their targets and predictions."""
     global _loss_patch_count, _original_loss_call
     if not active:
         yield
@@ -199,12 +207,20 @@ class Recorder:
     """
 
     def __init__(self, want: Callable[[str], bool], layer_names: Optional[Dict[int, str]], model=None,
-                 optimizer=None, model_inputs: bool = False, loss_ids: Iterable[int] = ()):
+                 optimizer=None, model_inputs: bool = False, loss_ids: Iterable[int] = (),
+                 discover_losses: bool = False):
         self.want = want
         #: also offer the model's call input as ``inputs`` (a custom loop: no data is unpacked for it)
         self.model_inputs = model_inputs
         #: ids of the Keras Loss objects whose first call offers ``labels`` and ``predictions``
         self.loss_ids = frozenset(loss_ids)
+        #: also take a loss object nobody registered (a custom train_step's ``self.loss_fn(y, pred)``)
+        self.discover_losses = discover_losses
+        #: the unregistered Keras Loss object whose inputs this step offered (for the hook to record)
+        self.discovered_loss = None
+        #: the batch's targets as the step was given them (set by the hook before the step runs)
+        self.batch_labels: List = []
+        self._model_outputs: List = []  # the outputs of every call of the model in this step
         self._loss_called = False
         self.layer_names = layer_names
         self.model = model
@@ -259,6 +275,7 @@ class Recorder:
         if not out or len(self._reachable(out)) != len(out):
             return  # a call in another graph (shape inference, a tf.cond branch): not this step's
         if layer is self.model:
+            self._model_outputs.extend(out)
             if not self._model_called:
                 self._model_called = True
                 for name, t in structure_names("predictions", outputs):
@@ -304,12 +321,36 @@ class Recorder:
     def _eager(self, value):
         return _eager_tensors(value) if self.graph is None else value
 
-    def on_loss_call(self, y_true, y_pred) -> None:
+    def on_loss_object_call(self, loss, y_true, y_pred, nested: bool = False) -> None:
+        """A Keras ``Loss`` object was called in this step. A registered one (``loss_ids``) offers its inputs.
+        With ``discover_losses``, so does the first other loss the step's code calls itself (not from inside
+        another loss) on one prediction tensor, when it compares the batch's own labels or the model's own
+        output: that is the loss the model trains with, computed by hand in a custom ``train_step``. A loss
+        called on neither (a GAN's discriminator loss on made-up targets, an auxiliary loss on hidden
+        features) says nothing about the model's predictions and is left alone."""
+        if id(loss) in self.loss_ids:
+            self.on_loss_call(y_true, y_pred)
+            return
+        if not self.discover_losses or nested or self._loss_called:
+            return
+        preds, targets = flatten_tensors(y_pred), flatten_tensors(y_true)
+        if len(preds) != 1:
+            return  # (the record names one prediction tensor)
+
+        def among(tensors, pool):
+            return bool(tensors) and all(any(t is p for p in pool) for t in tensors)
+
+        if (among(targets, self.batch_labels) or among(preds, self._model_outputs)) \
+                and self.on_loss_call(y_true, y_pred):
+            self.discovered_loss = loss
+
+    def on_loss_call(self, y_true, y_pred) -> bool:
         """The first call of a registered loss in this step: its targets are the ``labels`` and its first input
         the ``predictions`` (what the loss record of ``register_loss`` points at), in place of the model's
-        output when the loss is given something else."""
+        output when the loss is given something else. Returns whether its input was offered (it is not when
+        it belongs to another graph)."""
         if self._loss_called:
-            return
+            return False
         self._loss_called = True
         y_true, y_pred = self._eager(y_true), self._eager(y_pred)
         preds = list(structure_names("predictions", y_pred))
@@ -318,10 +359,13 @@ class Recorder:
                 if name in self.tensors and self.tensors[name] is not t:
                     del self.tensors[name]
                 self.offer(name, t)
+        else:
+            return False
         labels = list(structure_names("labels", y_true))
         if labels and len(self._reachable([t for _, t in labels])) == len(labels):
             for name, t in labels:
                 self.offer(name, t)
+        return True
 
     def add_data(self, x, y) -> None:
         for name, t in structure_names("inputs", x):

@@ -161,6 +161,7 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
         self._wrapped_optimizers = []
         self._graph_written = False
         self._loss_described = None  # what _record_loss last recorded
+        self._step_loss = None  # what _record_step_loss last recorded (a loss computed in a custom train_step)
         self._capture_optimizer = None  # the model's optimizer when the capture functions were traced
         self._tape_losses: Dict[int, object] = {}  # id -> Keras Loss object given to register_loss
         self._user_eval_from = None  # the EVAL step count when set_mode(EVAL) was called in a custom loop
@@ -398,6 +399,17 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
             self._loss_described = described
             for loss in described:
                 loss_inputs.add_loss(self, loss)
+
+    def _record_step_loss(self, loss) -> None:
+        """Record the loss a custom ``train_step``/``test_step`` computes by hand (a Keras Loss object it calls on
+        the batch's labels or the model's output: see ``capture.Recorder.on_loss_object_call``) as
+        ``register_loss`` would: its class and flags (``from_logits``), with ``predictions`` and ``labels``,
+        which the capture made what the loss was given."""
+        type_, expects = losses.loss_expects(loss)
+        record = loss_inputs.LossInputs("loss", type_, expects, r"^predictions$", r"^labels$")
+        if record != self._step_loss:  # (each trace finds it again: recorded once, or again if it changed)
+            self._step_loss = record
+            loss_inputs.add_loss(self, record)
 
     def _record_class_weight(self) -> None:
         """Record ``Model.fit(class_weight=...)`` (smdebug.core.class_weights): imbalance the training already
@@ -718,13 +730,23 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
             fixed = holder["fixed"]
             return name in fixed if fixed is not None else hook.is_due(name)
 
+        # A loss the step computes by hand (a custom train_step/test_step calling a Keras Loss object) is seen
+        # through Loss.__call__ while the function traces: a registered loss always, and when the hook knows of
+        # no loss at all (nothing compiled, nothing registered), the one the step calls on the batch's labels
+        # or the model's output, which _after_capture then records. Compiled losses are described by
+        # _record_loss from compile(); they are not looked for here, so they are never recorded twice.
+        loss_ids = frozenset(self._tape_losses) if kind != "predict" else frozenset()
+        discover = (kind != "predict" and not loss_ids and getattr(model, "loss", None) is None
+                    and getattr(model, "_compile_loss", None) is None)
+
         def replica_step(data):
             data = tf.nest.map_structure(
                 lambda i: None if isinstance(i, tf.experimental.Optional) else i, data)
-            rec = capture.Recorder(want, layer_map, model)
+            rec = capture.Recorder(want, layer_map, model, loss_ids=loss_ids, discover_losses=discover)
+            x, y, _ = keras.utils.unpack_x_y_sample_weight(data)
+            rec.batch_labels = flatten_tensors(y)
             with rec.active():
                 outputs = step_method(data)
-                x, y, _ = keras.utils.unpack_x_y_sample_weight(data)
                 rec.add_data(x, y)
             holder["recorders"].append(rec)
             return outputs, dict(rec.tensors)
@@ -733,7 +755,8 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
         fused = list(self._fused_layers)
 
         def step(data):
-            with capture.patched_layers(fused), capture.patched_optimizer(optimizer):
+            with capture.patched_layers(fused), capture.patched_optimizer(optimizer), \
+                    capture.patched_losses(discover or bool(loss_ids)):
                 outputs, extras = strategy.run(replica_step, args=(data,))
             outputs = _reduce_per_replica(outputs, strategy, "concat" if kind == "predict" else "auto")
             return outputs, strategy.experimental_local_results(extras)
@@ -760,6 +783,8 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
             for rec in recorders:
                 offered.update(rec.offered)
                 captured.update(rec.tensors)
+                if rec.discovered_loss is not None:
+                    self._record_step_loss(rec.discovered_loss)
                 for err in rec.errors:
                     self._warn_once(f"capture:{type(err).__name__}", "smdebug: a tensor could not be captured "
                                     "in %s (%s: %s); the others are saved", _KINDS[kind][1], type(err).__name__, err)
