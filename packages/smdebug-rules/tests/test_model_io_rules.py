@@ -166,6 +166,47 @@ def test_improper_output_on_a_recorded_loss_it_cannot_judge_or_whose_inputs_are_
     assert "the run did not save the inputs of BCEWithLogitsLoss (include the 'loss_inputs' collection" in result.detail
 
 
+@pytest.mark.parametrize("framework, remedy", [
+    ("tensorflow", "hook.register_loss(loss_fn) before training"),
+    ("pytorch", "hook.register_loss(loss_module)"),
+    ("mxnet", "hook.register_block(loss_block)"),
+])
+def test_improper_output_without_a_loss_record_names_the_remedy_in_the_framework_s_words(tmp_path, framework,
+                                                                                        remedy):
+    """A run of this writer whose hook knew of no loss (a Keras custom train_step computing it with a function,
+    a torch loss from torch.nn.functional): the verdict says how that framework's hook is told of the loss, and
+    not that the run is an older writer's (this writer records the framework; probe 8, F5)."""
+    import glob
+    import json
+
+    from smdebug.rules import run_rules
+
+    from test_data_rules import write
+
+    hook_class = type(f"{framework}Hook", (NumpyHook,), {"framework_name": framework})
+    write(tmp_path / "run", [{}] * 2, hook_class=hook_class)
+    result = run_rules(str(tmp_path / "run"), ["ImproperOutput"]).rules[0]
+    assert result.status == "NotEvaluated"
+    assert "the run's losses (loss) are values and its hook was told of no loss: a loss computed by hand" \
+        in result.detail, result.detail
+    assert remedy in result.detail and "older writer" not in result.detail, result.detail
+    if framework == "tensorflow":  # (PyTorch's words only where the fallback names are described)
+        assert "loss module is registered" not in result.detail
+        assert "a loss module's inputs, as PyTorch and MXNet hooks name them" in result.detail, result.detail
+
+    # the same run without the framework record, as the original smdebug writes it: an older writer's run
+    [collections_file] = glob.glob(str(tmp_path / "run" / "collections" / "*" / "*.json"))
+    with open(collections_file) as f:
+        collections = json.load(f)
+    del collections["_meta"]["framework"]
+    with open(collections_file, "w") as f:
+        json.dump(collections, f)
+    result = run_rules(str(tmp_path / "run"), ["ImproperOutput"]).rules[0]
+    assert result.status == "NotEvaluated"
+    assert "its hook recorded no loss: a run of an older writer, which records none" in result.detail, result.detail
+    assert "register the loss with the hook" in result.detail  # (the framework is not told by its collections)
+
+
 # --- real PyTorch training ---------------------------------------------------------------------------------
 torch = pytest.importorskip("torch")
 pytest.importorskip("smdebug.pytorch")

@@ -312,6 +312,19 @@ CLAMPED_SHARE = 0.1
 _LOSS_TENSOR = re.compile(r"^(?:.*[/_.])?(?P<loss>[A-Za-z0-9]+Loss)_(?:input|output)_\d+$")
 
 
+#: framework -> (how its scripts compute a loss the hook cannot see, how to tell the hook which loss it is); the
+#: hook then records what the loss expects (smdebug.core.loss_inputs) and saves its inputs
+_REGISTER_THE_LOSS = {
+    "tensorflow": ("in a custom train_step or a GradientTape loop, with a loss function or TensorFlow ops",
+                   "hook.register_loss(loss_fn) before training, loss_fn being the Keras loss object or function "
+                   "the step calls"),
+    "pytorch": ("with torch.nn.functional or tensor operations, or a loss module the hook was not given",
+                "compute it with a loss module (nn.CrossEntropyLoss()...) and hook.register_loss(loss_module)"),
+    "mxnet": ("outside a Gluon loss block the hook was given", "hook.register_block(loss_block)"),
+    "": ("", "register the loss with the hook (hook.register_loss)"),
+}
+
+
 class ImproperOutput(Rule):
     """Fires when what the model outputs does not fit the loss it is trained with.
 
@@ -420,7 +433,10 @@ class ImproperOutput(Rule):
                 entry[0] = name
             elif name.endswith("_input_1"):
                 entry[1] = name
-        looking_for("tensors named <Loss>_input_0 / _input_1 (a loss module's inputs)",
+        # (the names PyTorch's and MXNet's hooks give a loss module's inputs; a Keras hook names none so)
+        whose = "a loss module's inputs" if self._run_framework() != "tensorflow" else "a loss module's inputs, " \
+            "as PyTorch and MXNet hooks name them"
+        looking_for(f"tensors named <Loss>_input_0 / _input_1 ({whose})",
                     [n for pair in by_class.values() for n in pair if n])
         return {loss: (p, y, _EXPECTS_BY_CLASS[loss], loss) for loss, (p, y) in by_class.items() if p}
 
@@ -459,9 +475,22 @@ class ImproperOutput(Rule):
         losses = self.base_trial.collections().get("losses")
         saved = [n for n in names if losses is not None and losses.matches(n)]
         if saved and not any(_LOSS_TENSOR.match(n) for n in names):
-            return (f"{why}; the run's losses ({', '.join(saved[:3])}) are values and its hook recorded no loss "
-                    "(a run of an older writer, or a loss computed by hand: no loss module is registered)")
+            return f"{why}; the run's losses ({', '.join(saved[:3])}) are values and {self._no_loss_recorded()}"
         return why
+
+    def _no_loss_recorded(self) -> str:
+        """Why a run whose losses are plain values has no loss record, and how to give it one, in the words of
+        the framework that wrote it. A hook of this writer records its framework in the run; a run without
+        that record was written by an older writer (the original smdebug), which records no loss at all."""
+        from smdebug.core.run_info import FRAMEWORK_KEY
+
+        meta = getattr(getattr(self.base_trial, "collection_manager", None), "meta", None) or {}
+        recorded = meta.get(FRAMEWORK_KEY)
+        older = not (isinstance(recorded, str) and recorded.strip())
+        how, remedy = _REGISTER_THE_LOSS.get(self._run_framework(), _REGISTER_THE_LOSS[""])
+        if older:
+            return f"its hook recorded no loss: a run of an older writer, which records none (with this one: {remedy})"
+        return f"its hook was told of no loss: a loss computed by hand{' ' + how if how else ''} ({remedy})"
 
     def invoke_at_step(self, step):
         judged = False
@@ -576,11 +605,15 @@ class ImproperOutput(Rule):
         """Whether the loss broadcasts an output and a target of different shapes: PyTorch's regression losses
         do (with a warning), in a run PyTorch wrote (recorded, or told by its collections); Keras' and Gluon's
         reshape the target to the output, XGBoost's have one shape."""
+        return self._run_framework() == "pytorch"
+
+    def _run_framework(self) -> str:
+        """The framework that wrote the run (recorded, or told by its collections); "" when unknown."""
         if self._framework is None:
             from smdebug.core.run_info import framework_of
 
             self._framework = framework_of(self.base_trial) or ""
-        return self._framework == "pytorch"
+        return self._framework
 
     def _shape_mismatch(self, loss, pname, yname, step, outputs) -> Optional[str]:
         """A regression loss given an output and targets whose shapes broadcast to more values than either:
