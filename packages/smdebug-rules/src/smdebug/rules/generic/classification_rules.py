@@ -2,7 +2,9 @@
 
 Labels and predictions are saved tensors (e.g. ``hook.save_tensor("labels", y, "labels")``). Class ids are
 taken as follows: a tensor with one more dimension than its partner holds scores (probabilities, logits,
-one-hot vectors) and becomes its ``argmax`` over the last axis; labels are rounded to the nearest integer;
+one-hot vectors) and becomes its ``argmax`` over its class axis: the last (``(N, C)``, Keras's ``(N, H, W,
+C)``), or the second for labels with positions (PyTorch's ``(N, C, H, W)`` scores of ``(N, H, W)`` labels;
+shapes that fit both ways take the framework's order); labels are rounded to the nearest integer;
 predictions with one score per label are thresholded by what they are (:mod:`.prediction_scale`: the
 XGBoost objective or the recorded loss says probabilities, above 0.5, or raw margins, above 0; with no
 record, values without fractions are ids and values in [0, 1] probabilities, and other scores are not
@@ -20,6 +22,7 @@ import numpy as np
 
 from smdebug.core.class_weights import recorded_class_weights
 from smdebug.core.modes import ModeKeys
+from smdebug.core.run_info import framework_of
 from smdebug.exceptions import SMDebugValueError
 from smdebug.rules.evaluation import looking_for
 from smdebug.rules.generic.activation_rules import _check_regexes, batches_at
@@ -103,6 +106,45 @@ def _pooled(trial, name: str, step: int) -> Optional[np.ndarray]:
         return values[0]
 
 
+def _class_axes(labels_shape: Tuple[int, ...], scores_shape: Tuple[int, ...]) -> List[int]:
+    """The axes of scores of ``scores_shape`` that can hold the classes of labels of ``labels_shape``: the
+    last (``(N, *S, C)``: Keras's, and every flat classifier's ``(N, C)``) and axis 1 (``(N, C, *S)``:
+    PyTorch's dense outputs, which CrossEntropyLoss takes with the classes second). Both when the shapes
+    fit either way (``C`` equal to the positions' sizes); none when the scores have no class axis."""
+    if len(scores_shape) != len(labels_shape) + 1 or not labels_shape:
+        return []
+    axes = [-1] if scores_shape[:-1] == labels_shape else []
+    if len(labels_shape) >= 2 and scores_shape[:1] + scores_shape[2:] == labels_shape:
+        axes.append(1)
+    return axes
+
+
+def _positions(labels_shape: Tuple[int, ...], scores_shape: Optional[Tuple[int, ...]],
+               one_hot: bool) -> Tuple[int, ...]:
+    """The positions ``S`` when labels ``(N, *S)`` hold a class per position (of a sequence, an image, a
+    volume), as their scores show: scores ``(N, C, *S)`` or ``(N, *S, C)``, or labels one-hot ``(N, *S, C)``
+    scored by their own shape; ``()`` for one class per sample or when the shapes tell nothing. ``S`` of
+    a single position is no sequence."""
+    if scores_shape is None:
+        return ()
+    if one_hot:
+        found = tuple(labels_shape[1:-1]) if tuple(scores_shape) == tuple(labels_shape) else ()
+    else:
+        found = tuple(labels_shape[1:]) if _class_axes(tuple(labels_shape), tuple(scores_shape)) else ()
+    return found if int(np.prod(found)) >= 2 else ()
+
+
+def _input_positions(shape: Tuple[int, ...], per_row: int) -> Tuple[int, ...]:
+    """The positions (two axes or more: an image's rows and columns, a volume's) of a model input of
+    ``shape`` ``(N, ...)`` that ``per_row`` labels per input row stand for, one label each: the input's
+    axes after its channels (``(N, C, *S)``), before them (``(N, *S, C)``) or all of them (``(N, H, W)``,
+    grey images without a channel axis); ``()`` when none holds ``per_row`` positions."""
+    for found in (shape[2:], shape[1:-1], shape[1:]):
+        if len(found) >= 2 and int(np.prod(found)) == per_row:
+            return tuple(found)
+    return ()
+
+
 def _yes_no_rows(labels: np.ndarray, predictions: Optional[np.ndarray]) -> Optional[str]:
     """For labels of rows of 0/1 values (``(n, k)``, ``k > 1``, predicted by scores of the same shape, or
     saved alone): ``"one-hot"`` when every row holds exactly one 1 (one class per sample, written one-hot),
@@ -178,6 +220,25 @@ class _LabelsAndPredictions(Rule):
         self.logger.debug("%s: class ids of %s taken as %s", self.rule_name, name, how)
         return ids.reshape(-1)
 
+    def _class_axis(self, name: str, axes: List[int], labels_shape: Tuple[int, ...],
+                    scores_shape: Tuple[int, ...]) -> Optional[int]:
+        """The class axis of ``name``'s scores among the ``axes`` that fit the labels (see
+        :func:`_class_axes`); when both fit (``(N, T, T)`` scores of ``(N, T)`` labels), the framework's
+        (PyTorch and MXNet put classes second, Keras last); None when none fits, or both do and the run does
+        not tell its framework (remembered: :meth:`_unscored` says why)."""
+        if len(axes) < 2:
+            return axes[0] if axes else None
+        framework = framework_of(self.base_trial)
+        if framework in ("pytorch", "mxnet"):
+            return 1
+        if framework == "tensorflow":
+            return -1
+        how = (f"scores {tuple(scores_shape)} for labels {tuple(labels_shape)}: their classes may be on axis 1 "
+               "(PyTorch's order) or last (Keras's), and the run does not tell its framework")
+        self.__dict__.setdefault("_unscored_reasons", {})[name] = f"{name} holds {how}"
+        self._warn_once(("axis", name), "%s: %s holds %s; not paired", self.rule_name, name, how)
+        return None
+
     def _unscored(self) -> Optional[str]:
         """Why predictions were left unpaired: their scores say no class (see :meth:`_prediction_ids`)."""
         reasons = self.__dict__.get("_unscored_reasons", {})
@@ -208,6 +269,10 @@ class _LabelsAndPredictions(Rule):
             labels = _squeeze_last(labels)
             predictions = _squeeze_last(predictions) if predictions is not None else None
             several = _yes_no_rows(labels, predictions)
+            # (the shapes as saved, for ClassImbalance's test of targets per position: no second read)
+            self.__dict__.setdefault("_shapes_at", {}).setdefault(step, []).append(
+                (lname, labels.shape, several == "one-hot", prediction_names[i] if prediction_names else None,
+                 predictions.shape if predictions is not None else None))
             # (a tensor that held multi-label rows once is multi-label at every save: a small batch of it can
             # hold exactly one 1 per row by chance)
             multi_label = self.__dict__.setdefault("_multi_label", set())
@@ -234,16 +299,22 @@ class _LabelsAndPredictions(Rule):
             if predictions is not None and argmax is None and labels.ndim == predictions.ndim + 1:
                 labels = np.argmax(labels, axis=-1)  # one-hot labels
             if predictions is not None:
+                axes = _class_axes(labels.shape, predictions.shape)
+                axis = self._class_axis(prediction_names[i], axes, labels.shape, predictions.shape)
+                if axis is None and argmax and predictions.ndim == labels.ndim + 1:
+                    axis = -1  # (argmax=True: the last axis, as asked, whatever the labels' shape)
                 if predictions.ndim == labels.ndim + 1 and predictions.ndim:
                     # scores per class: how many classes the model tells apart (ClassImbalance's one-class test)
                     self.__dict__["classes_scored"] = max(self.__dict__.get("classes_scored", 0),
-                                                         int(predictions.shape[-1]))
+                                                         int(predictions.shape[-1 if axis is None else axis]))
                 # (scores per class, one axis more than the labels, are never class ids themselves: taken by
-                # argmax even with argmax=False, which would only leave them unpaired)
-                # (argmax=True asks for the class axis's argmax: per-label scores, one per label, have none)
-                if predictions.ndim == labels.ndim + 1 and (argmax or predictions.shape[:-1] == labels.shape):
-                    predictions = np.argmax(predictions, axis=-1) if predictions.ndim else predictions
-                    predictions = predictions.reshape(-1)
+                # argmax even with argmax=False, which would only leave them unpaired; per-label scores, one
+                # per label, have no class axis and are turned into ids by what they are)
+                if axis is not None:
+                    # (argmax straight over the class axis, no transposed copy: dense outputs can be large)
+                    predictions = np.argmax(predictions, axis=axis).reshape(-1)
+                elif len(axes) > 1:
+                    predictions = None  # (said by _class_axis)
                 else:
                     predictions = self._prediction_ids(prediction_names[i], predictions)
             labels = _class_ids(labels).reshape(-1)
@@ -295,7 +366,9 @@ class Confusion(_LabelsAndPredictions):
 
     The labels are the tensor named ``labels`` if the run has it, else the tensors of ``labels_collection``;
     likewise for predictions. Predictions with one more dimension than the labels are ``argmax``-ed over
-    their last axis.
+    their class axis: the last, or the second for PyTorch's dense outputs (``(N, C, H, W)`` scores of
+    ``(N, H, W)`` labels: each labelled pixel is a sample). When the last labels cannot be judged, the
+    verdict says why (e.g. scores whose class axis the shapes and the run leave open).
 
     :param category_no: number of classes (default None: inferred from the data at each step).
     :param labels: name of the labels tensor (default ``"labels"``).
@@ -373,17 +446,22 @@ class Confusion(_LabelsAndPredictions):
             self.not_applicable(_NO_LABELS)
             return False
         if step != self._last_labels_step():
-            self.not_evaluated("judges the last step where labels were saved")
+            # (after the last labels: why they were not judged, if they were not, rather than where they are)
+            later = step > (self._last_labels_step() or step)
+            self.not_evaluated(later and self.__dict__.get("_unpaired") or "judges the last step where labels were "
+                               "saved")
             return False
         if not _near_the_end(self.base_trial, step):
-            self.not_evaluated(f"judges the last labels if saved in the last 10% of the run (the trained model); "
-                               f"the last were saved at step {step}")
+            self._unpaired = (f"judges the last labels if saved in the last 10% of the run (the trained model); "
+                              f"the last were saved at step {step}")
+            self.not_evaluated(self._unpaired)
             return False
         matrix = self.confusion_matrix(step)
         if matrix is None:
-            unscored = self._unscored()
-            self.not_evaluated(unscored or "needs labels and predictions saved at the same step, with class ids "
-                               "that pair up")
+            self._unpaired = (f"the last labels (step {step}) were not judged: "
+                              + (self._unscored() or "needs labels and predictions saved at the same step, with "
+                                 "class ids that pair up"))
+            self.not_evaluated(self._unpaired)
             return False
         for i, row in enumerate(matrix):
             total = int(row.sum())
@@ -406,8 +484,10 @@ class ClassImbalance(_LabelsAndPredictions):
     mode when the run has no TRAIN-mode labels, as XGBoost's): the data the model trains on, as seen live up
     to ``s`` whatever step the evaluation started at. A validation set is drawn to be representative, and
     counting its labels too hid an imbalanced training set. Labels are the tensors matching ``labels_regex``,
-    predictions those matching ``predictions_regex`` (``re.search``, paired in order); with ``argmax`` the
-    predictions are ``argmax``-ed over their last axis, otherwise they must already be class ids. Per class
+    predictions those matching ``predictions_regex`` (``re.search``, paired in order); scores with a class axis
+    more than the labels are ``argmax``-ed over it (the last, or the second for PyTorch's ``(N, C, *S)`` scores
+    of ``(N, *S)`` labels); with ``argmax`` scores whose shape fits no label are ``argmax``-ed over their last
+    axis, otherwise they must already be class ids. Per class
     ``c`` seen at least once among the labels::
 
         count_c         = #labels equal to c
@@ -437,15 +517,26 @@ class ClassImbalance(_LabelsAndPredictions):
     them after the last round), the condition is met when
     ``mispredicted_c > threshold_misprediction`` for some class with at least 10 such labels. That finding is
     about the trained model's predictions, not the data: it is only reached when the class counts passed the
-    imbalance test, and its message says so (a model that does not learn mispredicts classes of balanced data).
+    imbalance test (or are not judged: labels per pixel, below), and its message says so (a model that does
+    not learn mispredicts classes of balanced data).
 
-    **Sequence models.** The verdict is NotApplicable when the labels are a sequence model's per-token
-    targets (a language model's next tokens, a tagger's tags, a decoder's outputs), whose frequencies are
-    the language's, skewed by nature (rebalancing them would be the bug). The evidence, at the first step
-    with labels: labels ``(N, T)``, ``T >= 2``, scored by predictions ``(N, T, C)`` or ``(N, C, T)``; or the
-    model's input (collection ``inputs``) is integer ids ``(N, T)``, ``T >= 2``, and the labels hold ``k >= 2``
-    class ids per input row (``N * k`` of them, flattened or ``(N, k)``; not one-hot). A text classifier (one
-    label per sequence) is judged.
+    **Labels per position.** The class counts are not judged when the labels hold a class per position of
+    each sample rather than one per sample (see :meth:`_targets_per_position` for the evidence, read at the
+    first step with labels):
+
+    * *dense prediction* (segmentation): labels ``(N, *S)`` over two axes or more (``(N, H, W)``, volumes)
+      scored by predictions ``(N, C, *S)`` (PyTorch) or ``(N, *S, C)`` (Keras), or one-hot ``(N, *S, C)``
+      labels; or ``k`` class ids per row of the model's input (collection ``inputs``) that has ``k`` positions
+      (``(N, C, H, W)``, ``(N, H, W, C)``, ``(N, H, W)``), as when a loss is given ``(N * H * W, C)`` logits.
+      Their frequencies are the areas of what the images show (background dwarfs small objects: counted
+      as samples, every segmentation set is "imbalanced"). The misprediction test still judges the trained
+      model, per labelled position: a model that never learnt the background, or whose logits were
+      flattened in the wrong order, mispredicts whole classes;
+    * *sequence models* (a language model's next tokens, a tagger's tags, a decoder's outputs): labels ``(N,
+      T)``, ``T >= 2``, scored by ``(N, T, C)`` or ``(N, C, T)`` (or one-hot ``(N, T, C)``), or ``k >= 2``
+      class ids per row of an input of integer ids ``(N, T)``. Their frequencies are the language's, skewed
+      by nature (rebalancing them would be the bug), and a language model mispredicts most rare tokens by
+      nature: the verdict is NotApplicable. A text classifier (one label per sequence) is judged.
 
     Targets that are not class ids are not judged, and the verdict says NotApplicable when the run has no
     others: floats with fractions (a regression), integers predicted by continuous values on their own scale
@@ -467,7 +558,8 @@ class ClassImbalance(_LabelsAndPredictions):
     :param threshold_misprediction: largest allowed fraction of a class mispredicted (default 0.7).
     :param samples: labels to see before judging the plain ratio (default 500; at least 30 per class are
         needed too).
-    :param argmax: ``argmax`` the predictions over their last axis (default False).
+    :param argmax: ``argmax`` over their last axis predictions with one axis more than the labels whose shape
+        fits no labels (default False; scores that fit are always ``argmax``-ed over their class axis).
     :param labels_regex: comma-separated regexes of the label tensors (default ``".*labels"``).
     :param predictions_regex: comma-separated regexes of the prediction tensors (default ``".*predictions"``).
     :param labels_collection: the tensors of this collection are labels too (default ``"labels"``: the
@@ -501,9 +593,9 @@ class ClassImbalance(_LabelsAndPredictions):
         #: every step's part, counted or not (the misprediction test reads the last one)
         self._parts: dict = {}
         self._train_labels = False  # whether the run has TRAIN-mode labels (once True, stays so)
-        #: why the labels are a sequence model's per-token targets ("" when the run showed they are not,
-        #: None while undecided)
-        self._sequence: Optional[str] = None
+        #: (why the labels hold a class per position, whether the model's mispredictions are still judged):
+        #: ("", False) when the run showed one class per sample, None while undecided
+        self._per_position: Optional[Tuple[str, bool]] = None
         #: why the counts could not be judged yet, repeated at steps without labels (the verdict's detail)
         self._waiting: Optional[str] = None
         self._weights_read: Tuple[int, Optional[Tuple[Dict[int, float], str]]] = (-1, None)
@@ -564,47 +656,62 @@ class ClassImbalance(_LabelsAndPredictions):
         self._weights_read = (count, found)
         return found
 
-    def _sequence_targets(self, step: int, label_names: List[str], prediction_names: List[str]) -> Optional[str]:
-        """Why the labels at ``step`` are a sequence model's per-token targets (a language model's next
-        tokens, a tagger's tags, a decoder's outputs), whose class frequencies are the language's, skewed by
-        nature: "" when the step shows they are not, None when it cannot tell yet (no model input saved
-        with them). The evidence, either of:
+    def _targets_per_position(self, step: int) -> Optional[Tuple[str, bool]]:
+        """``(why, judged)`` when the labels read at ``step`` hold a class per position rather than per
+        sample, whose class frequencies are skewed by nature and are not judged: ``judged`` is whether the
+        trained model's mispredictions still are. ``("", False)`` when the step shows one class per sample,
+        None when it cannot tell yet (no model input saved with the labels). The evidence, from the shapes
+        :meth:`_pairs` met (nothing is read again) and the model's input (the ``inputs`` collection):
 
-        * labels ``(N, T)`` with ``T >= 2`` scored by predictions with one more axis, a class axis after
-          the first or last (``(N, T, C)``, PyTorch's ``(N, C, T)``): a class per position of a sequence;
-        * the model's input (the ``inputs`` collection) at the step is integer ids ``(N, T)``, ``T >= 2``
-          (tokens), and the labels hold ``k >= 2`` class ids per input row (``N * k`` ids, flattened or
-          ``(N, k)``) that are not one-hot (their predictions are not of their shape).
+        * labels ``(N, *S)``, ``prod(S) >= 2``, scored by predictions with a class axis more, second or
+          last (``(N, C, *S)``: PyTorch's; ``(N, *S, C)``: Keras's), or one-hot ``(N, *S, C)`` labels scored
+          by their own shape. Over two axes or more (``(N, H, W)``: segmentation, any dense prediction
+          over images or volumes) the labels are the areas of what the images show (background dwarfs
+          small objects) and the model's mispredictions are judged; over one axis (``(N, T)``) they are a
+          sequence model's per-token targets (language model, tagger, decoder), whose frequencies are the
+          language's, and nothing is judged (a language model mispredicts most rare tokens by nature);
+        * the labels hold ``k >= 2`` class ids per row of the model's input (``N * k`` ids, flattened or
+          ``(N, k)``, not one-hot: a loss given ``(N * H * W, C)`` logits): a pixel's each when the input's
+          positions (``(N, C, *S)``, ``(N, *S, C)`` or ``(N, H, W)``, two axes or more) number ``k``
+          (judged as above); a token's each when the input is integer ids ``(N, T)``, ``T >= 2``.
         """
-        names = _numbered(prediction_names)
+        seen = self.__dict__.get("_shapes_at", {}).get(step, [])
         inputs_seen = False
-        for i, lname in enumerate(_numbered(label_names)):
-            labels = _pooled(self.base_trial, lname, step)
-            if labels is None:
-                continue
-            labels = _squeeze_last(labels)
-            predictions = (_pooled(self.base_trial, names[i], step)
-                           if names and len(names) == len(label_names) else None)
-            if predictions is not None and labels.ndim == 2 and labels.shape[1] >= 2 and predictions.ndim == 3 and (
-                    predictions.shape[:2] == labels.shape
-                    or (predictions.shape[0], predictions.shape[2]) == labels.shape):
-                return (f"{lname} {labels.shape} holds a class per position of a sequence ({names[i]} "
-                        f"{predictions.shape} scores each): per-token targets of a sequence model (language "
-                        "model, tagger, decoder), whose class frequencies are the language's, skewed by nature")
-            if predictions is not None and predictions.shape == labels.shape and labels.ndim >= 2:
+        for lname, labels_shape, one_hot, pname, scores_shape in seen:
+            where = _positions(labels_shape, scores_shape, one_hot)
+            scored = f"{pname} {tuple(scores_shape)} scores each" if scores_shape is not None else ""
+            if len(where) >= 2:
+                return (f"{lname} {tuple(labels_shape)} holds a class per position of an image or volume "
+                        f"{where} ({scored}): per-pixel targets of a dense prediction (segmentation), whose "
+                        "class frequencies are the areas of what the images show, skewed by nature", True)
+            if where:
+                return (f"{lname} {tuple(labels_shape)} holds a class per position of a sequence ({scored}): "
+                        "per-token targets of a sequence model (language model, tagger, decoder), whose class "
+                        "frequencies are the language's, skewed by nature", False)
+            if scores_shape is not None and tuple(scores_shape) == tuple(labels_shape) and len(labels_shape) >= 2:
                 continue  # one-hot or multi-hot labels: one row per sample
+            count = int(np.prod(labels_shape))
             for iname in sorted(collection_tensors(self.base_trial, ["inputs"])):
                 for x in batches_at(self.base_trial, iname, step):
                     inputs_seen = True
-                    if x.dtype.kind not in "iu" or x.ndim != 2 or x.shape[1] < 2 or not x.shape[0]:
+                    n = x.shape[0] if x.ndim else 0
+                    if x.ndim < 2 or not n or count % n or (len(labels_shape) > 1 and labels_shape[0] != n):
                         continue
-                    n = x.shape[0]
-                    per_row = labels.size // n
-                    if labels.size % n == 0 and per_row >= 2 and (labels.ndim == 1 or labels.shape[0] == n):
-                        return (f"{lname} holds {per_row} class ids per row of the model's input {iname} {x.shape}, "
-                                "integer token ids: per-token targets of a sequence model (language model, tagger, "
-                                "decoder), whose class frequencies are the language's, skewed by nature")
-        return "" if inputs_seen or not collection_tensors(self.base_trial, ["inputs"]) else None
+                    per_row = count // n
+                    if per_row < 2:
+                        continue
+                    where = _input_positions(x.shape, per_row) if x.ndim >= 3 else ()
+                    if where:
+                        return (f"{lname} holds {per_row} class ids per row of the model's input {iname} "
+                                f"{x.shape}, one per position {where}: per-pixel targets of a dense prediction "
+                                "(segmentation), whose class frequencies are the areas of what the images show, "
+                                "skewed by nature", True)
+                    if x.dtype.kind in "iu" and x.ndim == 2 and x.shape[1] >= 2:
+                        return (f"{lname} holds {per_row} class ids per row of the model's input {iname} "
+                                f"{x.shape}, integer token ids: per-token targets of a sequence model (language "
+                                "model, tagger, decoder), whose class frequencies are the language's, skewed by "
+                                "nature", False)
+        return ("", False) if inputs_seen or not collection_tensors(self.base_trial, ["inputs"]) else None
 
     def _too_few(self, step: int, total: int, classes: int, per_class: float) -> str:
         """Why the counts up to ``step`` are not judged yet: how many labels were saved, how (labels per
@@ -643,16 +750,25 @@ class ClassImbalance(_LabelsAndPredictions):
             part = self._contribution(s, label_names, prediction_names)
             self._parts[s] = part
             self._counts.add(s, part if part is not None and self._counted(s) else None)
+        if self._per_position is None and self._parts.get(step) is not None:
+            self._per_position = self._targets_per_position(step)
+        if self._per_position is not None:
+            self.__dict__.pop("_shapes_at", None)  # (decided: the shapes are not needed any more)
+        else:  # (undecided: only the shapes of steps still to come are)
+            shapes = self.__dict__.get("_shapes_at", {})
+            self.__dict__["_shapes_at"] = {s: seen for s, seen in shapes.items() if s > step}
+        per_position, judged = self._per_position or ("", False)
+        if per_position:
+            # the counts are not judged; the trained model's mispredictions are, per position, when they mean
+            # something (not a language's rare tokens)
+            self.not_applicable(per_position + (
+                ": the class counts are not judged (the misprediction test judges the last labels saved, "
+                "if in the last 10% of a finished run)" if judged else ""))
         if self._parts.get(step) is None:  # no labels at this step: nothing new to judge
-            if self._sequence:
-                self.not_applicable(self._sequence)
             self.not_evaluated(self._waiting or "judges at steps where labels were saved")
             return False
-        if self._sequence is None:
-            self._sequence = self._sequence_targets(step, label_names, prediction_names)
-        if self._sequence:
-            self.not_applicable(self._sequence)
-            return False
+        if per_position:
+            return judged and self._mispredicted(step, label_names, saved_steps, None, per_position)
         totals = self._counts.total(step)
         counts = totals[0] if totals is not None else np.zeros(0, np.int64)
         total = int(counts.sum())
@@ -711,24 +827,38 @@ class ClassImbalance(_LabelsAndPredictions):
                 return False
             self._waiting = None
             self.mark_evaluated(*label_names)
+        # (reached only when the class counts passed the imbalance test above: said, lest "ClassImbalance" be
+        # read as "the data is imbalanced")
+        if len(present) > 1:
+            rarest = least if least != most else next(k for k in present if k != most)  # (a tie)
+            counts_said = (f"the classes are balanced: class {most} has {counts[most]} labels, class "
+                           f"{rarest} {counts[rarest]}, ratio {ratio:.3g} <= threshold_imbalance "
+                           f"{self.threshold_imbalance:g}")
+        else:
+            counts_said = f"all {counts[most]} labels counted are class {most}"
+        return self._mispredicted(step, label_names, saved_steps, counts_said, None)
+
+    def _mispredicted(self, step: int, label_names: List[str], saved_steps, counts_said: Optional[str],
+                      per_position: Optional[str]):
+        """The misprediction test at ``step``, if it is the trained model's (the last labels of a finished run,
+        saved in its last 10 %): a class with at least 10 labels mostly mispredicted. ``counts_said``: what
+        the count test found; ``per_position``: why the counts were not judged (labels per pixel)."""
         if (not self.base_trial.loaded_all_steps or step != saved_steps()[-1]
                 or not _near_the_end(self.base_trial, step)):
             return False
         _, wrong, compared = self._parts[step]
+        if per_position:
+            if not compared.sum():
+                return False  # (no predictions paired: nothing judged; the verdict says why the counts are not)
+            self.mark_evaluated(*label_names)
         for c in np.flatnonzero(compared >= 10):
             if wrong[c] / compared[c] > self.threshold_misprediction:
-                # (reached only when the class counts passed the imbalance test above: said, lest
-                # "ClassImbalance" be read as "the data is imbalanced")
-                if len(present) > 1:
-                    rarest = least if least != most else next(k for k in present if k != most)  # (a tie)
-                    counts_said = (f"the classes are balanced: class {most} has {counts[most]} labels, class "
-                                   f"{rarest} {counts[rarest]}, ratio {ratio:.3g} <= threshold_imbalance "
-                                   f"{self.threshold_imbalance:g}")
-                else:
-                    counts_said = f"all {counts[most]} labels counted are class {most}"
-                return (f"the trained model mispredicts class {c} in {wrong[c]} of its {compared[c]} samples "
-                        f"({wrong[c] / compared[c]:.4g} > threshold_misprediction {self.threshold_misprediction:g}): "
-                        f"a fault of the predictions, not of the class counts ({counts_said})")
+                said = (f"the trained model mispredicts class {c} in {wrong[c]} of its {compared[c]} "
+                        f"{'labelled positions' if per_position else 'samples'} ({wrong[c] / compared[c]:.4g} > "
+                        f"threshold_misprediction {self.threshold_misprediction:g})")
+                if per_position:
+                    return f"{said}; the class counts are not judged: {per_position}"
+                return f"{said}: a fault of the predictions, not of the class counts ({counts_said})"
         return False
 
 
