@@ -15,37 +15,22 @@ import json
 import os
 import re
 import shutil
-import subprocess
-import sys
 
 import pytest
 
 from smdebug.rules import run_rules
 from smdebug.rules.results import ISSUES, NO_ISSUES
 
+from _ddp_jobs import run_ranks
+
 pytest.importorskip("torch")
 
-SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts", "ddp_loss_rank.py")
 CURVE_RULES = ["LossNotDecreasing", "OscillatingLoss", "SlowConvergence", "Divergence", "Overfit", "Overtraining"]
 LOSS = "CrossEntropyLoss_output_0"
 
 
 def ddp_run(tmp_path, fault: str = "none", fault_rank: int = 1, world: int = 2) -> str:
-    out, init = str(tmp_path / "run"), str(tmp_path / "init")  # (file:// rendezvous: no port to pick)
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": "lo"}
-    procs = [subprocess.Popen([sys.executable, SCRIPT, out, init, str(rank), str(world), fault, str(fault_rank)],
-                              env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-             for rank in range(world)]
-    outs = []
-    for p in procs:
-        try:
-            outs.append(p.communicate(timeout=240)[0])
-        except subprocess.TimeoutExpired:
-            for q in procs:
-                q.kill()
-            raise
-    assert [p.returncode for p in procs] == [0] * world, "\n".join(outs)
-    return out
+    return run_ranks("ddp_loss_rank.py", tmp_path, world, fault, str(fault_rank))
 
 
 def judged(path, rules):

@@ -5,35 +5,18 @@ name the worker. The same job with both ranks training is quiet."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import pytest
 
 from smdebug.rules import run_rules
 from smdebug.rules.results import ISSUES, NO_ISSUES
 
-pytest.importorskip("torch")
+from _ddp_jobs import run_ranks
 
-SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts", "ddp_rank.py")
+pytest.importorskip("torch")
 
 
 def ddp_run(tmp_path, frozen_rank: int, world: int = 2) -> str:
-    out, init = str(tmp_path / "run"), str(tmp_path / "init")  # (file:// rendezvous: no port to pick)
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": "lo"}
-    procs = [subprocess.Popen([sys.executable, SCRIPT, out, init, str(rank), str(world), str(frozen_rank)], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for rank in range(world)]
-    outs = []
-    for p in procs:
-        try:
-            outs.append(p.communicate(timeout=240)[0])
-        except subprocess.TimeoutExpired:
-            for q in procs:
-                q.kill()
-            raise
-    assert [p.returncode for p in procs] == [0] * world, "\n".join(outs)
-    return out
+    return run_ranks("ddp_rank.py", tmp_path, world, str(frozen_rank))
 
 
 def judged(path, rule):
