@@ -60,7 +60,12 @@ TEST_TIMEOUT = "--timeout=900"
 CORE_TEST_DEPS = TEST_TOOLS + ["hypothesis", "pandas", "tensorboard", "boto3", "moto[server]", "matplotlib", "bokeh", "grimp",
                                "playwright", "ml-dtypes"]
 # boto3/moto: rule results written to s3:// and SNS actions; bokeh: `smdebug report` shows rule verdicts
-RULES_TEST_DEPS = ["boto3", "moto[server]", "bokeh"]
+RULES_TEST_DEPS = ["boto3", "moto[server]", "bokeh", "pytest-rerunfailures"]
+# The rules session's tests that run real multi-process jobs (DDP ranks, SIGKILLed and Ctrl-C'd commands) failed
+# intermittently in full CI sequences only (a DDP run read as InProgress once, a followed dead run not answering
+# SIGINT within 120 s once; not yet understood): a failed test is run once more and reported as rerun in the log
+# ("R"); a test that fails twice fails the session (as conformance does).
+RULES_RERUNS = ["--reruns", "1"]
 # Extra requirements of the demo and the benchmarks (both also get torch, pinned by _torch_requirement()).
 DEMO_DEPS: List[str] = []
 # boto3/moto: the S3 read benchmark talks to a moto server; matplotlib: the scaling chart;
@@ -163,11 +168,11 @@ def _guard_no_pypi_smdebug(session: nox.Session) -> None:
         )
 
 
-def _pytest(session: nox.Session, *paths: str) -> None:
-    """``pytest -n auto <paths> <posargs>``; posargs that name tests replace the default paths."""
+def _pytest(session: nox.Session, *paths: str, extra: Sequence[str] = ()) -> None:
+    """``pytest -n auto <extra> <paths> <posargs>``; posargs that name tests replace the default paths."""
     posargs = list(session.posargs)
     names_tests = any((ROOT / arg.split("::")[0]).exists() for arg in posargs if not arg.startswith("-"))
-    session.run("pytest", "-n", "auto", TEST_TIMEOUT, *([] if names_tests else paths), *posargs)
+    session.run("pytest", "-n", "auto", TEST_TIMEOUT, *extra, *([] if names_tests else paths), *posargs)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -321,7 +326,7 @@ def rules(session: nox.Session) -> None:
     """smdebug-rules: the rule framework, the built-in rules on hand-made and real PyTorch runs, the runner."""
     _install(session, [CORE, PLUGINS["rules"], PLUGINS["torch"], PLUGINS["xgboost"], RULE_PACK_FIXTURE],
              [*TEST_TOOLS, *RULES_TEST_DEPS, *XGBOOST_TEST_DEPS, _torch_requirement()])
-    _pytest(session, f"{PLUGINS['rules']}/tests")
+    _pytest(session, f"{PLUGINS['rules']}/tests", extra=RULES_RERUNS)
 
 
 # The original project's own test suite (a selection of awslabs/sagemaker-debugger 1.0.34's tests, run
