@@ -43,13 +43,7 @@ def test_a_tensorboard_dir_that_cannot_be_written_costs_the_tensorboard_files_on
 
     trial = create_trial(str(out))
     assert trial.steps() == list(range(6))
-    for step, w, _, loss in history:
-        np.testing.assert_array_equal(trial.tensor("weights/w").value(step), w)
-        assert trial.tensor("loss").value(step)[0] == pytest.approx(loss)
-    errors = smdebug_log.messages(logging.ERROR)
-    assert len(errors) == 1, errors
-    assert "TensorBoard" in errors[0] and tb_dir in errors[0] and "still saved" in errors[0]
-    assert not any("cannot save to" in m for m in smdebug_log.messages())
+    _assert_every_step_saved_and_one_tensorboard_error(trial, history, smdebug_log, tb_dir)
 
 
 # --- a tensorboard_dir inside the run's own files (eighth pass) --------------------------------------
@@ -100,13 +94,7 @@ def test_a_tensorboard_dir_inside_a_runs_own_files_is_refused_and_the_run_saved(
     trial = create_trial(str(out))
     assert trial.loaded_all_steps  # (the end marker was written: no folder took its name)
     assert trial.steps() == list(range(5))
-    for step, w, _, loss in history:
-        np.testing.assert_array_equal(trial.tensor("weights/w").value(step), w)
-        assert trial.tensor("loss").value(step)[0] == pytest.approx(loss)
-    errors = smdebug_log.messages(logging.ERROR)
-    assert len(errors) == 1, errors
-    assert tb_dir in errors[0] and "TensorBoard" in errors[0] and "still saved" in errors[0], errors[0]
-    assert not any("cannot save to" in m for m in smdebug_log.messages())
+    _assert_every_step_saved_and_one_tensorboard_error(trial, history, smdebug_log, tb_dir)
 
 
 @pytest.mark.parametrize("where", ["tensorboard", ".", "index_copy", "my_events"])
@@ -121,3 +109,15 @@ def test_a_tensorboard_dir_beside_the_runs_own_files_is_written(tmp_path, where,
     hook.close()
     assert _tfevents_under(tb_dir)
     assert not smdebug_log.messages(logging.ERROR)
+
+
+def _assert_every_step_saved_and_one_tensorboard_error(trial, history, smdebug_log, tb_dir):
+    """The run holds every trained step's weights and loss, and the log one error naming the TensorBoard folder
+    (the run is still saved), none of the hook's 'cannot save to'."""
+    for step, w, _, loss in history:
+        np.testing.assert_array_equal(trial.tensor("weights/w").value(step), w)
+        assert trial.tensor("loss").value(step)[0] == pytest.approx(loss)
+    errors = smdebug_log.messages(logging.ERROR)
+    assert len(errors) == 1, errors
+    assert tb_dir in errors[0] and "TensorBoard" in errors[0] and "still saved" in errors[0], errors[0]
+    assert not any("cannot save to" in m for m in smdebug_log.messages())

@@ -16,15 +16,7 @@ import smdebug.tensorflow as smd
 from smdebug.core.loss_inputs import recorded_losses
 from smdebug.rules import run_rules
 
-CLASSES = 4
-
-
-def _data(n, seed):
-    """Four separable classes: the class sets the mean of 8 features."""
-    rng = np.random.default_rng(seed)
-    y = rng.integers(0, CLASSES, n)
-    centres = np.random.default_rng(0).normal(scale=2.0, size=(CLASSES, 8))
-    return (centres[y] + rng.normal(scale=0.5, size=(n, 8))).astype("float32"), y.astype("int64")
+from _separable_classes import CLASSES, separable_classes as _data
 
 
 class HandLossModel(keras.Model):
