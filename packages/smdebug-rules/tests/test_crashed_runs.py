@@ -115,3 +115,38 @@ def test_following_a_dead_run_until_ctrl_c_says_the_exit_status_it_returns(kille
         proc.kill()
     assert proc.returncode == 130, (out, err)
     assert out.strip().splitlines()[-1] == "result: InProgress (exit status 130: the verdict's is 4)", out
+
+
+# A Ctrl-C whose KeyboardInterrupt lands inside a __del__ (an object freed while the run is read) is printed as
+# "Exception ignored" and dropped by Python; following a dead run then went on polling for ever. The followed
+# process frees such an object at its first idle poll, and the Ctrl-C it sends itself there must still end it.
+DROPPED_CTRL_C = """
+import signal, sys, time
+from smdebug.rules import run_rules
+
+class PressesCtrlCWhileFreed:
+    def __del__(self):
+        signal.raise_signal(signal.SIGINT)
+        for _ in range(100000):  # (the KeyboardInterrupt is raised here, inside __del__, and dropped)
+            pass
+
+polls = []
+def on_progress(result):
+    polls.append(time.monotonic())
+    if len(polls) == 1:
+        PressesCtrlCWhileFreed()
+
+started = time.monotonic()
+result = run_rules(sys.argv[1], ["ExplodingTensor"], follow=True, timeout=60, poll_interval=0.2,
+                   on_progress=on_progress)
+print(result.interrupted, round(time.monotonic() - started), len(polls))
+"""
+
+
+def test_a_ctrl_c_that_python_dropped_still_stops_following(killed_run):
+    done = subprocess.run([sys.executable, "-c", DROPPED_CTRL_C, killed_run], capture_output=True, text=True,
+                          timeout=240)
+    assert done.returncode == 0, done.stderr
+    assert "Exception ignored" in done.stderr and "KeyboardInterrupt" in done.stderr  # (it was dropped)
+    interrupted, seconds, polls = done.stdout.split()
+    assert interrupted == "True" and int(seconds) < 30, (done.stdout, done.stderr[-2000:])

@@ -31,6 +31,7 @@ from smdebug.exceptions import (
 )
 from smdebug.rules.action.builders import StopTraining
 from smdebug.rules.evaluation import UNREADABLE, describe_run
+from smdebug.rules.interruption import watch_ctrl_c
 from smdebug.rules.registry import build_rule, find_rule
 from smdebug.rules.results import (
     ERROR,
@@ -157,39 +158,41 @@ def run_rules(
     deadline = None if timeout is None else time.monotonic() + timeout
     next_step = start_step or 0
     try:
-        while any(not a.done for a in active):
-            steps = [s for s in trial.steps() if s >= next_step and (end_step is None or s < end_step)]
-            for step in steps:
-                _evaluate_step(active, step, max_findings, on_event)
-                result.steps_evaluated += 1
-                result.last_step = step
-                next_step = step + 1
-                if on_progress is not None:
-                    on_progress(result)
-            if end_step is not None and next_step >= end_step:
-                break
-            if trial.loaded_all_steps:
-                # Index files that arrived while evaluating: one more pass picks them up.
-                if not [s for s in trial.steps() if s >= next_step and (end_step is None or s < end_step)]:
+        with watch_ctrl_c() as ctrl_c:
+            while any(not a.done for a in active):
+                ctrl_c.check()  # (a Ctrl-C whose KeyboardInterrupt Python dropped)
+                steps = [s for s in trial.steps() if s >= next_step and (end_step is None or s < end_step)]
+                for step in steps:
+                    _evaluate_step(active, step, max_findings, on_event)
+                    result.steps_evaluated += 1
+                    result.last_step = step
+                    next_step = step + 1
+                    if on_progress is not None:
+                        on_progress(result)
+                if end_step is not None and next_step >= end_step:
                     break
-                continue
-            if not follow:
-                break
-            if deadline is not None and time.monotonic() >= deadline:
-                break
-            if not steps:
-                gone = _run_removed(trial)
-                if gone is not None:  # nothing more can come: every rule still following fails, saying why
-                    for a in active:
-                        if not a.done:
-                            _fail(a, gone, result.last_step, on_event, where="while following")
+                if trial.loaded_all_steps:
+                    # Index files that arrived while evaluating: one more pass picks them up.
+                    if not [s for s in trial.steps() if s >= next_step and (end_step is None or s < end_step)]:
+                        break
+                    continue
+                if not follow:
                     break
-                _check_idle(active, result.last_step, max_findings, on_event)
-                if on_progress is not None:  # findings made while idle reach the caller's output too
-                    on_progress(result)
-                # (never past the deadline: --timeout 1 --poll-interval 30 took 31 s)
-                time.sleep(poll_interval if deadline is None else max(0.0, min(poll_interval,
-                                                                              deadline - time.monotonic())))
+                if deadline is not None and time.monotonic() >= deadline:
+                    break
+                if not steps:
+                    gone = _run_removed(trial)
+                    if gone is not None:  # nothing more can come: every rule still following fails, saying why
+                        for a in active:
+                            if not a.done:
+                                _fail(a, gone, result.last_step, on_event, where="while following")
+                        break
+                    _check_idle(active, result.last_step, max_findings, on_event)
+                    if on_progress is not None:  # findings made while idle reach the caller's output too
+                        on_progress(result)
+                    # (never past the deadline: --timeout 1 --poll-interval 30 took 31 s)
+                    time.sleep(poll_interval if deadline is None else max(0.0, min(poll_interval,
+                                                                                  deadline - time.monotonic())))
     except KeyboardInterrupt:
         result.interrupted = True
     except UNREADABLE as e:  # the run's own index cannot be read any more: every rule still running fails
