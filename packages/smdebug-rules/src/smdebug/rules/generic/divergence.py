@@ -19,7 +19,7 @@ from smdebug.core.modes import ModeKeys
 from smdebug.exceptions import SMDebugValueError
 from smdebug.rules.generic.curves import LossCurveRule, robust_median
 from smdebug.rules.generic.loss_rules import contains, mode_label, step_in_mode
-from smdebug.rules.generic.selection import select_tensors, value_at
+from smdebug.rules.generic.selection import first_finding, select_tensors, value_at
 from smdebug.rules.params import as_float, as_int, as_list, in_range
 
 
@@ -86,8 +86,8 @@ class Divergence(LossCurveRule):
         self.weight_collections = as_list(name, "weight_collections", weight_collections)
         self.give_back_percent = in_range(name, "give_back_percent",
                                           as_float(name, "give_back_percent", give_back_percent), 0, 100)
-        #: per weight tensor: squared norm at its first save
-        self._first: Dict[str, float] = {}
+        #: per (weight tensor, worker): squared norm at its first save (worker None in a run of one worker)
+        self._first: Dict[Tuple[str, Optional[str]], float] = {}
         #: per training loss (and worker): [saves at its next give-back check, whether the previous check met it]
         self._checks: Dict[Tuple[str, ModeKeys, Optional[str]], List] = {}
 
@@ -142,33 +142,41 @@ class Divergence(LossCurveRule):
     def _weights(self, step: int) -> Optional[str]:
         if not self.weight_collections:
             return None
-        total_now = total_first = 0.0
-        used = []
+        # per worker (None in a run of one worker): [sum of squared norms now, at their first saves, tensors]
+        totals: Dict[Optional[str], List] = {}
         for name in select_tensors(self.base_trial, self.weight_collections, []):
             mode = ModeKeys.TRAIN if self._saved.steps(name, ModeKeys.TRAIN) else ModeKeys.GLOBAL
             s = step_in_mode(self.base_trial, step, mode)
             if s is None or not contains(self._saved.steps(name, mode), s):
                 continue
-            value = value_at(self.base_trial, name, s, mode=mode)
-            if value is None or value.ndim < 2 or value.dtype.kind not in "fiu":
-                continue
-            squared = float(np.sum(np.square(value, dtype=np.float64)))
-            if not np.isfinite(squared):
-                continue  # NaN/infinity: ExplodingTensor's to report
-            first = self._first.setdefault(name, squared)
-            if first == 0:
-                continue
-            total_now += squared
-            total_first += first
-            used.append(name)
-        if not used:
+            for worker in self._saved.workers(name, s, mode):  # ([None] in a run of one worker)
+                by_worker = {} if worker is None else {"worker": worker}
+                value = value_at(self.base_trial, name, s, mode=mode, **by_worker)
+                if value is None or value.ndim < 2 or value.dtype.kind not in "fiu":
+                    continue
+                squared = float(np.sum(np.square(value, dtype=np.float64)))
+                if not np.isfinite(squared):
+                    continue  # NaN/infinity: ExplodingTensor's to report
+                # each worker's copy grows from its own first save: a replica that drifts off is no update of another's
+                first = self._first.setdefault((name, worker), squared)
+                if first == 0:
+                    continue
+                total = totals.setdefault(worker, [0.0, 0.0, []])
+                total[0] += squared
+                total[1] += first
+                total[2].append(name)
+        if not totals:
             return None
-        self.mark_evaluated(*used)
-        growth = float(np.sqrt(total_now / total_first))
-        if growth >= self.growth_factor:
-            return (f"the norm of the weights ({len(used)} tensors) grew {growth:.3g}-fold since their first save, "
-                    f"still finite (growth_factor {self.growth_factor:g})")
-        return None
+        self.mark_evaluated(*sorted({name for _, _, used in totals.values() for name in used}))
+        failing = []
+        for worker in sorted(totals, key=lambda w: "" if w is None else w):
+            total_now, total_first, used = totals[worker]
+            growth = float(np.sqrt(total_now / total_first))
+            if growth >= self.growth_factor:
+                whose = "" if worker is None else f" of worker {worker}"
+                failing.append((worker, f"the norm of the weights ({len(used)} tensors{whose}) grew {growth:.3g}-fold "
+                                        f"since their first save, still finite (growth_factor {self.growth_factor:g})"))
+        return first_finding(failing)
 
     def invoke_at_step(self, step):
         reason = self._weights(step)

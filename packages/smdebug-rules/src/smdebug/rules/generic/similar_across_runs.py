@@ -8,6 +8,7 @@ import numpy as np
 
 from smdebug.core.modes import ModeKeys
 from smdebug.exceptions import (
+    InvalidWorker,
     MissingEventFile,
     NoMoreData,
     SMDebugValueError,
@@ -16,7 +17,7 @@ from smdebug.exceptions import (
     TensorUnavailableForStep,
 )
 from smdebug.rules.evaluation import looking_for
-from smdebug.rules.generic.selection import NamePattern, value_at
+from smdebug.rules.generic.selection import NamePattern, first_finding, value_at, worker_named, workers_at
 from smdebug.rules.params import as_float, as_list
 from smdebug.rules.rule import Rule
 
@@ -32,6 +33,11 @@ class SimilarAcrossRuns(Rule):
     A tensor differs when the shapes differ, or when any value differs: for numbers, ``not numpy.isclose(a,
     b, rtol, atol, equal_nan=True)``, i.e. ``|a - b| > atol + rtol * |b|`` (NaN matches NaN); with the
     default ``rtol = atol = 0`` values must be exactly equal. Other types are compared with ``==``.
+
+    In a run whose workers all saved a tensor (``include_workers="all"``) each worker's copy is compared with the
+    same worker's copy in the other run, and a finding names the worker (``<tensor> (worker worker_1)``; a tensor
+    that differs on several workers is said once, naming the others); the other run's copy of a worker it does not
+    have is not compared. A run of one worker is compared as it always was.
 
     :param other_trials: the runs to compare with (trials or paths, one or more). Required.
     :param collection_names: collections to compare (list or comma-separated string). Default None.
@@ -75,17 +81,19 @@ class SimilarAcrossRuns(Rule):
             chosen.update(found)
         return sorted(chosen)
 
-    def _other_value(self, other, name, mode, mode_step):
-        """The other run's value of ``name`` at ``(mode, mode_step)``, or None if it has none there."""
+    def _other_value(self, other, name, mode, mode_step, worker=None):
+        """The other run's value of ``name`` at ``(mode, mode_step)`` (``worker``'s copy when given), or None if it
+        has none there."""
         try:
             other.wait_for_steps([mode_step], mode=mode)
             if not other.has_tensor(name):
                 self.logger.debug("%s: %s has no tensor %s", self.rule_name, other.name, name)
                 return None
-            return other.tensor(name).value(mode_step, mode=mode)
+            by_worker = {} if worker is None else {"worker": worker}
+            return other.tensor(name).value(mode_step, mode=mode, **by_worker)
         except MissingEventFile:
             raise  # saved, but its file is gone: an error, not "nothing to compare"
-        except (StepUnavailable, NoMoreData, TensorUnavailable, TensorUnavailableForStep) as e:
+        except (StepUnavailable, NoMoreData, TensorUnavailable, TensorUnavailableForStep, InvalidWorker) as e:
             self.logger.debug("%s: nothing to compare in %s for %s: %s", self.rule_name, other.name, name, e)
             return None
 
@@ -97,23 +105,38 @@ class SimilarAcrossRuns(Rule):
         where = f"step {step}" if mode == ModeKeys.GLOBAL else f"{mode.name} step {mode_step}"
         compared = False
         for name in self._selected(base.tensor_names(step=step)):
-            mine = value_at(base, name, step)
-            if mine is None:  # only reductions saved
-                continue
-            mine = np.asarray(mine)
-            for other in self.other_trials:
-                theirs = self._other_value(other, name, mode, mode_step)
-                if theirs is None:
+            failing = []  # [(worker, finding)]
+            for worker in self._workers(name, step):
+                by_worker = {} if worker is None else {"worker": worker}
+                mine = value_at(base, name, step, **by_worker)
+                if mine is None:  # only reductions saved
                     continue
-                compared = True
-                theirs = np.asarray(theirs)
-                difference = self._difference(mine, theirs)
-                if difference:
-                    return f"{name} at {where} differs from run {other.name}: {difference}"
+                mine = np.asarray(mine)
+                for other in self.other_trials:
+                    theirs = self._other_value(other, name, mode, mode_step, worker)
+                    if theirs is None:
+                        continue
+                    compared = True
+                    theirs = np.asarray(theirs)
+                    difference = self._difference(mine, theirs)
+                    if difference:
+                        failing.append((worker, f"{worker_named(name, worker)} at {where} differs from run "
+                                                f"{other.name}: {difference}"))
+                        break
+            if failing:
+                return first_finding(failing)
         if not compared:
             self.not_evaluated(f"found no tensor saved both here and in {', '.join(t.name for t in self.other_trials)} "
                                "at the same step")
         return False
+
+    def _workers(self, name, step):
+        """The workers whose copies of ``name`` at global ``step`` are compared, each with the same worker's copy in
+        the other run: ``[None]`` (the run's one copy, read as always) unless several workers saved it
+        (``include_workers="all"``): then every one, as a replica that departs from its counterpart -- its data
+        loader seeded differently, its shard changed -- shows in its own copy first."""
+        workers = workers_at(self.base_trial, name, step)
+        return workers if len(workers) > 1 else [None]
 
     def _difference(self, a: np.ndarray, b: np.ndarray):
         """A description of how ``a`` differs from ``b``, or None if they match."""
