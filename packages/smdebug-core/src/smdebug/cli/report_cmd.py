@@ -34,6 +34,7 @@ import time
 from typing import List, Tuple
 
 from smdebug.cli import _common as c
+from smdebug.core.interruption import watch_ctrl_c
 from smdebug.core.names import printable
 
 #: rule results the report picks up from the run's own directory (kept here for older imports)
@@ -260,33 +261,39 @@ def run(args: argparse.Namespace) -> int:
 
 def follow(args, report) -> int:
     """Rewrite the page every --interval seconds until every run has ended (or --timeout)."""
-    start = time.monotonic()
-    last = None
     try:
-        while True:
-            ended = report.ended
-            timed_out = args.timeout is not None and time.monotonic() - start >= args.timeout
-            html, charts, sections = report.page(live=None if ended or timed_out else args.interval)
-            write_atomic(args.output, html)
-            steps = [len(r.trial.steps()) for r in report.runs]
-            if steps != last:
-                print(f"{time.strftime('%H:%M:%S')} {args.output}: {', '.join(map(str, steps))} step(s), {charts} chart(s)",
-                      file=sys.stderr, flush=True)
-                last = steps
-            if ended:
-                print(_summary(args, report, charts, sections) + " (training ended)")
-                return c.EXIT_OK
-            if timed_out:
-                print(_summary(args, report, charts, sections) + f" (stopped following after {args.timeout:g} s; "
-                      "training has not ended)")
-                return c.EXIT_OK
-            # (never past the deadline: --interval 30 --timeout 1 took 43 s)
-            pause = args.interval if args.timeout is None else max(
-                0.0, min(args.interval, args.timeout - (time.monotonic() - start)))
-            time.sleep(pause)
-            report.refresh()
+        with watch_ctrl_c() as ctrl_c:
+            return _rewrite_until_ended(args, report, ctrl_c)
     except KeyboardInterrupt:
         html, charts, sections = report.page(live=None)  # a last page that no longer reloads itself
         write_atomic(args.output, html)
         print(_summary(args, report, charts, sections) + " (interrupted)")
         return 130
+
+
+def _rewrite_until_ended(args, report, ctrl_c) -> int:
+    start = time.monotonic()
+    last = None
+    while True:
+        ctrl_c.check()  # (a Ctrl-C whose KeyboardInterrupt Python dropped)
+        ended = report.ended
+        timed_out = args.timeout is not None and time.monotonic() - start >= args.timeout
+        html, charts, sections = report.page(live=None if ended or timed_out else args.interval)
+        write_atomic(args.output, html)
+        steps = [len(r.trial.steps()) for r in report.runs]
+        if steps != last:
+            print(f"{time.strftime('%H:%M:%S')} {args.output}: {', '.join(map(str, steps))} step(s), {charts} chart(s)",
+                  file=sys.stderr, flush=True)
+            last = steps
+        if ended:
+            print(_summary(args, report, charts, sections) + " (training ended)")
+            return c.EXIT_OK
+        if timed_out:
+            print(_summary(args, report, charts, sections) + f" (stopped following after {args.timeout:g} s; "
+                  "training has not ended)")
+            return c.EXIT_OK
+        # (never past the deadline: --interval 30 --timeout 1 took 43 s)
+        pause = args.interval if args.timeout is None else max(
+            0.0, min(args.interval, args.timeout - (time.monotonic() - start)))
+        time.sleep(pause)
+        report.refresh()

@@ -31,7 +31,7 @@ from smdebug.exceptions import (
 )
 from smdebug.rules.action.builders import StopTraining
 from smdebug.rules.evaluation import UNREADABLE, describe_run
-from smdebug.rules.interruption import watch_ctrl_c
+from smdebug.core.interruption import watch_ctrl_c
 from smdebug.rules.registry import build_rule, find_rule
 from smdebug.rules.results import (
     ERROR,

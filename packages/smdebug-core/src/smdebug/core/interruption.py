@@ -1,10 +1,10 @@
-"""Ctrl-C while the runner follows a run, never lost.
+"""Ctrl-C while a run is followed, never lost.
 
 Python turns SIGINT into a KeyboardInterrupt raised wherever the main thread happens to be. When that is
 inside a ``__del__`` method or a weakref callback (objects freed while a run's files are read), Python
 prints "Exception ignored" and drops it: a followed run that is never going to end (its job died) would then
-be polled for ever, deaf to the Ctrl-C the user already pressed. While following, the handler below also
-records the press, and the runner looks at the record at every poll.
+be polled for ever, deaf to the Ctrl-C the user already pressed. While a run is followed (``rules run --follow``,
+``report --follow``) the handler below also records the press, and the follower looks at the record at every poll.
 """
 
 from __future__ import annotations
