@@ -82,6 +82,14 @@ class LossNotDecreasing(LossCurveRule):
     weights and the learning rate, nothing a rule can know), and a run that then learned did not fail to decrease.
     Live, the future is unknown and the stall is reported when it is met.
 
+    **An evaluation set's metric past its best** (a validation loss, XGBoost's ``validation-logloss``): when it
+    came down to a best -- the lowest median of ``w`` steps, below ``first`` -- and now lies above it, both beyond
+    the noise of such a median, the finding says so: the best value and the step its window ends, the rise since,
+    and that early stopping there would have kept the best model (overtraining; boosting past the best round).
+    The condition is unchanged (such a metric fires when it also made less than ``min_progress_percent`` of
+    progress at its best); only the words are the user's, not "did not decrease", which read as a model that
+    never learned.
+
     **Workers** (a data-parallel run whose workers all save the loss): each worker's training loss is judged as a
     curve of its own (see :class:`~smdebug.rules.generic.curves.LossCurveRule`). The shared model learns from
     the averaged gradients, so a worker whose own loss does not decrease while the others' fall is training on
@@ -168,7 +176,41 @@ class LossNotDecreasing(LossCurveRule):
                   f"to step {m} -> {now:.4g} over the {w} steps to step {s} ({change:+.3g}%; tolerance {tol:g}%"
                   f"{pace}), {ratio:.3g}x the initial {first:.4g} (progress below min_progress_percent "
                   f"{self.min_progress_percent:g}%)")
+        if met and not paced:
+            detail = self._past_best(curve, s, w, f, first, then, m, now, change, tol) or detail
         return met, detail, now, first
+
+    def _past_best(self, curve: Curve, s: int, w: int, f: int, first: float, then: float, m: int,
+                   now: float, change: float, tol: float) -> Optional[str]:
+        """For an evaluation-set metric (a validation loss) that came down and then rose again, the finding in
+        the user's terms: it rose from its best (the lowest median of ``w`` steps, and the step where that window
+        ends) to ``now`` -- training went on past its best model (overtraining; XGBoost: boosting past the best
+        round), which early stopping prevents. "Did not decrease ... progress below min_progress_percent" read as
+        a model that never learned. None when the metric never came down beyond its noise (nothing it
+        learned to lose: the plain wording stands) or its best is the current window."""
+        best, best_step = None, None
+        for t in curve.steps:
+            if t < f + w - 1 or t > s:
+                continue
+            value = robust_median(curve.between(t - w, t))
+            if value is not None and (best is None or value < best):
+                best, best_step = value, t
+        if best is None or best_step > s - w:
+            return None
+        # beyond noise both ways (it came down, and it rose): the standard error of a window's median, from the
+        # spread of consecutive saves, as Divergence's give-back test measures it
+        values = np.asarray([v for t, v in zip(curve.steps, curve.values) if t <= s], dtype=np.float64)
+        saves = max(1, len(curve.between(s - w, s)))
+        noise = 1.4826 * 1.2533 * float(np.median(np.abs(np.diff(values)))) / np.sqrt(saves) if len(values) > 1 else 0.0
+        if not (first - best > 3 * noise and now - best > 3 * noise):
+            return None
+        rise = (now - best) / abs(best) * 100 if best else float("inf")
+        return (f"rose past its best: median {best:.4g} at its best (the {w} steps to step {best_step}) -> {now:.4g} "
+                f"over the {w} steps to step {s} ({rise:+.3g}%), no lower over the second half of the run so far "
+                f"({then:.4g} to step {m}, {change:+.3g}%; tolerance {tol:g}%): training went on past its best model "
+                f"(overtraining; boosting past the best round), which early stopping at step {best_step} would have "
+                f"kept; at its best {(first - best) / abs(first):.1%} below the initial {first:.4g} "
+                f"(min_progress_percent {self.min_progress_percent:g}%)")
 
     def _left_later(self, name: str, mode: ModeKeys, curve: Curve, now: float, first: float) -> bool:
         """On a finished run: whether the loss's last window lies clearly below ``now`` and the start (the stall

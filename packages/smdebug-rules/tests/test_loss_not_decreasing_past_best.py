@@ -1,0 +1,59 @@
+"""LossNotDecreasing on an evaluation set's metric that came down to its best and then rose again (XGBoost boosted
+past its best round, on a problem whose whole achievable gain is a few percent of the initial loss): the finding
+says so in the user's terms -- the best value and its step, the rise, early stopping -- instead of "did not
+decrease ... progress below min_progress_percent", which read as a model that never learned (probe 8's categorical
+XGBoost run). A metric that never came down (labels unrelated to the inputs) keeps the plain wording."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from smdebug.rules import run_rules
+from smdebug.rules.results import ISSUES
+
+xgb = pytest.importorskip("xgboost")
+
+
+def boosted(path, informative: bool) -> str:
+    """80 rounds of depth-5 trees at eta 0.1 on a noisy binary problem (validation logloss from about 0.68 to
+    its best of about 0.647 near round 43, then up again); ``informative`` False: labels drawn independently of
+    the inputs."""
+    import smdebug.xgboost as smd
+
+    g = np.random.default_rng(0)
+    x = g.standard_normal((4000, 6))
+    logit = 0.7 * x[:, 0] - 0.4 * x[:, 1] * x[:, 2] if informative else np.zeros(len(x))
+    y = (g.random(len(x)) < 1 / (1 + np.exp(-logit))).astype(int)
+    train, validation = xgb.DMatrix(x[:3000], y[:3000]), xgb.DMatrix(x[3000:], y[3000:])
+    params = {"objective": "binary:logistic", "eval_metric": ["logloss"], "max_depth": 5, "eta": 0.1, "nthread": 1,
+              "seed": 0}
+    hook = smd.Hook.recommended(str(path), validation_data=validation, hyperparameters=params)
+    xgb.train(params, train, 80, evals=[(train, "train"), (validation, "validation")], callbacks=[hook],
+              verbose_eval=False)
+    hook.close()
+    return str(path)
+
+
+def finding(path):
+    (result,) = run_rules(path, ["LossNotDecreasing"]).rules
+    assert result.error is None, result.error
+    assert result.status == ISSUES, (result.status, result.detail)
+    return result.findings[0].reason
+
+
+def test_a_validation_metric_boosted_past_its_best_is_said_so(tmp_path):
+    reason = finding(boosted(tmp_path / "run", informative=True))
+    assert reason.startswith("validation-logloss rose past its best: median "), reason
+    best = re.search(r"at its best \(the \d+ steps to step (\d+)\)", reason)
+    assert best and 30 <= int(best.group(1)) <= 60, reason  # the best window ends near round 43-48
+    assert f"early stopping at step {best.group(1)} would have kept" in reason, reason
+    assert "did not decrease over" not in reason
+
+
+def test_a_metric_that_never_came_down_keeps_the_plain_wording(tmp_path):
+    reason = finding(boosted(tmp_path / "run", informative=False))
+    assert reason.startswith("validation-logloss did not decrease over the second half"), reason
+    assert "rose past its best" not in reason
