@@ -25,6 +25,8 @@ from smdebug.rules.params import as_float, as_int, as_list
 from smdebug.rules.rule import Rule
 
 GRADIENTS = "gradients"
+#: a depthwise convolution's kernel as Keras names it (``.../depthwise_kernel``, ``...:0`` in TF 2's Keras)
+_DEPTHWISE = re.compile(r"depthwise_kernel(?::\d+)?$")
 
 
 class PoorWeightInitialization(Rule):
@@ -48,6 +50,11 @@ class PoorWeightInitialization(Rule):
         layers are a handful of units wide (the earlier default of 10 flagged a healthy PyTorch CNN 16
         channels wide at 11), and one drawn from N(0, 1) still is, from about 64 units wide.
         (The original compared the extremes directly, which flagged any healthy network 3 layers deep.)
+        Keras' depthwise kernels (DepthwiseConv2D, SeparableConv2D) start about channels/2 times too small for
+        the inputs each output sees (their initialisers count the channels in the fan-in): without
+        normalisation a stack of them shrinks the signal past the threshold, and its training stalls at first;
+        the finding then names them and the scale they pass on (PyTorch's grouped convolutions are initialised
+        for their true fan-in and are not flagged).
     (b) **gradients**: among the gradients of the layers' weights (tensors of the ``gradients`` collection
         with at least 2 dimensions; biases, whatever their rank (see VanishingGradient), and normalisation
         parameters are left out: a bias followed by BatchNorm gets no gradient by construction), with
@@ -162,8 +169,39 @@ class PoorWeightInitialization(Rule):
         if per_layer > self.threshold:
             return (f"activation inputs: variance ratio {ratio:.4g} over {len(variances)} layers ({per_layer:.4g} per "
                     f"layer) > threshold {self.threshold:g} at step {step} ({high}: {variances[high]:.4g}, {low}: "
-                    f"{variances[low]:.4g})")
+                    f"{variances[low]:.4g}){self._depthwise_scale()}")
         return None
+
+    def _depthwise_scale(self) -> str:
+        """What the finding adds when the run's depthwise kernels (Keras ``depthwise_kernel``, shape ``(height,
+        width, channels, multiplier)``) start at a scale that passes on less than a third of their input's
+        variance: ``taps * mean(w^2)``, ``taps = height * width``, the inputs each output sees. Keras' initialisers
+        take a kernel's fan-in as height x width x channels, which for a depthwise kernel counts channels that no
+        output sees: its default Glorot scale is about channels/2 times too small, and a stack of them shrinks the
+        signal that much per layer (a Keras SeparableConv2D net at its defaults: 885-fold over two layers, and
+        its loss stalled at log 10 for two epochs where the same net initialised for fan-in 9 learned at once).
+        Every framework's default for a true fan-in passes on 1/3 (PyTorch) to 2 (He); PyTorch counts a grouped
+        convolution's fan-in right."""
+        notes = []
+        for name in sorted(collection_tensors(self.base_trial, ["weights"])):
+            if not _DEPTHWISE.search(name):
+                continue
+            steps = self.base_trial.tensor(name).steps()
+            value = self._value(name, steps[0]) if steps else None  # (its first save: the initialisation)
+            if value is None or value.ndim != 4 or value.shape[2] < 2:
+                continue
+            taps = int(value.shape[0] * value.shape[1])
+            variance = float(np.mean(np.square(value)))
+            if taps * variance < 1 / 3:
+                notes.append(f"{name} {tuple(value.shape)}: {taps} taps x variance {variance:.3g} = "
+                             f"{taps * variance:.2g}, the scale of a fan-in of {taps * int(value.shape[2])}")
+        if not notes:
+            return ""
+        more = f" and {len(notes) - 3} more" if len(notes) > 3 else ""
+        return ("; depthwise kernels initialised for a fan-in that counts their input channels (Keras' initialisers "
+                "do: each output sees only height x width inputs) pass on a fraction of their input's variance: "
+                + "; ".join(notes[:3]) + more + " (sound: 1/3 to 2; give depthwise_initializer the scale of a fan-in "
+                "of height x width, e.g. stddev sqrt(2 / taps))")
 
     def _gradients(self, names, step) -> Optional[str]:
         coll = self.base_trial.collections().get(GRADIENTS)
