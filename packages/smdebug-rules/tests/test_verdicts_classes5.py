@@ -232,10 +232,13 @@ def test_xgboost_multi_output_trees_are_judged(tmp_path):
 # --- D5: too few samples saved: how many were ----------------------------------------------------------------------
 def test_too_few_samples_say_how_many_were_saved(tmp_path):
     rng = np.random.default_rng(0)
+    # classes 0 and 1 seven-fold apart: 80 labels can neither show that ratio above 10 nor rule it out (80 balanced
+    # labels of 10 classes can: 12 against 5 allows at most 8.9)
+    shares = np.array([0.28, 0.04] + [0.085] * 8)
     steps = []
     for i in range(60):
         saved = i % 2 == 0 and i < 40  # 20 saves of 4 images and labels, then steps with neither
-        steps.append({"images": rng.normal(size=(4, 3, 8, 8)), "labels": rng.integers(0, 10, 4)} if saved else {})
+        steps.append({"images": rng.normal(size=(4, 3, 8, 8)), "labels": rng.choice(10, 4, p=shares)} if saved else {})
     run(tmp_path, steps, collections={"inputs": ["images"]})
     r = _verdict(tmp_path, "CheckInputImages")
     assert r.status == "NotEvaluated"
