@@ -353,9 +353,13 @@ def progress(iterable: Iterable, total: Optional[int] = None, desc: str = "", en
         return iter(iterable)
     if enabled is None and not (hasattr(sys.stderr, "isatty") and sys.stderr.isatty()):
         return iter(iterable)
-    # forced (--progress): shown at once and left on screen; automatic: after 1 s, erased when done
-    return iter(tqdm(iterable, total=total, desc=desc, unit="read", file=sys.stderr, leave=bool(enabled),
-                     delay=0 if enabled else 1.0, dynamic_ncols=True))
+    from smdebug.cli.terminal import escape, raw_stderr
+
+    # forced (--progress): shown at once and left on screen; automatic: after 1 s, erased when done. The bar
+    # redraws its line with carriage returns, which the command's stderr escapes: it writes beneath that
+    # wrapper, its label (a tensor's name) escaped here.
+    return iter(tqdm(iterable, total=total, desc=escape(desc), unit="read", file=raw_stderr(),
+                     leave=bool(enabled), delay=0 if enabled else 1.0, dynamic_ncols=True))
 
 
 # --------------------------------------------------------------------------------------------------

@@ -9,8 +9,12 @@ UTF-8 (Python spells its bytes as lone surrogates) would stop the command with U
 :func:`safe_streams` wraps ``sys.stdout`` and ``sys.stderr`` for the duration of a command, so that every
 line a command, a log record or a message prints passes through :func:`escape`: each such character is
 written as ``\\uXXXX`` (valid inside a JSON string too, so ``--json`` output stays parseable; json.dump
-escapes these already). Newlines and tabs pass; carriage returns pass on stderr only, where progress bars
-redraw their line (on stdout a name holding one could overwrite what the line showed).
+escapes these already). Newlines and tabs pass. Carriage returns do not, on either stream: a name holding
+one returns the cursor to the start of the line, and what follows it overwrites what the line said (an
+error message on stderr could be made to read as a success). Progress bars, the only writers that redraw
+a line, write to the stream beneath the wrapper (:func:`raw_stderr`) with their label escaped. The
+invisible marks that reorder text (U+061C, U+200E, U+200F) and the Unicode line and paragraph separators
+(U+2028, U+2029: a line break to some terminals and viewers) are escaped too, as the HTML report does.
 """
 
 from __future__ import annotations
@@ -20,32 +24,31 @@ import re
 import sys
 from typing import Iterator
 
-# C0 controls but tab, newline and carriage return; DEL and the C1 controls (0x9b is a one-byte CSI);
-# bidirectional embeddings, overrides and isolates; lone surrogates.
-_UNSAFE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
-_UNSAFE_OR_CR = re.compile("[\r\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+# C0 controls but tab and newline; DEL and the C1 controls (0x9b is a one-byte CSI); the implicit direction
+# marks, bidirectional embeddings, overrides and isolates; the line and paragraph separators; lone surrogates.
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069"
+                     "\ud800-\udfff]")
 
 
 def _code(match: "re.Match[str]") -> str:
     return "\\u%04x" % ord(match.group())
 
 
-def escape(text: str, keep_cr: bool = True) -> str:
+def escape(text: str) -> str:
     """``text`` with every character that could act on a terminal written as ``\\uXXXX``."""
-    return (_UNSAFE if keep_cr else _UNSAFE_OR_CR).sub(_code, text)
+    return _UNSAFE.sub(_code, text)
 
 
 class SafeTextStream:
     """A text stream that escapes (:func:`escape`) what is written through it; everything else
     (``isatty``, ``fileno``, ``encoding``, ``buffer``, ``flush``...) is the wrapped stream's."""
 
-    def __init__(self, stream, keep_cr: bool = True):
+    def __init__(self, stream):
         self._stream = stream
-        self._keep_cr = keep_cr
 
     def write(self, text: str) -> int:
         if isinstance(text, str):
-            text = escape(text, self._keep_cr)
+            text = escape(text)
         return self._stream.write(text)
 
     def writelines(self, lines) -> None:
@@ -64,15 +67,22 @@ class SafeTextStream:
 def safe_streams() -> Iterator[None]:
     """``sys.stdout`` and ``sys.stderr`` escape terminal controls inside the block (restored after)."""
     saved = sys.stdout, sys.stderr
-    sys.stdout = _wrap(sys.stdout, keep_cr=False)
-    sys.stderr = _wrap(sys.stderr, keep_cr=True)
+    sys.stdout = _wrap(sys.stdout)
+    sys.stderr = _wrap(sys.stderr)
     try:
         yield
     finally:
         sys.stdout, sys.stderr = saved
 
 
-def _wrap(stream, keep_cr: bool):
+def _wrap(stream):
     if stream is None or isinstance(stream, SafeTextStream):
         return stream
-    return SafeTextStream(stream, keep_cr)
+    return SafeTextStream(stream)
+
+
+def raw_stderr():
+    """The stream beneath ``sys.stderr``'s wrapper (``sys.stderr`` itself outside :func:`safe_streams`), for
+    a progress bar: it redraws its line with carriage returns, which the wrapper escapes. What it is given
+    to show must be escaped by the caller."""
+    return getattr(sys.stderr, "wrapped", sys.stderr)
