@@ -436,7 +436,10 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], indent: str = "
           align_right: Sequence[int] = ()) -> str:
     """A plain-text table; ``align_right``: column indexes aligned right (numbers)."""
     cells = [list(headers)] + [["" if c is None else str(c) for c in row] for row in rows]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    # Columns are padded to their longest cell up to MAX_COLUMN_WIDTH; a longer cell runs past its column on
+    # its own line. (Padded to the longest, one 200,000-character name from a run made every row of the
+    # table as long: output rows x name.)
+    widths = [min(max(len(row[i]) for row in cells), MAX_COLUMN_WIDTH) for i in range(len(headers))]
 
     def fmt(row):
         return indent + "  ".join(
@@ -448,12 +451,27 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], indent: str = "
     return "\n".join(lines)
 
 
+#: the widest a table pads a column (a tensor name of a real model fits)
+MAX_COLUMN_WIDTH = 160
+#: the most characters of a value that is not a number (a string tensor's) a table or a printed array shows
+MAX_VALUE_CHARS = 200
+
+
+def clip_value_text(text: str, limit: int = MAX_VALUE_CHARS) -> str:
+    """``text`` (a value read from a run) cut to ``limit`` characters, saying how long it was: a string
+    tensor's element may be megabytes long, and is printed wherever a value is."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text):,} characters)"
+
+
 def fmt_number(x: Any) -> str:
-    """Short, readable float formatting for tables (``0.1235``, ``1.2e-08``, ``nan``)."""
+    """Short, readable float formatting for tables (``0.1235``, ``1.2e-08``, ``nan``); anything else as
+    text, clipped (:func:`clip_value_text`)."""
     try:
         f = float(x)
-    except (TypeError, ValueError):
-        return str(x)
+    except (TypeError, ValueError, OverflowError):
+        return clip_value_text(str(x))
     if math.isnan(f):
         return "nan"
     if math.isinf(f):

@@ -175,7 +175,10 @@ def _format_array(arr, full: bool) -> str:
 
     width = max(60, min(shutil.get_terminal_size((120, 24)).columns, 200))
     threshold = sys.maxsize if full else 200
-    with np.printoptions(threshold=threshold, edgeitems=3, linewidth=width, precision=6, suppress=False):
+    # (the elements of a string tensor are clipped as its elements are counted: one may be megabytes long)
+    formatter = None if full else {"numpystr": lambda v: repr(c.clip_value_text(str(v)))}
+    with np.printoptions(threshold=threshold, edgeitems=3, linewidth=width, precision=6, suppress=False,
+                         formatter=formatter):
         return np.array2string(np.asarray(arr), separator=" ")
 
 
