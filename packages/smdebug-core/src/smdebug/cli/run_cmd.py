@@ -39,6 +39,25 @@ def _config_from_args(args) -> dict:
             "CollectionConfigurations": [{"CollectionName": c} for c in collections]}
 
 
+def _configuration_problem(path: str):
+    """Why the hook the script would make from the configuration at ``path`` would refuse it (a one-line
+    message), or None. The hook reads it in the script's process, where a bad configuration must not stop
+    training: it logs one error and the script trains on saving nothing (``--save-interval 0``, an include
+    regex that is no regex). Read here first, the command says so before anything runs. A path with no file
+    is left to the hook, which takes it for no configuration (SageMaker's rule)."""
+    from smdebug.core.json_config import load_hook_config
+    from smdebug.exceptions import SMDebugError
+
+    try:
+        load_hook_config(path)
+    except FileNotFoundError:
+        return None
+    except SMDebugError as e:  # InvalidConfigurationError and the checks it calls (SMDebugValueError...)
+        text = str(e)
+        return text if len(text) <= 1000 else text[:1000] + "..."
+    return None
+
+
 def run(args) -> int:
     command = list(args.command)
     if command and command[0] == "--":
@@ -65,6 +84,13 @@ def run(args) -> int:
         env["SMDEBUG_CONFIG_FILE_PATH"] = tmp.name
     elif not env.get("SMDEBUG_CONFIG_FILE_PATH"):
         print("smdebug run: give --out-dir or --config (or set SMDEBUG_CONFIG_FILE_PATH)", file=sys.stderr)
+        return 2
+    problem = _configuration_problem(env["SMDEBUG_CONFIG_FILE_PATH"])
+    if problem is not None:
+        if tmp is not None:  # (a configuration made from the options: name them, not a temporary file)
+            problem = problem.replace(tmp.name, "the options' configuration")
+            os.unlink(tmp.name)
+        print(f"smdebug run: {problem}", file=sys.stderr)
         return 2
     bootstrap = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "zero_code", "bootstrap")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (bootstrap, env.get("PYTHONPATH", "")) if p)
