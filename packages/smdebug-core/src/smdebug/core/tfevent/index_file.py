@@ -22,6 +22,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from itertools import chain
+from math import prod
 from operator import add
 from typing import Dict, Optional, Tuple
 
@@ -352,6 +353,10 @@ def _parse_payload(doc: dict, key: str, step: int, strict: bool = False, marked:
             shape = tuple(int(d) for d in shape)
             if any(not 0 <= d <= MAX_STEP for d in shape):
                 raise ValueError(f"shape {_short(shape)} of {_short(name)} has a negative or too large size")
+            if len(shape) > 1 and prod(shape) > MAX_STEP:
+                # (no array holds more than 2**63 - 1 elements: numpy, and every reader taking the size from
+                # the shape, would overflow; tensor.shape() gave it as the tensor's shape)
+                raise ValueError(f"shape {_short(shape)} of {_short(name)} has more elements than any tensor")
             shapes[name] = (shape, item.get("originalname", name))
     except UnicodeEncodeError:
         raise IndexReaderException("Index file has a tensor name that is not valid text (a lone surrogate)",
@@ -414,7 +419,25 @@ def _split_reductions(locations, reductions) -> None:
             reductions.setdefault(tname, {})[(op, is_abs)] = IndexEntry(locations.pop(name))
 
 
+#: the keys of an index document: each may be there once (see :func:`_key_given_twice`)
+_DOCUMENT_KEYS = (b'"meta"', b'"tensor_payload"', b'"shape_payload"')
+
+
+def _key_given_twice(raw: bytes) -> Optional[str]:
+    """A key of the document given twice, or None. JSON parsers disagree on which of two equal keys counts
+    (Python's json takes the last, the meta read by _META_RE is the first): a file with two "meta" or two
+    "tensor_payload" shows one step to this reader and another to the next tool. No writer writes one.
+    (Counted in the text first, which costs a scan; only a count above one is looked at as a key.)"""
+    for key in _DOCUMENT_KEYS:
+        if raw.count(key) > 1 and len(re.findall(re.escape(key) + rb"\s*:", raw)) > 1:
+            return key.decode()
+    return None
+
+
 def parse_index_file(key: str, step: int, worker: str, raw: bytes, lazy: bool = True) -> IndexFile:
+    twice = _key_given_twice(raw) if len(raw) <= MAX_INDEX_FILE_BYTES else None
+    if twice is not None:
+        raise IndexReaderException(f"Index file gives {twice} more than once (which one is the step's?)", key, step)
     m = _META_RE.match(raw) if lazy and len(raw) <= MAX_INDEX_FILE_BYTES else None
     meta = None
     if m is not None:
