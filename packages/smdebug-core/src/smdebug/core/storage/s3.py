@@ -298,6 +298,10 @@ def _identity_of(meta: dict) -> Optional[str]:
 # ----------------------------------------------------------------------------------------------
 # storage
 # ----------------------------------------------------------------------------------------------
+#: empty listing pages in a row, each truncated, after which a listing is taken to never end (S3 may return a
+#: short page, rarely an empty one; a thousand in a row is an endpoint handing out tokens to nothing)
+MAX_EMPTY_LISTING_PAGES = 1000
+
 class S3Storage(Storage):
     """A run under ``s3://bucket/prefix/``. Keys are relative to the prefix."""
 
@@ -456,9 +460,23 @@ class S3Storage(Storage):
             kwargs["StartAfter"] = self._key(start_after)
         out: List[str] = []
         changed: List[str] = []
+        tokens_seen = set()
+        last_page_end = None
+        empty_pages = 0
         while True:
             page = self._call("ListObjectsV2", prefix, lambda: self.client.list_objects_v2(**kwargs))
-            for item in page.get("Contents") or ():
+            contents = page.get("Contents") or ()
+            # A page that ends where the last one ended is the same page again (an endpoint that does not
+            # move on): it would be listed, and its keys kept, for ever.
+            page_end = contents[-1].get("Key") if contents else None
+            if page_end is not None and page_end == last_page_end:
+                self._endless_listing(s3_prefix, f"it gave the page ending at {page_end[:200]!r} twice")
+            last_page_end = page_end if page_end is not None else last_page_end
+            empty_pages = 0 if contents else empty_pages + 1
+            if empty_pages > MAX_EMPTY_LISTING_PAGES:
+                self._endless_listing(s3_prefix, f"it gave {empty_pages:,} empty pages in a row, each saying more "
+                                                 "would follow")
+            for item in contents:
                 rel = self._note_listed(item)
                 out.append(rel)
                 cache = self.cache
@@ -471,6 +489,9 @@ class S3Storage(Storage):
             token = page.get("NextContinuationToken")
             if not page.get("IsTruncated") or not token:
                 break
+            if token in tokens_seen:
+                self._endless_listing(s3_prefix, f"it gave the continuation token {str(token)[:100]!r} twice")
+            tokens_seen.add(token)
             kwargs.pop("StartAfter", None)
             kwargs["ContinuationToken"] = token
         if changed:
@@ -478,6 +499,13 @@ class S3Storage(Storage):
                            "its disk cache", self.display_path, self.full_path(changed[0]))
             self.cache.clear()
         return out
+
+    def _endless_listing(self, s3_prefix: str, why: str) -> None:
+        """A listing that would never end (S3 itself never repeats a token or a page): an error, not a hang
+        that keeps every page's keys."""
+        raise StorageError(f"S3 ListObjectsV2 of s3://{self.bucket}/{s3_prefix} does not end: {why} (an endpoint "
+                           "that is not S3, or a broken one)", operation="ListObjectsV2", bucket=self.bucket,
+                           key=s3_prefix)
 
     def _note_listed(self, item: dict) -> str:
         """Remember a listed object's size and identity; its key relative to the run."""
