@@ -267,7 +267,7 @@ def check_smmodelparallel_training() -> bool:
     """True when SageMaker's model-parallel library drives this job (``SM_HPS`` names partitions)."""
     try:
         params = json.loads(os.environ.get("SM_HPS") or "{}").get("mp_parameters") or {}
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):  # (RecursionError: nesting deeper than json parses)
         return False
     return isinstance(params, dict) and ("partitions" in params or "pipeline_parallel_degree" in params)
 

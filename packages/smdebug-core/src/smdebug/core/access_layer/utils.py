@@ -54,10 +54,10 @@ def delete_s3_prefixes(bucket: str, keys) -> None:
 
 
 def _rule_stop_grace_seconds() -> float:
-    try:
-        return float(os.environ.get("rule_stop_grace_time_secs", DEFAULT_GRACETIME_FOR_RULE_STOP_SEC))
-    except ValueError:
-        return DEFAULT_GRACETIME_FOR_RULE_STOP_SEC
+    # (a finite number of seconds, not below 0: "nan" or "inf" made the grace never pass, with no word)
+    from smdebug.core.env_settings import env_float
+
+    return env_float("rule_stop_grace_time_secs", DEFAULT_GRACETIME_FOR_RULE_STOP_SEC, minimum=0)
 
 
 def is_rule_signalled_gracetime_passed(trial_prefix) -> bool:
@@ -78,7 +78,8 @@ def is_rule_signalled_gracetime_passed(trial_prefix) -> bool:
         return True
     try:
         signalled_at = int(raw.decode("utf-8").strip())
-    except (UnicodeDecodeError, ValueError):
+        # (a number of seconds past what a float holds is no time: adding the grace raised OverflowError)
+        return time.time() > float(signalled_at) + _rule_stop_grace_seconds()
+    except (UnicodeDecodeError, ValueError, OverflowError):
         logger.info("The rule stop signal %s does not hold a time (%r); stopping", storage.full_path(name), raw[:100])
         return True
-    return time.time() > signalled_at + _rule_stop_grace_seconds()
