@@ -87,6 +87,11 @@ class ReductionConfig:
 
     @classmethod
     def from_csv(cls, csv: str, save_raw_tensor=False, save_shape=False) -> "ReductionConfig":
+        if csv is not None and not isinstance(csv, str):
+            # (a list from a hand-written collections or hook file failed as "'list' object has no attribute
+            # 'split'", which names nothing the file holds)
+            raise SMDebugValueError(f"reductions must be a comma-separated string such as \"min,max,l2_norm\", "
+                                    f"got {type(csv).__name__} {str(csv)[:100]}")
         reductions, abs_reductions, norms, abs_norms = [], [], [], []
         for token in (t.strip() for t in (csv or "").split(",")):
             if not token:
