@@ -60,3 +60,16 @@ def test_a_progress_bar_still_redraws_its_line_with_the_name_escaped(tmp_path):
     assert "reading w\\u000dsmdebug show: OK nothing wrong" in proc.stderr  # the label, escaped
     assert "w\rsmdebug" not in proc.stderr
     assert "\r" in proc.stderr and "3/3" in proc.stderr  # the bar's own carriage returns still redraw it
+
+
+def test_names_that_differ_by_invisible_characters_print_differently(tmp_path):
+    """``w`` and ``w`` + zero-width space (or soft hyphen, word joiner, U+FEFF) printed the same: two tensors
+    (or workers) the reader could not tell apart. The joiners scripts need (U+200C, U+200D) pass."""
+    names = ["w", "w\u200b", "w\u00ad", "w\u2060", "w\ufeff", "\u0645\u200c\u06cc"]
+    out = write_simple_run(tmp_path / "run", names=names)
+    proc = run_smdebug("ls", out)
+    assert proc.returncode == 0, proc.stderr
+    for char in "\u200b\u00ad\u2060\ufeff":
+        assert char not in proc.stdout, hex(ord(char))
+    for shown in ("w\\u200b", "w\\u00ad", "w\\u2060", "w\\ufeff", "\u0645\u200c\u06cc"):
+        assert shown in proc.stdout, (shown, proc.stdout)

@@ -14,7 +14,11 @@ one returns the cursor to the start of the line, and what follows it overwrites 
 error message on stderr could be made to read as a success). Progress bars, the only writers that redraw
 a line, write to the stream beneath the wrapper (:func:`raw_stderr`) with their label escaped. The
 invisible marks that reorder text (U+061C, U+200E, U+200F) and the Unicode line and paragraph separators
-(U+2028, U+2029: a line break to some terminals and viewers) are escaped too, as the HTML report does.
+(U+2028, U+2029: a line break to some terminals and viewers) are escaped too, as the HTML report does, and
+so are the characters that show as nothing at all outside the scripts that join letters with them (soft
+hyphen U+00AD, zero-width space U+200B, word joiner and invisible operators U+2060-U+2064, U+FEFF): with
+them two names, or two workers, print the same (``w`` and ``w\u200b``). The zero-width joiners U+200C and
+U+200D, which Persian, Indic scripts and emoji need, pass.
 """
 
 from __future__ import annotations
@@ -25,9 +29,10 @@ import sys
 from typing import Iterator
 
 # C0 controls but tab and newline; DEL and the C1 controls (0x9b is a one-byte CSI); the implicit direction
-# marks, bidirectional embeddings, overrides and isolates; the line and paragraph separators; lone surrogates.
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069"
-                     "\ud800-\udfff]")
+# marks, bidirectional embeddings, overrides and isolates; the line and paragraph separators; the invisible
+# characters but the joiners; lone surrogates.
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\xad\u061c\u200b\u200e\u200f\u2028-\u202e\u2060-\u2064"
+                     "\u2066-\u2069\ufeff\ud800-\udfff]")
 
 
 def _code(match: "re.Match[str]") -> str:
