@@ -82,13 +82,18 @@ def probe(run: str, full: bool = False) -> dict:
     _attempt(results, "smdebug ls --json", lambda: _cli("ls", run, "--json"))
     _attempt(results, "smdebug show", lambda: _cli("show", run, "w", "--step", "1"))
     if full:
-        scratch = tempfile.mkdtemp(prefix="smdebug-probe-")
-        if "trial" in state:
-            _attempt(results, "to_dataframe(skip_damaged)", lambda: state["trial"].to_dataframe())
-        _attempt(results, "smdebug report", lambda: _cli("report", run, "-o", os.path.join(scratch, "r.html")))
-        _attempt(results, "smdebug export", lambda: _cli("export", "tensorboard", run, os.path.join(scratch, "tb")))
-        # (rules: 3 is "not evaluated", an answer)
-        _attempt(results, "smdebug rules run", lambda: _cli("rules", "run", run, "--rule", "all_zero", ok=(0, 1, 2, 3, 4)))
+        # (a scratch folder per call, removed after: the outputs are not looked at, and one left behind per
+        # call filled /tmp with hundreds of them)
+        with tempfile.TemporaryDirectory(prefix="smdebug-probe-") as scratch:
+            if "trial" in state:
+                _attempt(results, "to_dataframe(skip_damaged)", lambda: state["trial"].to_dataframe())
+            _attempt(results, "smdebug report", lambda: _cli("report", run, "-o", os.path.join(scratch, "r.html")))
+            _attempt(results, "smdebug export",
+                     lambda: _cli("export", "tensorboard", run, os.path.join(scratch, "tb")))
+            # (rules: 3 is "not evaluated", an answer; all_zero needs to be told what to read, or it reads
+            # nothing and says so)
+            _attempt(results, "smdebug rules run", lambda: _cli("rules", "run", run, "--rule", "all_zero", "--param",
+                                                               "collection_names=weights", ok=(0, 1, 2, 3, 4)))
     return results
 
 
