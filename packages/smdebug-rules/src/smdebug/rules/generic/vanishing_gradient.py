@@ -5,6 +5,9 @@ from typing import Dict, List, NamedTuple, Optional, Tuple
 import numpy as np
 
 from smdebug.exceptions import SMDebugValueError
+from smdebug.core.modes import ModeKeys
+from smdebug.rules.generic.convergence import CONVERGED_GRADIENT_FRACTION, GradientConvergence
+from smdebug.rules.generic.loss_rules import SavedSteps
 from smdebug.rules.generic.selection import (first_finding, is_bias, ndim_at, reduction_at, scalar, select_tensors,
                                              value_at, worker_named, workers_at)
 from smdebug.rules.generic.learning_pace import LearningPace
@@ -12,6 +15,7 @@ from smdebug.rules.params import as_float, as_int, in_range
 from smdebug.rules.rule import Rule
 
 GRADIENTS = "gradients"
+LOSSES = "losses"
 
 
 class VanishingGradient(Rule):
@@ -72,6 +76,28 @@ class VanishingGradient(Rule):
     one) is at least ``learning_fraction`` of the largest update ratio, over the same saves, of the weights whose
     gradients did not vanish; without the weights, or when every gradient vanished, it is judged as before.
 
+    A gradient that is tiny because training has *converged* is no vanishing gradient either: a model that fits
+    its training data (separable classes under cross-entropy, a loss that can reach 0) drives every layer's
+    gradient towards zero together with the loss, and a full-batch optimizer (L-BFGS) takes it below the absolute
+    test's threshold. So the absolute test (a gradient that shrank, or one of exactly zero) is not counted at a step
+    where the run converged, which takes both of:
+
+    - every weight gradient of the view saved at the step has an L2 norm at most ``converged_gradient_fraction``
+      times the largest one it had at an earlier step (the relative stopping test WeightUpdateRatio uses:
+      ``converged_gradient_fraction`` has the same meaning and default, 1e-4). A gradient that vanishes through
+      depth or saturation is small from the start and never shrank from a size of its own; and
+    - every training loss the run saved (``losses`` collection, TRAIN steps; every step when the run has no
+      modes) has fallen to at most ``converged_loss_fraction`` (default 1e-3) of its first save, at its latest
+      save at or before the step (and is not negative). A network that collapsed (dead ReLUs after a learning
+      rate too high, weights decayed to nothing, saturated units) also has gradients far below its earlier ones,
+      but its loss is stuck near where it began: in the rule-accuracy benchmark's collapsed runs it is still at
+      0.015 to 2,600 times its first value, while a run that fits its data brings it down by many orders of
+      magnitude.
+
+    Without a saved training loss, or gradient norms (only a mean reduction saved), nothing tells a minimum from a
+    plateau and the step is judged as before. The relative test needs no such exemption: gradients that shrink
+    together keep their ratios.
+
     :param threshold: the absolute test's mean |gradient| (default 1e-7).
     :param ratio_threshold: the relative test's ``g_min / g_max`` (default 1e-3; 0 turns the test off).
     :param norm_threshold: the relative test's ``g_min`` (default 1e-4).
@@ -80,10 +106,16 @@ class VanishingGradient(Rule):
     :param learning_fraction: a weight whose update ratio is at least this fraction of the largest among the
         weights judged with it is still learning, and its small gradient not counted (default 0.01; 0 turns the
         check off).
+    :param converged_gradient_fraction: with ``converged_loss_fraction``, a step where every weight gradient's norm
+        is at most this fraction of its own largest earlier norm has converged (in [0, 1]; default 1e-4; 0 turns
+        the convergence exemption off).
+    :param converged_loss_fraction: with ``converged_gradient_fraction``, a step where every training loss is at
+        most this fraction of its first save has converged (in [0, 1]; default 1e-3; 0 turns the exemption off).
     """
 
     def __init__(self, base_trial, threshold="0.0000001", ratio_threshold="0.001", norm_threshold="0.0001",
-                 patience="3", learning_fraction="0.01", other_trials=None, action_str=None):
+                 patience="3", learning_fraction="0.01", converged_gradient_fraction=CONVERGED_GRADIENT_FRACTION,
+                 converged_loss_fraction="0.001", other_trials=None, action_str=None):
         super().__init__(base_trial, other_trials=other_trials, action_str=action_str)
         name = self.rule_name
         # (magnitudes: a negative threshold could never be met)
@@ -96,7 +128,14 @@ class VanishingGradient(Rule):
         self.learning_fraction = as_float(name, "learning_fraction", learning_fraction)
         if not (0 <= self.learning_fraction <= 1):
             raise SMDebugValueError(f"{name}: learning_fraction must be in [0, 1], got {learning_fraction!r}")
+        self.converged_gradient_fraction = in_range(
+            name, "converged_gradient_fraction",
+            as_float(name, "converged_gradient_fraction", converged_gradient_fraction), 0, 1)
+        self.converged_loss_fraction = in_range(
+            name, "converged_loss_fraction", as_float(name, "converged_loss_fraction", converged_loss_fraction), 0, 1)
         self._pace = LearningPace(base_trial)
+        self._convergence = GradientConvergence(base_trial)
+        self._saved = SavedSteps(base_trial)
         #: per view (see :meth:`_views`: a worker, or None), the relative test at the steps where it had gradients,
         #: in order: (step, met, reason)
         self._relative: Dict[Optional[str], List[Tuple[int, bool, Optional[str]]]] = {}
@@ -149,21 +188,64 @@ class VanishingGradient(Rule):
         def learning(gradient: str) -> bool:
             return self._pace.keeps_learning(gradient, read.get(gradient), step, reference, self.learning_fraction)
 
+        # (read only when the absolute test would count: a step with a gradient below the threshold)
+        converged = any(c.mean_abs < self.threshold for c in members) and self._converged(step, members)
         for c in members:
             labels[c.name] = c.read
             if c.mean_abs < self.threshold:
                 reason = (f"{worker_named(c.name, c.read)}: mean |gradient| {c.mean_abs:.3g} < threshold "
                           f"{self.threshold:g}")
-                if c.mean_abs > 0:  # a gradient that shrank: it vanishes now, unless its weight keeps learning
+                if converged:  # every gradient shrank together with the loss: convergence, not vanishing
+                    self.logger.debug("%s: step %d: %s not counted: converged (%s)", self.rule_name, step, reason,
+                                      converged)
+                elif c.mean_abs > 0:  # a gradient that shrank: it vanishes now, unless its weight keeps learning
                     if shrunk is None and not learning(c.name):
                         shrunk = reason
                 else:
-                    below[c.name] = reason  # exactly zero: judged over patience steps (below)
+                    below[c.name] = reason  # exactly zero: judged over patience steps (below), unless converged
             if self.ratio_threshold > 0 and c.norm is not None:
                 norms[c.name] = c.norm
         relative = self._relative_test(view, step, norms, labels, learning)  # (both tests keep their history)
-        absolute = self._absolute_test(view, step, below) if members else False
+        absolute = self._absolute_test(view, step, {} if converged else below) if members else False
         return shrunk or absolute or relative
+
+    def _converged(self, step: int, members: "List[_Copy]") -> Optional[str]:
+        """How the view's gradients show that training converged at global ``step`` (see the class docstring:
+        every weight gradient a tiny fraction of its own earlier largest, every training loss a tiny fraction of
+        its first save); None when it did not or nothing tells."""
+        if not (self.converged_gradient_fraction > 0 and self.converged_loss_fraction > 0) or not members:
+            return None
+        loss = self._loss_fell(step)
+        if loss is None:
+            return None
+        for c in members:
+            if self._convergence.converged(c.name, c.read, step, step, self.converged_gradient_fraction) is None:
+                return None
+        return f"{loss}; every weight gradient <= {self.converged_gradient_fraction:g} x its own earlier largest"
+
+    def _training_steps(self, loss: str) -> List[int]:
+        """The global steps where the run saved training loss ``loss``: its TRAIN steps, or all its steps in a
+        run with no modes (a validation loss, saved in EVAL steps only, has none)."""
+        if self.base_trial.steps(mode=ModeKeys.TRAIN):
+            return [g for g in (self.base_trial.global_step(ModeKeys.TRAIN, s)
+                                for s in self._saved.steps(loss, ModeKeys.TRAIN)) if g is not None]
+        return self._saved.steps(loss)
+
+    def _loss_fell(self, step: int) -> Optional[str]:
+        """How every training loss saved at or before global ``step`` fell to at most ``converged_loss_fraction``
+        of its first save (its latest save against its first); None when one did not, or none was saved."""
+        said = []
+        for loss in select_tensors(self.base_trial, [LOSSES], []):
+            steps = [g for g in self._training_steps(loss) if g <= step]
+            if not steps:
+                continue
+            first, now = self._saved.mean(loss, steps[0]), self._saved.mean(loss, steps[-1])
+            if first is None or now is None:
+                return None  # (only reductions saved: nothing tells)
+            if not (first > 0 and 0 <= now <= self.converged_loss_fraction * first):
+                return None
+            said.append(f"{loss} {now:.3g} <= {self.converged_loss_fraction:g} x its first {first:.3g}")
+        return "; ".join(said) if said else None
 
     def _vanished(self, members: "List[_Copy]") -> set:
         """The view's gradients that meet either test at this step, patience aside (their weights are no measure

@@ -10,9 +10,10 @@ import numpy as np
 
 from smdebug.core.modes import ModeKeys
 from smdebug.exceptions import SMDebugValueError
+from smdebug.rules.generic.convergence import CONVERGED_GRADIENT_FRACTION, GradientConvergence
 from smdebug.rules.generic.loss_rules import EVALUATION_ONLY, SavedSteps, auto_mode, contains, mode_label, step_in_mode
-from smdebug.rules.generic.selection import (GRADIENTS, GradientsByStep, first_finding, reduction_at, scalar,
-                                             select_tensors, trained_parameters, value_at, worker_named, workers_at)
+from smdebug.rules.generic.selection import (GRADIENTS, GradientsByStep, first_finding, select_tensors,
+                                             trained_parameters, value_at, worker_named, workers_at)
 from smdebug.rules.params import as_float, as_int, in_range
 from smdebug.rules.rule import Rule
 
@@ -99,7 +100,8 @@ class WeightUpdateRatio(Rule):
     """
 
     def __init__(self, base_trial, num_steps=None, large_threshold="10.0", small_threshold="0.00000001",
-                 epsilon="0.000000001", converged_gradient_fraction="0.0001", other_trials=None, action_str=None):
+                 epsilon="0.000000001", converged_gradient_fraction=CONVERGED_GRADIENT_FRACTION, other_trials=None,
+                 action_str=None):
         super().__init__(base_trial, other_trials=other_trials, action_str=action_str)
         name = self.rule_name
         if num_steps is None or (isinstance(num_steps, str) and num_steps.strip().lower() in ("", "none")):
@@ -121,8 +123,7 @@ class WeightUpdateRatio(Rule):
         self._saved = SavedSteps(base_trial)
         #: (number of tensors of the run when built, {weight: its gradient's tensor name})
         self._gradient_names: Optional[Tuple[int, Dict[str, str]]] = None
-        #: (gradient, global step, worker) -> l2 norm
-        self._gradient_norms: Dict[Tuple[str, int, Optional[str]], Optional[float]] = {}
+        self._convergence = GradientConvergence(base_trial)
         self._warned_no_weights = False
         self._trained = (-1, None)  # (number of tensors of the run when computed, trained_parameters)
         self._gradients = GradientsByStep(base_trial)
@@ -168,34 +169,16 @@ class WeightUpdateRatio(Rule):
             self._gradient_names = (len(names), found)
         return self._gradient_names[1].get(name)
 
-    def _gradient_norm(self, gradient: str, step: int, worker: Optional[str]) -> Optional[float]:
-        key = (gradient, step, worker)
-        if key not in self._gradient_norms:
-            norm = reduction_at(self.base_trial, gradient, step, "l2", worker=worker)
-            norm = scalar(norm) if norm is not None else None
-            self._gradient_norms[key] = norm if norm is not None and np.isfinite(norm) else None
-        return self._gradient_norms[key]
-
     def _converged(self, name: str, worker: Optional[str], mode: ModeKeys, p: int, s: int) -> Optional[str]:
         """Whether the gradient of ``name`` (``worker``'s) is negligible over the update from mode step ``p`` to
         ``s``: every gradient saved at global steps ``p..s`` (at least one) has an L2 norm of at most
         ``converged_gradient_fraction`` times the largest one saved before ``p``. Returns how (for the log), or
         None when it is not (or nothing tells)."""
-        if not self.converged_gradient_fraction > 0:
-            return None
         gradient = self._gradient_of(name)
         first, last = self.base_trial.global_step(mode, p), self.base_trial.global_step(mode, s)
         if gradient is None or first is None or last is None:
             return None
-        steps = self.base_trial.tensor(gradient).steps()
-        earlier = [n for n in (self._gradient_norm(gradient, g, worker) for g in steps if g < first) if n is not None]
-        during = [self._gradient_norm(gradient, g, worker) for g in steps if first <= g <= last]
-        if not earlier or not during or any(n is None for n in during):
-            return None
-        largest, now = max(earlier), max(during)
-        if largest > 0 and now <= self.converged_gradient_fraction * largest:
-            return f"gradient norm {now:.3g} <= {self.converged_gradient_fraction:g} x its earlier {largest:.3g}"
-        return None
+        return self._convergence.converged(gradient, worker, first, last, self.converged_gradient_fraction)
 
     def _digest(self, name: str, worker: Optional[str], mode: ModeKeys, step: int) -> Optional[bytes]:
         """A digest of ``worker``'s value of the weight at mode step ``step`` (None when no value was saved
