@@ -35,6 +35,12 @@ class WeightUpdateRatio(Rule):
     was all zeros at ``p`` (zero-initialised biases and normalisation shifts) is skipped at ``s``: its ratio
     has no scale (it used to fire as ``update / epsilon``).
 
+    The large test leaves out a tensor the run never saved a gradient of while it saved others' (non-trainable
+    variables: Keras' BatchNormalization ``moving_mean`` and ``moving_variance``, which the Keras hook saves with
+    the weights): no optimizer step moves it, so its update says nothing of the learning rate. A moving mean starts
+    at zero and its first save after that holds rounding-level values (a norm of 3e-9), so its next update, towards
+    the batch statistics, reads as a ratio of 4.5e4. Its updates are still judged when they are not finite.
+
     A weight the run saved no gradient of at ``p`` (the step whose update moves it towards ``s``), while it
     saved gradients of other weights there, is not being trained then (frozen on purpose for fine-tuning:
     ``requires_grad=False``, ``trainable=False``, left out of the optimizer; with gradual unfreezing, only until
@@ -143,6 +149,12 @@ class WeightUpdateRatio(Rule):
         frozen = self._gradients.frozen(name, [g for g in [self.base_trial.global_step(mode, p)] if g is not None])
         if frozen is not None:
             return frozen
+        return self._never_trained(name)
+
+    def _never_trained(self, name: str) -> bool:
+        """Whether the run saved no gradient of ``name`` at any step while it saved gradients of other weights: a
+        tensor no optimizer updates (frozen, or a non-trainable variable such as Keras' BatchNormalization
+        ``moving_mean``/``moving_variance``, which the Keras hook saves with the weights)."""
         count = len(self.base_trial.tensor_names())
         if self._trained[0] != count:
             self._trained = (count, trained_parameters(self.base_trial))
@@ -265,7 +277,7 @@ class WeightUpdateRatio(Rule):
         where = f"between {mode_label(mode)}s {p} and {s}"
         if not np.isfinite(ratio):
             return f"{label}: update/weight ratio is {ratio} {where}"
-        if ratio > self.large_threshold:
+        if ratio > self.large_threshold and not self._never_trained(name):
             return f"{label}: update/weight ratio {ratio:.4g} > large_threshold {self.large_threshold:g} {where}"
         if ratio < self.small_threshold and not self._not_trained(name, mode, p) and not self._zero_gradient(
                 name, worker, mode, p):
