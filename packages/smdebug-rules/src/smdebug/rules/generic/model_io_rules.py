@@ -300,6 +300,10 @@ class _Seen:
     log_rows_off: int = 0  # ... whose exp() sums further than ROW_SUM_OFF from 1
     #: target id -> count while every target is a non-negative integer (None once one is not)
     ids: Optional[Dict[int, int]] = field(default_factory=dict)
+    #: saves of the loss's first input left out for holding NaN or infinity, their values, and the first one's step
+    nonfinite_saves: int = 0
+    nonfinite_values: int = 0
+    first_nonfinite: Optional[int] = None
 
 
 #: class labels of a data set made for classification are roughly balanced (ClassImbalance calls a ratio of the
@@ -384,7 +388,9 @@ class ImproperOutput(Rule):
 
     Other losses (ranking, contrastive, a user's own) are not judged: the verdict is NotApplicable when the
     run has only such losses. A run whose loss inputs were not saved is NotEvaluated, and the verdict names
-    the loss and what to save.
+    the loss and what to save. Saves holding NaN or infinity are left out (they say the model's output broke,
+    not what kind of output it is: ExplodingTensor's finding); a run judged nothing for that is NotEvaluated
+    saying so, with the step they start at and how many saves and values they held.
 
     :param min_values: output values to see before judging (>= 1). Default ``"256"``.
     :param max_classes: the most class ids a regression target may have to count as class labels (>= 3).
@@ -456,6 +462,14 @@ class ImproperOutput(Rule):
         """What the run lacks for this rule: the inputs of a loss it knows of, or any loss at all."""
         names = self.base_trial.tensor_names()
         why = f"needs a loss's first input with at least min_values={self.min_values} values saved"
+        # saves that were there but held NaN or infinity: say so, not that values were missing
+        broken = [(loss, seen) for loss, seen in self._seen.items() if seen.nonfinite_saves]
+        if broken:
+            return why.replace(" values saved", " finite values saved") + "; " + "; ".join(
+                f"the input of {loss} is not finite (NaN or infinity) from step {seen.first_nonfinite} on "
+                f"({seen.nonfinite_saves} saves holding {seen.nonfinite_values} values; {seen.values} values in "
+                "finite saves): no output whose kind can be judged; ExplodingTensor (NaN/infinity) judges such a run"
+                for loss, seen in broken)
         recorded = self._recorded()
         if recorded:
             unsaved = [_label(loss) for loss in recorded
@@ -496,7 +510,14 @@ class ImproperOutput(Rule):
         judged = False
         for loss, (pname, yname, expects, loss_type) in self._losses().items():
             # (non-finite values say the model diverged, not what kind of output it has: ExplodingTensor's)
-            outputs = [p for p in _floats(batches_at(self.base_trial, pname, step)) if np.isfinite(p).all()]
+            saved = _floats(batches_at(self.base_trial, pname, step))
+            outputs = [p for p in saved if np.isfinite(p).all()]
+            if len(outputs) < len(saved):  # counted, to say why the rule judged nothing (see _why_not)
+                seen = self._seen.setdefault(loss, _Seen())
+                if seen.first_nonfinite is None:
+                    seen.first_nonfinite = step
+                seen.nonfinite_saves += len(saved) - len(outputs)
+                seen.nonfinite_values += sum(p.size for p in saved if not np.isfinite(p).all())
             if not outputs:
                 continue
             seen = self._seen.setdefault(loss, _Seen())
