@@ -21,6 +21,7 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
+from smdebug.core import loss_inputs
 from smdebug.core.class_weights import recorded_class_weights
 from smdebug.core.modes import ModeKeys
 from smdebug.core.run_info import framework_of
@@ -164,6 +165,30 @@ def _yes_no_rows(labels: np.ndarray, predictions: Optional[np.ndarray]) -> Optio
             f"{int(np.sum(per_row != 1))} of {per_row.size} rows hold other than one 1)")
 
 
+#: binary losses by their recorded type, lower case without underscores: each scores two classes with one
+#: output per target (a logit or a probability of class 1; several columns are a multi-label model's targets)
+_BINARY_LOSS_TYPES = {"bceloss", "bcewithlogitsloss", "binarycrossentropy", "binaryfocalcrossentropy",
+                      "sigmoidbinarycrossentropyloss", "sigmoidbceloss"}
+#: XGBoost objectives of a binary classifier (``reg:logistic`` trains on values in [0, 1], not only 0 and 1)
+_BINARY_OBJECTIVES = ("binary:",)
+
+
+def binary_loss_of(trial, label_name: str) -> Optional[str]:
+    """The binary loss the run trains the labels ``label_name`` with, from what the hook recorded: a loss of
+    :data:`_BINARY_LOSS_TYPES` whose targets are ``label_name`` (or the run's only loss, when the hook could
+    not see its targets), or an XGBoost ``binary:*`` objective; None when the run records none. Such a loss
+    scores two classes even with one output column."""
+    objective = booster_params(trial).get("objective")
+    if isinstance(objective, str) and objective.strip().startswith(_BINARY_OBJECTIVES):
+        return f"XGBoost objective {objective.strip()}"
+    losses = loss_inputs.recorded_losses(trial) or []
+    for loss in losses:
+        targets = loss.target_names([label_name]) if loss.targets else ([label_name] if len(losses) == 1 else [])
+        if targets and loss.type.replace("_", "").lower() in _BINARY_LOSS_TYPES:
+            return f"the loss {loss.type}"
+    return None
+
+
 #: what an XGBoost objective that is no classification's (see :data:`REGRESSION_OBJECTIVE_PREFIXES`) trains on
 _NOT_CLASSES = {
     "reg:": ("a regression", "values"),
@@ -239,6 +264,14 @@ class _LabelsAndPredictions(Rule):
         self.__dict__.setdefault("_unscored_reasons", {})[name] = f"{name} holds {how}"
         self._warn_once(("axis", name), "%s: %s holds %s; not paired", self.rule_name, name, how)
         return None
+
+    def _binary_loss(self, label_name: str) -> Optional[str]:
+        """The binary loss (or XGBoost objective) the run trains ``label_name`` with, as the run records it (see
+        :func:`binary_loss_of`), None when none; read once per label tensor."""
+        found = self.__dict__.setdefault("_binary_losses", {})
+        if label_name not in found:
+            found[label_name] = binary_loss_of(self.base_trial, label_name)
+        return found[label_name]
 
     def _unscored(self) -> Optional[str]:
         """Why predictions were left unpaired: their scores say no class (see :meth:`_prediction_ids`)."""
@@ -318,6 +351,10 @@ class _LabelsAndPredictions(Rule):
                     predictions = None  # (said by _class_axis)
                 else:
                     predictions = self._prediction_ids(prediction_names[i], predictions)
+            if labels.ndim == 1 and self._binary_loss(lname):
+                # one label per sample of a binary loss: its single score (a logit, a probability) tells two
+                # classes apart, though it has no class axis (labels all 1 of a single-logit BCE: probe 9 M3)
+                self.__dict__["classes_scored"] = max(self.__dict__.get("classes_scored", 0), 2)
             labels = _class_ids(labels).reshape(-1)
             if predictions is not None and predictions.size != labels.size:
                 self._warn_once(("size", lname), "%s: %s has %d class ids but %s has %d; not paired",
@@ -782,12 +819,25 @@ class ClassImbalance(_LabelsAndPredictions):
         scored = self.__dict__.get("classes_scored", 0)
         if len(present) == 1 and scored >= 2:
             only = int(present[0])
-            chance = (1 - 1 / (1 + self.threshold_imbalance)) ** total
+            # (class weights move the ratio allowed: a missing class weighted w against the present one's v may be
+            # w / v times rarer by count; of the classes not seen, the most heavily weighted is the one assumed,
+            # those without a recorded weight weigh 1)
+            weights, source = self._class_weights(label_names) or ({}, "")
+            unseen = [w for c, w in weights.items() if c != only and w > 0]
+            if scored - 1 > len(unseen):
+                unseen.append(1.0)
+            present_weight = weights.get(only, 1.0)
+            allowed = (self.threshold_imbalance * max(unseen) / present_weight if present_weight > 0 and unseen
+                       else float("inf"))
+            chance = (1 - 1 / (1 + allowed)) ** total
+            binary = next((b for b in map(self._binary_loss, label_names) if b), None)
+            scorer = f"{binary} scores (one output for two classes)" if binary and scored == 2 else "the model scores"
+            weighted = f", weighted by {source}" if weights else ""
             if chance < ONE_CLASS_CHANCE:
                 self.mark_evaluated(*label_names)
-                return (f"all {total} labels seen so far are class {only}, of the {scored} classes the model scores "
-                        f"(a class at the ratio threshold_imbalance={self.threshold_imbalance:g} would have shown: "
-                        f"chance {chance:.2g})")
+                return (f"all {total} labels seen so far are class {only}, of the {scored} classes {scorer} "
+                        f"(a class at the ratio threshold_imbalance={self.threshold_imbalance:g}{weighted} would "
+                        f"have shown: chance {chance:.2g})")
             self.not_evaluated(f"{total} labels seen, all class {only}: judges one class once a class at the "
                                f"ratio threshold_imbalance would have shown (chance < {ONE_CLASS_CHANCE:g})")
             return False
