@@ -12,7 +12,8 @@ from a larger size of its own, so the test does not hold for it.
 
 from __future__ import annotations
 
-from typing import Dict, Optional, Tuple
+import bisect
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -32,6 +33,9 @@ class GradientConvergence:
     def __init__(self, trial):
         self.trial = trial
         self._norms: Dict[Tuple[str, int, Optional[str]], Optional[float]] = {}
+        #: (gradient, worker) -> (its saved global steps read so far, the largest norm up to each of them, 0 while
+        #: none had one): the largest earlier norm before any step by bisection, each save read once
+        self._largest: Dict[Tuple[str, Optional[str]], Tuple[List[int], List[float]]] = {}
 
     def norm(self, gradient: str, step: int, worker: Optional[str]) -> Optional[float]:
         """The L2 norm of ``worker``'s gradient at global ``step`` (None: as the trial reads it), from its value
@@ -52,11 +56,25 @@ class GradientConvergence:
         if not fraction > 0:
             return None
         steps = self.trial.tensor(gradient).steps()
-        earlier = [n for n in (self.norm(gradient, g, worker) for g in steps if g < first) if n is not None]
-        during = [self.norm(gradient, g, worker) for g in steps if first <= g <= last]
-        if not earlier or not during or any(n is None for n in during):
+        start, end = bisect.bisect_left(steps, first), bisect.bisect_right(steps, last)
+        during = [self.norm(gradient, g, worker) for g in steps[start:end]]
+        if not during or any(n is None for n in during):
             return None
-        largest, now = max(earlier), max(during)
+        # (0 when no earlier save had a norm: nothing to compare with)
+        largest, now = self._largest_before(gradient, worker, steps, start), max(during)
         if largest > 0 and now <= fraction * largest:
             return f"gradient norm {now:.3g} <= {fraction:g} x its earlier {largest:.3g}"
         return None
+
+    def _largest_before(self, gradient: str, worker: Optional[str], steps: List[int], count: int) -> float:
+        """The largest norm of ``gradient`` (``worker``'s) over its first ``count`` saves ``steps`` (0 when none
+        had one), from running maxima kept as the run is read (a run followed while it trains gains saves)."""
+        seen, maxima = self._largest.setdefault((gradient, worker), ([], []))
+        if seen != steps[:len(seen)]:  # (not a prefix of the saves now: read afresh)
+            seen.clear()
+            maxima.clear()
+        for g in steps[len(seen):count]:
+            norm = self.norm(gradient, g, worker)
+            maxima.append(max(maxima[-1] if maxima else 0.0, norm if norm is not None else 0.0))
+            seen.append(g)
+        return maxima[count - 1] if count > 0 else 0.0

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import bisect
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
 import numpy as np
@@ -136,6 +137,8 @@ class VanishingGradient(Rule):
         self._pace = LearningPace(base_trial)
         self._convergence = GradientConvergence(base_trial)
         self._saved = SavedSteps(base_trial)
+        #: training loss -> (the TRAIN steps list it was read from, their global steps)
+        self._loss_steps: Dict[str, Tuple[List[int], List[int]]] = {}
         #: per view (see :meth:`_views`: a worker, or None), the relative test at the steps where it had gradients,
         #: in order: (step, met, reason)
         self._relative: Dict[Optional[str], List[Tuple[int, bool, Optional[str]]]] = {}
@@ -224,22 +227,29 @@ class VanishingGradient(Rule):
         return f"{loss}; every weight gradient <= {self.converged_gradient_fraction:g} x its own earlier largest"
 
     def _training_steps(self, loss: str) -> List[int]:
-        """The global steps where the run saved training loss ``loss``: its TRAIN steps, or all its steps in a
-        run with no modes (a validation loss, saved in EVAL steps only, has none)."""
-        if self.base_trial.steps(mode=ModeKeys.TRAIN):
-            return [g for g in (self.base_trial.global_step(ModeKeys.TRAIN, s)
-                                for s in self._saved.steps(loss, ModeKeys.TRAIN)) if g is not None]
-        return self._saved.steps(loss)
+        """The global steps where the run saved training loss ``loss``, in order: its TRAIN steps, or all its
+        steps in a run with no modes (a validation loss, saved in EVAL steps only, has none). Kept while the run
+        shows no new steps (the lists :class:`SavedSteps` hands out are kept as long)."""
+        if not self.base_trial.steps(mode=ModeKeys.TRAIN):
+            return self._saved.steps(loss)
+        mode_steps = self._saved.steps(loss, ModeKeys.TRAIN)
+        cached = self._loss_steps.get(loss)
+        if cached is None or cached[0] is not mode_steps:
+            cached = (mode_steps, [g for g in (self.base_trial.global_step(ModeKeys.TRAIN, s) for s in mode_steps)
+                                   if g is not None])
+            self._loss_steps[loss] = cached
+        return cached[1]
 
     def _loss_fell(self, step: int) -> Optional[str]:
         """How every training loss saved at or before global ``step`` fell to at most ``converged_loss_fraction``
         of its first save (its latest save against its first); None when one did not, or none was saved."""
         said = []
         for loss in select_tensors(self.base_trial, [LOSSES], []):
-            steps = [g for g in self._training_steps(loss) if g <= step]
-            if not steps:
+            steps = self._training_steps(loss)
+            upto = bisect.bisect_right(steps, step)
+            if not upto:
                 continue
-            first, now = self._saved.mean(loss, steps[0]), self._saved.mean(loss, steps[-1])
+            first, now = self._saved.mean(loss, steps[0]), self._saved.mean(loss, steps[upto - 1])
             if first is None or now is None:
                 return None  # (only reductions saved: nothing tells)
             if not (first > 0 and 0 <= now <= self.converged_loss_fraction * first):
