@@ -52,7 +52,9 @@ class Divergence(LossCurveRule):
                    |difference of consecutive saves| of the last w saves / sqrt(w))
         gave_back = first - best >= |first| / 10 and first - best > 3 * noise      (it had learned)
                     and now - best > 3 * noise                                     (it is worse now, beyond noise)
-                    and now - best >= give_back_percent / 100 * (first - best)     (by most of what it had learned)
+                    and share >= give_back_percent / 100                           (by most of what it had learned)
+        share    = (now - best) / (first - best), or, for a loss that stayed positive and fell to a tenth of
+                   first or less, the larger log(now / best) / log(first / best): the orders of magnitude given back
 
     and the rule fires when ``gave_back`` holds at two checks in a row (a loss back up over the last tenth of the
     run, twice: a bump of a few steps -- a warm restart, an odd batch, a learning-rate warm-up -- is no block of a
@@ -127,13 +129,20 @@ class Divergence(LossCurveRule):
         first = float(np.median(values[:self.window]))
         noise = 1.4826 * 1.2533 * float(np.median(np.abs(np.diff(values[n - w:])))) / np.sqrt(w)
         progress, back = first - best, now - best
+        share = back / progress if progress > 0 else 0.0
+        if best > 0 and first >= 10 * best and now > best:
+            # a positive loss that fell by orders of magnitude is measured on their scale: back from 0.0011 to
+            # 0.034 after 0.25 is 13% of the way back up in its units, but most of the orders of magnitude it
+            # had fallen (a SIREN or Fourier-feature fit blown up 30-fold late in training; probe 9 M4)
+            share = max(share, float(np.log(now / best) / np.log(first / best)))
         met = (progress >= abs(first) / 10 and progress > 3 * noise and back > 3 * noise
-               and back >= self.give_back_percent / 100 * progress)
+               and share >= self.give_back_percent / 100)
         before, check[1] = check[1], met
         if not (met and before):
             return None
         label = mode_label(mode)
-        return (f"{self.shown(name, curve)} gave back {back / progress:.0%} of the progress it had made: median "
+        scale = "" if share == back / progress else " on a log scale (it had fallen by orders of magnitude)"
+        return (f"{self.shown(name, curve)} gave back {share:.0%} of the progress it had made{scale}: median "
                 f"{first:.4g} "
                 f"over its first {self.window} saves -> {best:.4g} at best (the {w} saves to {label} "
                 f"{curve.steps[ends[i] - 1]}) -> {now:.4g} over the {w} saves to {label} {s}, beyond the noise "
