@@ -89,6 +89,9 @@ class Evaluation:
         self.inapplicable: Optional[str] = None
         #: what the rule looked for that the hook knows the model lacks (no layers of the type)
         self.absent_by_design: Set[str] = set()
+        #: what the rule left unjudged although it judged the run (a test it could not reach), as it last said
+        #: (``Rule.caveat``): the detail of a NoIssuesFound verdict, which would otherwise claim that test too
+        self.caveat: Optional[str] = None
 
     # --- one step -------------------------------------------------------------------------------------
     def watch(self, step: int, trials: Iterable) -> "_Watch":

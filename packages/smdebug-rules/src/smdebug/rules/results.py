@@ -50,7 +50,8 @@ class RuleResult:
     steps_evaluated: int = 0
     #: tensors whose values the rule read at those steps
     tensors_evaluated: int = 0
-    #: NotEvaluated (and InProgress with nothing yet): what the rule looked for and what the run has
+    #: NotEvaluated (and InProgress with nothing yet): what the rule looked for and what the run has;
+    #: NoIssuesFound: what the rule could not judge, if it says (``Rule.caveat``), else None
     detail: Optional[str] = None
     error: Optional[str] = None
     #: for an Error from unreadable data: the damaged or missing file, and the step

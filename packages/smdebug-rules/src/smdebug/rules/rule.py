@@ -73,6 +73,11 @@ class Rule(WarnsOnce, ABC):
         ``reason``, not ``NotEvaluated``. The step does not count as evaluated."""
         _evaluation.not_applicable(reason)
 
+    def caveat(self, reason: Optional[str]) -> None:
+        """Say what the rule could not judge although it judged the run (one of its tests not reached): shown as
+        the detail of a NoIssuesFound verdict, so that "no issues" does not claim that test. None withdraws it."""
+        self.evaluation.caveat = reason
+
     def set_required_tensors(self, step: int) -> None:
         """Optionally declare what the rule needs at ``step`` with ``self.req_tensors.add(...)``."""
 

@@ -264,6 +264,7 @@ def _conclude(r: RuleResult, rule, trial, complete: bool) -> None:
         r.status = ISSUES
     elif evaluation.steps:
         r.status = NO_ISSUES if complete else IN_PROGRESS
+        r.detail = evaluation.caveat  # (what it did not judge: "no issues" is not said of that)
     elif complete and (why_not := evaluation.not_applicable_reason()):
         r.status = NOT_APPLICABLE
         r.detail = f"not applicable: {why_not}; the run has {describe_run(trial)}"

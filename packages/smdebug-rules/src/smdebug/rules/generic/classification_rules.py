@@ -67,6 +67,56 @@ def _near_the_end(trial, step: int) -> bool:
     return bool(steps) and step >= TRAINED_SHARE * steps[-1]
 
 
+#: a model whose training loss still had more than this share of its whole fall to make after a step is not the
+#: trained model at that step (a tapered schedule saves its last labels anywhere after 40 % of a run)
+STILL_LEARNING_SHARE = 0.1
+
+
+def _loss_curve(trial, name: str) -> Tuple[np.ndarray, np.ndarray]:
+    """``(steps, values)`` of the scalar loss ``name`` in TRAIN mode (every save when the run has no modes), the
+    mean of every worker's value at each step; steps whose value is not finite are kept (NaN)."""
+    steps = trial.tensor(name).steps()
+    train = [s for s in steps if trial.mode(s) == ModeKeys.TRAIN]
+    steps = train or [s for s in steps if trial.mode(s) == ModeKeys.GLOBAL]
+    kept, values = [], []
+    for s in steps:
+        batch = batches_at(trial, name, s)
+        if batch:
+            kept.append(s)
+            values.append(float(np.mean([np.mean(b, dtype=np.float64) for b in batch])))
+    return np.array(kept, dtype=np.int64), np.array(values, dtype=np.float64)
+
+
+def _trained_by(trial, step: int) -> Tuple[bool, str]:
+    """Whether the model at ``step`` stands for the trained one by its training loss, and what the loss says: the
+    median of its last tenth of saves up to ``step`` is at most the final tenth's median plus the larger of
+    :data:`STILL_LEARNING_SHARE` of the whole fall (first tenth to final tenth) and the final tenth's spread
+    (median absolute deviation: a flat curve's batch-to-batch noise). Every loss of the run must say so; a run
+    without a training loss, or one not finite, tells nothing (False). A model that keeps learning after its
+    last labels were saved is not judged by them: a healthy slow learner mispredicts classes half-way."""
+    names = sorted(collection_tensors(trial, ["losses"]))
+    said = []
+    for name in names:
+        steps, values = _loss_curve(trial, name)
+        if len(values) < 10 or not np.any(steps <= step):
+            continue
+        if not np.all(np.isfinite(values)):
+            return False, f"the training loss {name!r} is not finite at every save"
+        k = max(len(values) // 10, 1)
+        first, final = float(np.median(values[:k])), float(np.median(values[-k:]))
+        at = float(np.median(values[steps <= step][-k:]))
+        spread = float(np.median(np.abs(values[-k:] - final)))
+        allowed = max(STILL_LEARNING_SHARE * max(first - final, 0.0), spread)
+        if at - final > allowed:
+            return False, (f"the training loss {name!r} was still falling after it ({at:.4g} then, {final:.4g} at the "
+                           f"end, from {first:.4g}: {100 * (at - final) / max(first - final, 1e-300):.0f}% of its "
+                           f"fall to come)")
+        said.append(f"{name!r} {at:.4g} then, {final:.4g} at the end, from {first:.4g}")
+    if not said:
+        return False, "the run saved no training loss that tells whether the model had finished learning by then"
+    return True, "the training loss had reached its final level: " + "; ".join(said)
+
+
 def _predicts_values(labels: np.ndarray, predictions: np.ndarray) -> bool:
     """Whether ``predictions`` are a regression's (or a ranking's) estimates of integer ``labels`` rather than a
     classifier's outputs: one value per label (no class axis), not class ids (fractions), for labels with more
@@ -552,13 +602,16 @@ class ClassImbalance(_LabelsAndPredictions):
     :func:`_ratio_upper_bound`) is at most ``threshold_imbalance`` -- are judged too;
     others are not judged yet, and the verdict (NotEvaluated) says how many labels were saved, how (labels
     per saved step x saved steps) and what is missing. Once training has ended, at the
-    last step where labels were saved (any mode) if it is in the last 10 % of the run, on that step's labels
+    last step where labels were saved (any mode) if it is in the last 10 % of the run -- or earlier, when the
+    training loss had reached its final level by then (:func:`_trained_by`: Hook.recommended's tapered schedule
+    saves its last labels anywhere after 40 % of a run) -- on that step's labels
     and predictions (the trained model: an untrained one mispredicts every class; the XGBoost hook saves
     them after the last round), the condition is met when
     ``mispredicted_c > threshold_misprediction`` for some class with at least 10 such labels. That finding is
     about the trained model's predictions, not the data: it is only reached when the class counts passed the
     imbalance test (or are not judged: labels per pixel, below), and its message says so (a model that does
-    not learn mispredicts classes of balanced data).
+    not learn mispredicts classes of balanced data). When the last labels are too early to stand for the trained
+    model, a NoIssuesFound verdict's detail says that this test was not reached, and why.
 
     **Labels per position.** The class counts are not judged when the labels hold a class per position of
     each sample rather than one per sample (see :meth:`_targets_per_position` for the evidence, read at the
@@ -895,11 +948,23 @@ class ClassImbalance(_LabelsAndPredictions):
     def _mispredicted(self, step: int, label_names: List[str], saved_steps, counts_said: Optional[str],
                       per_position: Optional[str]):
         """The misprediction test at ``step``, if it is the trained model's (the last labels of a finished run,
-        saved in its last 10 %): a class with at least 10 labels mostly mispredicted. ``counts_said``: what
-        the count test found; ``per_position``: why the counts were not judged (labels per pixel)."""
-        if (not self.base_trial.loaded_all_steps or step != saved_steps()[-1]
-                or not _near_the_end(self.base_trial, step)):
+        saved in its last 10 %, or after its training loss reached its final level; when neither, the verdict's
+        detail says so): a class with at least 10 labels mostly mispredicted. ``counts_said``: what the count
+        test found; ``per_position``: why the counts were not judged (labels per pixel)."""
+        if not self.base_trial.loaded_all_steps or step != saved_steps()[-1]:
             return False
+        when = ""
+        if not _near_the_end(self.base_trial, step):
+            # (a tapered schedule saves its last labels anywhere after 40 % of the run: judged when the training
+            # loss shows the model had finished learning by then, else said, lest "no issues" claim the test ran)
+            trained, why = _trained_by(self.base_trial, step)
+            last = self.base_trial.steps()[-1]
+            if not trained:
+                self.caveat(f"the misprediction test (the trained model's predictions) was not reached: the last "
+                            f"labels were saved at step {step} of {last}, before the last 10% of the run, and {why}; "
+                            f"save labels and predictions at the last step to have it judged")
+                return False
+            when = f" (at step {step} of {last}, the last labels saved: {why})"
         _, wrong, compared = self._parts[step]
         if per_position:
             if not compared.sum():
@@ -907,7 +972,7 @@ class ClassImbalance(_LabelsAndPredictions):
             self.mark_evaluated(*label_names)
         for c in np.flatnonzero(compared >= 10):
             if wrong[c] / compared[c] > self.threshold_misprediction:
-                said = (f"the trained model mispredicts class {c} in {wrong[c]} of its {compared[c]} "
+                said = (f"the trained model{when} mispredicts class {c} in {wrong[c]} of its {compared[c]} "
                         f"{'labelled positions' if per_position else 'samples'} ({wrong[c] / compared[c]:.4g} > "
                         f"threshold_misprediction {self.threshold_misprediction:g})")
                 if per_position:
