@@ -7,19 +7,13 @@ from __future__ import annotations
 
 import pytest
 
-from smdebug.rules import run_rules
 from smdebug.rules.results import ISSUES, NO_ISSUES, NOT_APPLICABLE
 
 torch = pytest.importorskip("torch")
 nn = torch.nn
 
 from _torch_runs import train_recommended  # noqa: E402
-
-
-def judged(path):
-    (result,) = run_rules(str(path), ["ClassImbalance"]).rules
-    assert result.error is None, result.error
-    return result
+from _judging import judged  # noqa: E402
 
 
 def binary_data(positives_only: bool, n: int = 256):
@@ -39,14 +33,14 @@ def single_logit_run(path, positives_only: bool) -> str:
 
 
 def test_labels_all_one_class_of_a_single_logit_binary_model_fire(tmp_path):
-    r = judged(single_logit_run(tmp_path / "run", positives_only=True))
+    r = judged(single_logit_run(tmp_path / "run", positives_only=True), "ClassImbalance")
     assert r.status == ISSUES, (r.status, r.detail)
     reason = r.findings[0].reason
     assert "are class 1, of the 2 classes" in reason and "BCEWithLogitsLoss" in reason, reason
 
 
 def test_balanced_labels_of_a_single_logit_binary_model_stay_quiet(tmp_path):
-    r = judged(single_logit_run(tmp_path / "run", positives_only=False))
+    r = judged(single_logit_run(tmp_path / "run", positives_only=False), "ClassImbalance")
     assert r.status == NO_ISSUES, (r.status, r.detail, [f.reason for f in r.findings])
 
 
@@ -58,5 +52,5 @@ def test_multi_label_sigmoid_columns_are_not_one_binary_problem(tmp_path):
     y = torch.stack([torch.ones(len(x)), (x[:, 0] > 0).float(), (x[:, 1] > 0).float()], dim=1)
     model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3))
     train_recommended(tmp_path / "run", model, x, y, nn.BCEWithLogitsLoss(), steps=40, lr=0.1, batch_size=64)
-    r = judged(tmp_path / "run")
+    r = judged(tmp_path / "run", "ClassImbalance")
     assert r.status == NOT_APPLICABLE, (r.status, r.detail, [f.reason for f in r.findings])

@@ -8,19 +8,13 @@ from __future__ import annotations
 
 import pytest
 
-from smdebug.rules import run_rules
 from smdebug.rules.results import ISSUES, NO_ISSUES
 
 torch = pytest.importorskip("torch")
 nn = torch.nn
 
 from _torch_runs import classification_data, mlp, train_recommended  # noqa: E402
-
-
-def judged(path):
-    (result,) = run_rules(str(path), ["ClassImbalance"]).rules
-    assert result.error is None, result.error
-    return result
+from _judging import judged  # noqa: E402
 
 
 def three_class_run(path, weight_decay: float, lr: float) -> str:
@@ -35,14 +29,14 @@ def three_class_run(path, weight_decay: float, lr: float) -> str:
 def test_a_collapsed_model_is_judged_by_its_early_last_labels(tmp_path):
     # weight decay 1.0 pulls every weight to 0 within a few steps: the loss is flat at the label prior's entropy
     # from then on, and the model predicts the majority class for every sample
-    r = judged(three_class_run(tmp_path / "run", weight_decay=1.0, lr=0.5))
+    r = judged(three_class_run(tmp_path / "run", weight_decay=1.0, lr=0.5), "ClassImbalance")
     assert r.status == ISSUES, (r.status, r.detail)
     reason = r.findings[0].reason
     assert "mispredicts class" in reason and "at step 160 of 299" in reason, reason
 
 
 def test_a_model_still_learning_after_its_last_labels_says_the_test_was_not_reached(tmp_path):
-    r = judged(three_class_run(tmp_path / "run", weight_decay=0.0, lr=0.02))
+    r = judged(three_class_run(tmp_path / "run", weight_decay=0.0, lr=0.02), "ClassImbalance")
     assert r.status == NO_ISSUES, (r.status, [f.reason for f in r.findings])
     assert r.detail and "misprediction test" in r.detail and "not reached" in r.detail, r.detail
     assert "step 160 of 299" in r.detail and "still falling" in r.detail, r.detail
@@ -50,6 +44,6 @@ def test_a_model_still_learning_after_its_last_labels_says_the_test_was_not_reac
 
 def test_a_model_trained_by_its_last_labels_is_judged_and_quiet(tmp_path):
     # (a little weight decay gives the loss a floor, reached well before step 160)
-    r = judged(three_class_run(tmp_path / "run", weight_decay=0.02, lr=0.5))
+    r = judged(three_class_run(tmp_path / "run", weight_decay=0.02, lr=0.5), "ClassImbalance")
     assert r.status == NO_ISSUES, (r.status, [f.reason for f in r.findings])
     assert r.detail is None, r.detail

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from smdebug.rules import run_rules
 from smdebug.rules.results import ISSUES, NO_ISSUES, NOT_EVALUATED
+from _judging import judged  # noqa: E402
 
 torch = pytest.importorskip("torch")
 nn = torch.nn
@@ -72,14 +72,8 @@ def mean_teacher_run(path, labelled_classes, epochs: int = 12) -> str:
     return str(path)
 
 
-def judged(path):
-    (result,) = run_rules(path, ["ClassImbalance"]).rules
-    assert result.error is None, result.error
-    return result
-
-
 def test_a_semi_supervised_run_s_few_balanced_labels_are_judged(tmp_path):
-    r = judged(mean_teacher_run(tmp_path / "run", [c % 10 for c in range(200)]))  # 20 labelled rows per class
+    r = judged(mean_teacher_run(tmp_path / "run", [c % 10 for c in range(200)]), "ClassImbalance")  # 20 labelled rows per class
     assert r.status == NO_ISSUES, (r.status, r.detail, [f.reason for f in r.findings])
     assert r.steps_evaluated > 0
 
@@ -87,7 +81,7 @@ def test_a_semi_supervised_run_s_few_balanced_labels_are_judged(tmp_path):
 def test_a_semi_supervised_run_s_imbalanced_labels_fire(tmp_path):
     # 200 labelled rows: class 0 100 of them, class 1 5, the rest about 11 each (ratio 20)
     classes = [0] * 100 + [1] * 5 + [2 + c % 8 for c in range(95)]
-    r = judged(mean_teacher_run(tmp_path / "run", classes))
+    r = judged(mean_teacher_run(tmp_path / "run", classes), "ClassImbalance")
     assert r.status == ISSUES, (r.status, r.detail)
     assert "class 0 has" in r.findings[0].reason and "class 1" in r.findings[0].reason, r.findings[0].reason
 
@@ -96,6 +90,6 @@ def test_few_labels_of_a_set_at_the_threshold_stay_undecided(tmp_path):
     # 200 labelled rows: class 0 70, class 1 7 (ratio 10, the threshold), the rest about 15 each: a hundred-odd
     # labels can neither show the ratio above 10 nor rule it out, and the verdict says how many were saved
     classes = [0] * 70 + [1] * 7 + [2 + c % 8 for c in range(123)]
-    r = judged(mean_teacher_run(tmp_path / "run", classes))
+    r = judged(mean_teacher_run(tmp_path / "run", classes), "ClassImbalance")
     assert r.status == NOT_EVALUATED, (r.status, r.detail, [f.reason for f in r.findings])
     assert "of samples=500 labels saved" in r.detail and "saved steps" in r.detail, r.detail

@@ -14,16 +14,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from smdebug.rules import run_rules
 from smdebug.rules.results import NO_ISSUES
+from _judging import judged  # noqa: E402
 
 torch = pytest.importorskip("torch")
-
-
-def judged(path, rule):
-    (result,) = run_rules(str(path), [rule]).rules
-    assert result.error is None, result.error
-    return result
 
 
 def test_a_loss_falling_steadily_over_the_whole_run_is_decreasing(tmp_path):

@@ -13,14 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from smdebug.rules import run_rules
 from smdebug.rules.results import ISSUES, NO_ISSUES
-
-
-def judged(path):
-    (result,) = run_rules(str(path), ["PoorWeightInitialization"]).rules
-    assert result.error is None, result.error
-    return result
+from _judging import judged  # noqa: E402
 
 
 def images(n=1200, seed=0):
@@ -55,7 +49,7 @@ def keras_separable_run(path, true_fan_in: bool):
 
 
 def test_keras_depthwise_kernels_at_their_default_scale_are_named(tmp_path):
-    r = judged(keras_separable_run(tmp_path / "run", true_fan_in=False))
+    r = judged(keras_separable_run(tmp_path / "run", true_fan_in=False), "PoorWeightInitialization")
     assert r.status == ISSUES, (r.status, r.detail)
     reason = r.findings[0].reason
     assert reason.startswith("activation inputs: variance ratio"), reason
@@ -66,7 +60,7 @@ def test_keras_depthwise_kernels_at_their_default_scale_are_named(tmp_path):
 
 
 def test_keras_depthwise_kernels_initialised_for_their_true_fan_in_are_quiet(tmp_path):
-    r = judged(keras_separable_run(tmp_path / "run", true_fan_in=True))
+    r = judged(keras_separable_run(tmp_path / "run", true_fan_in=True), "PoorWeightInitialization")
     assert r.status == NO_ISSUES, (r.status, r.detail, [f.reason for f in r.findings])
     assert r.steps_evaluated > 0
 
@@ -98,6 +92,6 @@ def test_a_pytorch_depthwise_separable_net_at_its_defaults_is_quiet(tmp_path):
         loss_fn(model(x[batch]), y[batch]).backward()
         opt.step()
     hook.close()
-    r = judged(tmp_path / "run")
+    r = judged(tmp_path / "run", "PoorWeightInitialization")
     assert r.status == NO_ISSUES, (r.status, r.detail, [f.reason for f in r.findings])
     assert r.steps_evaluated > 0

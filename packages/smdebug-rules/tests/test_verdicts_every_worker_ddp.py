@@ -7,22 +7,16 @@ from __future__ import annotations
 
 import pytest
 
-from smdebug.rules import run_rules
 from smdebug.rules.results import ISSUES, NO_ISSUES
 
 from _ddp_jobs import run_ranks
+from _judging import judged  # noqa: E402
 
 pytest.importorskip("torch")
 
 
 def ddp_run(tmp_path, frozen_rank: int, world: int = 2) -> str:
     return run_ranks("ddp_rank.py", tmp_path, world, str(frozen_rank))
-
-
-def judged(path, rule):
-    (result,) = run_rules(path, [rule]).rules
-    assert result.error is None, result.error
-    return result
 
 
 def test_a_rank_that_never_steps_fires_naming_its_worker(tmp_path):

@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from smdebug.rules import run_rules
 from smdebug.rules.results import ISSUES, NO_ISSUES
+from _judging import judged  # noqa: E402
 
 
 def keras_batchnorm_run(path, collections):
@@ -39,12 +39,6 @@ def keras_batchnorm_run(path, collections):
     return str(path)
 
 
-def judged(path):
-    (result,) = run_rules(path, ["WeightUpdateRatio"]).rules
-    assert result.error is None, result.error
-    return result
-
-
 def largest_moving_mean_ratio(path):
     from smdebug.trials import create_trial
 
@@ -63,12 +57,12 @@ def largest_moving_mean_ratio(path):
 def test_keras_moving_statistics_are_no_optimizer_updates(tmp_path):
     path = keras_batchnorm_run(tmp_path / "run", ["weights", "gradients", "losses"])
     assert largest_moving_mean_ratio(path) > 10  # the case is there: a "large update" of a moving mean
-    r = judged(path)
+    r = judged(path, "WeightUpdateRatio")
     assert r.status == NO_ISSUES, [f.reason for f in r.findings[:3]]
 
 
 def test_without_gradients_the_moving_mean_is_judged_as_before(tmp_path):
     path = keras_batchnorm_run(tmp_path / "run", ["weights", "losses"])
-    r = judged(path)
+    r = judged(path, "WeightUpdateRatio")
     assert r.status == ISSUES
     assert "moving_mean: update/weight ratio" in r.findings[0].reason and "> large_threshold" in r.findings[0].reason

@@ -7,18 +7,12 @@ from __future__ import annotations
 
 import pytest
 
-from smdebug.rules import run_rules
 from smdebug.rules.results import ISSUES, NO_ISSUES
 
 from _ddp_jobs import run_ranks
+from _judging import judged  # noqa: E402
 
 pytest.importorskip("torch")
-
-
-def judged(path, rule, **kwargs):
-    (result,) = run_rules(path, [rule], **kwargs).rules
-    assert result.error is None, result.error
-    return result
 
 
 @pytest.fixture(scope="module")
