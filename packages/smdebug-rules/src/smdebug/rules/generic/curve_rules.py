@@ -94,6 +94,13 @@ class LossNotDecreasing(LossCurveRule):
     progress at its best); only the words are the user's, not "did not decrease", which read as a model that
     never learned.
 
+    **A validation loss first evaluated after the model had learned** (a run whose training loss, TRAIN mode,
+    had already fallen by ``min_progress_percent`` by the global step of the validation loss's first save: an
+    epoch before the first validation pass, as Keras's ``val_loss``): its first value is no untrained reference,
+    so it is not held to progress from there; it fires only once it is back at or above its first evaluation
+    (all it had gained lost). A rise past an early best below that is Overfit's to judge, with Overfit's
+    tolerance (a noisy regression at its floor after a few epochs, then 8% up, Overfit quiet, fired).
+
     **Workers** (a data-parallel run whose workers all save the loss): each worker's training loss is judged as a
     curve of its own (see :class:`~smdebug.rules.generic.curves.LossCurveRule`). The shared model learns from
     the averaged gradients, so a worker whose own loss does not decrease while the others' fall is training on
@@ -144,8 +151,11 @@ class LossNotDecreasing(LossCurveRule):
         self._history: Dict[Tuple[str, ModeKeys, Optional[str]], Tuple[List[int], List[bool]]] = {}
         #: per (loss, mode, worker), on a finished run: the median of its last window (None: too few saves to tell)
         self._final: Dict[Tuple[str, ModeKeys, Optional[str]], Optional[float]] = {}
+        #: per worker: whether a training loss had made progress before the first evaluation
+        self._trained_first: Dict[Optional[str], bool] = {}
 
-    def _met(self, curve: Curve, s: int, label: str, paced: bool) -> Optional[Tuple[bool, str, float, float, bool]]:
+    def _met(self, curve: Curve, s: int, label: str, paced: bool, trained_before: bool = False
+             ) -> Optional[Tuple[bool, str, float, float, bool]]:
         f = curve.first()
         length = s - f + 1
         # the shortest window: num_steps steps, widened to hold MIN_SAVES saves of a loss saved sparsely (every
@@ -171,6 +181,13 @@ class LossNotDecreasing(LossCurveRule):
         met = (now >= then + abs(then) * tol / 100 or barely) and now >= first - progress
         if met and now == 0 and min(curve.values) >= 0:
             met = False  # a loss that cannot go below 0 and sits at 0 (an error rate of 0) has converged
+        if met and trained_before and now < curve.values[0]:
+            # a validation loss first evaluated after the model had learned (the training loss had made
+            # min_progress_percent of progress by then): its first evaluation is no untrained reference, so its
+            # "progress" from there says nothing about whether the model learned, and a rise past an early best
+            # while it is still below that first evaluation is Overfit's to judge, with Overfit's tolerance
+            # (a tabular regression at its noise floor after one epoch, early stopping on; probe 9 F2)
+            met = False
         change = (now - then) / abs(then) * 100 if then else 0.0
         stalled = now >= then + abs(then) * tol / 100
         verb = "did not decrease" if stalled else "barely decreased"
@@ -216,6 +233,28 @@ class LossNotDecreasing(LossCurveRule):
                 f"kept; at its best {(first - best) / abs(first):.1%} below the initial {first:.4g} "
                 f"(min_progress_percent {self.min_progress_percent:g}%)")
 
+    def _trained_before_evaluation(self, curve: Curve, mode: ModeKeys) -> bool:
+        """Whether a training loss of the run (TRAIN mode) had already fallen by min_progress_percent of its
+        first saves by the global step of the first save of ``curve``, an evaluation curve (a validation loss,
+        followed in EVAL or GLOBAL mode): an epoch of training before the first validation pass, as Keras and
+        most loops do. False for a run without TRAIN-mode losses (XGBoost's evaluation sets)."""
+        if curve.worker not in self._trained_first:
+            self._trained_first[curve.worker] = False
+            at = None
+            if curve.steps:
+                at = curve.steps[0] if mode == ModeKeys.GLOBAL else self.base_trial.global_step(mode, curve.steps[0])
+            for name in self._losses.names() if at is not None else []:
+                values = [v for v in (self._saved.mean(name, t, ModeKeys.TRAIN, curve.worker)
+                                      for t in self._saved.steps(name, ModeKeys.TRAIN, curve.worker)
+                                      if (self.base_trial.global_step(ModeKeys.TRAIN, t) or 0) <= at)
+                          if v is not None and np.isfinite(v)]
+                if len(values) >= 2 * MIN_SAVES:
+                    start, then = float(np.median(values[:MIN_SAVES])), float(np.median(values[-MIN_SAVES:]))
+                    if start - then >= abs(start) * self.min_progress_percent / 100:
+                        self._trained_first[curve.worker] = True
+                        break
+        return self._trained_first[curve.worker]
+
     def _left_later(self, name: str, mode: ModeKeys, curve: Curve, now: float, first: float, stalled: bool) -> bool:
         """On a finished run: whether the loss's last window lies clearly below ``now`` and the start (the stall
         was left, and the run made progress). A loss that only went down slowly (``stalled`` False: the "barely"
@@ -251,7 +290,9 @@ class LossNotDecreasing(LossCurveRule):
 
     def judge(self, name, mode, curve, s):
         label = mode_label(mode).replace("step", "steps")
-        result = self._met(curve, s, label, self.training_curve(name, mode))
+        paced = self.training_curve(name, mode)
+        result = self._met(curve, s, label, paced,
+                           trained_before=not paced and self._trained_before_evaluation(curve, mode))
         if result is None:
             return False, None
         met, detail, now, first, stalled = result

@@ -182,14 +182,19 @@ class LossCurveRule(Rule):
     def training_curve(self, name: str, mode: ModeKeys) -> bool:
         """Whether ``name`` followed in ``mode`` is a training loss: TRAIN mode, or GLOBAL (a run without modes)
         unless it is an evaluation set's metric (XGBoost's ``train-logloss`` and ``validation-logloss``, in the
-        ``metrics`` collection: which set is the training data, the run does not say)."""
+        ``metrics`` collection: which set is the training data, the run does not say) or a loss saved at
+        evaluation steps only (Keras's ``val_loss``, saved at EVAL-mode steps and so followed in GLOBAL mode:
+        it was judged as a training loss, by the tests meant for one)."""
         if mode == ModeKeys.TRAIN:
             return True
         if mode != ModeKeys.GLOBAL:
             return False
         if name not in self._training_curves:  # (asked once per loss: a loss stays in its collections)
-            self._training_curves[name] = "metrics" not in self.base_trial.collections() or name not in set(
+            metric = "metrics" in self.base_trial.collections() and name in set(
                 self.base_trial.tensor_names(collection="metrics"))
+            evaluation_only = not self._saved.steps(name, ModeKeys.TRAIN) and bool(
+                self._saved.steps(name, ModeKeys.EVAL) or self._saved.steps(name, ModeKeys.PREDICT))
+            self._training_curves[name] = not (metric or evaluation_only)
         return self._training_curves[name]
 
     #: what the rule needs, for its NotEvaluated detail

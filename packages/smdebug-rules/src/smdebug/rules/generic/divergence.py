@@ -53,7 +53,7 @@ class Divergence(LossCurveRule):
         gave_back = first - best >= |first| / 10 and first - best > 3 * noise      (it had learned)
                     and now - best > 3 * noise                                     (it is worse now, beyond noise)
                     and share >= give_back_percent / 100                           (by most of what it had learned)
-        share    = (now - best) / (first - best), or, for a loss that stayed positive and fell to a tenth of
+        share    = (now - best) / (first - best), or, for a loss that stayed positive and fell to a hundredth of
                    first or less, the larger log(now / best) / log(first / best): the orders of magnitude given back
 
     and the rule fires when ``gave_back`` holds at two checks in a row (a loss back up over the last tenth of the
@@ -130,10 +130,12 @@ class Divergence(LossCurveRule):
         noise = 1.4826 * 1.2533 * float(np.median(np.abs(np.diff(values[n - w:])))) / np.sqrt(w)
         progress, back = first - best, now - best
         share = back / progress if progress > 0 else 0.0
-        if best > 0 and first >= 10 * best and now > best:
-            # a positive loss that fell by orders of magnitude is measured on their scale: back from 0.0011 to
-            # 0.034 after 0.25 is 13% of the way back up in its units, but most of the orders of magnitude it
-            # had fallen (a SIREN or Fourier-feature fit blown up 30-fold late in training; probe 9 M4)
+        if best > 0 and first >= 100 * best and now > best:
+            # a positive loss that fell by orders of magnitude (two at least: a noisy loss that fell 20-fold, Keras's
+            # per-batch running mean of an overfitting regression, reads as "most of the way back" on a log scale
+            # while its block medians moved by a quarter of its progress) is measured on their scale: back from
+            # 0.0011 to 0.034 after 0.25 is 13% of the way back up in its units, but most of the orders of
+            # magnitude it had fallen (a SIREN or Fourier-feature fit blown up 30-fold late in training; probe 9 M4)
             share = max(share, float(np.log(now / best) / np.log(first / best)))
         met = (progress >= abs(first) / 10 and progress > 3 * noise and back > 3 * noise
                and share >= self.give_back_percent / 100)
