@@ -13,12 +13,7 @@ import sys
 SCRIPT = """
 import signal, sys
 from smdebug.core.interruption import watch_ctrl_c
-
-class PressesCtrlCWhileFreed:
-    def __del__(self):
-        signal.raise_signal(signal.SIGINT)
-        for _ in range(100000):  # (the KeyboardInterrupt is raised here, inside __del__, and dropped)
-            pass
+from smdebug_test_support.ctrl_c import PressesCtrlCWhileFreed
 
 if sys.argv[1] == "own-handler":
     signal.signal(signal.SIGINT, lambda *_: print("own handler"))

@@ -121,14 +121,9 @@ def test_following_a_dead_run_until_ctrl_c_says_the_exit_status_it_returns(kille
 # "Exception ignored" and dropped by Python; following a dead run then went on polling for ever. The followed
 # process frees such an object at its first idle poll, and the Ctrl-C it sends itself there must still end it.
 DROPPED_CTRL_C = """
-import signal, sys, time
+import sys, time
 from smdebug.rules import run_rules
-
-class PressesCtrlCWhileFreed:
-    def __del__(self):
-        signal.raise_signal(signal.SIGINT)
-        for _ in range(100000):  # (the KeyboardInterrupt is raised here, inside __del__, and dropped)
-            pass
+from smdebug_test_support.ctrl_c import PressesCtrlCWhileFreed
 
 polls = []
 def on_progress(result):
