@@ -1,7 +1,8 @@
 """ClassImbalance (and CheckInputImages) verdicts of probe 5's classes, on real tiny runs and hand-made ones:
 
 * many balanced classes with a few labels each at the saved steps are not an imbalance (sampling noise);
-* a sequence model's per-token targets (a language model's next characters) are NotApplicable;
+* a sequence model's per-token targets (a language model's next characters) are NotApplicable (ClassImbalance
+  and Confusion);
 * imbalance the run compensates with class weights (CrossEntropyLoss(weight=...), XGBoost's
   scale_pos_weight) is judged on the weighted counts; imbalance with no compensation still fires;
 * the misprediction test reaches the trained XGBoost model whatever the round count (the hook saves
@@ -95,6 +96,11 @@ def test_language_model_targets_are_not_applicable(tmp_path):
     r = _verdict(tmp_path / "lm")
     assert r.status == "NotApplicable", (r.status, r.detail, r.findings[:1])
     assert "per-token targets of a sequence model" in r.detail and "20 class ids per row" in r.detail
+    # Confusion likewise: a sound language model mispredicts most tokens of most classes (two healthy benchmark
+    # LMs fired "class 0: 43 of 283 predicted correctly" once Confusion judged early last labels)
+    r = _verdict(tmp_path / "lm", "Confusion")
+    assert r.status == "NotApplicable", (r.status, r.detail, r.findings[:1])
+    assert "per-token targets of a sequence model" in r.detail and "confusion matrix is not judged" in r.detail
 
 
 def test_text_classifier_on_token_ids_is_still_judged(tmp_path):

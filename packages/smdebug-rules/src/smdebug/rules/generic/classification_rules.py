@@ -421,6 +421,63 @@ class _LabelsAndPredictions(Rule):
         predictions = np.concatenate(predictions_out) if paired and predictions_out else None
         return labels, predictions
 
+    def _targets_per_position(self, step: int) -> Optional[Tuple[str, bool]]:
+        """``(why, judged)`` when the labels read at ``step`` hold a class per position rather than per
+        sample, whose class frequencies are skewed by nature and are not judged: ``judged`` is whether the
+        trained model's mispredictions still are. ``("", False)`` when the step shows one class per sample,
+        None when it cannot tell yet (no model input saved with the labels). The evidence, from the shapes
+        :meth:`_pairs` met (nothing is read again) and the model's input (the ``inputs`` collection):
+
+        * labels ``(N, *S)``, ``prod(S) >= 2``, scored by predictions with a class axis more, second or
+          last (``(N, C, *S)``: PyTorch's; ``(N, *S, C)``: Keras's), or one-hot ``(N, *S, C)`` labels scored
+          by their own shape. Over two axes or more (``(N, H, W)``: segmentation, any dense prediction
+          over images or volumes) the labels are the areas of what the images show (background dwarfs
+          small objects) and the model's mispredictions are judged; over one axis (``(N, T)``) they are a
+          sequence model's per-token targets (language model, tagger, decoder), whose frequencies are the
+          language's, and nothing is judged (a language model mispredicts most rare tokens by nature);
+        * the labels hold ``k >= 2`` class ids per row of the model's input (``N * k`` ids, flattened or
+          ``(N, k)``, not one-hot: a loss given ``(N * H * W, C)`` logits): a pixel's each when the input's
+          positions (``(N, C, *S)``, ``(N, *S, C)`` or ``(N, H, W)``, two axes or more) number ``k``
+          (judged as above); a token's each when the input is integer ids ``(N, T)``, ``T >= 2``.
+        """
+        seen = self.__dict__.get("_shapes_at", {}).get(step, [])
+        inputs_seen = False
+        for lname, labels_shape, one_hot, pname, scores_shape in seen:
+            where = _positions(labels_shape, scores_shape, one_hot)
+            scored = f"{pname} {tuple(scores_shape)} scores each" if scores_shape is not None else ""
+            if len(where) >= 2:
+                return (f"{lname} {tuple(labels_shape)} holds a class per position of an image or volume "
+                        f"{where} ({scored}): per-pixel targets of a dense prediction (segmentation), whose "
+                        "class frequencies are the areas of what the images show, skewed by nature", True)
+            if where:
+                return (f"{lname} {tuple(labels_shape)} holds a class per position of a sequence ({scored}): "
+                        "per-token targets of a sequence model (language model, tagger, decoder), whose class "
+                        "frequencies are the language's, skewed by nature", False)
+            if scores_shape is not None and tuple(scores_shape) == tuple(labels_shape) and len(labels_shape) >= 2:
+                continue  # one-hot or multi-hot labels: one row per sample
+            count = int(np.prod(labels_shape))
+            for iname in sorted(collection_tensors(self.base_trial, ["inputs"])):
+                for x in batches_at(self.base_trial, iname, step):
+                    inputs_seen = True
+                    n = x.shape[0] if x.ndim else 0
+                    if x.ndim < 2 or not n or count % n or (len(labels_shape) > 1 and labels_shape[0] != n):
+                        continue
+                    per_row = count // n
+                    if per_row < 2:
+                        continue
+                    where = _input_positions(x.shape, per_row) if x.ndim >= 3 else ()
+                    if where:
+                        return (f"{lname} holds {per_row} class ids per row of the model's input {iname} "
+                                f"{x.shape}, one per position {where}: per-pixel targets of a dense prediction "
+                                "(segmentation), whose class frequencies are the areas of what the images show, "
+                                "skewed by nature", True)
+                    if x.dtype.kind in "iu" and x.ndim == 2 and x.shape[1] >= 2:
+                        return (f"{lname} holds {per_row} class ids per row of the model's input {iname} "
+                                f"{x.shape}, integer token ids: per-token targets of a sequence model (language "
+                                "model, tagger, decoder), whose class frequencies are the language's, skewed by "
+                                "nature", False)
+        return ("", False) if inputs_seen or not collection_tensors(self.base_trial, ["inputs"]) else None
+
 
 _NO_LABELS = ("the run has no labels: it saved a loss whose targets are no classes (the hook saves those of a "
               "classification loss: CrossEntropyLoss, NLLLoss, BCELoss...), a regression's")
@@ -442,12 +499,18 @@ class Confusion(_LabelsAndPredictions):
     ``min_class_samples`` samples are skipped (a fraction of 2 samples is noise).
 
     **Which step.** The matrix judged is the trained model's: the rule judges once training has ended, at the
-    last step where labels were saved if that is in the last 10 % of the run's steps (an untrained model mispredicts every class: the original judged every
-    step and fired at the first one of any run). On a run still training it evaluates nothing and says so.
-    Labels that are not class ids (floats with fractions: a regression target) are not judged, and an XGBoost
-    run whose objective is no classification's (``reg:*`` but ``reg:logistic``, ``count:*``, ``survival:*``,
-    ``rank:*``, as ClassImbalance reads it) is NotApplicable with its objective named: a ranking's 0/1 relevance
-    labels look like classes, but its scores rounded are no predicted class.
+    last step where labels were saved, if that is in the last 10 % of the run's steps or the training loss had
+    reached its final level by then (as ClassImbalance's misprediction test; an untrained model mispredicts every
+    class: the original judged every step and fired at the first one of any run). Otherwise, and on a run still
+    training, it evaluates nothing and says why.
+    Labels that are not class ids (floats with fractions: a regression target) are not judged; nor are a
+    sequence model's per-token targets (labels ``(N, T)`` scored per position, or ``T`` class ids per row of
+    integer token ids, as ClassImbalance finds them): a sound language model mispredicts most tokens of most
+    classes, the language's own uncertainty, so the verdict is NotApplicable and says so (dense prediction over
+    images is judged, per labelled pixel). An XGBoost run whose objective is no classification's (``reg:*`` but
+    ``reg:logistic``, ``count:*``, ``survival:*``, ``rank:*``, as ClassImbalance reads it) is NotApplicable with
+    its objective named: a ranking's 0/1 relevance labels look like classes, but its scores rounded are no
+    predicted class.
 
     (The original's documentation divides by
     column sums and once by the sum of the diagonal, which looks like a typo; recall per class is used here.)
@@ -536,15 +599,34 @@ class Confusion(_LabelsAndPredictions):
         if step != self._last_labels_step():
             # (after the last labels: why they were not judged, if they were not, rather than where they are)
             later = step > (self._last_labels_step() or step)
+            if later and self.__dict__.get("_per_token"):
+                self.not_applicable(self._per_token)
+                return False
             self.not_evaluated(later and self.__dict__.get("_unpaired") or "judges the last step where labels were "
                                "saved")
             return False
-        if not _near_the_end(self.base_trial, step):
-            self._unpaired = (f"judges the last labels if saved in the last 10% of the run (the trained model); "
-                              f"the last were saved at step {step}")
-            self.not_evaluated(self._unpaired)
-            return False
         matrix = self.confusion_matrix(step)
+        per_position = self._targets_per_position(step) if matrix is not None else None
+        if per_position and per_position[0] and not per_position[1]:
+            # (as ClassImbalance: a language model's next tokens are as uncertain as the language; a sound one
+            # gets most tokens of most classes wrong, so per-class recall says nothing of a fault)
+            self._per_token = (per_position[0] + "; a sound language model mispredicts most tokens of most "
+                               "classes, so the confusion matrix is not judged")
+            self.not_applicable(self._per_token)
+            return False
+        when = ""
+        if not _near_the_end(self.base_trial, step):
+            # (as ClassImbalance's misprediction test: a tapered schedule saves its last labels anywhere after 40 %
+            # of a run; they stand for the trained model when the training loss had reached its final level)
+            trained, why = _trained_by(self.base_trial, step)
+            last = self.base_trial.steps()[-1]
+            if not trained:
+                self._unpaired = (f"judges the trained model: the last labels were saved at step {step} of {last}, "
+                                  f"before the last 10% of the run, and {why}; save labels and predictions at the "
+                                  f"last step to have it judged")
+                self.not_evaluated(self._unpaired)
+                return False
+            when = f" (at step {step} of {last}, the last labels saved: {why})"
         if matrix is None:
             self._unpaired = (f"the last labels (step {step}) were not judged: "
                               + (self._unscored() or "needs labels and predictions saved at the same step, with "
@@ -557,11 +639,11 @@ class Confusion(_LabelsAndPredictions):
                 continue
             if row[i] / total < self.min_diag:
                 return (f"class {i}: {row[i]} of {total} samples predicted correctly ({row[i] / total:.4g} "
-                        f"< min_diag {self.min_diag:g})")
+                        f"< min_diag {self.min_diag:g}){when}")
             for j, count in enumerate(row):
                 if j != i and count / total > self.max_off_diag:
                     return (f"class {i} predicted as {j} in {count} of {total} samples ({count / total:.4g} "
-                            f"> max_off_diag {self.max_off_diag:g})")
+                            f"> max_off_diag {self.max_off_diag:g}){when}")
         return False
 
 
@@ -748,63 +830,6 @@ class ClassImbalance(_LabelsAndPredictions):
                 found = ({1: float(spw)}, f"scale_pos_weight={spw:g}")
         self._weights_read = (count, found)
         return found
-
-    def _targets_per_position(self, step: int) -> Optional[Tuple[str, bool]]:
-        """``(why, judged)`` when the labels read at ``step`` hold a class per position rather than per
-        sample, whose class frequencies are skewed by nature and are not judged: ``judged`` is whether the
-        trained model's mispredictions still are. ``("", False)`` when the step shows one class per sample,
-        None when it cannot tell yet (no model input saved with the labels). The evidence, from the shapes
-        :meth:`_pairs` met (nothing is read again) and the model's input (the ``inputs`` collection):
-
-        * labels ``(N, *S)``, ``prod(S) >= 2``, scored by predictions with a class axis more, second or
-          last (``(N, C, *S)``: PyTorch's; ``(N, *S, C)``: Keras's), or one-hot ``(N, *S, C)`` labels scored
-          by their own shape. Over two axes or more (``(N, H, W)``: segmentation, any dense prediction
-          over images or volumes) the labels are the areas of what the images show (background dwarfs
-          small objects) and the model's mispredictions are judged; over one axis (``(N, T)``) they are a
-          sequence model's per-token targets (language model, tagger, decoder), whose frequencies are the
-          language's, and nothing is judged (a language model mispredicts most rare tokens by nature);
-        * the labels hold ``k >= 2`` class ids per row of the model's input (``N * k`` ids, flattened or
-          ``(N, k)``, not one-hot: a loss given ``(N * H * W, C)`` logits): a pixel's each when the input's
-          positions (``(N, C, *S)``, ``(N, *S, C)`` or ``(N, H, W)``, two axes or more) number ``k``
-          (judged as above); a token's each when the input is integer ids ``(N, T)``, ``T >= 2``.
-        """
-        seen = self.__dict__.get("_shapes_at", {}).get(step, [])
-        inputs_seen = False
-        for lname, labels_shape, one_hot, pname, scores_shape in seen:
-            where = _positions(labels_shape, scores_shape, one_hot)
-            scored = f"{pname} {tuple(scores_shape)} scores each" if scores_shape is not None else ""
-            if len(where) >= 2:
-                return (f"{lname} {tuple(labels_shape)} holds a class per position of an image or volume "
-                        f"{where} ({scored}): per-pixel targets of a dense prediction (segmentation), whose "
-                        "class frequencies are the areas of what the images show, skewed by nature", True)
-            if where:
-                return (f"{lname} {tuple(labels_shape)} holds a class per position of a sequence ({scored}): "
-                        "per-token targets of a sequence model (language model, tagger, decoder), whose class "
-                        "frequencies are the language's, skewed by nature", False)
-            if scores_shape is not None and tuple(scores_shape) == tuple(labels_shape) and len(labels_shape) >= 2:
-                continue  # one-hot or multi-hot labels: one row per sample
-            count = int(np.prod(labels_shape))
-            for iname in sorted(collection_tensors(self.base_trial, ["inputs"])):
-                for x in batches_at(self.base_trial, iname, step):
-                    inputs_seen = True
-                    n = x.shape[0] if x.ndim else 0
-                    if x.ndim < 2 or not n or count % n or (len(labels_shape) > 1 and labels_shape[0] != n):
-                        continue
-                    per_row = count // n
-                    if per_row < 2:
-                        continue
-                    where = _input_positions(x.shape, per_row) if x.ndim >= 3 else ()
-                    if where:
-                        return (f"{lname} holds {per_row} class ids per row of the model's input {iname} "
-                                f"{x.shape}, one per position {where}: per-pixel targets of a dense prediction "
-                                "(segmentation), whose class frequencies are the areas of what the images show, "
-                                "skewed by nature", True)
-                    if x.dtype.kind in "iu" and x.ndim == 2 and x.shape[1] >= 2:
-                        return (f"{lname} holds {per_row} class ids per row of the model's input {iname} "
-                                f"{x.shape}, integer token ids: per-token targets of a sequence model (language "
-                                "model, tagger, decoder), whose class frequencies are the language's, skewed by "
-                                "nature", False)
-        return ("", False) if inputs_seen or not collection_tensors(self.base_trial, ["inputs"]) else None
 
     def _too_few(self, step: int, total: int, classes: int, per_class: float) -> str:
         """Why the counts up to ``step`` are not judged yet: how many labels were saved, how (labels per
