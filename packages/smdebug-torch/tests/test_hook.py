@@ -1,6 +1,7 @@
 """The PyTorch hook on real models: what is saved at which step, names, modes, reductions, options."""
 
 import json
+import logging
 
 import numpy as np
 import pytest
@@ -480,3 +481,41 @@ def test_a_quiet_step_leaves_one_hook_whatever_the_number_of_modules(out_dir, de
     saving = [during[s] for s in (0, 3, 6)]
     assert min(saving) >= depth + 1  # the ReLUs' forward hooks and the loss's, at least
     assert smd.create_trial(out_dir).steps() == [0, 3, 6]
+
+
+class _TwoParts(nn.Module):
+    """A container whose parts the loop calls one by one (a GAN's generator and critic): never called itself."""
+
+    def __init__(self):
+        super().__init__()
+        self.g, self.d = nn.Linear(4, 4), nn.Linear(4, 1)
+
+
+@pytest.fixture
+def smdebug_warnings(caplog):
+    """The ``smdebug`` logger's records (it does not propagate to the root logger caplog listens on)."""
+    logger = logging.getLogger("smdebug")
+    logger.addHandler(caplog.handler)
+    caplog.set_level(logging.WARNING, logger="smdebug")
+    yield caplog
+    logger.removeHandler(caplog.handler)
+
+
+def test_a_registered_model_never_called_is_said_at_close(tmp_path, smdebug_warnings):
+    model = _TwoParts()
+    hook = make_hook(str(tmp_path / "run"))
+    hook.register_module(model)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(3):
+        loss = model.d(model.g(torch.randn(8, 4))).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    hook.close()
+    said = [r.getMessage() for r in smdebug_warnings.records if "never called" in r.getMessage()]
+    assert len(said) == 1 and "_TwoParts" in said[0] and "Register the module" in said[0], smdebug_warnings.text
+
+
+def test_a_model_that_was_called_is_not_said_never_called(tmp_path, smdebug_warnings):
+    run_mlp(str(tmp_path / "run"), steps=2)
+    assert "never called" not in smdebug_warnings.text

@@ -303,8 +303,20 @@ class Hook(BaseHook):
         if not self._closed and not self._disabled:
             with self._step_lock:
                 self._settle_step()
+            self._say_if_never_called()
         super().close()
         self.remove()
+
+    def _say_if_never_called(self) -> None:
+        """Warn when a registered model was never called: a step begins at each forward call of the registered
+        module, so a loop that calls other modules (a GAN's generator and critic held by a container that is
+        registered but never called itself) records nothing, and an empty run says nothing of why."""
+        if self.model is not None and self.step == self.init_step:
+            logger.warning(
+                "smdebug: %s was registered with the hook but never called, so no step was recorded and nothing "
+                "was saved: a step begins at each forward call of the registered module. Register the module "
+                "your training loop calls (a model whose parts are called one by one needs a hook on the part "
+                "that is called once per step)", self.model_name)
 
     def end_step(self) -> None:
         if not self._disabled:
