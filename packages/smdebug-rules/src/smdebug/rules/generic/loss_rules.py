@@ -30,6 +30,12 @@ from smdebug.rules.rule import Rule
 
 LOSSES = "losses"
 METRICS = "metrics"
+#: collections holding parts of the model or of its data, never a loss however small: a one-element parameter
+#: (a learnt temperature, a 1-unit output bias), its gradient, a scalar layer output (the scalar fallback took
+#: these for losses when a run saved none: a CLIP-style logit scale's gradient "did not decrease")
+MODEL_PART_COLLECTIONS = frozenset({
+    "weights", "biases", "gradients", "inputs", "outputs", "layers", "optimizer_variables", "predictions",
+    "labels", "loss_inputs", "hyperparameters", "feature_importance", "average_shap", "full_shap", "trees"})
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -266,8 +272,9 @@ def mode_label(mode: ModeKeys) -> str:
 
 class LossSelection:
     """Which tensors are losses: named collections and regexes, plus the ``losses`` collection; when
-    nothing was asked for explicitly and the run has no loss, every scalar tensor -- but a scalar the run's
-    hook filed as a *metric that is not a loss* (in ``metrics``, not in ``losses``: XGBoost's auc, ndcg@k, map,
+    nothing was asked for explicitly and the run has no loss, every scalar tensor that is no part of the model or
+    its data (:data:`MODEL_PART_COLLECTIONS`: a one-element weight or its gradient is no loss) -- but a scalar
+    the run's hook filed as a *metric that is not a loss* (in ``metrics``, not in ``losses``: XGBoost's auc, ndcg@k, map,
     where higher is better) is no loss to minimise: it is followed as ``1 - value`` when its values lie in
     [0, 1] (an error rate: 1 - AUC) by rules that ask for it (``invert_scores``: the loss-curve rules), and
     left out otherwise (:attr:`inverted` names those followed so).
@@ -318,7 +325,8 @@ class LossSelection:
         self.inverted = set()
         if not chosen and self.scalar_fallback:
             scores = self._scores(collections, all_names)
-            chosen = {n for n in all_names if self._scalar(n) and n not in scores}
+            parts = self._model_parts(collections, all_names)
+            chosen = {n for n in all_names if n not in parts and self._scalar(n) and n not in scores}
             if self.invert_scores:
                 self.inverted = {n for n in scores if self._scalar(n) and self._unit_interval(n)}
             chosen |= self.inverted
@@ -326,6 +334,14 @@ class LossSelection:
             if scores - self.inverted:
                 looked.append(("metrics that are not losses (left out)", sorted(scores - self.inverted)))
         return sorted(chosen), looked
+
+    @staticmethod
+    def _model_parts(collections, all_names: List[str]) -> Set[str]:
+        """The tensors that are parts of the model or its data (:data:`MODEL_PART_COLLECTIONS`, activation
+        collections, and gradients by their ``gradient/`` name when the run lists no collection for them)."""
+        claims = [c for name, c in collections.items()
+                  if name in MODEL_PART_COLLECTIONS or name.endswith("_activations")]
+        return {n for n in all_names if n.startswith("gradient/") or any(c.matches(n) for c in claims)}
 
     @staticmethod
     def _scores(collections, all_names: List[str]) -> Set[str]:
