@@ -21,6 +21,7 @@ from smdebug.rules.generic.selection import (
     workers_at,
 )
 from smdebug.rules.evaluation import note_read
+from smdebug.rules.generic.identical_saves import IdenticalSaves
 from smdebug.rules.params import as_bool, as_float, as_int, as_list, in_range
 from smdebug.rules.rule import Rule
 
@@ -237,6 +238,13 @@ class UnchangedTensor(_TensorRule):
     run while others have one is frozen (with no gradient saved at all, every parameter is judged); a tensor
     named by ``collection_names`` or ``tensor_regex`` is judged whatever its gradient: the user asked about it.
 
+    Of the default selection, a parameter saved bit-identical over the compared saves while it moves at other
+    saves of the run is not judged there: no optimizer step came between those saves (a hook step is a forward call: a model called
+    several times per update -- triplet, siamese and multi-view code, a WGAN critic on real, fake and interpolated
+    batches -- or gradient accumulation), as WeightUpdateRatio reads it (:mod:`.identical_saves`); a parameter
+    that never moves, or stops moving for longer than the run's own period between updates, is judged, and so is
+    one whose gradient saved there is exactly zero (the optimizer stepped with nothing to apply: dead units).
+
     A tensor several workers saved (``include_workers="all"``) is judged on each worker's copy, compared with
     that worker's own earlier saves (never another worker's): a replica that stopped changing on one worker only
     fires, naming the worker (``w (worker worker_1) unchanged over ...``); identical healthy replicas (DDP) are
@@ -253,6 +261,7 @@ class UnchangedTensor(_TensorRule):
         # the values read at recent steps, per (tensor, worker, mode): consecutive evaluations share num_steps - 1
         self._recent = {}
         self._gradients = GradientsByStep(base_trial)
+        self._identical = IdenticalSaves(base_trial)
 
     def tensors(self):
         if not (self.collection_names or self.tensor_regex):
@@ -278,6 +287,13 @@ class UnchangedTensor(_TensorRule):
         if a.dtype.kind in "fciub" and b.dtype.kind in "fciub":
             return bool(np.allclose(a, b, rtol=self.rtol, atol=self.atol, equal_nan=self.equal_nan))
         return bool(np.array_equal(a, b))  # strings and other non-numbers: exactly equal
+
+    def _no_gradient_reached(self, name, worker, mode, steps) -> bool:
+        """Whether a gradient of ``name`` saved at one of ``steps`` (the last aside: not applied yet) is exactly
+        zero: the optimizer stepped with nothing to apply (units dead after a blow-up), which leaves the weight
+        unchanged as much as no step does, and is what this rule reports."""
+        applied = (self.base_trial.global_step(mode, t) for t in steps[:-1])
+        return any(g is not None and self._gradients.all_zero(name, g, worker=worker) for g in applied)
 
     def invoke_at_step(self, step):
         mode, mode_step = self.base_trial.mode_modestep(step)
@@ -314,6 +330,16 @@ class UnchangedTensor(_TensorRule):
                     continue  # (an empty tensor holds nothing that could change)
                 judged = True
                 if all(self._same(values[-1], v) for v in values[:-1]):
+                    if (self.is_parameter(name) and not (self.collection_names or self.tensor_regex)
+                            and not self._no_gradient_reached(name, worker, mode, steps)):
+                        skipped = self._identical.no_optimizer_step(
+                            name, worker, mode, self.base_trial.tensor(name).steps(mode=mode), steps[0], steps[-1])
+                        if skipped is not None:
+                            # bit-identical while it moves at other saves: no optimizer step between these saves
+                            # (a model called several times per update, gradient accumulation), no fault
+                            self.logger.debug("%s: %s unchanged over %s %s: no optimizer step between them (%s)",
+                                              self.rule_name, worker_named(name, worker), where, steps, skipped)
+                            continue
                     failing.append((worker, f"{worker_named(name, worker)} unchanged over {where} "
                                             f"{', '.join(map(str, steps))}"))
             if failing:

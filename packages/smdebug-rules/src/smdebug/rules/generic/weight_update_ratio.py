@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import bisect
-import hashlib
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
@@ -11,6 +10,7 @@ import numpy as np
 from smdebug.core.modes import ModeKeys
 from smdebug.exceptions import SMDebugValueError
 from smdebug.rules.generic.convergence import CONVERGED_GRADIENT_FRACTION, GradientConvergence
+from smdebug.rules.generic.identical_saves import IdenticalSaves
 from smdebug.rules.generic.loss_rules import EVALUATION_ONLY, SavedSteps, auto_mode, contains, mode_label, step_in_mode
 from smdebug.rules.generic.selection import (GRADIENTS, GradientsByStep, first_finding, select_tensors,
                                              trained_parameters, value_at, worker_named, workers_at)
@@ -33,7 +33,8 @@ class WeightUpdateRatio(Rule):
     ``num_steps``) the weight is skipped. The rule fires when ``ratio > large_threshold`` or
     ``ratio < small_threshold``, and when the ratio is not finite (NaN or infinite weights). A weight that
     was all zeros at ``p`` (zero-initialised biases and normalisation shifts) is skipped at ``s``: its ratio
-    has no scale (it used to fire as ``update / epsilon``).
+    has no scale (it used to fire as ``update / epsilon``); later, its norm in the denominator is the largest it
+    has had so far, since a shift that stays near zero has no scale of its own at a save where it crosses zero.
 
     The large test leaves out a tensor the run never saved a gradient of while it saved others' (non-trainable
     variables: Keras' BatchNormalization ``moving_mean`` and ``moving_variance``, which the Keras hook saves with
@@ -134,7 +135,10 @@ class WeightUpdateRatio(Rule):
         self._trained = (-1, None)  # (number of tensors of the run when computed, trained_parameters)
         self._gradients = GradientsByStep(base_trial)
         #: (weight, worker, mode) -> {mode step: digest of its value}: which saves hold bit-identical weights
-        self._digests: Dict[Tuple[str, Optional[str], ModeKeys], Dict[int, Optional[bytes]]] = {}
+        self._identical = IdenticalSaves(base_trial)
+        #: per (weight, worker, mode): whether its first save judged was all zeros, and then its largest norm so far
+        self._zero_start: Dict[Tuple[str, Optional[str], ModeKeys], bool] = {}
+        self._peak: Dict[Tuple[str, Optional[str], ModeKeys], float] = {}
 
     def _weights(self):
         names = select_tensors(self.base_trial, [WEIGHTS], [])
@@ -192,69 +196,6 @@ class WeightUpdateRatio(Rule):
             return None
         return self._convergence.converged(gradient, worker, first, last, self.converged_gradient_fraction)
 
-    def _digest(self, name: str, worker: Optional[str], mode: ModeKeys, step: int) -> Optional[bytes]:
-        """A digest of ``worker``'s value of the weight at mode step ``step`` (None when no value was saved
-        there)."""
-        cache = self._digests.setdefault((name, worker, mode), {})
-        if step not in cache:
-            value = value_at(self.base_trial, name, step, mode=mode, worker=worker)
-            if value is None:
-                cache[step] = None
-            else:
-                value = np.ascontiguousarray(value)
-                cache[step] = hashlib.sha1(repr((value.dtype.str, value.shape)).encode()
-                                           + value.tobytes()).digest()
-        return cache[step]
-
-    def _no_optimizer_step(self, name: str, worker: Optional[str], mode: ModeKeys, steps: List[int], p: int,
-                           s: int) -> Optional[str]:
-        """Whether an update of exactly 0 (bit-identical weights at ``p`` and ``s``) reads as "no optimizer step
-        between these saves" rather than as a tiny step: the weight is identical over a stretch of consecutive
-        saves (the *stretch* holding ``p..s``) and moves at other saves of the run. That is gradient
-        accumulation (one optimizer step every k forward calls, each a hook step), a model called several times
-        per update (siamese and multi-view code, an RL rollout before one update), a skipped step (a
-        ``GradScaler`` skipping an overflow). It does when the weight moves at a save after the stretch; when the
-        stretch reaches the last save, only once training has ended (a run followed while it trains may move
-        at its next save) and only if the weight moved before it and the stretch spans no more steps than the
-        longest stretch without a move that ended (the run's own period between optimizer steps): a weight that
-        stops moving for good (steps no longer taken) is judged as before. A weight that never moves over the
-        run is judged as before too: an optimizer that never steps, one over a copy of the model, a learning rate
-        so small that float rounding cancels the update. The saves compared are ``worker``'s. Returns how (for
-        the log), or None."""
-        i, j = bisect.bisect_left(steps, p), bisect.bisect_left(steps, s)
-        if i >= len(steps) or steps[i] != p or j >= len(steps) or steps[j] != s:
-            return None
-        same = self._digest(name, worker, mode, s)
-        if same is None or any(self._digest(name, worker, mode, steps[k]) != same for k in range(i, j)):
-            return None
-        end = j
-        while end + 1 < len(steps) and self._digest(name, worker, mode, steps[end + 1]) == same:
-            end += 1
-        if end + 1 < len(steps):
-            if self._digest(name, worker, mode, steps[end + 1]) is None:
-                return None
-            return f"moves again at {mode_label(mode)} {steps[end + 1]}"
-        if not self.base_trial.loaded_all_steps:
-            return None
-        start = i
-        while start > 0 and self._digest(name, worker, mode, steps[start - 1]) == same:
-            start -= 1
-        if start == 0:
-            return None  # never moved over the run
-        # the stretches of identical saves before this one (each ended by a move): the run's period
-        longest, k = 0, 0
-        while k < start:
-            first = k
-            digest = self._digest(name, worker, mode, steps[first])
-            while k + 1 < start and self._digest(name, worker, mode, steps[k + 1]) == digest:
-                k += 1
-            longest = max(longest, steps[k] - steps[first])
-            k += 1
-        if steps[end] - steps[start] <= longest:
-            return (f"identical over {mode_label(mode)}s {steps[start]}-{steps[end]}, no longer than the run's "
-                    f"longest stretch without a move ({longest} steps)")
-        return None
-
     def _judge(self, name: str, worker: Optional[str], mode: ModeKeys, steps: List[int], p: int, s: int):
         """``worker``'s update of weight ``name`` from mode step ``p`` to ``s`` (None: the one worker that saved
         it): its finding, "" when the update is no fault, None when it cannot be judged (only reductions saved,
@@ -268,12 +209,23 @@ class WeightUpdateRatio(Rule):
         if now.shape != before.shape:
             self.logger.debug("%s: %s changed shape between steps %d and %d", self.rule_name, label, p, s)
             return None
+        key = (name, worker, mode)
         if not np.any(before):
             # a parameter initialised to zero (a bias, a normalisation shift) has no scale to compare
             # its first update with: the ratio is undefined, not large
+            self._zero_start.setdefault(key, True)
             return ""
+        self._zero_start.setdefault(key, False)
+        norm = float(np.linalg.norm(before.ravel()))
+        if self._zero_start[key]:
+            # a parameter that started at zero and stays near it (a shift whose optimum is about 0) has no scale
+            # at a save where it happens to cross zero: its largest size so far is its scale (an Adam step of
+            # 3e-3 on a LayerNorm beta saved at a norm of 3e-4 read as a ratio of 10.8)
+            norm = self._peak[key] = max(self._peak.get(key, 0.0), norm)
         with np.errstate(all="ignore"):
-            ratio = float(np.linalg.norm((now - before).ravel()) / (np.linalg.norm(before.ravel()) + self.epsilon))
+            ratio = float(np.linalg.norm((now - before).ravel()) / (norm + self.epsilon))
+        if self._zero_start[key] and np.isfinite(ratio):
+            self._peak[key] = max(self._peak[key], float(np.linalg.norm(now.ravel())))
         where = f"between {mode_label(mode)}s {p} and {s}"
         if not np.isfinite(ratio):
             return f"{label}: update/weight ratio is {ratio} {where}"
@@ -282,7 +234,7 @@ class WeightUpdateRatio(Rule):
         if ratio < self.small_threshold and not self._not_trained(name, mode, p) and not self._zero_gradient(
                 name, worker, mode, p):
             if ratio == 0 and np.array_equal(now, before):
-                skipped = self._no_optimizer_step(name, worker, mode, steps, p, s)
+                skipped = self._identical.no_optimizer_step(name, worker, mode, steps, p, s)
                 if skipped is not None:
                     # bit-identical weights while the same weight moves at other saves: no optimizer step
                     # between these saves (gradient accumulation, several forward calls per update)
