@@ -11,6 +11,7 @@ plugin whose command cannot load fails that command alone, with a message naming
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import logging
 import sys
@@ -28,6 +29,52 @@ COMMANDS: Dict[str, str] = {
 }
 #: the top-level options, which take no value: the first other argument names the command
 _TOP_LEVEL_FLAGS = ("-h", "--help", "--version", "-v", "--verbose")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, naming the close match of a misspelt command or subcommand ("did you mean 'ls'?").
+    Subcommand parsers are made of the class of their parent, so a plugin's nested subcommands (``smdebug
+    rules lst``) get it too."""
+
+    def _check_value(self, action, value):  # (argparse's one place that refuses a value outside choices)
+        try:
+            super()._check_value(action, value)
+        except argparse.ArgumentError as e:
+            guess = _close_match(value, action.choices or ())
+            if guess is None or "did you mean" in str(e):  # (Python 3.14 may have guessed already)
+                raise
+            raise argparse.ArgumentError(action, f"{e.message}; did you mean {guess!r}?") from None
+
+
+def _close_match(word, candidates, cutoff: float = 0.6) -> Optional[str]:
+    if not isinstance(word, str):
+        return None
+    found = difflib.get_close_matches(word, [c for c in candidates if isinstance(c, str)], n=1, cutoff=cutoff)
+    return found[0] if found else None
+
+
+def _parser_of(parser: argparse.ArgumentParser, argv: List[str]) -> argparse.ArgumentParser:
+    """The (sub)command parser ``argv`` reaches: ``smdebug rules run RUN`` -> the parser of ``rules run``."""
+    while True:
+        subcommands = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+        if subcommands is None:
+            return parser
+        name = next((a for a in argv if not a.startswith("-")), None)
+        if name not in subcommands.choices:
+            return parser
+        parser, argv = subcommands.choices[name], argv[argv.index(name) + 1:]
+
+
+def _refuse_unknown(parser: argparse.ArgumentParser, argv: List[str], unknown: List[str]) -> None:
+    """Exit 2 naming the arguments no parser took, from the parser of the command they were given to (its
+    usage and name, not the top level's), with the close option of a misspelt one (``--stpe`` -> ``--step``)."""
+    command = _parser_of(parser, argv)
+    options = {o[2:]: o for a in command._actions for o in a.option_strings if o.startswith("--")}
+    flag = next((u.split("=", 1)[0] for u in unknown if u.startswith("--")), None)
+    # (compared without the dashes they all share, which would make any two options look alike)
+    guess = _close_match(flag[2:], options, cutoff=0.7) if flag else None
+    hint = f" (did you mean {options[guess]}?)" if guess else ""
+    command.error(f"unrecognized arguments: {' '.join(unknown)}{hint}")
 
 
 def _version() -> str:
@@ -96,7 +143,7 @@ def build_parser(argv: Optional[List[str]] = None) -> argparse.ArgumentParser:
     unless ``argv`` names a core command (which then runs without plugin discovery)."""
     argv = sys.argv[1:] if argv is None else list(argv)
     chosen = _command_name(argv)
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="smdebug",
         description="Inspect smdebug runs and installation.",
         epilog="`smdebug COMMAND --help` describes a command.",
@@ -141,7 +188,9 @@ def main(argv: Optional[List[str]] = None) -> int:
 def _main(argv: Optional[List[str]], stdout, stderr) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(argv)
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        _refuse_unknown(parser, argv, unknown)
     if getattr(args, "_run", None) is None:
         parser.print_help(sys.stderr)
         return 2

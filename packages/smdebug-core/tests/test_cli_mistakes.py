@@ -1,0 +1,57 @@
+"""A new user's typing mistakes get an answer from the command they typed: an unknown option is reported by
+that command's parser (its usage, its name), and a misspelt command, subcommand or option names the close
+match, as git, cargo and pytest do."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from _support import NumpyHook
+from smdebug.core.save_config import SaveConfig
+
+
+def _run(out) -> str:
+    hook = NumpyHook(out_dir=str(out), save_config=SaveConfig(save_interval=1), include_collections=["weights"])
+    for step in range(2):
+        hook.begin_step()
+        hook.record("weights/w", np.arange(4, dtype=np.float32) + step)
+        hook.end_step()
+    hook.close()
+    return str(out)
+
+
+def test_an_unknown_option_is_reported_by_the_command_given(tmp_path, smdebug_cli):
+    run = _run(tmp_path / "run")
+    for args, prog in ((["ls", run, "--bogus"], "smdebug ls"), (["show", run, "weights/w", "--bogus"], "smdebug show"),
+                       (["plugins", "--bogus"], "smdebug plugins"),
+                       (["rules", "run", run, "--bogus"], "smdebug rules run")):
+        out = smdebug_cli(*args)
+        assert out.returncode == 2, (args, out)
+        assert out.stdout == "", (args, out.stdout)
+        assert f"{prog}: error: unrecognized arguments: --bogus" in out.stderr, (args, out.stderr)
+        assert f"usage: {prog} " in out.stderr, (args, out.stderr)
+        assert "did you mean" not in out.stderr, (args, out.stderr)  # --bogus is like none of them
+
+
+def test_a_misspelt_option_names_the_close_one(tmp_path, smdebug_cli):
+    run = _run(tmp_path / "run")
+    out = smdebug_cli("show", run, "weights/w", "--stpe", "1")
+    assert out.returncode == 2 and out.stdout == ""
+    assert "unrecognized arguments: --stpe 1 (did you mean --step?)" in out.stderr, out.stderr
+    out = smdebug_cli("run", "--outdir", str(tmp_path / "x"), "--", "python", "train.py")
+    assert out.returncode == 2 and "(did you mean --out-dir?)" in out.stderr, out.stderr
+    out = smdebug_cli("ls", run, "--jsn")
+    assert "(did you mean --json?)" in out.stderr, out.stderr
+    out = smdebug_cli("ls", run, "--zzzzzz")  # nothing close: no guess
+    assert "did you mean" not in out.stderr and "unrecognized arguments: --zzzzzz" in out.stderr, out.stderr
+
+
+def test_a_misspelt_command_names_the_close_one(smdebug_cli):
+    out = smdebug_cli("lss", "/tmp/run")
+    assert out.returncode == 2 and out.stdout == ""
+    assert "invalid choice: 'lss'" in out.stderr and "did you mean 'ls'?" in out.stderr, out.stderr
+    out = smdebug_cli("rules", "lst")
+    assert out.returncode == 2 and "did you mean 'list'?" in out.stderr, out.stderr
+    out = smdebug_cli("export", "tensorbord", "/tmp/run", "/tmp/tb")
+    assert out.returncode == 2 and "did you mean 'tensorboard'?" in out.stderr, out.stderr
+
