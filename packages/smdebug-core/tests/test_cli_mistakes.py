@@ -55,3 +55,26 @@ def test_a_misspelt_command_names_the_close_one(smdebug_cli):
     out = smdebug_cli("export", "tensorbord", "/tmp/run", "/tmp/tb")
     assert out.returncode == 2 and "did you mean 'tensorboard'?" in out.stderr, out.stderr
 
+
+def test_a_word_of_a_tensor_name_names_the_tensors_holding_it(tmp_path, smdebug_cli):
+    """``smdebug plot RUN loss`` on a PyTorch run, whose loss is ``CrossEntropyLoss_output_0``: names are
+    matched whole, and no name is close to 'loss' by spelling; the tensors that contain the word are named."""
+    run = tmp_path / "run"
+    hook = NumpyHook(out_dir=str(run), save_config=SaveConfig(save_interval=1), include_collections=["losses"])
+    hook.get_collection("losses").include("Loss_output")  # (this test hook's own losses regex is 'loss')
+    for step in range(3):
+        hook.begin_step()
+        hook.record("CrossEntropyLoss_output_0", np.array(1.0 / (step + 1), np.float32))
+        hook.record("scalar/val_loss", np.array(2.0 / (step + 1), np.float32))
+        hook.end_step()
+    hook.close()
+    out = smdebug_cli("plot", str(run), "loss", "-o", str(tmp_path / "loss.png"))
+    assert out.returncode == 1 and out.stdout == "", out
+    assert "no tensor matches 'loss' (did you mean 'scalar/val_loss' or 'CrossEntropyLoss_output_0'?)" in out.stderr, \
+        out.stderr
+    out = smdebug_cli("show", str(run), "LOSS")
+    assert out.returncode == 1 and "did you mean 'scalar/val_loss' or 'CrossEntropyLoss_output_0'?" in out.stderr, \
+        out.stderr
+    out = smdebug_cli("show", str(run), "accuracy")  # in no name: no guess
+    assert out.returncode == 1 and "did you mean" not in out.stderr, out.stderr
+

@@ -254,10 +254,21 @@ def resolve_tensor_names(trial, patterns: Sequence[str], collections: Sequence[s
 
 
 def suggest(name: str, names: Iterable[str]) -> str:
-    """`` (did you mean 'a' or 'b'?)`` or ''."""
+    """`` (did you mean 'a' or 'b'?)`` or '': the names close in spelling, else up to three that hold ``name``
+    as a word, shortest first (``loss`` -> ``CrossEntropyLoss_output_0``: a framework's names are longer than
+    the word a user types, and no spelling distance finds them)."""
     from smdebug.core.names import did_you_mean
 
-    return did_you_mean(name, names)
+    names = list(names)
+    close = did_you_mean(name, names)
+    if close or len(name) < 3:
+        return close
+    word = name.lower()
+    holding = sorted((n for n in names if word in n.lower() and n != name), key=lambda n: (len(n), n))[:3]
+    if not holding:
+        return ""
+    quoted = [repr(n) for n in holding]
+    return f" (did you mean {quoted[0] if len(quoted) == 1 else ', '.join(quoted[:-1]) + ' or ' + quoted[-1]}?)"
 
 
 def no_collection_error(name: str, trial) -> CliError:
