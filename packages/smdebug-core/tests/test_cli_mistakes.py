@@ -78,3 +78,12 @@ def test_a_word_of_a_tensor_name_names_the_tensors_holding_it(tmp_path, smdebug_
     out = smdebug_cli("show", str(run), "accuracy")  # in no name: no guess
     assert out.returncode == 1 and "did you mean" not in out.stderr, out.stderr
 
+
+def test_a_missing_argument_message_names_only_the_required_ones(smdebug_cli):
+    """TENSOR of export and plot is optional ([TENSOR ...]); argparse listed it among the required."""
+    out = smdebug_cli("export", "tensorboard")
+    assert out.returncode == 2 and out.stdout == ""
+    assert "the following arguments are required: TRIAL, DIR\n" in out.stderr, out.stderr
+    out = smdebug_cli("plot")
+    assert out.returncode == 2 and "the following arguments are required: TRIAL, -o/--output\n" in out.stderr, \
+        out.stderr

@@ -25,7 +25,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     c.add_trial_argument(tb)
     tb.add_argument("out_dir", metavar="DIR", help="where to write the event files (a directory or s3://bucket/prefix)")
-    tb.add_argument("tensors", nargs="*", metavar="TENSOR",
+    # (default=[]: without one argparse lists an optional nargs="*" positional among the required ones)
+    tb.add_argument("tensors", nargs="*", default=[], metavar="TENSOR",
                     help="only these tensors: names, or regular expressions matching whole names (default: all)")
     tb.add_argument("--collection", action="append", default=[], metavar="NAME",
                     help="only the tensors of this collection (repeatable; with TENSOR: both)")

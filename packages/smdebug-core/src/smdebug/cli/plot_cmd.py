@@ -36,7 +36,8 @@ def _size(text: str):
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     c.add_trial_argument(parser)
-    parser.add_argument("tensors", nargs="*", metavar="TENSOR",
+    # (default=[]: without one argparse lists an optional nargs="*" positional among the required ones)
+    parser.add_argument("tensors", nargs="*", default=[], metavar="TENSOR",
                         help="tensor names, or regular expressions matching whole names ('gradient/.*')")
     parser.add_argument("-o", "--output", required=True, metavar="FILE",
                         help="image to write (.png, .svg, .pdf); - writes a PNG image to stdout")
