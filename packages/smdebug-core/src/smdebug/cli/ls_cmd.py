@@ -125,8 +125,16 @@ def render(doc: dict) -> str:
     out.append(c.table(("MODE", "STEPS", "FIRST", "LAST", "SAVED"), rows, align_right=(1, 2, 3)) if rows else "  (none)")
     out.append("")
     out.append(f"Collections ({len(doc['collections'])}):")
-    rows = [(col["name"], col["tensors"]) for col in doc["collections"]]
-    out.append(c.table(("NAME", "TENSORS"), rows, align_right=(1,)) if rows else "  (none)")
+    # (a hook defines a collection per kind of layer it could meet: a small PyTorch run has 22, 12 of them
+    # empty; those are named on one line, so the table shows what the run holds; --json lists them all)
+    rows = [(col["name"], col["tensors"]) for col in doc["collections"] if col["tensors"]]
+    empty = [col["name"] for col in doc["collections"] if not col["tensors"]]
+    if rows:
+        out.append(c.table(("NAME", "TENSORS"), rows, align_right=(1,)))
+    if empty:
+        out.append(f"  {'holding no tensor' if rows else 'none holds a tensor'}: {_names_line(empty)}")
+    if not doc["collections"]:
+        out.append("  (none)")
     for col in doc["collections"]:
         refused = col.get("refused_regex")
         if refused:  # (the first few: a file of 300,000 patterns made a 3 MB line; --json lists them all)
@@ -147,6 +155,12 @@ def render(doc: dict) -> str:
         else:
             out.append("  (none)")
     return "\n".join(out)
+
+
+def _names_line(names, limit: int = 40) -> str:
+    """Names joined on one line, the first ``limit`` of them (a run may define thousands)."""
+    more = f", ... ({len(names) - limit:,} more)" if len(names) > limit else ""
+    return ", ".join(names[:limit]) + more
 
 
 def run(args: argparse.Namespace) -> int:
