@@ -115,9 +115,20 @@ def _facts(trial) -> dict:
     }
 
 
-def _absent(groups: dict) -> list:
-    out = [what for what, key in (("losses", "losses"), ("metrics", "metrics"), ("weights", "weights"),
-                                  ("gradients", "gradients"), ("activations", "activations")) if not groups[key]]
+def _absent(groups: dict, collection_sizes) -> list:
+    """What the run does not hold, of what the report draws. A metric that is also a loss (XGBoost files its
+    evaluation metrics in both) is drawn once, with the losses, so the metrics group can be empty while the
+    run's metric collections are not: those are not called absent."""
+    from smdebug.cli.report.content import METRIC_COLLECTIONS
+
+    sizes = dict(collection_sizes)
+    out = []
+    for what in ("losses", "metrics", "weights", "gradients", "activations"):
+        if groups[what]:
+            continue
+        if what == "metrics" and any(sizes.get(cn) for cn in METRIC_COLLECTIONS):
+            continue
+        out.append(what)
     return out
 
 
@@ -174,7 +185,7 @@ class Report:
         facts = []
         for run in self.runs:
             f = _facts(run.trial)
-            f["absent"] = _absent(run.groups)
+            f["absent"] = _absent(run.groups, f["collections"])
             facts.append(f)
         next(bar, None)
         title = args.title or ("smdebug report: " + " vs ".join(r.label for r in self.runs))
