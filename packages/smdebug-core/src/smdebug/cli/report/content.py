@@ -506,6 +506,7 @@ def place_findings(sections: List[Section], runs: List[RunInfo], many: bool) -> 
     run's first loss chart; every finding also goes on the run-level timeline this returns."""
     charts = [c for s in sections for c in s.charts if c.kind == "lines"]
     timeline = []
+    drawn: Dict[str, List[str]] = {}  # run label -> the tensors drawn for it
     for run in runs:
         if run.rules is None:
             continue
@@ -517,9 +518,10 @@ def place_findings(sections: List[Section], runs: List[RunInfo], many: bool) -> 
                                  "mode_step": "" if f.mode_step is None else f.mode_step, "reason": f.reason,
                                  "status": v.status, "tensor": f.tensor or ""})
                 target, line = None, None
-                if f.tensor:
+                about = f.tensor or _tensor_named_in(f.reason, drawn.setdefault(label, _drawn_tensors(charts, label)))
+                if about:
                     for c in charts:
-                        cand = [ln for ln in c.lines if ln.tensor == f.tensor and ln.run == label]
+                        cand = [ln for ln in c.lines if ln.tensor == about and ln.run == label]
                         if cand:
                             target = c
                             line = next((ln for ln in cand if ln.mode == f.mode), cand[0])
@@ -535,11 +537,43 @@ def place_findings(sections: List[Section], runs: List[RunInfo], many: bool) -> 
                 target.markers.append({"step": f.step, "y": y, "rule": v.name, "status": v.status,
                                        "mode": f.mode or "", "mode_step": "" if f.mode_step is None else f.mode_step,
                                        "reason": f.reason, "run": label,
-                                       "tensor": f.tensor or f"not named by the rule (shown on {line.tensor})"})
+                                       "tensor": f.tensor or (f"{about} (named in the finding)" if line.tensor == about
+                                                              else f"not named by the rule (shown on {line.tensor})")})
     spans = [s for r in runs for s in (r.trial.steps()[:1] + r.trial.steps()[-1:])]
     return Chart("timeline", "Findings over the run", key="rules", smooth=False, x_label="global step",
                  y_label="rule", data={"findings": timeline, "rules": _rule_rows(runs, many),
                                        "x_range": (min(spans), max(spans)) if spans else None})
+
+
+def _drawn_tensors(charts, label: str) -> List[str]:
+    return sorted({ln.tensor for c in charts for ln in c.lines if ln.run == label}, key=len, reverse=True)
+
+
+def _tensor_named_in(reason, names: List[str]) -> Optional[str]:
+    """The drawn tensor a finding's reason names first, as a whole name (``valid_loss rose ...``), for a
+    finding that gives no ``tensor``: a rule judging two losses says which in its words, and the first loss
+    chart would mark a validation loss's finding on the training loss. None when it names none."""
+    if not isinstance(reason, str) or not reason:
+        return None
+    best = None
+    for name in names:  # (longest first: of two names at one place, the longer is the one meant)
+        at = _whole_name_at(reason, name)
+        if at is not None and (best is None or at < best[0]):
+            best = (at, name)
+    return best[1] if best else None
+
+
+def _whole_name_at(text: str, name: str) -> Optional[int]:
+    """Where ``name`` first stands in ``text`` on its own (not inside a longer name: 'fc1' in
+    'weights/fc1'), or None."""
+    inside = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_/-")
+    start = text.find(name)
+    while start != -1:
+        end = start + len(name)
+        if (start == 0 or text[start - 1] not in inside) and (end == len(text) or text[end] not in inside):
+            return start
+        start = text.find(name, start + 1)
+    return None
 
 
 def _losses(run: RunInfo) -> List[str]:
