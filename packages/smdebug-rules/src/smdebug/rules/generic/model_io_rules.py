@@ -20,6 +20,7 @@ from smdebug.core import loss_inputs
 from smdebug.exceptions import SMDebugValueError
 from smdebug.rules.evaluation import looking_for
 from smdebug.rules.generic.activation_rules import batches_at
+from smdebug.rules.generic.input_statistics import InputStatistics
 from smdebug.rules.generic.selection import select_tensors
 from smdebug.rules.generic.xgboost_rules import objective_as_loss
 from smdebug.rules.params import as_float, as_int, as_list
@@ -45,7 +46,11 @@ class UnnormalizedInput(Rule):
 
     and the rule fires when ``max_j scale_j > threshold``. A standardised feature has scale about 1; a
     feature min-max scaled to [0, 1] below 1; features left as measured (areas, amounts, sensor readings)
-    reach the hundreds or thousands.
+    reach the hundreds or thousands. Unless the model standardises them itself: a saved pair of per-feature
+    statistics (a mean and a variance of one layer, one value per feature: Keras's adapted ``Normalization``, a
+    first ``BatchNormalization``'s moving statistics, at their last save) that brings every feature of the
+    input to a scale of at most ``threshold`` (:mod:`.input_statistics`). A PyTorch ``BatchNorm1d`` keeps its
+    statistics in buffers, which the hook does not save: raw features into one still fire.
 
     It also fires when the model's input carries no information: a float table or sequence (at least
     ``min_samples`` samples) whose samples are all identical (all zeros from an inverted mask, one sample
@@ -75,6 +80,7 @@ class UnnormalizedInput(Rule):
             raise SMDebugValueError(f"{rule}: give collection_names or tensor_regex")
         #: input tensor -> why it is no table of measurements (an image, ids)
         self._not_tables: Dict[str, str] = {}
+        self._statistics = InputStatistics(base_trial)
 
     def _not_table(self, name: str, reason: str) -> None:
         self._not_tables[name] = reason
@@ -120,6 +126,13 @@ class UnnormalizedInput(Rule):
             scale = np.maximum(np.abs(x.mean(axis=0)), x.std(axis=0))
             j = int(np.argmax(scale))
             if scale[j] > self.threshold:
+                inside = self._statistics.standardising(x, self.threshold)
+                if inside:
+                    # (the model standardises the raw features itself: its first layer that learns sees them
+                    # at unit scale)
+                    self.logger.debug("%s: %s at step %d is standardised inside the model by %s", self.rule_name,
+                                      name, step, inside)
+                    continue
                 return (f"{name}: feature {j} has scale {scale[j]:.4g} (mean {x[:, j].mean():.4g}, std "
                         f"{x[:, j].std():.4g}) > threshold {self.threshold:g} over {x.shape[0]} rows; "
                         f"{int((scale > self.threshold).sum())} of {x.shape[1]} features above it")

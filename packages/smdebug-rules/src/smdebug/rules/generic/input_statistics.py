@@ -1,0 +1,81 @@
+"""Per-feature statistics a model keeps of its own input, found among the saved tensors by their values.
+
+A model may standardise raw features itself: Keras's ``Normalization`` layer (``adapt`` sets its ``mean`` and
+``variance``), a ``BatchNormalization`` as the first layer (its ``moving_mean`` and ``moving_variance`` follow the
+batches' statistics). The hooks save those statistics with the weights. An input that looks unnormalised is then
+no fault: the first layer that learns sees it standardised. Names differ by framework and layer, so a pair is
+recognised by name only loosely (a ``mean`` and a ``var``/``variance`` of one layer) and proved by its values:
+one number per input feature, which bring the input's saved batches to the scale UnnormalizedInput tolerates."""
+
+from __future__ import annotations
+
+import re
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+
+from smdebug.exceptions import ShapeUnavailableForStep, TensorUnavailableForStep
+
+#: the last part of a saved statistic's name: ``mean``, ``moving_mean``, ``running_mean``; ``variance``, ``var``...
+_MEAN = re.compile(r"^(.*?)(moving_|running_)?mean$")
+_VARIANCE = re.compile(r"^(.*?)(moving_|running_)?var(iance)?$")
+#: added to a variance before its square root, as the layers do (Keras's Normalization and BatchNormalization
+#: use 1e-7 and 1e-3): a constant feature's variance of 0 divides nothing by zero
+VARIANCE_EPSILON = 1e-3
+
+
+class InputStatistics:
+    """The mean/variance pairs of a trial's saved tensors, read once (at their last save)."""
+
+    def __init__(self, trial):
+        self.trial = trial
+        self._pairs: Optional[Tuple[int, List[Tuple[str, str]]]] = None
+        self._values: Dict[str, Optional[np.ndarray]] = {}
+
+    def _candidate_pairs(self) -> List[Tuple[str, str]]:
+        names = self.trial.tensor_names()
+        if self._pairs is None or self._pairs[0] != len(names):
+            means: Dict[str, str] = {}
+            variances: Dict[str, str] = {}
+            for name in names:
+                if name.startswith("gradient/"):
+                    continue
+                m, v = _MEAN.match(name), _VARIANCE.match(name)
+                if m:
+                    means.setdefault(m.group(1), name)
+                elif v:
+                    variances.setdefault(v.group(1), name)
+            self._pairs = (len(names), [(means[k], variances[k]) for k in sorted(means) if k in variances])
+        return self._pairs[1]
+
+    def _last(self, name: str) -> Optional[np.ndarray]:
+        if name not in self._values:
+            value = None
+            try:
+                steps = self.trial.tensor(name).steps()
+                if steps:
+                    value = np.asarray(self.trial.tensor(name).value(steps[-1]), dtype=np.float64)
+            except (TensorUnavailableForStep, ShapeUnavailableForStep, TypeError, ValueError):
+                value = None  # (a statistic saved as reductions only, or not as numbers, proves nothing)
+            self._values[name] = value
+        return self._values[name]
+
+    def standardising(self, table: np.ndarray, threshold: float) -> Optional[str]:
+        """The saved statistics that standardise ``table`` (rows x features) inside the model, named for the
+        log, or None: a mean and a variance with one value per feature of the table that bring every feature
+        to a scale (``max(|mean|, std)`` of ``(x - mean) / sqrt(variance)``) of at most ``threshold``, the scale
+        UnnormalizedInput tolerates. Statistics that lag (moving ones still on their way from their initial 0 and
+        1) pass as long as what the first layer that learns sees is at that scale."""
+        features = table.shape[-1]
+        for mean_name, variance_name in self._candidate_pairs():
+            m, v = self._last(mean_name), self._last(variance_name)
+            if m is None or v is None or m.shape != (features,) or v.shape != (features,):
+                continue
+            if not (np.all(np.isfinite(m)) and np.all(np.isfinite(v)) and np.all(v >= 0)):
+                continue
+            with np.errstate(all="ignore"):
+                z = (table - m) / np.sqrt(v + VARIANCE_EPSILON)
+            scale = np.maximum(np.abs(z.mean(axis=0)), z.std(axis=0))
+            if np.all(np.isfinite(scale)) and scale.max() <= threshold:
+                return f"{mean_name} and {variance_name}"
+        return None

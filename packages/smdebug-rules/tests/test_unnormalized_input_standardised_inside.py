@@ -1,0 +1,55 @@
+"""UnnormalizedInput on raw features that the model standardises itself: Keras's documented idiom, an adapted
+``Normalization`` layer first, and a first ``BatchNormalization``. The hook saves their per-feature statistics with
+the weights; when those agree with the input's own mean and variance, the first layer that learns sees the
+features at unit scale and the rule is quiet (probe 10: both fired "feature 4 has scale 189.5"). The same raw
+features into a model without such a layer still fire."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from smdebug.rules.results import ISSUES, NO_ISSUES
+from _judging import judged  # noqa: E402
+
+
+def raw_table(n=320):
+    g = np.random.default_rng(0)
+    scales = np.array([0.05, 1.0, 30.0, 190.0, 4000.0, 2.0])  # measurements in their own units
+    x = (g.standard_normal((n, 6)) + 2.0) * scales
+    y = ((x[:, 3] / 190.0 - x[:, 4] / 4000.0) > 0).astype("int64")
+    return x.astype("float32"), y
+
+
+def keras_run(path, first: str) -> str:
+    tf = pytest.importorskip("tensorflow")
+    tf.config.threading.set_intra_op_parallelism_threads(1)
+    import keras
+
+    import smdebug.tensorflow as smd
+
+    L = keras.layers
+    keras.utils.set_random_seed(0)
+    x, y = raw_table()
+    layers = {"normalization": [L.Normalization()], "batchnorm": [L.BatchNormalization()], "none": []}[first]
+    if first == "normalization":
+        layers[0].adapt(x)
+    model = keras.Sequential([keras.Input((6,)), *layers, L.Dense(16, activation="relu"), L.Dense(2)])
+    model.compile(optimizer=keras.optimizers.Adam(1e-2),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    hook = smd.KerasHook.recommended(str(path))
+    model.fit(x, y, epochs=30, batch_size=32, verbose=0, callbacks=[hook])  # (moving statistics: ~300 updates)
+    hook.close()
+    return str(path)
+
+
+@pytest.mark.parametrize("first", ["normalization", "batchnorm"])
+def test_features_standardised_inside_the_model_are_no_finding(tmp_path, first):
+    r = judged(keras_run(tmp_path / "run", first), "UnnormalizedInput")
+    assert r.status == NO_ISSUES, (r.status, [f.reason for f in r.findings], r.detail)
+
+
+def test_raw_features_into_a_model_that_does_not_standardise_them_fire(tmp_path):
+    r = judged(keras_run(tmp_path / "run", "none"), "UnnormalizedInput")
+    assert r.status == ISSUES, (r.status, r.detail)
+    assert "feature 4 has scale" in r.findings[0].reason, r.findings[0].reason
