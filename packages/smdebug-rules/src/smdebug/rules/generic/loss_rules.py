@@ -747,6 +747,8 @@ class Overfit(Rule):
         #: per (loss, worker): its evaluations, and whether the condition was met at each
         self._evaluations: Dict[Tuple[str, Optional[str]], Evaluations] = {}
         self._met: Dict[Tuple[str, Optional[str]], Dict[int, bool]] = {}
+        #: per (loss, worker) of a finished run: every evaluation, to see past the one judged
+        self._complete: Dict[Tuple[str, Optional[str]], Evaluations] = {}
         self._previous: Optional[int] = None  # the step invoked before
 
     def _condition(self, ev: Evaluations, k: int) -> Tuple[bool, str]:
@@ -811,6 +813,30 @@ class Overfit(Rule):
             j -= 1
         return why if streak >= self.patience else None
 
+    def _new_best_later(self, name: str, worker: Optional[str], ev: Evaluations, k: int) -> Optional[str]:
+        """On a finished run, how the validation loss set a clearly new best after evaluation ``k`` (a median of
+        ``window`` evaluations below the best so far at ``k`` by more than ``rise_percent`` of it and 3 times the
+        noise), or None: a rise the run later left far behind was a transient (BatchNormalization's moving
+        statistics catching up with raw features, a warm-up bump), not training past its best model. A
+        memorising model never comes back below its best."""
+        if not self.base_trial.loaded_all_steps:
+            return None
+        full = self._complete.get((name, worker))
+        if full is None:
+            full = self._complete[(name, worker)] = Evaluations(self.base_trial, self._saved, name, worker)
+            full.extend(self.base_trial.steps()[-1])
+        w = self.window
+        if len(full.val) <= k + 1 or full.val[:k + 1] != ev.val[:k + 1]:
+            return None
+        best = min(running_medians(ev.val[:k + 1], w))
+        later = running_medians(full.val, w)[k - w + 2:]  # (medians of windows ending after k)
+        margin = max(abs(best) * self.rise_percent / 100, 3 * evaluation_noise(full.val))  # (the whole run's noise)
+        if not later or min(later) >= best - margin:
+            return None
+        j = int(np.argmin(later)) + k + 1
+        return (f"the validation loss later fell to a median of {min(later):.4g} "
+                f"({describe_pass(full.passes[j])}), below its best of {best:.4g} at the time")
+
     def invoke_at_step(self, step):
         judged = ended = False
         previous, self._previous = self._previous, step
@@ -832,15 +858,23 @@ class Overfit(Rule):
                 note_read(name)
                 why = self._fires(ev, k, self._met.setdefault((name, worker), {}))
                 if why:
+                    later = self._new_best_later(name, worker, ev, k)
+                    if later:
+                        self.logger.debug("%s: %s at step %d not reported: %s", self.rule_name, name, step, later)
+                        why = None
+                if why:
                     shown = worker_named(name, worker) if len(workers) > 1 else name
                     failing.append((worker, f"{shown}: {why}"
                                     + (f"; for {self.patience} evaluations" if self.patience > 1 else "")))
             if failing:
                 return first_finding(failing)
         if not judged:
-            if ended:
+            seen = max((len(ev.val) for ev in self._evaluations.values()), default=0)
+            if ended or 0 < seen < 2 * self.window:
+                # (said at every step once a pass was seen: a later step's generic reason hid how many there were)
                 self.not_evaluated(f"needs 2 * window = {2 * self.window} evaluations (validation passes of "
-                                   "EVAL-mode saves of a loss with TRAIN-mode saves before them)")
+                                   "EVAL-mode saves of a loss with TRAIN-mode saves before them); "
+                                   f"{seen} found so far")
             else:
                 self.not_evaluated(f"judges each validation pass (consecutive EVAL-mode saves of a loss) once it "
                                    f"ended, from start_step={self.start_step}, against the TRAIN-mode saves before it")
