@@ -19,6 +19,11 @@ _TOP_LEVEL_KEYS = {"collections", "_meta"}
 #: collections makes a file of a few MB.
 MAX_COLLECTIONS_FILE_BYTES = env_int("SMDEBUG_MAX_COLLECTIONS_FILE_BYTES", 64 << 20, minimum=1)
 MAX_COLLECTIONS_FILE_SETTING = "SMDEBUG_MAX_COLLECTIONS_FILE_BYTES"
+#: workers a collections file may say the run has. Each worker writes its own collections and index files, so
+#: a run of this many would hold tens of millions of files; a count beyond it (10^18) comes from damage, and
+#: taken as written it kept every step of a live run "not complete yet" (waiting for workers that cannot
+#: exist) and made a finished one fail only after listing for them.
+MAX_NUM_WORKERS = 1 << 24
 
 
 class CollectionManager:
@@ -135,13 +140,7 @@ class CollectionManager:
         for name, params in colls.items():
             cm.collections[name] = cls.collection_class.from_dict(params, path, budget=budget)
         meta = data.get("_meta") or {}
-        try:
-            n = int(meta.get("num_workers", 1)) if isinstance(meta, dict) else 1
-        except (TypeError, ValueError, OverflowError):  # OverflowError: 1e999 parses as infinity (atheris)
-            raise CollectionFileCorrupted(f"_meta.num_workers must be an integer, got {meta!r}", path) from None
-        if n < 1:
-            raise CollectionFileCorrupted(f"_meta.num_workers must be >= 1, got {n}", path)
-        cm._num_workers = n
+        cm._num_workers = _num_workers(meta.get("num_workers", 1) if isinstance(meta, dict) else 1, path)
         if isinstance(meta, dict):
             cm.meta = {k: v for k, v in meta.items() if k != "num_workers"}
         return cm
@@ -153,3 +152,20 @@ class CollectionManager:
 
     def __repr__(self):
         return f"<CollectionManager collections={sorted(self.collections)} num_workers={self._num_workers}>"
+
+
+def _num_workers(value, path) -> int:
+    """The ``_meta.num_workers`` of a collections file: a whole number from 1 to MAX_NUM_WORKERS, as writers
+    write it. ``true`` (a bool is an int to Python: read as 1 worker) and ``2.7`` (read as 2) were taken."""
+    shown = repr(value)[:100]
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)  # (1e3: JSON tools may write whole numbers so)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise CollectionFileCorrupted(f"_meta.num_workers must be a whole number, got {shown}", path)
+    if value < 1:
+        raise CollectionFileCorrupted(f"_meta.num_workers must be >= 1, got {value}", path)
+    if value > MAX_NUM_WORKERS:
+        raise CollectionFileCorrupted(
+            f"_meta.num_workers is {shown}, more workers than any run holds (at most {MAX_NUM_WORKERS:,}): "
+            "the file is damaged", path)
+    return value
