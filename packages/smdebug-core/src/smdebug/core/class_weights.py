@@ -9,9 +9,10 @@ hook records them in the collections file, under ``_meta.class_weights``, a list
       "targets": "^CrossEntropyLoss_input_1$"}]
 
 ``weights`` maps a class id (as a string: JSON keys) to its weight; a class not listed weighs 1.
-``targets`` is the regex (``re.search``) of the saved label tensors the weights apply to, or null when they
-apply to every label tensor of the run (Keras' ``class_weight``, XGBoost's ``scale_pos_weight``). A rule
-(ClassImbalance) then judges the *weighted* class counts: what the optimiser is actually shown.
+``targets`` is the regex (``re.search``; matched by :meth:`ClassWeights.applies_to`, in bounded time) of the
+saved label tensors the weights apply to, or null when they apply to every label tensor of the run (Keras'
+``class_weight``, XGBoost's ``scale_pos_weight``). A rule (ClassImbalance) then judges the
+*weighted* class counts: what the optimiser is actually shown.
 
 Writers: :func:`record_class_weights` (a hook, at any time before it closes: the collections file is
 written again when the hook closes). Readers: :func:`recorded_class_weights` (a trial or a CollectionManager).
@@ -23,7 +24,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Dict, List, Mapping, Optional, Sequence, Union
 
-from smdebug.core.activations import optional_regexes_valid
+from smdebug.core.activations import matching_names, optional_regexes_valid
 from smdebug.core.logger import get_logger
 
 logger = get_logger()
@@ -50,6 +51,16 @@ class ClassWeights:
 
     def weight(self, class_id: int) -> float:
         return self.weights.get(int(class_id), 1.0)
+
+    def applies_to(self, name: str) -> bool:
+        """Whether these weights apply to the label tensor ``name`` (``targets`` found in it, ``re.search``).
+        Use this, not ``re.search(targets, name)``: ``targets`` comes from the run's collections file, and a
+        pattern such as ``^(a+)+$`` against a label named ``aaa...a!`` backtracks for hours in ``re``; here
+        it is matched in bounded time (a pattern too slow to match is set aside with one warning and applies
+        to nothing, as a collection's patterns are)."""
+        if self.targets is None:
+            return True
+        return bool(matching_names(self.targets, [name]))
 
     def to_json_dict(self) -> dict:
         return {"source": self.source, "weights": {str(k): v for k, v in sorted(self.weights.items())},
