@@ -7,7 +7,7 @@ import re
 from typing import Iterable, List, Optional, Set
 
 from smdebug.core.names import name_list, shown
-from smdebug.core.reduction_config import ReductionConfig, _as_bool
+from smdebug.core.reduction_config import ReductionConfig, check_known_keys, _as_bool
 from smdebug.core.run_regex import Budget, BoundedPatterns, PatternError, compile_pattern
 from smdebug.core.save_config import SaveConfig, schedule_changed
 from smdebug.exceptions import CollectionFileCorrupted, SMDebugTypeError
@@ -303,12 +303,9 @@ class Collection:
         (see :mod:`smdebug.core.run_regex`); ``budget`` is shared by the collections of one file."""
         if not isinstance(params, dict) or "name" not in params:
             raise CollectionFileCorrupted(f"A collection entry must be an object with a name, got {params!r}", path)
-        unknown = set(params) - _COLLECTION_KEYS
-        if unknown:
-            # Newer writers may add keys; keep loading but never silently drop data we understand.
-            import logging
-
-            logging.getLogger("smdebug").debug("Ignoring unknown collection keys %s in %s", sorted(unknown), path)
+        where = f"collection {str(params.get('name'))[:100]!r} of {path or 'a collections file'}"
+        # (newer writers may add keys: the file still loads, but a key it meant and this version drops is said)
+        check_known_keys(params, sorted(_COLLECTION_KEYS), "a collection", where, ignored=("when_nan",))
         try:
             include = params.get("include_regex") or []
             if isinstance(include, str):
@@ -321,8 +318,9 @@ class Collection:
             coll = cls(
                 params["name"],
                 tensor_names=names,
-                reduction_config=ReductionConfig.from_dict(params.get("reduction_config")),
-                save_config=SaveConfig.from_dict(params["save_config"]) if params.get("save_config") else None,
+                reduction_config=ReductionConfig.from_dict(params.get("reduction_config"), source=where),
+                save_config=(SaveConfig.from_dict(params["save_config"], source=where)
+                             if params.get("save_config") else None),
                 save_histogram=_as_bool(params.get("save_histogram", True), "save_histogram"),
             )
             coll.match_in_bounded_time(budget or Budget(str(path) if path else ""))

@@ -11,6 +11,33 @@ ALLOWED_REDUCTIONS = ("min", "max", "mean", "std", "variance", "sum", "prod", "m
 ALLOWED_NORMS = ("l1", "l2")
 
 
+#: the keys of a reduction config as dict (what :meth:`ReductionConfig.to_json_dict` writes)
+REDUCTION_CONFIG_KEYS = ("reductions", "save_raw_tensor", "save_shape")
+_warned_unknown: set = set()
+
+
+def check_known_keys(params: dict, known, what: str, source: Optional[str], ignored=()) -> None:
+    """Keys of ``params`` outside ``known`` are a mistake that costs what they meant (``{"norms": "l2"}`` in a
+    reduction config saved no norm, ``{"save_intervall": 5}`` kept the default schedule), without a word:
+    given in code (``source`` None) they are SMDebugValueError naming them; read from a run's file
+    (``source``: which, and where in it; a newer writer may add keys) one warning naming them and the file.
+    ``ignored``: keys older writers wrote, taken silently."""
+    unknown = sorted(str(k)[:100] for k in params if k not in known and k not in ignored)
+    if not unknown:
+        return
+    message = (f"unknown key{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown[:10]))}"
+               f"{' and more' if len(unknown) > 10 else ''} in {what}; the keys are {', '.join(known)}")
+    if source is None:
+        raise SMDebugValueError(message[:1000])
+    message += f" (first in {source[:300]})"
+    key = (what, tuple(unknown[:10]))  # (once per process, not once per worker's file)
+    if key not in _warned_unknown and len(_warned_unknown) < 1000:
+        _warned_unknown.add(key)
+        from smdebug.core.logger import get_logger
+
+        get_logger().warning("smdebug: ignoring %s", message[:1000])
+
+
 def _names(kind: str, values, allowed) -> List[str]:
     if values is None:
         return []
@@ -105,13 +132,16 @@ class ReductionConfig:
         return cls(reductions, abs_reductions, norms, abs_norms, save_raw_tensor, save_shape)
 
     @classmethod
-    def from_dict(cls, params: Optional[dict]) -> Optional["ReductionConfig"]:
+    def from_dict(cls, params: Optional[dict], source: Optional[str] = None) -> Optional["ReductionConfig"]:
+        """``params`` as :meth:`to_json_dict` writes them; ``source``: the run's file they were read from (an
+        unknown key is then warned, not refused: see :func:`check_known_keys`)."""
         if params is None:
             return None
         if isinstance(params, ReductionConfig):
             return params
         if not isinstance(params, dict):
             raise SMDebugValueError(f"A reduction config must be a dict, got {params!r}")
+        check_known_keys(params, REDUCTION_CONFIG_KEYS, "a reduction config", source)
         return cls.from_csv(
             params.get("reductions", ""),
             save_raw_tensor=_as_bool(params.get("save_raw_tensor", False), "save_raw_tensor"),

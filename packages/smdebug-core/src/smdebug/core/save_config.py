@@ -169,16 +169,21 @@ class SaveConfigMode:
         }
 
     @classmethod
-    def from_dict(cls, params: Optional[dict]) -> Optional["SaveConfigMode"]:
+    def from_dict(cls, params: Optional[dict], source: Optional[str] = None) -> Optional["SaveConfigMode"]:
+        """``params`` as :meth:`to_json_dict` writes them. ``source``: the run's file they were read from,
+        where an unknown key is warned (the historical "when_nan" taken silently) so old and newer files
+        still load; given in code, an unknown key (a misspelt ``save_intervall``) is SMDebugValueError."""
         if params is None:
             return None
         if isinstance(params, SaveConfigMode):
             return params
         if not isinstance(params, dict):
             raise SMDebugValueError(f"A save config for one mode must be a dict, got {params!r}")
-        # Unknown keys (e.g. the historical "when_nan") are ignored so old files still load; so are the
-        # schedules smdebug 1.0.x accepted and this version refuses from users (see ``_set``): a run's
-        # collection file is read with this.
+        from smdebug.core.reduction_config import check_known_keys
+
+        check_known_keys(params, _SCM_KEYS, "a save config", source, ignored=("when_nan",))
+        # The schedules smdebug 1.0.x accepted and this version refuses from users (see ``_set``) are taken:
+        # a run's collection file is read with this.
         scm = cls.__new__(cls)
         scm._set(*(params.get(k) for k in ("save_interval", "start_step", "end_step", "save_steps")), strict=False)
         return scm
@@ -303,7 +308,8 @@ class SaveConfig:
         return cls(save_interval=interval, save_steps=steps)
 
     @classmethod
-    def from_dict(cls, params) -> "SaveConfig":
+    def from_dict(cls, params, source: Optional[str] = None) -> "SaveConfig":
+        """``source``: the run's file ``params`` were read from (see :meth:`SaveConfigMode.from_dict`)."""
         if params is None:
             return cls()
         if not isinstance(params, dict):
@@ -311,7 +317,8 @@ class SaveConfig:
         if params and all(k in _SCM_KEYS for k in params):
             # A flat schedule given where a per-mode one was expected: apply it to every mode.
             return cls(**{k: params.get(k) for k in _SCM_KEYS})
-        return cls(mode_save_configs={ModeKeys.parse(k): SaveConfigMode.from_dict(v) for k, v in params.items()})
+        return cls(mode_save_configs={ModeKeys.parse(k): SaveConfigMode.from_dict(v, source)
+                                      for k, v in params.items()})
 
     def to_json(self) -> str:
         """The JSON text of :meth:`to_json_dict` (what collection files store)."""
