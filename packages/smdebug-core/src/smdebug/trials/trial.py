@@ -38,6 +38,7 @@ from smdebug.core.locations import (
     serialize_worker_name,
 )
 from smdebug.core.logger import get_logger
+from smdebug.core.lookalike_names import LookalikeNames
 from smdebug.core.modes import ModeKeys
 from smdebug.core.names import did_you_mean, printable
 from smdebug.core.storage.base import Storage, is_s3_path, parse_s3_path
@@ -181,6 +182,7 @@ class Trial:
         self._all_ended_seen_at: Optional[float] = None
         self._ended_wait_left: Optional[float] = None
         self._tensor_names: Set[str] = set()
+        self._lookalike_names = LookalikeNames(str(path))  # names that print alike are said (once each)
         # tensor name -> sorted global steps with anything of it, kept up to date as index files are parsed,
         # so Tensor.steps() does not scan the whole run (rules ask for it at every step)
         self._tensor_step_index: Dict[str, List[int]] = {}
@@ -780,6 +782,7 @@ class Trial:
     def _absorb(self, f: IndexFile) -> None:
         try:
             names = f.tensor_names()
+            self._lookalike_names.add(names, self._tensor_names)
             self._tensor_names.update(names)
             self._step_index_backlog.append(f)
         except IndexReaderException as e:
