@@ -165,8 +165,14 @@ def run_card(run: RunInfo, facts: dict) -> str:
     step_rows = [(m, len(s), s[0], s[-1], c.compact_steps(s)) for m, s in facts["steps"].items()]
     out = (f"<div><h3>{_e(run.label)}</h3>" if facts.get("many") else "<div>") + kv_table(meta)
     out += "<h3>Steps per mode</h3>" + table(("mode", "steps", "first", "last", "saved"), step_rows, numeric=(1, 2, 3))
-    out += "<h3>Collections</h3>" + table(("collection", "tensors"), facts["collections"], numeric=(1,)) + "</div>"
-    return out
+    # (as smdebug ls: the collections holding tensors in the table, the hook's empty ones named in one line)
+    held = [(name, n) for name, n in facts["collections"] if n]
+    empty = [name for name, n in facts["collections"] if not n]
+    out += "<h3>Collections</h3>" + (table(("collection", "tensors"), held, numeric=(1,)) if held else "")
+    if empty:
+        shown = ", ".join(empty[:40]) + (f", ... ({len(empty) - 40:,} more)" if len(empty) > 40 else "")
+        out += f'<p class="note">{"holding no tensor" if held else "none holds a tensor"}: {_e(shown)}</p>'
+    return out + "</div>"
 
 
 def rules_block(run: RunInfo, many: bool) -> str:
