@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 import numpy as np
 
 from smdebug.core import loss_inputs
+from smdebug.core.modes import ModeKeys
 from smdebug.exceptions import SMDebugValueError
 from smdebug.rules.evaluation import looking_for
 from smdebug.rules.generic.activation_rules import batches_at
@@ -25,6 +26,12 @@ from smdebug.rules.generic.selection import select_tensors
 from smdebug.rules.generic.xgboost_rules import objective_as_loss
 from smdebug.rules.params import as_float, as_int, as_list
 from smdebug.rules.rule import Rule
+
+
+#: how many times apart the evaluation and training batches' typical feature scale may be: a validation set is
+#: drawn from the training data's distribution (a few percent apart); one split scaled and not the other is off by
+#: the scaling's factor (16 for 4-bit pixels, 255 for 8-bit ones, a feature's standard deviation)
+SPLIT_FACTOR = 4.0
 
 
 def _floats(values: List[np.ndarray]) -> List[np.ndarray]:
@@ -39,8 +46,8 @@ class UnnormalizedInput(Rule):
     are CheckInputImages' job. Integer and boolean inputs of any rank (a 1-D batch of node or item ids as much
     as ``(N, T)`` tokens) and integer-valued non-negative float tables are token or category ids, not
     measurements, and are skipped (the verdict is NotApplicable when the model's input is only images or
-    ids). At a step where such an input was saved (at least ``min_samples`` rows,
-    pooled over workers), per feature ``j`` (the last axis)::
+    ids). At a step where such an input was saved (at least ``min_samples`` rows, pooled over workers, and
+    over consecutive saves when one save holds fewer: a batch size of 8), per feature ``j`` (the last axis)::
 
         scale_j = max(|mean_j|, std_j)
 
@@ -81,6 +88,12 @@ class UnnormalizedInput(Rule):
         #: input tensor -> why it is no table of measurements (an image, ids)
         self._not_tables: Dict[str, str] = {}
         self._statistics = InputStatistics(base_trial)
+        #: float inputs seen holding fractions: measurements, whatever a later save holds
+        self._tables: Set[str] = set()
+        #: per input tensor and mode (TRAIN, EVAL): rows seen, and their per-feature sums and sums of squares
+        self._by_mode: Dict[str, Dict[ModeKeys, Tuple[int, np.ndarray, np.ndarray]]] = {}
+        #: per input tensor: rows of recent saves too small to judge alone, pooled until min_samples
+        self._pools: Dict[str, List[np.ndarray]] = {}
 
     def _not_table(self, name: str, reason: str) -> None:
         self._not_tables[name] = reason
@@ -112,15 +125,36 @@ class UnnormalizedInput(Rule):
                 continue
             if value.ndim not in (2, 3):
                 continue
-            if value.dtype.kind == "f" and value.min() >= 0 and np.all(value == np.round(value)):
+            if (value.dtype.kind == "f" and name not in self._tables and value.min() >= 0
+                    and np.all(value == np.round(value))):
                 self._not_table(name, f"the model's input is token or category ids: {name} holds "
                                       "non-negative integers, not measurements")
                 continue
+            if value.dtype.kind == "f":
+                # (an input that held fractions once is measurements: its whole-number saves too -- pixels left
+                # at 0-16 in the validation split only)
+                self._tables.add(name)
+                self._not_tables.pop(name, None)
             if value.dtype.kind != "f":
                 continue
             x = value.reshape(-1, value.shape[-1]).astype(np.float64)
-            if x.shape[0] < self.min_samples or not np.all(np.isfinite(x)):
+            if not np.all(np.isfinite(x)):
                 continue
+            mismatch = self._split_mismatch(name, step, x)
+            if mismatch:
+                return mismatch
+            over = ""
+            if x.shape[0] < self.min_samples:
+                # a batch smaller than min_samples (batch size 8): the rows of consecutive saves are pooled until
+                # they are enough, rather than never judged
+                pool = self._pools.setdefault(name, [])
+                if pool and pool[-1].shape[1] != x.shape[1]:
+                    pool.clear()
+                pool.append(x)
+                if sum(len(p) for p in pool) < self.min_samples:
+                    continue
+                x, over = np.concatenate(pool), f" of {len(pool)} saves"
+                pool.clear()
             judged = True
             self.mark_evaluated(name)
             scale = np.maximum(np.abs(x.mean(axis=0)), x.std(axis=0))
@@ -134,7 +168,7 @@ class UnnormalizedInput(Rule):
                                       name, step, inside)
                     continue
                 return (f"{name}: feature {j} has scale {scale[j]:.4g} (mean {x[:, j].mean():.4g}, std "
-                        f"{x[:, j].std():.4g}) > threshold {self.threshold:g} over {x.shape[0]} rows; "
+                        f"{x[:, j].std():.4g}) > threshold {self.threshold:g} over {x.shape[0]} rows{over}; "
                         f"{int((scale > self.threshold).sum())} of {x.shape[1]} features above it")
         if constant:
             found = self._no_information(step)
@@ -144,6 +178,44 @@ class UnnormalizedInput(Rule):
             self.not_evaluated(f"judges steps where a float 2-D or 3-D input with at least min_samples="
                                f"{self.min_samples} rows was saved")
         return False
+
+    def _split_mismatch(self, name: str, step: int, x: np.ndarray) -> Optional[str]:
+        """The finding when the input's evaluation batches are on another scale than its training batches: per
+        feature, ``max(|mean|, std)`` of every EVAL-mode row saved so far against every TRAIN-mode row's (at least
+        ``min_samples`` of each, two features or more), and the median feature's ratio more than
+        :data:`SPLIT_FACTOR`-fold either way. A validation set is drawn from the data the model trains on; a
+        scaling or normalisation applied to one split only shows as every feature off by the same factor (pixels
+        divided by 16 for training only: the validation loss 3 times the training loss, no rule said why).
+        Said once."""
+        mode = self.base_trial.mode(step)
+        if mode not in (ModeKeys.TRAIN, ModeKeys.EVAL) or self.__dict__.get("_split_said"):
+            return None
+        sums = self._by_mode.setdefault(name, {})
+        if any(len(total[1]) != x.shape[1] for total in sums.values()):
+            return None  # (another width in another mode: not the same input)
+        count, first, second = sums.get(mode, (0, 0.0, 0.0))
+        sums[mode] = (count + len(x), first + x.sum(axis=0), second + (x * x).sum(axis=0))
+        if mode != ModeKeys.EVAL or any(sums.get(m, (0,))[0] < self.min_samples for m in (ModeKeys.TRAIN,
+                                                                                        ModeKeys.EVAL)):
+            return None
+        scale = {}
+        for m in (ModeKeys.TRAIN, ModeKeys.EVAL):
+            count, first, second = sums[m]
+            mean = first / count
+            scale[m] = np.maximum(np.abs(mean), np.sqrt(np.maximum(second / count - mean * mean, 0.0)))
+        both = (scale[ModeKeys.TRAIN] > 0) & (scale[ModeKeys.EVAL] > 0)
+        if both.sum() < 2:
+            return None
+        ratio = scale[ModeKeys.EVAL][both] / scale[ModeKeys.TRAIN][both]
+        fold = np.maximum(ratio, 1 / ratio)
+        if not np.median(fold) > SPLIT_FACTOR:
+            return None
+        self._split_said = True
+        return (f"{name}: its evaluation (EVAL) batches are on another scale than its training batches: the median "
+                f"feature's max(|mean|, std) is {float(np.median(ratio)):.3g} times its training value, "
+                f"{int((fold > SPLIT_FACTOR).sum())} of {int(both.sum())} features more than {SPLIT_FACTOR:g}-fold "
+                f"apart ({sums[ModeKeys.EVAL][0]} EVAL rows, {sums[ModeKeys.TRAIN][0]} TRAIN rows): the validation "
+                f"data is not prepared as the training data is (a scaling or normalisation applied to one split only?)")
 
     def _constant_inputs(self, step: int, saved: List[Tuple[str, np.ndarray]]) -> Dict[str, np.ndarray]:
         """The float tables or sequences (2-D, 3-D, at least ``min_samples`` samples) saved at ``step`` whose
