@@ -117,6 +117,21 @@ def _trained_by(trial, step: int) -> Tuple[bool, str]:
     return True, "the training loss had reached its final level: " + "; ".join(said)
 
 
+def _labels_of_the_trained_model(trial, step: int) -> Tuple[bool, str]:
+    """Whether the last labels, saved at ``step``, stand for the trained model: saved in the last 10 % of the run,
+    or anywhere after the training loss had reached its final level (a tapered schedule saves its last labels
+    anywhere after 40 % of a run). ``(True, what a finding adds: "" or when they were saved and why they count)``
+    or ``(False, why they do not count and how to have them judged)``."""
+    if _near_the_end(trial, step):
+        return True, ""
+    trained, why = _trained_by(trial, step)
+    last = trial.steps()[-1]
+    if trained:
+        return True, f" (at step {step} of {last}, the last labels saved: {why})"
+    return False, (f"the last labels were saved at step {step} of {last}, before the last 10% of the run, and {why}; "
+                   f"save labels and predictions at the last step to have it judged")
+
+
 def _predicts_values(labels: np.ndarray, predictions: np.ndarray) -> bool:
     """Whether ``predictions`` are a regression's (or a ranking's) estimates of integer ``labels`` rather than a
     classifier's outputs: one value per label (no class axis), not class ids (fractions), for labels with more
@@ -614,19 +629,11 @@ class Confusion(_LabelsAndPredictions):
                                "classes, so the confusion matrix is not judged")
             self.not_applicable(self._per_token)
             return False
-        when = ""
-        if not _near_the_end(self.base_trial, step):
-            # (as ClassImbalance's misprediction test: a tapered schedule saves its last labels anywhere after 40 %
-            # of a run; they stand for the trained model when the training loss had reached its final level)
-            trained, why = _trained_by(self.base_trial, step)
-            last = self.base_trial.steps()[-1]
-            if not trained:
-                self._unpaired = (f"judges the trained model: the last labels were saved at step {step} of {last}, "
-                                  f"before the last 10% of the run, and {why}; save labels and predictions at the "
-                                  f"last step to have it judged")
-                self.not_evaluated(self._unpaired)
-                return False
-            when = f" (at step {step} of {last}, the last labels saved: {why})"
+        trained, when = _labels_of_the_trained_model(self.base_trial, step)
+        if not trained:
+            self._unpaired = f"judges the trained model: {when}"
+            self.not_evaluated(self._unpaired)
+            return False
         if matrix is None:
             self._unpaired = (f"the last labels (step {step}) were not judged: "
                               + (self._unscored() or "needs labels and predictions saved at the same step, with "
@@ -978,18 +985,11 @@ class ClassImbalance(_LabelsAndPredictions):
         test found; ``per_position``: why the counts were not judged (labels per pixel)."""
         if not self.base_trial.loaded_all_steps or step != saved_steps()[-1]:
             return False
-        when = ""
-        if not _near_the_end(self.base_trial, step):
-            # (a tapered schedule saves its last labels anywhere after 40 % of the run: judged when the training
-            # loss shows the model had finished learning by then, else said, lest "no issues" claim the test ran)
-            trained, why = _trained_by(self.base_trial, step)
-            last = self.base_trial.steps()[-1]
-            if not trained:
-                self.caveat(f"the misprediction test (the trained model's predictions) was not reached: the last "
-                            f"labels were saved at step {step} of {last}, before the last 10% of the run, and {why}; "
-                            f"save labels and predictions at the last step to have it judged")
-                return False
-            when = f" (at step {step} of {last}, the last labels saved: {why})"
+        trained, when = _labels_of_the_trained_model(self.base_trial, step)
+        if not trained:
+            # (said, lest "no issues" claim the test ran)
+            self.caveat(f"the misprediction test (the trained model's predictions) was not reached: {when}")
+            return False
         _, wrong, compared = self._parts[step]
         if per_position:
             if not compared.sum():
