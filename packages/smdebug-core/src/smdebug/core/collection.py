@@ -7,7 +7,8 @@ import re
 from typing import Iterable, List, Optional, Set
 
 from smdebug.core.names import name_list, shown
-from smdebug.core.reduction_config import ReductionConfig, check_known_keys, _as_bool
+from smdebug.core.config_keys import check_known_keys
+from smdebug.core.reduction_config import ReductionConfig, _as_bool
 from smdebug.core.run_regex import Budget, BoundedPatterns, PatternError, compile_pattern
 from smdebug.core.save_config import SaveConfig, schedule_changed
 from smdebug.exceptions import CollectionFileCorrupted, SMDebugTypeError

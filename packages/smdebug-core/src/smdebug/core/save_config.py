@@ -20,6 +20,7 @@ import json
 from typing import Any, Dict, Iterable, Optional
 
 from smdebug.core.modes import ModeKeys
+from smdebug.core.config_keys import check_known_keys
 from smdebug.exceptions import SMDebugValueError
 
 DEFAULT_SAVE_INTERVAL = 500
@@ -179,8 +180,6 @@ class SaveConfigMode:
             return params
         if not isinstance(params, dict):
             raise SMDebugValueError(f"A save config for one mode must be a dict, got {params!r}")
-        from smdebug.core.reduction_config import check_known_keys
-
         check_known_keys(params, _SCM_KEYS, "a save config", source, ignored=("when_nan",))
         # The schedules smdebug 1.0.x accepted and this version refuses from users (see ``_set``) are taken:
         # a run's collection file is read with this.
