@@ -15,6 +15,7 @@ import pytest
 
 from smdebug.rules.results import ISSUES, NO_ISSUES
 from _judging import judged  # noqa: E402
+from _tensorflow import tensorflow_one_thread  # noqa: E402
 
 
 def images(n=1200, seed=0):
@@ -26,8 +27,7 @@ def images(n=1200, seed=0):
 
 
 def keras_separable_run(path, true_fan_in: bool):
-    tf = pytest.importorskip("tensorflow")
-    tf.config.threading.set_intra_op_parallelism_threads(1)
+    tensorflow_one_thread()
     import keras
 
     import smdebug.tensorflow as smd

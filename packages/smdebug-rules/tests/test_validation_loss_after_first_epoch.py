@@ -15,17 +15,16 @@ import pytest
 from smdebug.rules.results import ISSUES, NO_ISSUES
 
 from _judging import judged  # noqa: E402
+from _tensorflow import tensorflow_one_thread  # noqa: E402
 
 
 def noisy_regression(path, noise: float, epochs: int):
     """A 64-64 ReLU MLP on 340 rows of a linear target with Gaussian noise (standardised), validated on 100; Adam
     at 3e-3: it fits the signal within a few epochs, then the noise. Returns the validation losses per epoch."""
-    tf = pytest.importorskip("tensorflow")
+    tensorflow_one_thread()
     keras = pytest.importorskip("keras")
     import smdebug.tensorflow as smd_tf
 
-    tf.config.threading.set_intra_op_parallelism_threads(1)
-    tf.config.threading.set_inter_op_parallelism_threads(1)
     keras.utils.set_random_seed(0)
     g = np.random.default_rng(0)
     x = g.standard_normal((440, 10)).astype("float32")

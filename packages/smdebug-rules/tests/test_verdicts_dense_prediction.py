@@ -19,6 +19,7 @@ import torch.nn.functional as F
 import smdebug.pytorch as smd
 from smdebug.rules.runner import run_rules
 
+from _tensorflow import tensorflow_one_thread
 from test_data_rules import run
 
 torch.set_num_threads(1)
@@ -144,12 +145,10 @@ def test_logits_flattened_without_moving_the_classes_last_are_found(tmp_path):
 
 
 def test_keras_channels_last_segmenter_is_no_class_imbalance(tmp_path):
-    tf = pytest.importorskip("tensorflow")
+    tensorflow_one_thread()
     keras = pytest.importorskip("keras")
     import smdebug.tensorflow as smd_tf
 
-    tf.config.threading.set_intra_op_parallelism_threads(1)
-    tf.config.threading.set_inter_op_parallelism_threads(1)
     keras.utils.set_random_seed(0)
     x, y = _squares(1024, 0)
     xv, yv = _squares(128, 1)

@@ -10,15 +10,14 @@ mean is judged as before."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from smdebug.rules.results import ISSUES, NO_ISSUES
 from _judging import judged  # noqa: E402
+from _tensorflow import tensorflow_one_thread  # noqa: E402
 
 
 def keras_batchnorm_run(path, collections):
-    tf = pytest.importorskip("tensorflow")
-    tf.config.threading.set_intra_op_parallelism_threads(1)
+    tensorflow_one_thread()
     import keras
 
     import smdebug.tensorflow as smd
