@@ -1,6 +1,7 @@
 """UnnormalizedInput on raw features that the model standardises itself: Keras's documented idiom, an adapted
-``Normalization`` layer first, and a first ``BatchNormalization``. The hook saves their per-feature statistics with
-the weights; when those agree with the input's own mean and variance, the first layer that learns sees the
+``Normalization`` layer first, a first ``BatchNormalization``, and PyTorch's ``BatchNorm1d`` first. The hooks save
+their per-feature statistics (Keras with the weights; PyTorch's running statistics, buffers, in
+``normalization_statistics``, which Hook.recommended saves for this rule); when those agree with the input's own mean and variance, the first layer that learns sees the
 features at unit scale and the rule is quiet (probe 10: both fired "feature 4 has scale 189.5"). The same raw
 features into a model without such a layer still fire."""
 
@@ -11,6 +12,7 @@ import pytest
 
 from smdebug.rules.results import ISSUES, NO_ISSUES
 from _judging import judged  # noqa: E402
+from _tensorflow import tensorflow_one_thread  # noqa: E402
 
 
 def raw_table(n=320):
@@ -22,8 +24,7 @@ def raw_table(n=320):
 
 
 def keras_run(path, first: str) -> str:
-    tf = pytest.importorskip("tensorflow")
-    tf.config.threading.set_intra_op_parallelism_threads(1)
+    tensorflow_one_thread()
     import keras
 
     import smdebug.tensorflow as smd
@@ -53,3 +54,42 @@ def test_raw_features_into_a_model_that_does_not_standardise_them_fire(tmp_path)
     r = judged(keras_run(tmp_path / "run", "none"), "UnnormalizedInput")
     assert r.status == ISSUES, (r.status, r.detail)
     assert "feature 4 has scale" in r.findings[0].reason, r.findings[0].reason
+
+
+def torch_run(path, batchnorm_first: bool) -> str:
+    torch = pytest.importorskip("torch")
+    nn = torch.nn
+    import smdebug.pytorch as smd
+
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    x, y = raw_table()
+    x, y = torch.tensor(x), torch.tensor(y)
+    layers = [nn.BatchNorm1d(6)] if batchnorm_first else []
+    model, loss_fn = nn.Sequential(*layers, nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 2)), nn.CrossEntropyLoss()
+    hook = smd.Hook.recommended(str(path))
+    hook.register_module(model)
+    hook.register_loss(loss_fn)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    for epoch in range(10):
+        for start in range(0, len(x), 32):
+            loss = loss_fn(model(x[start:start + 32]), y[start:start + 32])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    hook.close()
+    return str(path)
+
+
+def test_torch_batchnorm_first_standardises_raw_features(tmp_path):
+    path = torch_run(tmp_path / "run", batchnorm_first=True)
+    from smdebug.trials import create_trial
+
+    assert "Sequential_0.running_mean" in create_trial(path).tensor_names(collection="normalization_statistics")
+    r = judged(path, "UnnormalizedInput")
+    assert r.status == NO_ISSUES, (r.status, [f.reason for f in r.findings], r.detail)
+
+
+def test_torch_raw_features_without_batchnorm_fire(tmp_path):
+    r = judged(torch_run(tmp_path / "run", batchnorm_first=False), "UnnormalizedInput")
+    assert r.status == ISSUES, (r.status, r.detail)

@@ -519,3 +519,21 @@ def test_a_registered_model_never_called_is_said_at_close(tmp_path, smdebug_warn
 def test_a_model_that_was_called_is_not_said_never_called(tmp_path, smdebug_warnings):
     run_mlp(str(tmp_path / "run"), steps=2)
     assert "never called" not in smdebug_warnings.text
+
+
+def test_batchnorm_running_statistics_are_saved_only_when_asked(tmp_path):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.BatchNorm1d(4), nn.Linear(4, 2))
+    for include, expected in ((["normalization_statistics"], True), (ALL, False)):
+        out = str(tmp_path / str(expected))
+        hook = make_hook(out, include_collections=include, save_config=smd.SaveConfig(save_interval=1))
+        hook.register_module(model)
+        for _ in range(2):
+            model(torch.randn(8, 4) * 50 + 100)
+        hook.close()
+        hook.remove()
+        names = smd.create_trial(out).tensor_names()
+        assert ("Sequential_0.running_mean" in names and "Sequential_0.running_var" in names) == expected, names
+        if expected:  # (read before each forward: the first save is the initial 0)
+            value = smd.create_trial(out).tensor("Sequential_0.running_mean").value(1)
+            assert np.all(value > 5), value

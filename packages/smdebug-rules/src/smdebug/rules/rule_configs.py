@@ -67,7 +67,9 @@ _COLLECTIONS: Dict[str, List[tuple]] = {
     "OscillatingLoss": [("losses", _TAPERED)],
     "SlowConvergence": [("losses", _TAPERED)],
     "Divergence": [("losses", _TAPERED), ("weights", _TAPERED)],
-    "UnnormalizedInput": [("inputs", _TAPERED)],
+    # (with the running statistics a PyTorch BatchNorm keeps of its input: a model that standardises raw features
+    # itself; Keras saves its layers' statistics with the weights)
+    "UnnormalizedInput": [("inputs", _TAPERED), ("normalization_statistics", _TAPERED)],
     "ImproperOutput": [("loss_inputs", _TAPERED)],  # (every loss's inputs, classification or not)
     "CreateXgboostReport": [
         ("metrics", {"save_interval": "5"}),

@@ -49,6 +49,9 @@ _WRAPPERS = (torch.nn.DataParallel, torch.nn.parallel.DistributedDataParallel)
 _OPTIMIZER_MODES = (ModeKeys.TRAIN, ModeKeys.GLOBAL)
 _NOTHING: frozenset = frozenset()
 OUTPUT_LOSS = "loss"
+#: the collection of normalisation layers' running statistics (saved when a rule asks for it: UnnormalizedInput)
+NORMALIZATION_STATISTICS = "normalization_statistics"
+_STATISTIC_BUFFERS = ("running_mean", "running_var")
 
 
 def _unwrap(module: torch.nn.Module) -> torch.nn.Module:
@@ -157,6 +160,9 @@ class Hook(BaseHook):
         self._names[inner] = self.model_name
         self._refresh_params()
         self._file_unnamed_parameters()
+        statistics = self.get_collection(NORMALIZATION_STATISTICS)
+        for name, _ in self._normalization_statistics():
+            statistics.add_tensor_name(name)
         self.get_collection(CollectionKeys.INPUTS).include(
             [layers.io_regex(self.model_name, "input"), keyword_input_regex(self.model_name)])
         self.get_collection(CollectionKeys.OUTPUTS).include(layers.io_regex(self.model_name, "output"))
@@ -544,8 +550,20 @@ class Hook(BaseHook):
             if self._grads.kept:
                 self._grads.end_of_step()
 
+    def _normalization_statistics(self) -> List[Tuple[str, torch.Tensor]]:
+        """The running statistics normalisation layers keep of their input (BatchNorm's ``running_mean`` and
+        ``running_var`` buffers): what tells a rule that the model standardises raw features itself. Buffers,
+        not parameters: no optimizer moves them, and they are no weights."""
+        if self.model is None:
+            return []
+        return [(f"{self.model_name}_{name}", b) for name, b in self.model.named_buffers()
+                if b is not None and name.rsplit(".", 1)[-1] in _STATISTIC_BUFFERS and not sharded.is_dtensor(b)]
+
     def _save_parameters(self) -> None:
         self._refresh_params()
+        for name, b in self._normalization_statistics():
+            if self.is_due(name):
+                self.record(name, b)
         for name, p in self._params:
             if sharded.is_dtensor(p):
                 if not self._due_by_schedule(name):
