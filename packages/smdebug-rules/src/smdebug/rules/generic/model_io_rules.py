@@ -56,8 +56,9 @@ class UnnormalizedInput(Rule):
     reach the hundreds or thousands. Unless the model standardises them itself: a saved pair of per-feature
     statistics (a mean and a variance of one layer, one value per feature: Keras's adapted ``Normalization``, a
     first ``BatchNormalization``'s moving statistics, at their last save) that brings every feature of the
-    input to a scale of at most ``threshold`` (:mod:`.input_statistics`). A PyTorch ``BatchNorm1d`` keeps its
-    statistics in buffers, which the hook does not save: raw features into one still fire.
+    input to a scale of at most ``threshold`` (:mod:`.input_statistics`); a PyTorch ``BatchNorm1d``'s running
+    statistics are buffers, which the torch hook saves in ``normalization_statistics`` when asked
+    (Hook.recommended does, for this rule).
 
     It also fires when the model's input carries no information: a float table or sequence (at least
     ``min_samples`` samples) whose samples are all identical (all zeros from an inverted mask, one sample
