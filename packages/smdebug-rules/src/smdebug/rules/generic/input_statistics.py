@@ -2,11 +2,12 @@
 
 A model may standardise raw features itself: Keras's ``Normalization`` layer (``adapt`` sets its ``mean`` and
 ``variance``), a ``BatchNormalization`` as the first layer (its ``moving_mean`` and ``moving_variance`` follow the
-batches' statistics), PyTorch's ``BatchNorm1d`` first (its ``running_mean`` and ``running_var`` buffers). The
-hooks save those statistics (Keras's with the weights, PyTorch's in ``normalization_statistics``). An input that looks unnormalised is then
-no fault: the first layer that learns sees it standardised. Names differ by framework and layer, so a pair is
-recognised by name only loosely (a ``mean`` and a ``var``/``variance`` of one layer) and proved by its values:
-one number per input feature, which bring the input's saved batches to the scale UnnormalizedInput tolerates."""
+batches' statistics), PyTorch's ``BatchNorm1d`` first (its ``running_mean`` and ``running_var`` buffers). The hooks
+save those statistics (Keras's with the weights, PyTorch's in ``normalization_statistics``). An input that looks
+unnormalised is then no fault: the first layer that learns sees it standardised. Names differ by framework and
+layer, so a pair is recognised by name only loosely (a ``mean`` and a ``var``/``variance`` of one layer) and proved
+by its values: one number per input feature, which bring the input's saved batches to the scale UnnormalizedInput
+tolerates."""
 
 from __future__ import annotations
 
