@@ -67,9 +67,7 @@ _COLLECTIONS: Dict[str, List[tuple]] = {
     "OscillatingLoss": [("losses", _TAPERED)],
     "SlowConvergence": [("losses", _TAPERED)],
     "Divergence": [("losses", _TAPERED), ("weights", _TAPERED)],
-    # (with the running statistics a PyTorch BatchNorm keeps of its input: a model that standardises raw features
-    # itself; Keras saves its layers' statistics with the weights)
-    "UnnormalizedInput": [("inputs", _TAPERED), ("normalization_statistics", _TAPERED)],
+    "UnnormalizedInput": [("inputs", _TAPERED)],
     "ImproperOutput": [("loss_inputs", _TAPERED)],  # (every loss's inputs, classification or not)
     "CreateXgboostReport": [
         ("metrics", {"save_interval": "5"}),
@@ -102,6 +100,9 @@ _FRAMEWORK_PARAMETERS: Dict[str, Dict[str, Dict[str, str]]] = {
 }
 # framework -> rule -> the collections it reads instead of _COLLECTIONS'
 _FRAMEWORK_COLLECTIONS: Dict[str, Dict[str, List[tuple]]] = {
+    # with the running statistics a BatchNorm keeps of its input (buffers, saved only when asked): a model that
+    # standardises raw features itself (Keras saves its layers' statistics with the weights)
+    "pytorch": {"UnnormalizedInput": [("inputs", _TAPERED), ("normalization_statistics", _TAPERED)]},
     "xgboost": {"ExplodingTensor": [("losses", _TAPERED), ("metrics", _TAPERED), ("predictions", _TAPERED)],
                 # a booster has no weight tensors: only the loss part of Divergence applies
                 "Divergence": [("losses", _TAPERED), ("metrics", _TAPERED)],
