@@ -819,7 +819,7 @@ class ClassImbalance(_LabelsAndPredictions):
             weights: Dict[int, float] = {}
             sources = []
             for entry in entries:
-                if entry.targets is None or re.search(entry.targets, name):
+                if entry.applies_to(name):  # (bounded time: the pattern comes from the run)
                     for c, w in entry.weights.items():
                         weights[c] = weights.get(c, 1.0) * w
                     sources.append(entry.source)
