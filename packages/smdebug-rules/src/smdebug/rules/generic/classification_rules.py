@@ -16,7 +16,6 @@ prediction tensors; values saved by several workers are pooled.
 from __future__ import annotations
 
 import math
-import re
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
