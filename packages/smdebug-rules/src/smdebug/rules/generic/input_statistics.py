@@ -26,6 +26,12 @@ _VARIANCE = re.compile(r"^(.*?)(moving_|running_)?var(iance)?$")
 VARIANCE_EPSILON = 1e-3
 
 
+def feature_scales(table: np.ndarray) -> np.ndarray:
+    """Per feature (column) of ``table`` (rows x features), ``max(|mean|, std)``: the scale UnnormalizedInput
+    judges (about 1 for a standardised feature)."""
+    return np.maximum(np.abs(table.mean(axis=0)), table.std(axis=0))
+
+
 class InputStatistics:
     """The mean/variance pairs of a trial's saved tensors, read once (at their last save)."""
 
@@ -77,7 +83,7 @@ class InputStatistics:
                 continue
             with np.errstate(all="ignore"):
                 z = (table - m) / np.sqrt(v + VARIANCE_EPSILON)
-            scale = np.maximum(np.abs(z.mean(axis=0)), z.std(axis=0))
+            scale = feature_scales(z)
             if np.all(np.isfinite(scale)) and scale.max() <= threshold:
                 return f"{mean_name} and {variance_name}"
         return None

@@ -21,7 +21,7 @@ from smdebug.core.modes import ModeKeys
 from smdebug.exceptions import SMDebugValueError
 from smdebug.rules.evaluation import looking_for
 from smdebug.rules.generic.activation_rules import batches_at
-from smdebug.rules.generic.input_statistics import InputStatistics
+from smdebug.rules.generic.input_statistics import InputStatistics, feature_scales
 from smdebug.rules.generic.selection import select_tensors
 from smdebug.rules.generic.xgboost_rules import objective_as_loss
 from smdebug.rules.params import as_float, as_int, as_list
@@ -93,6 +93,7 @@ class UnnormalizedInput(Rule):
         self._tables: Set[str] = set()
         #: per input tensor and mode (TRAIN, EVAL): rows seen, and their per-feature sums and sums of squares
         self._by_mode: Dict[str, Dict[ModeKeys, Tuple[int, np.ndarray, np.ndarray]]] = {}
+        self._split_said = False  # (the finding of another scale in evaluation is said once)
         #: per input tensor: rows of recent saves too small to judge alone, pooled until min_samples
         self._pools: Dict[str, List[np.ndarray]] = {}
 
@@ -131,13 +132,12 @@ class UnnormalizedInput(Rule):
                 self._not_table(name, f"the model's input is token or category ids: {name} holds "
                                       "non-negative integers, not measurements")
                 continue
-            if value.dtype.kind == "f":
-                # (an input that held fractions once is measurements: its whole-number saves too -- pixels left
-                # at 0-16 in the validation split only)
-                self._tables.add(name)
-                self._not_tables.pop(name, None)
             if value.dtype.kind != "f":
                 continue
+            # (an input that held fractions once is measurements: its whole-number saves too -- pixels left at
+            # 0-16 in the validation split only)
+            self._tables.add(name)
+            self._not_tables.pop(name, None)
             x = value.reshape(-1, value.shape[-1]).astype(np.float64)
             if not np.all(np.isfinite(x)):
                 continue
@@ -158,7 +158,7 @@ class UnnormalizedInput(Rule):
                 pool.clear()
             judged = True
             self.mark_evaluated(name)
-            scale = np.maximum(np.abs(x.mean(axis=0)), x.std(axis=0))
+            scale = feature_scales(x)
             j = int(np.argmax(scale))
             if scale[j] > self.threshold:
                 inside = self._statistics.standardising(x, self.threshold)
@@ -189,7 +189,7 @@ class UnnormalizedInput(Rule):
         divided by 16 for training only: the validation loss 3 times the training loss, no rule said why).
         Said once."""
         mode = self.base_trial.mode(step)
-        if mode not in (ModeKeys.TRAIN, ModeKeys.EVAL) or self.__dict__.get("_split_said"):
+        if mode not in (ModeKeys.TRAIN, ModeKeys.EVAL) or self._split_said:
             return None
         sums = self._by_mode.setdefault(name, {})
         if any(len(total[1]) != x.shape[1] for total in sums.values()):

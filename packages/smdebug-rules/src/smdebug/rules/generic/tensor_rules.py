@@ -288,13 +288,6 @@ class UnchangedTensor(_TensorRule):
             return bool(np.allclose(a, b, rtol=self.rtol, atol=self.atol, equal_nan=self.equal_nan))
         return bool(np.array_equal(a, b))  # strings and other non-numbers: exactly equal
 
-    def _no_gradient_reached(self, name, worker, mode, steps) -> bool:
-        """Whether a gradient of ``name`` saved at one of ``steps`` (the last aside: not applied yet) is exactly
-        zero: the optimizer stepped with nothing to apply (units dead after a blow-up), which leaves the weight
-        unchanged as much as no step does, and is what this rule reports."""
-        applied = (self.base_trial.global_step(mode, t) for t in steps[:-1])
-        return any(g is not None and self._gradients.all_zero(name, g, worker=worker) for g in applied)
-
     def invoke_at_step(self, step):
         mode, mode_step = self.base_trial.mode_modestep(step)
         if mode is None or mode == ModeKeys.GLOBAL:
@@ -308,7 +301,9 @@ class UnchangedTensor(_TensorRule):
             steps = self.base_trial.tensor(name).prev_steps(mode_step, self.num_steps, mode=mode)
             if len(steps) < self.num_steps or steps[-1] != mode_step:
                 continue
-            if self.is_parameter(name) and not (self.collection_names or self.tensor_regex):
+            default_parameter = self.is_parameter(name) and not (self.collection_names or self.tensor_regex)
+            applied = []  # (global steps of the compared saves whose update is applied: the last one's is not yet)
+            if default_parameter:
                 applied = [g for g in (self.base_trial.global_step(mode, t) for t in steps[:-1]) if g is not None]
                 frozen_then = self._gradients.frozen(name, applied)
                 if frozen_then is None:  # those steps saved no gradient: the whole run decides
@@ -330,8 +325,10 @@ class UnchangedTensor(_TensorRule):
                     continue  # (an empty tensor holds nothing that could change)
                 judged = True
                 if all(self._same(values[-1], v) for v in values[:-1]):
-                    if (self.is_parameter(name) and not (self.collection_names or self.tensor_regex)
-                            and not self._no_gradient_reached(name, worker, mode, steps)):
+                    # (a gradient of exactly zero saved there: the optimizer stepped with nothing to apply, units
+                    # dead after a blow-up, which leaves the weight unchanged as much as no step does: reported)
+                    if default_parameter and not any(self._gradients.all_zero(name, g, worker=worker)
+                                                     for g in applied):
                         skipped = self._identical.no_optimizer_step(
                             name, worker, mode, self.base_trial.tensor(name).steps(mode=mode), steps[0], steps[-1])
                         if skipped is not None:
