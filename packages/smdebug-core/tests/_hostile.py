@@ -160,13 +160,21 @@ def set_location(root, step: int, name: str, start: int, length: int) -> None:
     edit_index(root, step, locate)
 
 
-def add_collection(root, name: str, patterns, worker: str = "worker_0") -> None:
+def edit_collections(root, change, worker: str = "worker_0") -> None:
+    """Rewrite ``worker``'s collections file after ``change(doc)`` has changed its JSON document in place."""
     path = collections_path(root, worker)
     with open(path) as f:
         doc = json.load(f)
-    doc["collections"][name] = {"name": name, "include_regex": list(patterns), "tensor_names": []}
+    change(doc)
     with open(path, "w") as f:
         json.dump(doc, f)
+
+
+def add_collection(root, name: str, patterns, worker: str = "worker_0") -> None:
+    def add(doc):
+        doc["collections"][name] = {"name": name, "include_regex": list(patterns), "tensor_names": []}
+
+    edit_collections(root, add, worker)
 
 
 def run_smdebug(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:

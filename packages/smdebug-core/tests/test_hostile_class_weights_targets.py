@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 
-from _hostile import SLOW_PATTERNS, collections_path, write_simple_run
+from _hostile import SLOW_PATTERNS, edit_collections, write_simple_run
 
 CHILD = """
 import json, sys, time
@@ -33,12 +33,11 @@ print(json.dumps(answers))
 
 def _run_with_class_weights(tmp_path, names, entries) -> str:
     run = write_simple_run(tmp_path / "run", names=names)
-    path = collections_path(run)
-    with open(path) as f:
-        doc = json.load(f)
-    doc["_meta"]["class_weights"] = entries
-    with open(path, "w") as f:
-        json.dump(doc, f)
+
+    def record(doc):
+        doc["_meta"]["class_weights"] = entries
+
+    edit_collections(run, record)
     return run
 
 

@@ -10,11 +10,10 @@ silently. Runs are written by the real writer; only their collections file is ed
 
 from __future__ import annotations
 
-import json
 
 import pytest
 
-from _hostile import collections_path, run_smdebug, write_simple_run
+from _hostile import edit_collections, run_smdebug, write_simple_run
 from smdebug.core.collection import Collection
 from smdebug.core.reduction_config import ReductionConfig
 from smdebug.core.save_config import SaveConfig
@@ -41,16 +40,15 @@ def test_keys_as_written_still_read_in_code():
 
 def test_unknown_keys_in_a_runs_collections_file_are_warned_naming_them_and_the_run_reads(tmp_path):
     run = write_simple_run(tmp_path / "run", names=("w", "w2"))
-    path = collections_path(run)
-    with open(path) as f:
-        doc = json.load(f)
-    weights = doc["collections"]["weights"]
-    weights["reduction_config"] = {"reductions": "min", "norms": "l2"}
-    weights["save_config"] = {"TRAIN": {"save_intervall": 5, "when_nan": []}}
-    weights["include_regexes"] = ["^w2"]
-    weights["when_nan"] = []
-    with open(path, "w") as f:
-        json.dump(doc, f)
+
+    def misspell(doc):
+        weights = doc["collections"]["weights"]
+        weights["reduction_config"] = {"reductions": "min", "norms": "l2"}
+        weights["save_config"] = {"TRAIN": {"save_intervall": 5, "when_nan": []}}
+        weights["include_regexes"] = ["^w2"]
+        weights["when_nan"] = []
+
+    edit_collections(run, misspell)
     done = run_smdebug("ls", run)
     assert done.returncode == 0, done.stderr
     assert "w2" in done.stdout

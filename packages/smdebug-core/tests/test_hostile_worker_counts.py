@@ -10,12 +10,11 @@ collections file is edited, and its end marker removed where the run must look l
 
 from __future__ import annotations
 
-import json
 import os
 
 import pytest
 
-from _hostile import collections_path, run_smdebug, write_simple_run
+from _hostile import edit_collections, run_smdebug, write_simple_run
 from smdebug.core.locations import END_OF_JOB_FILE
 from smdebug.exceptions import CollectionFileCorrupted
 from smdebug.trials import create_trial
@@ -23,12 +22,11 @@ from smdebug.trials import create_trial
 
 def _run_claiming(tmp_path, num_workers, live: bool) -> str:
     run = write_simple_run(tmp_path / "run", steps=range(5))
-    path = collections_path(run)
-    with open(path) as f:
-        doc = json.load(f)
-    doc["_meta"]["num_workers"] = num_workers
-    with open(path, "w") as f:
-        json.dump(doc, f)
+
+    def claim(doc):
+        doc["_meta"]["num_workers"] = num_workers
+
+    edit_collections(run, claim)
     if live:
         os.unlink(os.path.join(run, END_OF_JOB_FILE))
     return run
