@@ -106,6 +106,15 @@ class Hook(BaseHook):
         # modes whose steps a trainer callback begins and ends (the model's forwards then mark no step)
         self._external_modes: frozenset = _NOTHING
         self._forward_mode = None  # trainers: module -> the mode its forward call runs in (or None)
+        # Until the script calls set_mode (and while no trainer callback owns the modes), the model's
+        # training flag tells the mode of its forward calls: (mode when eval(), mode when train()), or
+        # None when not followed. A loop that validates under model.eval() without set_mode (every loop
+        # run by `smdebug run` unmodified, and many written from a quick start) would otherwise put its
+        # validation losses in the training series, and no rule could tell validation from training.
+        # A schedule written per mode is a script that names its modes: it is not second-guessed.
+        configs = self.save_config.mode_save_configs
+        alike = configs.get(ModeKeys.TRAIN) == configs.get(ModeKeys.EVAL) == configs.get(ModeKeys.GLOBAL)
+        self._modes_by_flag: Optional[Tuple[ModeKeys, ModeKeys]] = (ModeKeys.EVAL, ModeKeys.TRAIN) if alike else None
         self._loss_in_output = False  # save the model output's "loss" (see _record_output_loss)
         self._model_loss = None  # the loss the model's head computes (smdebug.pytorch.model_loss.ModelLoss)
         self._named_saved: Tuple[int, set] = (-1, set())  # (step, names _save_named saved in it)
@@ -478,6 +487,9 @@ class Hook(BaseHook):
             # wired for a quiet step (see _rewire), nothing captured by compiled code or kept from backward
             # to settle, and a compile would be told (torch._dynamo.reset() forgets the hook's callbacks).
             # The core counts it.
+            by_flag = self._modes_by_flag
+            if by_flag is not None and by_flag[module.training] is not self.mode:
+                self.mode = by_flag[module.training]  # (ends a quiet stretch; the step below is of this mode)
             if (self._wired_quiet and not self._traced and not self._grads.kept and _dynamo.compiles_watched()
                     and self._begin_quiet_step()):
                 self._step_mode = self.mode  # (the core takes the step lock where it must)
@@ -691,11 +703,16 @@ class Hook(BaseHook):
     # ------------------------------------------------------------------------------------------
     # trainer callbacks (smdebug.pytorch.lightning / smdebug.pytorch.transformers)
     # ------------------------------------------------------------------------------------------
+    def set_mode(self, mode) -> None:
+        super().set_mode(mode)  # (a bad mode raises first, and changes nothing)
+        self._modes_by_flag = None  # the script tells the modes from now on, not the model's training flag
+
     def _follow_trainer(self, modes, gradients: str = "auto") -> None:
         """Steps of ``modes`` are begun and ended by a trainer callback (``begin_step(mode_step=...)``,
         ``end_step()``), not by the model's forward calls. ``gradients="manual"``: the callback saves
         them at the trainer's own event (``_save_gradients``), no optimizer hook is used."""
         self._external_modes = frozenset(modes)
+        self._modes_by_flag = None  # (the trainer tells the modes)
         if gradients == "manual":
             self._grads.use("manual")
         self._rewire_later()
