@@ -1,6 +1,8 @@
 """What the hook finds by type: activation modules whatever their names, the model's input, a classification
 loss's predictions and labels, and the recommended configuration (Hook.recommended)."""
 
+import logging
+
 import numpy as np
 import pytest
 import torch
@@ -153,7 +155,7 @@ def test_a_regression_loss_gives_no_predictions_or_labels(out_dir):
 
 
 @pytest.mark.parametrize("steps, saved", sorted(TAPERED_SAVED_STEPS.items()))
-def test_recommended_hook_saves_what_the_recommended_rules_need(out_dir, steps, saved):
+def test_recommended_hook_saves_what_the_recommended_rules_need(out_dir, steps, saved, caplog):
     from smdebug.rules import rule_configs
 
     torch.manual_seed(0)
@@ -161,6 +163,8 @@ def test_recommended_hook_saves_what_the_recommended_rules_need(out_dir, steps, 
     hook = smd.Hook.recommended(out_dir)
     _train(model, hook, nn.CrossEntropyLoss(), steps=steps, batch=4)
     assert not hook.disabled
+    # the user did nothing wrong: no warning (the model has no BatchNorm, whose statistics the preset asks for)
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
     trial = check_recommended_run(out_dir, "pytorch", saved, ())
     assert set(rule_configs.recommended_collections("pytorch")) <= set(trial.collections())
     for coll, expected in {"gradients": 6, "weights": 3, "losses": 1, "inputs": 1, "relu_activations": 2,

@@ -747,9 +747,10 @@ class Hook(BaseHook):
             self._fail(f"saving {name}", e)
 
     def _may_be_empty(self, collection: str) -> bool:
-        # (a trainer callback fills "metrics" with the names the trainer logs, as they come)
-        return super()._may_be_empty(collection) or (collection == CollectionKeys.METRICS
-                                                     and bool(self._external_modes))
+        # (a trainer callback fills "metrics" with the names the trainer logs, as they come; a model without
+        # normalisation layers has no running statistics, and Hook.recommended asks for them whatever the model)
+        return super()._may_be_empty(collection) or collection == NORMALIZATION_STATISTICS or (
+            collection == CollectionKeys.METRICS and bool(self._external_modes))
 
     def _record_output_loss(self, outputs, kwargs=None) -> None:
         """The model's output carries the loss (``outputs.loss`` / ``outputs["loss"]``, as Hugging Face
