@@ -21,6 +21,24 @@ def _mode_name(mode) -> str:
     return getattr(mode, "name", str(mode))
 
 
+class _Hinted:
+    """An exception whose message can end with a hint for the reader: which names are close, which steps
+    were saved. The trial sets ``hint`` where the user asked (``trial.tensor``, ``Tensor.value``); it may be
+    a function, called only when the message is shown: rules raise and catch these at every step they
+    skip, and must not pay for a message nobody reads."""
+
+    hint = ""
+
+    def _hint_text(self) -> str:
+        hint = self.hint
+        if callable(hint):
+            try:
+                hint = hint()
+            except Exception:  # noqa: BLE001 - a hint is a courtesy; the message stands without it
+                hint = ""
+        return f" {hint}" if hint else ""
+
+
 class SMDebugCustomerError(SMDebugError):
     """An error caused by user input (configuration, paths) rather than by smdebug itself."""
 
@@ -29,16 +47,16 @@ class InvalidConfigurationError(SMDebugValueError):
     """A hook or collection configuration that can never work (raised at hook construction)."""
 
 
-class TensorUnavailable(SMDebugError):
+class TensorUnavailable(_Hinted, SMDebugError):
     def __init__(self, tname):
         super().__init__(tname)
         self.tname = tname
 
     def __str__(self):
-        return f"Tensor {self.tname} was not saved."
+        return f"Tensor {self.tname} was not saved.{self._hint_text()}"
 
 
-class TensorUnavailableForStep(SMDebugError):
+class TensorUnavailableForStep(_Hinted, SMDebugError):
     def __init__(self, tname, step, mode=None, has_reductions=False):
         super().__init__(tname, step, mode, has_reductions)
         self.tname = tname
@@ -53,7 +71,7 @@ class TensorUnavailableForStep(SMDebugError):
         )
         if self.has_reductions:
             msg += " This tensor has reductions saved for this step; use trial.tensor(name).reduction_value(...)"
-        return msg
+        return msg + self._hint_text()
 
 
 class MissingEventFile(TensorUnavailableForStep):
@@ -81,14 +99,16 @@ class ShapeUnavailableForStep(SMDebugError):
         )
 
 
-class StepUnavailable(SMDebugError):
+class StepUnavailable(_Hinted, SMDebugError):
     def __init__(self, step, mode=None):
         super().__init__(step, mode)
         self.step = step
         self.mode = ModeKeys.GLOBAL if mode is None else mode
 
     def __str__(self):
-        return f"Step {self.step} of mode {_mode_name(self.mode)} is not available as it was not saved"
+        hint = self._hint_text()  # (the message of 1.0.x has no full stop; a hint after it needs one)
+        return f"Step {self.step} of mode {_mode_name(self.mode)} is not available as it was not saved" + (
+            f".{hint}" if hint else "")
 
 
 class StepNotYetAvailable(SMDebugError):

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Protocol, Sequence, Tupl
 import numpy as np
 
 from smdebug.core import reader_arguments as argcheck
+from smdebug.core.missing_hints import saved_steps_hint
 from smdebug.core.modes import ModeKeys
 from smdebug.core.reductions import compute_reduction
 from smdebug.core.skip_notes import warn_skipped
@@ -18,6 +19,7 @@ from smdebug.exceptions import (
     MissingEventFile,
     SMDebugNotImplementedError,
     ShapeUnavailableForStep,
+    StepUnavailable,
     TensorUnavailableForStep,
 )
 
@@ -96,10 +98,14 @@ class Tensor:
 
     # --- values -------------------------------------------------------------------------------
     def value(self, step_num, mode=ModeKeys.GLOBAL, worker: Optional[str] = None) -> np.ndarray:
-        f = self.trial.index_file_for(self.name, step_num, mode, worker)
-        location = f.location(self.name)
-        if location is None:
-            raise TensorUnavailableForStep(self.name, step_num, mode, has_reductions=self.name in f.reductions)
+        try:
+            f = self.trial.index_file_for(self.name, step_num, mode, worker)
+            location = f.location(self.name)
+            if location is None:
+                raise TensorUnavailableForStep(self.name, step_num, mode, has_reductions=self.name in f.reductions)
+        except (TensorUnavailableForStep, StepUnavailable) as e:
+            self._hint_saved_steps(e, mode)
+            raise
         key = (f.step, f.worker)
         if self.cache and key in self._values:
             self.trial.note_read(self.name, f.step)
@@ -128,14 +134,26 @@ class Tensor:
     def reduction_value(self, step_num, reduction_name: str, mode=ModeKeys.GLOBAL, worker=None, abs=False):
         """A stored reduction if one was saved, else computed from the raw value (same definitions)."""
         reduction_name, abs = argcheck.name(reduction_name, "reduction_name"), argcheck.flag(abs, "abs")
-        f = self.trial.index_file_for(self.name, step_num, mode, worker)
+        try:
+            f = self.trial.index_file_for(self.name, step_num, mode, worker)
+        except (TensorUnavailableForStep, StepUnavailable) as e:
+            self._hint_saved_steps(e, mode)
+            raise
         stored = f.reductions.get(self.name, {}).get((reduction_name, abs))
         if stored is not None:
             return self.trial.read_record(f, self.name, stored.location)
         entry = f.entries.get(self.name)
         if entry is not None and entry.location is not None:
             return compute_reduction(self.value(step_num, mode, f.worker), reduction_name, abs)
-        raise TensorUnavailableForStep(self.name, step_num, mode, has_reductions=self.name in f.reductions)
+        e = TensorUnavailableForStep(self.name, step_num, mode, has_reductions=self.name in f.reductions)
+        self._hint_saved_steps(e, mode)
+        raise e
+
+    def _hint_saved_steps(self, error: Exception, mode) -> None:
+        """End a "not saved" error with the steps this tensor was saved at (not for a file gone missing:
+        that step was saved)."""
+        if not isinstance(error, MissingEventFile):
+            error.hint = saved_steps_hint(self, mode)
 
     def reduction_values(self, step_num, mode=ModeKeys.GLOBAL, worker=None) -> Dict[Tuple[str, bool], np.ndarray]:
         """All reductions saved for this step: {(name, abs): value}."""

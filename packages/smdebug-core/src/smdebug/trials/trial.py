@@ -38,6 +38,7 @@ from smdebug.core.locations import (
     serialize_worker_name,
 )
 from smdebug.core.logger import get_logger
+from smdebug.core.missing_hints import close_names_hint
 from smdebug.core.lookalike_names import LookalikeNames
 from smdebug.core.modes import ModeKeys
 from smdebug.core.names import did_you_mean, printable
@@ -992,7 +993,9 @@ class Trial:
         if t is not None:
             return t
         if not self.has_tensor(tname):
-            raise TensorUnavailable(tname)
+            error = TensorUnavailable(tname)
+            error.hint = close_names_hint(tname, self.tensor_names)
+            raise error
         t = self._tensors[tname] = Tensor(tname, self, cache=self.cache)
         return t
 
