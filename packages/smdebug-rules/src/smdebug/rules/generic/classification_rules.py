@@ -10,7 +10,9 @@ XGBoost objective or the recorded loss says probabilities, above 0.5, or raw mar
 record, values without fractions are ids and values in [0, 1] probabilities, and other scores are not
 turned into classes at all: Confusion is then NotEvaluated and says why); negative ids are ignored. When several label tensors
 (``labels_0``, ``labels_1``...) are selected, they are paired in order of their trailing number with the
-prediction tensors; values saved by several workers are pooled.
+prediction tensors; values saved by several workers are pooled. Label tensors of different tasks (two
+classification losses of a multi-task model, two outputs of a Keras model: :mod:`.label_tasks`) are judged
+apart, each task by itself, and a finding names its labels.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from smdebug.core.modes import ModeKeys
 from smdebug.core.run_info import framework_of
 from smdebug.exceptions import SMDebugValueError
 from smdebug.rules.evaluation import looking_for
+from smdebug.rules.generic import label_tasks
 from smdebug.rules.generic.activation_rules import _check_regexes, batches_at
 from smdebug.rules.generic.input_rules import StepSums
 from smdebug.rules.generic.prediction_scale import recorded_kind, scores_to_ids
@@ -262,8 +265,23 @@ _NOT_CLASSES = {
 }
 
 
+def _arguments(local_names: dict) -> dict:
+    """A rule's constructor arguments, from its ``locals()`` at the start of ``__init__``: what a rule of the
+    same kind for one task of the run is made with (:mod:`.label_tasks`)."""
+    return {k: v for k, v in local_names.items() if k not in ("self", "base_trial", "__class__")}
+
+
 class _LabelsAndPredictions(Rule):
     """What both rules share: reading (labels, predictions) class-id pairs at a step."""
+
+    #: (label tensors, prediction tensors) of the one task this rule judges, for a run of several tasks
+    #: (:mod:`.label_tasks`); None: the tensors its parameters select
+    _only: Optional[Tuple[List[str], List[str]]] = None
+
+    def _task_rule(self) -> "_LabelsAndPredictions":
+        """A rule of this kind and parameters for one task of the run (its findings are this rule's: no
+        action of its own)."""
+        return type(self)(self.base_trial, **{**self._arguments, "action_str": None})
 
     def _regression_objective(self) -> Optional[str]:
         """The run's XGBoost objective when its targets are no classes (see :func:`regression_objective`);
@@ -552,6 +570,7 @@ class Confusion(_LabelsAndPredictions):
     def __init__(self, base_trial, category_no=None, labels="labels", predictions="predictions",
                  labels_collection="labels", predictions_collection="predictions", min_diag="0.5",
                  max_off_diag="0.4", min_class_samples="10", other_trials=None, action_str=None):
+        self._arguments = _arguments(locals())
         super().__init__(base_trial, other_trials=other_trials, action_str=action_str)
         rule = self.rule_name
         self.category_no = as_optional_int(rule, "category_no", category_no, minimum=1)
@@ -563,6 +582,13 @@ class Confusion(_LabelsAndPredictions):
         self.max_off_diag = in_range(rule, "max_off_diag", as_float(rule, "max_off_diag", max_off_diag), 0, 1)
         self.min_class_samples = as_int(rule, "min_class_samples", min_class_samples, minimum=1)
 
+    def _label_names(self) -> List[str]:
+        return self._only[0] if self._only is not None else self._names(self.labels, self.labels_collection)
+
+    def _prediction_names(self) -> List[str]:
+        return (self._only[1] if self._only is not None
+                else self._names(self.predictions, self.predictions_collection))
+
     def _names(self, name: str, collection: str) -> List[str]:
         if self.base_trial.has_tensor(name):
             looking_for(f"tensor {name!r}", [name])
@@ -572,8 +598,7 @@ class Confusion(_LabelsAndPredictions):
 
     def confusion_matrix(self, step: int) -> Optional[np.ndarray]:
         """The step's confusion matrix (rows: labels, columns: predictions), None if nothing to pair."""
-        label_names = self._names(self.labels, self.labels_collection)
-        prediction_names = self._names(self.predictions, self.predictions_collection)
+        label_names, prediction_names = self._label_names(), self._prediction_names()
         if not label_names or not prediction_names:
             return None
         labels, predictions = self._pairs(step, label_names, prediction_names, argmax=None)
@@ -594,7 +619,7 @@ class Confusion(_LabelsAndPredictions):
         return matrix
 
     def _last_labels_step(self) -> Optional[int]:
-        names = self._names(self.labels, self.labels_collection)
+        names = self._label_names()
         last = [self.base_trial.tensor(n).steps()[-1] for n in names if self.base_trial.tensor(n).steps()]
         return max(last) if last else None
 
@@ -610,6 +635,10 @@ class Confusion(_LabelsAndPredictions):
                 and labels_configured_empty(self.base_trial, self.labels_collection)):
             self.not_applicable(_NO_LABELS)
             return False
+        if self._only is None:
+            per_task = label_tasks.tasks(self._label_names(), self._prediction_names())
+            if len(per_task) > 1:
+                return label_tasks.judge_each_task(self, step, per_task, self._task_rule)
         if step != self._last_labels_step():
             # (after the last labels: why they were not judged, if they were not, rather than where they are)
             later = step > (self._last_labels_step() or step)
@@ -701,6 +730,12 @@ class ClassImbalance(_LabelsAndPredictions):
     not learn mispredicts classes of balanced data). When the last labels are too early to stand for the trained
     model, a NoIssuesFound verdict's detail says that this test was not reached, and why.
 
+    **Tasks.** The labels of different tasks -- two classification losses of a multi-task model (a
+    ``CrossEntropyLoss`` over digits and a ``BCEWithLogitsLoss`` for "even?"), two outputs of a Keras model --
+    are counted and judged apart, each task by itself with these parameters, and a finding names its labels
+    (class 0 of a yes/no head is not class 0 of the digits); two losses of one class (a GAN's discriminator and
+    generator) are one task. See :mod:`smdebug.rules.generic.label_tasks`.
+
     **Labels per position.** The class counts are not judged when the labels hold a class per position of
     each sample rather than one per sample (see :meth:`_targets_per_position` for the evidence, read at the
     first step with labels):
@@ -752,6 +787,7 @@ class ClassImbalance(_LabelsAndPredictions):
                  argmax="False", labels_regex=".*labels", predictions_regex=".*predictions",
                  labels_collection="labels", predictions_collection="predictions", other_trials=None,
                  action_str=None):
+        self._arguments = _arguments(locals())
         super().__init__(base_trial, other_trials=other_trials, action_str=action_str)
         rule = self.rule_name
         self.threshold_imbalance = in_range(rule, "threshold_imbalance",
@@ -864,6 +900,12 @@ class ClassImbalance(_LabelsAndPredictions):
             return False
         prediction_names = sorted(set(select_tensors(self.base_trial, [], self.predictions_regex))
                                   | set(collection_tensors(self.base_trial, self.predictions_collection)))
+        if self._only is not None:
+            label_names, prediction_names = self._only
+        else:
+            per_task = label_tasks.tasks(label_names, prediction_names)
+            if len(per_task) > 1:
+                return label_tasks.judge_each_task(self, step, per_task, self._task_rule)
 
         def saved_steps():
             return sorted({s for n in label_names for s in self.base_trial.tensor(n).steps()})
