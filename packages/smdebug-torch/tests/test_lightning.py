@@ -198,3 +198,40 @@ def test_an_optimizer_step_that_a_validation_interrupts_keeps_the_trainers_numbe
     assert trial.steps(mode=smd.modes.TRAIN) == [0, 1, 2]
     assert trial.steps(mode=smd.modes.EVAL) == [0, 1, 2, 3]
     assert not [r for r in caplog.records if "numbering continues" in r.getMessage()]
+
+
+class PartsNet(Net):
+    """training_step and validation_step call the module's parts, never ``self(x)`` (the usual Lightning idiom
+    ``self.encoder(x)``): the model's own forward never runs."""
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        return F.cross_entropy(self.fc2(torch.relu(self.fc1(x))), y)
+
+    def validation_step(self, batch, batch_idx):
+        x, y = batch
+        return F.cross_entropy(self.fc2(torch.relu(self.fc1(x))), y)
+
+
+@pytest.mark.parametrize("model_class", [PartsNet, Net])
+def test_the_batch_is_the_models_input_when_the_step_calls_its_parts(tmp_path, model_class):
+    from smdebug.pytorch.lightning import SmdebugCallback
+
+    out = str(tmp_path / "run")
+    torch.manual_seed(0)
+    cb = SmdebugCallback(out_dir=out, save_config=smd.SaveConfig(save_interval=1), include_collections=["inputs"])
+    t = trainer(cb)
+    t.fit(model_class(), loader(0), loader(1))
+    cb.hook.close()
+    assert not cb.hook.disabled
+    trial = smd.create_trial(out)
+    name = f"{model_class.__name__}_input_0"
+    # x of each of the step's two batches (the model called twice), never the targets
+    assert trial.tensor_names(collection="inputs") == [name, f"{model_class.__name__}_input_1"]
+    train_x = mlp_data(n=64, seed=0)[0].numpy()
+    tensor = trial.tensor(name)
+    assert tensor.steps(mode=smd.modes.TRAIN) == [0, 1, 2] and tensor.steps(mode=smd.modes.EVAL) == [0, 1]
+    # a TRAIN step of two accumulated batches holds both, in order, as a model called twice would
+    assert np.array_equal(tensor.value(0, mode=smd.modes.TRAIN), train_x[:8])
+    assert np.array_equal(trial.tensor(f"{model_class.__name__}_input_1").value(0, mode=smd.modes.TRAIN),
+                          train_x[8:16])

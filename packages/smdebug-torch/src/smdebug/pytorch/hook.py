@@ -106,6 +106,7 @@ class Hook(BaseHook):
         # modes whose steps a trainer callback begins and ends (the model's forwards then mark no step)
         self._external_modes: frozenset = _NOTHING
         self._forward_mode = None  # trainers: module -> the mode its forward call runs in (or None)
+        self._trainer_forwards = 0  # forward calls of the model in steps a trainer callback begins
         # Until the script calls set_mode (and while no trainer callback owns the modes), the model's
         # training flag tells the mode of its forward calls: (mode when eval(), mode when train()), or
         # None when not followed. A loop that validates under model.eval() without set_mode (every loop
@@ -508,6 +509,7 @@ class Hook(BaseHook):
                 if mode is not None:
                     self.mode = mode
             if self.mode in self._external_modes:
+                self._trainer_forwards += 1  # (see _save_batch_input)
                 if self._in_step:
                     with self._step_lock:
                         self._rewire()
@@ -669,6 +671,25 @@ class Hook(BaseHook):
             name = f"{base}_input_{key}" + (f"_{i}" if i else "")
             if self.is_due(name):
                 self.record(name, t)
+
+    def _save_batch_input(self, batch) -> None:
+        """(trainer callbacks) The batch a trainer handed to a step in which the registered model was never
+        called -- a LightningModule whose ``training_step`` calls its parts (``self.encoder(x)``) rather than
+        ``self(x)`` -- saved as the model's input, as the model's forward hook would have saved it: a tuple's or
+        list's first tensor as ``<Model>_input_0`` (of ``(x, y)``, the targets are no input), a dict's tensors by
+        key (``<Model>_input_<key>``; the ``inputs`` collection leaves out targets such as ``labels``)."""
+        if self._disabled or not self._due or self.model is None:
+            return
+        try:
+            with self._step_lock:
+                if isinstance(batch, dict):
+                    self._save_keyword_inputs(self.model_name, batch)
+                    return
+                first = batch[0] if isinstance(batch, (tuple, list)) and batch else batch
+                if isinstance(first, torch.Tensor):
+                    self._save_io(self.model_name, [first], [])
+        except Exception as e:  # noqa: BLE001
+            self._fail("saving the batch as the model's input", e)
 
     def _drain_traced(self) -> None:
         """Save what the hooks traced into compiled forwards captured (they run in the graph's order)."""

@@ -20,7 +20,9 @@ trainer = L.Trainer(callbacks=[SmdebugCallback(out_dir="/tmp/run", include_colle
   from it. Values logged between steps (``on_train_epoch_end``) belong to no step and are not saved;
   ``on_validation_epoch_end``'s go into the loop's last step. Plus everything the hook's collections ask
   for (layer inputs/outputs, activations...). With the default configuration the ``metrics`` collection
-  is included too.
+  is included too. A step whose batch never went through the module's own ``forward`` (``training_step``
+  calling ``self.encoder(x)``, not ``self(x)``) has the batch saved as the model's input
+  (``<Model>_input_0``: the first tensor of ``(x, y)``; a dict batch's tensors by key), for the input rules.
 * Works with the ``lightning`` package and with ``pytorch_lightning``; with DDP every rank runs the
   callback, and ``include_workers`` decides which ranks write.
 
@@ -68,6 +70,7 @@ class _Follower:
         self._train_step: Optional[int] = None  # the global step of the TRAIN step open in the hook
         self._last_train_step: Optional[int] = None  # the global step of the last TRAIN step begun
         self._logged: dict = {}  # name -> value the module logged in the open step
+        self._forwards_before = 0  # the hook's count of model forward calls when the batch began
         self._log_wrapper = None
 
     # -- set-up ------------------------------------------------------------------------------------
@@ -120,9 +123,19 @@ class _Follower:
         self._train_step = None
 
     # -- training ----------------------------------------------------------------------------------
+    def _batch_begins(self) -> None:
+        self._forwards_before = self.hook._trainer_forwards
+
+    def _batch_ends(self, batch) -> None:
+        # A step whose batch never went through the model's own forward (training_step calling
+        # self.encoder(x), not self(x)): the batch is the model's input, which the input rules judge
+        if self.hook._trainer_forwards == self._forwards_before:
+            self.hook._save_batch_input(batch)
+
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
         if not self._active:
             return
+        self._batch_begins()
         step = trainer.global_step
         if self._train_step == step and self.hook.mode == ModeKeys.TRAIN and self.hook._in_step:
             return  # another batch of the same optimizer step (gradient accumulation)
@@ -146,6 +159,7 @@ class _Follower:
         # Under automatic optimization Lightning hands callbacks the loss divided by accumulate_grad_batches
         # (what backward ran on); the loss training_step computed is saved
         self._save_loss(outputs, trainer.accumulate_grad_batches if pl_module.automatic_optimization else 1)
+        self._batch_ends(batch)
         if trainer.global_step != self._train_step:  # the optimizer stepped: the step is complete
             self._end_step()
 
@@ -160,13 +174,15 @@ class _Follower:
         self._end_step()
         self.hook.set_mode(mode)
         self.hook.begin_step()
+        self._batch_begins()
 
-    def _eval_batch_end(self, trainer, outputs) -> None:
+    def _eval_batch_end(self, trainer, outputs, batch) -> None:
         # (the step stays open until the next batch or the end of the loop: what on_*_epoch_end logs
         # goes into the loop's last step)
         if not self._active or trainer.sanity_checking:
             return
         self._save_loss(outputs)
+        self._batch_ends(batch)
 
     def _eval_end(self, trainer) -> None:
         if not self._active or trainer.sanity_checking:
@@ -186,19 +202,19 @@ class _Follower:
         self._eval_batch_start(trainer, ModeKeys.EVAL)
 
     def on_validation_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0) -> None:
-        self._eval_batch_end(trainer, outputs)
+        self._eval_batch_end(trainer, outputs, batch)
 
     def on_test_batch_start(self, trainer, pl_module, batch, batch_idx, dataloader_idx=0) -> None:
         self._eval_batch_start(trainer, ModeKeys.EVAL)
 
     def on_test_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0) -> None:
-        self._eval_batch_end(trainer, outputs)
+        self._eval_batch_end(trainer, outputs, batch)
 
     def on_predict_batch_start(self, trainer, pl_module, batch, batch_idx, dataloader_idx=0) -> None:
         self._eval_batch_start(trainer, ModeKeys.PREDICT)
 
     def on_predict_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0) -> None:
-        self._eval_batch_end(trainer, None)  # (predictions are not losses)
+        self._eval_batch_end(trainer, None, batch)  # (predictions are not losses)
 
     def on_exception(self, trainer, pl_module, exception) -> None:
         if self._active:
