@@ -36,7 +36,8 @@ class SmallInitAttention(nn.Module):
         return self.head(self.norm(h + self.mix(attended)).mean(dim=1))
 
 
-def train(out_dir, optimizer, *, collections=("weights", "gradients", "losses"), steps=30):
+def train(out_dir, optimizer, *, collections=("weights", "gradients", "losses"), steps=30, warmup=0):
+    """``warmup``: the learning rate rises linearly from 0 over that many steps (the first step takes none)."""
     torch.manual_seed(0)
     g = torch.Generator().manual_seed(0)
     x = torch.randn(256, 8, 8, generator=g)
@@ -47,6 +48,7 @@ def train(out_dir, optimizer, *, collections=("weights", "gradients", "losses"),
     loss_fn = nn.CrossEntropyLoss()
     hook.register_loss(loss_fn)
     opt = optimizer(model.parameters())
+    schedule = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, s / warmup)) if warmup else None
     losses = []
     for step in range(steps):
         batch = slice((step * 32) % 256, (step * 32) % 256 + 32)
@@ -54,6 +56,8 @@ def train(out_dir, optimizer, *, collections=("weights", "gradients", "losses"),
         loss = loss_fn(model(x[batch]), y[batch])
         loss.backward()
         opt.step()
+        if schedule is not None:
+            schedule.step()
         losses.append(loss.item())
     hook.close()
     return str(out_dir), losses
@@ -76,6 +80,18 @@ def test_small_query_and_key_gradients_under_adamw_are_not_vanishing(tmp_path):
     off = verdict(path, "PoorWeightInitialization", learning_fraction="0")
     assert off.status == "IssuesFound" and off.findings[0].reason.startswith("gradients:")
     assert verdict(path, "PoorWeightInitialization").status == "NoIssuesFound"
+
+
+def test_a_warm_up_from_zero_is_no_vanishing_gradient(tmp_path):
+    """The first step of a warm-up from 0 (the Hugging Face Trainer's schedules, LinearLR(start_factor=0)) moves no
+    weight at all: how small a gradient is there says nothing of its layer's learning (probe 11 F3)."""
+    path, losses = train(tmp_path / "warmup", lambda p: torch.optim.AdamW(p, lr=3e-3), warmup=5)
+    assert losses[-1] < losses[0]
+    found = verdict(path)
+    assert found.status == "NoIssuesFound", [f.reason for f in found.findings]
+    # SGD's small gradients still vanish once the warm-up moves the weights
+    path, _ = train(tmp_path / "warmup_sgd", lambda p: torch.optim.SGD(p, lr=0.05), warmup=5)
+    assert verdict(path).status == "IssuesFound"
 
 
 def test_small_query_and_key_gradients_under_sgd_still_vanish(tmp_path):

@@ -79,7 +79,12 @@ class LearningPace:
         ``step`` at least ``fraction`` of the largest relative update, over the same saves, of the weights behind
         ``reference`` ({gradient: worker}: gradients that are not in question). False whenever that cannot be
         told (``fraction`` 0, weights not saved, saved once or at other steps, no reference that moved: a model
-        whose weights all decay to nothing moves each of them alike): the gradient is then judged on its own."""
+        whose weights all decay to nothing moves each of them alike): the gradient is then judged on its own.
+
+        True also when not one of these weights changed at all over the saves (bit for bit): the optimizer took
+        no step there -- a learning rate of 0 (the first step of a warm-up from 0, as the Hugging Face Trainer's
+        and ``LinearLR(start_factor=0)``'s), a step GradScaler skipped -- so the step size, not the gradient, kept
+        every layer still, and how small a gradient is says nothing of its layer's learning at that step."""
         weight = weight_of(gradient)
         if fraction <= 0 or weight is None:
             return False
@@ -87,12 +92,21 @@ class LearningPace:
         if span is None:
             return False
         own = self.ratio(weight, worker, *span)
-        others = []
+        others, still = [], [(weight, worker)]
         for other, other_worker in reference.items():
             other_weight = weight_of(other)
             if other_weight and self.interval(other_weight, step) == span:
                 r = self.ratio(other_weight, other_worker, *span)
                 if r is not None and np.isfinite(r):
                     others.append(r)
+                    still.append((other_weight, other_worker))
         largest = max(others) if others else 0.0
+        if own == 0 and others and largest == 0 and all(self._unchanged(w, wk, *span) for w, wk in still):
+            return True
         return own is not None and largest > 0 and own >= fraction * largest
+
+    def _unchanged(self, weight: str, worker: Optional[str], a: int, b: int) -> bool:
+        """Whether ``weight`` is bit-identical at saves ``a`` and ``b`` (a ratio of 0 is also pure decay)."""
+        kwargs = {"worker": worker} if worker else {}
+        before, after = value_at(self.trial, weight, a, **kwargs), value_at(self.trial, weight, b, **kwargs)
+        return before is not None and after is not None and np.array_equal(before, after)
