@@ -162,3 +162,23 @@ def test_divergence_parameters(tmp_path):
                             ({"growth_factor": "inf"}, "growth_factor"), ({"window": "0"}, "window must be >= 1")]:
         with pytest.raises(SMDebugValueError, match=message):
             Divergence(trial, **kwargs)
+
+
+def test_slow_convergence_leaves_a_loss_saved_at_evaluation_steps_only_to_the_training_loss(tmp_path):
+    """A converged model's per-batch validation losses, six passes at the noise floor (a Lightning ``val_loss``):
+    the first pass came after a whole epoch of training, and batch-to-batch spread is no pass-to-pass noise; the
+    budget shows in the training loss, which converged (probe 11 F4)."""
+    from smdebug.core.modes import ModeKeys
+
+    rng = np.random.default_rng(0)
+    batch_offsets = rng.normal(0, 0.001, 8)  # (the same validation batches at every pass)
+    steps = []
+    for epoch, level in enumerate([0.0276, 0.0232, 0.0227, 0.0260, 0.0249, 0.0218]):
+        for i in range(40):
+            t = epoch * 40 + i
+            steps.append((ModeKeys.TRAIN, {"loss": 0.025 + 0.12 * np.exp(-t / 15) + rng.normal(0, 0.002)}))
+        steps += [(ModeKeys.EVAL, {"val_loss": level + offset}) for offset in batch_offsets]
+    trial = run(tmp_path, steps)
+    rule = SlowConvergence(trial)
+    assert invoke_rule(rule) == [], rule.last_reason
+    assert rule.evaluation.steps == 1  # (the training loss was judged)

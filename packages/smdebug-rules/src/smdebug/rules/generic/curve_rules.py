@@ -467,6 +467,10 @@ class SlowConvergence(LossCurveRule):
     makes up for a middle third that rose (a noisy validation loss, a bump after an lr restart) is no steady
     decrease. Needs at least ``3 * window`` saves.
 
+    A loss saved at evaluation steps only (Keras's and Lightning's ``val_loss``) is not judged: the budget shows in
+    the training loss, and a validation series, saved per batch of a few passes that began after training had run,
+    says how far the model generalises, not whether more steps would have trained it further.
+
     What the rule says is that more steps (or a higher learning rate) would have trained the model further, so
     it stays quiet where they would not have:
 
@@ -524,6 +528,11 @@ class SlowConvergence(LossCurveRule):
 
     def judge(self, name, mode, curve, s):
         if not training_ended(self.base_trial) or s != self._saved.steps(name, mode, curve.worker)[-1]:
+            return False, None
+        if self.evaluation_only(name, mode):
+            # the budget shows in the training loss; a validation loss saved per batch of a few passes is a
+            # mixture of fixed batches whose spread is no pass-to-pass noise, and it began after training had
+            # already run (a converged model's plateau read as "only 23% gone": probe 11 F4)
             return False, None
         values = np.asarray(curve.values)
         n = len(values)

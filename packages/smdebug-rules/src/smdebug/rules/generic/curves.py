@@ -192,10 +192,14 @@ class LossCurveRule(Rule):
         if name not in self._training_curves:  # (asked once per loss: a loss stays in its collections)
             metric = "metrics" in self.base_trial.collections() and name in set(
                 self.base_trial.tensor_names(collection="metrics"))
-            evaluation_only = not self._saved.steps(name, ModeKeys.TRAIN) and bool(
-                self._saved.steps(name, ModeKeys.EVAL) or self._saved.steps(name, ModeKeys.PREDICT))
-            self._training_curves[name] = not (metric or evaluation_only)
+            self._training_curves[name] = not (metric or self.evaluation_only(name, mode))
         return self._training_curves[name]
+
+    def evaluation_only(self, name: str, mode: ModeKeys) -> bool:
+        """Whether ``name`` followed in ``mode`` is a loss saved at evaluation steps only, in a run that trains
+        (Keras's and Lightning's ``val_loss``: followed in GLOBAL mode, one save per validation batch or pass)."""
+        return mode == ModeKeys.GLOBAL and not self._saved.steps(name, ModeKeys.TRAIN) and bool(
+            self._saved.steps(name, ModeKeys.EVAL) or self._saved.steps(name, ModeKeys.PREDICT))
 
     #: what the rule needs, for its NotEvaluated detail
     needs = "a loss curve"
