@@ -3,6 +3,8 @@ what the run does have (close tensor names, the steps a tensor was saved at), so
 
 Runs are written by a real hook training a real logistic regression (``_support``)."""
 
+import logging
+
 import pytest
 
 from _support import NumpyHook, train_logistic_regression
@@ -62,3 +64,13 @@ def test_a_long_list_of_saved_steps_is_elided(tmp_path):
     with pytest.raises(StepUnavailable) as info:  # (no tensor at all was saved at step 5)
         create_trial(str(tmp_path / "run")).tensor("loss").value(5)
     assert str(info.value).endswith("loss was saved at GLOBAL steps 0, 2, 4, 6, ..., 32, 34, 36, 38 (20 steps).")
+
+
+def test_an_empty_collection_is_an_answer_a_mistyped_one_a_warning(trained, caplog):
+    with caplog.at_level(logging.WARNING, logger="smdebug"):
+        assert trained.tensor_names(collection="biases") == []  # the run has it; nothing was saved in it
+    assert caplog.records == []
+    with caplog.at_level(logging.WARNING, logger="smdebug"):
+        assert trained.tensor_names(collection="gradient") == []
+    assert [r.getMessage() for r in caplog.records] == [
+        "No tensors matched gradient: the run has no collection 'gradient' (did you mean 'gradients'?)"]

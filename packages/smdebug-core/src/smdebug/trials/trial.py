@@ -965,7 +965,11 @@ class Trial:
                 # (trial.collection() keeps even a name the run lacks, so emptiness is what tells a typo)
                 usable = [c.name for c in self.collections().values() if c.has_regex() or c.tensor_names]
                 hint = f": the run has no collection {coll.name!r}" + did_you_mean(coll.name, usable)
-            logger.warning("No tensors matched %s%s", regex if regex is not None else collection, hint)
+            # A collection the run has that holds nothing (metrics never logged, activations of a model
+            # without such layers) is an answer, not a mistake: said at debug level, or every rule asking
+            # for one printed a warning on a sound run.
+            log = logger.debug if coll is not None and not hint else logger.warning
+            log("No tensors matched %s%s", regex if regex is not None else collection, hint)
         return sorted(names)
 
     def _names_of(self, f: IndexFile):
