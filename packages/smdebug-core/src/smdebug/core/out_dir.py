@@ -29,6 +29,7 @@ import os
 import socket
 import threading
 import time
+import weakref
 from typing import Optional
 
 from smdebug.core.env_settings import env_float
@@ -158,6 +159,12 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
+# The claims this process holds, by claim file. A claim file names the process, so two hooks of one
+# process on one out_dir (a notebook cell run twice, a second hook made by mistake) both take it; this
+# tells them apart, to say so.
+_HELD_HERE: "weakref.WeakValueDictionary[str, OutDirClaim]" = weakref.WeakValueDictionary()
+
+
 class OutDirClaim:
     """This process's claim on a run directory (``key`` :data:`CLAIM_FILE`) or on one worker name in it
     (``key`` :func:`worker_claim_key`, ``worker`` the name): :meth:`take` (local) or :meth:`take_s3`, then
@@ -256,6 +263,14 @@ class OutDirClaim:
             if owner is None:
                 continue  # released since we looked: just try again
             if self._is_me(owner):
+                other = _HELD_HERE.get(self._here())
+                if other is not None and other is not self and other.claimed:
+                    # Said, not refused: the other hook is often idle for good (a notebook cell run again,
+                    # its hook left unclosed and out of reach), and refusing would leave nothing saved.
+                    logger.warning(
+                        "smdebug: another hook of this process, not closed, also writes to %s; if both save "
+                        "steps they write over each other's files. Close the first one (hook.close()) before "
+                        "making another, or give each hook its own out_dir.", self.out_dir)
                 return self._taken_locally()
             if self._alive(owner, self._local_age(), stale_after):
                 self.holder = self.describe(owner)
@@ -277,8 +292,12 @@ class OutDirClaim:
                            self.out_dir, os.getpid())
         return False
 
+    def _here(self) -> str:
+        return self.storage.full_path(self.key)
+
     def _taken_locally(self) -> bool:
         self.claimed = True
+        _HELD_HERE[self._here()] = self
         # (another machine cannot ask whether we are alive: the claim's age says it; see the docstring)
         every = env_float("SMDEBUG_CLAIM_REFRESH", 60.0, minimum=0.1)
         stop = self._keepalive = threading.Event()
@@ -377,6 +396,8 @@ class OutDirClaim:
             self._keepalive.set()
             self._keepalive = None
         if self.claimed:
+            if _HELD_HERE.get(self._here()) is self:
+                del _HELD_HERE[self._here()]
             try:
                 self.storage.remove(self.key)
             except OSError:
