@@ -9,7 +9,8 @@ import pytest
 
 from _support import NumpyHook, train_logistic_regression
 from smdebug import SaveConfig, modes
-from smdebug.exceptions import StepUnavailable, TensorUnavailable, TensorUnavailableForStep
+from smdebug.exceptions import (InvalidWorker, NoMoreData, StepUnavailable, TensorUnavailable,
+                                TensorUnavailableForStep)
 from smdebug.trials import create_trial
 
 
@@ -74,3 +75,16 @@ def test_an_empty_collection_is_an_answer_a_mistyped_one_a_warning(trained, capl
         assert trained.tensor_names(collection="gradient") == []
     assert [r.getMessage() for r in caplog.records] == [
         "No tensors matched gradient: the run has no collection 'gradient' (did you mean 'gradients'?)"]
+
+
+def test_a_worker_or_a_mode_the_run_lacks_is_said_so(trained):
+    with pytest.raises(InvalidWorker) as info:
+        trained.tensor("loss").value(0, mode=modes.TRAIN, worker="worker_1")
+    assert str(info.value) == "Invalid Worker: worker_1 (not a worker of step 0, which has worker_0; the run's " \
+                              "workers: worker_0)"
+    with pytest.raises(NoMoreData) as info:
+        trained.wait_for_steps([3], mode=modes.PREDICT)
+    assert str(info.value).endswith("reached end of training. The run has no PREDICT step")  # (was "... is None")
+    with pytest.raises(TensorUnavailableForStep) as info:
+        trained.tensor("gradient/weights/w").shape(3, mode=modes.TRAIN)
+    assert str(info.value).endswith("gradient/weights/w was saved at TRAIN steps 0, 6.")

@@ -129,6 +129,9 @@ class NoMoreData(SMDebugError):
         self.last_step = last_step
 
     def __str__(self):
+        if self.last_step is None:  # (the run has no step of that mode at all)
+            return (f"Looking for step {self.step} of mode {_mode_name(self.mode)} and reached end of training. "
+                    f"The run has no {_mode_name(self.mode)} step")
         return (
             f"Looking for step {self.step} of mode {_mode_name(self.mode)} and reached end of training. "
             f"Max step available is {self.last_step}"
@@ -200,13 +203,13 @@ class CollectionFileCorrupted(SMDebugValueError):
         return self.message if self.path is None else f"{self.message} | file={self.path}"
 
 
-class InvalidWorker(SMDebugError):
+class InvalidWorker(_Hinted, SMDebugError):
     def __init__(self, worker):
         super().__init__(worker)
         self.worker = worker
 
     def __str__(self):
-        return f"Invalid Worker: {self.worker}"
+        return f"Invalid Worker: {self.worker}{self._hint_text()}"
 
 
 class InvalidCollectionConfiguration(SMDebugError):

@@ -93,7 +93,11 @@ class Tensor:
         raise SMDebugNotImplementedError("Tensor.step() was removed; use tensor.value(step) and tensor.steps()")
 
     def workers(self, step_num, mode=ModeKeys.GLOBAL) -> List[str]:
-        files = self.trial.index_files_with_tensor(self.name, step_num, mode)
+        try:
+            files = self.trial.index_files_with_tensor(self.name, step_num, mode)
+        except (TensorUnavailableForStep, StepUnavailable) as e:
+            self._hint_saved_steps(e, mode)
+            raise
         return sorted(f.worker for f in files)
 
     # --- values -------------------------------------------------------------------------------
@@ -161,7 +165,11 @@ class Tensor:
         return {k: self.trial.read_record(f, self.name, e.location) for k, e in f.reductions.get(self.name, {}).items()}
 
     def shape(self, step_num, mode=ModeKeys.GLOBAL, worker=None) -> Tuple[int, ...]:
-        f = self.trial.index_file_for(self.name, step_num, mode, worker)
+        try:
+            f = self.trial.index_file_for(self.name, step_num, mode, worker)
+        except (TensorUnavailableForStep, StepUnavailable) as e:
+            self._hint_saved_steps(e, mode)
+            raise
         entry = f.entries.get(self.name)
         if entry is not None and entry.shape is not None:
             return tuple(entry.shape)

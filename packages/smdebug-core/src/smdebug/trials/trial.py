@@ -1141,7 +1141,10 @@ class Trial:
         if worker is not None:
             f = files.get(worker)
             if f is None:
-                raise InvalidWorker(worker)
+                error = InvalidWorker(worker)
+                error.hint = lambda: (f"(not a worker of step {step}, which has {', '.join(sorted(files))}; the run's "
+                                      f"workers: {', '.join(self.workers())})")
+                raise error
             if not f.has_tensor(name):
                 raise TensorUnavailableForStep(name, step, mode)
             return f
