@@ -88,3 +88,15 @@ def test_a_worker_or_a_mode_the_run_lacks_is_said_so(trained):
     with pytest.raises(TensorUnavailableForStep) as info:
         trained.tensor("gradient/weights/w").shape(3, mode=modes.TRAIN)
     assert str(info.value).endswith("gradient/weights/w was saved at TRAIN steps 0, 6.")
+
+
+def test_the_errors_pickle_with_their_hints(trained):
+    """(A hint is a function of the trial until shown; a pickled error, sent from a worker process, carries
+    its text.)"""
+    import pickle
+
+    for ask in (lambda: trained.tensor("los"), lambda: trained.tensor("loss").value(40, mode=modes.TRAIN)):
+        with pytest.raises((TensorUnavailable, StepUnavailable)) as info:
+            ask()
+        copy = pickle.loads(pickle.dumps(info.value))
+        assert type(copy) is type(info.value) and str(copy) == str(info.value) and "loss" in copy.hint

@@ -38,6 +38,13 @@ class _Hinted:
                 hint = ""
         return f" {hint}" if hint else ""
 
+    def __reduce__(self):
+        # A hint that is a function (of the trial) does not pickle: its text goes instead.
+        state = dict(self.__dict__)
+        if callable(state.get("hint")):
+            state["hint"] = self._hint_text().strip()
+        return type(self), self.args, state
+
 
 class SMDebugCustomerError(SMDebugError):
     """An error caused by user input (configuration, paths) rather than by smdebug itself."""
