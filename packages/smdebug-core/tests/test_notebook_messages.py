@@ -100,3 +100,12 @@ def test_the_errors_pickle_with_their_hints(trained):
             ask()
         copy = pickle.loads(pickle.dumps(info.value))
         assert type(copy) is type(info.value) and str(copy) == str(info.value) and "loss" in copy.hint
+
+
+def test_a_tensor_shows_where_it_was_saved(trained, tmp_path):
+    assert repr(trained.tensor("loss")) == "<Tensor loss of trial run: TRAIN steps 0, 3, 6, 9; EVAL steps 0, 3>"
+    hook = NumpyHook(out_dir=str(tmp_path / "plain"), save_config=SaveConfig(save_interval=2))
+    train_logistic_regression(hook, steps=40)  # no mode set: GLOBAL steps
+    hook.close()
+    assert repr(create_trial(str(tmp_path / "plain")).tensor("loss")) == \
+        "<Tensor loss of trial plain: GLOBAL steps 0, 2, 4, 6, ..., 32, 34, 36, 38 (20 steps)>"

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Protocol, Sequence, Tupl
 import numpy as np
 
 from smdebug.core import reader_arguments as argcheck
-from smdebug.core.missing_hints import saved_steps_hint
+from smdebug.core.missing_hints import saved_steps_hint, short_steps
 from smdebug.core.modes import ModeKeys
 from smdebug.core.reductions import compute_reduction
 from smdebug.core.skip_notes import warn_skipped
@@ -233,4 +233,17 @@ class Tensor:
         return pd.DataFrame(rows, columns=["step", "mode", "mode_step", "worker", "value"])
 
     def __repr__(self):
-        return f"<Tensor {self.name} of trial {self.trial.name}>"
+        # What a notebook shows for trial.tensor(name): where it was saved, so the next cell asks for a step
+        # that exists. (No refresh: a repr reads nothing new.)
+        saved = []
+        try:
+            for mode in (ModeKeys.TRAIN, ModeKeys.EVAL, ModeKeys.PREDICT):
+                steps = self.trial.tensor_steps(self.name, mode, False)
+                if steps:
+                    saved.append(f"{mode.name} steps {short_steps(steps)}")
+            steps = [] if saved else self.trial.tensor_steps(self.name, ModeKeys.GLOBAL, False)
+            if steps:  # a run that never named its modes
+                saved.append(f"GLOBAL steps {short_steps(steps)}")
+        except Exception:  # noqa: BLE001 - a repr never raises (a damaged index is for value() to report)
+            saved = []
+        return f"<Tensor {self.name} of trial {self.trial.name}" + (f": {'; '.join(saved)}>" if saved else ">")
