@@ -271,7 +271,7 @@ class HookSaving:
         arr = make_numpy_array(host)
         if arr.size != 1:
             raise SMDebugTypeError(f"save_scalar({shown(name)}) needs a single value, got shape {arr.shape}")
-        if arr.dtype.kind not in "biuf":
+        if arr.dtype.kind not in "biufc":
             # (a string or an object saved as a scalar breaks every curve drawn or judged from it)
             raise SMDebugTypeError(f"save_scalar({shown(name)}) needs a number, got {type(value).__name__} "
                                    f"{shown(value)}")
