@@ -8,8 +8,11 @@ showed two tensors under one name, and a hostile run could pass one off as the o
 instead a trial says once, in a warning, which names print alike, each spelt with escapes (``ascii()``) so the
 two can be told apart and asked for by their exact spelling.
 
-Names that differ otherwise but look alike (Latin ``a`` and Cyrillic ``а``) are not caught: that is a
-judgement of fonts, not of Unicode's equivalence.
+Names that differ by letters of other scripts drawn like Latin ones (Cyrillic ``а`` for Latin ``a``, Greek
+``Ο`` for ``O``: ``"\u0430ct"`` and ``"act"``) print alike too and are said the same way. Only the letters
+Unicode's confusables data gives as the same glyph as a Latin letter in common fonts are folded (a short table,
+:data:`_LIKE_LATIN`), so names of those scripts that merely share some letters with a Latin name are left
+alone unless every letter matches.
 """
 
 from __future__ import annotations
@@ -21,6 +24,23 @@ from smdebug.core.logger import get_logger
 
 #: pairs named, one warning each, per trial; then one line says more were found
 NAMED = 5
+
+#: Cyrillic and Greek letters drawn as a Latin letter (from Unicode's confusables, the unambiguous ones only)
+_LIKE_LATIN = str.maketrans(
+    "\u0430\u0435\u043e\u0440\u0441\u0443\u0445\u0456\u0458\u0455\u0501\u051b\u051d\u04bb\u04cf"
+    "\u0410\u0412\u0415\u041a\u041c\u041d\u041e\u0420\u0421\u0422\u0425\u0423\u0406\u0408\u0405"
+    "\u051a\u051c"
+    "\u0391\u0392\u0395\u0396\u0397\u0399\u039a\u039c\u039d\u039f\u03a1\u03a4\u03a5\u03a7\u03bf",
+    "aeopcyxijsdqwhl"
+    "ABEKMHOPCTXYIJS"
+    "QW"
+    "ABEZHIKMNOPTYXo")
+
+
+def lookalike_form(name: str) -> str:
+    """The spelling ``name`` is drawn as: its NFC form with the letters of :data:`_LIKE_LATIN` made Latin."""
+    return unicodedata.normalize("NFC", name).translate(_LIKE_LATIN)
+
 
 
 class LookalikeNames:
@@ -48,7 +68,7 @@ class LookalikeNames:
                 continue
             if name in known:
                 continue
-            form = unicodedata.normalize("NFC", name)
+            form = lookalike_form(name)
             first = self._first.setdefault(form, name)
             if first != name:
                 self._warn(first, name)
@@ -65,10 +85,13 @@ class LookalikeNames:
         self._pairs.add(pair)
         self.found += 1
         if self.found <= NAMED:
+            why = ("the same text to Unicode, encoded differently"
+                   if unicodedata.normalize("NFC", first) == unicodedata.normalize("NFC", second)
+                   else "letters of another script drawn as Latin ones")
             get_logger().warning(
-                "smdebug: %s: tensor names %s and %s are different names that print alike (the same text to "
-                "Unicode, encoded differently); ask for each by its exact spelling (smdebug ls --json lists both)",
-                self.where, ascii(first)[:300], ascii(second)[:300])
+                "smdebug: %s: tensor names %s and %s are different names that print alike (%s); ask for each "
+                "by its exact spelling (smdebug ls --json lists both)",
+                self.where, ascii(first)[:300], ascii(second)[:300], why)
         elif self.found == NAMED + 1:
             get_logger().warning("smdebug: %s: more tensor names that print alike; past the first %d, without "
                                  "a warning each", self.where, NAMED)
