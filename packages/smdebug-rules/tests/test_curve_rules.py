@@ -182,3 +182,14 @@ def test_slow_convergence_leaves_a_loss_saved_at_evaluation_steps_only_to_the_tr
     rule = SlowConvergence(trial)
     assert invoke_rule(rule) == [], rule.last_reason
     assert rule.evaluation.steps == 1  # (the training loss was judged)
+
+
+def test_slow_convergence_says_nothing_of_a_loss_above_where_it_started(tmp_path):
+    """A diverged loss (26 at the start, up to 92, then down a little to 87) is not converging slowly but not at
+    all: "still falling ... only -36% of the initial loss is gone" misread it (probe 11 W1); LossNotDecreasing and
+    Divergence judge it."""
+    rng = np.random.default_rng(3)
+    values = np.concatenate([np.linspace(26, 92, 60), np.linspace(92, 87, 60)]) + rng.normal(0, 0.3, 120)
+    rule = SlowConvergence(run(tmp_path, losses(values)))
+    assert invoke_rule(rule) == [], rule.last_reason
+    assert rule.evaluation.steps == 1
