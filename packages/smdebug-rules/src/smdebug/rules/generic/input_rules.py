@@ -7,6 +7,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Tuple, Union
 
 import numpy as np
 
+from smdebug.core.run_info import framework_of
 from smdebug.exceptions import SMDebugValueError
 from smdebug.rules.generic.activation_rules import (
     CHANNELS_FIRST_FRAMEWORKS,
@@ -113,6 +114,12 @@ def _add_channel_stats(total: Optional[dict], part: _Stats) -> dict:
     return total
 
 
+#: CheckInputImages' default input regex (the original's): the name MXNet Gluon gives a HybridSequential's input
+_GLUON_INPUT = ".*hybridsequential0_input_0"
+#: frameworks whose hooks never write that name
+_NAMED_OTHERWISE = ("pytorch", "tensorflow", "xgboost")
+
+
 class CheckInputImages(Rule):
     """Fires when the input images do not look normalised: the mean of some channel is far from 0.
 
@@ -146,7 +153,8 @@ class CheckInputImages(Rule):
         -0.7. Pixels left in 0-255 (or 0-16) have means of 5 to 100 and more).
     :param threshold_samples: images to see before judging (default 500).
     :param regex: comma-separated regexes of the input tensors (default ``".*hybridsequential0_input_0"``,
-        the original's, an MXNet name).
+        the original's, an MXNet Gluon model's default name: not looked for in PyTorch, TensorFlow and XGBoost
+        runs, whose hooks name inputs otherwise, so their verdicts do not name it).
     :param channel: the channel axis (default 1, NCHW; 3 or -1 for NHWC, as Keras images). 0 (the batch
         axis) is refused.
     :param collection_names: comma-separated collections of input tensors (default ``"inputs"``); empty for
@@ -154,7 +162,7 @@ class CheckInputImages(Rule):
     """
 
     def __init__(self, base_trial, threshold_mean="2.0", threshold_samples="500",
-                 regex=".*hybridsequential0_input_0", channel="1", collection_names="inputs", other_trials=None,
+                 regex=_GLUON_INPUT, channel="1", collection_names="inputs", other_trials=None,
                  action_str=None):
         super().__init__(base_trial, other_trials=other_trials, action_str=action_str)
         rule = self.rule_name
@@ -176,6 +184,12 @@ class CheckInputImages(Rule):
         self._names_seen = -1  # how many tensors the run had when the weights were last looked for
         self._waiting: Optional[str] = None  # why the images seen so far are not judged yet (repeated at steps
         # where none was saved: the verdict's detail must not read as if none ever was)
+
+    def _regex(self) -> List[str]:
+        """The input regexes for this run: the default, an MXNet Gluon name, only where the run may be MXNet's."""
+        if self.regex == [_GLUON_INPUT] and framework_of(self.base_trial) in _NAMED_OTHERWISE:
+            return []
+        return self.regex
 
     def _image_layout(self, name: str, shape: Tuple[int, ...]) -> Union[int, str, None]:
         """The channel axis of an image of ``shape`` (:data:`GRAYSCALE` for a 3-D image: one channel), or why
@@ -261,7 +275,7 @@ class CheckInputImages(Rule):
         self.not_evaluated(self._waiting or "judges at steps where an image was saved (4-D, or 3-D grayscale the "
                            "model flattens or convolves)")
         no_image = []
-        for name in select_tensors(self.base_trial, self.collection_names, self.regex):
+        for name in select_tensors(self.base_trial, self.collection_names, self._regex()):
             stats = self._stats.setdefault(name, StepSums(_add_channel_stats))
             for s in stats.steps_to_read(self.base_trial.tensor(name).steps, step):
                 stats.add(s, self._contribution(name, s))

@@ -124,15 +124,26 @@ def collection_tensors(trial, collection_names: Iterable[str], role: str = "") -
                 # the layers are there, their tensors are not: say why that happens, not only "none"
                 shown = ", ".join(layer.name for layer in recorded[:3]) + (", ..." if len(recorded) > 3 else "")
                 what = (f"collection {cname!r} ({role} of its layers: the hook found {len(recorded)} ({shown}) but "
-                        f"the run holds none of their {role}: the collection was not saved, or the layers ran "
-                        "inside a graph the hook cannot see into, a hybridized Gluon block or a compiled model "
-                        "(the training log says so)")
+                        f"the run holds none of their {role}: " + _why_unsaved(trial, cname) + ")")
         else:
             found = [n for n in names if coll.matches(n)]
             what = f"collection {cname!r}"
         looking_for(what, found, absent_by_design=recorded is not None and not recorded)
         out.update((n, cname) for n in found if n not in out)
     return out
+
+
+def _why_unsaved(trial, collection: str) -> str:
+    """Why a collection whose layers the hook found holds no tensor, in the run's framework's terms."""
+    from smdebug.core.run_info import framework_of
+
+    hidden = {"pytorch": "the layers ran inside a compiled region (torch.compile) the hook cannot see into",
+              "mxnet": "the layers ran inside a hybridized Gluon block the hook cannot see into",
+              "tensorflow": "the layers ran inside a graph the hook cannot see into"}.get(
+        framework_of(trial) or "", "the layers ran inside a graph the hook cannot see into (a compiled model, a "
+                                   "hybridized Gluon block)")
+    return (f"the collection was not saved (include {collection!r} in the hook's include_collections), or "
+            f"{hidden} (the training log says so)")
 
 
 GRADIENTS = "gradients"
