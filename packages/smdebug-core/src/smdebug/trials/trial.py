@@ -134,11 +134,6 @@ class Trial:
         if self.poll_interval is None or not 0 <= self.poll_interval <= 86400:
             raise SMDebugValueError(f"poll_interval must be seconds from 0 to 86400, got {poll_interval!r}")
         self.dynamic_refresh = True
-        self.loaded_all_steps = False
-        self.last_complete_step = -1
-        # where the next listing of index files starts (a key); see _update_token
-        self._list_token: Optional[str] = None
-        self._last_index_key: Optional[str] = None  # the last index file of a complete step read so far
         self.num_workers = 1
         self.worker_set: Set[str] = set()
         self.collection_manager = CollectionManager()
@@ -151,6 +146,42 @@ class Trial:
         self._missing_event_waits_left: Optional[int] = None
         self.end_delay_refresh = env_float("SMDEBUG_TRAINING_END_DELAY_REFRESH", 1.0, minimum=0.0, maximum=3600.0)
 
+        self._missing_workers_note: Optional[str] = None
+        self._skip_notes = SkipNotes(str(path))  # skip_damaged: the first damaged files named, the rest counted
+        # when this trial first saw every worker of such a run ended (time.monotonic()), and the seconds it
+        # still waits before reading the run as ended (see _fewer_workers_all_ended)
+        self._all_ended_seen_at: Optional[float] = None
+        self._ended_wait_left: Optional[float] = None
+        self._tensors: Dict[str, Tensor] = {}
+        self._lookalike_names = LookalikeNames(str(path))  # names that print alike are said (once each)
+        self._reset_index_state()
+        # a job restarted into this run folder (see _check_restart): when the whole index was last listed
+        self._full_listing_at = time.monotonic()
+        self._restart_check_interval = env_float("SMDEBUG_RESTART_CHECK_INTERVAL", 60.0, minimum=0.0,
+                                                 maximum=86400.0)
+        self._restart_reloads = 0
+        self._unread_below: Set[str] = set()  # the lower-step files the last full listing found unread
+        # whether the run had ended when this trial first listed it (then no restart is looked for)
+        self._ended_at_first_read: Optional[bool] = None
+        self._generation = 0
+        self._assumed_ended = False
+        self._span_budget = env_int("SMDEBUG_TRIAL_SPAN_CACHE_BYTES", 64 << 20, minimum=0)
+        self._read_logs: List[ReadLog] = []  # open read_log() blocks
+
+        self._load_collections(_check_wait(wait_for_collections))
+        self.refresh_data()
+
+    # ------------------------------------------------------------------------------------------
+    # set-up
+    # ------------------------------------------------------------------------------------------
+    def _reset_index_state(self) -> None:
+        """Forget every index file read (the state built from them), so the next refresh reads the run's
+        index from its first step: at construction, and when a job restarted into the run rewrote it."""
+        self.loaded_all_steps = False
+        self.last_complete_step = -1
+        # where the next listing of index files starts (a key); see _update_token
+        self._list_token: Optional[str] = None
+        self._last_index_key: Optional[str] = None  # the last index file of a complete step read so far
         self._files: Dict[int, Dict[str, IndexFile]] = {}  # global step -> worker -> index file
         self._steps: List[int] = []  # sorted global steps
         self._read_keys = ReadIndexFilesCache()
@@ -176,14 +207,7 @@ class Trial:
         self._placement: Optional[Dict[Tuple[str, int], int]] = None
         self._declares_aliases = False  # some index file of the run declares its aliases (see index_file)
         self._index_workers: Set[str] = set()  # workers named by index files (any step, in range or not)
-        self._missing_workers_note: Optional[str] = None
-        self._skip_notes = SkipNotes(str(path))  # skip_damaged: the first damaged files named, the rest counted
-        # when this trial first saw every worker of such a run ended (time.monotonic()), and the seconds it
-        # still waits before reading the run as ended (see _fewer_workers_all_ended)
-        self._all_ended_seen_at: Optional[float] = None
-        self._ended_wait_left: Optional[float] = None
         self._tensor_names: Set[str] = set()
-        self._lookalike_names = LookalikeNames(str(path))  # names that print alike are said (once each)
         # tensor name -> sorted global steps with anything of it, kept up to date as index files are parsed,
         # so Tensor.steps() does not scan the whole run (rules ask for it at every step)
         self._tensor_step_index: Dict[str, List[int]] = {}
@@ -191,21 +215,12 @@ class Trial:
         # for a tensor's steps, so fetching values step by step (a rule) never pays for building it
         self._step_index_backlog: List[IndexFile] = []
         self._unparsed: Deque[IndexFile] = deque()  # files whose payload was not read yet, in step order
-        self._tensors: Dict[str, Tensor] = {}
-        self._generation = 0
-        self._assumed_ended = False
         # Byte spans of event files fetched with read-ahead (remote storage): event key -> [(start, bytes)]
         self._spans: "OrderedDict[str, List[Tuple[int, bytes]]]" = OrderedDict()
         self._span_bytes = 0
-        self._span_budget = env_int("SMDEBUG_TRIAL_SPAN_CACHE_BYTES", 64 << 20, minimum=0)
-        self._read_logs: List[ReadLog] = []  # open read_log() blocks
+        for tensor in self._tensors.values():  # (values cached from the files now replaced)
+            tensor._values.clear()
 
-        self._load_collections(_check_wait(wait_for_collections))
-        self.refresh_data()
-
-    # ------------------------------------------------------------------------------------------
-    # set-up
-    # ------------------------------------------------------------------------------------------
     @staticmethod
     def _validate_range(range_steps):
         if range_steps is None:
@@ -349,6 +364,10 @@ class Trial:
         ended = self._assumed_ended or self.storage.exists(END_OF_JOB_FILE)
         if not ended and self.num_workers > 1:
             ended = self._fewer_workers_all_ended()
+        if self._ended_at_first_read is None:
+            self._ended_at_first_read = ended
+        if not ended:
+            self._check_restart()
         self._read_new_index_files(settled=ended)
         if ended and not self.loaded_all_steps:
             # Give workers that were still finishing a moment, then read once more.
@@ -463,6 +482,10 @@ class Trial:
             k for k in self._list_index_keys(start_after, settled)
             if is_index_file(k) and k not in self._read_keys
         ]
+        self._read_index_keys(keys)
+
+    def _read_index_keys(self, keys: List[str]) -> None:
+        """Read the index files ``keys`` (not read before), then move the listing token on."""
         if not keys:
             # Nothing new, but the wait for incomplete steps still moves on (as in 1.0.x, at every
             # refresh): a worker that stopped writing is given up on without new files arriving.
@@ -1184,7 +1207,76 @@ class Trial:
             e.path = self.storage.full_path(key)  # (worked out only when needed: reads are per value)
             raise
 
-    def read_record(self, f: IndexFile, name: str, location: Tuple[int, int]) -> np.ndarray:
+    # ------------------------------------------------------------------------------------------
+    # a job restarted into the run folder (from a checkpoint) while this trial follows it
+    # ------------------------------------------------------------------------------------------
+    # Listing resumes after the last complete step read (as in 1.0.x), so a job that restarts from a
+    # checkpoint into the same folder rewrites steps this trial read already (same file names, new contents:
+    # their records no longer where the old index said, read as "Truncated record" or another tensor's record)
+    # and may write steps it never had (another save interval). A trial made now reads the folder as it is;
+    # a following trial must agree with it. Checked only while the run is live and cheaply: a read that fails
+    # re-reads that step's index file, and the whole index is listed again every
+    # SMDEBUG_RESTART_CHECK_INTERVAL seconds (60). A changed file reloads the whole index (values cached go
+    # too); files for steps passed are read as new ones (a slow worker's late files cost no reload).
+
+    def _check_restart(self) -> None:
+        if self._list_token is None or time.monotonic() - self._full_listing_at < self._restart_check_interval:
+            return
+        self._full_listing_at = time.monotonic()
+        unread = set()
+        for k in self._list(INDEX_DIR):
+            if k >= self._list_token:
+                break
+            try:
+                step, worker = parse_step_file_name(k)
+            except IndexReaderException:
+                continue  # (reported when it is read)
+            if self._in_range(step) and worker not in self._own_files.get(step, ()) and k not in self._read_keys:
+                unread.add(k)
+        if unread and unread != self._unread_below:  # (the same damaged files skipped again: not read again)
+            # (read as new files: a step inserts among the others; a file also rewritten is found when read)
+            (logger.debug if self._restart_reloads else logger.warning)(
+                "%s: %d index file(s) appeared for steps this trial had read past, e.g. %s (a job restarted "
+                "from a checkpoint into the same folder, or a worker far behind?): reading them",
+                printable(str(self.path)), len(unread), printable(min(unread)))
+            self._restart_reloads += 1
+            self._read_index_keys(sorted(unread - self._unread_below))
+        self._unread_below = unread
+
+    def _rewritten_since_read(self, f: IndexFile) -> bool:
+        """Whether the index file ``f`` was read from now says something else (a restarted job rewrote it)."""
+        if self._ended_at_first_read:
+            return False  # (a run that had ended when this trial first read it: damage is damage)
+        key = index_file_name(f.step, f.worker)
+        raw = self.storage.read_files([key], MAX_INDEX_FILE_BYTES, "SMDEBUG_MAX_INDEX_FILE_BYTES")[0]
+        if isinstance(raw, Exception):
+            return False
+        try:
+            now = parse_index_file(f.key, f.step, f.worker, raw, lazy=False)
+            return (now.event_file, now.mode, now.mode_step, now.locations) != (
+                f.event_file, f.mode, f.mode_step, f.locations)
+        except IndexReaderException:
+            return False
+
+    def _reload_index(self, why: str) -> None:
+        self._restart_reloads += 1
+        logger.warning("%s was written again after this trial read it (%s; a job restarted from a checkpoint "
+                       "into the same folder?): reading its index again", printable(str(self.path)), why)
+        self._reset_index_state()
+        self._generation += 1
+        self._full_listing_at = time.monotonic()
+        self.refresh_data()
+
+    def _reread_after_rewrite(self, f: IndexFile, error: Exception) -> bool:
+        """After ``error`` reading from ``f``: whether ``f`` was rewritten since read (then the index is read
+        again and the caller retries once)."""
+        if not self._rewritten_since_read(f):
+            return False
+        logger.debug("reading step %d of %s failed (%s): its index file changed", f.step, f.worker, error)
+        self._reload_index(f"the index file of step {f.step} of {printable(f.worker)} changed")
+        return True
+
+    def _read_record_once(self, f: IndexFile, name: str, location: Tuple[int, int]) -> np.ndarray:
         try:
             key = self._event_path(f, name)
             start, length = location
@@ -1197,6 +1289,24 @@ class Trial:
         if self._read_logs:
             self.note_read(name, self._placed(f))
         return value
+
+    def read_record(self, f: IndexFile, name: str, location: Tuple[int, int]) -> np.ndarray:
+        try:
+            return self._read_record_once(f, name, location)
+        except (EventFileCorrupted, MissingEventFile) as e:
+            if not self._reread_after_rewrite(f, e):
+                raise
+        again = self.index_file_for(name, self._placed(f), ModeKeys.GLOBAL, f.worker)
+        same = f.reductions.get(name, {})
+        stored = [k for k, e in same.items() if e.location == location]  # (a stored reduction's record)
+        if stored:
+            entry = again.reductions.get(name, {}).get(stored[0])
+            new_location = entry.location if entry is not None else None
+        else:
+            new_location = again.location(name)
+        if new_location is None:
+            raise TensorUnavailableForStep(name, self._placed(f), ModeKeys.GLOBAL)
+        return self._read_record_once(again, name, new_location)
 
     # --- remote reads: one request for neighbouring records ---------------------------------------
     def _span_lookup(self, key: str, start: int, length: int) -> Optional[bytes]:
@@ -1325,6 +1435,10 @@ class Trial:
         try:
             return self._read_planned(tensor, name, steps, mode, worker, plan)
         except (IndexReaderException, MissingEventFile) as e:
+            generation = self._generation
+            if isinstance(e, (EventFileCorrupted, MissingEventFile)) and any(
+                    self._reread_after_rewrite(f, e) for f, _ in plan if generation == self._generation):
+                return self.read_records(name, steps, mode, worker)  # (the index read again: once only)
             if self._read_logs:
                 self._note_damage(e)
             raise
