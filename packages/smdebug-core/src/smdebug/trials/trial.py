@@ -1216,15 +1216,21 @@ class Trial:
     # and may write steps it never had (another save interval). A trial made now reads the folder as it is;
     # a following trial must agree with it. Checked only while the run is live and cheaply: a read that fails
     # re-reads that step's index file, and the whole index is listed again every
-    # SMDEBUG_RESTART_CHECK_INTERVAL seconds (60). A changed file reloads the whole index (values cached go
+    # SMDEBUG_RESTART_CHECK_INTERVAL seconds (60), or ten times as long as listing it
+    # took, if longer. A changed file reloads the whole index (values cached go
     # too); files for steps passed are read as new ones (a slow worker's late files cost no reload).
 
     def _check_restart(self) -> None:
         if self._list_token is None or time.monotonic() - self._full_listing_at < self._restart_check_interval:
             return
-        self._full_listing_at = time.monotonic()
+        began = time.monotonic()
+        listed = self._list(INDEX_DIR)
+        # (a run of many files on S3 takes many requests to list: never more than a tenth of the time)
+        # (0: at every refresh, as a test or a user that must see restarts at once asks)
+        wait = 9 * (time.monotonic() - began) if self._restart_check_interval else 0.0
+        self._full_listing_at = time.monotonic() + wait
         unread = set()
-        for k in self._list(INDEX_DIR):
+        for k in listed:
             if k >= self._list_token:
                 break
             try:
