@@ -1423,7 +1423,8 @@ class Trial:
             )
         return raw
 
-    def read_records(self, name: str, steps: Sequence[int], mode, worker: Optional[str]) -> List[np.ndarray]:
+    def read_records(self, name: str, steps: Sequence[int], mode, worker: Optional[str], *,
+                     _retry: bool = True) -> List[np.ndarray]:
         """Values of one tensor at many steps, reading neighbouring records in as few requests as possible."""
         mode = _mode_arg(mode)
         tensor = self.tensor(name)
@@ -1441,10 +1442,12 @@ class Trial:
         try:
             return self._read_planned(tensor, name, steps, mode, worker, plan)
         except (IndexReaderException, MissingEventFile) as e:
-            generation = self._generation
-            if isinstance(e, (EventFileCorrupted, MissingEventFile)) and any(
-                    self._reread_after_rewrite(f, e) for f, _ in plan if generation == self._generation):
-                return self.read_records(name, steps, mode, worker)  # (the index read again: once only)
+            # (only the failing step's index is looked at again: a damaged live run of many steps must not
+            # cost a read of every index file per failed values())
+            failed = [f for f, _ in plan if f.step == getattr(e, "step", None)][:1]
+            if _retry and isinstance(e, (EventFileCorrupted, MissingEventFile)) and failed and \
+                    self._reread_after_rewrite(failed[0], e):
+                return self.read_records(name, steps, mode, worker, _retry=False)  # (the index read again)
             if self._read_logs:
                 self._note_damage(e)
             raise
