@@ -51,4 +51,4 @@ def test_weights_unchanged_between_updates_are_no_fault(tmp_path):
 def test_weights_that_never_move_still_fire(tmp_path):
     r = judged(triplet_run(tmp_path / "run", optimise_a_copy=True), "UnchangedTensor")
     assert r.status == ISSUES, (r.status, r.detail)
-    assert "unchanged over steps 0, 1, 2" in r.findings[0].reason, r.findings[0].reason
+    assert "unchanged over TRAIN steps 0, 1, 2" in r.findings[0].reason, r.findings[0].reason

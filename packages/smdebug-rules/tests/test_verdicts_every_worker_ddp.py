@@ -29,7 +29,7 @@ def test_a_rank_that_never_steps_fires_naming_its_worker(tmp_path):
     unchanged = judged(path, "UnchangedTensor")
     assert unchanged.status == ISSUES, (unchanged.status, unchanged.detail)
     first = unchanged.findings[0]
-    assert first.step == 2 and "(worker worker_1) unchanged over steps 0, 1, 2" in first.reason, first.reason
+    assert first.step == 2 and "(worker worker_1) unchanged over TRAIN steps 0, 1, 2" in first.reason, first.reason
     assert "worker_0" not in first.reason
 
 
