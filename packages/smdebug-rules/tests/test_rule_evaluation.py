@@ -225,3 +225,25 @@ def test_a_damaged_index_file_is_an_error_naming_it(tmp_path):
         assert r.status == ERROR and r.error.startswith("IndexReaderException: ") and r.error_step == 2, r
         assert r.error_file == index and index in r.error
     assert result.exit_code == 2
+
+
+def test_invoke_rule_says_not_applicable_as_run_rules_does(tmp_path):
+    """A rule that the run gives nothing to judge by its nature (CheckInputImages on a model whose input is no
+    image) is a verdict: invoke_rule neither warns "evaluated nothing" nor raises with require_evaluation."""
+    from smdebug.core.testing import capture_smdebug_log
+    from smdebug.rules.generic import CheckInputImages
+
+    hook = NumpyHook(out_dir=str(tmp_path / "run"), save_config=SaveConfig(save_interval=1),
+                     include_collections=["inputs"])
+    hook.get_collection("inputs").include("^x$")
+    for step in range(3):
+        hook.begin_step()
+        hook.record("x", np.ones((8, 5), np.float32))  # tabular rows: no image
+        hook.end_step()
+    hook.close()
+    trial = create_trial(str(tmp_path / "run"))
+    assert run_rules(trial, ["check_input_images"]).rules[0].status == "NotApplicable"
+    with capture_smdebug_log() as log:
+        assert invoke_rule(CheckInputImages(trial), require_evaluation=True) == []
+    assert "evaluated nothing" not in log.text and "does not apply to this run: the model's input is no image" \
+        in log.text, log.text

@@ -31,7 +31,9 @@ def invoke_rule(rule_obj, start_step: int = 0, end_step: Optional[int] = None, r
     An empty list means either "evaluated, never met" or "found nothing to evaluate": after the call,
     ``rule_obj.evaluation.steps`` counts the steps judged on real data (``.detail(trial)`` says what the
     rule looked for and what the run has). A call that evaluated nothing logs a warning, and with
-    ``require_evaluation=True`` raises :class:`~smdebug.rules.evaluation.RuleNotEvaluated` instead.
+    ``require_evaluation=True`` raises :class:`~smdebug.rules.evaluation.RuleNotEvaluated` instead -- unless the
+    rule said the run gives it nothing to judge by its nature (``evaluation.not_applicable_reason()``: no image
+    input, no validation), which is a verdict (``run_rules``' NotApplicable), logged at info level.
     """
     step = start_step or 0
     fired: List[int] = []
@@ -58,6 +60,12 @@ def invoke_rule(rule_obj, start_step: int = 0, end_step: Optional[int] = None, r
             break
         step += 1
     if evaluation is not None and not fired and evaluation.steps == before:
+        inapplicable = evaluation.not_applicable_reason()
+        if inapplicable:
+            # a verdict, not a failure to evaluate: the run was read and has nothing of this kind (as run_rules
+            # says NotApplicable)
+            logger.info("%s does not apply to this run: %s", rule_obj.rule_name, inapplicable)
+            return fired
         detail = evaluation.detail(rule_obj.base_trial)
         if require_evaluation:
             raise RuleNotEvaluated(rule_obj.rule_name, detail)
