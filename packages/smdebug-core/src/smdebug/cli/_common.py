@@ -273,8 +273,10 @@ def suggest(name: str, names: Iterable[str]) -> str:
 
 def no_collection_error(name: str, trial) -> CliError:
     """The error for a collection name the run does not have, with the close names it has."""
+    from smdebug.core.names import listed
+
     names = sorted(trial.collections())
-    return CliError(f"no collection {name!r} in the run{suggest(name, names)} (it has: {', '.join(names) or 'none'})",
+    return CliError(f"no collection {name!r} in the run{suggest(name, names)} (it has: {listed(names)})",
                     EXIT_NOT_FOUND)
 
 

@@ -17,6 +17,7 @@ import argparse
 import os
 
 from smdebug.cli import _common as c
+from smdebug.core.names import listed
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -51,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     if args.tensors or args.collection:
         names = c.resolve_tensor_names(trial, args.tensors, args.collection)
     if args.worker is not None and args.worker not in trial.workers():
-        raise c.CliError(f"no worker {args.worker!r} in the run (workers: {', '.join(trial.workers())})",
+        raise c.CliError(f"no worker {args.worker!r} in the run (workers: {listed(trial.workers())})",
                          c.EXIT_NOT_FOUND)
 
     def bar(steps, total):

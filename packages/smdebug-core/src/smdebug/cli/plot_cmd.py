@@ -21,6 +21,7 @@ import os
 import sys
 
 from smdebug.cli import _common as c
+from smdebug.core.names import listed
 from smdebug.cli._series import REDUCTIONS, left_out_note
 
 
@@ -183,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
     trial = c.open_trial(args.trial, args.wait)
     names = c.resolve_tensor_names(trial, args.tensors, args.collection)
     if args.worker is not None and args.worker not in trial.workers():
-        raise c.CliError(f"no worker {args.worker!r} in the run (workers: {', '.join(trial.workers())})",
+        raise c.CliError(f"no worker {args.worker!r} in the run (workers: {listed(trial.workers())})",
                          c.EXIT_NOT_FOUND)
     by_tensor = collect(trial, names, mode=args.mode, reduction=args.reduction, is_abs=args.abs,
                         worker=args.worker, max_points=args.max_points or None, progress=args.progress)

@@ -18,6 +18,7 @@ import argparse
 import sys
 
 from smdebug.cli import _common as c
+from smdebug.core.names import listed
 from smdebug.cli._series import REDUCTIONS
 
 STATS = ("min", "max", "mean", "std", "l2")
@@ -127,7 +128,7 @@ def collect(trial, name: str, *, step=None, mode=None, worker=None, reduction=No
     elif last:
         points = points[-last:]
     if worker is not None and worker not in trial.workers():
-        raise c.CliError(f"no worker {worker!r} in the run (workers: {', '.join(trial.workers())})", c.EXIT_NOT_FOUND)
+        raise c.CliError(f"no worker {worker!r} in the run (workers: {listed(trial.workers())})", c.EXIT_NOT_FOUND)
 
     plan = []
     for g, m, ms in points:
@@ -135,7 +136,7 @@ def collect(trial, name: str, *, step=None, mode=None, worker=None, reduction=No
         if worker is not None:
             if worker not in workers:
                 if step is not None:
-                    raise c.CliError(f"worker {worker} did not save {name} at step {g} (saved by: {', '.join(workers)})",
+                    raise c.CliError(f"worker {worker} did not save {name} at step {g} (saved by: {listed(workers)})",
                                      c.EXIT_NOT_FOUND)
                 continue
             workers = [worker]

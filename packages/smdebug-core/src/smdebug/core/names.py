@@ -60,6 +60,17 @@ def clipped(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else f"{text[:limit]}...({len(text):,} characters)"
 
 
+def listed(names: Iterable[str], limit: int = 10, each: int = 100, empty: str = "none") -> str:
+    """``names`` joined by commas for a message: the first ``limit``, each clipped to ``each`` characters, then
+    how many more. A message naming a hostile run's workers or collections (thousands, each thousands of
+    characters) was megabytes on one line."""
+    names = list(names)
+    if not names:
+        return empty
+    text = ", ".join(clipped(n, each) for n in names[:limit])
+    return text + (f", ... ({len(names) - limit:,} more)" if len(names) > limit else "")
+
+
 def close_names(name: str, candidates: Iterable[str], n: int = 3) -> List[str]:
     """Up to ``n`` candidates close to ``name``, closest first (case-insensitive, so ``Weights`` finds
     ``weights``); ``name`` itself is never suggested."""

@@ -18,6 +18,7 @@ import numpy as np
 
 from smdebug.core import reader_arguments as argcheck
 from smdebug.core.modes import ModeKeys
+from smdebug.core.names import listed
 from smdebug.core.reductions import compute_reduction
 from smdebug.core.skip_notes import warn_skipped
 from smdebug.core.storage.errors import UnreadableFileError
@@ -59,7 +60,7 @@ def select_names(trial, tensors=None, collections=None) -> List[str]:
     for c in colls:
         coll = run_colls.get(c)
         if coll is None:
-            raise SMDebugValueError(f"no collection {c!r} in the run (it has: {', '.join(sorted(run_colls)) or 'none'})")
+            raise SMDebugValueError(f"no collection {c!r} in the run (it has: {listed(sorted(run_colls))})")
         chosen.update(n for n in all_names if coll.matches(n))
     return sorted(chosen)
 

@@ -41,7 +41,7 @@ from smdebug.core.logger import get_logger
 from smdebug.core.missing_hints import close_names_hint
 from smdebug.core.lookalike_names import LookalikeNames
 from smdebug.core.modes import ModeKeys
-from smdebug.core.names import did_you_mean, printable
+from smdebug.core.names import did_you_mean, listed, printable
 from smdebug.core.storage.base import Storage, is_s3_path, parse_s3_path
 from smdebug.core.storage.factory import get_storage
 from smdebug.core.storage.errors import UnreadableFileError
@@ -1165,8 +1165,8 @@ class Trial:
             f = files.get(worker)
             if f is None:
                 error = InvalidWorker(worker)
-                error.hint = lambda: (f"(not a worker of step {step}, which has {', '.join(sorted(files))}; the run's "
-                                      f"workers: {', '.join(self.workers())})")
+                error.hint = lambda: (f"(not a worker of step {step}, which has {listed(sorted(files))}; the run's "
+                                      f"workers: {listed(self.workers())})")
                 raise error
             if not f.has_tensor(name):
                 raise TensorUnavailableForStep(name, step, mode)

@@ -15,6 +15,7 @@ import re
 from typing import List, Optional
 
 from smdebug.cli.report import verdicts as vd
+from smdebug.core.names import listed
 from smdebug.cli.report.content import Chart, RunInfo, Section
 
 CSS = """
@@ -154,7 +155,7 @@ def run_card(run: RunInfo, facts: dict) -> str:
         ("path", c.display_path(trial)),
         ("state", c.run_state(trial)),
         ("global steps", f"{len(g)} ({g[0]}-{g[-1]})" if g else "0"),
-        ("workers", f"{len(trial.workers())}: {', '.join(trial.workers())}"),
+        ("workers", f"{len(trial.workers())}: {listed(trial.workers(), limit=40)}"),
         ("tensors", facts["tensor_count"]),
     ]
     if facts.get("ended"):
