@@ -27,7 +27,7 @@ from smdebug.core.modes import ModeKeys
 from smdebug.core.output_guard import run_part_of
 from smdebug.core.storage.base import is_s3_path
 from smdebug.core.storage.factory import get_storage
-from smdebug.core.tensorboard import TensorBoardWriter, histogram_tag
+from smdebug.core.tensorboard import TensorBoardWriter, histogram_tag, sanitize_tag
 from smdebug.exceptions import SMDebugError, SMDebugValueError, TensorUnavailableForStep
 
 __all__ = ["ExportFailed", "ExportSummary", "export_tensorboard"]
@@ -100,6 +100,9 @@ def export_tensorboard(
     steps = [g for g in trial.steps() if mode is None or (trial.mode(g) or ModeKeys.GLOBAL) == mode]
     summary = ExportSummary(out_dir=out_dir)
     exported = set()
+    # TensorBoard tag (as written) -> the tensor that writes it: two names written as one tag ("a b" and "a_b",
+    # a tensor "w/mean" and w's mean) would be drawn as one series, the values of both mixed
+    owners: Dict[str, str] = {}
     made = _folders_an_export_would_make(out_dir)
     writer = TensorBoardWriter(out_dir, storage=storage)
     try:
@@ -109,7 +112,7 @@ def export_tensorboard(
             for name in trial.tensor_names(step=g):
                 if name not in wanted or name in summary.skipped:
                     continue
-                if _export_value(writer, trial.tensor(name), g, step_mode, worker, tags[name], summary):
+                if _export_value(writer, trial.tensor(name), g, step_mode, worker, tags[name], summary, owners):
                     exported.add(name)
                     wrote = True
             if wrote:
@@ -179,8 +182,20 @@ def _what_is_left(left: Sequence[str]) -> str:
     return f"could not remove what it had made: {shown}"
 
 
+def _claim(owners: Dict[str, str], tag: str, name: str, summary: ExportSummary) -> bool:
+    """Whether ``name`` may write ``tag``: the first tensor to write a tag (as TensorBoard will read it) keeps
+    it; another is skipped, saying whose tag it is (not mixed into that tensor's series)."""
+    written = sanitize_tag(tag)
+    owner = owners.setdefault(written, name)
+    if owner != name:
+        summary.skipped[name] = (f"its TensorBoard tag {written!r} is already {owner!r}'s (TensorBoard would draw "
+                                 "both as one series): export it on its own")
+        return False
+    return True
+
+
 def _export_value(writer: TensorBoardWriter, tensor, step: int, mode: ModeKeys, worker: Optional[str],
-                  collection: Optional[str], summary: ExportSummary) -> bool:
+                  collection: Optional[str], summary: ExportSummary, owners: Dict[str, str]) -> bool:
     """Write one tensor at one step; False when there was nothing to write."""
     name = tensor.name
     try:
@@ -188,15 +203,23 @@ def _export_value(writer: TensorBoardWriter, tensor, step: int, mode: ModeKeys, 
     except TensorUnavailableForStep as e:
         if not e.has_reductions:
             return False  # this worker did not save it at this step
-        for (op, is_abs), value in sorted(tensor.reduction_values(step, worker=worker).items()):
+        reductions = sorted(tensor.reduction_values(step, worker=worker).items())
+        if not all(_claim(owners, _reduction_tag(name, op, is_abs), name, summary) for (op, is_abs), _ in reductions):
+            return False
+        for (op, is_abs), value in reductions:
             writer.write_scalar(mode, step, _reduction_tag(name, op, is_abs), value)
             summary.reduction_scalars += 1
         return True
     if arr.size == 1 and arr.dtype.kind in "biuf":
+        if not _claim(owners, name, name, summary):
+            return False
         writer.write_scalar(mode, step, name, arr)
         summary.scalars += 1
         return True
-    if writer.write_histogram(mode, step, histogram_tag(collection, name) if collection else name, arr):
+    tag = histogram_tag(collection, name) if collection else name
+    if arr.size and arr.dtype.kind in "biuf" and not _claim(owners, tag, name, summary):
+        return False
+    if writer.write_histogram(mode, step, tag, arr):
         summary.histograms += 1
         return True
     if arr.size:
