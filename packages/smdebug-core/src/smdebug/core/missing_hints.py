@@ -5,10 +5,10 @@ They are computed only when the message is shown (see ``smdebug.exceptions._Hint
 
 from __future__ import annotations
 
-from typing import Callable, List, Sequence
+from typing import Callable, Sequence
 
 from smdebug.core.modes import ModeKeys
-from smdebug.core.names import close_names
+from smdebug.core.names import close_names, step_runs
 
 # A saved-steps hint shows this many runs of consecutive steps at each end, and elides the middle.
 _RUNS_SHOWN = 4
@@ -16,14 +16,7 @@ _RUNS_SHOWN = 4
 
 def short_steps(steps: Sequence[int]) -> str:
     """``[0, 1, 2, 3, 10, 20]`` -> ``"0-3, 10, 20"``; a long list keeps its first and last runs."""
-    runs: List[str] = []
-    i = 0
-    while i < len(steps):
-        j = i
-        while j + 1 < len(steps) and steps[j + 1] == steps[j] + 1:
-            j += 1
-        runs.append(str(steps[i]) if i == j else f"{steps[i]}-{steps[j]}")
-        i = j + 1
+    runs = step_runs(steps)
     if len(runs) > 2 * _RUNS_SHOWN:
         runs = runs[:_RUNS_SHOWN] + ["..."] + runs[-_RUNS_SHOWN:]
     return ", ".join(runs) + (f" ({len(steps)} steps)" if "..." in runs else "")

@@ -1,17 +1,30 @@
 """Names in messages: close-name suggestions for names a user typed (collections, tensors, rules: "did you
-mean ...?"), names from a run made printable, a user's value shown in an error; and the check of the names
-a user passes (a name, or a list of names)."""
+mean ...?"), names from a run made printable, a user's value shown in an error, step numbers as runs
+(``0-3, 10``); and the check of the names a user passes (a name, or a list of names)."""
 
 from __future__ import annotations
 
 import difflib
 import heapq
 import re
-from typing import Iterable, List
+from typing import Iterable, List, Sequence
 
 from smdebug.exceptions import SMDebugTypeError
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def step_runs(steps: Sequence[int]) -> List[str]:
+    """Sorted step numbers as runs of consecutive steps: ``[0, 1, 2, 3, 10, 20]`` -> ``["0-3", "10", "20"]``."""
+    runs: List[str] = []
+    i = 0
+    while i < len(steps):
+        j = i
+        while j + 1 < len(steps) and steps[j + 1] == steps[j] + 1:
+            j += 1
+        runs.append(str(steps[i]) if i == j else f"{steps[i]}-{steps[j]}")
+        i = j + 1
+    return runs
 
 
 def shown(value, limit: int = 200) -> str:

@@ -16,6 +16,7 @@ from typing import Callable, Dict, List, Optional
 from smdebug.core.env_settings import env_int
 from smdebug.core.lazy import lazy_exports
 from smdebug.core.logger import get_logger
+from smdebug.core.names import step_runs
 from smdebug.core.storage.base import Storage
 from smdebug.core.storage.errors import StorageAccessDenied, StorageBucketNotFound, StorageError
 from smdebug.core.tfevent.step_writer import StepWriter
@@ -43,16 +44,7 @@ def _human_bytes(n: int) -> str:
 
 def format_steps(steps) -> str:
     """``[1, 2, 3, 7]`` -> ``"1-3, 7"``."""
-    steps = sorted(steps)
-    runs: List[str] = []
-    i = 0
-    while i < len(steps):
-        j = i
-        while j + 1 < len(steps) and steps[j + 1] == steps[j] + 1:
-            j += 1
-        runs.append(str(steps[i]) if i == j else f"{steps[i]}-{steps[j]}")
-        i = j + 1
-    return ", ".join(runs)
+    return ", ".join(step_runs(sorted(steps)))
 
 
 class _RecordRefused(Exception):
