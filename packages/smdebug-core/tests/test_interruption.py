@@ -36,7 +36,13 @@ def run(case):
 
 
 def test_a_dropped_ctrl_c_is_raised_at_the_next_poll():
-    out, err = run("default")
+    # The setting is Python's, not ours: once in a CI run of 1,160 tests on a loaded machine the interpreter did
+    # not report the press as dropped inside __del__ (stderr empty, the script's status 0). Such a run tests
+    # nothing, so it is made again (at most three times) until Python did drop it.
+    for _ in range(3):
+        out, err = run("default")
+        if "Exception ignored" in err:
+            break
     assert "Exception ignored" in err and "KeyboardInterrupt" in err  # Python dropped it...
     assert out == ["went on", "seen at the next poll", "handler restored"]  # ...the follower did not
 
