@@ -284,7 +284,6 @@ class Trial:
     def _load_collections(self, timeout: Optional[float]) -> None:
         start = time.monotonic()
         warned_at = start
-        first_look = True
         while True:
             files = self._collection_files()
             if files:
@@ -293,12 +292,13 @@ class Trial:
                 self.num_workers = first.get_num_workers()
                 if len(files) >= self.num_workers:
                     break
-            elif first_look and (timeout is None or timeout <= 0):
-                # Nobody asked to wait: a path with nothing a hook writes fails now, not never.
+            elif timeout is None or timeout <= 0:
+                # Nobody asked to wait: a path with nothing a hook writes fails now, not never -- at the first
+                # look, and at any later one (a run whose files were all removed while it was opened was
+                # waited for for ever: the slow vandalism test hung on one)
                 reason = missing_run_reason(self.storage, self.path)
                 if reason is not None:
                     raise NoSmdebugRun(self.path, reason)
-            first_look = False
             ended = self.storage.exists(END_OF_JOB_FILE)
             if ended:
                 if not files and self._list(INDEX_DIR):
