@@ -211,9 +211,13 @@ class LossNotDecreasing(LossCurveRule):
             # while it is still below that first evaluation is Overfit's to judge, with Overfit's tolerance
             # (a tabular regression at its noise floor after one epoch, early stopping on; probe 9 F2)
             met = False
-        best = self._best(curve, s, w, f) if not paced else (None, None)
+        rising = now >= then + abs(then) * tol / 100
+        # (the best window is a scan of every save so far: looked for only where it is used, by the give-back
+        # test below or the past-best words of a met condition)
+        wanted = not paced and (met or (not trained_before and rising))
+        best = self._best(curve, s, w, f) if wanted else (None, None)
         if (not met and not trained_before and best[0] is not None and first - best[0] >= progress
-                and best[1] <= s - w and now >= then + abs(then) * tol / 100
+                and best[1] <= s - w and rising
                 and now - best[0] > max(3 * self._window_noise(curve, s, w), GIVE_BACK * (first - best[0]))):
             # an evaluation set's metric that made progress and then gave a quarter of it back while boosting
             # went on (a booster at eta 1.5: validation logloss .255 -> .179 -> .210): overtraining, which early
