@@ -1224,13 +1224,13 @@ class Trial:
         if self._list_token is None or time.monotonic() - self._full_listing_at < self._restart_check_interval:
             return
         began = time.monotonic()
-        listed = self._list(INDEX_DIR)
+        index_keys = self._list(INDEX_DIR)
         # (a run of many files on S3 takes many requests to list: never more than a tenth of the time)
         # (0: at every refresh, as a test or a user that must see restarts at once asks)
         wait = 9 * (time.monotonic() - began) if self._restart_check_interval else 0.0
         self._full_listing_at = time.monotonic() + wait
         unread = set()
-        for k in listed:
+        for k in index_keys:
             if k >= self._list_token:
                 break
             try:
