@@ -18,16 +18,22 @@ forward calls before it belong to the same step (gradient accumulation).
 Hybridized networks. After ``net.hybridize()`` Gluon runs the network as one compiled graph:
 the forward hooks of its inner blocks never run, so their inputs/outputs cannot be saved (the hook
 says so once, in the log). Parameters, gradients, losses and the registered block's own
-inputs/outputs are unaffected. To see inside a hybridized network, either debug with
+inputs/outputs are unaffected. The activation collections (``relu_activations``..., which
+``Hook.recommended`` includes) are read there through MXNet's operator monitor
+(``HybridBlock.register_op_hook``) instead: when an included collection wants an activation block's
+tensors, the hook installs the monitor and keeps only those tensors, under the names MXNet gives the
+activation's graph node (``dense0_relu_fwd_output``; smdebug.mxnet.layers.graph_names), which the
+layers' record names too. To see anything else inside a hybridized network, either debug with
 ``net.hybridize(active=False)``, or register with ``hook.register_block(net, graph_outputs=True)``:
-the outputs of the graph's operators are then offered to the collections under MXNet's node
-names (``dense0_fwd_output``, ``dense0_relu_fwd_output``...), through MXNet's operator monitor
-(``HybridBlock.register_op_hook``).
+the outputs of every operator of the graph are then offered to the collections under MXNet's node
+names (``dense0_fwd_output``...).
 """
 
 from __future__ import annotations
 
 import ctypes
+import re
+import warnings
 import weakref
 from typing import Dict, List, Optional, Tuple
 
@@ -45,6 +51,9 @@ from smdebug.mxnet.reductions import device_reductions
 
 _NDArray = mx.nd.NDArray
 _TRAINER_MODES = (ModeKeys.TRAIN, ModeKeys.GLOBAL)
+#: how MXNet's operator monitor names an operator's outputs (``dense0_fwd_output``, ``..._fwd_0``, a backward
+#: node's ``..._backward_0``); its inputs are named by argument (``dense0_fwd_data``, ``..._weight``, ``..._input0``)
+_GRAPH_OUTPUT = re.compile(r"_(?:output|\d+)$")
 GRADIENT_PREFIX = "gradient/"
 
 
@@ -90,6 +99,10 @@ class Hook(BaseHook):
         self._grads_read = False  # the current step's gradients were read already
         self._step_mode: Optional[ModeKeys] = None
         self._graph_outputs = False
+        # graph-node tensor name -> whether it is an operator's input: the activation blocks' tensors an
+        # included collection wants, read from the operator monitor when the network is hybridized
+        self._graph_names: Dict[str, bool] = {}
+        self._monitor_all = False  # the monitor also hands over the operators' inputs
         self._told_hybridized = False
 
     def default_collections(self):
@@ -205,6 +218,7 @@ class Hook(BaseHook):
                 del trainer.update
         self._trainers = []
         self._graph_outputs = False  # MXNet cannot unregister an op hook: ours now returns at once
+        self._graph_names, self._monitor_all = {}, False
         self.model = None
         self.losses = []
         self._loss_names = {}
@@ -239,9 +253,37 @@ class Hook(BaseHook):
 
     def _install_graph_monitor(self) -> None:
         self._graph_outputs = True
+        self._register_op_hooks()
+
+    def _register_op_hooks(self) -> None:
+        """MXNet's operator monitor on every hybrid block of the model: it runs only in a block whose compiled
+        graph runs (a hybridized one), and is handed to that graph at each call, so installing it at any time
+        takes effect at the next forward call."""
         for block in self._blocks():
             if isinstance(block, gluon.HybridBlock):
-                block.register_op_hook(self._on_graph_node, monitor_all=False)
+                block.register_op_hook(self._on_graph_node, monitor_all=self._monitor_all)
+
+    def _watch_activation_graph_nodes(self) -> None:
+        """Have the operator monitor hand over the activation blocks' tensors that an included collection
+        wants (the hook's forward hooks cannot run inside a hybridized network; ``Hook.recommended`` wants
+        them for DeadRelu and SaturatedActivation)."""
+        wanted: Dict[str, bool] = {}
+        for block in self._blocks():
+            names = layers.graph_names(block) if layers.activation_kind(block) else None
+            for name, is_input in zip(names or (), (True, False)):
+                if self._may_save(name):
+                    wanted[name] = is_input
+        monitor_all = any(wanted.values())
+        if wanted == self._graph_names and monitor_all == self._monitor_all:
+            return
+        self._graph_names, self._monitor_all = wanted, monitor_all
+        if wanted or self._graph_outputs:
+            if not self._graph_outputs:
+                # MXNet 1.9 warns "register_op_hook is experimental when static_alloc=True" at every compiled
+                # call whatever the flags are (it tests the truth of (name, value) pairs): not for a monitor
+                # the user did not ask for
+                warnings.filterwarnings("ignore", message="register_op_hook is experimental", category=UserWarning)
+            self._register_op_hooks()
 
     # ------------------------------------------------------------------------------------------
     # collections <-> block hooks
@@ -267,11 +309,16 @@ class Hook(BaseHook):
             elif not wanted and entry is not None:
                 entry[1].detach()
                 del self._io_handles[id(block)]
+        self._watch_activation_graph_nodes()
 
     def _hidden_blocks(self) -> List[str]:
-        """Hooked blocks whose forward hooks cannot run: an enclosing block is hybridized."""
+        """Hooked blocks whose forward hooks cannot run (an enclosing block is hybridized) and whose wanted
+        tensors the operator monitor does not hand over either."""
         hidden = []
         for block, _ in self._io_handles.values():
+            graph = layers.graph_names(block) if layers.activation_kind(block) else None
+            if graph is not None and all(n in self._graph_names or not self._may_save(n) for n in graph):
+                continue  # an activation block: the monitor has its tensors
             parent = self._parents.get(block)
             while parent is not None:
                 if _is_hybridized(parent):
@@ -285,7 +332,14 @@ class Hook(BaseHook):
         if self._told_hybridized or self.model is None or not self.is_writing:
             return
         hidden = self._hidden_blocks()
-        if hidden:
+        if hidden and self._graph_outputs:
+            self._told_hybridized = True
+            logger.info(
+                "smdebug: %s is hybridized: the inputs/outputs of its inner blocks (%s) are not saved under block "
+                "names; the outputs of its graph's operators are offered to the collections under MXNet's node "
+                "names (graph_outputs=True).", self.model.name, ", ".join(hidden[:5]) + (" ..." if len(hidden) > 5 else ""),
+            )
+        elif hidden:
             self._told_hybridized = True
             shown = ", ".join(hidden[:5]) + (f" and {len(hidden) - 5} more" if len(hidden) > 5 else "")
             logger.warning(
@@ -299,9 +353,10 @@ class Hook(BaseHook):
         elif _is_hybridized(self.model) and not self._graph_outputs:
             self._told_hybridized = True
             logger.info(
-                "smdebug: %s is hybridized: parameters, gradients, losses and its own inputs/outputs are saved; "
-                "the inputs/outputs of its inner blocks are not visible (see smdebug-mxnet's README).",
+                "smdebug: %s is hybridized: parameters, gradients, losses and its own inputs/outputs are saved%s; "
+                "the inputs/outputs of its other inner blocks are not visible (see smdebug-mxnet's README).",
                 self.model.name,
+                ", and its activation layers' tensors, read from MXNet's operator monitor" if self._graph_names else "",
             )
 
     # ------------------------------------------------------------------------------------------
@@ -388,11 +443,17 @@ class Hook(BaseHook):
     def _on_graph_node(self, name, op_name, handle):
         # MXNet hands over a new NDArray handle: wrap it at once so it is freed
         array = _NDArray(ctypes.cast(handle, mx.base.NDArrayHandle), writable=False)
-        if self._disabled or not self._due or not self._graph_outputs:
+        if self._disabled or not self._due or not (self._graph_outputs or self._graph_names):
             return
         try:
             tname = mx.base.py_str(name)
-            if self.is_due(tname):
+            if tname in self._graph_names:
+                offered = True
+            else:
+                # graph_outputs offers operator outputs: with the monitor handing over inputs too (for an
+                # activation collection), an input (``dense0_fwd_weight``) is not offered under its node name
+                offered = self._graph_outputs and (not self._monitor_all or _GRAPH_OUTPUT.search(tname) is not None)
+            if offered and self.is_due(tname):
                 self.record(tname, array)
         except Exception as e:  # noqa: BLE001
             self._fail("the operator monitor of the hybridized graph", e)

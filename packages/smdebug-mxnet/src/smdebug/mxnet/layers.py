@@ -6,8 +6,9 @@ Activation blocks (``smdebug.core.activations``): ``nn.Activation`` by its ``act
 (silu). A fused ``activation=`` of ``nn.Dense`` or a convolution is an ``nn.Activation`` child block of it
 (``dense0_relu0``), so it is found the same way, its input (the pre-activation) included. Functional calls
 (``F.relu(x)`` in ``hybrid_forward``) are no blocks and are not seen. In a hybridized network the inner
-blocks' forward hooks do not run, so their tensors cannot be saved at all (see the package README); the
-record of the layers found is written all the same.
+blocks' forward hooks do not run; the activation blocks' tensors are then read from MXNet's operator monitor
+instead, under the names it gives the activation's graph node (:func:`graph_names`): a layer's record matches
+both names, so the rules find its tensors whether or not the network was hybridized.
 
 Classification losses: a ``SoftmaxCrossEntropyLoss`` with sparse labels over the last axis (the default):
 its first input is the class scores, its second the class ids, so they are the run's ``predictions`` and
@@ -17,7 +18,8 @@ them (:func:`loss_expects`).
 
 from __future__ import annotations
 
-from typing import Dict, Iterable, List, Optional
+import re
+from typing import Dict, Iterable, List, Optional, Tuple
 
 from mxnet import gluon
 
@@ -43,8 +45,34 @@ def activation_kind(block):
     return None
 
 
+#: blocks whose ``hybrid_forward`` computes the activation in one operator it names ``fwd``: in a hybridized
+#: network that graph node is ``<block.name>_fwd``, and MXNet's operator monitor names its output
+#: ``<node>_output`` and its input ``<node>_<argument>`` (``Activation``'s ``input0``, ``LeakyReLU``'s
+#: ``data``). ``nn.ELU`` (an unnamed node) and ``nn.Swish`` (three nodes, none its output) are not listed:
+#: in a hybridized network their tensors are not seen.
+_GRAPH_INPUT_ARGUMENT = (("Activation", "input0"), ("LeakyReLU", "data"), ("PReLU", "data"), ("SELU", "data"),
+                         ("GELU", "data"))
+_GRAPH_NODES = tuple((getattr(nn, name), argument) for name, argument in _GRAPH_INPUT_ARGUMENT if hasattr(nn, name))
+
+
+def graph_names(block) -> Optional[Tuple[str, str]]:
+    """``(input name, output name)`` MXNet's operator monitor gives the activation of ``block`` in a hybridized
+    network; None for a block whose activation is not one named operator."""
+    for cls, argument in _GRAPH_NODES:
+        if isinstance(block, cls):
+            return f"{block.name}_fwd_{argument}", f"{block.name}_fwd_output"
+    return None
+
+
+def _either(*regexes: str) -> str:
+    """One regex matching what any of the anchored ``regexes`` matches."""
+    return "^(?:" + "|".join(r[1:-1] for r in regexes) + ")$"
+
+
 def activation_layers(blocks: Iterable) -> Dict[str, List[ActivationLayer]]:
-    """kind -> the activation blocks among ``blocks`` (the model and every block inside it)."""
+    """kind -> the activation blocks among ``blocks`` (the model and every block inside it). A layer's tensors
+    are its block's inputs/outputs (``<name>_input_0``) and, for one whose activation is a single graph node,
+    that node's input and output as the operator monitor names them in a hybridized network."""
     found: Dict[str, List[ActivationLayer]] = {kind: [] for kind in KIND_COLLECTIONS}
     for block in blocks:
         kind = activation_kind(block)
@@ -53,8 +81,12 @@ def activation_layers(blocks: Iterable) -> Dict[str, List[ActivationLayer]]:
         description = type(block).__name__
         if isinstance(block, nn.Activation):
             description += f"({block._act_type})"
-        found[kind].append(ActivationLayer(block.name, description, io_regex(block.name, "input"),
-                                           io_regex(block.name, "output")))
+        inputs, outputs = io_regex(block.name, "input"), io_regex(block.name, "output")
+        graph = graph_names(block)
+        if graph is not None:
+            inputs = _either(inputs, "^" + re.escape(graph[0]) + "$")
+            outputs = _either(outputs, "^" + re.escape(graph[1]) + "$")
+        found[kind].append(ActivationLayer(block.name, description, inputs, outputs))
     return found
 
 
