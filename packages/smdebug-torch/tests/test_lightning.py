@@ -235,3 +235,100 @@ def test_the_batch_is_the_models_input_when_the_step_calls_its_parts(tmp_path, m
     assert np.array_equal(tensor.value(0, mode=smd.modes.TRAIN), train_x[:8])
     assert np.array_equal(trial.tensor(f"{model_class.__name__}_input_1").value(0, mode=smd.modes.TRAIN),
                           train_x[8:16])
+
+
+class NoStepNet(Net):
+    """Manual optimization that never calls ``optimizer.step()`` (the user's bug): backward runs at every batch,
+    ``trainer.global_step`` stays 0 for the whole run and the weights never move."""
+
+    def __init__(self):
+        super().__init__()
+        self.automatic_optimization = False
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        loss = F.cross_entropy(self(x), y)
+        opt = self.optimizers()
+        opt.zero_grad()
+        self.manual_backward(loss)  # (no opt.step())
+        return loss
+
+
+def test_batches_that_never_step_the_optimizer_are_a_series_of_train_steps(tmp_path, caplog):
+    """A step gathers the batches of one optimizer step; when no optimizer step comes in more batches than one
+    step can gather (manual optimization: an epoch's), each batch is a TRAIN step, so the rules see a curve and
+    weights that do not move, not one step holding the whole run with no gradients."""
+    from smdebug.pytorch.lightning import SmdebugCallback
+
+    out = str(tmp_path / "run")
+    torch.manual_seed(0)
+    cb = SmdebugCallback(out_dir=out, save_config=smd.SaveConfig(save_interval=1),
+                         include_collections=["weights", "gradients", "losses"])
+    t = L.Trainer(accelerator="cpu", max_epochs=3, limit_train_batches=TRAIN_BATCHES, limit_val_batches=VAL_BATCHES,
+                  num_sanity_val_steps=0, callbacks=[cb], logger=False, enable_checkpointing=False,
+                  enable_progress_bar=False, enable_model_summary=False)
+    model = NoStepNet()
+    import logging
+
+    smdebug_logger = logging.getLogger("smdebug")  # (it does not propagate to the root logger caplog listens on)
+    smdebug_logger.addHandler(caplog.handler)
+    try:
+        with caplog.at_level("WARNING", logger="smdebug"):
+            t.fit(model, loader(0), loader(1))
+    finally:
+        smdebug_logger.removeHandler(caplog.handler)
+    cb.hook.close()
+    assert not cb.hook.disabled and t.global_step == 0
+    trial = smd.create_trial(out)
+    # the first epoch's 6 batches were one step (they could have been one optimizer step's); then one per batch
+    expected = list(range(1 + 2 * TRAIN_BATCHES))
+    assert trial.steps(mode=smd.modes.TRAIN) == expected
+    assert trial.steps(mode=smd.modes.EVAL) == list(range(3 * VAL_BATCHES))
+    assert trial.tensor("loss_output_0").steps(mode=smd.modes.TRAIN) == expected
+    assert trial.tensor("loss_output_5").steps(mode=smd.modes.TRAIN) == [0]  # (the first step's 6 batches)
+    grads, weights = trial.tensor("gradient/NoStepNet_fc1.weight"), trial.tensor("NoStepNet_fc1.weight")
+    assert grads.steps(mode=smd.modes.TRAIN) == expected
+    assert all(np.abs(grads.value(s, mode=smd.modes.TRAIN)).sum() > 0 for s in expected)
+    first = weights.value(0, mode=smd.modes.TRAIN)
+    assert all(np.array_equal(weights.value(s, mode=smd.modes.TRAIN), first) for s in expected)  # never moved
+    said = [r.getMessage() for r in caplog.records if "no optimizer step" in r.getMessage()]
+    assert len(said) == 1 and "optimizer.step()" in said[0]
+
+
+class SkippingStepNet(Net):
+    """Manual optimization stepping every other batch, but only from the second epoch on: the first epoch's
+    batches never step (a warm-up that forgot the optimizer), then the optimizer steps as it should."""
+
+    def __init__(self):
+        super().__init__()
+        self.automatic_optimization = False
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        loss = F.cross_entropy(self(x), y)
+        self.manual_backward(loss)
+        if self.current_epoch >= 2 and batch_idx % 2 == 1:
+            opt = self.optimizers()
+            opt.step()
+            opt.zero_grad()
+        return loss
+
+
+def test_steps_follow_the_global_step_again_once_the_optimizer_steps(tmp_path):
+    from smdebug.pytorch.lightning import SmdebugCallback
+
+    out = str(tmp_path / "run")
+    torch.manual_seed(0)
+    cb = SmdebugCallback(out_dir=out, save_config=smd.SaveConfig(save_interval=1), include_collections=["losses"])
+    t = L.Trainer(accelerator="cpu", max_epochs=3, limit_train_batches=TRAIN_BATCHES, limit_val_batches=0,
+                  num_sanity_val_steps=0, callbacks=[cb], logger=False, enable_checkpointing=False,
+                  enable_progress_bar=False, enable_model_summary=False)
+    t.fit(SkippingStepNet(), loader(0))
+    cb.hook.close()
+    assert t.global_step == 3
+    trial = smd.create_trial(out)
+    # epoch 0: one step (0); epoch 1: a step per batch (1-6); epoch 2: its first batch still a step of its own
+    # (7), the second steps the optimizer (8), then one step per optimizer step, two batches each, numbered on
+    # from there (9, 10: the global steps 1, 2 plus the 8 batches that did not step)
+    assert trial.steps(mode=smd.modes.TRAIN) == list(range(11))
+    assert trial.tensor("loss_output_1").steps(mode=smd.modes.TRAIN) == [0, 9, 10]

@@ -10,7 +10,12 @@ trainer = L.Trainer(callbacks=[SmdebugCallback(out_dir="/tmp/run", include_colle
   is PREDICT (the sanity check before fitting is not saved).
 * Steps: a TRAIN step is one optimizer step, numbered by the trainer's ``global_step`` (the batches of
   gradient accumulation belong to it); each EVAL/PREDICT batch is one step of its mode. An optimizer step
-  an evaluation interrupts is saved up to the evaluation (a step cannot be reopened).
+  an evaluation interrupts is saved up to the evaluation (a step cannot be reopened). Training batches that
+  go on with no optimizer step for longer than a step can gather (automatic optimization: more than
+  ``accumulate_grad_batches``; manual: more than an epoch's batches, or than the longest stretch between two
+  optimizer steps so far) are each a TRAIN step of their own, numbered on from the last, with their
+  gradients saved at the batch's end, until an optimizer step comes: a run that never steps its optimizer
+  (manual optimization without ``optimizer.step()``) is a series the rules can judge, not one step.
 * Saved: parameters at the start of the step, gradients at Lightning's ``on_before_optimizer_step``
   (unscaled under mixed precision), the loss ``training_step`` (``validation_step``, ``test_step``)
   returns (``loss_output_<i>``, one per batch, as the step computed it: not divided by
@@ -71,6 +76,17 @@ class _Follower:
         self._last_train_step: Optional[int] = None  # the global step of the last TRAIN step begun
         self._logged: dict = {}  # name -> value the module logged in the open step
         self._forwards_before = 0  # the hook's count of model forward calls when the batch began
+        # Batches with no optimizer step (see _no_step_batch): the global step when the batch began, the batches
+        # since the last optimizer step, the longest such stretch that ended in one, whether the stretch has
+        # gone on too long to be one optimizer step (each batch is then a step), and how far the step numbers
+        # run ahead of the global step because of such batches
+        self._batch_global_step: Optional[int] = None
+        self._batches_without_step = 0
+        self._longest_window = 0  # (0: no optimizer step seen yet)
+        self._stalled = False
+        self._step_offset = 0
+        self._gradients_saved = False  # the open TRAIN step has saved its gradients
+        self._said_stalled = False
         self._log_wrapper = None
 
     # -- set-up ------------------------------------------------------------------------------------
@@ -136,7 +152,8 @@ class _Follower:
         if not self._active:
             return
         self._batch_begins()
-        step = trainer.global_step
+        self._batch_global_step = trainer.global_step
+        step = trainer.global_step + self._step_offset
         if self._train_step == step and self.hook.mode == ModeKeys.TRAIN and self.hook._in_step:
             return  # another batch of the same optimizer step (gradient accumulation)
         self._end_step()
@@ -148,20 +165,73 @@ class _Follower:
         self.hook.set_mode(ModeKeys.TRAIN)
         self.hook.begin_step(mode_step=step)
         self._train_step = self._last_train_step = step
+        self._gradients_saved = False
 
     def on_before_optimizer_step(self, trainer, pl_module, optimizer) -> None:
         if self._active and self._train_step is not None:
             self.hook._save_gradients()
+            self._gradients_saved = True
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
-        if not self._active or self._train_step is None:
-            return  # (no TRAIN step open: the rest of an optimizer step an evaluation ended)
-        # Under automatic optimization Lightning hands callbacks the loss divided by accumulate_grad_batches
-        # (what backward ran on); the loss training_step computed is saved
-        self._save_loss(outputs, trainer.accumulate_grad_batches if pl_module.automatic_optimization else 1)
-        self._batch_ends(batch)
-        if trainer.global_step != self._train_step:  # the optimizer stepped: the step is complete
+        if not self._active:
+            return
+        stepped = self._batch_global_step is None or trainer.global_step != self._batch_global_step
+        if self._train_step is not None:
+            # Under automatic optimization Lightning hands callbacks the loss divided by accumulate_grad_batches
+            # (what backward ran on); the loss training_step computed is saved
+            self._save_loss(outputs, trainer.accumulate_grad_batches if pl_module.automatic_optimization else 1)
+            self._batch_ends(batch)
+        # (no TRAIN step open: the rest of an optimizer step an evaluation ended; its batches still count)
+        if stepped:  # the optimizer stepped: the step is complete
+            if not self._stalled:  # (a stretch that stalled was no accumulation window)
+                self._longest_window = max(self._longest_window, self._batches_without_step + 1)
+            self._batches_without_step = 0
+            self._stalled = False
             self._end_step()
+        else:
+            self._no_step_batch(trainer, pl_module)
+
+    def _no_step_batch(self, trainer, pl_module) -> None:
+        """A training batch ended with no optimizer step. Normally it belongs to the optimizer step to come
+        (gradient accumulation, Lightning's or a manual loop's). But when no optimizer step comes in more batches
+        than one step can gather -- under automatic optimization Lightning's own window,
+        ``accumulate_grad_batches``; under manual optimization, where only the module knows, an epoch's batches
+        or the longest stretch between optimizer steps seen, whichever is longer -- the global step has stopped
+        (``optimizer.step()`` is never called, or always skipped): steps that follow it would make the whole
+        rest of training one step, with no gradients and no curve for any rule. From then on, until an
+        optimizer step comes, each batch is a TRAIN step, numbered on from the last one (the numbers then run
+        ahead of the global step by the batches that did not step), its gradients saved at its end."""
+        self._batches_without_step += 1
+        if not self._stalled and self._batches_without_step >= self._window(trainer, pl_module):
+            self._stalled = True
+            if not self._said_stalled:
+                self._said_stalled = True
+                from smdebug.core.hook import logger
+
+                logger.warning(
+                    "smdebug: %d training batches ran with no optimizer step (trainer.global_step stays %d; under "
+                    "manual optimization, is optimizer.step() called?): until one comes, each training batch is a "
+                    "TRAIN step of its own", self._batches_without_step, trainer.global_step)
+        if not self._stalled:
+            return
+        if self._train_step is not None and not self._gradients_saved:
+            self.hook._save_gradients()  # (what backward left: no optimizer step will read them)
+        self._end_step()
+        self._step_offset += 1  # the next batch, at the same global step, begins the next step
+
+    def _window(self, trainer, pl_module) -> float:
+        """The most batches one optimizer step can gather (see _no_step_batch)."""
+        if pl_module.automatic_optimization:
+            return max(1, int(trainer.accumulate_grad_batches))
+        epoch = trainer.num_training_batches
+        if not isinstance(epoch, (int, float)) or epoch != epoch or epoch == float("inf"):
+            # (an iterable dataset of unknown length: only a window seen tells)
+            return self._longest_window or float("inf")
+        return max(self._longest_window, int(epoch), 1)
+
+    def on_train_start(self, trainer, pl_module) -> None:
+        # (a second fit() counts its own stretch of batches; the step numbers keep running ahead, if they did)
+        self._batch_global_step, self._batches_without_step, self._stalled = None, 0, False
 
     def on_train_end(self, trainer, pl_module) -> None:
         if self._active:
