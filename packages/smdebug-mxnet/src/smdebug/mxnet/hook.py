@@ -15,6 +15,10 @@ just before ``trainer.step()``/``trainer.update()`` applies them (needed with ``
 when they are zeroed after the update), and in TRAIN/GLOBAL modes a step is one trainer update: all
 forward calls before it belong to the same step (gradient accumulation).
 
+Modes. Until the script calls ``set_mode`` (and unless the schedule is given per mode), a forward call of
+the model under ``autograd.record()`` begins a TRAIN step and one outside it an EVAL step, so validation
+run without ``set_mode`` is not saved among the training steps.
+
 Hybridized networks. After ``net.hybridize()`` Gluon runs the network as one compiled graph:
 the forward hooks of its inner blocks never run, so their inputs/outputs cannot be saved (the hook
 says so once, in the log). Parameters, gradients, losses and the registered block's own
@@ -104,6 +108,15 @@ class Hook(BaseHook):
         self._graph_names: Dict[str, bool] = {}
         self._monitor_all = False  # the monitor also hands over the operators' inputs
         self._told_hybridized = False
+        # Until the script calls set_mode, autograd tells the mode of the model's forward calls: one under
+        # autograd.record() computes what a backward pass will train (TRAIN), one outside it is evaluation
+        # (EVAL). (mode outside record, mode under record), or None when not followed. A loop that validates
+        # without set_mode (a quick-start loop, any unmodified script under `smdebug run`) had its validation
+        # saved as GLOBAL steps among the training ones, and no rule could tell them apart. A schedule written
+        # per mode is a script that names its modes: it is not second-guessed (its steps are GLOBAL, as in 1.0.x).
+        configs = self.save_config.mode_save_configs
+        alike = configs.get(ModeKeys.TRAIN) == configs.get(ModeKeys.EVAL) == configs.get(ModeKeys.GLOBAL)
+        self._modes_by_autograd: Optional[Tuple[ModeKeys, ModeKeys]] = (ModeKeys.EVAL, ModeKeys.TRAIN) if alike else None
 
     def default_collections(self):
         return [
@@ -366,6 +379,13 @@ class Hook(BaseHook):
         if self._disabled:
             return
         try:
+            by_autograd = self._modes_by_autograd
+            if by_autograd is not None:
+                mode = by_autograd[bool(mx.autograd.is_recording())]
+                if mode is not self.mode:
+                    if self._in_step:
+                        self._end_open_step()  # (as set_mode: a step belongs to one mode)
+                    self.mode = mode
             if (self._trainers and self._in_step and self.mode in _TRAINER_MODES
                     and self._step_mode == self.mode):
                 return  # another forward call of the current trainer step
@@ -491,10 +511,12 @@ class Hook(BaseHook):
     # ------------------------------------------------------------------------------------------
     def set_mode(self, mode) -> None:
         """Switch to TRAIN/EVAL/PREDICT/GLOBAL. A step open in another mode ends here (its gradients
-        are read first), so each step belongs to one mode."""
+        are read first), so each step belongs to one mode. From the first call on the script names the
+        modes: autograd's recording no longer decides them (see the module docstring)."""
         if isinstance(mode, ModeKeys) and mode != self.mode and not self._disabled and self._in_step:
             self._end_open_step()
-        super().set_mode(mode)
+        super().set_mode(mode)  # (a bad mode raises first, and changes nothing)
+        self._modes_by_autograd = None  # the script tells the modes from now on, not autograd
 
     @_guarded()
     def _end_open_step(self) -> None:
