@@ -33,7 +33,7 @@ from smdebug.rules.generic.activation_rules import _check_regexes, batches_at
 from smdebug.rules.generic.input_rules import StepSums
 from smdebug.rules.generic.prediction_scale import recorded_kind, scores_to_ids
 from smdebug.rules.generic.selection import collection_tensors, select_tensors
-from smdebug.rules.generic.xgboost_rules import _hyperparameter, booster_params, regression_objective
+from smdebug.rules.generic.xgboost_rules import _hyperparameter, booster_params, cross_validation, regression_objective
 from smdebug.rules.params import as_bool, as_float, as_int, as_list, as_optional_int, in_range
 from smdebug.rules.rule import Rule
 
@@ -627,6 +627,10 @@ class Confusion(_LabelsAndPredictions):
         if self._not_classes_objective():
             return False
         self._say_no_classes()
+        cv = cross_validation(self.base_trial, "predictions")
+        if cv is not None and not self._prediction_names():
+            self.not_applicable(cv)
+            return False
         if not self.base_trial.loaded_all_steps:
             self.not_evaluated("judges the trained model: the last labels and predictions saved, once training "
                                "has ended")
@@ -895,7 +899,10 @@ class ClassImbalance(_LabelsAndPredictions):
         label_names = sorted(set(select_tensors(self.base_trial, [], self.labels_regex))
                              | set(collection_tensors(self.base_trial, self.labels_collection)))
         if not label_names:
-            if all(labels_configured_empty(self.base_trial, c) for c in self.labels_collection):
+            cv = cross_validation(self.base_trial, "predictions (labels only of the hook's validation_data)")
+            if cv is not None:
+                self.not_applicable(cv)
+            elif all(labels_configured_empty(self.base_trial, c) for c in self.labels_collection):
                 self.not_applicable(_NO_LABELS)
             return False
         prediction_names = sorted(set(select_tensors(self.base_trial, [], self.predictions_regex))

@@ -23,7 +23,7 @@ from smdebug.rules.evaluation import looking_for
 from smdebug.rules.generic.activation_rules import batches_at
 from smdebug.rules.generic.input_statistics import InputStatistics, feature_scales
 from smdebug.rules.generic.selection import select_tensors
-from smdebug.rules.generic.xgboost_rules import objective_as_loss
+from smdebug.rules.generic.xgboost_rules import cross_validation, objective_as_loss
 from smdebug.rules.params import as_float, as_int, as_list
 from smdebug.rules.rule import Rule
 
@@ -411,6 +411,10 @@ _REGISTER_THE_LOSS = {
     "pytorch": ("with torch.nn.functional or tensor operations, or a loss module the hook was not given",
                 "compute it with a loss module (nn.CrossEntropyLoss()...) and hook.register_loss(loss_module)"),
     "mxnet": ("outside a Gluon loss block the hook was given", "hook.register_block(loss_block)"),
+    # (an XGBoost run's losses are the booster's evaluation metrics: the loss is its objective, which the
+    # XGBoost hook records from the booster; there is nothing to register)
+    "xgboost": ("", "smdebug.xgboost.Hook records the booster's objective; the rule compares the 'predictions' "
+                "and 'labels' collections, saved for the hook's validation_data"),
     "": ("", "register the loss with the hook (hook.register_loss)"),
 }
 
@@ -501,6 +505,10 @@ class ImproperOutput(Rule):
         """loss -> (the tensor holding its first input, the tensor of its targets or None, what it expects, its
         type), for the losses this rule can judge whose first input the run saved."""
         names = self.base_trial.tensor_names()
+        cv = cross_validation(self.base_trial, "predictions")
+        if cv is not None and "predictions" not in names:
+            self.not_applicable(cv)
+            return {}
         recorded = self._recorded()
         found: Dict[str, Tuple[str, Optional[str], str, str]] = {}
         if recorded is not None:
@@ -590,6 +598,8 @@ class ImproperOutput(Rule):
         how, remedy = _REGISTER_THE_LOSS.get(self._run_framework(), _REGISTER_THE_LOSS[""])
         if older:
             return f"its hook recorded no loss: a run of an older writer, which records none (with this one: {remedy})"
+        if self._run_framework() == "xgboost":
+            return f"its hook recorded no objective of the booster ({remedy})"
         return f"its hook was told of no loss: a loss computed by hand{' ' + how if how else ''} ({remedy})"
 
     def invoke_at_step(self, step):

@@ -28,6 +28,9 @@ _CHILD = re.compile(r"^\s*(?:\d+-)?(\d+)\s*$")
 #: the XGBoost hook's record of the booster in the collections file's ``_meta``
 #: (``smdebug.xgboost.hook.BOOSTER_META_KEY``; runs of the original smdebug have none)
 BOOSTER_META_KEY = "xgboost_booster"
+#: the XGBoost hook's mark of an ``xgboost.cv`` run in ``_meta`` (``smdebug.xgboost.hook.CV_META_KEY``:
+#: ``{"nfold": 4}``)
+CV_META_KEY = "xgboost_cv"
 #: the parameters :func:`booster_params` reads from ``hyperparameters/<name>`` tensors when the run has no record
 _HYPERPARAMETERS = ("booster", "objective", "num_parallel_tree")
 
@@ -70,6 +73,20 @@ def booster_params(trial) -> Dict[str, object]:
         if value is not None:
             found[name] = value
     return found
+
+
+def cross_validation(trial, missing: str) -> Optional[str]:
+    """Why a rule has nothing to judge in an ``xgboost.cv`` run, which trains one booster per fold: the hook
+    saves the metrics (their mean over the folds) and no single model's ``missing`` (trees, predictions...).
+    None when the run is no cross-validation (the hook's mark, ``_meta.xgboost_cv``, is absent)."""
+    meta = getattr(getattr(trial, "collection_manager", None), "meta", None) or {}
+    mark = meta.get(CV_META_KEY)
+    if not isinstance(mark, dict):
+        return None
+    folds = mark.get("nfold")
+    folds = f" ({folds} folds)" if isinstance(folds, int) and not isinstance(folds, bool) else ""
+    return (f"an xgboost.cv run{folds}: it trains one model per fold, and the XGBoost hook saves their mean "
+            f"metrics, no single model's {missing}")
 
 
 def num_parallel_tree(params: Dict[str, object]) -> int:
@@ -243,6 +260,10 @@ class TreeDepth(Rule):
 
     def _not_applicable(self) -> Optional[str]:
         """Why the run's model is not one this rule judges (None when it is, or nothing tells)."""
+        if not self.base_trial.has_tensor("trees/Node"):
+            cv = cross_validation(self.base_trial, "trees")
+            if cv is not None:
+                return cv
         params = booster_params(self.base_trial)
         if params.get("booster") == "gblinear":
             return "the booster builds no trees: gblinear"
@@ -313,6 +334,10 @@ class FeatureImportanceOverweight(Rule):
 
     def invoke_at_step(self, step):
         values = self.importances(step)
+        cv = cross_validation(self.base_trial, "feature importances") if values is None else None
+        if cv is not None and not select_tensors(self.base_trial, [], self.tensor_regex):
+            self.not_applicable(cv)
+            return False
         if values is None:
             self.not_evaluated("judges at steps where a non-zero feature importance was saved")
             return False
