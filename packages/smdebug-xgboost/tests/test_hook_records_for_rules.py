@@ -10,7 +10,7 @@ from conftest import binary_data, regression_data
 
 import smdebug.xgboost as smd
 from smdebug.core.collection_manager import CollectionManager
-from smdebug.xgboost.hook import BOOSTER_META_KEY, booster_record
+from smdebug.xgboost.hook import BOOSTER_META_KEY, CV_META_KEY, booster_record
 
 
 def _collections_file(out_dir):
@@ -84,11 +84,20 @@ def test_the_collections_file_stays_readable(tmp_path):
     assert trial.tensor_names() == ["train-logloss"]  # the record adds no tensor
 
 
-def test_xgboost_cv_has_no_record(tmp_path):
+def test_xgboost_cv_records_its_folds_booster_and_that_it_is_a_cross_validation(tmp_path):
     X, y = binary_data()
     out_dir = str(tmp_path / "cv")
     hook = smd.Hook(out_dir)
-    xgb.cv({"nthread": 1, "objective": "binary:logistic"}, xgb.DMatrix(X, label=y), num_boost_round=2, nfold=2,
-           callbacks=[hook])
+    xgb.cv({"nthread": 1, "objective": "binary:logistic", "max_depth": 3}, xgb.DMatrix(X, label=y),
+           num_boost_round=2, nfold=2, callbacks=[hook])
     hook.close()
-    assert _record(out_dir) is None
+    # every fold trains with the same parameters: their booster's record, and the number of folds
+    record = _record(out_dir)
+    assert record["objective"] == "binary:logistic" and record["max_depth"] == 3
+    with open(_collections_file(out_dir)) as f:
+        assert json.load(f)["_meta"][CV_META_KEY] == {"nfold": 2}
+    # a plain xgboost.train run is no cross-validation
+    train_dir = str(tmp_path / "train")
+    _train(train_dir, {"objective": "binary:logistic"}, X, y)
+    with open(_collections_file(train_dir)) as f:
+        assert CV_META_KEY not in json.load(f)["_meta"]

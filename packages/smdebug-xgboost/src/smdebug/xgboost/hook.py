@@ -88,6 +88,10 @@ def _booster_kind(model) -> str:
 BOOSTER_META_KEY = "xgboost_booster"
 #: the key naming the evaluation data set predictions and labels were saved for, when no validation_data
 EVAL_DATA_META_KEY = "xgboost_labels_from"
+#: the key saying the run is an ``xgboost.cv`` (``{"nfold": 4}``): the hook saved the metrics' mean over the
+#: folds and nothing of a single model (no trees, predictions, importances or SHAP values), which the rules
+#: that need those read as NotApplicable rather than as data the user forgot to save
+CV_META_KEY = "xgboost_cv"
 #: the training parameters kept in the record (as numbers), where the booster's configuration has them
 _RECORDED_PARAMETERS = ("num_parallel_tree", "max_depth", "eta", "subsample", "colsample_bytree",
                         "colsample_bylevel", "colsample_bynode", "num_class")
@@ -107,14 +111,15 @@ def _find_key(config, key: str):
     return None
 
 
-def _train_call() -> Optional[Dict[str, Any]]:
-    """The arguments of the ``xgboost.train`` call running this callback (``dtrain``, ``evals``, ``obj``...:
-    the frame's locals), or None when no such call is on the stack (a callback called some other way)."""
+def _train_call(function: str = "train") -> Optional[Dict[str, Any]]:
+    """The arguments of the ``xgboost.train`` call (or, with ``function="cv"``, the ``xgboost.cv`` call)
+    running this callback (``dtrain``, ``evals``, ``obj``...: the frame's locals), or None when no such call
+    is on the stack (a callback called some other way)."""
     import sys
 
     frame = sys._getframe(1)
     while frame is not None:
-        if frame.f_code.co_name == "train" and frame.f_globals.get("__name__") == "xgboost.training":
+        if frame.f_code.co_name == function and frame.f_globals.get("__name__") == "xgboost.training":
             return dict(frame.f_locals)
         frame = frame.f_back
     return None
@@ -340,6 +345,23 @@ def tree_table(layer, layer_index: int = 0) -> Dict[str, np.ndarray]:
     XGBoost cannot dump with statistics (multi-target trees) come without the Gain and Cover columns."""
     df = _trees_frame(layer)
     offset = layer_index * int(df["Tree"].nunique()) if len(df) else 0
+    return _frame_columns(df, offset)
+
+
+def layer_table(model, layer_index: int) -> Dict[str, np.ndarray]:
+    """The trees of round ``layer_index`` of ``model``, as :func:`tree_table` gives them, read from the whole
+    model's table: for a booster XGBoost will not slice (while ``process_type="update"`` refreshes it). Every
+    round holds the same number of trees, so the round of tree ``t`` is ``t // trees per round``."""
+    df = _trees_frame(model)
+    rounds = model.num_boosted_rounds()
+    if len(df) and rounds > 0:
+        per_round = max(int(df["Tree"].nunique()) // rounds, 1)
+        df = df[df["Tree"].to_numpy() // per_round == layer_index]
+    return _frame_columns(df, 0)
+
+
+def _frame_columns(df, offset: int) -> Dict[str, np.ndarray]:
+    """The columns of a tree table as 1-D arrays, tree numbers shifted by ``offset``, with the Depth column."""
     table: Dict[str, np.ndarray] = {}
     for column in df.columns:
         series = df[column]
@@ -414,6 +436,8 @@ class Hook(TrainingCallback, BaseHook):
         # Hyperparameters do not change during training: saved once, at step 0 (every xgboost.train call
         # starts there), unless the user (or the JSON configuration) gives the collection a schedule.
         self.collection_manager.get(CollectionKeys.HYPERPARAMETERS).save_config = SaveConfig(save_steps=[0], end_step=1)
+        #: XGBoost refused to slice the booster (an update run): trees are read from the whole model's table
+        self._trees_unsliceable = False
         # Trees are structure, not values to summarise: raw, whatever the hook's reduction_config says.
         self.collection_manager.get(CollectionKeys.TREES).reduction_config = ReductionConfig(save_raw_tensor=True)
 
@@ -493,6 +517,9 @@ class Hook(TrainingCallback, BaseHook):
         the class weights it trains with (``_meta.class_weights``: scale_pos_weight, the training rows'
         weights); remember the data of the ``xgboost.train`` call's ``evals`` for the predictions and labels
         when no ``validation_data`` was given."""
+        if self._booster == "cv":
+            self._record_cross_validation(model)
+            return
         call = _train_call()
         record = booster_record(model, _custom_objective(call) if call is not None else None)
         if record is not None:
@@ -513,6 +540,19 @@ class Hook(TrainingCallback, BaseHook):
         except Exception as e:  # noqa: BLE001 - no record, training goes on
             logger.debug("smdebug: class weights of the booster not recorded (%s)", e)
         self._eval_data = _evaluation_data(call.get("evals"), call.get("dtrain"))
+
+    def _record_cross_validation(self, model) -> None:
+        """An ``xgboost.cv`` run: say so in ``_meta`` (with the number of folds), and keep the record of its
+        folds' booster (they all train with the same parameters): the objective tells the rules what the
+        metrics measure although no single model is saved."""
+        folds = getattr(model, "cvfolds", None)
+        self.collection_manager.meta[CV_META_KEY] = {"nfold": len(folds)} if isinstance(folds, list) else {}
+        booster = getattr(folds[0], "bst", None) if isinstance(folds, list) and folds else None
+        if isinstance(booster, xgb.Booster):
+            call = _train_call("cv")
+            record = booster_record(booster, _custom_objective(call) if call is not None else None)
+            if record is not None:
+                self.collection_manager.meta[BOOSTER_META_KEY] = record
 
     def after_iteration(self, model, epoch: int, evals_log) -> bool:
         if not self._disabled and not self._closed and not self._trained:
@@ -621,14 +661,23 @@ class Hook(TrainingCallback, BaseHook):
 
     def _skip(self, kind: str, exc: BaseException) -> None:
         self._skipped[kind] = f"{type(exc).__name__}: {exc}"
-        logger.error("smdebug: cannot save %s (%s: %s); the hook goes on without it", kind.replace("_", " "),
-                     type(exc).__name__, str(exc).splitlines()[0] if str(exc) else "", exc_info=exc)
+        what = kind.replace("_", " ")
+        first_line = str(exc).splitlines()[0] if str(exc) else ""
+        if isinstance(exc, xgb.core.XGBoostError):
+            # XGBoost refusing a call for this model or training mode: its message says why; the user's
+            # training is sound and a traceback into the hook would only suggest otherwise
+            logger.warning("smdebug: cannot save %s: XGBoost refused (%s); the run goes on without them", what,
+                           first_line)
+            return
+        # anything else is a fault of the hook: an error, with the traceback to report it
+        logger.error("smdebug: cannot save %s (%s: %s); the hook goes on without it", what, type(exc).__name__,
+                     first_line, exc_info=exc)
 
     def _any_due(self, names) -> bool:
         return any(self.is_due(n) for n in names)
 
     def _feature_names(self, model, count: Optional[int] = None) -> List[str]:
-        names = model.feature_names
+        names = getattr(model, "feature_names", None)
         if count is None:
             count = len(names) if names else model.num_features()
         if names and len(names) == count:
@@ -669,6 +718,10 @@ class Hook(TrainingCallback, BaseHook):
         (warned once) when there is none."""
         if self._validation_data is not None:
             return self._validation_data
+        if self._booster == "cv":
+            self._warn_once(kind, "smdebug: xgboost.cv has no single model: the %s collection is saved only for "
+                            "the hook's validation_data", kind)
+            return None
         if self._eval_data is not None:
             data, name = self._eval_data
             if "eval-data" not in self._warned:
@@ -731,14 +784,32 @@ class Hook(TrainingCallback, BaseHook):
             self._warn_once("trees-linear", "smdebug: gblinear builds no trees: the trees collection stays empty")
             return
         # The trees this iteration added (all classes, parallel trees): the model's last layer. Not
-        # model[epoch]: a run continued from xgb_model counts epochs from 0 on top of the old rounds.
+        # model[epoch]: a run continued from xgb_model counts epochs from 0 on top of the old rounds. In an
+        # update run (process_type="update": refresh, prune) the model holds the rounds updated so far, the
+        # last being this iteration's, but XGBoost refuses to slice a booster until the update is over: the
+        # layer is then read from the whole model's table.
         last = model.num_boosted_rounds() - 1
-        table = tree_table(model[last : last + 1], last)
+        table = None
+        if not self._trees_unsliceable:
+            try:
+                table = tree_table(model[last : last + 1], last)
+            except xgb.core.XGBoostError as e:
+                self._trees_unsliceable = True
+                logger.info("smdebug: XGBoost refuses to slice this booster during training (as while "
+                            "process_type=\"update\" refreshes a model): the trees of each saved iteration are read "
+                            "from the whole model")
+                logger.debug("smdebug: XGBoost's refusal: %s", str(e).splitlines()[0] if str(e) else "")
+        if table is None:
+            table = layer_table(model, last)
         for column, values in table.items():
             if self.is_due("trees/" + column):
                 self.record("trees/" + column, values)
 
     def _save_shap(self, model, epoch, evals_log) -> None:
+        if self._booster == "cv":  # (the fold bundle has no features to name the due tensors by)
+            if self.is_due(SHAP_BIAS) or self._any_due(f"{c}/f0" for c in ("average_shap", "full_shap")):
+                self._needs_booster("SHAP values")
+            return
         features = self._feature_names(model)
         want_full = self._any_due("full_shap/" + f for f in features)
         want_avg = self.is_due(SHAP_BIAS) or self._any_due("average_shap/" + f for f in features)
