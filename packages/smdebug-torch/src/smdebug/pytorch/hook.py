@@ -131,6 +131,19 @@ class Hook(BaseHook):
         self._sharded = False  # some parameters are sharded DTensors (gathered by every rank)
         self._sched_due: frozenset = _NOTHING  # collections due by the schedule, on every rank
         self._failed_sharded = False
+        # set_mode changed the mode and the registered model has not run since (see _arm_step_openers): the
+        # forward pre-hooks on the loss modules that begin the steps of that mode meanwhile, else None
+        self._step_openers: Optional[List] = None
+        self._opener_key = None  # the loss module (or record_tensor_value name) whose calls mark those steps
+        self._said_copy = False
+
+    def __deepcopy__(self, memo):
+        # A deep copy of the registered model (an EMA or SWA average: copy.deepcopy, AveragedModel, timm's
+        # ModelEmaV2) copies the torch hooks attached to it, and they hold this hook: the copy refers to this
+        # same hook (a hook is no model state, and its locks cannot be copied: copying the model raised), and
+        # the copy's first forward call takes them off it (see _on_copy_forward).
+        memo[id(self)] = self
+        return self
 
     def default_collections(self):
         return [
@@ -294,6 +307,8 @@ class Hook(BaseHook):
 
     def remove(self) -> None:
         """Detach every hook from the model, losses and optimizer (saved data stays)."""
+        if self._step_openers is not None:
+            self._disarm_step_openers()
         for handles in (self._model_handles, self._optimizer_handles):
             self._remove(handles)
         for handle, _ in self._io_handles.values():
@@ -447,7 +462,8 @@ class Hook(BaseHook):
         # call (not at an optimizer step, not by a trainer's callback)
         self._wired_quiet = (not due and not grads_due
                              and (not self._io_handles or self._compiled or self._model_compiled)
-                             and self._optimizer is None and not self._external_modes)
+                             and self._optimizer is None and not self._external_modes
+                             and self._step_openers is None)  # (the model's next forward disarms them)
 
     def _add_io_hook(self, module, inputs: bool, outputs: bool, output_loss: bool = False):
         if module is self.model:
@@ -488,6 +504,8 @@ class Hook(BaseHook):
             # wired for a quiet step (see _rewire), nothing captured by compiled code or kept from backward
             # to settle, and a compile would be told (torch._dynamo.reset() forgets the hook's callbacks).
             # The core counts it.
+            if module is not self.model:
+                return self._on_copy_forward(module)
             by_flag = self._modes_by_flag
             if by_flag is not None and by_flag[module.training] is not self.mode:
                 self.mode = by_flag[module.training]  # (ends a quiet stretch; the step below is of this mode)
@@ -497,6 +515,8 @@ class Hook(BaseHook):
                 return None
             if self._disabled:
                 return None
+            if self._step_openers is not None:
+                self._disarm_step_openers()  # (the model runs: its forward begins the steps again)
             if self._traced:
                 self._drain_traced()  # (a compiled forward's tensors, from the last call)
             if (not _dynamo.compiles_watched() and not _dynamo.watch_compiles() and not self._compiled
@@ -727,6 +747,80 @@ class Hook(BaseHook):
     def set_mode(self, mode) -> None:
         super().set_mode(mode)  # (a bad mode raises first, and changes nothing)
         self._modes_by_flag = None  # the script tells the modes from now on, not the model's training flag
+        if mode is not self._step_mode and self._step_openers is None:
+            self._arm_step_openers()  # (once per change of mode: a loop may call set_mode at every batch)
+
+    # ------------------------------------------------------------------------------------------
+    # steps that the registered model's forward does not begin
+    # ------------------------------------------------------------------------------------------
+    def _arm_step_openers(self) -> None:
+        """set_mode changed the mode. Steps begin at the registered model's forward calls, but a loop may
+        evaluate another module with the registered loss: an EMA or SWA copy of the model (timm's ModelEmaV2,
+        ``torch.optim.swa_utils.AveragedModel``), a deep copy made before registration that the hook never
+        sees. Until the registered model runs again, the registered losses' calls (and ``record_tensor_value``)
+        begin the steps of the new mode: each call of the first of them to run begins one, as a forward call of
+        the model would, so the validation losses are saved in EVAL steps rather than dropped (no step of that
+        mode was open). Only at a change of mode, so a plain loop's steps cost nothing more than the check."""
+        if self.model is None or self._disabled or self.mode in self._external_modes:
+            return  # (no forward calls mark steps; a trainer's callback begins them itself)
+        try:
+            self._step_openers = [_Handle(self._add_eager_hook(module.register_forward_pre_hook,
+                                                               self._on_loss_forward_pre), self._eager_handles)
+                                  for module in self._loss_modules]
+            self._opener_key = None
+            self._rewire_later()  # (the model's next forward takes the full path, which disarms them)
+        except Exception as e:  # noqa: BLE001
+            self._fail("set_mode()", e)
+
+    def _disarm_step_openers(self) -> None:
+        openers, self._step_openers, self._opener_key = self._step_openers, None, None
+        for handle in openers or ():
+            handle.remove()
+
+    def _on_loss_forward_pre(self, module, inputs):
+        self._open_step_for(module)
+        return None
+
+    def _open_step_for(self, key) -> None:
+        """(armed: see _arm_step_openers) A registered loss (or a recorded value) runs before the model did
+        in this mode: the first of them to run begins a step at each of its calls; the others fall in it."""
+        if self._disabled or self._step_openers is None:
+            return
+        try:
+            with self._step_lock:
+                if self._opener_key is None or self._opener_key == key:
+                    self._opener_key = key
+                    self._start_step()
+        except TrainingStopRequested:
+            raise
+        except Exception as e:  # noqa: BLE001
+            self._fail("beginning a step at the loss", e)
+
+    def _on_copy_forward(self, module) -> None:
+        """A forward call of a deep copy of the registered model (an EMA/SWA average made after
+        registration: see __deepcopy__): the copy carries this hook's torch hooks, which would take its calls
+        for the model's, begin steps and save its layers under other names. They are taken off the copy and
+        its modules; its calls are not the model's (a validation of the copy is saved through the registered
+        loss, see _arm_step_openers)."""
+        try:
+            ours = {handle.id for handle, _ in self._eager_handles}
+            ours.update(getattr(h, "id", None) for h in self._model_handles)
+            for io_handle, _ in self._io_handles.values():
+                ours.add(getattr(getattr(io_handle, "handle", io_handle), "id", None))
+            for sub in module.modules():
+                for hooks in (sub._forward_pre_hooks, sub._forward_hooks,
+                              getattr(sub, "_forward_pre_hooks_with_kwargs", {}),
+                              getattr(sub, "_forward_hooks_with_kwargs", {}),
+                              getattr(sub, "_forward_hooks_always_called", {})):
+                    for key in [k for k in hooks if k in ours]:
+                        del hooks[key]
+            if not self._said_copy:
+                self._said_copy = True
+                logger.info("smdebug: a copy of %s (an EMA/SWA average?) was called: its calls are not the "
+                            "registered model's; the hook's torch hooks were taken off it", self.model_name)
+        except Exception as e:  # noqa: BLE001
+            self._fail("a copy of the registered model", e)
+        return None
 
     def _follow_trainer(self, modes, gradients: str = "auto") -> None:
         """Steps of ``modes`` are begun and ended by a trainer callback (``begin_step(mode_step=...)``,
@@ -734,6 +828,8 @@ class Hook(BaseHook):
         them at the trainer's own event (``_save_gradients``), no optimizer hook is used."""
         self._external_modes = frozenset(modes)
         self._modes_by_flag = None  # (the trainer tells the modes)
+        if self._step_openers is not None:
+            self._disarm_step_openers()
         if gradients == "manual":
             self._grads.use("manual")
         self._rewire_later()
@@ -820,7 +916,11 @@ class Hook(BaseHook):
         at every call (said once), whether or not anything is due; the hook goes on. An internal failure
         is logged once and disables the hook; training goes on."""
         tensor_name = self._user_name("record_tensor_value", "tensor name", tensor_name, suffix="_output_0")
-        if tensor_name is None or not self._due:
+        if tensor_name is None:
+            return
+        if self._step_openers is not None:
+            self._open_step_for(tensor_name)  # (the mode changed, and the model has not run since)
+        if not self._due:
             return
         with self._step_lock:  # as in _on_forward_eager
             name = self._next_name(tensor_name, 1, "output")
