@@ -12,7 +12,9 @@ both names, so the rules find its tensors whether or not the network was hybridi
 
 Classification losses: a ``SoftmaxCrossEntropyLoss`` with sparse labels over the last axis (the default):
 its first input is the class scores, its second the class ids, so they are the run's ``predictions`` and
-``labels``. Every loss block's inputs are the run's ``loss_inputs``, recorded with what the loss expects of
+``labels``; a ``SigmoidBinaryCrossEntropyLoss``: its first input is one score per target (a logit, or a
+probability with ``from_sigmoid=True``, as the loss record says), its second the 0/1 targets, a binary
+classifier's (the rules read the score by what the loss expects, as PyTorch's ``BCEWithLogitsLoss``). Every loss block's inputs are the run's ``loss_inputs``, recorded with what the loss expects of
 them (:func:`loss_expects`).
 """
 
@@ -116,5 +118,9 @@ def describe_loss(block, name: Optional[str] = None) -> loss_inputs.LossInputs:
 
 
 def is_classification_loss(block) -> bool:
-    return (isinstance(block, gluon.loss.SoftmaxCrossEntropyLoss) and bool(getattr(block, "_sparse_label", False))
+    """Whether ``block``'s inputs are (scores, class ids or 0/1 targets): the run's predictions and labels."""
+    loss = gluon.loss
+    if isinstance(block, loss.SigmoidBinaryCrossEntropyLoss):
+        return True
+    return (isinstance(block, loss.SoftmaxCrossEntropyLoss) and bool(getattr(block, "_sparse_label", False))
             and getattr(block, "_axis", -1) == -1)

@@ -511,8 +511,32 @@ class _LabelsAndPredictions(Rule):
         return ("", False) if inputs_seen or not collection_tensors(self.base_trial, ["inputs"]) else None
 
 
-_NO_LABELS = ("the run has no labels: it saved a loss whose targets are no classes (the hook saves those of a "
-              "classification loss: CrossEntropyLoss, NLLLoss, BCELoss...), a regression's")
+#: the losses whose targets a framework's hook saves as labels (the PyTorch and MXNet hooks, by the loss's class)
+_LABELLED_LOSSES = {"pytorch": "CrossEntropyLoss, NLLLoss, BCELoss, BCEWithLogitsLoss or MultiMarginLoss",
+                    "mxnet": "SoftmaxCrossEntropyLoss (sparse labels) or SigmoidBinaryCrossEntropyLoss"}
+
+
+def no_labels_reason(trial) -> str:
+    """Why a run that saved a loss has no labels, from what its hook recorded of its losses
+    (smdebug.core.loss_inputs), not guessed: a regression loss's targets are values; another loss's targets the
+    hook does not take for classes; with no loss recorded (a loss computed by hand), nothing says what they are."""
+    record = loss_inputs.recorded_losses(trial)
+    recorded = record or []
+    known = _LABELLED_LOSSES.get(framework_of(trial) or "")
+    saves = f"the hook saves the targets of a {known} as labels" if known else \
+        "the hook saves the targets of a classification loss as labels"
+    types = ", ".join(sorted({loss.type for loss in recorded}))
+    if recorded and all(loss.expects == loss_inputs.REGRESSION for loss in recorded):
+        return f"the run has no labels: its loss ({types}) is a regression's, whose targets are values ({saves})"
+    if recorded:
+        return (f"the run has no labels: its loss ({types}) is none whose targets the hook takes for classes ({saves}); "
+                "if they are, save them in the 'labels' collection to have them judged")
+    if record is None:  # (a writer that records no losses: smdebug 1.0.x)
+        return ("the run has no labels: it saved a loss but no record of which loss it is, so nothing says whether "
+                f"its targets are classes ({saves}); save them in the 'labels' collection to have them judged")
+    return ("the run has no labels: it saved a loss the hook was not given (one computed by hand), so nothing says "
+            f"whether its targets are classes ({saves}); register the loss with the hook, or save the labels in the "
+            "'labels' collection")
 
 
 class Confusion(_LabelsAndPredictions):
@@ -637,7 +661,7 @@ class Confusion(_LabelsAndPredictions):
             return False
         if (not self.base_trial.has_tensor(self.labels)
                 and labels_configured_empty(self.base_trial, self.labels_collection)):
-            self.not_applicable(_NO_LABELS)
+            self.not_applicable(no_labels_reason(self.base_trial))
             return False
         if self._only is None:
             per_task = label_tasks.tasks(self._label_names(), self._prediction_names())
@@ -903,7 +927,7 @@ class ClassImbalance(_LabelsAndPredictions):
             if cv is not None:
                 self.not_applicable(cv)
             elif all(labels_configured_empty(self.base_trial, c) for c in self.labels_collection):
-                self.not_applicable(_NO_LABELS)
+                self.not_applicable(no_labels_reason(self.base_trial))
             return False
         prediction_names = sorted(set(select_tensors(self.base_trial, [], self.predictions_regex))
                                   | set(collection_tensors(self.base_trial, self.predictions_collection)))
