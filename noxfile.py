@@ -234,7 +234,7 @@ def torch(session: nox.Session) -> None:
 # required companion. Tests build tiny models from configs: nothing is downloaded.
 TORCH_TRAINER_DEPS = ["lightning==2.6.6", "transformers==5.24.0", "accelerate==1.15.0"]
 TORCH_TRAINER_TESTS = ["test_lightning.py", "test_transformers.py", "test_trainers_zero_code.py",
-                       "test_trainers_judged.py",
+                       "test_trainers_judged.py", "test_trainers_zero_code_preset.py",
                        # (with the trainers installed: importing smdebug.pytorch still loads none of them)
                        "test_torch_plugin.py::test_importing_smdebug_pytorch_imports_no_trainer"]
 
@@ -242,7 +242,10 @@ TORCH_TRAINER_TESTS = ["test_lightning.py", "test_transformers.py", "test_traine
 @nox.session(python=PYTHON, tags=["test", "plugin"])
 def torch_trainers(session: nox.Session) -> None:
     """smdebug-torch's Lightning and Hugging Face Trainer callbacks, with the real libraries (CPU)."""
-    _install(session, [CORE, PLUGINS["torch"]], [*TEST_TOOLS, _torch_requirement(), *TORCH_TRAINER_DEPS])
+    # (smdebug-rules: `smdebug run --out-dir` alone saves the preset the rule pack names, as users who install
+    # 'smdebug-core[torch,rules]' get)
+    _install(session, [CORE, PLUGINS["torch"], PLUGINS["rules"]],
+             [*TEST_TOOLS, _torch_requirement(), *TORCH_TRAINER_DEPS])
     _pytest(session, *(f"{PLUGINS['torch']}/tests/{name}" for name in TORCH_TRAINER_TESTS))
 
 

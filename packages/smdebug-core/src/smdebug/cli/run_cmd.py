@@ -1,12 +1,15 @@
 """Run an unmodified training script with a hook attached (PyTorch, Keras, MXNet Gluon, XGBoost).
 
+  smdebug run --out-dir /tmp/run -- python train.py      # what `smdebug rules run /tmp/run` needs
   smdebug run --out-dir /tmp/run --collections weights,gradients,losses --save-interval 10 -- python train.py
   smdebug run --config hook.json -- python train.py --epochs 3
 
 The hook is built from a JSON hook configuration (--config, else SMDEBUG_CONFIG_FILE_PATH, else one made from
 --out-dir/--collections/--save-interval/--include-regex) and attached when the script imports its
-framework, the way SageMaker's framework containers did it. USE_SMDEBUG=0 runs the script untouched. The
-exit status is the script's.
+framework, the way SageMaker's framework containers did it. With --out-dir alone the hook saves the
+recommended preset (--preset recommended: what smd.Hook.recommended saves, so that `smdebug rules run` can
+judge the run; the collections come from smdebug-rules, for the script's framework). USE_SMDEBUG=0 runs the
+script untouched. The exit status is the script's; at the end the command says how many steps were saved.
 """
 
 from __future__ import annotations
@@ -18,6 +21,9 @@ import subprocess
 import sys
 import tempfile
 
+from smdebug.zero_code.preset import PRESET_ENV, RECOMMENDED
+from smdebug.zero_code.saved_steps import saved_steps_note
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", metavar="FILE", help="a hook JSON configuration (as SageMaker writes it)")
@@ -25,16 +31,42 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--collections", default="", metavar="NAMES", help="comma-separated collections to save")
     parser.add_argument("--save-interval", type=int, default=None, metavar="N", help="save every N steps")
     parser.add_argument("--include-regex", default="", metavar="REGEX", help="also save tensors matching this")
+    parser.add_argument(
+        "--preset", choices=(RECOMMENDED, "none"), default=None,
+        help="recommended (the default with --out-dir alone): save what the recommended rules read, as "
+             "smd.Hook.recommended does (the collections smdebug-rules names for the script's framework; every "
+             "step to 9, then steps 10, 20, 40 ... 320, then every 500; losses and metrics at every step); "
+             "--collections adds to it, --save-interval replaces its schedule. none (the default when "
+             "--collections, --save-interval or --include-regex is given): save only what the options say, "
+             "every --save-interval steps (500 if not given: a shorter run saves step 0 only)")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command to run")
 
 
-def _config_from_args(args) -> dict:
+def _preset(args) -> str:
+    """The preset the options ask for: the one named, else the recommended one unless they say what to save
+    (--collections, --save-interval, --include-regex: the original's behaviour, kept for them) or give a
+    configuration file (the file says what to save)."""
+    if args.preset is not None:
+        return args.preset
+    if args.config or not args.out_dir or args.collections.strip() or args.save_interval is not None \
+            or args.include_regex:
+        return "none"
+    return RECOMMENDED
+
+
+def _config_from_args(args, preset: str) -> dict:
     params = {}
     if args.save_interval is not None:
         params["save_interval"] = str(args.save_interval)
     if args.include_regex:
         params["include_regex"] = args.include_regex
     collections = [c.strip() for c in args.collections.split(",") if c.strip()]
+    if preset == RECOMMENDED:
+        # (named as HookParameters: a CollectionConfigurations entry would get its own every-500-steps
+        # schedule, not the preset's)
+        if collections:
+            params["include_collections"] = ",".join(collections)
+        return {"LocalPath": args.out_dir, "HookParameters": params}
     return {"LocalPath": args.out_dir, "HookParameters": params,
             "CollectionConfigurations": [{"CollectionName": c} for c in collections]}
 
@@ -69,6 +101,14 @@ def run(args) -> int:
     if env.get("USE_SMDEBUG", "").strip().lower() in ("0", "false", "no"):
         return subprocess.call(command, env=env)
     tmp = None
+    preset = _preset(args)
+    env.pop(PRESET_ENV, None)  # (an outer smdebug run's choice is not this one's)
+    if preset == RECOMMENDED:
+        if args.config or not args.out_dir:
+            print("smdebug run: --preset recommended goes with --out-dir (a --config file says itself what to "
+                  "save)", file=sys.stderr)
+            return 2
+        env[PRESET_ENV] = RECOMMENDED
     if args.config:
         if not os.path.isfile(args.config):
             # (the hook read no configuration and said "no hook configuration": the script ran, saving
@@ -79,7 +119,7 @@ def run(args) -> int:
         env["SMDEBUG_CONFIG_FILE_PATH"] = os.path.abspath(args.config)
     elif args.out_dir:
         tmp = tempfile.NamedTemporaryFile("w", suffix=".json", prefix="smdebug-hook-", delete=False)
-        json.dump(_config_from_args(args), tmp)
+        json.dump(_config_from_args(args, preset), tmp)
         tmp.close()
         env["SMDEBUG_CONFIG_FILE_PATH"] = tmp.name
     elif not env.get("SMDEBUG_CONFIG_FILE_PATH"):
@@ -95,11 +135,20 @@ def run(args) -> int:
     bootstrap = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "zero_code", "bootstrap")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (bootstrap, env.get("PYTHONPATH", "")) if p)
     env["SMDEBUG_ZERO_CODE"] = "1"
+    if preset == RECOMMENDED:
+        print("smdebug run: saving the recommended preset (what `smdebug rules run` reads, as "
+              "smd.Hook.recommended saves it); --preset none, --collections or --save-interval to choose "
+              "yourself", file=sys.stderr)
     try:
-        return subprocess.call(command, env=env)
+        status = subprocess.call(command, env=env)
     except FileNotFoundError:
         print(f"smdebug run: command not found: {command[0]}", file=sys.stderr)
         return 127
     finally:
         if tmp is not None:
             os.unlink(tmp.name)
+    if args.out_dir and not args.config:
+        note = saved_steps_note(args.out_dir, preset)
+        if note:
+            print(note, file=sys.stderr)
+    return status

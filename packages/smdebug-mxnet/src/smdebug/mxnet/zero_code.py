@@ -4,7 +4,8 @@
 block called from outside any other block is the model (its children run inside its call); loss blocks
 (``gluon.loss.Loss``) called from outside a block are the losses. They are registered before their call
 runs, so that call is already recorded. The hook comes from the JSON configuration
-(``SMDEBUG_CONFIG_FILE_PATH``); with ``USE_SMDEBUG=0`` nothing happens.
+(``SMDEBUG_CONFIG_FILE_PATH``), with the recommended preset when ``smdebug run`` asks for it
+(smdebug.zero_code.preset); with ``USE_SMDEBUG=0`` nothing happens.
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ from smdebug.core.hook import logger
 
 
 def attach() -> None:
-    from smdebug.mxnet.hook import get_hook
+    from smdebug.mxnet.hook import Hook
+    from smdebug.zero_code.preset import configured_hook
 
-    hook = get_hook(create_if_not_exists=True)
+    hook = configured_hook(Hook)
     if hook is None:
         logger.info("smdebug: no hook configuration (or USE_SMDEBUG=0): running without a hook")
         return

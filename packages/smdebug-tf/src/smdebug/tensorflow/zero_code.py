@@ -3,6 +3,7 @@
 ``keras.Model.fit``, ``evaluate`` and ``predict`` are wrapped so that the KerasHook built from the JSON
 configuration (``SMDEBUG_CONFIG_FILE_PATH``) joins their callbacks, unless the call already has a KerasHook.
 The same hook serves every call of the script (train, then evaluation and prediction steps in their modes).
+``smdebug run`` with --out-dir alone asks for the recommended preset (smdebug.zero_code.preset).
 
 smdebug runs :func:`attach` once TensorFlow is imported. A script that imports ``keras`` first imports
 TensorFlow (its backend) in the middle of Keras' own import, before ``keras.Model`` exists: the methods are
@@ -50,15 +51,15 @@ def _with_hook(original):
 
 def _add_hook(callbacks):
     """The callbacks with the configured hook added, or None to leave them as they are."""
-    from smdebug.tensorflow.api import get_hook
     from smdebug.tensorflow.keras import KerasHook
+    from smdebug.zero_code.preset import configured_hook
 
     listed = getattr(callbacks, "callbacks", callbacks)  # a keras CallbackList (fit's validation) or a list
     if listed is not None and not isinstance(listed, (list, tuple)):
         listed = [listed]
     if any(isinstance(c, KerasHook) for c in listed or ()):
         return None
-    hook = get_hook(hook_type="keras", create_if_not_exists=True)
+    hook = configured_hook(KerasHook)
     if not isinstance(hook, KerasHook):
         return None  # no configuration (or USE_SMDEBUG=0)
     if callbacks is not None and hasattr(callbacks, "callbacks"):

@@ -11,7 +11,8 @@ points (``smdebug.pytorch.trainer_factories``), and Hugging Face Transformers' `
 the callback added (it is patched right after ``transformers.trainer_callback`` is imported); the
 callbacks register the trainer's model and remove the global hook before the first forward call.
 
-The hook comes from the JSON configuration (``SMDEBUG_CONFIG_FILE_PATH``); with ``USE_SMDEBUG=0`` nothing
+The hook comes from the JSON configuration (``SMDEBUG_CONFIG_FILE_PATH``), with the recommended preset when
+``smdebug run`` asks for it (smdebug.zero_code.preset); with ``USE_SMDEBUG=0`` nothing
 happens.
 """
 
@@ -43,9 +44,10 @@ def hand_over(hook) -> None:
 
 
 def attach() -> None:
-    from smdebug.pytorch.hook import get_hook
+    from smdebug.pytorch.hook import Hook
+    from smdebug.zero_code.preset import configured_hook
 
-    hook = get_hook(create_if_not_exists=True)
+    hook = configured_hook(Hook)
     if hook is None:
         logger.info("smdebug: no hook configuration (or USE_SMDEBUG=0): running without a hook")
         return

@@ -2,7 +2,8 @@
 
 ``xgboost.train`` is wrapped so that the hook built from the JSON configuration (``SMDEBUG_CONFIG_FILE_PATH``)
 joins its callbacks, unless the script already passes an smdebug hook. One hook records one training run,
-so only the first ``xgboost.train`` call of the script is recorded.
+so only the first ``xgboost.train`` call of the script is recorded. ``smdebug run`` with --out-dir alone asks
+for the recommended preset (smdebug.zero_code.preset).
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from smdebug.core.hook import logger
 
 
 def attach() -> None:
-    from smdebug.xgboost.hook import Hook, get_hook
+    from smdebug.xgboost.hook import Hook
+    from smdebug.zero_code.preset import configured_hook
 
     original = xgboost.train
     used = {"done": False}
@@ -24,7 +26,7 @@ def attach() -> None:
     def train(*args, **kwargs):
         callbacks = list(kwargs.get("callbacks") or [])
         if not used["done"] and not any(isinstance(c, Hook) for c in callbacks):
-            hook = get_hook(create_if_not_exists=True)
+            hook = configured_hook(Hook)
             if hook is not None:
                 used["done"] = True
                 kwargs["callbacks"] = [hook, *callbacks]  # first: it must see every iteration
