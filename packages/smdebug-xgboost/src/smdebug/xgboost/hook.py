@@ -789,18 +789,17 @@ class Hook(TrainingCallback, BaseHook):
         # last being this iteration's, but XGBoost refuses to slice a booster until the update is over: the
         # layer is then read from the whole model's table.
         last = model.num_boosted_rounds() - 1
-        table = None
+        layer = None
         if not self._trees_unsliceable:
             try:
-                table = tree_table(model[last : last + 1], last)
+                layer = model[last : last + 1]
             except xgb.core.XGBoostError as e:
                 self._trees_unsliceable = True
                 logger.info("smdebug: XGBoost refuses to slice this booster during training (as while "
                             "process_type=\"update\" refreshes a model): the trees of each saved iteration are read "
                             "from the whole model")
                 logger.debug("smdebug: XGBoost's refusal: %s", str(e).splitlines()[0] if str(e) else "")
-        if table is None:
-            table = layer_table(model, last)
+        table = tree_table(layer, last) if layer is not None else layer_table(model, last)
         for column, values in table.items():
             if self.is_due("trees/" + column):
                 self.record("trees/" + column, values)
