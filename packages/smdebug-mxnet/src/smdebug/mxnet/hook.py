@@ -275,6 +275,10 @@ class Hook(BaseHook):
         for block in self._blocks():
             if isinstance(block, gluon.HybridBlock):
                 block.register_op_hook(self._on_graph_node, monitor_all=self._monitor_all)
+        # MXNet 1.9 warns "register_op_hook is experimental when static_alloc=True / static_shape=True" at the
+        # first compiled call whatever the flags are (it tests the truth of (name, value) pairs, always true):
+        # a warning about flags the user did not set is noise
+        warnings.filterwarnings("ignore", message="register_op_hook is experimental", category=UserWarning)
 
     def _watch_activation_graph_nodes(self) -> None:
         """Have the operator monitor hand over the activation blocks' tensors that an included collection
@@ -291,11 +295,6 @@ class Hook(BaseHook):
             return
         self._graph_names, self._monitor_all = wanted, monitor_all
         if wanted or self._graph_outputs:
-            if not self._graph_outputs:
-                # MXNet 1.9 warns "register_op_hook is experimental when static_alloc=True" at every compiled
-                # call whatever the flags are (it tests the truth of (name, value) pairs): not for a monitor
-                # the user did not ask for
-                warnings.filterwarnings("ignore", message="register_op_hook is experimental", category=UserWarning)
             self._register_op_hooks()
 
     # ------------------------------------------------------------------------------------------
