@@ -45,6 +45,12 @@ def test_disk_full(tmp_path):
     steps = check_files_on_disk(out)
     assert 1 <= len(steps) < 40
     check_trial(out, steps)
+    # the run says it was cut short, and where, for whoever reads it later (not only the training log)
+    from smdebug.trials import create_trial
+
+    notes = create_trial(out).hook_failures()
+    assert len(notes) == 1 and notes[0].startswith("worker_0: the hook stopped saving at step "), notes
+    assert f"at step {max(steps) + 1} " in notes[0] and "File too large" in notes[0], notes
 
 
 def test_out_dir_becomes_read_only(tmp_path):

@@ -372,3 +372,29 @@ def test_a_follow_ends_at_its_timeout_not_a_poll_interval_later(runs):
                    "--timeout", "1", "--poll-interval", "30", timeout=120)
     assert proc.returncode == 4, proc.stderr
     assert time.monotonic() - started < 20
+
+
+def test_a_run_whose_hook_lost_a_step_says_so_beside_the_verdicts(tmp_path):
+    """A step the hook could not write (a file stands where its folder goes) is said in the run; the verdicts
+    are on what the run holds, and the table and the JSON say the run holds less than training saved."""
+    from smdebug import SaveConfig
+    from smdebug.core.locations import event_file_name
+
+    from _hooks import NumpyHook
+
+    out = tmp_path / "run"
+    hook = NumpyHook(out_dir=str(out), save_config=SaveConfig(save_interval=1), include_collections=["losses"])
+    for step in range(12):
+        if step == 5:
+            hook.flush()
+            (out / event_file_name(5, "worker_0")).parent.write_text("in the way")
+        hook.begin_step()
+        hook.record("loss", np.array([1.0 / (step + 1)]))
+        hook.end_step()
+    hook.close()
+    result_path = tmp_path / "result.json"
+    proc = smdebug("rules", "run", str(out), "--rule", "LossNotDecreasing", "--output", str(result_path))
+    warned = [line for line in proc.stdout.splitlines() if line.startswith("warning: worker_0: steps 5 never")]
+    assert len(warned) == 1 and "(the verdicts judge what the run holds)" in warned[0], proc.stdout + proc.stderr
+    doc = json.loads(result_path.read_text())
+    assert len(doc["hook_failures"]) == 1 and doc["hook_failures"][0].startswith("worker_0: steps 5 never"), doc

@@ -95,6 +95,8 @@ def collect(trial, collection=None, regex=None, tensors=True) -> dict:
         "workers": trial.workers(),
         "num_workers": trial.num_workers,
         "workers_note": getattr(trial, "missing_workers_note", None),
+        # (a hook that stopped saving, or lost steps, said so in the run: the run holds less than training saved)
+        "hook_failures": trial.hook_failures(),
         "global_steps": _summary(global_steps),
         "incomplete_steps": incomplete,
         "modes": {m: _summary(s) for m, s in by_mode.items()},
@@ -115,6 +117,8 @@ def render(doc: dict) -> str:
     out.append(f"Workers      {doc['num_workers']}: {shown_workers or '-'}")
     if doc.get("workers_note"):
         out.append(f"  note: {doc['workers_note']}")
+    for note in doc.get("hook_failures") or ():
+        out.append(f"  warning: {note}")
     g = doc["global_steps"]
     span = f"{g['first']}-{g['last']}" if g["count"] else "none"
     extra = f", {doc['incomplete_steps']} more not complete yet" if doc["incomplete_steps"] else ""

@@ -102,6 +102,10 @@ class BaseHook(HookCollections, HookSaving, HookOutput, HookClosing, WarnsOnce, 
         self._disabled = False
         self._closed = False
         self._failure: Optional[str] = None
+        # _fail stopped this hook (not a refused duplicate worker, which writes nothing): at which step (the step
+        # a writer's error was writing, else the hook's own), said in the run at close (see hook_failures)
+        self._failed = False
+        self._failed_at_step: Optional[int] = None
         self.out_dir = validate_out_dir(out_dir, dry_run)
         self._out_is_s3 = is_s3_path(self.out_dir)
         self._configure(reduction_config, save_config, include_workers)
@@ -135,6 +139,7 @@ class BaseHook(HookCollections, HookSaving, HookOutput, HookClosing, WarnsOnce, 
         self._out_claim: Optional[OutDirClaim] = None
         self._exported_collections = 0
         self._unsaved_steps: List[int] = []
+        self._lost_reason: Optional[str] = None  # why the writer lost those steps (said in the run at close)
         self._timeline: Optional[TraceTimeline] = None  # trace events (record_trace_events), made on use
 
         self._setup()
@@ -297,6 +302,9 @@ class BaseHook(HookCollections, HookSaving, HookOutput, HookClosing, WarnsOnce, 
         self._disabled = True
         self._stretch = None
         self._failure = f"{where}: {type(exc).__name__}: {exc}"
+        self._failed = True
+        if self._failed_at_step is None:  # (a writer's error names the step it was writing: see _check_writer)
+            self._failed_at_step = self.step
         if isinstance(exc, OSError):  # (StorageError is one)
             # Not a bug of ours: a full disk, permissions, credentials, a missing bucket. One clear line,
             # no traceback.

@@ -75,9 +75,11 @@ class HookClosing:
                     self._writer = None
                     self._unsaved_steps = writer.unsaved_steps
                     if err is not None:
+                        self._failed_at_step = writer.error_step
                         self._fail(f"writing to {self.out_dir}", err)
                     elif self._unsaved_steps or writer.lost_other:
                         self._report_unsaved(writer)
+                        self._lost_reason = self._unsaved_reason(writer)
                     elif not ok:
                         logger.warning("smdebug: some tensors could not be written before close")
             self._mark_end()
@@ -101,17 +103,20 @@ class HookClosing:
             return None
         return env_float("SMDEBUG_S3_CLOSE_TIMEOUT", 60.0, minimum=0.0)
 
+    @staticmethod
+    def _unsaved_reason(writer: BackgroundWriter) -> str:
+        reasons = set(writer.lost_steps.values())
+        if not reasons:
+            return "the queue of data to write was full while the store was unreachable or too slow"
+        if len(reasons) == 1:
+            return next(iter(reasons))
+        return f"{len(reasons)} different errors, e.g. {sorted(reasons)[0]}"
+
     def _report_unsaved(self, writer: BackgroundWriter) -> None:
         parts = []
         steps = self._unsaved_steps
         if steps:
-            reasons = set(writer.lost_steps.values())
-            if not reasons:
-                why = "the queue of data to write was full while the store was unreachable or too slow"
-            elif len(reasons) == 1:
-                why = next(iter(reasons))
-            else:
-                why = f"{len(reasons)} different errors, e.g. {sorted(reasons)[0]}"
+            why = self._unsaved_reason(writer)
             parts.append(f"{len(steps)} saved step(s) did not reach {self.out_dir}: steps {format_steps(steps)} "
                          f"({why})")
         for other in writer.lost_other:
@@ -119,6 +124,7 @@ class HookClosing:
         logger.warning("smdebug: %s. Everything else was saved.", "; ".join(parts))
 
     def _mark_end(self) -> None:
+        self._leave_failure_note()
         try:
             self._write_end_marker()
         except (StorageError, OSError) as e:
@@ -128,6 +134,25 @@ class HookClosing:
             logger.warning(
                 "smdebug: could not mark %s as finished (%s); readers will treat the run as still running "
                 "(trial.treat_as_ended() reads it to its end).", self.out_dir, e)
+
+    def _leave_failure_note(self) -> None:
+        """A hook that stopped saving, or whose saved steps did not all arrive, says so in the run (one small
+        file; see :mod:`smdebug.core.hook_failures`): a trial opened later read a run cut short as a whole one.
+        Best effort: a full disk may refuse the note too (the error was logged already)."""
+        lost = list(self._unsaved_steps)
+        if not self._failed and not lost:
+            return
+        if self.dry_run or not self._is_writer or self.worker is None:
+            return
+        from smdebug.core.hook_failures import failure_note, note_key
+
+        try:
+            storage = self._storage or get_storage(self.out_dir)
+            storage.write_atomic(note_key(self.worker), failure_note(
+                self.worker, self._failed_at_step, self._failure if self._failed else None,
+                lost, self._lost_reason or (self._failure if lost else None)))
+        except Exception as e:  # noqa: BLE001 - a note must never fail the close
+            logger.debug("smdebug: no failure note in %s: %s", self.out_dir, e)
 
     def _write_end_marker(self) -> None:
         # On SageMaker the platform writes the end marker itself.

@@ -37,6 +37,7 @@ class HookOutput:
         if self._writer is not None and self._writer.error is not None:
             err = self._writer.error
             self._unsaved_steps = self._writer.unsaved_steps
+            self._failed_at_step = self._writer.error_step
             self._writer = None
             self._fail(f"writing to {self.out_dir}", err)
 

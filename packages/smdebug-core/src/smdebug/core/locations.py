@@ -7,6 +7,7 @@ index/<STEP//1000 as 9 digits>/<STEP12>_<worker>.json
 training_job_end.ts
 stop_training.json          (only when a rule asked the job to stop)
 workers_ended/<worker>      (multi-worker runs: each worker at close; the last one writes training_job_end.ts)
+hook_failures/<worker>.json (only a hook that stopped saving or lost steps: why; see smdebug.core.hook_failures)
 ```
 """
 
@@ -27,6 +28,7 @@ CLAIM_FILE = "claim.smd"
 #: written by the rule runner's StopTraining action; hooks stop at the next step boundary
 STOP_SIGNAL_FILE = "stop_training.json"
 WORKERS_ENDED_DIR = "workers_ended"
+HOOK_FAILURES_DIR = "hook_failures"
 INDEX_DIR = "index"
 EVENTS_DIR = "events"
 INDEX_STEPS_PER_FOLDER = 1000
@@ -148,7 +150,7 @@ def index_file_problem(key: str, step: int, worker: str) -> Optional[str]:
 
 
 #: what a run's own layout holds at its root: folders, then files (see the module's docstring)
-RUN_FOLDERS = (EVENTS_DIR, INDEX_DIR, "collections", WORKERS_ENDED_DIR)
+RUN_FOLDERS = (EVENTS_DIR, INDEX_DIR, "collections", WORKERS_ENDED_DIR, HOOK_FAILURES_DIR)
 _RUN_FILES = (END_OF_JOB_FILE, CLAIM_FILE, STOP_SIGNAL_FILE)
 
 

@@ -96,6 +96,7 @@ class BackgroundWriter:
         self._busy = False
         self._closed = False
         self.error: Optional[BaseException] = None
+        self.error_step: Optional[int] = None  # the step being written when ``error`` happened, if any
         self._steps: Dict[int, StepWriter] = {}
         #: steps dropped because the budget was used up (training thread side)
         self.dropped_steps: set = set()
@@ -282,14 +283,14 @@ class BackgroundWriter:
                     if self.error is None and not skip:
                         fn(*args)
                 except (StorageAccessDenied, StorageBucketNotFound) as e:
-                    self.error = e  # will not fix itself: the hook reports it and stops saving
+                    self.error, self.error_step = e, self._step_of(fn, args, step)  # will not fix itself: reported
                     self._abort_all()
                 except StorageError as e:  # unreachable (given up) or a refused object: lose it, go on
                     self._lose(fn, args, step, e)
                 except _RecordRefused as e:  # one value the codec could not encode: that record only
                     self._refused(step, *e.args)
                 except BaseException as e:  # noqa: BLE001 - report to the hook, never kill training
-                    self.error = e
+                    self.error, self.error_step = e, self._step_of(fn, args, step)
                     self._abort_all()
                 if self.error is not None:
                     break
@@ -310,9 +311,12 @@ class BackgroundWriter:
                 if self._waiters:
                     self._cond.notify_all()
 
+    def _step_of(self, fn, args, step: Optional[int]) -> Optional[int]:
+        """The step a queued item writes (a step's closing write names it in its arguments)."""
+        return args[0] if fn == self._close_step and args else step
+
     def _lose(self, fn, args, step, err: BaseException) -> None:
-        if fn == self._close_step and args:
-            step = args[0]
+        step = self._step_of(fn, args, step)
         if step is not None:
             with self._lock:
                 self.lost_steps.setdefault(step, str(err))

@@ -38,6 +38,7 @@ from smdebug.core.locations import (
     serialize_worker_name,
 )
 from smdebug.core.logger import get_logger
+from smdebug.core.hook_failures import read_failure_notes
 from smdebug.core.missing_hints import close_names_hint
 from smdebug.core.lookalike_names import LookalikeNames
 from smdebug.core.modes import ModeKeys
@@ -167,6 +168,7 @@ class Trial:
         self._assumed_ended = False
         self._span_budget = env_int("SMDEBUG_TRIAL_SPAN_CACHE_BYTES", 64 << 20, minimum=0)
         self._read_logs: List[ReadLog] = []  # open read_log() blocks
+        self._failure_notes: Optional[List[str]] = None  # see hook_failures()
 
         self._load_collections(_check_wait(wait_for_collections))
         self.refresh_data()
@@ -879,6 +881,18 @@ class Trial:
         """The run's workers (after looking for new data, as 1.0.x did: workers join a live run)."""
         self.maybe_refresh()
         return sorted(self.worker_set)
+
+    def hook_failures(self) -> List[str]:
+        """Why the run may hold less than its training saved, one sentence per worker whose hook left a note
+        (:mod:`smdebug.core.hook_failures`): it stopped saving at some step (a full disk, lost credentials,
+        an internal error), or saved steps never arrived. [] when no hook left one. Read once the run has
+        ended; while it runs, read again at each call."""
+        if self._failure_notes is not None:
+            return list(self._failure_notes)
+        notes = read_failure_notes(self.storage)
+        if self.loaded_all_steps:
+            self._failure_notes = notes
+        return list(notes)
 
     def workers_not_ended(self) -> List[str]:
         """The workers that wrote to the run but have not ended (no ``workers_ended/<worker>`` marker), when

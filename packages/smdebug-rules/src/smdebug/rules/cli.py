@@ -274,6 +274,7 @@ def verdict_table(result: RunResult, exit_code: Optional[int] = None) -> str:
     lines = [f"{result.trial}: {result.steps_evaluated} steps ({last}{state})",
              table(("RULE", "STATUS", "STEPS", "TENSORS", "DETAIL"), rows, align_right=(2, 3)),
              *(f"the run has {has}" for has in run_has)]
+    lines.extend(f"warning: {note} (the verdicts judge what the run holds)" for note in result.hook_failures)
     if result.status == IN_PROGRESS and result.not_final:
         lines.append(f"not final: {result.not_final}")
     code = result.exit_code if exit_code is None else exit_code

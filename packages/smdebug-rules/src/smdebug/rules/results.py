@@ -83,6 +83,9 @@ class RunResult:
     last_step: Optional[int] = None
     #: steps of the run the runner went through (each rule's own count is RuleResult.steps_evaluated)
     steps_evaluated: int = 0
+    #: what the run's hooks left in it on stopping early or losing steps (``trial.hook_failures()``): the run
+    #: holds less than training saved, which every verdict on it is subject to
+    hook_failures: List[str] = field(default_factory=list)
 
     @property
     def status(self) -> str:

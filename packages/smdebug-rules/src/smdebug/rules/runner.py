@@ -201,6 +201,10 @@ def run_rules(
                 _fail(a, e, result.last_step, on_event)
     result.training_ended = bool(trial.loaded_all_steps)
     complete = result.training_ended and not result.interrupted
+    try:
+        result.hook_failures = trial.hook_failures()
+    except SMDebugError as e:  # (never a verdict's loss: said as what it is)
+        result.hook_failures = [f"whether a hook stopped saving early could not be read ({e})"]
     if not result.training_ended:
         timed_out = follow and deadline is not None and time.monotonic() >= deadline
         result.not_final = why_not_final(trial, follow=follow, timed_out=timed_out,

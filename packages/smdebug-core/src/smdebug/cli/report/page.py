@@ -163,6 +163,8 @@ def run_card(run: RunInfo, facts: dict) -> str:
     missing = facts.get("absent", [])
     if missing:
         meta.append(("not in this run", ", ".join(missing)))
+    for note in trial.hook_failures():  # (the run holds less than training saved: said where it is described)
+        meta.append(("warning", note))
     step_rows = [(m, len(s), s[0], s[-1], c.compact_steps(s)) for m, s in facts["steps"].items()]
     out = (f"<div><h3>{_e(run.label)}</h3>" if facts.get("many") else "<div>") + kv_table(meta)
     out += "<h3>Steps per mode</h3>" + table(("mode", "steps", "first", "last", "saved"), step_rows, numeric=(1, 2, 3))
