@@ -175,3 +175,23 @@ def test_a_plain_loop_that_sets_its_modes_keeps_its_steps_and_quiet_path(tmp_pat
     assert hook._wired_quiet  # (nothing due: the model's forward pre-hook takes the quiet path again)
     assert hook.mode_steps[TRAIN] == EPOCHS * TRAIN_BATCHES - 1 and hook.mode_steps[EVAL] == EPOCHS * VAL_BATCHES - 1
     hook.close()
+
+
+def test_a_replica_that_shares_the_models_hooks_keeps_them(tmp_path):
+    """DataParallel's replicas (``_replicate_for_data_parallel``) share the model's hook dictionaries: a replica's
+    call is no copy's, and taking the hooks off it would take them off the model."""
+    out = str(tmp_path / "run")
+    torch.manual_seed(0)
+    model, ce = net(), nn.CrossEntropyLoss()
+    hook = smd.Hook(out_dir=out, save_config=smd.SaveConfig(save_interval=1), include_collections=["losses"])
+    hook.register_module(model)
+    hook.register_loss(ce)
+    x, y = data(16, 0)
+    hook.set_mode(smd.modes.TRAIN)
+    replica = model._replicate_for_data_parallel()
+    replica(x)
+    for _ in range(2):
+        ce(model(x), y)
+    assert len(model._forward_pre_hooks) == 1  # (the hook's, still there)
+    hook.close()
+    assert smd.create_trial(out).tensor("CrossEntropyLoss_output_0").steps(mode=TRAIN) == [1, 2]

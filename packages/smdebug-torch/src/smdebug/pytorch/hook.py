@@ -504,8 +504,8 @@ class Hook(BaseHook):
             # wired for a quiet step (see _rewire), nothing captured by compiled code or kept from backward
             # to settle, and a compile would be told (torch._dynamo.reset() forgets the hook's callbacks).
             # The core counts it.
-            if module is not self.model:
-                return self._on_copy_forward(module)
+            if module is not self.model and module._forward_pre_hooks is not self.model._forward_pre_hooks:
+                return self._on_copy_forward(module)  # (DataParallel's replicas share the model's hooks)
             by_flag = self._modes_by_flag
             if by_flag is not None and by_flag[module.training] is not self.mode:
                 self.mode = by_flag[module.training]  # (ends a quiet stretch; the step below is of this mode)
