@@ -195,3 +195,30 @@ def test_a_replica_that_shares_the_models_hooks_keeps_them(tmp_path):
     assert len(model._forward_pre_hooks) == 1  # (the hook's, still there)
     hook.close()
     assert smd.create_trial(out).tensor("CrossEntropyLoss_output_0").steps(mode=TRAIN) == [1, 2]
+
+
+def test_after_validating_a_copy_training_takes_the_quiet_path_again(tmp_path):
+    """With nothing due, the model's forward pre-hook counts the step and returns (README "Costing nothing when
+    nothing is due"): a validation that the registered loss began must not leave the hook off that path."""
+    torch.manual_seed(0)
+    model, ce = net(), nn.CrossEntropyLoss()
+    ema = AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(0.9))
+    hook = smd.Hook(out_dir=str(tmp_path / "run"), save_config=smd.SaveConfig(save_steps=[0]),
+                    include_collections=["losses"])
+    hook.register_module(model)
+    hook.register_loss(ce)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = data(16, 0)
+    for _ in range(4):
+        hook.set_mode(smd.modes.TRAIN)
+        for _ in range(3):
+            opt.zero_grad()
+            ce(model(x), y).backward()
+            opt.step()
+            ema.update_parameters(model)
+        assert hook._wired_quiet
+        hook.set_mode(smd.modes.EVAL)
+        with torch.no_grad():
+            ce(ema(x), y)
+    assert hook.mode_steps[EVAL] == 3  # (the copy's four validations were EVAL steps)
+    hook.close()

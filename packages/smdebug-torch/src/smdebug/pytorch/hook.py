@@ -776,6 +776,7 @@ class Hook(BaseHook):
         openers, self._step_openers, self._opener_key = self._step_openers, None, None
         for handle in openers or ():
             handle.remove()
+        self._rewire_later()  # (the next step may take the quiet path again: see _rewire)
 
     def _on_loss_forward_pre(self, module, inputs):
         self._open_step_for(module)
