@@ -208,10 +208,12 @@ class _Follower:
                 self._said_stalled = True
                 from smdebug.core.hook import logger
 
+                hint = ("manual optimization: is optimizer.step() called?" if not pl_module.automatic_optimization
+                        else "does an optimizer_step override skip the step?")
                 logger.warning(
-                    "smdebug: %d training batches ran with no optimizer step (trainer.global_step stays %d; under "
-                    "manual optimization, is optimizer.step() called?): until one comes, each training batch is a "
-                    "TRAIN step of its own", self._batches_without_step, trainer.global_step)
+                    "smdebug: %d training batches ran with no optimizer step (trainer.global_step stays %d; %s): "
+                    "until one comes, each training batch is a TRAIN step of its own",
+                    self._batches_without_step, trainer.global_step, hint)
         if not self._stalled:
             return
         if self._train_step is not None and not self._gradients_saved:
