@@ -319,3 +319,22 @@ def test_hyperparameter_values_of_every_type(out_dir):
     assert value("interaction") == ["[0, 1]", "[2]"]
     assert value("extra") == ['{"a": 1, "b": 2}'] and value("seed") == [7]
     assert "hyperparameters/unused" not in trial.tensor_names()
+
+
+def test_a_collection_only_other_frameworks_fill_is_named_as_such(tmp_path):
+    """`include_collections=["weights", ...]` (what a PyTorch user types) is skipped with words that say the
+    XGBoost hook has no such collection and name the ones it has; the others are saved."""
+    from smdebug.core.testing import capture_smdebug_log
+
+    X, y = binary_data()
+    dtrain = xgb.DMatrix(X, label=y)
+    with capture_smdebug_log() as log:
+        hook = smd.Hook(str(tmp_path / "run"), save_config=smd.SaveConfig(save_interval=1),
+                        include_collections=["weights", "metrics"])
+        hook.get_collection("weights")  # (as a JSON configuration naming it creates it)
+        xgb.train({"nthread": 1, "objective": "binary:logistic"}, dtrain, num_boost_round=3,
+                  evals=[(dtrain, "train")], verbose_eval=False, callbacks=[hook])
+    said = [line for line in log.text.splitlines() if "'weights'" in line]
+    assert len(said) == 1 and "the xgboost hook fills no collection of that name" in said[0], log.text
+    assert "trees" in said[0] and "metrics" in said[0], said
+    assert smd.create_trial(str(tmp_path / "run")).tensor_names(collection="metrics") == ["train-logloss"]

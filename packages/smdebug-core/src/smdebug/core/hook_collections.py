@@ -21,7 +21,7 @@ from smdebug.core.collection import (
 from smdebug.core.locations import collections_file_name
 from smdebug.core.logger import get_logger
 from smdebug.core.modes import ModeKeys
-from smdebug.core.names import clipped, did_you_mean, name_list
+from smdebug.core.names import clipped, did_you_mean, listed, name_list
 from smdebug.core.reduction_config import ReductionConfig
 from smdebug.core.save_config import SaveConfig, schedule_changes
 from smdebug.exceptions import InvalidCollectionConfiguration, InvalidConfigurationError, SMDebugTypeError
@@ -221,7 +221,15 @@ class HookCollections:
                                            if c.has_regex() or c.tensor_names]
         hint = did_you_mean(name, usable)
         name = clipped(name)
-        if known:
+        if known and name not in self._builtin_collection_names():
+            # (a collection another framework's hook fills, asked of this one: `--collections weights` for an
+            # XGBoost script was told only "no include_regex", as if a regex were what it lacked)
+            which = f"the {self.framework_name} hook" if self.framework_name != "generic" else "this hook"
+            logger.error("smdebug: collection %r has no include_regex and no tensor_names, and %s fills no "
+                         "collection of that name%s, so it can never match a tensor; it is skipped (its "
+                         "collections: %s; or give it a regex or tensor names).", name, which, hint,
+                         listed(sorted(usable), limit=20))
+        elif known:
             logger.error("smdebug: collection %r has no include_regex and no tensor_names%s, so it can never match "
                          "a tensor; it is skipped (give it a regex or tensor names).", name, hint)
         else:
