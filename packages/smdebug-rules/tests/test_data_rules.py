@@ -653,3 +653,15 @@ def test_data_rules_are_registered_by_the_builtin_pack():
         assert registered[rule.__name__].pack == "builtin"
         assert registered[rule.__name__].load() is rule
     manager.reset_for_tests()
+
+
+def test_check_input_images_names_a_few_of_many_inputs_that_are_no_image(tmp_path):
+    """A model fed many inputs, none an image (a Lightning step's 43 batches): the reason names three and counts
+    the rest, instead of one line holding every name."""
+    steps = [{f"net_input_{i}": np.ones((8, 5)) for i in range(10)}]
+    trial = run(tmp_path, steps)
+    rule = CheckInputImages(trial, regex="_input_", threshold_samples="1")
+    assert invoke_rule(rule) == []
+    reason = rule.evaluation.not_applicable_reason()
+    assert reason.startswith("the model's input is no image: net_input_0 ") and "and 7 more inputs" in reason, reason
+    assert "net_input_9" not in reason, reason

@@ -116,6 +116,8 @@ def _add_channel_stats(total: Optional[dict], part: _Stats) -> dict:
 
 #: CheckInputImages' default input regex (the original's): the name MXNet Gluon gives a HybridSequential's input
 _GLUON_INPUT = ".*hybridsequential0_input_0"
+#: inputs named in a NotApplicable reason (the rest counted)
+_SHOWN_INPUTS = 3
 #: frameworks whose hooks never write that name
 _NAMED_OTHERWISE = ("pytorch", "tensorflow", "xgboost")
 
@@ -283,9 +285,13 @@ class CheckInputImages(Rule):
             if current is None:
                 if name in self._no_image:
                     no_image.append(self._no_image[name])
-                    # every input that is no image, in one reason (a model's tokens and their lengths...)
-                    self.not_applicable(no_image[0] + "".join(
-                        "; " + r.replace("the model's input is no image: ", "") for r in no_image[1:]))
+                    # every input that is no image, in one reason (a model's tokens and their lengths...): the
+                    # first few, then how many more (a Lightning run's one long step had 43 inputs, all named)
+                    shown = no_image[:_SHOWN_INPUTS]
+                    more = len(no_image) - len(shown)
+                    self.not_applicable(shown[0] + "".join(
+                        "; " + r.replace("the model's input is no image: ", "") for r in shown[1:])
+                        + (f"; and {more} more inputs, none an image" if more else ""))
                 continue
             sums, counts, samples = stats.total(step)[current[0].shape]
             if samples < self.threshold_samples:
