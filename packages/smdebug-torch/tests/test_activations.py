@@ -155,16 +155,18 @@ def test_a_regression_loss_gives_no_predictions_or_labels(out_dir):
 
 
 @pytest.mark.parametrize("steps, saved", sorted(TAPERED_SAVED_STEPS.items()))
-def test_recommended_hook_saves_what_the_recommended_rules_need(out_dir, steps, saved, caplog):
+def test_recommended_hook_saves_what_the_recommended_rules_need(out_dir, steps, saved):
+    from smdebug.core.testing import capture_smdebug_log
     from smdebug.rules import rule_configs
 
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 3))
-    hook = smd.Hook.recommended(out_dir)
-    _train(model, hook, nn.CrossEntropyLoss(), steps=steps, batch=4)
+    with capture_smdebug_log() as log:  # (the smdebug logger does not propagate to the one caplog hears)
+        hook = smd.Hook.recommended(out_dir)
+        _train(model, hook, nn.CrossEntropyLoss(), steps=steps, batch=4)
     assert not hook.disabled
     # the user did nothing wrong: no warning (the model has no BatchNorm, whose statistics the preset asks for)
-    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+    assert [r.getMessage() for r in log.records if r.levelno >= logging.WARNING] == []
     trial = check_recommended_run(out_dir, "pytorch", saved, ())
     assert set(rule_configs.recommended_collections("pytorch")) <= set(trial.collections())
     for coll, expected in {"gradients": 6, "weights": 3, "losses": 1, "inputs": 1, "relu_activations": 2,
