@@ -114,3 +114,16 @@ def test_the_report_says_it_on_the_run_card(tmp_path, smdebug_cli):
     warned = re.search(r"<th>warning</th><td>([^<]*)</td>", card)
     assert warned and html.unescape(warned.group(1)).startswith(
         "worker_0: the hook stopped saving at step 2 (OSError: <b>disk</b> full)"), card
+
+
+def test_a_note_is_written_and_read_on_s3_too(run_loc):
+    """The note goes through the run's storage (a real S3 endpoint on loopback: moto server), as every file."""
+    from smdebug.core.hook_failures import failure_note, note_key
+
+    run = _finished_run(run_loc.path)
+    assert create_trial(run).hook_failures() == []
+    run_loc.storage.write_atomic(note_key("worker_1"), failure_note(
+        "worker_1", 7, "writing to the bucket: StorageAccessDenied: AccessDenied", [3, 4, 5], "timed out"))
+    notes = create_trial(run).hook_failures()
+    assert notes == ["worker_1: the hook stopped saving at step 7 (writing to the bucket: StorageAccessDenied: "
+                     "AccessDenied); nothing after it was saved; steps 3-5 never reached the run (timed out)"], notes
