@@ -32,7 +32,7 @@ def net():
 
 
 def fit(out_dir, copy_when, record_value=False, set_mode_every_batch=False, second_loss=False,
-        save_interval=1):
+        save_interval=1, functional=False):
     """A plain loop with an EMA copy (AveragedModel) updated after each optimizer step and validated, with the
     registered loss (or ``record_tensor_value`` of a functional loss), after ``set_mode(EVAL)``. ``copy_when``:
     the copy is made "before" or "after" the model is registered. Returns (hook, validation losses as computed)."""
@@ -68,9 +68,10 @@ def fit(out_dir, copy_when, record_value=False, set_mode_every_batch=False, seco
                 if set_mode_every_batch:
                     hook.set_mode(smd.modes.EVAL)
                 out = ema(vx[16 * b:16 * (b + 1)])
-                if record_value:
+                if record_value or functional:
                     loss = F.cross_entropy(out, vy[16 * b:16 * (b + 1)])
-                    hook.record_tensor_value("val_loss", loss)
+                    if record_value:
+                        hook.record_tensor_value("val_loss", loss)
                 else:
                     loss = ce(out, vy[16 * b:16 * (b + 1)])
                 if second_loss:
@@ -222,3 +223,20 @@ def test_after_validating_a_copy_training_takes_the_quiet_path_again(tmp_path):
             ce(ema(x), y)
     assert hook.mode_steps[EVAL] == 3  # (the copy's four validations were EVAL steps)
     hook.close()
+
+
+def test_a_validation_that_began_no_step_is_said_unsaved_not_absent(tmp_path):
+    """The copy validated with a functional loss and nothing recorded: no EVAL step can begin (nothing the hook
+    sees runs). The run records that the script did switch to EVAL, so the rules say the validation was not
+    saved and how to save it -- not "call hook.set_mode(modes.EVAL)", which the script did."""
+    from smdebug.core.run_info import modes_set
+    from smdebug.rules import run_rules
+
+    out = str(tmp_path / "run")
+    fit(out, "before", functional=True)
+    trial = smd.create_trial(out)
+    assert trial.steps(mode=EVAL) == [] and modes_set(trial) == ["EVAL", "TRAIN"]
+    (overfit,) = run_rules(out, ["Overfit"]).rules
+    assert overfit.status == "NotEvaluated", (overfit.status, overfit.detail)
+    assert "though the script switched to EVAL mode" in overfit.detail and "record_tensor_value" in overfit.detail
+    assert "call hook.set_mode" not in overfit.detail, overfit.detail

@@ -105,6 +105,9 @@ class BaseHook(HookCollections, HookSaving, HookOutput, HookClosing, WarnsOnce, 
         # _fail stopped this hook (not a refused duplicate worker, which writes nothing): at which step (the step
         # a writer's error was writing, else the hook's own), said in the run at close (see hook_failures)
         self._failed = False
+        # the modes the script switched to with set_mode, recorded in the run (collections' _meta.modes_set): a
+        # validation that began no step (another module with a functional loss) is then said as unsaved, not absent
+        self._modes_set: Set[ModeKeys] = set()
         self._failed_at_step: Optional[int] = None
         self.out_dir = validate_out_dir(out_dir, dry_run)
         self._out_is_s3 = is_s3_path(self.out_dir)
@@ -395,6 +398,7 @@ class BaseHook(HookCollections, HookSaving, HookOutput, HookClosing, WarnsOnce, 
             raise SMDebugValueError(f"Invalid mode {mode!r}: use smd.modes.TRAIN/EVAL/PREDICT/GLOBAL")
         if not self._disabled:
             self.mode = mode
+            self._modes_set.add(mode)  # (recorded in the run: see _export_collections)
 
     @_guarded()
     def begin_step(self, mode_step: Optional[int] = None) -> None:

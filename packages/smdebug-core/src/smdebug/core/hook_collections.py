@@ -22,6 +22,7 @@ from smdebug.core.locations import collections_file_name
 from smdebug.core.logger import get_logger
 from smdebug.core.modes import ModeKeys
 from smdebug.core.names import clipped, did_you_mean, listed, name_list
+from smdebug.core.run_info import MODES_SET_KEY
 from smdebug.core.reduction_config import ReductionConfig
 from smdebug.core.save_config import SaveConfig, schedule_changes
 from smdebug.exceptions import InvalidCollectionConfiguration, InvalidConfigurationError, SMDebugTypeError
@@ -265,6 +266,9 @@ class HookCollections:
         if self._writer is None:
             return
         self.collection_manager.set_num_workers(self.num_workers)
+        modes_set = getattr(self, "_modes_set", None)
+        if modes_set:  # (the modes the script asked for with set_mode; 1.0.x readers accept any _meta key)
+            self.collection_manager.meta[MODES_SET_KEY] = sorted(m.name for m in modes_set)
         payload = self.collection_manager.dumps().encode("utf-8")
         self._writer.call(self._storage.write_atomic, collections_file_name(self.worker), payload)
         self._exported_collections += 1

@@ -8,7 +8,7 @@ each framework's hook creates with its default regexes, which the collections fi
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import List, Optional
 
 FRAMEWORK_KEY = "framework"
 
@@ -44,3 +44,18 @@ def infer_framework(collections) -> Optional[str]:
 
 def record_framework(collection_manager, framework: str) -> None:
     collection_manager.meta[FRAMEWORK_KEY] = framework
+
+
+#: the modes the training script switched to with ``hook.set_mode`` (``_meta.modes_set``: ``["EVAL", "TRAIN"]``):
+#: a validation that began no step (it ran another module with a functional loss) is told apart from none
+MODES_SET_KEY = "modes_set"
+
+
+def modes_set(source) -> List[str]:
+    """The modes a run's script asked for with ``set_mode`` (mode names), [] when not recorded (the original's
+    runs, runs that never called it)."""
+    cm = getattr(source, "collection_manager", source)
+    recorded = getattr(cm, "meta", {}).get(MODES_SET_KEY)
+    if not isinstance(recorded, list):
+        return []
+    return [m for m in recorded if isinstance(m, str) and m in ("TRAIN", "EVAL", "PREDICT", "GLOBAL")]

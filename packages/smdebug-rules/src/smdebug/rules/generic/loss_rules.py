@@ -15,6 +15,7 @@ from typing import Dict, List, NamedTuple, Optional, Sequence, Set, Tuple
 import numpy as np
 
 from smdebug.core.modes import ModeKeys
+from smdebug.core.run_info import modes_set
 from smdebug.exceptions import (
     InvalidWorker,
     MissingEventFile,
@@ -103,6 +104,16 @@ def _validation_said(trial, losses: Sequence[str]) -> Tuple[str, Optional[str]]:
                 "are no TRAIN step: steps of another mode (EVAL or PREDICT) in which nothing was saved (let the "
                 "EVAL save config save the losses collection, e.g. save_interval=1 for modes.EVAL, and compute "
                 "the validation loss with the loss the hook saves)")
+    if "EVAL" in modes_set(trial):
+        # the script did call set_mode(EVAL): "call set_mode" would be wrong advice. Its validation began no step
+        # (another module than the registered one, e.g. an EMA copy, with a functional loss: probe 11a N3)
+        return ("not_evaluated",
+                "the run has no EVAL-mode step, though the script switched to EVAL mode (hook.set_mode): its "
+                "validation was not saved. Either no EVAL step began -- one begins when the registered model runs "
+                "in that mode or, after the switch, a registered loss module or hook.record_tensor_value does (a "
+                "validation of another module, e.g. an EMA copy, with a functional loss does neither): compute the "
+                "validation loss with the registered loss module or record it with hook.record_tensor_value -- or "
+                "the EVAL save config saved none of them")
     return ("not_applicable", "the run has no validation: no EVAL-mode step (call hook.set_mode(modes.EVAL) "
                               "around evaluation to have it judged)")
 
