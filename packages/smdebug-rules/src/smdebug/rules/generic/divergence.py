@@ -1,5 +1,5 @@
 """Divergence: the loss or the weights growing by orders of magnitude while staying finite, or a training loss
-giving back most of the progress it had made.
+giving back most of the progress it had made, or climbing steadily after it.
 
 ExplodingTensor finds NaN and infinity; training often goes wrong long before that (a learning rate just
 above the stability limit, a sign error that maximises the loss, a too-large step that throws the weights
@@ -11,16 +11,25 @@ never zeroed and pile up, labels corrupted from some step on, a learning rate th
 
 from __future__ import annotations
 
+import bisect
+import re
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
 from smdebug.core.modes import ModeKeys
 from smdebug.exceptions import SMDebugValueError
-from smdebug.rules.generic.curves import LossCurveRule, robust_median
-from smdebug.rules.generic.loss_rules import contains, mode_label, step_in_mode
+from smdebug.rules.generic.curves import LossCurveRule, robust_median, training_ended
+from smdebug.rules.generic.loss_rules import contains, mode_label, step_in_mode, trend_p_value
 from smdebug.rules.generic.selection import first_finding, select_tensors, value_at
 from smdebug.rules.params import as_float, as_int, as_list, in_range
+
+
+#: Kendall's trend test's one-sided p-value below which the saves since a loss's best rise (a climb, not noise)
+CLIMB_SIGNIFICANCE = 1e-3
+
+#: names of a recorded learning rate (``learning_rate``, ``lr``, ``lr-Adam``, ``optimizer/lr``), not ``lrelu``
+_LEARNING_RATE = re.compile(r"(?i)(^|[^a-z])(lr|learning_?rate)([^a-z]|$)")
 
 
 class Divergence(LossCurveRule):
@@ -64,10 +73,37 @@ class Divergence(LossCurveRule):
     growing far beyond the rest, a curriculum that moves to harder data, adversarial losses) can meet the
     condition healthily; leave the rule out for those (or give ``give_back_percent=0``).
 
+    **A training loss that climbs steadily after its progress** (same losses, same checks, same blocks; judged on a
+    finished run, at its last save): a loss that learned and then turned and kept rising -- a weight decay
+    or regulariser that comes to dominate the loss (AdamW's ``weight_decay=10`` meant as 1e-2), a learning rate too
+    high for the later phase of training -- gives back only a few percent of its progress before the run ends,
+    far from ``give_back_percent``, yet training is making the model worse. With ``best`` the ``i``-th block
+    counted back::
+
+        climbing = it had learned (as above) and i >= 3                    (the climb spans 3 blocks: 30% of the run)
+                   and every block since best higher than the one before   (no fall again: not a restart's bump)
+                   and now - (the block before it) > 3 * noise             (still rising at the end)
+                   and now - best > 3 * noise and now - best >= climb_percent / 100 * (first - best)
+                   and Kendall's trend test says the saves since best rise (one-sided p < 0.001)
+                   and the run's recorded learning rate (a tensor named ``lr`` or ``learning_rate``: the Hugging
+                   Face Trainer's, a logged ``lr``) did not rise from the best block's start to now
+
+    and the rule fires when ``climbing`` holds at the last save and at the check before it (or ``gave_back``
+    there): a loss that climbed until training ended. While a run goes on the climb is not reported: a ramp that
+    will end (an annealed KL weight rising to its final value, a curriculum stage) looks the same until it does.
+    A warm restart, unfreezing a backbone or one ramp of a cyclically annealed weight raise the loss for a block or
+    two and it falls again; a curriculum that moved to harder data lifts it to a new level where it sits; a
+    warm-up or one-cycle schedule raises the learning rate on purpose (judged by the loss's shape alone when the
+    run recorded no learning rate: the finding says so). A climb over a quarter of the run or less is no trend
+    yet; a weight annealed up until the very end of training can meet the condition (give ``climb_percent=0``).
+
     :param growth_factor: the smallest growth that fires (> 1). Default ``"100"`` (two orders of magnitude).
     :param window: saves in each loss window (>= 1). Default ``"10"``.
     :param give_back_percent: the share of the progress a training loss must give back to fire (0-100; 0 turns
         the test off). Default ``"50"`` (most of it).
+    :param climb_percent: the share of its progress a steadily climbing training loss must have given back to fire
+        (0-100; 0 turns the test off). Default ``"2"``: the shape of the climb is the evidence, this only keeps a
+        drift too small to matter quiet.
     :param weight_collections: comma-separated collections of weights; empty for none. Default ``"weights"``.
     Plus the loss selection parameters of LossNotDecreasing (``collection_names``, ``tensor_regex``,
     ``use_losses_collection``, ``mode``).
@@ -77,7 +113,7 @@ class Divergence(LossCurveRule):
 
     def __init__(self, base_trial, growth_factor="100", window="10", weight_collections="weights",
                  collection_names=None, tensor_regex=None, use_losses_collection="True", mode=None,
-                 give_back_percent="50", other_trials=None, action_str=None):
+                 give_back_percent="50", climb_percent="2", other_trials=None, action_str=None):
         super().__init__(base_trial, collection_names, tensor_regex, use_losses_collection, mode,
                          other_trials=other_trials, action_str=action_str)
         name = self.rule_name
@@ -88,6 +124,7 @@ class Divergence(LossCurveRule):
         self.weight_collections = as_list(name, "weight_collections", weight_collections)
         self.give_back_percent = in_range(name, "give_back_percent",
                                           as_float(name, "give_back_percent", give_back_percent), 0, 100)
+        self.climb_percent = in_range(name, "climb_percent", as_float(name, "climb_percent", climb_percent), 0, 100)
         #: per (weight tensor, worker): squared norm at its first save (worker None in a run of one worker)
         self._first: Dict[Tuple[str, Optional[str]], float] = {}
         #: per training loss (and worker): [saves at its next give-back check, whether the previous check met it]
@@ -113,8 +150,9 @@ class Divergence(LossCurveRule):
         """The reason when the training loss gave back most of its progress at this check and the one before."""
         n = len(curve)
         check = self._checks.setdefault((name, mode, curve.worker), [2 * self.window, False])
-        if n < check[0]:
-            return None
+        last = training_ended(self.base_trial) and s == self._saved.steps(name, mode, curve.worker)[-1]
+        if n < check[0] and not last:
+            return None  # (a finished run's last save is always checked: the schedule may step over the end)
         check[0] = n + max(self.window, n // 20)
         values = np.asarray(curve.values, dtype=np.float64)
         if not np.all(np.isfinite(values)):
@@ -139,7 +177,12 @@ class Divergence(LossCurveRule):
             share = max(share, float(np.log(now / best) / np.log(first / best)))
         met = (progress >= abs(first) / 10 and progress > 3 * noise and back > 3 * noise
                and share >= self.give_back_percent / 100)
-        before, check[1] = check[1], met
+        climbing = self._climbing(name, values, ends, medians, i, progress, 3 * noise, curve, mode) if not met else None
+        before, check[1] = check[1], met or climbing is not None
+        if climbing is not None and before and last:
+            # reported once training has ended: while the run goes on, a climb cannot be told from a ramp that
+            # will end (an annealed KL weight rising to its final value, a curriculum stage) -- the run's end can
+            return climbing
         if not (met and before):
             return None
         label = mode_label(mode)
@@ -149,6 +192,86 @@ class Divergence(LossCurveRule):
                 f"over its first {self.window} saves -> {best:.4g} at best (the {w} saves to {label} "
                 f"{curve.steps[ends[i] - 1]}) -> {now:.4g} over the {w} saves to {label} {s}, beyond the noise "
                 f"({3 * noise:.3g}) at two checks in a row (give_back_percent {self.give_back_percent:g})")
+
+    def _climbing(self, name: str, values: np.ndarray, ends: List[int], medians: List[float], i: int, progress: float,
+                  beyond: float, curve, mode: ModeKeys) -> Optional[str]:
+        """The reason when the training loss, after real progress, has climbed steadily from its best block to the
+        last one at a learning rate that did not rise; None otherwise.
+
+        ``medians[k]`` is the median of the block of saves ending at ``ends[k]`` (counted back from the last save),
+        ``i`` the best earlier block, ``beyond`` three times the noise of a difference of two block medians."""
+        if not self.climb_percent or i < 3:
+            # a climb over a block or two is a bump of a fifth of the run at most (a warm restart, unfreezing a
+            # backbone, one ramp of a cyclically annealed KL weight: each falls again), not a sustained trend
+            return None
+        first = float(np.median(values[:self.window]))
+        best, now = medians[i], medians[0]
+        if not (progress >= abs(first) / 10 and progress > beyond):
+            return None  # it never learned: LossNotDecreasing's to judge
+        rise = now - best
+        if not (rise > beyond and rise >= progress * self.climb_percent / 100):
+            return None
+        # steadily: every block after the best is higher than the one before it (a loss that jumps at a warm
+        # restart or at unfreezing and then falls again has a block lower than the one before), and the saves
+        # since the best rise by Kendall's trend test, not by one jump
+        after = medians[i::-1]
+        if any(b <= a for a, b in zip(after, after[1:])):
+            return None
+        if medians[0] - medians[1] <= beyond:
+            # still climbing at the end, beyond the noise: a loss that rose to a new level and sits there (a
+            # curriculum that moved on to harder data, an annealed weight that reached its final value) is flat
+            return None
+        if trend_p_value(values[ends[i]:], rising=True) >= CLIMB_SIGNIFICANCE:
+            return None
+        w = ends[0] - ends[1]
+        start, end = curve.steps[ends[i] - w], curve.steps[-1]
+        lr = self._learning_rate(mode, start, end)
+        if lr is not None and lr[1] > lr[0] * (1 + 1e-6):
+            return None  # raised on purpose (a warm restart, a one-cycle or warm-up schedule): the loss follows it
+        label = mode_label(mode)
+        if lr is None:
+            rate = ("; the run recorded no learning rate, so a schedule that raised it on purpose cannot be ruled "
+                    "out")
+        elif lr[2] < lr[0] * (1 - 1e-6):
+            rate = f", while the recorded learning rate fell ({lr[0]:.3g} -> {lr[2]:.3g})"
+        else:
+            rate = f", at a constant learning rate ({lr[0]:.3g}, recorded)"
+        return (f"{self.shown(name, curve)} climbed steadily after its progress: from its best {best:.4g} (median of "
+                f"the {w} saves to {label} {curve.steps[ends[i] - 1]}; {first:.4g} over its first {self.window} "
+                f"saves) to {now:.4g} (the {w} saves to {label} {end}), higher in each of the {i} blocks of {w} "
+                f"saves since and still rising{rate}. Training is making the model worse on its own training data: "
+                f"a weight decay or regulariser that comes to dominate the loss, or a learning rate too high for this "
+                f"phase of training (climb_percent {self.climb_percent:g})")
+
+    def _learning_rate(self, mode: ModeKeys, start: int, end: int) -> Optional[Tuple[float, float, float]]:
+        """(value at ``start``, highest, value at ``end``) of the learning rate the run recorded between the mode
+        steps ``start`` and ``end`` (the Hugging Face Trainer's ``learning_rate``, a Keras or Lightning ``lr``
+        logged as a metric); None when it recorded none there."""
+        lo = self.base_trial.global_step(mode, start)
+        hi = self.base_trial.global_step(mode, end)
+        if lo is None or hi is None:
+            return None
+        for name in self.base_trial.tensor_names():
+            if not _LEARNING_RATE.search(name):
+                continue
+            tensor = self.base_trial.tensor(name)
+            steps = [t for t in tensor.steps() if t <= hi]
+            if not steps:
+                continue
+            # the rate in force at the block's start: its last save at or before it (or its first save after)
+            k = bisect.bisect_right(steps, lo)
+            chosen = steps[max(k - 1, 0):]
+            rates = []
+            for t in chosen:
+                try:
+                    value = np.asarray(tensor.value(t), dtype=np.float64)
+                except Exception:  # a value that cannot be read as numbers: no record of the rate
+                    continue
+                if value.size and np.all(np.isfinite(value)):
+                    rates.append(float(np.mean(value)))
+            if len(rates) >= 1:
+                return rates[0], max(rates), rates[-1]
+        return None
 
     def _weights(self, step: int) -> Optional[str]:
         if not self.weight_collections:
