@@ -7,9 +7,10 @@ SIGINT has Python's default handler as it has in the command line."""
 
 from __future__ import annotations
 
-import signal
 import subprocess
 import sys
+
+from smdebug_test_support.ctrl_c import sigint_as_a_terminal_gives_it
 
 SCRIPT = """
 import signal, sys
@@ -30,16 +31,9 @@ print("handler restored" if signal.getsignal(signal.SIGINT) is signal.default_in
 """
 
 
-def _sigint_as_a_terminal_gives_it():
-    # A process started in the background by a shell without job control (a CI script's `cmd &`) ignores SIGINT,
-    # and its children inherit that: Python then installs no handler of its own, nothing is raised, and the test
-    # would check nothing (it failed so, three times in a row, in a clean-clone CI run started with `&`).
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 def run(case):
     done = subprocess.run([sys.executable, "-c", SCRIPT, case], capture_output=True, text=True, timeout=60,
-                          preexec_fn=_sigint_as_a_terminal_gives_it)
+                          preexec_fn=sigint_as_a_terminal_gives_it)
     assert done.returncode == 0, done.stderr
     return done.stdout.split("\n")[:-1], done.stderr
 

@@ -22,6 +22,7 @@ pytest.importorskip("torch")
 from smdebug.exceptions import SMDebugValueError  # noqa: E402
 from smdebug.rules import run_rules  # noqa: E402
 from smdebug.rules.results import IN_PROGRESS  # noqa: E402
+from smdebug_test_support.ctrl_c import sigint_as_a_terminal_gives_it  # noqa: E402
 
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts", "train_and_die.py")
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": "lo"}
@@ -98,18 +99,12 @@ def test_ended_and_follow_contradict_each_other(killed_run):
         run_rules(killed_run, ended=True, follow=True)
 
 
-def _sigint_as_a_terminal_gives_it():
-    # (a test run started in the background by a shell without job control ignores SIGINT, and so would these
-    # children: Python would install no handler, and a Ctrl-C would do nothing)
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 def test_following_a_dead_run_until_ctrl_c_says_the_exit_status_it_returns(killed_run):
     # the verdict of what was read is InProgress (4), the command's status is the shell's 130: the table's
     # last line said "exit status 4" while the command exited 130
     proc = subprocess.Popen([sys.executable, "-m", "smdebug.cli.main", "rules", "run", killed_run, "--follow",
                              "--no-progress", "--rule", "ExplodingTensor"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, preexec_fn=_sigint_as_a_terminal_gives_it)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=sigint_as_a_terminal_gives_it)
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and "following" not in (proc.stderr.readline() or ""):
@@ -146,7 +141,7 @@ print(result.interrupted, round(time.monotonic() - started), len(polls))
 
 def test_a_ctrl_c_that_python_dropped_still_stops_following(killed_run):
     done = subprocess.run([sys.executable, "-c", DROPPED_CTRL_C, killed_run], capture_output=True, text=True,
-                          timeout=240, preexec_fn=_sigint_as_a_terminal_gives_it)
+                          timeout=240, preexec_fn=sigint_as_a_terminal_gives_it)
     assert done.returncode == 0, done.stderr
     assert "Exception ignored" in done.stderr and "KeyboardInterrupt" in done.stderr  # (it was dropped)
     interrupted, seconds, polls = done.stdout.split()
