@@ -255,7 +255,7 @@ class NoStepNet(Net):
         return loss
 
 
-def test_batches_that_never_step_the_optimizer_are_a_series_of_train_steps(tmp_path, caplog):
+def test_batches_that_never_step_the_optimizer_are_a_series_of_train_steps(tmp_path):
     """A step gathers the batches of one optimizer step; when no optimizer step comes in more batches than one
     step can gather (manual optimization: an epoch's), each batch is a TRAIN step, so the rules see a curve and
     weights that do not move, not one step holding the whole run with no gradients."""
@@ -269,15 +269,10 @@ def test_batches_that_never_step_the_optimizer_are_a_series_of_train_steps(tmp_p
                   num_sanity_val_steps=0, callbacks=[cb], logger=False, enable_checkpointing=False,
                   enable_progress_bar=False, enable_model_summary=False)
     model = NoStepNet()
-    import logging
+    from smdebug.core.testing import capture_smdebug_log
 
-    smdebug_logger = logging.getLogger("smdebug")  # (it does not propagate to the root logger caplog listens on)
-    smdebug_logger.addHandler(caplog.handler)
-    try:
-        with caplog.at_level("WARNING", logger="smdebug"):
-            t.fit(model, loader(0), loader(1))
-    finally:
-        smdebug_logger.removeHandler(caplog.handler)
+    with capture_smdebug_log() as log:  # (the smdebug logger does not propagate to the one caplog hears)
+        t.fit(model, loader(0), loader(1))
     cb.hook.close()
     assert not cb.hook.disabled and t.global_step == 0
     trial = smd.create_trial(out)
@@ -292,7 +287,7 @@ def test_batches_that_never_step_the_optimizer_are_a_series_of_train_steps(tmp_p
     assert all(np.abs(grads.value(s, mode=smd.modes.TRAIN)).sum() > 0 for s in expected)
     first = weights.value(0, mode=smd.modes.TRAIN)
     assert all(np.array_equal(weights.value(s, mode=smd.modes.TRAIN), first) for s in expected)  # never moved
-    said = [r.getMessage() for r in caplog.records if "no optimizer step" in r.getMessage()]
+    said = [r.getMessage() for r in log.records if "no optimizer step" in r.getMessage()]
     assert len(said) == 1 and "optimizer.step()" in said[0]
 
 
