@@ -77,11 +77,9 @@ def describe_note(raw: bytes, key: str) -> str:
 def read_failure_notes(storage) -> List[str]:
     """The notes of the run ``storage`` is rooted at, as sentences (none: an empty list). Never raises for
     what the folder holds: a note that cannot be read is said to be unreadable."""
-    from smdebug.core.storage.errors import StorageError, UnreadableFileError
-
     try:
         keys = [k for k in storage.list(HOOK_FAILURES_DIR, skip_unreadable=True) if k.endswith(".json")]
-    except (StorageError, OSError, UnreadableFileError):
+    except OSError:  # (StorageError and UnreadableFileError are OSErrors)
         return [f"{HOOK_FAILURES_DIR}/ cannot be listed: a hook may have stopped saving (see the training log)"]
     out: List[str] = []
     for key, raw in zip(keys[:MAX_NOTES], storage.read_files(keys[:MAX_NOTES], MAX_NOTE_BYTES)):
