@@ -2,7 +2,7 @@
 
   smdebug rules list [--json]
   smdebug rules show vanishing_gradient
-  smdebug rules run TRIAL --rule vanishing_gradient --param threshold=1e-6 \
+  smdebug rules run TRIAL --rule vanishing_gradient --param threshold=1e-6 \\
                           --rule exploding_tensor [--follow] [--stop-training] [--output results.json]
   smdebug rules run TRIAL        # no --rule: the recommended rules for the framework that wrote TRIAL
 
@@ -95,7 +95,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     run = sub.add_parser("run", help="evaluate rules over a run (finished, or live with --follow)",
                          description=RUN_DESCRIPTION, epilog=RUN_EPILOG,
                          formatter_class=argparse.RawDescriptionHelpFormatter)
-    run.add_argument("trial", help="the run's directory or s3:// path")
+    run.add_argument("trial", metavar="TRIAL", help="the run's directory or s3://bucket/prefix")
     run.add_argument("--rule", dest="rules", action=_AddRule, metavar="NAME", default=None,
                      help="a rule to evaluate (repeatable; vanishing_gradient or VanishingGradient); "
                           "none: the recommended rules for the run's framework")
