@@ -46,4 +46,9 @@ if __name__ == "__main__":
                         limit_train_batches=4, limit_val_batches=2, num_sanity_val_steps=0, logger=False,
                         enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False)
     trainer.fit(Net(), loader(0), loader(1))
-    print("rank", trainer.global_rank, "global_step", trainer.global_step)
+    # One write of the whole line: under DDP both ranks share the caller's stdout, and print() with several
+    # arguments writes each piece on its own when stdout is unbuffered (PYTHONUNBUFFERED=1, as in CI), so the
+    # two ranks' lines came out spliced ("rankrank 1 global_step 4\n 0 global_step 4"). A single write of
+    # less than PIPE_BUF bytes to a pipe is never interleaved with another process's.
+    sys.stdout.write(f"rank {trainer.global_rank} global_step {trainer.global_step}\n")
+    sys.stdout.flush()
