@@ -10,6 +10,8 @@ from smdebug.core.env_settings import env_int
 from smdebug.core.run_regex import Budget
 from smdebug.core.bounded_json import JsonTooLarge, loads_bounded
 from smdebug.core.collection import Collection, _Mutations
+from smdebug.core.logger import get_logger
+from smdebug.core.names import clipped
 from smdebug.core.locations import COLLECTIONS_DIR, DEFAULT_COLLECTIONS_FILE_NAME
 from smdebug.exceptions import CollectionFileCorrupted, SMDebugTypeError
 
@@ -142,7 +144,7 @@ class CollectionManager:
         meta = data.get("_meta") or {}
         cm._num_workers = _num_workers(meta.get("num_workers", 1) if isinstance(meta, dict) else 1, path)
         if isinstance(meta, dict):
-            cm.meta = {k: v for k, v in meta.items() if k != "num_workers"}
+            cm.meta = _plausible_meta({k: v for k, v in meta.items() if k != "num_workers"}, path)
         return cm
 
     def __eq__(self, other):
@@ -152,6 +154,46 @@ class CollectionManager:
 
     def __repr__(self):
         return f"<CollectionManager collections={sorted(self.collections)} num_workers={self._num_workers}>"
+
+
+#: the largest whole number and the longest string a ``_meta`` record of a hook holds (steps, fold counts and
+#: times fit in 64 bits; names and regexes are far shorter). A record past them comes from damage or an
+#: attacker: every reader that quoted it (a 20 MB framework name, a 4,000-digit fold count) printed it whole.
+_META_INT_LIMIT = 1 << 63
+_META_STRING_LIMIT = 64 * 1024
+
+
+def _plausible_meta(meta: Dict[str, object], path) -> Dict[str, object]:
+    """``meta`` without the records that hold a value no hook writes (a whole number beyond 64 bits, a string
+    over 64 KiB): each dropped one is logged, and readers then see the record as absent, as in a run
+    written before the record existed."""
+    kept = {}
+    for key, value in meta.items():
+        why = _implausible(value)
+        if why is None:
+            kept[key] = value
+        else:
+            get_logger().warning(f"smdebug: _meta.{clipped(str(key), 100)} of {path or 'a collections file'} holds "
+                                 f"{why}, which no hook writes; ignored")
+    return kept
+
+
+def _implausible(value) -> Optional[str]:
+    """What in a parsed JSON value is out of a hook's range (see _META_INT_LIMIT), or None. Iterative: the
+    file's nesting is bounded only by the parser's recursion limit."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, int) and not isinstance(item, bool) and not -_META_INT_LIMIT <= item < _META_INT_LIMIT:
+            return f"a whole number of {len(str(abs(item)))} digits"
+        if isinstance(item, str) and len(item) > _META_STRING_LIMIT:
+            return f"a string of {len(item):,} characters"
+        if isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return None
 
 
 def _num_workers(value, path) -> int:

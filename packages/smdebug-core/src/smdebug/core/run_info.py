@@ -8,9 +8,13 @@ each framework's hook creates with its default regexes, which the collections fi
 
 from __future__ import annotations
 
+import re
 from typing import List, Optional
 
 FRAMEWORK_KEY = "framework"
+#: what a recorded framework name may look like (a hook's ``framework_name``): readers quote it in messages,
+#: so a record that is a paragraph, holds control characters or is a megabyte long is no framework name
+_FRAMEWORK_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.+-]{0,39}")
 
 #: collections only one framework's hook creates
 _XGBOOST_COLLECTIONS = ("hyperparameters", "trees", "feature_importance", "average_shap", "full_shap")
@@ -21,10 +25,11 @@ _LOSS_REGEXES = {r"[Ll]oss_(?!input).*output": "pytorch", r".*loss._(?!input).*o
 
 def framework_of(source) -> Optional[str]:
     """The framework of a run (a trial or its CollectionManager): the recorded one, else inferred from its
-    collections; None when neither tells."""
+    collections; None when neither tells (a recorded name that is no name, see _FRAMEWORK_NAME, tells
+    nothing)."""
     cm = getattr(source, "collection_manager", source)
     recorded = getattr(cm, "meta", {}).get(FRAMEWORK_KEY)
-    if isinstance(recorded, str) and recorded.strip():
+    if isinstance(recorded, str) and _FRAMEWORK_NAME.fullmatch(recorded.strip()):
         return recorded.strip()
     return infer_framework(getattr(cm, "collections", {}))
 
