@@ -27,6 +27,7 @@ from smdebug.core.logger import get_logger
 from smdebug.core.modes import ModeKeys
 from smdebug.core.reduction_config import ReductionConfig, _as_bool
 from smdebug.core.save_config import SaveConfig, SaveConfigMode
+from smdebug.core.names import shown as _shown
 from smdebug.exceptions import InvalidConfigurationError
 
 DEFAULT_CONFIG_FILE_PATH = "/opt/ml/input/config/debughookconfig.json"
@@ -54,7 +55,7 @@ def _csv_list(value, what: str):
         return [v.strip() for v in value.split(",") if v.strip()]
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return [v.strip() for v in value]
-    raise InvalidConfigurationError(f"{what} must be a comma-separated string, got {value!r}")
+    raise InvalidConfigurationError(f"{what} must be a comma-separated string, got {_shown(value)}")
 
 
 def _regex_list(value, what: str, source) -> list:
@@ -80,7 +81,7 @@ def _bool(value, what: str) -> bool:
     try:
         return _as_bool(value, what)
     except Exception:
-        raise InvalidConfigurationError(f"{what} must be true or false, got {value!r}") from None
+        raise InvalidConfigurationError(f"{what} must be true or false, got {_shown(value)}") from None
 
 
 def _check_keys(params: dict, where: str) -> None:
@@ -169,7 +170,7 @@ def parse_hook_config(data: dict, default_save_interval: Optional[int] = None, s
     kwargs["dry_run"] = _bool(params.get("dry_run", False), "dry_run")
     workers = str(params.get("include_workers", "one")).strip().lower()
     if workers not in ("one", "all"):
-        raise InvalidConfigurationError(f"{source}: include_workers must be 'one' or 'all', got {workers!r}")
+        raise InvalidConfigurationError(f"{source}: include_workers must be 'one' or 'all', got {_shown(workers)}")
     kwargs["include_workers"] = workers
     kwargs["export_tensorboard"] = _bool(params.get("export_tensorboard", False), "export_tensorboard")
     kwargs["tensorboard_dir"] = params.get("tensorboard_dir")

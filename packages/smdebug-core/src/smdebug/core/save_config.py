@@ -21,6 +21,7 @@ from typing import Any, Dict, Iterable, Optional
 
 from smdebug.core.modes import ModeKeys
 from smdebug.core.config_keys import check_known_keys
+from smdebug.core.names import shown as _shown
 from smdebug.exceptions import SMDebugValueError
 
 DEFAULT_SAVE_INTERVAL = 500
@@ -48,7 +49,7 @@ def _as_int(name: str, value, *, allow_none: bool = False, minimum: int = 0,
         if isinstance(value, float) and value != as_int:
             raise ValueError
     except (TypeError, ValueError, OverflowError):  # OverflowError: int() of an infinite float
-        raise SMDebugValueError(f"{name} must be an integer, got {value!r}") from None
+        raise SMDebugValueError(f"{name} must be an integer, got {_shown(value)}") from None
     if as_int < minimum:
         raise SMDebugValueError(f"{name} must be >= {minimum}, got {as_int}")
     if maximum is not None and as_int > maximum:
@@ -68,7 +69,7 @@ def _as_steps(value, maximum: Optional[int] = None) -> list:
     if isinstance(value, (int,)) and not isinstance(value, bool):
         value = [value]
     if not isinstance(value, Iterable):
-        raise SMDebugValueError(f"save_steps must be a list of integers, got {value!r}")
+        raise SMDebugValueError(f"save_steps must be a list of integers, got {_shown(value)}")
     # (a configuration file of a million listed steps took 3 GB before training began; a schedule that long
     # is an interval)
     steps = list(itertools.islice(value, MAX_SAVE_STEPS + 1))
@@ -179,7 +180,7 @@ class SaveConfigMode:
         if isinstance(params, SaveConfigMode):
             return params
         if not isinstance(params, dict):
-            raise SMDebugValueError(f"A save config for one mode must be a dict, got {params!r}")
+            raise SMDebugValueError(f"A save config for one mode must be a dict, got {_shown(params)}")
         check_known_keys(params, _SCM_KEYS, "a save config", source, ignored=("when_nan",))
         # The schedules smdebug 1.0.x accepted and this version refuses from users (see ``_set``) are taken:
         # a run's collection file is read with this.
@@ -312,7 +313,7 @@ class SaveConfig:
         if params is None:
             return cls()
         if not isinstance(params, dict):
-            raise SMDebugValueError(f"A save config must be a dict of mode -> schedule, got {params!r}")
+            raise SMDebugValueError(f"A save config must be a dict of mode -> schedule, got {_shown(params)}")
         if params and all(k in _SCM_KEYS for k in params):
             # A flat schedule given where a per-mode one was expected: apply it to every mode.
             return cls(**{k: params.get(k) for k in _SCM_KEYS})
@@ -339,7 +340,7 @@ class SaveConfig:
         if isinstance(obj, dict):
             return cls.from_dict(obj)
         raise SMDebugValueError(
-            f"save_config must be a SaveConfig, SaveConfigMode or dict of mode -> SaveConfigMode, got {obj!r}"
+            f"save_config must be a SaveConfig, SaveConfigMode or dict of mode -> SaveConfigMode, got {_shown(obj)}"
         )
 
     def __eq__(self, other):
