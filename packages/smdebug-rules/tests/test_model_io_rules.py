@@ -166,6 +166,30 @@ def test_improper_output_on_a_recorded_loss_it_cannot_judge_or_whose_inputs_are_
     assert "the run did not save the inputs of BCEWithLogitsLoss (include the 'loss_inputs' collection" in result.detail
 
 
+def test_improper_output_says_a_model_called_without_labels_computed_no_loss(tmp_path):
+    """A loss the model computes itself (recorded as ``loss``): when neither it (``loss_output_<i>``) nor its
+    inputs were saved though the losses collection was (a trainer's logged ``loss``), the model got no labels
+    (a Hugging Face Trainer computing the loss outside it): the verdict says so, not that the save config lacked
+    'loss_inputs'. With the loss saved and its inputs not, the save config is what the verdict names."""
+    from smdebug.core import loss_inputs
+    from smdebug.rules import run_rules
+    from test_data_rules import write
+
+    class ModelLossHook(NumpyHook):
+        def _setup(self):
+            super()._setup()
+            loss_inputs.add_loss(self, loss_inputs.LossInputs("loss", "CrossEntropyLoss", loss_inputs.LOGITS,
+                                                              "^loss_input_0$", "^loss_input_1$"))
+
+    write(tmp_path / "no_labels", [{}] * 2, hook_class=ModelLossHook)  # (only the logged "loss")
+    detail = run_rules(str(tmp_path / "no_labels"), ["ImproperOutput"]).rules[0].detail
+    assert "the model was called without labels, so it computed no loss" in detail, detail
+    assert "include the 'loss_inputs' collection" not in detail, detail
+    write(tmp_path / "not_included", [{"loss_output_0": np.float32(0.5)}] * 2, hook_class=ModelLossHook)
+    detail = run_rules(str(tmp_path / "not_included"), ["ImproperOutput"]).rules[0].detail
+    assert "the run did not save the inputs of CrossEntropyLoss (loss) (include the 'loss_inputs'" in detail, detail
+
+
 @pytest.mark.parametrize("framework, remedy", [
     ("tensorflow", "hook.register_loss(loss_fn) before training"),
     ("pytorch", "hook.register_loss(loss_module)"),

@@ -400,6 +400,10 @@ BALANCED_IDS_RATIO = 10.0
 CLAMPED_SHARE = 0.1
 
 _LOSS_TENSOR = re.compile(r"^(?:.*[/_.])?(?P<loss>[A-Za-z0-9]+Loss)_(?:input|output)_\d+$")
+# the loss a model computes in its own forward (a Hugging Face model given labels): recorded under this name,
+# its value saved as loss_output_<i> (smdebug.pytorch.model_loss)
+_MODEL_OWN_LOSS = "loss"
+_MODEL_OWN_LOSS_OUTPUT = re.compile(r"^loss_output_\d+$")
 
 
 #: framework -> (how its scripts compute a loss the hook cannot see, how to tell the hook which loss it is); the
@@ -571,6 +575,16 @@ class ImproperOutput(Rule):
             if unsaved and loss_inputs.recorded_losses(self.base_trial) is None:  # an XGBoost objective
                 return (f"{why}; the run did not save what {', '.join(unsaved)} compares (include the "
                         "'predictions' and 'labels' collections, and give the hook validation_data)")
+            own = [_label(loss) for loss in recorded if loss.name == _MODEL_OWN_LOSS and _label(loss) in unsaved]
+            losses = self.base_trial.collections().get("losses")
+            if (own and not any(_MODEL_OWN_LOSS_OUTPUT.match(n) for n in names)
+                    and losses is not None and any(losses.matches(n) for n in names)):
+                # (not the save config's fault: the losses collection was saved, yet the loss is missing too)
+                return (f"{why}; the run saved neither the loss the model computes itself ({', '.join(own)}) nor "
+                        "its inputs: the model was called without labels, so it computed no loss (a Hugging Face "
+                        "Trainer computing the loss outside the model -- label_smoothing_factor, "
+                        "compute_loss_func, a compute_loss override -- calls it so; smdebug-torch's SmdebugCallback "
+                        "saves such a loss and its inputs when the batch gives the labels as 'labels')")
             if unsaved:
                 return (f"{why}; the run did not save the inputs of {', '.join(unsaved)} (include the "
                         "'loss_inputs' collection, as Hook.recommended does)")
