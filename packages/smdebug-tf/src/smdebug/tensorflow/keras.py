@@ -30,7 +30,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from smdebug.core import activations, class_weights, loss_inputs
+from smdebug.core import activations, class_weights, loss_inputs, running_means
 from smdebug.core.collection import CollectionKeys
 from smdebug.core.hook import BaseHook, logger
 from smdebug.core.modes import ModeKeys
@@ -69,6 +69,21 @@ def _strategy_devices(model) -> Tuple[str, ...]:
         return tuple(strategy.extended.worker_devices)
     except (RuntimeError, AttributeError, NotImplementedError):
         return ()
+
+
+def _keras_train_step(model) -> bool:
+    """Whether ``model`` trains with Keras's own ``train_step`` (whose logs are the epoch's running means), not
+    one a subclass wrote."""
+    step = getattr(type(model), "train_step", None)
+    return getattr(step, "__module__", "").split(".")[0] == "keras"
+
+
+def _leaf_keys(logs) -> List[str]:
+    """The names of a (nested) logs dict's values, as ``_save_log`` flattens them."""
+    keys = []
+    for key, value in logs.items():
+        keys.extend(_leaf_keys(value) if isinstance(value, dict) else [key])
+    return keys
 
 
 def _callback(fn):
@@ -167,6 +182,11 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
         self._user_eval_from = None  # the EVAL step count when set_mode(EVAL) was called in a custom loop
         self._implicit_step = False  # the open step was begun by a value saved between steps (EVAL/PREDICT)
         self._implicit_names: set = set()  # names saved in that step
+        # Keras's training logs are means over the epoch so far (smdebug.core.running_means): the TRAIN mode
+        # steps where an epoch of fit began, and the names of the logs saved, recorded in the run
+        self._epoch_begun = False
+        self._running_resets: List[int] = []
+        self._running_names: set = set()
 
     # ------------------------------------------------------------------------------------------
     # model registration and names
@@ -340,6 +360,12 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
         self._end_loop("train")
 
     @_callback
+    def on_epoch_begin(self, epoch, logs=None):
+        # Keras resets its metrics (the loss's too) as an epoch begins; a train_step of the script's own may
+        # return values that are no running means, so only Keras's own step is recorded as one
+        self._epoch_begun = self._fit_depth > 0 and _keras_train_step(self.model)
+
+    @_callback
     def on_test_begin(self, logs=None):
         self._keras_depth += 1
         self._start_loop("test")
@@ -446,6 +472,11 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
         self._kind = kind
         self._capture_now = None
         self.begin_step()
+        if self._epoch_begun and kind == "train":
+            self._epoch_begun = False
+            self._running_resets.append(self.mode_steps[ModeKeys.TRAIN])
+            if self._running_names and self._writer is not None:
+                self._export_collections()  # (a reader following the run learns of the restart)
         if self._disabled or not self.is_writing:
             return
         self._register(self.model)
@@ -544,6 +575,12 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
         collection = CollectionKeys.LOSSES if LOSS_RE.search(name) else CollectionKeys.METRICS
         self._save_named(name, value, collection, force=force)
 
+    def _export_collections(self) -> None:
+        if self._running_names and self._running_resets:
+            running_means.record(self.collection_manager, ModeKeys.TRAIN.name, self._running_names,
+                                 self._running_resets)
+        super()._export_collections()
+
     def _save_logs(self, logs) -> None:
         if not isinstance(logs, dict) or not self._in_step:
             return
@@ -552,6 +589,8 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
             return
         for key, value in logs.items():
             self._save_log(key, value)
+        if self._kind == "train" and self._running_resets and self.mode == ModeKeys.TRAIN:
+            self._running_names.update(_leaf_keys(logs))
 
     # ------------------------------------------------------------------------------------------
     # the per-batch function wrappers

@@ -409,6 +409,11 @@ class OscillatingLoss(LossCurveRule):
     (see :class:`~smdebug.rules.generic.curves.LossCurveRule`); a worker's loss is that of its own, smaller,
     minibatches, and the threshold of four standard errors is measured on that curve's own noise.
 
+    **Running means** (Keras's training logs: the mean over the epoch so far, recorded as such in the run): each
+    save is read as the mean of the batches since the previous one, each batch's own loss when every step was
+    saved. Read as saved, a running mean is smooth within an epoch (its blocks' spread far below the loss's noise)
+    and jumps as each epoch begins, and a heavy-tailed loss's jumps counted as swings on healthy runs.
+
     :param window: saves per block (>= 1). Default ``"10"``.
     :param swing_percent: the smallest move that counts, as a percentage of the initial loss (> 0). Default
         ``"20"``.
@@ -418,6 +423,9 @@ class OscillatingLoss(LossCurveRule):
     """
 
     needs = "at least 2 * window * (min_swings + 1) saves of a loss"
+    #: the noise is measured within blocks of saves, each taken as a batch of its own: a running mean, smooth
+    #: within an epoch and jumping as the next begins, has far less spread than its loss and swings at every epoch
+    steps_from_running_means = True
 
     def __init__(self, base_trial, window="10", swing_percent="20", min_swings="4", collection_names=None,
                  tensor_regex=None, use_losses_collection="True", mode=None, other_trials=None, action_str=None):

@@ -19,6 +19,7 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple, Union
 import numpy as np
 
 from smdebug.core.modes import ModeKeys
+from smdebug.core.running_means import resets_of, steps_mean
 from smdebug.rules.generic.loss_rules import (
     EVALUATION_ONLY,
     LossSelection,
@@ -42,10 +43,19 @@ class Curve:
     values, in order, read up to the step being evaluated. A save whose value cannot be read as numbers (only
     reductions were saved) is left out. ``worker`` None: the run has one worker (its saves, read as they always
     were); else that worker's copies only (a data-parallel run whose workers all save the loss: each worker's
-    is the loss of its own minibatches)."""
+    is the loss of its own minibatches).
 
-    def __init__(self, inverted: bool = False, worker: Optional[str] = None):
+    ``resets``: the mode steps where the tensor's running mean restarted, when the run records that its saves
+    are running means (Keras's training logs: the mean over the epoch so far; :mod:`smdebug.core.running_means`).
+    Each save then reads as the mean of the steps since the save before it -- every step's own value when
+    every step was saved -- so the curve is a minibatch loss like any other: a running mean is smooth within
+    an epoch and jumps where it restarts, which read as noise far smaller than the loss's and as swings that
+    are only epochs beginning."""
+
+    def __init__(self, inverted: bool = False, worker: Optional[str] = None, resets: Optional[List[int]] = None):
         self.worker = worker
+        self.resets = resets
+        self._previous: Optional[Dict[str, float]] = None  # the last save read, as saved (a running mean)
         self.steps: List[int] = []
         self.values: List[float] = []
         self._read = 0  # saved steps of the source list looked at so far
@@ -66,6 +76,11 @@ class Curve:
                 continue  # a step this worker did not save (its shard ran out, it joined later)
             parts = [v for v in (saved.mean(n, s, mode, worker) for n in names) if v is not None]
             value = float(np.mean(parts)) if parts else None
+            if value is not None and self.resets is not None:
+                saved_value = value
+                if np.isfinite(value) and (self._previous is None or np.isfinite(self._previous["value"])):
+                    value = steps_mean(self.resets, s, value, self._previous)
+                self._previous = {"step": s, "value": saved_value}
             if value is not None:
                 if self.first_nonfinite is None and not np.isfinite(value):
                     self.first_nonfinite = s
@@ -204,6 +219,12 @@ class LossCurveRule(Rule):
     #: what the rule needs, for its NotEvaluated detail
     needs = "a loss curve"
 
+    #: whether a loss the run records as a running mean (Keras's training logs) is read as the mean of the steps
+    #: since the previous save (see :class:`Curve`). A rule whose noise model takes each save as a batch of its own
+    #: needs it; the rules that compare medians of windows are judged on the values as saved, which they were
+    #: calibrated on (benchmarks/rule_accuracy's Keras runs)
+    steps_from_running_means = False
+
     def shown(self, name: str, curve: Optional[Curve] = None) -> str:
         """The loss as findings name it (``1 - train-auc`` for a score followed inverted; a module called several
         times a step by its first call's name, ``-<last>`` and "mean per step"), and ``curve``'s worker when
@@ -240,8 +261,9 @@ class LossCurveRule(Rule):
             for worker in workers:
                 curve = self._curves.get((name, mode, worker))
                 if curve is None:
-                    curve = self._curves[(name, mode, worker)] = Curve(inverted=name in self._losses.inverted,
-                                                                       worker=worker)
+                    curve = self._curves[(name, mode, worker)] = Curve(
+                        inverted=name in self._losses.inverted, worker=worker,
+                        resets=resets_of(self.base_trial, name, mode.name) if self.steps_from_running_means else None)
                 curve.extend(self._saved, calls, mode, s)
                 if not curve.steps or curve.steps[-1] != s:
                     continue  # only reductions saved at s
