@@ -149,6 +149,21 @@ def launched_as_one_of_many() -> bool:
     return info is not None and info.size > 1
 
 
+#: pids are C ints (Linux hands out at most 2**22); a claim naming a larger one is damaged
+_MAX_PID = (1 << 31) - 1
+
+
+def _claim_pid(value) -> Optional[int]:
+    """The pid a claim names: a whole number from 1 to _MAX_PID, as written by a hook (or as the digits of a
+    claim of an earlier version); None for anything else. A pid of 10**30 made os.kill raise OverflowError,
+    which disabled the hook that met the claim; true or 1.5 named pid 1, alive for ever."""
+    if isinstance(value, str) and value.strip().isdigit() and len(value.strip()) <= 10:
+        value = int(value.strip())
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= _MAX_PID:
+        return None
+    return value
+
+
 def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -156,6 +171,8 @@ def pid_alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
+    except (OverflowError, ValueError):  # (no such pid can exist)
+        return False
     return True
 
 
@@ -221,11 +238,8 @@ class OutDirClaim:
     @staticmethod
     def _alive(owner: dict, age: float, stale_after: float) -> bool:
         """Whether the process ``owner`` describes may still be writing (see the module's docstring)."""
-        try:
-            pid = int(owner.get("pid") or 0)
-        except (TypeError, ValueError):
-            pid = 0
-        if pid <= 0:
+        pid = _claim_pid(owner.get("pid"))
+        if pid is None:
             return False  # unreadable or damaged: stale
         host, ns, mine = owner.get("host"), owner.get("ns"), _pid_namespace()
         if host is None or (host == socket.gethostname() and (ns is None or mine is None or ns == mine)):
