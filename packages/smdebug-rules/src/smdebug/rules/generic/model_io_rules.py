@@ -814,6 +814,13 @@ class ImproperOutput(Rule):
             if low < lo - PROBABILITY_TOLERANCE or high > hi + PROBABILITY_TOLERANCE:
                 continue  # the outputs left the range: no such bound
             pressed, outside = counts[2 + i] / counts[0], counts[2 + len(self._RANGES) + i] / counts[1]
+            if pressed >= 0.1 and outside >= 0.1 and low == high:
+                # one value at every save: no activation squashed it there, the output ignores its input (a softmax
+                # over a single unit is 1 whatever it is given, and passes no gradient back)
+                return (f"{loss}: its input {pname} was {low:g} at every save over the run ({int(counts[0])} values) "
+                        f"while {outside:.0%} of its targets {yname} lie elsewhere: an output that does not depend "
+                        f"on the model's input, and gets no gradient (a softmax over a single unit is always 1: for "
+                        f"one output use a sigmoid or none)")
             if pressed >= 0.1 and outside >= 0.1:
                 return (f"{loss}: its input {pname} never left [{lo:g}, {hi:g}] over the run ({int(counts[0])} "
                         f"values, {pressed:.0%} of them at its ends) while {outside:.0%} of its targets {yname} lie "
