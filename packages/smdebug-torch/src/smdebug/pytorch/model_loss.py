@@ -7,6 +7,10 @@ the model's head applies (:mod:`smdebug.pytorch.transformers`) gives the hook a 
 then saves, next to the returned loss (``loss_output_<i>``), the logits as ``loss_input_<2i>`` and the labels as
 ``loss_input_<2i+1>``, and records the loss in ``_meta.losses`` (:mod:`smdebug.core.loss_inputs`) under the name
 ``loss``, as it does for a loss module named ``loss``.
+
+When a Hugging Face Trainer computes the loss outside the model (label smoothing, ``compute_loss_func``, a
+``compute_loss`` override), the model gets no labels and returns no loss; the callback then hands the hook the
+loss, logits and labels ``compute_loss`` saw, which are saved under the same names.
 """
 
 from __future__ import annotations

@@ -11,9 +11,12 @@ trainer = Trainer(model=model, args=args, train_dataset=ds, callbacks=[SmdebugCa
   gradient accumulation belong to it); each evaluation/prediction batch is one step of its mode.
 * Saved: parameters at the start of the step; gradients just before the optimizer applies them
   (unscaled under fp16 mixed precision, summed over accumulation); the loss the model returns
-  (``loss_output_<i>``, one per micro-batch); the learning rate (``learning_rate``, ``metrics``
-  collection); what the Trainer logs (``on_log``: ``loss``, ``grad_norm``...: names with "loss" in the
-  ``losses`` collection, the others in ``metrics``); plus everything the hook's collections ask for.
+  (``loss_output_<i>``, one per micro-batch) -- or, when the Trainer computes the loss itself (label
+  smoothing, ``compute_loss_func``, a ``compute_loss`` override), the loss ``compute_loss`` returns, with the
+  logits and labels it got as the loss's inputs (see ``_TrainerSideLoss``); the learning rate
+  (``learning_rate``, ``metrics`` collection); what the Trainer logs (``on_log``: ``loss``, ``grad_norm``...:
+  names with "loss" in the ``losses`` collection, the others in ``metrics``); plus everything the hook's
+  collections ask for.
 
 The hook comes from ``SmdebugCallback(hook=...)``, or is built from keyword arguments (those of
 ``smdebug.pytorch.Hook``), or from the JSON configuration (``smdebug run``).
@@ -22,8 +25,9 @@ The hook comes from ``SmdebugCallback(hook=...)``, or is built from keyword argu
 from __future__ import annotations
 
 import sys
-from typing import Optional
+from typing import Any, Mapping, Optional
 
+import torch
 from transformers import TrainerCallback
 
 from smdebug.core.collection import CollectionKeys
@@ -82,6 +86,84 @@ def head_loss(model) -> Optional[model_loss.ModelLoss]:
     return None
 
 
+def _running_trainer(callback):
+    """The Trainer whose ``__init__`` is calling ``callback.on_init_end`` (callbacks are not given it): the
+    frame on the stack whose ``self`` is a transformers Trainer holding ``callback``; None if not found."""
+    from transformers import Trainer
+
+    frame = sys._getframe(2)
+    for _ in range(64):
+        if frame is None:
+            break
+        candidate = frame.f_locals.get("self")
+        if isinstance(candidate, Trainer) and callback in getattr(
+                getattr(candidate, "callback_handler", None), "callbacks", ()):
+            return candidate
+        frame = frame.f_back
+    return None
+
+
+def _model_loss_of(outputs) -> Any:
+    """The loss a model's output carries, read as the hook reads it (so: the hook saved it already)."""
+    return outputs.get("loss") if isinstance(outputs, dict) else getattr(outputs, "loss", None)
+
+
+class _TrainerSideLoss:
+    """Wraps one Trainer's ``compute_loss`` (set on the instance, so it covers a subclass's override, the
+    Trainer's label smoothing and ``compute_loss_func``: all run inside it) to save the loss the Trainer
+    computed outside the model. The model is then called without ``labels`` and returns no loss, so the
+    hook's forward hook saves nothing of it; here the labels are read from ``inputs`` before the call (label
+    smoothing and the usual overrides pop them), and the loss and the model's output after, and saved as the
+    model's own loss would be (``loss_output_<i>``, logits and labels as ``loss_input_<2i>``/``<2i+1>``).
+    When the model did return a loss (it got the labels), the hook saved that one: nothing more is saved.
+
+    Training calls ``compute_loss`` without ``return_outputs``: on a step where something is due, a forward
+    hook on the model catches its output for the length of the call. Evaluation and prediction ask for the
+    outputs (their step begins at the model's forward, inside the call). Steps with nothing due cost a few
+    attribute reads. A failure here is logged once and disables the hook; training goes on."""
+
+    def __init__(self, callback: "SmdebugCallback", original):
+        self.callback, self.original = callback, original
+
+    def __call__(self, model, inputs, *args, **kwargs):
+        # (the arguments go on as they came: overrides differ in what they accept)
+        hook = self.callback.hook
+        if hook is None or hook._disabled:
+            return self.original(model, inputs, *args, **kwargs)
+        return_outputs, labels, caught, handle = False, None, [], None
+        try:
+            return_outputs = bool(kwargs.get("return_outputs", args[0] if args else False))
+            labels = inputs.get(model_loss.LABELS) if isinstance(inputs, Mapping) else None
+            if not return_outputs and hook._due and isinstance(model, torch.nn.Module):
+                handle = model.register_forward_hook(lambda module, args_, output: caught.append(output))
+        except Exception as e:  # noqa: BLE001
+            hook._fail("watching the model's output in the Trainer's compute_loss", e)
+        try:
+            result = self.original(model, inputs, *args, **kwargs)
+        finally:
+            if handle is not None:
+                handle.remove()
+        self._save(hook, result, return_outputs, caught, labels)
+        return result
+
+    @staticmethod
+    def _save(hook, result, return_outputs: bool, caught, labels) -> None:
+        if hook._disabled or not hook._due:
+            return
+        try:
+            if return_outputs and isinstance(result, (tuple, list)) and len(result) == 2:
+                loss, outputs = result
+            else:
+                loss, outputs = result, (caught[-1] if caught else None)
+            if not isinstance(loss, torch.Tensor) or isinstance(_model_loss_of(outputs), torch.Tensor):
+                return  # (no loss; or the model computed it, and the hook's forward hook saved it)
+            logits = outputs.get(model_loss.LOGITS) if isinstance(outputs, dict) else getattr(
+                outputs, model_loss.LOGITS, None)
+            hook._record_output_loss({"loss": loss, model_loss.LOGITS: logits}, {model_loss.LABELS: labels})
+        except Exception as e:  # noqa: BLE001
+            hook._fail("saving the loss the Trainer's compute_loss returned", e)
+
+
 class SmdebugCallback(TrainerCallback):
     """smdebug's Trainer callback (see the module's docstring): ``SmdebugCallback(hook=None, **hook_kwargs)``."""
 
@@ -104,7 +186,18 @@ class SmdebugCallback(TrainerCallback):
         head = head_loss(model)
         if head is not None:
             model_loss.follow(self.hook, head)
+        self._wrap_compute_loss()
         self.hook._rewire_later()
+
+    def _wrap_compute_loss(self) -> None:
+        # (on the instance: every way the Trainer computes a loss goes through its compute_loss)
+        trainer = _running_trainer(self)
+        if trainer is None:
+            return
+        current = getattr(trainer, "compute_loss", None)
+        if current is None or (isinstance(current, _TrainerSideLoss) and current.callback is self):
+            return
+        trainer.compute_loss = _TrainerSideLoss(self, current)
 
     def _mode_of_forward(self, module) -> Optional[ModeKeys]:
         if module.training:
