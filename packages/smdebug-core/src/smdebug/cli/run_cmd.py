@@ -81,12 +81,36 @@ def _configuration_problem(path: str):
     from smdebug.exceptions import SMDebugError
 
     try:
-        load_hook_config(path)
+        config = load_hook_config(path)
+        out_dir_problem = _out_dir_problem(config.get("out_dir"), config.get("dry_run"))
     except FileNotFoundError:
         return None
     except SMDebugError as e:  # InvalidConfigurationError and the checks it calls (SMDebugValueError...)
         text = str(e)
         return text if len(text) <= 1000 else text[:1000] + "..."
+    return out_dir_problem
+
+
+def _out_dir_problem(out_dir, dry_run):
+    """Why the hook would refuse ``out_dir`` (a file, a FIFO, a link to a device or to nothing, a finished
+    run, a path under a file or in a folder it may not write), or None. The hook refuses it in the script's
+    process with one logged error and the script trained for nothing; nothing is created here (the hook
+    creates the folder). SMDebugError for what :func:`validate_out_dir` refuses itself."""
+    from smdebug.core.out_dir import validate_out_dir
+    from smdebug.core.storage.base import is_s3_path
+
+    if not out_dir or is_s3_path(str(out_dir)):
+        return None  # (no out_dir: the hook's own default; S3: its credentials are checked where it writes)
+    out_dir = validate_out_dir(out_dir, dry_run=True)
+    if dry_run:
+        return None
+    existing = out_dir
+    while not os.path.lexists(existing):  # (the nearest part of the path there is: the hook creates the rest)
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        return f"out_dir {out_dir} cannot be created: {existing} is not a directory"
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return f"out_dir {out_dir} cannot be written: {existing} is not writable"
     return None
 
 
