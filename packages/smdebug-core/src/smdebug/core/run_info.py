@@ -9,7 +9,7 @@ each framework's hook creates with its default regexes, which the collections fi
 from __future__ import annotations
 
 import re
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 FRAMEWORK_KEY = "framework"
 #: what a recorded framework name may look like (a hook's ``framework_name``): readers quote it in messages,
@@ -64,3 +64,22 @@ def modes_set(source) -> List[str]:
     if not isinstance(recorded, list):
         return []
     return [m for m in recorded if isinstance(m, str) and m in ("TRAIN", "EVAL", "PREDICT", "GLOBAL")]
+
+
+#: the first step whose gradients were due while every parameter an optimizer stepped had none
+#: (``_meta.no_gradients``: ``{"step": 12, "parameters": 6}``; written by the PyTorch hook): why a run that asked for
+#: gradients has none, said by the rules that need them
+NO_GRADIENTS_KEY = "no_gradients"
+
+
+def no_gradients(source) -> Optional[Tuple[int, int]]:
+    """(step, parameters) of the run's record that an optimizer stepped with no gradient at a step whose gradients
+    were due; None when not recorded (or not a record of two whole numbers)."""
+    cm = getattr(source, "collection_manager", source)
+    recorded = getattr(cm, "meta", {}).get(NO_GRADIENTS_KEY)
+    if not isinstance(recorded, dict):
+        return None
+    step, count = recorded.get("step"), recorded.get("parameters")
+    if not all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 1 << 63 for v in (step, count)):
+        return None
+    return step, count

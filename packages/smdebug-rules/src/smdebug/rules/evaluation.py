@@ -29,6 +29,7 @@ from __future__ import annotations
 from contextvars import ContextVar
 from typing import Dict, Iterable, List, Optional, Set
 
+from smdebug.core.run_info import no_gradients
 from smdebug.exceptions import (
     CollectionFileCorrupted,
     IndexReaderException,
@@ -128,8 +129,26 @@ class Evaluation:
         elif not self.reason:
             parts.append("read no tensor value")
         if trial is not None:
+            gradients = _why_no_gradients(self.wanted, trial)
+            if gradients:
+                parts.append(gradients)
             parts.append(f"the run has {describe_run(trial)}")
         return "; ".join(parts)
+
+
+def _why_no_gradients(wanted: Dict[str, Set[str]], trial) -> Optional[str]:
+    """Why a rule that looked for gradients found none, when the run recorded it (``_meta.no_gradients``: an
+    optimizer stepped with no gradient at a step whose gradients were due): the symptom of a training fault, said
+    where the user reads the verdict, not only in the training log."""
+    if not any("gradient" in what and not names for what, names in wanted.items()):
+        return None
+    recorded = no_gradients(trial)
+    if recorded is None:
+        return None
+    step, count = recorded
+    return (f"no gradient was saved: at step {step}, when gradients were due, none of the {count} parameters the "
+            f"optimizer updates had one as it stepped (zero_grad() between backward() and step()? no backward() "
+            f"reaching them? all frozen?)")
 
 
 class _Watch:

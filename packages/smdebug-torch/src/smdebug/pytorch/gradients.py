@@ -26,6 +26,7 @@ from typing import Dict, List, Optional, Tuple
 
 import torch
 
+from smdebug.core.run_info import NO_GRADIENTS_KEY
 from smdebug.pytorch import sharded
 
 GRADIENT_PREFIX = "gradient/"
@@ -177,10 +178,14 @@ class GradientSource:
         if not hook._sched_due and not owed:
             return
         saved = self._saved_names()
+        without = 0  # parameters with no gradient as the optimizer steps
         for name, p in pairs:
             grad = p.grad
             gname = GRADIENT_PREFIX + name
-            if grad is None or gname in saved:
+            if grad is None:
+                without += 1
+                continue
+            if gname in saved:
                 continue
             owed_in = [c for c in hook._matching(gname) if c.name in owed] if owed else []
             if sharded.is_dtensor(grad):
@@ -193,6 +198,24 @@ class GradientSource:
             elif owed_in and hook._is_writer:
                 hook._record(gname, grad, force_collections=owed_in)
                 saved.add(gname)
+        if pairs and without == len(pairs) and not saved:
+            self._no_gradient_at_step(len(pairs))
+
+    def _no_gradient_at_step(self, count: int) -> None:
+        """Every parameter the optimizer updates had no gradient as it stepped, at a step whose gradients were
+        due: said once in the training log and recorded in the run (``_meta.no_gradients``), for the rules to
+        say why no gradient was saved. The optimizer stepped on nothing: zero_grad() between backward() and
+        step() (set_to_none, the default), or no backward() that reached these parameters."""
+        hook = self.hook
+        if not any(hook.is_due(GRADIENT_PREFIX + name) for name, _ in hook._params):
+            return
+        if hook.collection_manager.meta.get(NO_GRADIENTS_KEY) is None:
+            hook.collection_manager.meta[NO_GRADIENTS_KEY] = {"step": int(hook.step), "parameters": count}
+            hook._warn_once(
+                "no-gradients", "smdebug: gradients were due at step %d, but none of the %d parameters the optimizer "
+                "updates had a gradient when it stepped (every .grad was None): was zero_grad() called between "
+                "backward() and step(), did no backward() reach them, or are they all frozen (requires_grad=False)? "
+                "No gradient is saved while they have none.", hook.step, count)
 
     def _saved_names(self) -> set:
         step = self.hook.step
