@@ -300,12 +300,18 @@ def render(*, title: str, runs: List[RunInfo], facts: List[dict], sections: List
 
 
 #: characters that change the direction or the lines of the text around them: bidirectional embeddings,
-#: overrides and isolates, the marks, and the line/paragraph separators (which also end a JavaScript line)
-_DIRECTION_CONTROLS = re.compile("[\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+#: overrides and isolates, the marks, and the line/paragraph separators (which also end a JavaScript line);
+#: and the rest of what the CLI escapes for a terminal (smdebug.cli.terminal): control characters but tab and
+#: newline, which HTML forbids and which act on a terminal that shows the file (`cat report.html`: a note
+#: holding ESC ] 0 ; ... BEL retitled it), and the characters that show as nothing, with which two tensors or
+#: workers ('w', 'w' + ZERO WIDTH SPACE) read the same on the page (red team 12)
+_DIRECTION_CONTROLS = re.compile("[\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+                                 "\x00-\x08\x0b-\x1f\x7f-\x9f\xad\u200b\u2060-\u2064\ufeff\ud800-\udfff]")
 
 
 def visible_direction_controls(text: str) -> str:
-    """``text`` with each character of :data:`_DIRECTION_CONTROLS` shown as ``[U+XXXX]``. A tensor name from a
+    """``text`` with each character of :data:`_DIRECTION_CONTROLS` shown as ``[U+XXXX]`` (control characters and
+    invisible ones as well: see there). A tensor name from a
     run holding U+202E would display reversed wherever the page shows it (a heading, a table, a chart's title,
     legend or tooltip: the "Trojan Source" trick makes one tensor look like another). Applied to the whole
     page but Bokeh's own code, so every way a name reaches it is covered; the replacement is plain text in
