@@ -82,7 +82,12 @@ def read_failure_notes(storage) -> List[str]:
     except OSError:  # (StorageError and UnreadableFileError are OSErrors)
         return [f"{HOOK_FAILURES_DIR}/ cannot be listed: a hook may have stopped saving (see the training log)"]
     out: List[str] = []
-    for key, raw in zip(keys[:MAX_NOTES], storage.read_files(keys[:MAX_NOTES], MAX_NOTE_BYTES)):
+    try:
+        notes = storage.read_files(keys[:MAX_NOTES], MAX_NOTE_BYTES)
+    except OSError as e:  # (a store that stalls or fails on them: the notes are said unread, the run still read)
+        return [f"{HOOK_FAILURES_DIR}/ holds {len(keys)} note(s) that cannot be read ({_text(str(e), 200)}): a hook "
+                "may have stopped saving (see the training log)"]
+    for key, raw in zip(keys[:MAX_NOTES], notes):
         if isinstance(raw, Exception):
             out.append(f"{_text(key)}: a note that cannot be read ({_text(str(raw), 200)})")
         else:
