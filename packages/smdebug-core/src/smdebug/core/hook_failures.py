@@ -63,7 +63,8 @@ def describe_note(raw: bytes, key: str) -> str:
     parts = []
     step, failure = doc.get("stopped_at_step"), _text(doc.get("failure"))
     if failure:
-        at = f" at step {step}" if isinstance(step, int) and not isinstance(step, bool) else ""
+        # (a step is a 64-bit number: a note holding 4,000 digits printed them all)
+        at = f" at step {step}" if isinstance(step, int) and not isinstance(step, bool) and 0 <= step < 1 << 63 else ""
         parts.append(f"the hook stopped saving{at} ({failure}); nothing after it was saved")
     lost = _text(doc.get("lost_steps"))
     if lost:
