@@ -40,8 +40,9 @@ def test_fit_records_where_its_running_means_restart_and_the_batches_losses_are_
 
     trial = smd.create_trial(str(tmp_path))
     train = smd.modes.TRAIN
-    assert resets_of(trial, "loss", "TRAIN") == [BATCHES * e for e in range(EPOCHS)]
-    assert resets_of(trial, "mae", "TRAIN") == [BATCHES * e for e in range(EPOCHS)]
+    restarts = resets_of(trial, "loss", "TRAIN")
+    assert restarts.steps == [BATCHES * e for e in range(EPOCHS)] and restarts.upto == BATCHES * EPOCHS - 1
+    assert resets_of(trial, "mae", "TRAIN") == restarts
     assert resets_of(trial, "loss", "EVAL") is None
 
     saved = trial.tensor("loss")

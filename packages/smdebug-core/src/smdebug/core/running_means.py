@@ -6,16 +6,18 @@ A curve of such values is smooth within an epoch and jumps where the mean restar
 minibatch loss's noise or trend would misread it. The hook records which names are running means in a mode and
 the mode steps at which their means restarted (``_meta.running_means``)::
 
-    {"TRAIN": {"names": ["loss", "accuracy"], "resets": [0, 63, 126]}}
+    {"TRAIN": {"names": ["loss", "accuracy"], "resets": [0, 63, 126], "upto": 150}}
 
-With every save known to be the mean of the steps since the last restart, a reader recovers the mean of the
-steps between two saves exactly (:func:`steps_mean`): each step's own value when every step is saved.
+``upto``: the last mode step the record covers (the hook rewrites it as epochs begin; a reader that read it while
+the run was training knows nothing of later restarts, so it takes saves after ``upto`` as saved). With every save
+known to be the mean of the steps since the last restart, a reader recovers the mean of the steps between two
+saves exactly (:func:`steps_mean`): each step's own value when every step is saved.
 """
 
 from __future__ import annotations
 
 import bisect
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from smdebug.core.logger import get_logger
 from smdebug.core.names import clipped
@@ -26,16 +28,26 @@ RUNNING_MEANS_KEY = "running_means"
 MAX_RESETS = 1 << 20
 MAX_NAMES = 10_000
 
-def record(collection_manager, mode_name: str, names: Sequence[str], resets: Sequence[int]) -> None:
-    """Record that ``names`` saved in mode ``mode_name`` are running means restarted at mode steps ``resets``."""
+
+class Restarts(NamedTuple):
+    """Where a running mean restarted: ``steps`` (sorted mode steps), known up to mode step ``upto``."""
+
+    steps: List[int]
+    upto: int
+
+
+def record(collection_manager, mode_name: str, names: Sequence[str], resets: Sequence[int], upto: int) -> None:
+    """Record that ``names`` saved in mode ``mode_name`` are running means restarted at mode steps ``resets``, as
+    known at mode step ``upto``."""
     records = collection_manager.meta.setdefault(RUNNING_MEANS_KEY, {})
-    records[mode_name] = {"names": sorted(set(names)), "resets": sorted(set(int(r) for r in resets))}
+    records[mode_name] = {"names": sorted(set(names)), "resets": sorted(set(int(r) for r in resets)),
+                          "upto": int(upto)}
 
 
-def resets_of(source, name: str, mode_name: str) -> Optional[List[int]]:
-    """The mode steps at which ``name``'s running mean restarted in mode ``mode_name`` (sorted), or None when the
-    run does not say the tensor is a running mean there (most tensors; runs of the original smdebug). ``source``: a
-    trial or its CollectionManager. A record that is not the shape hooks write is said once and read as absent."""
+def resets_of(source, name: str, mode_name: str) -> Optional[Restarts]:
+    """Where ``name``'s running mean restarted in mode ``mode_name``, or None when the run does not say the tensor
+    is a running mean there (most tensors; runs of the original smdebug). ``source``: a trial or its
+    CollectionManager. A record that is not the shape hooks write is said once and read as absent."""
     cm = getattr(source, "collection_manager", source)
     records = getattr(cm, "meta", {}).get(RUNNING_MEANS_KEY)
     if records is None:
@@ -48,7 +60,7 @@ def resets_of(source, name: str, mode_name: str) -> Optional[List[int]]:
     parsed = _parsed(entry)
     if isinstance(parsed, str):
         return _said(cm, f"{mode_name}: {parsed}")
-    return parsed[1] if name in parsed[0] else None
+    return Restarts(parsed[1], parsed[2]) if name in parsed[0] else None
 
 
 def _said(cm, problem: str) -> None:
@@ -59,11 +71,11 @@ def _said(cm, problem: str) -> None:
     return None
 
 
-def _parsed(entry) -> Union[str, Tuple[frozenset, List[int]]]:
-    """(names, sorted restart steps), or what is wrong with the entry."""
+def _parsed(entry) -> Union[str, Tuple[frozenset, List[int], int]]:
+    """(names, sorted restart steps, upto), or what is wrong with the entry."""
     if not isinstance(entry, dict):
         return f"not names and restart steps: {clipped(repr(entry), 60)}"
-    names, resets = entry.get("names"), entry.get("resets")
+    names, resets, upto = entry.get("names"), entry.get("resets"), entry.get("upto")
     if not (isinstance(names, list) and isinstance(resets, list)):
         return "names and resets must be lists"
     if len(names) > MAX_NAMES or len(resets) > MAX_RESETS:
@@ -72,22 +84,31 @@ def _parsed(entry) -> Union[str, Tuple[frozenset, List[int]]]:
         if not isinstance(n, str):
             return f"a name that is no string: {clipped(repr(n), 60)}"
     for r in resets:
-        if not (isinstance(r, int) and not isinstance(r, bool) and 0 <= r < 1 << 63):
+        if not _is_step(r):
             return f"a restart that is no step: {clipped(repr(r), 60)}"
-    return frozenset(names), sorted(set(resets))
+    if not _is_step(upto):
+        return f"a last step covered that is no step: {clipped(repr(upto), 60)}"
+    return frozenset(names), sorted(set(resets)), upto
 
 
-def steps_mean(resets: List[int], step: int, value: float, previous: Optional[Dict[str, float]]) -> float:
+def _is_step(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 1 << 63
+
+
+def steps_mean(restarts: Restarts, step: int, value: float, previous: Optional[Dict[str, float]]) -> float:
     """The mean of the steps since the previous save, from running means: ``value`` is the running mean at mode
     step ``step``; ``previous`` is ``{"step": s, "value": m}`` of the save before it (None for the first). Within
     one run of the mean (no restart between the two saves) the steps ``s+1..step`` average
     ``(k * value - j * m) / (k - j)``, ``k`` and ``j`` the steps each mean covers; after a restart the value is
     already the mean of the steps since it. Steps are weighed alike (Keras weighs a loss by its batch's size: a
-    short last batch of an epoch is read a little off, nothing else)."""
-    i = bisect.bisect_right(resets, step) - 1
+    short last batch of an epoch is read a little off, nothing else). A save after the record's ``upto``, or before
+    its first restart, is read as saved: where the mean restarted there, the record does not say."""
+    if step > restarts.upto:
+        return value
+    i = bisect.bisect_right(restarts.steps, step) - 1
     if i < 0:
-        return value  # saved before the first restart the record knows: read as saved
-    start = resets[i]
+        return value
+    start = restarts.steps[i]
     if previous is None or previous["step"] < start or previous["step"] >= step:
         return value
     k, j = step - start + 1, previous["step"] - start + 1

@@ -578,7 +578,7 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
     def _export_collections(self) -> None:
         if self._running_names and self._running_resets:
             running_means.record(self.collection_manager, ModeKeys.TRAIN.name, self._running_names,
-                                 self._running_resets)
+                                 self._running_resets, upto=self.mode_steps[ModeKeys.TRAIN])
         super()._export_collections()
 
     def _save_logs(self, logs) -> None:

@@ -19,7 +19,7 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple, Union
 import numpy as np
 
 from smdebug.core.modes import ModeKeys
-from smdebug.core.running_means import resets_of, steps_mean
+from smdebug.core.running_means import Restarts, resets_of, steps_mean
 from smdebug.rules.generic.loss_rules import (
     EVALUATION_ONLY,
     LossSelection,
@@ -45,14 +45,14 @@ class Curve:
     were); else that worker's copies only (a data-parallel run whose workers all save the loss: each worker's
     is the loss of its own minibatches).
 
-    ``resets``: the mode steps where the tensor's running mean restarted, when the run records that its saves
-    are running means (Keras's training logs: the mean over the epoch so far; :mod:`smdebug.core.running_means`).
+    ``resets``: where the tensor's running mean restarted (:class:`~smdebug.core.running_means.Restarts`), when
+    the run records that its saves are running means (Keras's training logs: the mean over the epoch so far; :mod:`smdebug.core.running_means`).
     Each save then reads as the mean of the steps since the save before it -- every step's own value when
     every step was saved -- so the curve is a minibatch loss like any other: a running mean is smooth within
     an epoch and jumps where it restarts, which read as noise far smaller than the loss's and as swings that
     are only epochs beginning."""
 
-    def __init__(self, inverted: bool = False, worker: Optional[str] = None, resets: Optional[List[int]] = None):
+    def __init__(self, inverted: bool = False, worker: Optional[str] = None, resets: Optional[Restarts] = None):
         self.worker = worker
         self.resets = resets
         self._previous: Optional[Dict[str, float]] = None  # the last save read, as saved (a running mean)
