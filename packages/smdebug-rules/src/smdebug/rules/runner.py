@@ -59,10 +59,12 @@ _SKIP = (TensorUnavailableForStep, StepUnavailable, TensorUnavailable)
 class _Active:
     """A rule being evaluated, with its result."""
 
-    def __init__(self, rule, result: RuleResult):
+    def __init__(self, rule, result: RuleResult, request: Tuple = ()):
         self.rule = rule
         self.result = result
         self.done = False
+        #: (rule name or class, params, the caller's action_str): to judge the finished run again
+        self.request = request
 
 
 def _normalise(request: RuleRequest) -> Tuple[str, dict, Optional[str]]:
@@ -146,6 +148,7 @@ def run_rules(
         result.rules.append(rr)
         try:
             rule_class = name if info is None else info.load()
+            request_action = action_str
             if stop_training_on_issue:
                 action_str = _with_stop_training(action_str)
             rule = build_rule(rule_class, trial, params, other_trials=others, action_str=action_str)
@@ -153,16 +156,18 @@ def run_rules(
             rr.status, rr.error = ERROR, f"{type(e).__name__}: {e}"
             _emit(on_event, "error", rr, None)
             continue
-        active.append(_Active(rule, rr))
+        active.append(_Active(rule, rr, (name, params, request_action)))
 
     deadline = None if timeout is None else time.monotonic() + timeout
     next_step = start_step or 0
+    judged_live = False  # a step was evaluated before the run's end was known
     try:
         with watch_ctrl_c() as ctrl_c:
             while any(not a.done for a in active):
                 ctrl_c.check()  # (a Ctrl-C whose KeyboardInterrupt Python dropped)
                 steps = [s for s in trial.steps() if s >= next_step and (end_step is None or s < end_step)]
                 for step in steps:
+                    judged_live = judged_live or not trial.loaded_all_steps
                     _evaluate_step(active, step, max_findings, on_event)
                     result.steps_evaluated += 1
                     result.last_step = step
@@ -210,11 +215,55 @@ def run_rules(
         result.not_final = why_not_final(trial, follow=follow, timed_out=timed_out,
                                          interrupted=result.interrupted)
         result.waiting_for_workers = bool(getattr(trial, "missing_workers_note", None))
+    finals = {}
+    if follow and complete and judged_live:
+        finals = _judge_finished(trial, [a for a in active if not a.result.findings_total and a.result.status != ERROR],
+                                 others, start_step, end_step, max_findings, on_event)
     for a in active:
+        if id(a) in finals:
+            at = next(i for i, r in enumerate(result.rules) if r is a.result)  # (by identity: results compare by value)
+            result.rules[at] = finals[id(a)]
+            _emit(on_event, "done", finals[id(a)], None)
+            continue
         _conclude(a.result, a.rule, trial, complete)
         _emit(on_event, "done", a.result, None)
     result.finished = time.time()
     return result
+
+
+def _judge_finished(trial, quiet: List[_Active], others, start_step, end_step, max_findings,
+                    on_event) -> dict:
+    """A followed run that has ended: the rules that found nothing while it trained judge it again, whole, as a
+    run read afterwards is judged (id(active) -> its RuleResult). Tests judged "once training has ended" ran
+    at steps the follower evaluated before the end marker appeared (the last labels, the loss's last save),
+    saw a run still training and were passed over for good, and the run's record (``_meta``) was read once, when
+    the follower opened it: a live verdict said "no issues" or NotEvaluated where the same finished run judged
+    afterwards was judged, or fired. Rules that fired while it trained keep their findings (each was true when
+    made: a stop may have followed)."""
+    if not quiet:
+        return {}
+    from smdebug.trials import create_trial
+
+    logger.info("smdebug: the run has ended: %d rule(s) that found nothing while it trained judge the finished run "
+                "again", len(quiet))
+    try:
+        fresh = create_trial(trial.path, range_steps=getattr(trial, "range_steps", None),
+                             skip_damaged=getattr(trial, "skip_damaged", False))
+        again = run_rules(fresh, [a.request for a in quiet], other_trials=others, start_step=start_step,
+                          end_step=end_step, max_findings=max_findings, on_event=_findings_only(on_event))
+    except SMDebugError as e:  # (the verdicts made while following stand; why they were not confirmed is said)
+        logger.warning("smdebug: the finished run could not be judged again (%s); the verdicts stand as made while "
+                       "it trained", e)
+        return {}
+    return {id(a): r for a, r in zip(quiet, again.rules)}
+
+
+def _findings_only(on_event: Optional[EventCallback]) -> Optional[EventCallback]:
+    """``on_event`` for the second judgement of a finished run: its findings and errors, not its "done" (the
+    caller says that once, for the final verdict)."""
+    if on_event is None:
+        return None
+    return lambda event, rule_result, finding: None if event == "done" else on_event(event, rule_result, finding)
 
 
 def _check_times(timeout, poll_interval) -> None:
