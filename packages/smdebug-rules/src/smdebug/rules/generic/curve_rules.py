@@ -87,8 +87,13 @@ class LossNotDecreasing(LossCurveRule):
     A loss that was only falling slowly (the "too slowly to matter" test) is judged by that test's own
     yardstick: it is not reported when the run's last window lies ``p / 2`` below ``now`` and ``p`` below
     ``first`` and the first save (a steady learner whose progress is spread evenly over the run meets the pace
-    test at half-way; a model at chance level never gets ``p`` below its start). Live, the future is unknown and
-    the stall is reported when it is met.
+    test at half-way; a model at chance level never gets ``p`` below its start). **Live** (a run still training,
+    followed), the future is unknown: a stall is reported once the condition has held at every check from half-way
+    through the run so far (and at a check at or before half-way), beyond ``patience``: a slow start or an early
+    plateau that a finished run would forgive is not reported while it lasts less than half of the run so far
+    (a finding may stop the job: ``--stop-training``), and a fault's stall, which lasts to the end, is reported
+    at about twice the step where it began. When the followed run ends, a rule that found nothing judges the
+    finished run (see the runner).
 
     **An evaluation set's metric** (a validation loss, XGBoost's ``validation-logloss``; a whole set evaluated
     exactly, with no batch noise) has ``first`` raised to its very first evaluation, or the median of its first 3
@@ -336,6 +341,19 @@ class LossNotDecreasing(LossCurveRule):
             return end < min(first, curve.values[0]) - p and end < now - p / 2
         return end < min(now, first, curve.values[0]) - p
 
+    @staticmethod
+    def _held_since_half_way(steps: List[int], mets: List[bool], f: int, s: int) -> bool:
+        """Live (the run's end unknown): whether the condition held at every check from half-way through the run so
+        far to ``s``, and at a check at or before half-way. Training often starts on a plateau or creeps at first
+        (a slow start, a warm-up, a saddle), and a finished run forgives a stall its loss later left; a run still
+        training cannot be forgiven later, and a finding may stop it (--stop-training). A fixed patience made the
+        first judgeable checks (step ~50) decide: healthy runs that stalled for 4-29 steps were reported, and one
+        was stopped (probe 12c F1); the faults' stalls last from where they begin to the end, so they hold over
+        half of any run so far, reported later the longer the run had been learning."""
+        half = f + (s - f) // 2
+        i = bisect.bisect_right(steps, half) - 1
+        return i >= 0 and all(mets[i:])
+
     def judge(self, name, mode, curve, s):
         label = mode_label(mode).replace("step", "steps")
         paced = self.training_curve(name, mode)
@@ -365,8 +383,11 @@ class LossNotDecreasing(LossCurveRule):
                 return False, None
             if not mets[i]:
                 return True, None
-        if training_ended(self.base_trial) and self._left_later(name, mode, curve, now, first, stalled):
-            return True, None  # a plateau the finished run's loss later left
+        if training_ended(self.base_trial):
+            if self._left_later(name, mode, curve, now, first, stalled):
+                return True, None  # a plateau the finished run's loss later left
+        elif not self._held_since_half_way(steps, mets, curve.first(), s):
+            return True, None  # live: not yet a stall that lasted half of the run so far
         return True, (f"{self.shown(name, curve)} {detail}"
                       + (f"; met at {self.patience} checks {self.num_steps} steps apart" if self.patience > 1 else ""))
 
