@@ -43,9 +43,12 @@ def test_a_plateau_the_finished_run_left_is_not_reported(tmp_path):
     # the same plateau with no way out is reported, from the first steps the rule judges
     stuck = plateau_then(600, [])
     assert invoke_rule(LossNotDecreasing(run(tmp_path / "stuck", losses(stuck))))[:1] == [49]
-    # live (no end marker yet) the future is unknown: the plateau is reported when met
+    # live (no end marker yet) the future is unknown: the plateau is reported once it has held over half of the run
+    # so far (from the first judgeable checks, ~step 40: by step 80), not at the first checks (a slow start that
+    # would be forgiven afterwards cannot be live: probe 12c F1)
     write(tmp_path / "live", losses(learned[:80]), close=False)
-    assert invoke_rule(LossNotDecreasing(create_trial(str(tmp_path / "live"))), end_step=80)[:1] == [49]
+    live = invoke_rule(LossNotDecreasing(create_trial(str(tmp_path / "live"))), end_step=80)
+    assert live and 49 < live[0] <= 2 * 40, live
 
 
 def test_a_loss_back_at_its_first_value_made_no_progress(tmp_path):
