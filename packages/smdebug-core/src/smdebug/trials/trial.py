@@ -368,7 +368,7 @@ class Trial:
     def refresh_data(self) -> None:
         ended = self._assumed_ended or self.storage.exists(END_OF_JOB_FILE)
         if not ended and self.num_workers > 1:
-            ended = self._fewer_workers_all_ended()
+            ended = self._every_worker_ended() or self._fewer_workers_all_ended()
         if self._ended_at_first_read is None:
             self._ended_at_first_read = ended
         if not ended:
@@ -403,6 +403,19 @@ class Trial:
         still waits for its missing workers before it reads the run as ended (SMDEBUG_ENDED_WORKERS_WAIT).
         None otherwise."""
         return None if self.loaded_all_steps else self._ended_wait_left
+
+    def _every_worker_ended(self) -> bool:
+        """Every one of the run's ``num_workers`` workers has said it ended (``workers_ended/<worker>``, written
+        after its last file): the run has ended, end marker or not. The last worker to end writes the marker, but
+        two ranks ending together can each list the folder before the other's marker is there, and then neither
+        writes it (a two-process DDP run judged InProgress for ever)."""
+        seen = self.worker_set | self._index_workers
+        if len(seen) < self.num_workers:
+            return False
+        try:
+            return None not in self._end_markers(seen).values()
+        except IndexReaderException:
+            return False
 
     def _fewer_workers_all_ended(self) -> bool:
         """A run whose collections say ``num_workers`` N, where fewer than N worker names ever wrote
