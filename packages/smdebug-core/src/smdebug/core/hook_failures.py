@@ -21,6 +21,7 @@ from typing import List, Optional, Sequence
 
 from smdebug.core.locations import HOOK_FAILURES_DIR, serialize_worker_name
 from smdebug.core.names import step_runs
+from smdebug.core.run_info import is_step
 
 #: a note is a few hundred bytes; anything larger was not written by a hook (read no further)
 MAX_NOTE_BYTES = 64 * 1024
@@ -64,7 +65,7 @@ def describe_note(raw: bytes, key: str) -> str:
     step, failure = doc.get("stopped_at_step"), _text(doc.get("failure"))
     if failure:
         # (a step is a 64-bit number: a note holding 4,000 digits printed them all)
-        at = f" at step {step}" if isinstance(step, int) and not isinstance(step, bool) and 0 <= step < 1 << 63 else ""
+        at = f" at step {step}" if is_step(step) else ""
         parts.append(f"the hook stopped saving{at} ({failure}); nothing after it was saved")
     lost = _text(doc.get("lost_steps"))
     if lost:

@@ -66,6 +66,12 @@ def modes_set(source) -> List[str]:
     return [m for m in recorded if isinstance(m, str) and m in ("TRAIN", "EVAL", "PREDICT", "GLOBAL")]
 
 
+def is_step(value) -> bool:
+    """Whether a value read from a run's records is a step number: a whole number (not a bool) from 0 to 2**63-1
+    (a record holding more digits is damage, and printing it would print them all)."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 1 << 63
+
+
 #: the first step whose gradients were due while every parameter an optimizer stepped had none
 #: (``_meta.no_gradients``: ``{"step": 12, "parameters": 6}``; written by the PyTorch hook): why a run that asked for
 #: gradients has none, said by the rules that need them
@@ -80,6 +86,6 @@ def no_gradients(source) -> Optional[Tuple[int, int]]:
     if not isinstance(recorded, dict):
         return None
     step, count = recorded.get("step"), recorded.get("parameters")
-    if not all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 1 << 63 for v in (step, count)):
+    if not (is_step(step) and is_step(count)):
         return None
     return step, count

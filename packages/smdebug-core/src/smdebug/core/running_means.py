@@ -21,6 +21,7 @@ from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from smdebug.core.logger import get_logger
 from smdebug.core.names import clipped
+from smdebug.core.run_info import is_step
 
 RUNNING_MEANS_KEY = "running_means"
 
@@ -84,15 +85,11 @@ def _parsed(entry) -> Union[str, Tuple[frozenset, List[int], int]]:
         if not isinstance(n, str):
             return f"a name that is no string: {clipped(repr(n), 60)}"
     for r in resets:
-        if not _is_step(r):
+        if not is_step(r):
             return f"a restart that is no step: {clipped(repr(r), 60)}"
-    if not _is_step(upto):
+    if not is_step(upto):
         return f"a last step covered that is no step: {clipped(repr(upto), 60)}"
     return frozenset(names), sorted(set(resets)), upto
-
-
-def _is_step(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 1 << 63
 
 
 def steps_mean(restarts: Restarts, step: int, value: float, previous: Optional[Dict[str, float]]) -> float:
