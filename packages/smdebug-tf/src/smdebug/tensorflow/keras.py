@@ -476,7 +476,7 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
             self._epoch_begun = False
             self._running_resets.append(self.mode_steps[ModeKeys.TRAIN])
             if self._running_names and self._writer is not None:
-                self._export_collections()  # (a reader following the run learns of the restart)
+                self._export_collections()  # (a reader opening the run while it trains knows of the restart)
         if self._disabled or not self.is_writing:
             return
         self._register(self.model)
