@@ -78,12 +78,13 @@ def _keras_train_step(model) -> bool:
     return getattr(step, "__module__", "").split(".")[0] == "keras"
 
 
-def _leaf_keys(logs) -> List[str]:
-    """The names of a (nested) logs dict's values, as ``_save_log`` flattens them."""
-    keys = []
+def _flat_logs(logs):
+    """A (nested) logs dict's values with their names, flattened as Keras does (compile_metrics nests)."""
     for key, value in logs.items():
-        keys.extend(_leaf_keys(value) if isinstance(value, dict) else [key])
-    return keys
+        if isinstance(value, dict):
+            yield from _flat_logs(value)
+        else:
+            yield key, value
 
 
 def _callback(fn):
@@ -375,7 +376,7 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
         if logs and self._in_step and self.mode == ModeKeys.EVAL:
             # The evaluation's final loss and metrics, whatever the schedule: val_<name> during fit.
             prefix = "val_" if self._fit_depth > 0 else ""
-            for key, value in logs.items():
+            for key, value in _flat_logs(logs):  # each under val_: a nested metric would shadow training's
                 self._save_log(prefix + key, value, force=True)
         self._keras_depth = max(0, self._keras_depth - 1)
         self._end_loop("test")
@@ -566,10 +567,7 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
     # logs
     # ------------------------------------------------------------------------------------------
     def _save_log(self, name: str, value, force: bool = False) -> None:
-        if isinstance(value, dict):  # nested logs (compile_metrics): flatten as Keras does
-            for key, v in value.items():
-                self._save_log(key, v, force)
-            return
+        """One value of Keras's logs (the callers flatten nested logs with ``_flat_logs``)."""
         if isinstance(value, (int, float, np.number)):
             value = np.asarray(value, dtype=np.float32)  # the shape batch logs have: a 0-d tensor
         collection = CollectionKeys.LOSSES if LOSS_RE.search(name) else CollectionKeys.METRICS
@@ -587,10 +585,12 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
         if not (self._due or self._collection_due(CollectionKeys.METRICS)
                 or self._collection_due(CollectionKeys.LOSSES)):
             return
-        for key, value in logs.items():
+        names = []
+        for key, value in _flat_logs(logs):
             self._save_log(key, value)
+            names.append(key)
         if self._kind == "train" and self._running_resets and self.mode == ModeKeys.TRAIN:
-            self._running_names.update(_leaf_keys(logs))
+            self._running_names.update(names)
 
     # ------------------------------------------------------------------------------------------
     # the per-batch function wrappers
