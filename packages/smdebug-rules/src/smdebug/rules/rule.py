@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
 from typing import List, Optional
 
@@ -45,6 +46,11 @@ class Rule(WarnsOnce, ABC):
         self.report = {"RuleTriggered": 0, "Violations": 0, "Details": {}, "Datapoints": 0, "RuleParameters": ""}
         #: reason of the last time the condition was met
         self.last_reason: Optional[str] = None
+        #: until when (``time.monotonic()``) the rule may wait for another run (``other_trials``) to reach a step:
+        #: None, without limit (a rule invoked on its own waits as the original's did). The runner sets it: judging
+        #: a run afterwards, the moment it starts (nothing is waited for: a run that never ends, its job killed,
+        #: held a comparison for ever); following, its timeout
+        self.others_wait_until: Optional[float] = None
         from smdebug.rules.action.actions import Actions  # boto3 is imported only when an action runs
 
         self.actions = Actions(action_str, rule_name=self.rule_name, trial=base_trial)
@@ -77,6 +83,13 @@ class Rule(WarnsOnce, ABC):
         """Say what the rule could not judge although it judged the run (one of its tests not reached): shown as
         the detail of a NoIssuesFound verdict, so that "no issues" does not claim that test. None withdraws it."""
         self.evaluation.caveat = reason
+
+    def others_wait_left(self) -> Optional[float]:
+        """Seconds the rule may still wait for another run to reach a step (``others_wait_until``): None, no
+        limit; 0, none."""
+        if self.others_wait_until is None:
+            return None
+        return max(0.0, self.others_wait_until - time.monotonic())
 
     def set_required_tensors(self, step: int) -> None:
         """Optionally declare what the rule needs at ``step`` with ``self.req_tensors.add(...)``."""

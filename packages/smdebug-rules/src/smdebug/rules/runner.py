@@ -159,6 +159,8 @@ def run_rules(
         active.append(_Active(rule, rr, (name, params, request_action)))
 
     deadline = None if timeout is None else time.monotonic() + timeout
+    for a in active:  # how long a rule may wait for another run to reach a step (see Rule.others_wait_until)
+        a.rule.others_wait_until = deadline if follow else time.monotonic()
     next_step = start_step or 0
     judged_live = False  # a step was evaluated before the run's end was known
     try:

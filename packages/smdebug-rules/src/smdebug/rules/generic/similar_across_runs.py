@@ -27,8 +27,11 @@ class SimilarAcrossRuns(Rule):
 
     Steps are matched by mode: a step saved as ``(TRAIN, 7)`` in the base run is compared with ``(TRAIN, 7)``
     of the other run, whatever their global step numbers; steps saved without a mode are matched by global
-    step. The rule waits for the other run to reach the step (it may lag behind); steps and tensors the other
-    run does not have are skipped (logged at debug level), as are tensors saved only as reductions.
+    step. Steps and tensors the other run does not have are skipped (logged at debug level), as are tensors
+    saved only as reductions. A step the other run has not reached yet is waited for only while the run is
+    followed (up to the runner's timeout; without limit when the rule is invoked on its own, as the original
+    did): judged afterwards, the steps past the other run's last are not compared, and the verdict says so (a
+    run whose job was killed never reaches them).
 
     A tensor differs when the shapes differ, or when any value differs: for numbers, ``not numpy.isclose(a,
     b, rtol, atol, equal_nan=True)``, i.e. ``|a - b| > atol + rtol * |b|`` (NaN matches NaN); with the
@@ -59,6 +62,8 @@ class SimilarAcrossRuns(Rule):
             self._regexes = [NamePattern(r, name) for r in self.tensor_regex]
         except re.error as e:
             raise SMDebugValueError(f"{name}: tensor_regex is not a valid regular expression: {e}") from None
+        #: (other run, mode) -> the first step of that mode the other run had not reached when it was compared
+        self._behind = {}
         self.rtol = as_float(name, "rtol", rtol)
         self.atol = as_float(name, "atol", atol)
         for pname, value in (("rtol", self.rtol), ("atol", self.atol)):
@@ -85,7 +90,8 @@ class SimilarAcrossRuns(Rule):
         """The other run's value of ``name`` at ``(mode, mode_step)`` (``worker``'s copy when given), or None if it
         has none there."""
         try:
-            other.wait_for_steps([mode_step], mode=mode)
+            if not self._reached(other, mode, mode_step):
+                return None
             if not other.has_tensor(name):
                 self.logger.debug("%s: %s has no tensor %s", self.rule_name, other.name, name)
                 return None
@@ -96,6 +102,37 @@ class SimilarAcrossRuns(Rule):
         except (StepUnavailable, NoMoreData, TensorUnavailable, TensorUnavailableForStep, InvalidWorker) as e:
             self.logger.debug("%s: nothing to compare in %s for %s: %s", self.rule_name, other.name, name, e)
             return None
+
+    def _reached(self, other, mode, mode_step) -> bool:
+        """Whether ``other`` has reached ``(mode, mode_step)``, waiting no longer than the rule may
+        (``others_wait_left``); a step it has not reached is remembered, and so are the later ones."""
+        behind = self._behind.get((id(other), mode))
+        if behind is not None and mode_step >= behind:
+            return False
+        left = self.others_wait_left()
+        for look in range(2):
+            try:
+                other.wait_for_steps([mode_step], mode=mode, timeout=left)
+                return True
+            except TimeoutError:
+                if left != 0 or look:
+                    break
+                other.refresh_data()  # not waiting: one look at what it has written since it was opened
+        self._behind[(id(other), mode)] = mode_step
+        return False
+
+    def _lagging(self, mode, mode_step):
+        """The other runs that had not reached ``(mode, mode_step)``, and the words for them."""
+        behind = [o for o in self.other_trials
+                  if self._behind.get((id(o), mode)) is not None and mode_step >= self._behind[(id(o), mode)]]
+        if not behind:
+            return [], ""
+        first = min(self._behind[(id(o), mode)] for o in behind)
+        where = f"step {first}" if mode == ModeKeys.GLOBAL else f"{mode.name} step {first}"
+        names = ", ".join(o.name for o in behind)
+        return behind, (f"run {names} had not reached {where} when it was compared (its training has not ended, "
+                        f"or its job died); steps from there were not compared: judge again once it has ended, or "
+                        f"follow both (--follow)")
 
     def invoke_at_step(self, step):
         base = self.base_trial
@@ -125,9 +162,12 @@ class SimilarAcrossRuns(Rule):
                         break
             if failing:
                 return first_finding(failing)
+        behind, words = self._lagging(mode, mode_step)
+        if behind:
+            self.caveat(words)  # (a NoIssuesFound verdict on the steps compared before must not claim these)
         if not compared:
-            self.not_evaluated(f"found no tensor saved both here and in {', '.join(t.name for t in self.other_trials)} "
-                               "at the same step")
+            self.not_evaluated(words if behind else f"found no tensor saved both here and in "
+                                                    f"{', '.join(t.name for t in self.other_trials)} at the same step")
         return False
 
     def _workers(self, name, step):
