@@ -127,7 +127,7 @@ def parse_step_file_name(path: str):
     """(global step, worker) from an index or event file path; IndexReaderException if it is not one."""
     m = _STEP_FILE_RE.search(path)
     if m is None:
-        raise IndexReaderException("Invalid File Found", path)
+        raise IndexReaderException(f"Invalid File Found: {_not_a_step_file(path)}", path)
     step = int(m.group(1))
     if step > MAX_STEP:
         raise IndexReaderException(f"Invalid File Found: step {m.group(1)[:40]} is larger than a step can be",
@@ -136,6 +136,18 @@ def parse_step_file_name(path: str):
         raise IndexReaderException("Invalid File Found: the worker name holds control characters or bytes that "
                                    "are not UTF-8", path)
     return step, deserialize_worker_name(m.group(2))
+
+
+def _not_a_step_file(path: str) -> str:
+    """Why ``path``'s name is not a step file's, for the message: the name is the problem, not the file's
+    content (a name with bytes that are not UTF-8, shown escaped, says so: it is the likeliest cause)."""
+    from smdebug.core.names import clipped  # (repr below escapes them: control characters, lone surrogates)
+
+    name = path.rpartition("/")[2]
+    reason = f"the file name {clipped(name, 120)!r} is not a step's file name (<step>_<worker>.json or .tfevents)"
+    if _BAD_NAME_CHARS.search(name):
+        reason += " (it holds control characters or bytes that are not UTF-8, shown escaped)"
+    return reason
 
 
 def index_file_problem(key: str, step: int, worker: str) -> Optional[str]:
