@@ -84,6 +84,39 @@ def test_lightning_ddp_two_processes_unmodified(tmp_path):
     np.testing.assert_array_equal(w.value(3, mode=TRAIN, worker="worker_0"), w.value(3, mode=TRAIN, worker="worker_1"))
 
 
+def test_smdebug_run_returns_once_every_ddp_rank_has_ended(tmp_path):
+    """Lightning's DDP launcher starts rank 1 as the script's child and leaves it running when rank 0's process
+    ends: `smdebug run` waited for rank 0 only, returned (and counted the steps) while rank 1 was still in the
+    job, and a run read at once had no end marker and rank 1's last steps missing. It now returns once every
+    process the script started has ended. Rank 1 stays 8 s after its training here. The command's output goes
+    to files, not pipes: a pipe's end of file waits for rank 1 too (it holds the pipe), in the test instead of
+    in the command."""
+    pytest.importorskip("lightning")
+    out = tmp_path / "run"
+    config = tmp_path / "hook.json"
+    config.write_text(json.dumps({"LocalPath": str(out),
+                                  "HookParameters": {"save_interval": "1", "include_workers": "all"},
+                                  "CollectionConfigurations": [{"CollectionName": "losses"}]}))
+    launcher = {"MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK", "NODE_RANK", "GROUP_RANK"}
+    env = {**{k: v for k, v in os.environ.items() if k not in launcher}, "OMP_NUM_THREADS": "1"}
+    with open(tmp_path / "stdout", "w") as stdout, open(tmp_path / "stderr", "w") as stderr:
+        status = subprocess.call([sys.executable, "-m", "smdebug.cli.main", "run", "--config", str(config), "--",
+                                  sys.executable, str(SCRIPTS / "lightning_late_rank.py"), "8"],
+                                 stdout=stdout, stderr=stderr, env=env, cwd=tmp_path, timeout=600)
+    # read the moment the command has returned
+    lines = (tmp_path / "stdout").read_text().splitlines()
+    ended = (out / "training_job_end.ts").exists()
+    trial = smd.create_trial(str(out))
+    losses = trial.tensor("loss_output_0")
+    workers = {step: sorted(losses.workers(step, mode=TRAIN)) for step in losses.steps(mode=TRAIN)}
+    stderr = (tmp_path / "stderr").read_text()
+    assert status == 0, stderr[-5000:]
+    assert {"rank 0 exiting", "rank 1 exiting"} <= set(lines), lines[-20:]
+    assert ended and trial.loaded_all_steps, stderr[-3000:]
+    assert workers == {step: ["worker_0", "worker_1"] for step in range(4)}, workers
+    assert "waiting for the processes it started" in stderr  # (a wait is said, not silent)
+
+
 def test_transformers_script_unmodified(tmp_path):
     pytest.importorskip("transformers")
     out, proc = smdebug_run(tmp_path, "transformers_train.py", str(tmp_path / "trainer"),

@@ -9,7 +9,9 @@ The hook is built from a JSON hook configuration (--config, else SMDEBUG_CONFIG_
 framework, the way SageMaker's framework containers did it. With --out-dir alone the hook saves the
 recommended preset (--preset recommended: what smd.Hook.recommended saves, so that `smdebug rules run` can
 judge the run; the collections come from smdebug-rules, for the script's framework). USE_SMDEBUG=0 runs the
-script untouched. The exit status is the script's; at the end the command says how many steps were saved.
+script untouched. The exit status is the script's. When the script has ended, the command waits (Linux; at most
+SMDEBUG_RUN_CHILDREN_WAIT seconds, 120) for the processes it started that outlive it (the other ranks a
+launcher in the script started, as Lightning's DDP strategy does), then says how many steps were saved.
 """
 
 from __future__ import annotations
@@ -21,8 +23,12 @@ import subprocess
 import sys
 import tempfile
 
+from smdebug.zero_code.job_processes import adopt_orphans, adopted_note, wait_for_adopted
 from smdebug.zero_code.preset import PRESET_ENV, RECOMMENDED
 from smdebug.zero_code.saved_steps import saved_steps_note
+
+#: seconds ``smdebug run`` waits, after the script has ended, for the processes it started that outlive it
+CHILDREN_WAIT_ENV, CHILDREN_WAIT_DEFAULT = "SMDEBUG_RUN_CHILDREN_WAIT", 120.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -114,6 +120,24 @@ def _out_dir_problem(out_dir, dry_run):
     return None
 
 
+def _wait_for_job(adoption) -> None:
+    """Wait, bounded, for the processes the script started that are still running now that it has ended (the
+    other ranks of a job a launcher in it started), so that the steps are counted, and the command returns,
+    once the whole job has ended."""
+    from smdebug.core.env_settings import env_float
+
+    timeout = env_float(CHILDREN_WAIT_ENV, CHILDREN_WAIT_DEFAULT, minimum=0.0)
+
+    def waiting(pids):
+        print(f"smdebug run: the script has ended; waiting for the processes it started (pid "
+              f"{', '.join(map(str, pids)) or '?'}) to end, up to {timeout:g} s ({CHILDREN_WAIT_ENV})",
+              file=sys.stderr)
+
+    failed, left = wait_for_adopted(adoption, timeout, on_wait=waiting)
+    for line in adopted_note(failed, left, timeout):
+        print(line, file=sys.stderr)
+
+
 def run(args) -> int:
     command = list(args.command)
     if command and command[0] == "--":
@@ -163,13 +187,18 @@ def run(args) -> int:
         print("smdebug run: saving the recommended preset (what `smdebug rules run` reads, as "
               "smd.Hook.recommended saves it); --preset none, --collections or --save-interval to choose "
               "yourself", file=sys.stderr)
+    adoption = adopt_orphans()  # (the ranks a launcher in the script starts and leaves running: job_processes)
     try:
         status = subprocess.call(command, env=env)
+        if adoption is not None:
+            _wait_for_job(adoption)
     except FileNotFoundError:
         print(f"smdebug run: command not found: {command[0]}", file=sys.stderr)
         return 127
     finally:
-        if tmp is not None:
+        if adoption is not None:
+            adoption.end()
+        if tmp is not None:  # (after the whole job: a rank started late reads it too)
             os.unlink(tmp.name)
     if args.out_dir and not args.config:
         note = saved_steps_note(args.out_dir, preset)
