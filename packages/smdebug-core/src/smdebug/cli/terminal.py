@@ -24,24 +24,10 @@ U+200D, which Persian, Indic scripts and emoji need, pass.
 from __future__ import annotations
 
 import contextlib
-import re
 import sys
 from typing import Iterator
 
-# C0 controls but tab and newline; DEL and the C1 controls (0x9b is a one-byte CSI); the implicit direction
-# marks, bidirectional embeddings, overrides and isolates; the line and paragraph separators; the invisible
-# characters but the joiners; lone surrogates.
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\xad\u061c\u200b\u200e\u200f\u2028-\u202e\u2060-\u2064"
-                     "\u2066-\u2069\ufeff\ud800-\udfff]")
-
-
-def _code(match: "re.Match[str]") -> str:
-    return "\\u%04x" % ord(match.group())
-
-
-def escape(text: str) -> str:
-    """``text`` with every character that could act on a terminal written as ``\\uXXXX``."""
-    return _UNSAFE.sub(_code, text)
+from smdebug.core.names import terminal_safe as escape  # (the log records of the library use it too)
 
 
 class SafeTextStream:

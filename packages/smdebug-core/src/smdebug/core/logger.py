@@ -16,7 +16,7 @@ import stat
 import sys
 import threading
 
-from smdebug.core.names import _LONE_SURROGATE, printable
+from smdebug.core.names import printable, terminal_safe
 
 _LEVELS = {
     "debug": logging.DEBUG,
@@ -46,9 +46,13 @@ class DuplicateLogFilter(logging.Filter):
         n = getattr(record, "_smdebug_repeat", None)
         if n is None:
             message = record.getMessage()
-            if _LONE_SURROGATE.search(message):  # (a file name that is not UTF-8: a strict stream would raise)
-                record.msg, record.args = printable(message), None
-                message = record.msg
+            safe = terminal_safe(message)
+            # Names from a run reach the log (a damaged file skipped, a tensor's name): an escape sequence
+            # in one would act on the terminal or log viewer of whoever reads the run from Python, as the
+            # CLI's streams already prevent; a name that is not UTF-8 would make a strict stream raise.
+            if safe != message:
+                record.msg, record.args = safe, None
+                message = safe
             key = (record.levelno, message)
             n = self._counts.get(key, 0) + 1
             if len(self._counts) > 10_000:

@@ -12,6 +12,22 @@ from typing import Iterable, List, Sequence
 from smdebug.exceptions import SMDebugTypeError
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+# What may act on a terminal or a log viewer that shows a name from a run (see smdebug.cli.terminal, which
+# says why each is here): C0 controls but tab and newline; DEL and the C1 controls (0x9b is a one-byte CSI);
+# the implicit direction marks, bidirectional embeddings, overrides and isolates; the line and paragraph
+# separators; the invisible characters but the joiners; lone surrogates.
+_TERMINAL_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\xad\u061c\u200b\u200e\u200f\u2028-\u202e"
+                              "\u2060-\u2064\u2066-\u2069\ufeff\ud800-\udfff]")
+
+
+def _code(match: "re.Match[str]") -> str:
+    return "\\u%04x" % ord(match.group())
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` with every character that could act on a terminal written as ``\\uXXXX`` (idempotent: what it
+    writes holds none of them)."""
+    return _TERMINAL_UNSAFE.sub(_code, text)
 
 
 def step_runs(steps: Sequence[int]) -> List[str]:
