@@ -1,6 +1,6 @@
 """Attach the XGBoost hook to an unmodified script (``smdebug run``; see smdebug.zero_code).
 
-``xgboost.train`` is wrapped so that the hook built from the JSON configuration (``SMDEBUG_CONFIG_FILE_PATH``)
+``xgboost.train`` (also as the scikit-learn estimators call it) is wrapped so that the hook built from the JSON configuration (``SMDEBUG_CONFIG_FILE_PATH``)
 joins its callbacks, unless the script already passes an smdebug hook. One hook records one training run,
 so only the first ``xgboost.train`` call of the script is recorded. ``smdebug run`` with --out-dir alone asks
 for the recommended preset (smdebug.zero_code.preset).
@@ -33,4 +33,9 @@ def attach() -> None:
         return original(*args, **kwargs)
 
     xgboost.train = train
-    logger.info("smdebug: xgboost.train will run with the smdebug hook")
+    # The scikit-learn estimators (XGBClassifier.fit, XGBRegressor.fit, XGBRanker.fit) call the `train`
+    # their module imported by name, which rebinding xgboost.train does not reach: rebind it there too.
+    sklearn_api = getattr(xgboost, "sklearn", None)
+    if sklearn_api is not None and getattr(sklearn_api, "train", None) is original:
+        sklearn_api.train = train
+    logger.info("smdebug: xgboost.train (and the scikit-learn estimators' fit) will run with the smdebug hook")
