@@ -8,10 +8,11 @@ import torch.distributed as dist
 import torch.nn as nn
 
 import smdebug.pytorch as smd
+from dist_jobs import join_job
 from models import MLP, mlp_data
 
 out_dir, include_workers, skip_step = sys.argv[1], sys.argv[2], int(sys.argv[3])
-dist.init_process_group("gloo", init_method="env://")
+join_job()
 rank = dist.get_rank()
 torch.manual_seed(0)
 model = nn.parallel.DistributedDataParallel(MLP())

@@ -12,11 +12,12 @@ import torch.nn as nn
 from torch.distributed.fsdp import fully_shard
 
 import smdebug.pytorch as smd
+from dist_jobs import join_job
 from models import MLP, mlp_data
 
 STEPS = 5
 out_dir, include_workers, fail_at, register = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
-dist.init_process_group("gloo", init_method="env://")
+join_job()
 rank = dist.get_rank()
 torch.manual_seed(0)
 model = MLP()

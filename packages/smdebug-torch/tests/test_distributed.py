@@ -1,35 +1,15 @@
-"""Real two-process torch.distributed (gloo on 127.0.0.1) jobs read back with one trial."""
+"""Real two-process torch.distributed (gloo on 127.0.0.1) jobs read back with one trial (launched by dist_jobs)."""
 
 import os
-import socket
-import subprocess
-import sys
 
 import numpy as np
-import pytest
 
+import dist_jobs
 import smdebug.pytorch as smd
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def launch(out_dir, include_workers, skip_step=-1, world=2):
-    port = free_port()
-    procs = []
-    for rank in range(world):
-        env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "RANK": str(rank),
-               "WORLD_SIZE": str(world), "PYTHONPATH": HERE, "OMP_NUM_THREADS": "1"}
-        procs.append(subprocess.Popen([sys.executable, os.path.join(HERE, "dist_worker.py"), out_dir, include_workers,
-                                       str(skip_step)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                      text=True))
-    outs = [p.communicate(timeout=300)[0] for p in procs]
-    assert [p.returncode for p in procs] == [0] * world, "\n".join(outs)
+    dist_jobs.launch("dist_worker.py", [out_dir, include_workers, skip_step], world=world)
 
 
 def test_all_workers_write_their_own_files(tmp_path):

@@ -2,34 +2,22 @@
 shards, saved under the unsharded model's names with their full shape and value."""
 
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 import torch
 import torch.nn as nn
 
+import dist_jobs
 import smdebug.pytorch as smd
 from models import MLP, mlp_data
-from test_distributed import free_port
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 STEPS = 5
 
 
 def launch(out_dir, include_workers="one", fail_at=-1, register="before", world=2):
-    port = free_port()
-    procs = []
-    for rank in range(world):
-        env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "RANK": str(rank),
-               "WORLD_SIZE": str(world), "PYTHONPATH": HERE, "OMP_NUM_THREADS": "1"}
-        procs.append(subprocess.Popen([sys.executable, os.path.join(HERE, "sharded_worker.py"), out_dir,
-                                       include_workers, str(fail_at), register],
-                                      env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-    outs = [p.communicate(timeout=600)[0] for p in procs]
-    assert [p.returncode for p in procs] == [0] * world, "\n".join(outs)
-    return outs
+    return dist_jobs.launch("sharded_worker.py", [out_dir, include_workers, fail_at, register], world=world,
+                            timeout=600)
 
 
 @pytest.fixture(scope="module")
