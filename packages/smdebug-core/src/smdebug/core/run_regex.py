@@ -18,8 +18,9 @@ about 26 GB): a pattern whose counted repeats unroll to more than ``MAX_UNROLLED
 it is compiled (:func:`unrolled_size`), and the patterns of one source may unroll to
 ``MAX_UNROLLED_PER_SOURCE`` items in all, after which the rest are set aside with one warning.
 
-Patterns the user passes in code stay plain ``re`` (their own input). The CLI's ``--regex`` options go
-through :func:`compile_bounded` too: what a script passes there may come from anywhere.
+Patterns the user passes in code are compiled with plain ``re`` (their own input, any length), but matched
+against a run's names in bounded time (:func:`names_matching`): the names are the run's. The CLI's
+``--regex`` options go through :func:`compile_bounded` too: what a script passes there may come from anywhere.
 """
 
 from __future__ import annotations
@@ -346,3 +347,45 @@ def compile_bounded(pattern: str, what: str = "--regex", whole: bool = False) ->
     """One pattern (e.g. a CLI option) matched in bounded time (``whole``: the whole name must match);
     PatternError if invalid."""
     return BoundedPatterns([pattern], what, whole=whole)
+
+
+class SlowPatternError(PatternError):
+    """A pattern the user gave took too long to match names from a run."""
+
+
+def names_matching(patterns: Sequence, names, what: str) -> Set[str]:
+    """The ``names`` (from a run) that one of ``patterns`` (compiled with ``re`` by the caller: the user's
+    own, in code) matches with ``search``, each match in bounded time.
+
+    The patterns are the user's, but the names are whatever the run's writer chose: ``^(\\w+\\s?)*$``, an
+    ordinary pattern, backtracks for minutes on one crafted name, and ``re`` cannot be interrupted (a
+    ``trial.tensor_names(regex=...)`` call hung). They are matched again with the ``regex`` package (``re``'s
+    syntax) under SMDEBUG_RUN_REGEX_TIMEOUT per match and SMDEBUG_RUN_REGEX_TOTAL in all; past either,
+    SlowPatternError names the pattern and the name, instead of an answer that silently left names out.
+    Unlike a run's patterns they are not limited in length: a long alternation of names is a normal call."""
+    import regex
+
+    bounded = []
+    for p in patterns:
+        try:
+            bounded.append((p.pattern, regex.compile(p.pattern, flags=p.flags & ~re.UNICODE | regex.VERSION0)))
+        except (regex.error, RecursionError, OverflowError, ValueError, TypeError):
+            bounded.append((p.pattern, None))  # (re took it, regex does not: matched with re, unbounded)
+    limit, total = timeout(), total_seconds()
+    started = time.monotonic()
+    found: Set[str] = set()
+    for name in names:
+        for (pattern, compiled), plain in zip(bounded, patterns):
+            try:
+                hit = plain.search(name) if compiled is None else compiled.search(name, timeout=limit)
+            except TimeoutError:
+                raise SlowPatternError(
+                    f"{what}: the pattern {str(pattern)[:200]!r} took more than {limit:g} s to match the name "
+                    f"{name[:80]!r} (catastrophic backtracking?); SMDEBUG_RUN_REGEX_TIMEOUT sets the limit") from None
+            if hit is not None:
+                found.add(name)
+                break
+        if time.monotonic() - started > total:
+            raise SlowPatternError(f"{what}: matching the patterns took more than {total:g} s in all "
+                                   "(SMDEBUG_RUN_REGEX_TOTAL sets the limit)")
+    return found

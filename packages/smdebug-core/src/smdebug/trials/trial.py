@@ -43,6 +43,7 @@ from smdebug.core.missing_hints import close_names_hint
 from smdebug.core.lookalike_names import LookalikeNames
 from smdebug.core.modes import ModeKeys
 from smdebug.core.names import did_you_mean, listed, printable
+from smdebug.core.run_regex import PatternError, names_matching
 from smdebug.core.storage.base import Storage, is_s3_path, parse_s3_path
 from smdebug.core.storage.factory import get_storage
 from smdebug.core.storage.errors import UnreadableFileError
@@ -1015,7 +1016,10 @@ class Trial:
                     compiled.append(re.compile(r))
                 except re.error as e:
                     raise SMDebugValueError(f"tensor_names(regex=...): not a regular expression: {r!r}: {e}") from None
-            names = {n for n in names if any(c.search(n) for c in compiled)}
+            try:  # (each match bounded: the names come from the run, see names_matching)
+                names = names_matching(compiled, sorted(names), "tensor_names(regex=...)")
+            except PatternError as e:
+                raise SMDebugValueError(str(e)) from None
         elif collection is not None:
             coll = collection if isinstance(collection, Collection) else self.collection(collection)
             names = set(coll.members(names))
