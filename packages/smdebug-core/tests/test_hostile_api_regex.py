@@ -55,3 +55,20 @@ def test_ordinary_patterns_give_what_re_gives(run, pattern):
             trial.tensor_names(regex=pattern)
         return
     assert sorted(trial.tensor_names(regex=pattern)) == expected
+
+
+def test_to_dataframe_patterns_are_bounded_too(run):
+    call = ("import sys\n"
+            "from smdebug.trials import create_trial\n"
+            "from smdebug.exceptions import SMDebugValueError\n"
+            "t = create_trial(sys.argv[1])\n"
+            "print('rows:', sorted(set(t.to_dataframe(tensors='a+b|w')['tensor'])))\n"
+            "try:\n"
+            "    t.to_dataframe(tensors='(a|aa)+')\n"
+            "except SMDebugValueError as e:\n"
+            "    print('refused:', e)\n")
+    done = subprocess.run([sys.executable, "-c", call, run], capture_output=True, text=True, timeout=60,
+                          env={"SMDEBUG_TRAINING_END_DELAY_REFRESH": "0", "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr
+    assert "rows: ['aaab', 'w']" in done.stdout, done.stdout  # (fullmatch: 'aaab' and 'w', whole names)
+    assert "refused: to_dataframe(tensors=...): the pattern '(a|aa)+' took more than" in done.stdout

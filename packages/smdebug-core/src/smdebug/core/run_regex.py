@@ -353,9 +353,9 @@ class SlowPatternError(PatternError):
     """A pattern the user gave took too long to match names from a run."""
 
 
-def names_matching(patterns: Sequence, names, what: str) -> Set[str]:
+def names_matching(patterns: Sequence, names, what: str, whole: bool = False) -> Set[str]:
     """The ``names`` (from a run) that one of ``patterns`` (compiled with ``re`` by the caller: the user's
-    own, in code) matches with ``search``, each match in bounded time.
+    own, in code) matches with ``search`` (``whole``: ``fullmatch``), each match in bounded time.
 
     The patterns are the user's, but the names are whatever the run's writer chose: ``^(\\w+\\s?)*$``, an
     ordinary pattern, backtracks for minutes on one crafted name, and ``re`` cannot be interrupted (a
@@ -377,7 +377,10 @@ def names_matching(patterns: Sequence, names, what: str) -> Set[str]:
     for name in names:
         for (pattern, compiled), plain in zip(bounded, patterns):
             try:
-                hit = plain.search(name) if compiled is None else compiled.search(name, timeout=limit)
+                if compiled is None:
+                    hit = plain.fullmatch(name) if whole else plain.search(name)
+                else:
+                    hit = (compiled.fullmatch if whole else compiled.search)(name, timeout=limit)
             except TimeoutError:
                 raise SlowPatternError(
                     f"{what}: the pattern {str(pattern)[:200]!r} took more than {limit:g} s to match the name "

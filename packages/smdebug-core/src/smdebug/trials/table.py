@@ -20,6 +20,7 @@ from smdebug.core import reader_arguments as argcheck
 from smdebug.core.modes import ModeKeys
 from smdebug.core.names import listed
 from smdebug.core.reductions import compute_reduction
+from smdebug.core.run_regex import PatternError, names_matching
 from smdebug.core.skip_notes import warn_skipped
 from smdebug.core.storage.errors import UnreadableFileError
 from smdebug.exceptions import EventFileCorrupted, MissingEventFile, SMDebugTypeError, SMDebugValueError
@@ -55,7 +56,10 @@ def select_names(trial, tensors=None, collections=None) -> List[str]:
             rx = re.compile(p)
         except re.error as e:
             raise SMDebugValueError(f"{p!r} is neither a tensor of the run nor a valid regular expression ({e})") from None
-        chosen.update(n for n in all_names if rx.fullmatch(n))
+        try:  # (each match bounded: the names are the run's, see names_matching)
+            chosen.update(names_matching([rx], all_names, "to_dataframe(tensors=...)", whole=True))
+        except PatternError as e:
+            raise SMDebugValueError(str(e)) from None
     run_colls = trial.collections()
     for c in colls:
         coll = run_colls.get(c)
