@@ -81,12 +81,16 @@ def test_dead_relu_thresholds(tmp_path):
 def test_dead_relu_share_is_not_decided_by_one_unit(tmp_path):
     # a squeeze-and-excitation bottleneck of 4 units fed channel means: units off for a whole batch come
     # and go; 3 of 4 is one unit away from half, all 4 is a dead layer; 2 of 2 too, 1 of 2 is not
+    # (each stays dead to the run's last save: a layer that comes back is no dead layer, test_dead_relu_layers_that_revive)
     steps = [{"se.act_output_0": active(32, [0, 0, 0, 32]), "tiny_relu_output_0": active(32, [0, 32])},
              {"se.act_output_0": active(32, [0, 0, 0, 0]), "tiny_relu_output_0": active(32, [0, 32])},
-             {"se.act_output_0": active(32, [0, 0, 32, 32]), "tiny_relu_output_0": active(32, [0, 0])}]
+             {"se.act_output_0": active(32, [0, 0, 0, 0]), "tiny_relu_output_0": active(32, [0, 0])}]
     trial = run(tmp_path, steps)
-    rule = DeadRelu(trial, tensor_regex="se.act_output|tiny_relu_output", threshold_inactivity="4")
+    rule = DeadRelu(trial, tensor_regex="se.act_output", threshold_inactivity="4")
     assert invoke_rule(rule) == [1, 2]
+    assert rule.last_reason.startswith("se.act_output_0: 4 of 4 units (100%)")
+    rule = DeadRelu(trial, tensor_regex="tiny_relu_output", threshold_inactivity="4")
+    assert invoke_rule(rule) == [2]
     assert rule.last_reason.startswith("tiny_relu_output_0: 2 of 2 units (100%)")
 
 

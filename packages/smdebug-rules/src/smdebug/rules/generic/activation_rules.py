@@ -285,9 +285,17 @@ class DeadRelu(Rule):
     * a run of an unknown framework (no record, nothing to infer it from): every index but the batch (axis 0)
       is a unit, as the layout is unknown.
 
-    The condition is met when ``dead_percent > threshold_layer`` for some tensor, and the share is not decided
-    by a single unit: with one dead unit fewer it would still be above ``threshold_layer``, or every unit is
-    dead. A layer of a few units -- the bottleneck of a squeeze-and-excitation block has channels / 16, often
+    The condition is met when ``dead_percent > threshold_layer`` for some tensor, the share is not decided
+    by a single unit (with one dead unit fewer it would still be above ``threshold_layer``, or every unit is
+    dead), and the layer stays dead: a unit that comes back was never dead. At initialisation a layer fed an
+    input still near 0 (an autoencoder's decoder behind its bottleneck) has every unit of negative bias off
+    for every sample, and they switch on as the layers before it learn (half of a healthy decoder's units off
+    at steps 0-6, one of 32 at step 500). On a run that has ended the layer must be dead at its last saves
+    too (the same mode's, pooled as above; when those cannot be judged -- NaN after a divergence -- the
+    finding stands); on a run still training (``--follow``) it must have been dead at every judgement of it
+    from half-way through the run so far, in at least two pools of saves that share none, as
+    LossNotDecreasing reports a stall live, with no unit dead in the earliest of those pools alive again
+    now (a layer that revives later may still be reported live). A layer of a few units -- the bottleneck of a squeeze-and-excitation block has channels / 16, often
     4 -- fed inputs that barely vary across the batch (the channel means of an image) has units that are off for
     the whole batch and on again a few steps later; 3 of its 4 units is no layer-wide death, while all of
     them is. (In a layer of hundreds of units the second test changes nothing.) Tensors with no values,
@@ -322,8 +330,15 @@ class DeadRelu(Rule):
         self._parameters: List[Tuple[int, ...]] = []  # shapes of the saved weights: the layers' kinds
         self._names_seen = -1  # how many tensors the run had when the weights were last looked for
         self._pool = _Pool(base_trial)
+        self._end_pool = _Pool(base_trial)  # (its own cache: pooling the last saves evicts earlier ones)
         #: samples a judgement needs (see the module docstring)
         self.min_samples = min_samples(self.threshold_inactivity)
+        #: per tensor: its judgements so far, (step, the first step pooled, its dead units when the layer was
+        #: judged dead, else None) (a run read while it trains)
+        self._judged: Dict[str, List[Tuple[int, int, Optional[frozenset]]]] = {}
+        self._dead_units: frozenset = frozenset()  # of the last layer judged (_judge)
+        #: per (tensor, mode) of an ended run: whether it is dead at its last saves, and those steps
+        self._at_end: Dict[Tuple[str, object], Tuple[bool, List[int]]] = {}
 
     def tensors(self) -> List[str]:
         names = set(collection_tensors(self.base_trial, self.collection_names, "outputs"))
@@ -343,23 +358,16 @@ class DeadRelu(Rule):
                     diverged.append(name)
                     continue
                 readings = self._readings(value.shape)
-
-                def fits(earlier, value=value, readings=readings):
-                    return earlier.ndim == value.ndim and all(
-                        _units(earlier.shape, r) == _units(value.shape, r) for r in readings)
-
-                def enough(pooled, readings=readings):
-                    return all(_samples(pooled, r) >= need for r in readings)
-
                 if len(values) == 1:
-                    pooled, steps = self._pool.pool(name, step, value, fits, enough)
+                    pooled, steps = self._pooled(self._pool, name, step, value, readings)
                 else:  # several workers' batches of different shapes: each judged on its own
                     pooled, steps = [value], [step]
-                if not enough(pooled):
+                if not self._enough(pooled, readings):
                     short.append((name, min(_samples(pooled, r) for r in readings), len(pooled)))
                     continue
                 judged = True
                 reason = self._judge(name, pooled, readings, steps)
+                reason = self._lasting(name, step, min(steps), reason)
                 if reason:
                     return reason
         if short and not judged:
@@ -369,6 +377,59 @@ class DeadRelu(Rule):
             self.not_evaluated(f"the activations hold NaN or infinite values, which say nothing of dead units: "
                                f"{', '.join(sorted(set(diverged))[:3])}")
         return False
+
+    def _enough(self, pooled: List[np.ndarray], readings: List[UnitReading]) -> bool:
+        return all(_samples(pooled, r) >= self.min_samples for r in readings)
+
+    def _pooled(self, pool: "_Pool", name: str, step: int, value: np.ndarray, readings: List[UnitReading]):
+        """``value`` pooled with the tensor's saves just before ``step`` of the same layout, until enough."""
+        def fits(earlier):
+            return earlier.ndim == value.ndim and all(
+                _units(earlier.shape, r) == _units(value.shape, r) for r in readings)
+
+        return pool.pool(name, step, value, fits, lambda pooled: self._enough(pooled, readings))
+
+    def _lasting(self, name: str, step: int, first_pooled: int, reason: Optional[str]) -> Optional[str]:
+        """``reason`` (the layer judged dead at ``step``, its pool beginning at ``first_pooled``) if the death
+        lasts (see the class docstring), else None; every judgement of a run still training is remembered."""
+        if self.base_trial.loaded_all_steps:
+            if not reason:
+                return None
+            dead, last_steps = self._dead_at_end(name, step)
+            if not dead:
+                return None
+            return reason + (f"; still so at its last saves (steps {min(last_steps)}-{max(last_steps)})"
+                             if last_steps and max(last_steps) > step else "")
+        history = self._judged.setdefault(name, [])
+        history.append((step, first_pooled, self._dead_units if reason else None))
+        if not reason:
+            return None
+        since = [(s, dead) for s, _, dead in history if s >= step / 2]
+        if any(dead is None for _, dead in since):
+            return None
+        apart = [dead for s, dead in since if s < first_pooled]  # (pools that share no save with this one)
+        if not apart or not apart[0] <= self._dead_units:
+            return None  # (units dead at the earliest of them came back: the layer may be recovering)
+        return reason
+
+    def _dead_at_end(self, name: str, step: int) -> Tuple[bool, List[int]]:
+        """On an ended run: whether the tensor's layer is dead at its last saves of ``step``'s mode, and the
+        steps pooled there; (True, []) when they cannot be judged (the finding at ``step`` then stands)."""
+        trial = self.base_trial
+        mode = trial.mode(step)
+        key = (name, mode)
+        if key not in self._at_end:
+            self._at_end[key] = (True, [])
+            last = next((g for g in reversed(trial.tensor(name).steps()) if trial.mode(g) == mode), None)
+            values = batches_at(trial, name, last) if last is not None and last > step else []
+            value = values[0] if len(values) == 1 else None
+            if value is not None and value.ndim > 0 and value.size and value.dtype.kind in "fiub" and (
+                    value.dtype.kind != "f" or np.isfinite(value).all()):
+                readings = self._readings(value.shape)
+                pooled, steps = self._pooled(self._end_pool, name, last, value, readings)
+                if self._enough(pooled, readings):
+                    self._at_end[key] = (self._judge(name, pooled, readings, steps) is not None, steps)
+        return self._at_end[key]
 
     def _readings(self, shape: Tuple[int, ...]) -> List[UnitReading]:
         if self._framework is None:
@@ -394,6 +455,7 @@ class DeadRelu(Rule):
             if best is None or len(dead) / units < len(best[1]) / best[2]:
                 best = (reading, dead, units, samples)
         reading, dead, units, samples = best
+        self._dead_units = frozenset(int(i) for i in dead)  # (for _lasting: which units, not only how many)
         count = len(dead)
         dead_percent = 100.0 * count / units
         # not decided by one unit (see the docstring): a layer entirely dead always counts
@@ -475,8 +537,15 @@ class SaturatedActivation(Rule):
                                         0, 100)
         self._warned = set()
         self._pool = _Pool(base_trial)
+        self._end_pool = _Pool(base_trial)  # (its own cache: pooling the last saves evicts earlier ones)
         #: samples a judgement needs (see the module docstring)
         self.min_samples = min_samples(self.threshold_inactivity)
+        #: per tensor: its judgements so far, (step, the first step pooled, its dead units when the layer was
+        #: judged dead, else None) (a run read while it trains)
+        self._judged: Dict[str, List[Tuple[int, int, Optional[frozenset]]]] = {}
+        self._dead_units: frozenset = frozenset()  # of the last layer judged (_judge)
+        #: per (tensor, mode) of an ended run: whether it is dead at its last saves, and those steps
+        self._at_end: Dict[Tuple[str, object], Tuple[bool, List[int]]] = {}
 
     def bounds(self, name: str, collection: str = ""):
         """(kind, min, max) for a tensor (of ``collection``, if selected by one), or None if it is neither a
