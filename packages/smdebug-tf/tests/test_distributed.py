@@ -3,9 +3,12 @@ MultiWorkerMirroredStrategy with two processes on loopback (one worker per proce
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -75,24 +78,74 @@ def test_mirrored_strategy_chief_device_only_by_default(out_dir):
     assert not any("CPU-1" in f for _, _, files in os.walk(out_dir) for f in files)
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+# What a worker says when its port in TF_CONFIG is no longer free as its gRPC server starts.
+PORT_TAKEN = "Could not start gRPC server"
+
+
+def free_ports(n):
+    """``n`` distinct ports free now (bound on every address, as TF's server binds them, then released)."""
+    socks = [socket.socket() for _ in range(n)]
+    try:
+        for s in socks:
+            s.bind(("", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def run_mwms_job(out, attempts=3, timeout=240):
+    """Both workers of the job, until they exit; every worker's output. The ports go into TF_CONFIG before
+    the workers start (MultiWorkerMirroredStrategy has no port 0), so another parallel test's process can bind
+    one in between: that worker fails at once (PORT_TAKEN), the other is stopped, and the job is started
+    again on new ports in a clean folder. Any other failure fails the test."""
+    for attempt in range(attempts):
+        cluster = {"worker": [f"127.0.0.1:{p}" for p in free_ports(2)]}
+        procs = []
+        for index in range(2):
+            env = {**os.environ,
+                   "TF_CONFIG": json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}}),
+                   "PYTHONPATH": HERE + os.pathsep + os.environ.get("PYTHONPATH", ""), "TF_CPP_MIN_LOG_LEVEL": "2"}
+            procs.append(subprocess.Popen([sys.executable, os.path.join(HERE, "mwms_worker.py"), out], env=env,
+                                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+        outs = _wait_for_workers(procs, timeout)
+        if any(PORT_TAKEN in o for o in outs) and attempt + 1 < attempts:
+            shutil.rmtree(out, ignore_errors=True)
+            continue
+        assert [p.returncode for p in procs] == [0, 0], "\n".join(outs)
+        return outs
+
+
+def _wait_for_workers(procs, timeout):
+    """Wait for every worker; once one has failed, stop the others (they would wait for it until their own
+    timeouts). Each worker's output."""
+    outs = [""] * len(procs)
+
+    def read(i):
+        outs[i] = procs[i].stdout.read()
+
+    readers = [threading.Thread(target=read, args=(i,), daemon=True) for i in range(len(procs))]
+    for r in readers:
+        r.start()
+    deadline = time.monotonic() + timeout
+    try:
+        while any(p.poll() is None for p in procs) and time.monotonic() < deadline:
+            if any(p.poll() not in (None, 0) for p in procs):
+                break
+            time.sleep(0.2)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+        for r in readers:
+            r.join(10)
+    return outs
 
 
 def test_multi_worker_mirrored_strategy_two_processes(tmp_path):
     out = str(tmp_path / "mwms")
-    ports = [free_port(), free_port()]
-    cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
-    procs = []
-    for index in range(2):
-        env = {**os.environ, "TF_CONFIG": json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}}),
-               "PYTHONPATH": HERE + os.pathsep + os.environ.get("PYTHONPATH", ""), "TF_CPP_MIN_LOG_LEVEL": "2"}
-        procs.append(subprocess.Popen([sys.executable, os.path.join(HERE, "mwms_worker.py"), out], env=env,
-                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-    outs = [p.communicate(timeout=240)[0] for p in procs]
-    assert [p.returncode for p in procs] == [0, 0], "\n".join(outs)
+    run_mwms_job(out)
     trial = smd.create_trial(out)
     assert trial.workers() == ["worker_0", "worker_1"] and trial.num_workers == 2
     assert trial.steps() == [0, 2]  # each worker's TF_CONFIG task is its worker name
