@@ -9,7 +9,7 @@ each framework's hook creates with its default regexes, which the collections fi
 from __future__ import annotations
 
 import re
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 FRAMEWORK_KEY = "framework"
 #: what a recorded framework name may look like (a hook's ``framework_name``): readers quote it in messages,
@@ -89,3 +89,28 @@ def no_gradients(source) -> Optional[Tuple[int, int]]:
     if not (is_step(step) and is_step(count)):
         return None
     return step, count
+
+
+#: the model's trainable parameters (``requires_grad``) that no optimizer step moved at any step whose gradients
+#: were due, as the optimizers stepped (``_meta.untrained_parameters``, written by the PyTorch hook):
+#: ``{"not_stepped": [...], "no_gradient": [...], "steps": 12, "upto": 480}``. ``not_stepped``: had a gradient
+#: but no optimizer of the run holds them (left out of the optimizer's parameters); ``no_gradient``: an optimizer
+#: holds them but they had no gradient while others had one (cut from the loss by ``.detach()``, unused).
+#: ``steps``: how many such steps the record covers, the last at ``upto``
+UNTRAINED_KEY = "untrained_parameters"
+_MAX_NAMES = 10_000
+
+
+def untrained_parameters(source) -> Optional[Dict[str, object]]:
+    """The run's record of parameters no optimizer step moved (see :data:`UNTRAINED_KEY`), its lists kept to
+    names (strings, at most 10,000 each); None when not recorded or not such a record."""
+    cm = getattr(source, "collection_manager", source)
+    recorded = getattr(cm, "meta", {}).get(UNTRAINED_KEY)
+    if not isinstance(recorded, dict) or not (is_step(recorded.get("steps")) and is_step(recorded.get("upto"))):
+        return None
+    out: Dict[str, object] = {"steps": recorded["steps"], "upto": recorded["upto"]}
+    for kind in ("not_stepped", "no_gradient"):
+        names = recorded.get(kind)
+        names = names if isinstance(names, list) else []
+        out[kind] = [n for n in names[:_MAX_NAMES] if isinstance(n, str)]
+    return out

@@ -26,7 +26,7 @@ from typing import Dict, List, Optional, Tuple
 
 import torch
 
-from smdebug.core.run_info import NO_GRADIENTS_KEY
+from smdebug.core.run_info import NO_GRADIENTS_KEY, UNTRAINED_KEY
 from smdebug.pytorch import sharded
 
 GRADIENT_PREFIX = "gradient/"
@@ -150,6 +150,8 @@ class GradientSource:
                 self.detach()
                 self.kept.clear()
                 hook._rewire_later()
+            if hook._sched_due or owed_due:
+                self._note_untrained(pairs)
             self.save(pairs, owed=owed_due)
         except Exception as e:  # noqa: BLE001
             hook._fail("the optimizer step hook", e)
@@ -216,6 +218,34 @@ class GradientSource:
                 "updates had a gradient when it stepped (every .grad was None): was zero_grad() called between "
                 "backward() and step(), did no backward() reach them, or are they all frozen (requires_grad=False)? "
                 "No gradient is saved while they have none.", hook.step, count)
+
+    def _note_untrained(self, pairs) -> None:
+        """At an optimizer step of a step whose gradients are due: keep, in the run's record
+        (``_meta.untrained_parameters``), the model's trainable parameters that step moved at none of these steps:
+        those with a gradient that no optimizer seen so far holds (left out of the optimizer), and those of this
+        optimizer with no gradient while others of it had one (cut from the loss: ``.detach()``, unused). Each
+        list is what was true at every such step (a second optimizer seen later takes its parameters out of the
+        first list: a GAN's generator before its optimizer first steps). What a rule needs to tell a layer frozen
+        by mistake from one frozen on purpose (``requires_grad=False``, never listed)."""
+        held = {id(p) for cached in self._optimizers.values() for _, p in cached[1]}
+        not_stepped = {n for n, p in self.hook._params if p.requires_grad and p.grad is not None and id(p) not in held}
+        mine = [(n, p) for n, p in pairs if p.requires_grad]
+        no_gradient = {n for n, p in mine if p.grad is None} if any(p.grad is not None for _, p in mine) else set()
+        meta = self.hook.collection_manager.meta
+        record = meta.get(UNTRAINED_KEY)
+        step = int(self.hook.step)
+        if not isinstance(record, dict):
+            meta[UNTRAINED_KEY] = {"not_stepped": sorted(not_stepped), "no_gradient": sorted(no_gradient),
+                                   "steps": 1, "upto": step}
+            return
+        if record["upto"] == step:  # (a second optimizer at the same step: the step's parameters are in one list)
+            record["not_stepped"] = sorted(set(record["not_stepped"]) & not_stepped)
+            record["no_gradient"] = sorted(set(record["no_gradient"]) | no_gradient)
+            return
+        record["not_stepped"] = sorted(set(record["not_stepped"]) & not_stepped)
+        record["no_gradient"] = sorted(set(record["no_gradient"]) & no_gradient)
+        record["steps"] += 1
+        record["upto"] = step
 
     def _saved_names(self) -> set:
         step = self.hook.step

@@ -8,6 +8,7 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 from smdebug.core.modes import ModeKeys
+from smdebug.core.run_info import untrained_parameters
 from smdebug.exceptions import SMDebugValueError
 from smdebug.rules.generic.convergence import CONVERGED_GRADIENT_FRACTION, GradientConvergence
 from smdebug.rules.generic.identical_saves import IdenticalSaves
@@ -18,6 +19,23 @@ from smdebug.rules.params import as_float, as_int, in_range
 from smdebug.rules.rule import Rule
 
 WEIGHTS = "weights"
+#: optimizer steps a record of never-trained parameters must cover: at one or two, a branch the first batches
+#: did not take (a conditional head, an expert no token was routed to) would read as cut from the loss
+MIN_UNTRAINED_STEPS = 3
+
+
+def _listed(names: List[str], shown: int = 5) -> str:
+    more = len(names) - shown
+    what = ", ".join(names[:shown]) + (f" and {more} more" if more > 0 else "")
+    return f"{len(names)} trainable parameter{'s' if len(names) != 1 else ''} ({what})"
+
+
+def _them(names: List[str]) -> str:
+    return "them" if len(names) != 1 else "it"
+
+
+def _their(names: List[str]) -> str:
+    return "their" if len(names) != 1 else "its"
 
 
 class WeightUpdateRatio(Rule):
@@ -139,6 +157,49 @@ class WeightUpdateRatio(Rule):
         #: per (weight, worker, mode): whether its first save judged was all zeros, and then its largest norm so far
         self._zero_start: Dict[Tuple[str, Optional[str], ModeKeys], bool] = {}
         self._peak: Dict[Tuple[str, Optional[str], ModeKeys], float] = {}
+
+    def _untrained(self, step: int) -> Optional[str]:
+        """At the last step of a run that has ended: the trainable parameters no optimizer step moved, from the
+        hook's record (``_meta.untrained_parameters``, PyTorch) over at least ``MIN_UNTRAINED_STEPS`` optimizer
+        steps whose gradients were due, leaving out any whose saved value changed; the finding, or None."""
+        trial = self.base_trial
+        if not trial.loaded_all_steps or step != trial.steps()[-1]:
+            return None
+        record = untrained_parameters(trial)
+        if record is None or record["steps"] < MIN_UNTRAINED_STEPS:
+            return None
+        self.mark_evaluated()
+        count = record["steps"]
+        parts = []
+        not_stepped = [n for n in record["not_stepped"] if self._unchanged(n)]
+        if not_stepped:
+            parts.append(f"{_listed(not_stepped)} had a gradient at each of the {count} optimizer steps whose "
+                         f"gradients were due, but no optimizer of the run updates {_them(not_stepped)}: left out "
+                         f"of the optimizer's parameters?")
+        no_gradient = [n for n in record["no_gradient"] if self._unchanged(n)]
+        if no_gradient:
+            parts.append(f"{_listed(no_gradient)} got no gradient at any of the {count} optimizer steps whose "
+                         f"gradients were due, while the other parameters of {_their(no_gradient)} optimizer did: "
+                         f"cut from the loss (a .detach(), an in-place copy), or not used by the forward pass (if "
+                         f"on purpose, freeze {_them(no_gradient)} with requires_grad_(False))")
+        if not parts:
+            return None
+        return "never trained: " + "; ".join(parts) + " (requires_grad is True, and the saved values never changed)"
+
+    def _unchanged(self, name: str) -> bool:
+        """Whether weight ``name``'s saved values are the same at its first and last saves (True when it was not
+        saved twice: the hook's record stands alone)."""
+        if not self.base_trial.has_tensor(name):
+            return True
+        tensor = self.base_trial.tensor(name)
+        steps = tensor.steps()
+        if len(steps) < 2:
+            return True
+        first, last = value_at(self.base_trial, name, steps[0]), value_at(self.base_trial, name, steps[-1])
+        if first is None or last is None:
+            return True
+        first, last = np.asarray(first), np.asarray(last)
+        return first.shape == last.shape and bool(np.array_equal(first, last, equal_nan=True))
 
     def _weights(self):
         names = select_tensors(self.base_trial, [WEIGHTS], [])
@@ -284,6 +345,9 @@ class WeightUpdateRatio(Rule):
                     failing.append((worker, outcome))
             if failing:
                 return first_finding(failing)
+        untrained = self._untrained(step)
+        if untrained:
+            return untrained
         if not judged and evaluation_only:  # (the run's steps decide: every weight or none)
             self.not_applicable(EVALUATION_ONLY.format(", ".join(evaluation_only[:3])
                                                        + (", ..." if len(evaluation_only) > 3 else "")))
