@@ -166,8 +166,9 @@ def _run(args) -> int:
         if args.output is not None:
             check_output(args.output, s3_ok=True)
         range_steps = (args.start_step, args.end_step) if (args.start_step or args.end_step) else None
-        # a job that is just starting has no collection files yet: --follow waits for them (up to --timeout)
-        wait = (args.timeout if args.follow else 0.0)
+        # a job that is just starting has no collection files yet: --follow waits for them (up to --timeout; with
+        # none, without limit: a None here read as "do not wait", and a follower started before training exited 2)
+        wait = (float("inf") if args.timeout is None else args.timeout) if args.follow else 0.0
         trial = _open(args.trial, args.follow, range_steps=range_steps, wait_for_collections=wait)
         others = [_open(p.strip(), args.follow, wait_for_collections=wait)
                   for p in args.other_trials.split(",") if p.strip()]
