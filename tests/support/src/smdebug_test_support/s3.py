@@ -110,6 +110,10 @@ class _Forwarder:
                 self._sockets.discard(dst)
 
 
+class _PortTaken(RuntimeError):
+    """moto could not bind its port: something else listens there."""
+
+
 class MotoServer:
     """``with MotoServer() as server: os.environ.update(server.env)`` -- a moto server for the block.
 
@@ -124,6 +128,7 @@ class MotoServer:
 
     def __init__(self, port: Optional[int] = None, startup_timeout: float = 30.0, interruptible: bool = False,
                  latency: float = 0.0):
+        self._port_chosen = port is None  # (then a port taken between choosing and binding is chosen again)
         self.port = port or _free_port()
         self.startup_timeout = startup_timeout
         self.proc: Optional[subprocess.Popen] = None
@@ -150,6 +155,18 @@ class MotoServer:
         }
 
     def start(self) -> "MotoServer":
+        for attempt in range(3):
+            try:
+                return self._start()
+            except _PortTaken:
+                # the port chosen free was taken before moto bound it (another test's server): choose again
+                if not self._port_chosen or self._forwarder is not None or attempt == 2:
+                    raise
+                self.port = _free_port()
+                self._backend_port = _free_port() if self.interruptible else self.port
+        raise AssertionError("unreachable")
+
+    def _start(self) -> "MotoServer":
         cmd = [sys.executable, "-c", "from moto.server import main; main()", "-H", "127.0.0.1",
                "-p", str(self._backend_port)]
         # moto logs every request on stderr: a file, not a pipe nobody reads (a full pipe blocks moto)
@@ -163,7 +180,14 @@ class MotoServer:
             if self.proc.poll() is not None:
                 self._log.seek(0)
                 err = self._log.read().decode(errors="replace")
+                self.stop()
+                if "already in use" in err:
+                    raise _PortTaken(err[-2000:])
                 raise RuntimeError(f"moto server exited at start (is moto[server] installed?): {err[-2000:]}")
+            self._log.seek(0)
+            if b"Running on" not in self._log.read():
+                time.sleep(0.1)  # (not bound yet: an answer now could come from another server on the port)
+                continue
             try:
                 urllib.request.urlopen(f"{self.endpoint}/moto-api/", timeout=1).close()
                 return self
