@@ -114,3 +114,19 @@ def untrained_parameters(source) -> Optional[Dict[str, object]]:
         names = names if isinstance(names, list) else []
         out[kind] = [n for n in names[:_MAX_NAMES] if isinstance(n, str)]
     return out
+
+
+#: the first step at which an optimizer stepped the model while the model was in ``eval()`` mode and the script
+#: had not named its modes (``_meta.trained_in_eval``: ``{"step": 0}``, written by the PyTorch hook): the hook
+#: then reads the mode from the model's training flag, so a loop that left ``model.eval()`` on while training
+#: saved its training steps as EVAL steps
+TRAINED_IN_EVAL_KEY = "trained_in_eval"
+
+
+def trained_in_eval(source) -> Optional[int]:
+    """The step of the run's record that an optimizer stepped the model while it was in eval() mode; None when
+    not recorded (or not a step)."""
+    cm = getattr(source, "collection_manager", source)
+    recorded = getattr(cm, "meta", {}).get(TRAINED_IN_EVAL_KEY)
+    step = recorded.get("step") if isinstance(recorded, dict) else None
+    return step if is_step(step) else None

@@ -29,7 +29,7 @@ from __future__ import annotations
 from contextvars import ContextVar
 from typing import Dict, Iterable, List, Optional, Set
 
-from smdebug.core.run_info import no_gradients
+from smdebug.core.run_info import no_gradients, trained_in_eval
 from smdebug.exceptions import (
     CollectionFileCorrupted,
     IndexReaderException,
@@ -132,6 +132,11 @@ class Evaluation:
             gradients = _why_no_gradients(self.wanted, trial)
             if gradients:
                 parts.append(gradients)
+            in_eval = trained_in_eval(trial)
+            if in_eval is not None:
+                parts.append(f"the model trained in eval() mode: an optimizer stepped it at step {in_eval} while "
+                             f"model.training was False, so the hook saved those steps as EVAL steps (model.eval() "
+                             f"left on while training? call model.train() before training)")
             parts.append(f"the run has {describe_run(trial)}")
         return "; ".join(parts)
 

@@ -44,6 +44,7 @@ from smdebug.pytorch.collection import Collection
 from smdebug.pytorch.gradients import GRADIENT_PREFIX, GradientSource
 from smdebug.pytorch.module_io import io_targets, keyword_input_regex, keyword_tensors, tensors
 from smdebug.pytorch.reductions import device_reductions
+from smdebug.pytorch.trained_in_eval import TrainedInEval
 
 _WRAPPERS = (torch.nn.DataParallel, torch.nn.parallel.DistributedDataParallel)
 _OPTIMIZER_MODES = (ModeKeys.TRAIN, ModeKeys.GLOBAL)
@@ -97,6 +98,7 @@ class Hook(BaseHook):
         self._optimizer_handles: List = []
         self._optimizer = None
         self._grads = GradientSource(self)
+        self._trained_in_eval = TrainedInEval(self)
         # module name -> (input counter, output counter) of the current step; itertools.count because
         # next() on it is atomic, so two threads running the model never get the same tensor name
         self._io_index: Dict[str, Tuple[itertools.count, itertools.count]] = {}
@@ -316,6 +318,7 @@ class Hook(BaseHook):
         self._io_handles.clear()
         self._eager_handles.clear()
         self._grads.remove()
+        self._trained_in_eval.listen(False)
         self.model = None
         self.model_name = None
         self._optimizer = None
@@ -457,6 +460,7 @@ class Hook(BaseHook):
             self._io_handles[module] = (self._add_io_hook(module, *flags), flags)
         grads_due = bool(due) and any(self._due_by_schedule(GRADIENT_PREFIX + n) for n, _ in self._params)
         self._grads.wire(grads_due)
+        self._trained_in_eval.listen(bool(due) and self._modes_by_flag is not None)
         # A later quiet step may skip all this (see _on_model_forward_pre) only if it would attach the same
         # (nothing; compiled, what may ever be saved, whatever is due) and its step begins at the forward
         # call (not at an optimizer step, not by a trainer's callback)
