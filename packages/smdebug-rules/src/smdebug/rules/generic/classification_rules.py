@@ -113,10 +113,12 @@ def _trained_by(trial, step: int) -> Tuple[bool, str]:
             return False, (f"the training loss {name!r} was still falling after it ({at:.4g} then, {final:.4g} at the "
                            f"end, from {first:.4g}: {100 * (at - final) / max(first - final, 1e-300):.0f}% of its "
                            f"fall to come)")
-        said.append(f"{name!r} {at:.4g} then, {final:.4g} at the end, from {first:.4g}")
+        # (one that rose after it, a diverging run, was not still learning either: said as what it did)
+        rose = " (it rose after)" if final - at > allowed else ""
+        said.append(f"{name!r} {at:.4g} then, {final:.4g} at the end{rose}, from {first:.4g}")
     if not said:
         return False, "the run saved no training loss that tells whether the model had finished learning by then"
-    return True, "the training loss had reached its final level: " + "; ".join(said)
+    return True, "the training loss was not still falling after it: " + "; ".join(said)
 
 
 def _labels_of_the_trained_model(trial, step: int) -> Tuple[bool, str]:
