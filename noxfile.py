@@ -233,7 +233,8 @@ def torch(session: nox.Session) -> None:
 # resolver call as the local torch build so that they never bring another torch. accelerate: the HF Trainer's
 # required companion. Tests build tiny models from configs: nothing is downloaded.
 TORCH_TRAINER_DEPS = ["lightning==2.6.6", "transformers==5.24.0", "accelerate==1.15.0"]
-TORCH_TRAINER_TESTS = ["test_lightning.py", "test_transformers.py", "test_transformers_trainer_loss.py",
+TORCH_TRAINER_TESTS = ["test_lightning.py", "test_lightning_untrained_parameters.py",
+                       "test_transformers.py", "test_transformers_trainer_loss.py",
                        "test_trainers_zero_code.py",
                        "test_trainers_judged.py", "test_trainers_zero_code_preset.py",
                        # (with the trainers installed: importing smdebug.pytorch still loads none of them)

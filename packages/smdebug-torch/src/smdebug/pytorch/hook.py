@@ -899,12 +899,17 @@ class Hook(BaseHook):
         except Exception as e:  # noqa: BLE001
             self._fail("saving the inputs of the model's own loss", e)
 
-    def _save_gradients(self) -> None:
-        """Save the model's gradients now (a trainer's "before optimizer step" event)."""
+    def _save_gradients(self, optimizer=None) -> None:
+        """Save the model's gradients now (a trainer's "before optimizer step" event, with the optimizer about to
+        step when the trainer says: its parameters go into the record of those never trained)."""
         if self._disabled:
             return
         try:
             with self._step_lock:
+                if isinstance(optimizer, torch.optim.Optimizer) and self._sched_due:
+                    pairs = self._grads._ours(optimizer)
+                    if pairs:
+                        self._grads._note_untrained(pairs)
                 self._grads.save()
         except Exception as e:  # noqa: BLE001
             self._fail("saving gradients", e)

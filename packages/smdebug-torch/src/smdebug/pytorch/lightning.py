@@ -169,7 +169,7 @@ class _Follower:
 
     def on_before_optimizer_step(self, trainer, pl_module, optimizer) -> None:
         if self._active and self._train_step is not None:
-            self.hook._save_gradients()
+            self.hook._save_gradients(optimizer)
             self._gradients_saved = True
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
