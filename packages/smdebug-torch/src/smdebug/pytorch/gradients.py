@@ -238,14 +238,13 @@ class GradientSource:
             meta[UNTRAINED_KEY] = {"not_stepped": sorted(not_stepped), "no_gradient": sorted(no_gradient),
                                    "steps": 1, "upto": step}
             return
-        if record["upto"] == step:  # (a second optimizer at the same step: the step's parameters are in one list)
-            record["not_stepped"] = sorted(set(record["not_stepped"]) & not_stepped)
-            record["no_gradient"] = sorted(set(record["no_gradient"]) | no_gradient)
-            return
         record["not_stepped"] = sorted(set(record["not_stepped"]) & not_stepped)
-        record["no_gradient"] = sorted(set(record["no_gradient"]) & no_gradient)
-        record["steps"] += 1
-        record["upto"] = step
+        if record["upto"] == step:  # (a second optimizer at the same step: the step's parameters are in one list)
+            record["no_gradient"] = sorted(set(record["no_gradient"]) | no_gradient)
+        else:
+            record["no_gradient"] = sorted(set(record["no_gradient"]) & no_gradient)
+            record["steps"] += 1
+            record["upto"] = step
 
     def _saved_names(self) -> set:
         step = self.hook.step

@@ -295,8 +295,8 @@ class DeadRelu(Rule):
     finding stands); on a run still training (``--follow``) it must have been dead at every judgement of it
     from half-way through the run so far, in at least two pools of saves that share none, as
     LossNotDecreasing reports a stall live, with no unit dead in the earliest of those pools alive again
-    now (a layer that revives later may still be reported live). A layer of a few units -- the bottleneck of a squeeze-and-excitation block has channels / 16, often
-    4 -- fed inputs that barely vary across the batch (the channel means of an image) has units that are off for
+    now (a layer that revives later may still be reported live). A layer of a few units -- the bottleneck of a
+    squeeze-and-excitation block has channels / 16, often 4 -- fed inputs that barely vary across the batch (the channel means of an image) has units that are off for
     the whole batch and on again a few steps later; 3 of its 4 units is no layer-wide death, while all of
     them is. (In a layer of hundreds of units the second test changes nothing.) Tensors with no values,
     scalars and non-numeric tensors are skipped; NaN counts as inactive.
@@ -421,10 +421,9 @@ class DeadRelu(Rule):
         if key not in self._at_end:
             self._at_end[key] = (True, [])
             last = next((g for g in reversed(trial.tensor(name).steps()) if trial.mode(g) == mode), None)
-            values = batches_at(trial, name, last) if last is not None and last > step else []
-            value = values[0] if len(values) == 1 else None
-            if value is not None and value.ndim > 0 and value.size and value.dtype.kind in "fiub" and (
-                    value.dtype.kind != "f" or np.isfinite(value).all()):
+            # (None where the last save cannot be pooled: several workers' shapes, no finite numeric value)
+            value = self._end_pool._one(name, last) if last is not None and last > step else None
+            if value is not None:
                 readings = self._readings(value.shape)
                 pooled, steps = self._pooled(self._end_pool, name, last, value, readings)
                 if self._enough(pooled, readings):

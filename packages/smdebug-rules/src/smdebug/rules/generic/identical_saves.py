@@ -41,6 +41,12 @@ class IdenticalSaves:
                                            + value.tobytes()).digest()
         return cache[step]
 
+    def same(self, name: str, worker: Optional[str], mode: ModeKeys, a: int, b: int) -> Optional[bool]:
+        """Whether ``worker``'s values of the weight at mode steps ``a`` and ``b`` are bit-identical (None when
+        either was not saved as a value)."""
+        first, last = self._digest(name, worker, mode, a), self._digest(name, worker, mode, b)
+        return None if first is None or last is None else first == last
+
     def no_optimizer_step(self, name: str, worker: Optional[str], mode: ModeKeys, steps: List[int], p: int,
                           s: int) -> Optional[str]:
         """Whether an update of exactly 0 (bit-identical weights at ``p`` and ``s``) reads as "no optimizer step

@@ -8,6 +8,7 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 from smdebug.core.modes import ModeKeys
+from smdebug.core.names import listed
 from smdebug.core.run_info import untrained_parameters
 from smdebug.exceptions import SMDebugValueError
 from smdebug.rules.generic.convergence import CONVERGED_GRADIENT_FRACTION, GradientConvergence
@@ -24,10 +25,9 @@ WEIGHTS = "weights"
 MIN_UNTRAINED_STEPS = 3
 
 
-def _listed(names: List[str], shown: int = 5) -> str:
-    more = len(names) - shown
-    what = ", ".join(names[:shown]) + (f" and {more} more" if more > 0 else "")
-    return f"{len(names)} trainable parameter{'s' if len(names) != 1 else ''} ({what})"
+def _listed(names: List[str]) -> str:
+    # (names from a run's record: listed() clips each and says how many more)
+    return f"{len(names)} trainable parameter{'s' if len(names) != 1 else ''} ({listed(names, limit=5)})"
 
 
 def _them(names: List[str]) -> str:
@@ -189,17 +189,8 @@ class WeightUpdateRatio(Rule):
     def _unchanged(self, name: str) -> bool:
         """Whether weight ``name``'s saved values are the same at its first and last saves (True when it was not
         saved twice: the hook's record stands alone)."""
-        if not self.base_trial.has_tensor(name):
-            return True
-        tensor = self.base_trial.tensor(name)
-        steps = tensor.steps()
-        if len(steps) < 2:
-            return True
-        first, last = value_at(self.base_trial, name, steps[0]), value_at(self.base_trial, name, steps[-1])
-        if first is None or last is None:
-            return True
-        first, last = np.asarray(first), np.asarray(last)
-        return first.shape == last.shape and bool(np.array_equal(first, last, equal_nan=True))
+        steps = self.base_trial.tensor(name).steps() if self.base_trial.has_tensor(name) else []
+        return len(steps) < 2 or self._identical.same(name, None, ModeKeys.GLOBAL, steps[0], steps[-1]) is not False
 
     def _weights(self):
         names = select_tensors(self.base_trial, [WEIGHTS], [])
