@@ -307,6 +307,8 @@ def test_two_processes_sharing_out_dir_only_one_writes(tmp_path):
     out = tmp_path / "shared"
     barrier = tmp_path / "barrier"
     barrier.mkdir()
+    done = tmp_path / "done"
+    done.mkdir()
     code = f"""
         import os, time
         from _support import NumpyHook, train_logistic_regression
@@ -315,7 +317,12 @@ def test_two_processes_sharing_out_dir_only_one_writes(tmp_path):
         open(os.path.join({str(barrier)!r}, str(os.getpid())), "w").close()
         while len(os.listdir({str(barrier)!r})) < 2:  # both processes train at the same time
             time.sleep(0.01)
-        train_logistic_regression(hook, steps=3, on_step=lambda s: time.sleep(0.5))
+        train_logistic_regression(hook, steps=3)
+        # Close (and release the claim) only once both have tried to write: on a loaded machine the second
+        # could otherwise start after the first had finished, and rightly write.
+        open(os.path.join({str(done)!r}, str(os.getpid())), "w").close()
+        while len(os.listdir({str(done)!r})) < 2:
+            time.sleep(0.01)
         hook.close()
         """
     procs = [subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)],

@@ -211,14 +211,22 @@ def test_real_multi_process_run_with_missing_step(run_loc):
     assert len(df) == 11 and set(df.worker) == {"worker_0", "worker_1"}
 
 
-def test_live_trial_while_training(run_loc):
+def test_live_trial_while_training(run_loc, tmp_path):
+    go = tmp_path / "go"
     code = textwrap.dedent(
         f"""
-        import time
+        import os, time
         from _support import NumpyHook, train_logistic_regression
         from smdebug import SaveConfig
         hook = NumpyHook(out_dir={str(run_loc)!r}, save_config=SaveConfig(save_interval=1))
-        train_logistic_regression(hook, steps=12, on_step=lambda s: time.sleep(0.25))
+
+        def pace(step):
+            # Step 5 waits for the reader's go (not for a time: a loaded machine must not reorder the test).
+            while step == 5 and not os.path.exists({str(go)!r}):
+                time.sleep(0.01)
+            time.sleep(0.05)
+
+        train_logistic_regression(hook, steps=12, on_step=pace)
         hook.close()
         """
     )
@@ -226,13 +234,14 @@ def test_live_trial_while_training(run_loc):
     try:
         t = open_trial(run_loc, wait_for_collections=60)
         seen = []
-        t.wait_for_steps([3])
+        t.wait_for_steps([3], timeout=60)
         seen.append(len(t.steps()))
         assert not t.loaded_all_steps
         assert t.has_passed_step(11) == StepState.NOT_YET_AVAILABLE
+        go.write_text("")
         with no_refresh(t):
             frozen = t.steps()
-            time.sleep(1.0)
+            time.sleep(1.0)  # the writer goes on meanwhile
             assert t.steps() == frozen
         t.wait_for_steps([11], timeout=60)
         seen.append(len(t.steps()))
