@@ -42,7 +42,8 @@ CLASS_RULES: Dict[str, Tuple[str, Tuple[str, ...]]] = {
     "improper_output": ("output activation or loss that do not fit each other", ("ImproperOutput",)),
     "frozen_weights": ("the weights never change", ("UnchangedTensor", "WeightUpdateRatio")),
     "tree_too_deep": ("XGBoost trees deep enough to memorise", ("TreeDepth",)),
-    "feature_overweight": ("one (leaked) feature carries almost all importance", ("FeatureImportanceOverweight",)),
+    "feature_overweight": ("one (leaked) feature carries almost all importance",
+                           ("FeatureImportanceOverweight", "LabelLeak")),
 }
 
 

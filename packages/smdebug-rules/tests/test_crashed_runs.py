@@ -68,7 +68,9 @@ def test_a_killed_run_is_not_final_and_says_how_to_judge_it(killed_run):
 
 def test_ended_judges_a_killed_run_as_finished(killed_run):
     code, result, err = rules_run(killed_run, "--ended")
-    assert code in (0, 1) and result["status"] != IN_PROGRESS, (code, err)
+    # a final verdict: 0, 1, or 3 (OscillatingLoss needs 100 loss saves; the job died near step 75, the last
+    # steps its writer had flushed vary from run to run, and with them whether SlowConvergence fires)
+    assert code in (0, 1, 3) and result["status"] != IN_PROGRESS, (code, err)
     assert result["training_ended"] and result["read_as_ended"] and result["not_final"] is None
     # every step the job wrote before it died (the writer's last steps may have died with it)
     assert result["last_step"] == last_written_step(killed_run) >= 40

@@ -208,7 +208,7 @@ def test_cli_list_and_show():
     assert code == 0 and names["VanishingGradient"] == "builtin" and names["LossAboveThreshold"] == "example"
     from smdebug.rules.plugin import RULES
 
-    assert len([n for n, pack in names.items() if pack == "builtin"]) == len(RULES) == 25
+    assert len([n for n, pack in names.items() if pack == "builtin"]) == len(RULES) == 26
     code, out, _ = smdebug_cli("rules", "show", "unchanged_tensor", "--json")
     assert code == 0 and "num_steps" in json.loads(out)["parameters"]
     code, _, err = smdebug_cli("rules", "show", "nope")

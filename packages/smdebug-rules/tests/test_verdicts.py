@@ -51,6 +51,7 @@ NEEDS = {
     "DeadRelu": Needs(looks_for="tensors matching '.*relu_output'"),
     "ExplodingTensor": Needs(missing_params={"collection_names": "gradients"}, looks_for="collection 'gradients'"),
     "FeatureImportanceOverweight": Needs("xgboost", looks_for="tensors matching '.*feature_importance/weight'"),
+    "LabelLeak": Needs("xgboost", looks_for="tensors 'labels' and 'predictions'"),
     "LossNotDecreasing": Needs(params={"num_steps": "3"}, looks_for="collection 'losses'"),
     "OscillatingLoss": Needs(params={"window": "2", "min_swings": "2"}, looks_for="collection 'losses'"),
     "SlowConvergence": Needs(params={"window": "2"}, looks_for="collection 'losses'"),

@@ -41,6 +41,17 @@ def test_random_forest_parameters_are_recorded(tmp_path):
     assert "custom_objective" not in record
 
 
+def test_a_continued_model_records_the_rounds_it_started_from(tmp_path):
+    """xgb_model=: the hook's step 0 is then not the model's first round (the rules' LabelLeak judges first
+    rounds); a model trained from scratch records none."""
+    X, y = binary_data()
+    d = xgb.DMatrix(X, label=y)
+    first = xgb.train({"nthread": 1, "objective": "binary:logistic"}, d, num_boost_round=5)
+    record = _train(str(tmp_path / "more"), {"objective": "binary:logistic"}, X, y, xgb_model=first)
+    assert record["initial_rounds"] == 5
+    assert "initial_rounds" not in _train(str(tmp_path / "new"), {"objective": "binary:logistic"}, X, y)
+
+
 def test_gblinear_and_regression_objectives_are_recorded(tmp_path):
     X, y = regression_data()
     record = _train(str(tmp_path / "linear"), {"booster": "gblinear", "objective": "reg:squarederror"}, X, y)

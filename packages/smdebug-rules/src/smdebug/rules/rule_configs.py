@@ -64,6 +64,7 @@ _COLLECTIONS: Dict[str, List[tuple]] = {
     "ClassImbalance": [("labels", _TAPERED), ("predictions", _TAPERED)],
     "TreeDepth": [("trees", _TAPERED)],
     "FeatureImportanceOverweight": [("feature_importance", _TAPERED)],
+    "LabelLeak": [("labels", _TAPERED), ("predictions", _TAPERED)],
     "OscillatingLoss": [("losses", _TAPERED)],
     "SlowConvergence": [("losses", _TAPERED)],
     "Divergence": [("losses", _TAPERED), ("weights", _TAPERED)],
@@ -236,6 +237,10 @@ def improper_output(framework=None):
     return _config("ImproperOutput", framework)
 
 
+def label_leak(framework=None):
+    return _config("LabelLeak", framework)
+
+
 def create_xgboost_report(framework=None):
     """The configuration of SageMaker's XGBoost report job (a report, not a rule: no pack registers
     ``CreateXgboostReport``, so it is in no rule group; its collections are what the report reads)."""
@@ -296,8 +301,9 @@ RECOMMENDED: Dict[str, Tuple[str, ...]] = {
     # rounds that overshoot (eta past ~2), flips every round, which the rule's block means average away while
     # Divergence and LossNotDecreasing catch it; and it needs 100 rounds, so most boosting runs, tens of
     # rounds, ended NotEvaluated for it alone)
+    # (LabelLeak: the one look at the features a boosting run's held-out predictions allow, from the first round)
     "xgboost": ("ExplodingTensor", "LossNotDecreasing", "SlowConvergence", "Divergence", "TreeDepth",
-                "ClassImbalance", "ImproperOutput"),
+                "ClassImbalance", "ImproperOutput", "LabelLeak"),
 }
 _RECOMMENDED_GROUPS = {MXNET.RECOMMENDED: "mxnet", TENSORFLOW.RECOMMENDED: "tensorflow",
                        PYTORCH.RECOMMENDED: "pytorch", XGBOOST.RECOMMENDED: "xgboost"}

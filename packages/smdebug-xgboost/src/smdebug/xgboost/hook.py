@@ -86,6 +86,8 @@ def _booster_kind(model) -> str:
 
 #: the key of the booster's record in the collections file's ``_meta``
 BOOSTER_META_KEY = "xgboost_booster"
+#: the key, in the booster's record, of the rounds the model had before this run trained (a continued model)
+INITIAL_ROUNDS_KEY = "initial_rounds"
 #: the key naming the evaluation data set predictions and labels were saved for, when no validation_data
 EVAL_DATA_META_KEY = "xgboost_labels_from"
 #: the key saying the run is an ``xgboost.cv`` (``{"nfold": 4}``): the hook saved the metrics' mean over the
@@ -209,6 +211,14 @@ def booster_record(model, custom_objective: Optional[bool] = False) -> Optional[
             record[key] = int(number) if key in ("num_parallel_tree", "max_depth", "num_class") else float(
                 f"{number:.7g}")
     return record or None
+
+
+def _boosted_rounds(model) -> int:
+    """The rounds ``model`` holds (0 when it cannot tell)."""
+    try:
+        return int(model.num_boosted_rounds())
+    except Exception:  # noqa: BLE001 - an old or unusual booster: unknown
+        return 0
 
 
 def _evaluation_data(evals, dtrain) -> Optional[Tuple[xgb.DMatrix, str]]:
@@ -523,6 +533,9 @@ class Hook(TrainingCallback, BaseHook):
         call = _train_call()
         record = booster_record(model, _custom_objective(call) if call is not None else None)
         if record is not None:
+            rounds = _boosted_rounds(model)
+            if rounds:  # training continues a model (xgb_model=): its first round here is not its first
+                record[INITIAL_ROUNDS_KEY] = rounds
             self.collection_manager.meta[BOOSTER_META_KEY] = record
         if call is None:
             return
