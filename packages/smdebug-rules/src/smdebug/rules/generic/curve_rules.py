@@ -583,6 +583,10 @@ class SlowConvergence(LossCurveRule):
         its last third still fell (0-100; 100: only a curve at its floor). Default ``"90"``. A curve past where it
         headed (``gone`` above 1: a loss with no floor falling on) is not let off by it.
     Plus the loss selection parameters of LossNotDecreasing.
+
+    A loss that fell through 0 to below minus where it started, faster in its last third than in its first, is
+    said as what it is: it has no floor and runs away (a sign-flipped loss, a likelihood that grows without
+    bound), it is not converging slowly.
     """
 
     needs = "a finished run with at least 3 * window saves of a loss (judged once training has ended)"
@@ -635,6 +639,14 @@ class SlowConvergence(LossCurveRule):
             # above where it started: no slow convergence but none at all, which LossNotDecreasing and Divergence
             # judge ("still falling ... only -36% of the initial loss is gone" on a loss that went 26 -> 87)
             return True, None
+        if final < -abs(start) and d3 > d1 > 0:
+            # fell through 0 to below minus its start, faster and faster: a loss with no floor running away (a
+            # sign-flipped loss, a likelihood that can grow without bound), not a budget too small. Said as such
+            # (probe 13a F7 read "still falling ... 8x as much in the last third" beside Divergence's finding);
+            # still a finding: Divergence waits for a 100-fold growth, and a run at -85 from -1.2 has none
+            return True, (f"{self.shown(name, curve)} fell through 0 and ran away, faster and faster: {initial:.4g} "
+                          f"(first {w} saves) -> {early:.4g} -> {late:.4g} -> {final:.4g} (last {w} saves); a loss "
+                          "with no floor is not converging at all (a sign flipped, a likelihood without bound?)")
         if 0 < d3 < d2:
             # decelerating: where the curve is heading, were it to go on as geometrically as its last two thirds
             # fell (a loss a + b * r^t drops by a constant ratio from one third to the next)
