@@ -94,3 +94,20 @@ def test_fires_on_a_steady_rise_long_before_the_training_loss_nears_zero(tmp_pat
 def test_quiet_on_the_same_model_with_true_labels(tmp_path):
     # the validation loss levels off (and wobbles by ~3% at the end) while the training loss goes on falling
     assert invoke_rule(Overfit(create_trial(classification_run(tmp_path, shuffle_labels=False)))) == []
+
+
+def test_overtraining_says_when_the_validation_loss_never_improved_at_all(tmp_path):
+    """No best epoch to stop at: a validation loss at its best from its first evaluations is said as a model that
+    never generalised, not as training gone on past its best (probe 12b W1)."""
+    from smdebug.rules.generic import Overtraining
+
+    x, y = regression_data(256, seed=0)
+    xv, yv = regression_data(256, seed=1)
+    mean, sd = y.mean(), y.std()
+    run = train_torch(tmp_path, regression_mlp(), (x, (y - mean) / sd), steps=240, lr=0.01, optimizer="adam",
+                      batch_size=32, loss_fn=nn.MSELoss(), include_collections=["losses"],
+                      eval_data=(xv, (yv - (mean - 3 * sd)) / sd), eval_every=10)
+    rule = Overtraining(create_trial(run))
+    assert invoke_rule(rule)
+    assert "never improved" in rule.last_reason and "never generalised" in rule.last_reason, rule.last_reason
+    assert "has not improved" not in rule.last_reason

@@ -990,7 +990,9 @@ class Overtraining(Rule):
     the evaluations so far came after the best: training went on at least as long as it took to get
     there), *and* the training series fell by at least ``train_progress_percent`` since the best validation
     value (training went on learning the training set, not the task; a training loss that did not change,
-    e.g. 0 throughout, did not fall). With ``judge_training``, also at a
+    e.g. 0 throughout, did not fall). A validation series whose best is its first value never improved at all: the
+    finding says the model never generalised (no point to stop early at), not that training went on past its best.
+    With ``judge_training``, also at a
     TRAIN save that completes a block, when the last ``patience_train`` blocks were no improvement (the
     original's test on the training loss alone; off by default: a healthy run's training loss converges
     and stops improving too, and nothing tells the two apart without a validation loss). It fires again at
@@ -1122,6 +1124,15 @@ class Overtraining(Rule):
         # (a training loss that did not change did not fall: 0 -> 0 passes "<= 0 * (1 - p)" but is no progress)
         if not before or not (last < before[-1] and last <= before[-1] * (1 - self.train_progress_percent / 100)):
             return True, None
+        if plateau.best_index == 0:
+            # best at its first evaluations: the model never generalised, so there was no point to stop early at
+            # (probe 12b W1: "has not improved ... for 17 evaluations" read as overtraining past a best epoch)
+            return True, (f"{self._shown(name, worker)}: validation loss never improved by {self.min_delta_percent:g}% "
+                          f"on its first evaluations (median {plateau.best:.6g} at {describe_pass(best, mode=True)}) "
+                          f"in {plateau.wait} evaluations while the training loss fell ({before[-1]:.6g} -> "
+                          f"{last:.6g}, medians of {self.window_train} saves): the model never generalised, so "
+                          "early stopping has no better point to keep; check that the validation data is prepared "
+                          f"as the training data (the same scaling, the same labels){describe_passes(passes.passes)}")
         return True, (f"{self._shown(name, worker)}: validation loss has not improved by "
                       f"{self.min_delta_percent:g}% for "
                       f"{plateau.wait} evaluations (best median {plateau.best:.6g} at "
