@@ -536,15 +536,8 @@ class SaturatedActivation(Rule):
                                         0, 100)
         self._warned = set()
         self._pool = _Pool(base_trial)
-        self._end_pool = _Pool(base_trial)  # (its own cache: pooling the last saves evicts earlier ones)
         #: samples a judgement needs (see the module docstring)
         self.min_samples = min_samples(self.threshold_inactivity)
-        #: per tensor: its judgements so far, (step, the first step pooled, its dead units when the layer was
-        #: judged dead, else None) (a run read while it trains)
-        self._judged: Dict[str, List[Tuple[int, int, Optional[frozenset]]]] = {}
-        self._dead_units: frozenset = frozenset()  # of the last layer judged (_judge)
-        #: per (tensor, mode) of an ended run: whether it is dead at its last saves, and those steps
-        self._at_end: Dict[Tuple[str, object], Tuple[bool, List[int]]] = {}
 
     def bounds(self, name: str, collection: str = ""):
         """(kind, min, max) for a tensor (of ``collection``, if selected by one), or None if it is neither a
