@@ -6,7 +6,7 @@ import pytest
 
 from smdebug.rules import run_rules
 from smdebug.rules.generic.label_leak import one_vs_rest_auc
-from smdebug.rules.rule_configs import RECOMMENDED
+from smdebug.rules.rule_configs import RECOMMENDED, collections_for
 
 xgb = pytest.importorskip("xgboost")
 smd = pytest.importorskip("smdebug.xgboost")
@@ -96,6 +96,8 @@ def test_without_the_first_rounds_trees_the_run_is_not_evaluated(tmp_path):
 
 def test_recommended_for_xgboost_runs(tmp_path):
     assert "LabelLeak" in RECOMMENDED["xgboost"]
+    # what a hook saving this rule's collections alone needs: the first round's trees too
+    assert set(collections_for(["LabelLeak"], "xgboost")) == {"labels", "predictions", "trees"}
     _train(tmp_path, {"objective": "binary:logistic"}, leak=True)
     result = run_rules(str(tmp_path), ended=True)
     assert {r.name: r.status for r in result.rules}["LabelLeak"] == "IssuesFound"

@@ -44,8 +44,8 @@ RULES: Tuple[RuleInfo, ...] = (
     _rule("UnnormalizedInput", "model_io_rules", "tabular or sequence input features far from unit scale"),
     _rule("ImproperOutput", "model_io_rules", "model output that does not fit the loss (probabilities into a "
           "logits loss, regression on class ids)"),
-    _rule("LabelLeak", "label_leak", "an XGBoost classifier's first round already separates the held-out classes "
-          "(a feature that encodes the label)"),
+    _rule("LabelLeak", "label_leak", "an XGBoost classifier's first round separates the held-out classes on one "
+          "feature (a feature that encodes the label)"),
 )
 
 

@@ -64,7 +64,7 @@ _COLLECTIONS: Dict[str, List[tuple]] = {
     "ClassImbalance": [("labels", _TAPERED), ("predictions", _TAPERED)],
     "TreeDepth": [("trees", _TAPERED)],
     "FeatureImportanceOverweight": [("feature_importance", _TAPERED)],
-    "LabelLeak": [("labels", _TAPERED), ("predictions", _TAPERED)],
+    "LabelLeak": [("labels", _TAPERED), ("predictions", _TAPERED), ("trees", _TAPERED)],
     "OscillatingLoss": [("losses", _TAPERED)],
     "SlowConvergence": [("losses", _TAPERED)],
     "Divergence": [("losses", _TAPERED), ("weights", _TAPERED)],
@@ -301,7 +301,7 @@ RECOMMENDED: Dict[str, Tuple[str, ...]] = {
     # rounds that overshoot (eta past ~2), flips every round, which the rule's block means average away while
     # Divergence and LossNotDecreasing catch it; and it needs 100 rounds, so most boosting runs, tens of
     # rounds, ended NotEvaluated for it alone)
-    # (LabelLeak: the one look at the features a boosting run's held-out predictions allow, from the first round)
+    # (LabelLeak: the one look at the features, from the first round's trees and held-out predictions)
     "xgboost": ("ExplodingTensor", "LossNotDecreasing", "SlowConvergence", "Divergence", "TreeDepth",
                 "ClassImbalance", "ImproperOutput", "LabelLeak"),
 }

@@ -41,7 +41,7 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
-from smdebug.core.names import terminal_safe
+from smdebug.core.names import clipped, listed, terminal_safe
 from smdebug.rules.evaluation import looking_for
 from smdebug.rules.generic.selection import value_at
 from smdebug.rules.generic.xgboost_rules import (booster_params, cross_validation, num_parallel_tree,
@@ -92,16 +92,6 @@ def predicted_classes(predictions: np.ndarray, classes: np.ndarray) -> Optional[
     return None
 
 
-def _listed(values: List[int], most: int = 8) -> str:
-    shown = ", ".join(str(v) for v in values[:most])
-    return shown + (f" and {len(values) - most} more" if len(values) > most else "")
-
-
-def _counts(classes: np.ndarray, counts: np.ndarray, most: int = 8) -> str:
-    pairs = [f"{int(c)}: {int(n)}" for c, n in zip(classes[:most], counts[:most])]
-    return ", ".join(pairs) + (f" and {classes.size - most} more" if classes.size > most else "")
-
-
 class LabelLeak(Rule):
     """Fires when an XGBoost classifier's first boosting round separates the held-out classes on one feature,
     the sign of a feature that encodes the label.
@@ -124,7 +114,6 @@ class LabelLeak(Rule):
         self.accuracy_threshold = in_range(rule, "accuracy_threshold",
                                            as_float(rule, "accuracy_threshold", accuracy_threshold), 0, 1)
         self.min_class_samples = as_int(rule, "min_class_samples", min_class_samples, minimum=1)
-        self._feature = ""  # the finding's words on the feature (set when its share is found)
         #: the first round was judged (or could not be): later steps repeat what was said of it, as the
         #: evaluation keeps only the last step's word on whether the rule applies
         self._judged = False
@@ -213,9 +202,10 @@ class LabelLeak(Rule):
         # classified perfectly by luck. A leak separates every class, so the well-sampled ones are enough.
         judged = [int(c) for c, n in zip(classes, counts) if n >= self.min_class_samples]
         if len(judged) < 2:
+            class_counts = listed((f"{c}: {n}" for c, n in zip(classes, counts)), limit=8)
             self._say("not evaluated", f"fewer than two classes have min_class_samples={self.min_class_samples} "
-                                       f"held-out rows (class counts {_counts(classes, counts)}): a few rows can "
-                                       "be separated perfectly by luck")
+                                       f"held-out rows (class counts {class_counts}): a few rows can be separated "
+                                       "perfectly by luck")
             return False
         # a middle class's tree needs a split on each side of it; two classes, one split
         cuts = 1 if classes.size == 2 else 2
@@ -225,14 +215,12 @@ class LabelLeak(Rule):
         feature, share = clean
         if share < self.split_share:
             return False
-        if cuts == 1:
-            self._feature = f"{terminal_safe(feature[:64])}: its split carries {share:.1%} of the first tree's gain"
-        else:
-            self._feature = (f"{terminal_safe(feature[:64])}: its two best splits carry at least {share:.1%} of each "
-                             "first-round tree's gain")
+        feature = terminal_safe(clipped(feature, 64))
+        on_feature = (f"{feature}: its split carries {share:.1%} of the first tree's gain" if cuts == 1 else
+                      f"{feature}: its two best splits carry at least {share:.1%} of each first-round tree's gain")
         if classes.size == 2 and set(classes.tolist()) == {0, 1}:
-            return self._judge_two_classes(int_labels, predictions)
-        return self._judge_classes(int_labels, predictions, classes, judged)
+            return self._judge_two_classes(int_labels, predictions, on_feature)
+        return self._judge_classes(int_labels, predictions, classes, judged, on_feature)
 
     def _clean_split(self, cuts: int) -> Optional[Tuple[str, float]]:
         """How cleanly one feature splits the first round's trees: ``(feature, share)``, the share of a tree's
@@ -242,8 +230,7 @@ class LabelLeak(Rule):
         trial = self.base_trial
         found = [name for name in TREE_COLUMNS if trial.has_tensor(name)]
         looking_for("tensors 'trees/Tree', 'trees/Feature' and 'trees/Gain' (the trees collection)", found)
-        columns = [value_at(trial, name, 0) if name in found else None for name in TREE_COLUMNS]
-        trees, features, gains = columns
+        trees, features, gains = (value_at(trial, name, 0) if name in found else None for name in TREE_COLUMNS)
         if (features is None or gains is None or features.size != gains.size or gains.dtype.kind not in "fiu"
                 or (trees is not None and trees.size != gains.size)):
             self._say("not evaluated", "needs the first round's trees (trees/Feature and trees/Gain at step 0: the "
@@ -267,7 +254,7 @@ class LabelLeak(Rule):
                 worst = (feature, share)
         return worst
 
-    def _judge_two_classes(self, labels: np.ndarray, predictions: np.ndarray):
+    def _judge_two_classes(self, labels: np.ndarray, predictions: np.ndarray, on_feature: str):
         """Two classes: how well the first round ranks them (AUC), whatever its base score."""
         scores = positive_scores(predictions)
         if scores is None:
@@ -276,9 +263,10 @@ class LabelLeak(Rule):
         auc = one_vs_rest_auc(scores, labels == 1)
         if auc < self.auc_threshold:
             return False
-        return self._finding(labels.size, 2, f"AUC {auc:.4f}, auc_threshold {self.auc_threshold:g}")
+        return self._finding(labels.size, 2, f"AUC {auc:.4f}, auc_threshold {self.auc_threshold:g}", on_feature)
 
-    def _judge_classes(self, labels: np.ndarray, predictions: np.ndarray, classes: np.ndarray, judged: List[int]):
+    def _judge_classes(self, labels: np.ndarray, predictions: np.ndarray, classes: np.ndarray, judged: List[int],
+                       on_feature: str):
         """More classes: how many of each class's rows the first round already predicts right (the mean
         recall of the judged classes). Not one-vs-rest AUCs: a softmax mixes every class's trees into each
         probability, so a middle class's ranking is off by the few rows past the training data's extremes."""
@@ -293,11 +281,11 @@ class LabelLeak(Rule):
             return False
         left_out = [int(c) for c in classes if int(c) not in judged]
         said = f"balanced accuracy {balanced:.4f}, accuracy_threshold {self.accuracy_threshold:g}"
-        said += f"; classes with too few rows not judged: {_listed(left_out)}" if left_out else ""
-        return self._finding(labels.size, classes.size, said)
+        said += f"; classes with too few rows not judged: {listed(map(str, left_out), limit=8)}" if left_out else ""
+        return self._finding(labels.size, classes.size, said, on_feature)
 
-    def _finding(self, rows: int, classes: int, measure: str) -> str:
+    def _finding(self, rows: int, classes: int, measure: str, on_feature: str) -> str:
         return (f"after its first round the model already separates the {rows} held-out rows' {classes} classes "
-                f"({measure}) on one feature, {self._feature} (split_share {self.split_share:g}). A real task is "
+                f"({measure}) on one feature, {on_feature} (split_share {self.split_share:g}). A real task is "
                 "rarely split by one feature: check whether it is computed from the label (a leak: the target, or "
                 "an id sorted by it, among the features)")
