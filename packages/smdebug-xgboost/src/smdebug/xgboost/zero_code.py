@@ -1,9 +1,9 @@
 """Attach the XGBoost hook to an unmodified script (``smdebug run``; see smdebug.zero_code).
 
-``xgboost.train`` (also as the scikit-learn estimators call it) is wrapped so that the hook built from the JSON configuration (``SMDEBUG_CONFIG_FILE_PATH``)
-joins its callbacks, unless the script already passes an smdebug hook. One hook records one training run,
-so only the first ``xgboost.train`` call of the script is recorded. ``smdebug run`` with --out-dir alone asks
-for the recommended preset (smdebug.zero_code.preset).
+``xgboost.train`` (also as the scikit-learn estimators call it) is wrapped so that the hook built from the JSON
+configuration (``SMDEBUG_CONFIG_FILE_PATH``) joins its callbacks, unless the script already passes an smdebug
+hook. One hook records one training run, so only the first ``xgboost.train`` call of the script is recorded.
+``smdebug run`` with --out-dir alone asks for the recommended preset (smdebug.zero_code.preset).
 """
 
 from __future__ import annotations
