@@ -219,6 +219,15 @@ class GradientSource:
                 "backward() and step(), did no backward() reach them, or are they all frozen (requires_grad=False)? "
                 "No gradient is saved while they have none.", hook.step, count)
 
+    def note_stepping(self, optimizer) -> None:
+        """A trainer says ``optimizer`` is about to step (its "before optimizer step" event, which the optimizer
+        hook never sees): at a step whose gradients are due, its parameters go into the record of those never
+        trained, as at an optimizer step the hook saw itself."""
+        if self.hook._sched_due and isinstance(optimizer, torch.optim.Optimizer):
+            pairs = self._ours(optimizer)
+            if pairs:
+                self._note_untrained(pairs)
+
     def _note_untrained(self, pairs) -> None:
         """At an optimizer step of a step whose gradients are due: keep, in the run's record
         (``_meta.untrained_parameters``), the model's trainable parameters that step moved at none of these steps:

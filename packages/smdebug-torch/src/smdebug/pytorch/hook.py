@@ -906,10 +906,7 @@ class Hook(BaseHook):
             return
         try:
             with self._step_lock:
-                if isinstance(optimizer, torch.optim.Optimizer) and self._sched_due:
-                    pairs = self._grads._ours(optimizer)
-                    if pairs:
-                        self._grads._note_untrained(pairs)
+                self._grads.note_stepping(optimizer)
                 self._grads.save()
         except Exception as e:  # noqa: BLE001
             self._fail("saving gradients", e)
