@@ -70,3 +70,19 @@ def test_large_shapes_that_fit_still_read(tmp_path):
 
     edit_index(run, 1, add_shape)
     assert create_trial(run).tensor("w").shape(1) == (1 << 30, 1 << 30, 4)
+
+
+def test_a_meta_nested_deeper_than_json_parses_is_damage_not_a_crash(tmp_path):
+    # The mode and step are read from the meta alone when it comes first (the payload is parsed later); a
+    # meta holding arrays nested 100,000 deep made that read raise RecursionError out of create_trial.
+    run = write_simple_run(tmp_path / "run", steps=range(3))
+    path = index_path(run, 1)
+    with open(path) as f:
+        doc = f.read()
+    assert doc.startswith('{"meta": {')
+    with open(path, "w") as f:
+        f.write(doc.replace('"meta": {', '"meta": {"x": ' + "[" * 100_000 + "]" * 100_000 + ", ", 1))
+    with pytest.raises(IndexReaderException, match="Empty/Corrupt Index File") as e:
+        create_trial(run)
+    assert "000000000001_worker_0.json" in str(e.value)
+    assert create_trial(run, skip_damaged=True).tensor("w").steps() == [0, 2]

@@ -443,7 +443,7 @@ def parse_index_file(key: str, step: int, worker: str, raw: bytes, lazy: bool = 
     if m is not None:
         try:
             meta = json.loads(m.group(1))
-        except ValueError:
+        except (ValueError, RecursionError):  # (the full read below says what is wrong with it)
             meta = None
     if meta is None:
         doc = _load_json(raw, key, step)
