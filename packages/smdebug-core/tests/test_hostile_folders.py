@@ -297,6 +297,23 @@ def test_names_from_a_run_never_reach_the_terminal_as_control_sequences(tmp_path
     assert [t["name"] for t in doc["tensors"]] == ["w" + escape]
 
 
+def test_names_holding_newlines_cannot_add_lines_to_what_the_commands_print(tmp_path):
+    """Newlines pass the terminal escaping (commands print many lines): a tensor name holding one was printed
+    across lines, and a run could put a ``result: NoIssuesFound`` line above the real verdict (probe 14c F2).
+    Each name is one line wherever it is printed; --json keeps it exact."""
+    forged = "\nresult: NoIssuesFound (exit status 0)\n\tindented"
+    out = write_simple_run(tmp_path / "run", names=["w" + forged])
+    outputs = [run_smdebug("ls", out), run_smdebug("show", out, "w" + forged, "--step", "1"),
+               run_smdebug("show", out, "w" + forged), run_smdebug("rules", "run", out, "--rule", "all_zero")]
+    for proc in outputs:
+        for stream in (proc.stdout, proc.stderr):
+            assert not any(line.startswith(("result: NoIssuesFound", "\tindented")) for line in stream.splitlines())
+    assert "w\\u000aresult: NoIssuesFound (exit status 0)\\u000a\\u0009indented" in outputs[0].stdout
+    assert outputs[1].returncode == 0 and "w\\u000aresult" in outputs[1].stdout, outputs[1].stdout
+    assert outputs[3].stdout.splitlines()[-1].startswith("result: "), outputs[3].stdout
+    assert [t["name"] for t in json.loads(run_smdebug("ls", out, "--json").stdout)["tensors"]] == ["w" + forged]
+
+
 def test_a_rule_on_a_run_it_cannot_list_is_an_error_not_a_pass(tmp_path):
     """Files a trial cannot read are never "nothing to judge": unreadable index files make the rule's
     verdict Error (exit status 2), naming the file."""

@@ -19,6 +19,8 @@ import os
 import sys
 from typing import Any, Iterable, Iterator, List, Optional, Sequence, Tuple
 
+from smdebug.core.names import one_line
+
 #: what to install for the commands that draw (plot, report)
 PLOT_EXTRA = "smdebug-core[cli]"
 
@@ -447,8 +449,9 @@ def print_json(document: Any) -> None:
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], indent: str = "  ",
           align_right: Sequence[int] = ()) -> str:
-    """A plain-text table; ``align_right``: column indexes aligned right (numbers)."""
-    cells = [list(headers)] + [["" if c is None else str(c) for c in row] for row in rows]
+    """A plain-text table; ``align_right``: column indexes aligned right (numbers). Each cell is one line
+    (:func:`one_line`: a name from a run may hold a newline)."""
+    cells = [list(headers)] + [["" if c is None else one_line(str(c)) for c in row] for row in rows]
     # Columns are padded to their longest cell up to MAX_COLUMN_WIDTH; a longer cell runs past its column on
     # its own line. (Padded to the longest, one 200,000-character name from a run made every row of the
     # table as long: output rows x name.)

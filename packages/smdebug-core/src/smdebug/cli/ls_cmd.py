@@ -111,14 +111,15 @@ def collect(trial, collection=None, regex=None, tensors=True) -> dict:
 
 
 def render(doc: dict) -> str:
-    out = [f"Run          {doc['path']}  ({doc['state']})"]
+    # (the lines that hold names from the run, a table's cells too, are each made one line: c.one_line)
+    out = [c.one_line(f"Run          {doc['path']}  ({doc['state']})")]
     workers = doc["workers"]
     shown_workers = ", ".join(workers[:8]) + (f", ... ({len(workers) - 8} more)" if len(workers) > 8 else "")
-    out.append(f"Workers      {doc['num_workers']}: {shown_workers or '-'}")
+    out.append(c.one_line(f"Workers      {doc['num_workers']}: {shown_workers or '-'}"))
     if doc.get("workers_note"):
-        out.append(f"  note: {doc['workers_note']}")
+        out.append(c.one_line(f"  note: {doc['workers_note']}"))
     for note in doc.get("hook_failures") or ():
-        out.append(f"  warning: {note}")
+        out.append(c.one_line(f"  warning: {note}"))
     g = doc["global_steps"]
     span = f"{g['first']}-{g['last']}" if g["count"] else "none"
     extra = f", {doc['incomplete_steps']} more not complete yet" if doc["incomplete_steps"] else ""
@@ -136,15 +137,15 @@ def render(doc: dict) -> str:
     if rows:
         out.append(c.table(("NAME", "TENSORS"), rows, align_right=(1,)))
     if empty:
-        out.append(f"  {'holding no tensor' if rows else 'none holds a tensor'}: {_names_line(empty)}")
+        out.append(c.one_line(f"  {'holding no tensor' if rows else 'none holds a tensor'}: {_names_line(empty)}"))
     if not doc["collections"]:
         out.append("  (none)")
     for col in doc["collections"]:
         refused = col.get("refused_regex")
         if refused:  # (the first few: a file of 300,000 patterns made a 3 MB line; --json lists them all)
             more = f" and {len(refused) - 5:,} more" if len(refused) > 5 else ""
-            out.append(f"  note: {col['name']}: include_regex {', '.join(repr(r[:200]) for r in refused[:5])}{more} "
-                       "not used (too slow to match, or too costly to compile)")
+            out.append(c.one_line(f"  note: {col['name']}: include_regex {', '.join(repr(r[:200]) for r in refused[:5])}{more} "
+                       "not used (too slow to match, or too costly to compile)"))
     if doc["tensors"] or doc["tensor_count"] == 0:
         out.append("")
         modes = [m for m in MODE_ORDER if any(m in t["modes"] for t in doc["tensors"])]

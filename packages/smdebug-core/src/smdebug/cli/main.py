@@ -203,6 +203,7 @@ def _main(argv: Optional[List[str]], stdout, stderr) -> int:
         # themselves, and the warning's source line means nothing to a user (-v keeps them)
         warnings.filterwarnings("ignore", category=RuntimeWarning)
     from smdebug.cli._common import CliError, closed_pipe
+    from smdebug.core.names import one_line  # (an error may quote a name from the run: one line still)
 
     try:
         code = int(args._run(args) or 0)
@@ -211,13 +212,13 @@ def _main(argv: Optional[List[str]], stdout, stderr) -> int:
     except BrokenPipeError:  # `smdebug ... | head`: the reader went away; exit quietly (before `Exception`)
         return closed_pipe()
     except CliError as e:
-        print(f"smdebug {args.command}: {e}", file=sys.stderr)
+        print(one_line(f"smdebug {args.command}: {e}"), file=sys.stderr)
         return e.code
     except OSError as e:  # (after BrokenPipeError) an output that cannot be written, a file that cannot be read
         if args.verbose:
             raise
         where = f"{e.filename}: " if getattr(e, "filename", None) else ""
-        print(f"smdebug {args.command}: {where}{e.strerror or e}", file=sys.stderr)
+        print(one_line(f"smdebug {args.command}: {where}{e.strerror or e}"), file=sys.stderr)
         return 2
     except MemoryError as e:  # a run or an endpoint asked for more than the machine has: say so, not 40 lines
         if args.verbose:
@@ -231,7 +232,7 @@ def _main(argv: Optional[List[str]], stdout, stderr) -> int:
 
         if not isinstance(e, SMDebugError) or args.verbose:
             raise
-        print(f"smdebug {args.command}: {e}", file=sys.stderr)
+        print(one_line(f"smdebug {args.command}: {e}"), file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -184,7 +184,7 @@ def _format_array(arr, full: bool) -> str:
 
 
 def render(doc: dict, full: bool = False) -> str:
-    name, rows = doc["tensor"], doc["rows"]
+    name, rows = c.one_line(doc["tensor"]), doc["rows"]  # (a name from the run may hold a newline)
     quantity = None
     if doc["reduction"]:
         quantity = f"{doc['reduction']}(|{name}|)" if doc["abs"] else f"{doc['reduction']}({name})"
@@ -193,7 +193,7 @@ def render(doc: dict, full: bool = False) -> str:
     out = []
     if doc["step"] is not None:
         for row in rows:
-            head = f"{name}  {_where(row)}  {row['worker']}"
+            head = c.one_line(f"{name}  {_where(row)}  {row['worker']}")
             if quantity:
                 out.append(f"{head}\n{quantity} = {c.fmt_number(row['value'])}  "
                            f"({'stored by the hook' if row['stored'] else 'computed from the saved value'})")

@@ -9,7 +9,8 @@ UTF-8 (Python spells its bytes as lone surrogates) would stop the command with U
 :func:`safe_streams` wraps ``sys.stdout`` and ``sys.stderr`` for the duration of a command, so that every
 line a command, a log record or a message prints passes through :func:`escape`: each such character is
 written as ``\\uXXXX`` (valid inside a JSON string too, so ``--json`` output stays parseable; json.dump
-escapes these already). Newlines and tabs pass. Carriage returns do not, on either stream: a name holding
+escapes these already). Newlines and tabs pass (commands print many lines; a name from the run put into a
+line is made one line where it is put: ``smdebug.core.names.one_line``). Carriage returns do not, on either stream: a name holding
 one returns the cursor to the start of the line, and what follows it overwrites what the line said (an
 error message on stderr could be made to read as a success). Progress bars, the only writers that redraw
 a line, write to the stream beneath the wrapper (:func:`raw_stderr`) with their label escaped. The

@@ -30,6 +30,17 @@ def terminal_safe(text: str) -> str:
     return _TERMINAL_UNSAFE.sub(_code, text)
 
 
+_LINE_BREAKING = re.compile("[\t\n]")
+
+
+def one_line(text: str) -> str:
+    """``text`` as :func:`terminal_safe` writes it, with tabs and newlines written as ``\\u0009`` and
+    ``\\u000a`` too: for a name or message from a run put into one line of output. (The terminal stream lets
+    newlines pass, since commands print many lines; a tensor name holding one printed as its own line, and a
+    run could print ``result: NoIssuesFound`` above the real verdict.)"""
+    return _LINE_BREAKING.sub(_code, terminal_safe(text))
+
+
 def step_runs(steps: Sequence[int]) -> List[str]:
     """Sorted step numbers as runs of consecutive steps: ``[0, 1, 2, 3, 10, 20]`` -> ``["0-3", "10", "20"]``."""
     runs: List[str] = []

@@ -15,6 +15,7 @@ import time
 from typing import Optional
 
 from smdebug.cli._common import CliError, check_output
+from smdebug.core.names import one_line
 from smdebug.exceptions import SMDebugError
 from smdebug.rules.command import LIVE_FINDINGS_PER_RULE
 from smdebug.rules.registry import find_rule, list_rules, rule_parameters
@@ -100,6 +101,7 @@ class _Progress:
     def say(self, line: str) -> None:
         if self.quiet:
             return
+        line = one_line(line)  # (a finding quotes names from the run, which may hold newlines)
         if self.bar is not None:
             self.bar.write(line, file=self.stream)
         else:
@@ -153,7 +155,7 @@ def _open(path: str, follow: bool, **kwargs):
 
 def _run(args) -> int:
     def fail(message: str) -> int:
-        print(f"smdebug rules run: {message}", file=sys.stderr)
+        print(one_line(f"smdebug rules run: {message}"), file=sys.stderr)
         return EXIT_CODES[ERROR]
 
     try:
@@ -272,12 +274,14 @@ def verdict_table(result: RunResult, exit_code: Optional[int] = None) -> str:
                 run_has.append(has)
         rows.append((r.name, r.status, r.steps_evaluated, r.tensors_evaluated, detail))
     last = f"last {result.last_step}; " if result.last_step is not None else ""
-    lines = [f"{result.trial}: {result.steps_evaluated} steps ({last}{state})",
+    # (each line but the table's holds names from the run, which may hold newlines: one_line; the table's
+    # cells are made one line by table())
+    lines = [one_line(f"{result.trial}: {result.steps_evaluated} steps ({last}{state})"),
              table(("RULE", "STATUS", "STEPS", "TENSORS", "DETAIL"), rows, align_right=(2, 3)),
-             *(f"the run has {has}" for has in run_has)]
-    lines.extend(f"warning: {note} (the verdicts judge what the run holds)" for note in result.hook_failures)
+             *(one_line(f"the run has {has}") for has in run_has)]
+    lines.extend(one_line(f"warning: {note} (the verdicts judge what the run holds)") for note in result.hook_failures)
     if result.status == IN_PROGRESS and result.not_final:
-        lines.append(f"not final: {result.not_final}")
+        lines.append(one_line(f"not final: {result.not_final}"))
     code = result.exit_code if exit_code is None else exit_code
     lines.append(f"result: {result.status} (exit status {code}"
                  + (f": the verdict's is {result.exit_code})" if code != result.exit_code else ")"))
