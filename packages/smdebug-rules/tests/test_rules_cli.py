@@ -315,6 +315,19 @@ def test_an_output_that_cannot_be_written_is_said_before_the_rules_run(runs, tmp
         assert "evaluating" not in proc.stderr and "Traceback" not in proc.stderr
 
 
+@pytest.mark.parametrize("output, why", [
+    ("s3://", "no bucket name"), ("s3:///", "no bucket name"), ("s3:///k.json", "no bucket name"),
+    ("s3://bucket", "no object key"), ("s3://bucket/", "no object key"), ("s3://bucket/run/", "no object key"),
+])
+def test_an_s3_output_naming_no_object_is_refused_before_the_rules_run(runs, tmp_path, output, why):
+    """``-o s3://`` was written to a local file named ``s3:`` in the current folder, and the other outputs
+    naming no object were refused only once every rule had run (probe 14c F3)."""
+    proc = smdebug("rules", "run", runs["healthy"], "--rule", "VanishingGradient", "-o", output, cwd=tmp_path)
+    assert proc.returncode == 2 and f"cannot write {output}: {why}" in proc.stderr, proc.stderr
+    assert "evaluating" not in proc.stderr and "Traceback" not in proc.stderr
+    assert os.listdir(tmp_path) == []
+
+
 def test_a_run_waiting_for_a_worker_is_not_final_and_says_why(tmp_path):
     """The collections say 2 workers; one process wrote and ended (the other never started, or both ran as
     rank 0). The run is read as ended only SMDEBUG_ENDED_WORKERS_WAIT after its last worker ended: until

@@ -179,11 +179,12 @@ def check_output(path: str, inputs: Sequence[Tuple[str, str]] = (), s3_ok: bool 
     ``inputs`` (``(what, local path)``: the page would replace the verdicts it shows) or one it could not
     write (CliError). ``-`` (stdout) is the caller's to check (:func:`check_stdout`).
 
-    ``s3://`` outputs: for a command that writes them (``s3_ok``), refused inside a run's own files there
-    too; for one that writes local files only, refused (it wrote a local folder named ``s3:`` and said
-    it wrote to S3)."""
+    ``s3://`` outputs: for a command that writes them (``s3_ok``: one object), refused without a bucket and a
+    key (``s3://`` was written as a local file named ``s3:``; others were refused only once the work was
+    done) and inside a run's own files; for one that writes local files only, refused (it wrote a local
+    folder named ``s3:`` and said it wrote to S3)."""
     from smdebug.core.output_guard import refuse_run_output
-    from smdebug.core.storage.base import is_s3_path
+    from smdebug.core.storage.base import is_s3_path, s3_object_problem
     from smdebug.core.storage.safe_fs import check_output_path, output_problem
 
     if not path.strip():  # (``-o "$OUT"`` with OUT unset: "" was taken for the current directory)
@@ -194,6 +195,9 @@ def check_output(path: str, inputs: Sequence[Tuple[str, str]] = (), s3_ok: bool 
         if not s3_ok:
             raise CliError(f"cannot write {path}: this command writes a local file only; write it to stdout "
                            f"with -o - and copy that (aws s3 cp - {path})")
+        problem = s3_object_problem(path)
+        if problem:
+            raise CliError(f"cannot write {path}: {problem}")
         refuse_run_output(path.strip())
         return
 

@@ -115,15 +115,16 @@ class RunResult:
     def save(self, path: str) -> None:
         """Write the JSON to a local path or ``s3://bucket/key``, atomically (followers of a live run may
         read it at any moment)."""
-        from smdebug.core.storage.base import is_s3_path
+        from smdebug.core.storage.base import is_s3_path, s3_object_problem
         from smdebug.core.storage.factory import get_storage
 
         if is_s3_path(path):
             from smdebug.core.output_guard import refuse_run_output
 
-            folder, _, name = path.strip().rstrip("/").rpartition("/")
-            if not name or folder.rstrip("/") in ("s3:", "s3:/"):
-                raise ValueError(f"{path}: give an object key, e.g. s3://bucket/run/rule_results.json")
+            problem = s3_object_problem(path)
+            if problem:  # (s3:// was taken for the local folder "" and the file "s3:")
+                raise ValueError(f"{path}: {problem}")
+            folder, _, name = path.strip().rpartition("/")
             refuse_run_output(path.strip())  # (never over a run's own objects: the run would be unreadable)
         else:
             from smdebug.core.storage.safe_fs import check_output_path

@@ -159,6 +159,17 @@ def parse_s3_path(path: str) -> Tuple[str, str]:
     return bucket, key
 
 
+def s3_object_problem(path: str) -> Optional[str]:
+    """What keeps ``s3://bucket/key`` from naming one object to write, or None: a missing bucket, a missing
+    key, a key that ends in ``/`` (a prefix, not an object)."""
+    bucket, key = parse_s3_path(path)
+    if not bucket:
+        return "no bucket name (give s3://bucket/path/file.json)"
+    if not key.strip("/") or key.endswith("/"):
+        return f"no object key after the bucket (give s3://{bucket}/path/file.json)"
+    return None
+
+
 # get_storage and storage_for_file were defined here before the backends' factory moved to
 # smdebug.core.storage.factory: code that imports them from here still finds them (loaded on use, so
 # this interface module does not import its own implementations).
