@@ -210,6 +210,31 @@ def test_out_dir_errors(tmp_path):
         NumpyHook(out_dir=str(tmp_path / "afile" / "sub"))
 
 
+def test_an_unfinished_earlier_run_in_out_dir_is_said_once_before_its_steps_are_replaced(tmp_path, caplog):
+    """smdebug 1.0.x reuses a folder holding a run that never ended (a crashed job): its steps with the same
+    numbers are replaced and the others stay, so the folder reads back as one run mixing both jobs. That
+    was silent (probe 14c F4); it is said once, as the new run starts writing."""
+    from smdebug.trials import create_trial
+
+    run = tmp_path / "run"
+    hook = NumpyHook(out_dir=str(run), save_config=SaveConfigMode(save_interval=1))
+    train_logistic_regression(hook, steps=6)
+    hook.close()
+    os.remove(run / "training_job_end.ts")  # (the first job "crashed" before its end)
+    (tmp_path / "fresh").mkdir()
+    (tmp_path / "fresh" / "notes.txt").write_text("a user's file, no run")
+    for out_dir, earlier in ((tmp_path / "fresh", False), (run, True)):
+        caplog.clear()
+        hook = NumpyHook(out_dir=str(out_dir), save_config=SaveConfigMode(save_interval=1))
+        train_logistic_regression(hook, steps=2)
+        hook.close()
+        said = [r.getMessage() for r in caplog.records if "earlier run that did not end" in r.getMessage()]
+        assert len(said) == (1 if earlier else 0), said
+    assert str(run) in said[0] and "index/000000000/" in said[0]
+    assert create_trial(str(run)).steps() == list(range(6))  # (what it warned of: 2 new steps, 4 old)
+    assert (tmp_path / "fresh" / "notes.txt").read_text() == "a user's file, no run"
+
+
 def test_tilde_is_expanded(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path))
     hook = NumpyHook(out_dir="~/runs/one")

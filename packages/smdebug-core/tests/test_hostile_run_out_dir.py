@@ -33,16 +33,18 @@ def _plant(tmp_path, kind) -> str:
     elif kind == "under_a_file":
         target.write_text("x")
         target = target / "run"
+    elif kind == "link_to_root":
+        os.symlink("/", target)
     elif kind == "finished_run":
         target.mkdir()
         (target / "training_job_end.ts").write_text("")
     return str(target)
 
 
-KINDS = ["file", "fifo", "link_dev_null", "dangling_link", "under_a_file", "finished_run"]
+KINDS = ["file", "fifo", "link_dev_null", "dangling_link", "under_a_file", "link_to_root", "finished_run"]
 SAID = {"file": "is not a directory", "fifo": "is not a directory", "link_dev_null": "is not a directory",
         "dangling_link": "symbolic link to nothing", "under_a_file": "cannot be created",
-        "finished_run": "already holds a finished run"}
+        "link_to_root": "is the filesystem root", "finished_run": "already holds a finished run"}
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -11,7 +11,7 @@ from typing import List
 
 from smdebug.core.locations import END_OF_JOB_FILE, worker_name_problem
 from smdebug.core.logger import get_logger
-from smdebug.core.out_dir import OutDirClaim, worker_claim_key
+from smdebug.core.out_dir import OutDirClaim, warn_of_earlier_steps, worker_claim_key
 from smdebug.core.storage.base import is_s3_path
 from smdebug.core.storage.errors import StorageAccessDenied, StorageError, StorageUnavailable
 from smdebug.core.storage.factory import get_storage
@@ -122,6 +122,8 @@ class HookOutput:
             if not claimed:
                 self._refuse_duplicate_worker()
                 return
+        if not s3:  # (on S3 the look would cost requests before the first step is saved)
+            warn_of_earlier_steps(self.out_dir, None if self.num_workers == 1 else self.worker)
         self._writer = BackgroundWriter(self._storage, self.worker)
         if self.tensorboard_dir and self._tb is None:
             if is_s3_path(self.tensorboard_dir):

@@ -92,6 +92,9 @@ def validate_out_dir(out_dir, dry_run) -> str:
         raise InvalidConfigurationError(f"out_dir {out_dir} exists and is not a directory")
     if os.path.islink(out_dir) and not os.path.exists(out_dir):
         raise InvalidConfigurationError(f"out_dir {out_dir} is a symbolic link to nothing (dangling, or a loop)")
+    if os.path.realpath(out_dir) == os.path.realpath(os.sep):
+        # (a link to / made the hook create /index, /events, /collections and the end marker at the root)
+        raise InvalidConfigurationError(f"out_dir {out_dir} is the filesystem root: give a folder for the run")
     if os.path.exists(os.path.join(out_dir, END_OF_JOB_FILE)) and not launched_as_one_of_many():
         # (In a multi-process job a slow worker may start after a fast one finished the run; it is
         # not refused here but at its first write, where non-writers never get.)
@@ -107,6 +110,42 @@ def validate_out_dir(out_dir, dry_run) -> str:
         if not os.access(out_dir, os.W_OK | os.X_OK):
             raise InvalidConfigurationError(f"out_dir {out_dir} is not writable")
     return out_dir
+
+
+def earlier_steps_in(out_dir: str, worker: Optional[str] = None) -> Optional[str]:
+    """An index file that a local ``out_dir`` already holds when a hook starts writing there (of ``worker``
+    when given, else of any worker), or None. Only the first folder of steps is looked at (a thousand steps
+    at most): the check costs a listing or two whatever the size of the old run."""
+    from smdebug.core.locations import INDEX_DIR, serialize_worker_name
+
+    ending = f"_{serialize_worker_name(worker)}.json" if worker is not None else ".json"
+    index = os.path.join(out_dir, INDEX_DIR)
+    try:
+        folders = sorted(e.name for e in os.scandir(index) if e.is_dir(follow_symlinks=False))
+        for folder in folders[:1]:
+            with os.scandir(os.path.join(index, folder)) as entries:
+                for entry in entries:
+                    if entry.name.endswith(ending) and entry.is_file(follow_symlinks=False):
+                        return entry.path
+    except OSError:
+        return None  # (no index folder yet: a new run; an unreadable one: the readers will say so)
+    return None
+
+
+def warn_of_earlier_steps(out_dir: str, worker: Optional[str] = None) -> None:
+    """Say, once, that this hook starts writing into a folder holding the steps of an earlier run that never
+    ended. A job resumed from a checkpoint means it (its steps continue the run, the trial reads the steps
+    rewritten as the new job wrote them); a script run again with the same out_dir after a crash does not:
+    its steps replace those with the same numbers and the others stay, so the run read back mixes both jobs.
+    smdebug 1.0.x reused such a folder in silence (only a finished run is refused); which case it is, only
+    the user knows."""
+    found = earlier_steps_in(out_dir, worker)
+    if found is not None:
+        logger.warning(
+            "smdebug: %s already holds steps of an earlier run that did not end (%s%s). A job resumed from "
+            "a checkpoint continues it; any other run's steps replace those with the same numbers and the "
+            "others stay, so the run read back mixes both: give each new run a new out_dir.",
+            out_dir, os.path.relpath(found, out_dir), f", worker {worker!r}" if worker is not None else "")
 
 
 def resolve_tensorboard_dir(out_dir: str, export_tensorboard, tensorboard_dir) -> Optional[str]:
