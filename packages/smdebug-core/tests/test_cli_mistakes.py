@@ -33,6 +33,16 @@ def test_an_unknown_option_is_reported_by_the_command_given(tmp_path, smdebug_cl
         assert "did you mean" not in out.stderr, (args, out.stderr)  # --bogus is like none of them
 
 
+def test_an_option_after_the_double_dash_is_told_to_go_before_it(tmp_path, smdebug_cli):
+    # (after --, every argument is a path: the hint suggested the very option typed, "did you mean --json?")
+    run = _run(tmp_path / "run")
+    for option in ("--json", "--wait=3"):
+        out = smdebug_cli("ls", "--", run, option)
+        flag = option.split("=")[0]
+        assert out.returncode == 2 and f"({flag} is an option: put it before --)" in out.stderr, out.stderr
+    assert smdebug_cli("ls", "--json", "--", run).returncode == 0
+
+
 def test_a_misspelt_option_names_the_close_one(tmp_path, smdebug_cli):
     run = _run(tmp_path / "run")
     out = smdebug_cli("show", run, "weights/w", "--stpe", "1")

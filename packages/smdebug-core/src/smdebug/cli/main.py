@@ -73,7 +73,12 @@ def _refuse_unknown(parser: argparse.ArgumentParser, argv: List[str], unknown: L
     flag = next((u.split("=", 1)[0] for u in unknown if u.startswith("--")), None)
     # (compared without the dashes they all share, which would make any two options look alike)
     guess = _close_match(flag[2:], options, cutoff=0.7) if flag else None
-    hint = f" (did you mean {options[guess]}?)" if guess else ""
+    given_at = next((i for i, a in enumerate(argv) if a.split("=", 1)[0] == flag), None)
+    if guess is not None and options[guess] == flag and "--" in argv[:given_at or 0]:
+        # (the option exists: it came after "--", which makes every later argument a path, not an option)
+        hint = f" ({flag} is an option: put it before --)"
+    else:
+        hint = f" (did you mean {options[guess]}?)" if guess else ""
     command.error(f"unrecognized arguments: {' '.join(unknown)}{hint}")
 
 
