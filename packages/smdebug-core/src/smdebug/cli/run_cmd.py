@@ -22,6 +22,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 from smdebug.zero_code.job_processes import adopt_orphans, adopted_note, wait_for_adopted
 from smdebug.zero_code.preset import PRESET_ENV, RECOMMENDED
@@ -188,6 +189,8 @@ def run(args) -> int:
               "smd.Hook.recommended saves it); --preset none, --collections or --save-interval to choose "
               "yourself", file=sys.stderr)
     adoption = adopt_orphans()  # (the ranks a launcher in the script starts and leaves running: job_processes)
+    # (the steps counted at the end are those written since; a second's slack for coarse file times)
+    started = time.time() - 1.0
     try:
         status = subprocess.call(command, env=env)
         if adoption is not None:
@@ -201,7 +204,7 @@ def run(args) -> int:
         if tmp is not None:  # (after the whole job: a rank started late reads it too)
             os.unlink(tmp.name)
     if args.out_dir and not args.config:
-        note = saved_steps_note(args.out_dir, preset)
+        note = saved_steps_note(args.out_dir, preset, since=started)
         if note:
             print(note, file=sys.stderr)
     return status

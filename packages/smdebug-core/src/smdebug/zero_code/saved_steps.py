@@ -9,17 +9,24 @@ would cost requests and time for a line of advice).
 from __future__ import annotations
 
 import os
+import re
 from typing import List, Optional
 
 from smdebug.zero_code.preset import RECOMMENDED
 
 _SHOWN_RUNS = 8  # step runs ("0-9", "10", "20") shown before "..."
+_STEP_FOLDER = re.compile(r"[0-9]{9}")  # (index/000000000/: the writer's folder of a thousand steps)
 
 
-def saved_steps(out_dir: str) -> Optional[List[int]]:
-    """The sorted global steps with an index file (any worker) under the local run folder ``out_dir``; None
-    for an S3 path or a folder that cannot be listed."""
-    from smdebug.core.locations import INDEX_DIR, parse_step_file_name
+def saved_steps(out_dir: str, since: Optional[float] = None) -> Optional[List[int]]:
+    """The sorted global steps with an index file (any worker) where the writer puts them in the local run
+    folder ``out_dir`` (``index/<9 digits>/``), written at or after ``since`` (a time.time(); None: any); None
+    for an S3 path or a folder that cannot be listed.
+
+    Only the two levels the writer makes are listed: a folder nested thousands deep in ``index/`` made a
+    walk of every level raise RecursionError. ``since`` leaves out the steps of an earlier run that never
+    ended in the same folder, which this command did not save."""
+    from smdebug.core.locations import INDEX_DIR, index_file_name, parse_step_file_name
     from smdebug.exceptions import IndexReaderException
 
     if out_dir.startswith("s3://"):
@@ -29,24 +36,34 @@ def saved_steps(out_dir: str) -> Optional[List[int]]:
         return []
     steps = set()
     try:
-        for _, _, names in os.walk(index):
-            for name in names:
-                if not name.endswith(".json"):
-                    continue  # (a writer's temporary file)
-                try:
-                    steps.add(parse_step_file_name(name)[0])
-                except IndexReaderException:
-                    continue
+        with os.scandir(index) as folders:
+            subfolders = [f.path for f in folders if _STEP_FOLDER.fullmatch(f.name) and f.is_dir(follow_symlinks=False)]
+        for folder in subfolders:
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    if not entry.name.endswith(".json"):
+                        continue  # (a writer's temporary file)
+                    try:
+                        step, worker = parse_step_file_name(entry.name)
+                        if index_file_name(step, worker) != f"{INDEX_DIR}/{os.path.basename(folder)}/{entry.name}":
+                            continue  # (not where the writer puts that step: not a step it saved)
+                        if since is None or entry.stat(follow_symlinks=False).st_mtime >= since:
+                            steps.add(step)
+                    except (IndexReaderException, OSError):
+                        continue
+    except FileNotFoundError:
+        return []
     except OSError:
         return None
     return sorted(steps)
 
 
-def saved_steps_note(out_dir: str, preset: str) -> Optional[str]:
-    """One or two lines for the end of ``smdebug run`` (None when the folder cannot be counted)."""
+def saved_steps_note(out_dir: str, preset: str, since: Optional[float] = None) -> Optional[str]:
+    """One or two lines for the end of ``smdebug run`` (None when the folder cannot be counted): the steps
+    saved at or after ``since`` (when the command started)."""
     from smdebug.core.names import step_runs
 
-    steps = saved_steps(out_dir)
+    steps = saved_steps(out_dir, since)
     if steps is None:
         return None
     if not steps:
