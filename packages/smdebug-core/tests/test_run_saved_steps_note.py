@@ -9,17 +9,18 @@ from __future__ import annotations
 import os
 import time
 
-from _hostile import write_simple_run
+from _hostile import nest_folders, remove_nested, write_simple_run
 from smdebug.zero_code.saved_steps import saved_steps, saved_steps_note
 
 
 def test_folders_nested_past_the_recursion_limit_are_not_walked(tmp_path):
     run = write_simple_run(tmp_path / "run", steps=range(3))
-    deep = os.path.join(run, "index")
-    for _ in range(1200):  # (one at a time: os.makedirs recurses too)
-        deep = os.path.join(deep, "d")
-        os.mkdir(deep)
-    assert saved_steps(run) == [0, 1, 2]
+    index = os.path.join(run, "index")
+    nest_folders(index, 1200)
+    try:
+        assert saved_steps(run) == [0, 1, 2]
+    finally:
+        remove_nested(index)  # (pytest's clean-up recurses once per level)
 
 
 def test_only_the_steps_written_since_the_start_and_where_the_writer_puts_them_count(tmp_path):
