@@ -20,22 +20,25 @@ Every saved step is read; a line keeps at most --max-points points, each bucket 
 smallest and largest value, and NaN/inf values are marked where they occur.
 
 Rule verdicts come from --rules FILE (local or s3://; once per run when comparing), or from
-rule_results.json in the run's directory. --follow rewrites the page every --interval seconds while the
-run grows (the page reloads itself, keeping its scroll position and zoom) and stops when training ends
-(or after --timeout seconds). Needs Bokeh: pip install 'smdebug-core[cli]'. Exit status: 0, 2 (error).
+rule_results.json in the run's directory. Verdicts computed for another run, or up to an earlier step
+than the run now has, are shown with a warning (on the page and on stderr). --follow rewrites the page
+every --interval seconds while the run grows (the page reloads itself, keeping its scroll position and
+zoom) and stops when training ends (or after --timeout seconds). Needs Bokeh: pip install
+'smdebug-core[cli]'. Exit status: 0, 2 (error).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import time
 from typing import List, Tuple
 
 from smdebug.cli import _common as c
 from smdebug.core.interruption import watch_ctrl_c
-from smdebug.core.names import printable
+from smdebug.core.names import one_line, printable
 
 #: rule results the report picks up from the run's own directory (kept here for older imports)
 RULE_RESULTS_FILE = "rule_results.json"
@@ -152,6 +155,7 @@ class Report:
             trial = c.open_trial(path, args.wait)
             self.runs.append(RunInfo(label=label, trial=trial, reader=LineReader(trial)))
         self.rules_paths = list(args.rules) if args.rules else [None] * len(self.runs)
+        self._warned: set = set()
         self.load_rules()
 
     def load_rules(self) -> None:
@@ -160,6 +164,24 @@ class Report:
                 run.rules = self.vd.load(run.trial, path)
             except self.vd.RuleResultsError as e:
                 raise c.CliError(str(e)) from None
+            self._warn(run)
+
+    def _warn(self, run) -> None:
+        """Say on stderr what the page says about the verdicts it shows (or could not read): the summary
+        and a glance at the page read as if they were the run's. Once each, however often --follow reads
+        them again: told apart without their numbers, or a result lagging a live run ("judged up to step
+        40; the run now has steps to 42") would be said again at every rewrite."""
+        res = run.rules
+        if res is None:
+            return
+        prefix = f"{run.label}: " if len(self.runs) > 1 else ""
+        found = [f"rule verdicts not shown: {res.unusable}"] if res.unusable else res.mismatch
+        for text in found:
+            line = one_line(f"smdebug report: warning: {prefix}{text}")
+            kind = re.sub(r"\d+", "#", line)
+            if kind not in self._warned:
+                self._warned.add(kind)
+                c.note(line)
 
     def refresh(self) -> None:
         for run in self.runs:
@@ -230,11 +252,22 @@ def _replace_with(path: str, text: str) -> None:
 
 
 def _summary(args, report, charts, sections) -> str:
-    rules = [r.rules.source for r in report.runs if r.rules is not None]
-    verdict = f", rule verdicts from {', '.join(rules)}" if rules else ""
+    verdicts = "; ".join(_verdicts_said(r.rules) for r in report.runs if r.rules is not None)
     tensors = sum(len(r.trial.tensor_names()) for r in report.runs)
     names = ", ".join(s.sid for s in sections) or "none"
-    return f"wrote {args.output}: {charts} chart(s) ({names}), {tensors} tensor(s){verdict}"
+    return (f"wrote {args.output}: {charts} chart(s) ({names}), {tensors} tensor(s)"
+            + (f", {one_line(verdicts)}" if verdicts else ""))
+
+
+def _verdicts_said(res) -> str:
+    """Where the verdicts came from, for the summary; a file that could not be used is said to be so (the
+    summary said "rule verdicts from" it, while the page showed none), and verdicts that do not fit the run
+    are marked as such."""
+    if res.unusable:
+        return f"rule verdicts could not be read ({res.unusable})"
+    if res.mismatch:
+        return f"rule verdicts from {res.source} (which do not match this run: see the warning)"
+    return f"rule verdicts from {res.source}"
 
 
 def _inputs(args) -> List[Tuple[str, str]]:

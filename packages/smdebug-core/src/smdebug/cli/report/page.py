@@ -48,6 +48,8 @@ code { font-size: 12px; }
 .skip { background: #e4e7eb; color: #3e4c59; border: 1px dashed #7b8794; } .na { background: #f5f7fa; color: #616e7c; border: 1px dotted #9aa5b1; } .unknown { background: #e8e1fa; color: #44337a; }
 .note { color: #52606d; font-size: 13px; margin: 4px 0; }
 .problem { color: #8d2b0b; font-size: 13px; }
+.mismatch { background: #fff3c4; border-left: 4px solid #f0b429; color: #8d2b0b; padding: 6px 10px; margin: 6px 0;
+            font-size: 14px; }
 footer { color: #7b8794; font-size: 12px; padding: 0 32px 24px; }
 """
 
@@ -186,6 +188,8 @@ def rules_block(run: RunInfo, many: bool) -> str:
                 f'(<code>smdebug rules run RUN --rule ... -o RUN/{vd.RULE_RESULTS_FILE}</code>) or pass '
                 "<code>--rules FILE</code>, and write the report again.</p>")
     meta = [("overall", badge(res.status)), ("source", res.source), ("rules", len(res.verdicts))]
+    if res.trial is not None:
+        meta.insert(2, ("judged run", res.trial))
     for key in ("steps_evaluated", "last_step", "started", "finished"):
         value = getattr(res, key)
         if value is not None:
@@ -210,13 +214,22 @@ def rules_block(run: RunInfo, many: bool) -> str:
         params = ", ".join(f"{k}={val}" for k, val in v.params)
         rows.append((v.name, badge(v.status), "-" if v.steps_evaluated is None else v.steps_evaluated,
                      v.findings_total, Raw(detail or "-"), params or "-"))
-    out = title + kv_table(meta)
+    out = title + mismatch_block(res) + kv_table(meta)
     if rows:
         out += table(("rule", "verdict", "steps", "issues", "findings", "parameters"), rows, numeric=(2, 3), cls="verdicts")
     if res.problems:
         out += ('<p class="problem">Problems in the rule results (shown as far as they could be read):</p><ul>'
                 + "".join(f'<li class="problem">{_e(p)}</li>' for p in res.problems[:50]) + "</ul>")
     return out
+
+
+def mismatch_block(res: vd.RuleResults) -> str:
+    """What does not fit this run, above its verdicts: they read as this run's otherwise."""
+    if not res.mismatch:
+        return ""
+    items = "".join(f"<li>{_e(m)}</li>" for m in res.mismatch)
+    return ('<div class="mismatch" data-rules-mismatch="1"><strong>These verdicts do not match this run as it is '
+            f"now:</strong><ul>{items}</ul></div>")
 
 
 # --------------------------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ STATUSES = {
     "InProgress": ("wait", "not final: the run had not ended when the rules were evaluated"),
 }
 MAX_TEXT = 2000  # characters of any one text shown from the document
+MAX_PATH = 4096  # characters of the run's path the document names (longer: clipped, so never this run's)
 #: rules and findings per rule kept from the document (the rule runner keeps 100 findings per rule; a
 #: hand-made file of 1,000,000 findings made a 380 MB page in 73 s and 2.9 GB of memory)
 MAX_RULES = 500
@@ -71,6 +72,12 @@ class RuleResults:
     #: why an InProgress verdict is not final (the runner's ``not_final``: still training, waiting for a worker)
     not_final: Optional[str] = None
     problems: List[str] = field(default_factory=list)  # what was wrong in the document
+    #: the run the document says it judged (its ``trial``), as written
+    trial: Optional[str] = None
+    #: why the run's own rule_results.json could not be used at all (then there are no verdicts)
+    unusable: Optional[str] = None
+    #: what in the document does not fit the run it is shown with (another run's path, other steps)
+    mismatch: List[str] = field(default_factory=list)
 
     @property
     def findings(self) -> List[Finding]:
@@ -170,6 +177,8 @@ def parse(text: str, source: str) -> RuleResults:
         out.training_ended = doc["training_ended"]
     if isinstance(doc.get("not_final"), str):
         out.not_final = _text(doc["not_final"])
+    if isinstance(doc.get("trial"), str):
+        out.trial = _text(doc["trial"], MAX_PATH)
     return out
 
 
@@ -257,13 +266,22 @@ def _finding(f: Any, rule: str) -> Optional[Finding]:
 
 
 def load(trial, path: Optional[str] = None) -> Optional[RuleResults]:
-    """The results at ``path`` (local or s3://), else the run's own rule_results.json, else None.
+    """The results at ``path`` (local or s3://), else the run's own rule_results.json, else None, with
+    what in them does not fit ``trial`` in ``mismatch``.
 
     Raises RuleResultsError for a ``path`` that cannot be used. A rule_results.json in the run that
-    cannot be parsed is shown in the page as a problem, not an error of the command.
+    cannot be used is no error of the command: its ``unusable`` says why, and the page shows it.
     """
-    if path:
-        return parse(read_text(path), path)
+    from smdebug.cli.report.origin import mismatches
+
+    res = parse(read_text(path), path) if path else _own(trial)
+    if res is not None and res.unusable is None:
+        res.mismatch = mismatches(res.trial, res.last_step, res.steps_evaluated, trial)
+    return res
+
+
+def _own(trial) -> Optional[RuleResults]:
+    """The run's own rule_results.json, if it has one."""
     from smdebug.cli._common import MAX_DOCUMENT_BYTES
 
     source = trial.storage.full_path(RULE_RESULTS_FILE)
@@ -274,8 +292,12 @@ def load(trial, path: Optional[str] = None) -> Optional[RuleResults]:
         # follows no link inside the run and never blocks on a FIFO)
         text = trial.storage.read_limited(RULE_RESULTS_FILE, MAX_DOCUMENT_BYTES).decode("utf-8")
     except Exception as e:  # noqa: BLE001 - an unreadable file in the run: said in the page
-        return RuleResults(source=source, status="Error", verdicts=[], problems=[f"cannot read {source}: {e}"])
+        return _unusable(source, f"cannot read {source}: {e}")
     try:
         return parse(text, source)
     except RuleResultsError as e:
-        return RuleResults(source=source, status="Error", verdicts=[], problems=[str(e)])
+        return _unusable(source, str(e))
+
+
+def _unusable(source: str, why: str) -> RuleResults:
+    return RuleResults(source=source, status="Error", verdicts=[], problems=[why], unusable=why)
