@@ -19,6 +19,9 @@ JavaScript is embedded, nothing is loaded from elsewhere, so it can be mailed or
 Every saved step is read; a line keeps at most --max-points points, each bucket of steps keeping its
 smallest and largest value, and NaN/inf values are marked where they occur.
 
+Weight and gradient norms: at most 8 charts of 16 tensors per section; of a run with more, those a rule
+finding is about and others spread evenly over the names are drawn, and the page says how many are not.
+
 Rule verdicts come from --rules FILE (local or s3://; once per run when comparing), or from
 rule_results.json in the run's directory. Verdicts computed for another run, or up to an earlier step
 than the run now has, are shown with a warning (on the page and on stderr). --follow rewrites the page

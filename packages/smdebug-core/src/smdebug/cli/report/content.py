@@ -35,6 +35,9 @@ XGB_COLLECTIONS = ("feature_importance", "average_shap", "full_shap", "trees")
 
 MAX_SCALAR_CHARTS = 24
 LINES_PER_CHART = 16  # norm charts: more tensors are split over several charts
+#: norm charts per section at most (so MAX_NORM_CHARTS * LINES_PER_CHART tensors), as the other sections
+#: are bounded: the page, its build and what is read for it stay the same size however many tensors a run has
+MAX_NORM_CHARTS = 8
 MAX_HISTOGRAMS = 12  # tensors with a histogram-over-steps chart, per section
 HISTOGRAM_STEPS = 60  # steps read for a histogram chart
 HISTOGRAM_BINS = 40
@@ -84,6 +87,7 @@ class RunInfo:
 
 def members(trial, names: Sequence[str], collection_names: Sequence[str], exclude=()) -> List[str]:
     colls = [trial.collections()[cn] for cn in collection_names if cn in trial.collections()]
+    exclude = set(exclude)  # (a list of thousands of names, tested for each name, was quadratic)
     return [n for n in names if n not in exclude and any(c.matches(n) for c in colls)]
 
 
@@ -93,7 +97,8 @@ def groups_of(trial) -> dict:
     colls = trial.collections()
     losses = members(trial, names, LOSS_COLLECTIONS)
     metrics = members(trial, names, METRIC_COLLECTIONS, exclude=losses)
-    metrics += [n for n in names if n.startswith("scalar/") and n not in metrics and n not in losses]
+    known = set(metrics) | set(losses)
+    metrics += [n for n in names if n.startswith("scalar/") and n not in known]
     taken = set(losses) | set(metrics)
     xgb = {c: members(trial, names, (c,), exclude=taken) for c in XGB_COLLECTIONS}
     taken |= {n for ns in xgb.values() for n in ns}
@@ -154,9 +159,7 @@ def _scalars(runs, groups, many, x_label) -> Section:
     sec = Section("curves", "Losses and metrics",
                   "Each saved value over the global step, one line per mode (and worker, and run). "
                   "Hover for values; drag to zoom; click a legend entry to hide it.")
-    names: List[str] = []
-    for g in groups:
-        names += [n for n in g["losses"] + g["metrics"] if n not in names]
+    names = _union(g["losses"] + g["metrics"] for g in groups)
     shown = names[:MAX_SCALAR_CHARTS]
     per_name: Dict[str, List[Line]] = {n: [] for n in shown}
     losses = set()
@@ -180,31 +183,83 @@ def _norms(runs, groups, many, what, title, x_label) -> Section:
                   f"l2 norm of each {what[:-1]} tensor over the global step (stored by the hook when it saved "
                   "one, else computed from the saved value); TRAIN steps when the tensors were saved in TRAIN mode; "
                   "in a run of several workers, the first worker that saved each step.")
-    names: List[str] = []
-    for g in groups:
-        names += [n for n in g[what] if n not in names]
+    names = _union(g[what] for g in groups)
     if not names:
         return sec
+    # (only the tensors drawn are read: 20,000 gradient tensors took 9 min, 3.4 GB and 1,268 charts)
+    shown = pick_norm_tensors(names, _finding_tensors(runs), MAX_NORM_CHARTS * LINES_PER_CHART)
+    all_lines = _norm_lines(runs, groups, many, what, shown)
+    sec.charts += _norm_charts(all_lines, shown, title, what, x_label)
+    if len(shown) < len(names):
+        sec.notes.append(_left_out_note(what, len(names), len(shown)))
+    for run, g in zip(runs, groups):
+        held = set(g[what])
+        for chart in _histograms(run, [n for n in shown if n in held], many):
+            sec.charts.append(chart)
+    return sec
+
+
+def _union(lists) -> List[str]:
+    """Every name of the lists once, in the order first met (a dict: testing each name against a list of
+    those kept was quadratic)."""
+    return list(dict.fromkeys(n for names in lists for n in names))
+
+
+def _finding_tensors(runs) -> set:
+    return {f.tensor for r in runs if r.rules for v in r.rules.verdicts for f in v.findings if f.tensor}
+
+
+def pick_norm_tensors(names: Sequence[str], wanted: set, limit: int) -> List[str]:
+    """At most ``limit`` of ``names``, in their order: those a rule finding is about first, then the rest
+    spread evenly over the names (the first and the last among them), so that the layers near the input
+    and those near the output are both drawn; chosen from the names alone, without reading a value."""
+    if len(names) <= limit:
+        return list(names)
+    first = [n for n in names if n in wanted][:limit]
+    taken = set(first)
+    rest = [n for n in names if n not in taken]
+    room = limit - len(first)
+    if room == 1:
+        taken.add(rest[0])
+    elif room > 1:
+        taken.update(rest[round(i * (len(rest) - 1) / (room - 1))] for i in range(room))
+    return [n for n in names if n in taken]
+
+
+def _norm_lines(runs, groups, many, what, shown) -> List[Line]:
     all_lines: List[Line] = []
     for run, g in zip(runs, groups):
-        wanted = [n for n in names if n in g[what]]
+        held = set(g[what])
+        wanted = [n for n in shown if n in held]
         by_name = run.reader.lines(wanted, kind="l2")
         modes = _norm_modes(by_name)
         for n in wanted:
             ls = [ln for ln in by_name[n] if modes is None or ln.mode in modes]
             all_lines += _with_run(merge_workers_first(ls), _label(run, many))
-    for i in range(0, len(names), LINES_PER_CHART):
-        chunk = set(names[i:i + LINES_PER_CHART])
+    return all_lines
+
+
+def _norm_charts(all_lines, shown, title, what, x_label) -> List[Chart]:
+    parts = math.ceil(len(shown) / LINES_PER_CHART)
+    charts = []
+    for i in range(0, len(shown), LINES_PER_CHART):
+        chunk = set(shown[i:i + LINES_PER_CHART])
         lines = [ln for ln in all_lines if ln.tensor in chunk]
         if not lines:
             continue
-        part = f" ({i // LINES_PER_CHART + 1} of {math.ceil(len(names) / LINES_PER_CHART)})" if len(names) > LINES_PER_CHART else ""
-        sec.charts.append(Chart("lines", f"{title}: l2 norm per tensor{part}", key=what, lines=lines,
-                                y_label="l2 norm", x_label=x_label, logy=_wide_positive(lines)))
-    for run, g in zip(runs, groups):
-        for chart in _histograms(run, [n for n in names if n in g[what]], many):
-            sec.charts.append(chart)
-    return sec
+        part = f" ({i // LINES_PER_CHART + 1} of {parts})" if parts > 1 else ""
+        charts.append(Chart("lines", f"{title}: l2 norm per tensor{part}", key=what, lines=lines,
+                            y_label="l2 norm", x_label=x_label, logy=_wide_positive(lines)))
+    return charts
+
+
+def _left_out_note(what: str, total: int, drawn: int) -> str:
+    collection = "gradients" if what == "gradients" else "weights"
+    return (f"{total - drawn:,} of {total:,} {what[:-1]} tensors are not drawn (at most {MAX_NORM_CHARTS} charts "
+            f"of {LINES_PER_CHART} tensors): drawn are those a rule finding is about, and others spread evenly "
+            "over the names in order, the first and the last included. List them all with: "
+            f"smdebug ls RUN --collection {collection}; draw any of them with: "
+            "smdebug plot RUN NAME-OR-REGEX -o FILE.png")
 
 
 def _wide_positive(lines: List[Line]) -> bool:
