@@ -37,6 +37,12 @@ REGRESSION = "regression"  # values on the targets' scale (squared, absolute, Hu
 OTHER = "other"  # anything else (ranking, contrastive, custom): nothing to say about the output's range
 EXPECTS = (LOGITS, LOG_PROBABILITIES, PROBABILITIES, REGRESSION, OTHER)
 
+#: the most losses a record may list. A hook records one entry per loss the model trains with (a multi-task
+#: model some tens); a longer list is damage or an attack, and every rule that judges losses reads each
+#: listed loss's tensors at every step (20,000 copies of one entry: a 0.8 s judgement took 47 s). Also within
+#: what the readers keep of the records' patterns (two each; see activations._meta_pattern).
+MAX_LOSSES = 100
+
 
 @dataclass(frozen=True)
 class LossInputs:
@@ -95,7 +101,8 @@ def add_loss(hook, loss: LossInputs) -> None:
 
 def recorded_losses(source) -> Optional[List[LossInputs]]:
     """The losses the hook that wrote a run recorded (``source``: a trial or a CollectionManager); an empty
-    list when it recorded that it knew of none, None when the run has no record (or a damaged one, logged)."""
+    list when it recorded that it knew of none, None when the run has no record (or a damaged one, logged:
+    also one listing more than :data:`MAX_LOSSES` losses)."""
     cm = getattr(source, "collection_manager", source)
     raw = getattr(cm, "meta", {}).get(META_KEY)
     if raw is None:
@@ -103,8 +110,21 @@ def recorded_losses(source) -> Optional[List[LossInputs]]:
     if not isinstance(raw, list):
         logger.warning("smdebug: _meta.%s of the collections file is not a list; ignored", META_KEY)
         return None
+    if len(raw) > MAX_LOSSES:
+        _too_many_said(cm, len(raw), getattr(source, "collections_file", None))
+        return None
     losses = [LossInputs.from_json_dict(e) for e in raw]
     if any(loss is None for loss in losses):
         logger.warning("smdebug: _meta.%s of the collections file has an invalid entry; ignored", META_KEY)
         return None
     return losses
+
+
+def _too_many_said(cm, count: int, path: Optional[str]) -> None:
+    """Warn, once per run read, that its record lists more losses than any hook writes (the record is then read
+    as absent: readers fall back on tensor names, as for a run written before the record existed)."""
+    if getattr(cm, "_too_many_losses_said", False):
+        return
+    cm._too_many_losses_said = True
+    logger.warning("smdebug: _meta.%s of %s lists %s losses, more than a hook records (at most %s); ignored",
+                   META_KEY, path or "the collections file", f"{count:,}", f"{MAX_LOSSES:,}")

@@ -215,6 +215,11 @@ class IndexFile:
 MAX_INDEX_FILE_BYTES = env_int("SMDEBUG_MAX_INDEX_FILE_BYTES", 256 << 20, minimum=1)
 
 
+#: what an index file that is no JSON document at all is called (empty, cut short, garbage): also how a file still
+#: being written in place looks (a copier's mirror of a live run), which a live trial waits for (trials.trial)
+NOT_JSON = "Empty/Corrupt Index File"
+
+
 def _load_json(raw: bytes, key: str, step: int) -> dict:
     if len(raw) > MAX_INDEX_FILE_BYTES:
         raise IndexReaderException(
@@ -225,7 +230,7 @@ def _load_json(raw: bytes, key: str, step: int) -> dict:
     except JsonTooLarge as e:
         raise IndexReaderException(f"Index file refused: {e}", key, step) from None
     except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: absurdly deep nesting
-        raise IndexReaderException("Empty/Corrupt Index File", key, step) from None
+        raise IndexReaderException(NOT_JSON, key, step) from None
     if not isinstance(doc, dict):
         raise IndexReaderException("Index file does not hold a JSON object", key, step)
     return doc
