@@ -165,6 +165,9 @@ class LossNotDecreasing(LossCurveRule):
         self.patience = as_int(name, "patience", patience, minimum=1)
         #: per (loss, mode, worker): judged steps and whether the condition was met there
         self._history: Dict[Tuple[str, ModeKeys, Optional[str]], Tuple[List[int], List[bool]]] = {}
+        #: per (loss, mode, worker): the index in its history of the last check where the condition was not met
+        #: (-1: none), so that a live run's "held since half-way" is not a scan of half the history at every step
+        self._last_unmet: Dict[Tuple[str, ModeKeys, Optional[str]], int] = {}
         #: per (loss, mode, worker), on a finished run: the median of its last window (None: too few saves to tell)
         self._final: Dict[Tuple[str, ModeKeys, Optional[str]], Optional[float]] = {}
         #: per worker: whether a training loss had made progress before the first evaluation
@@ -182,9 +185,11 @@ class LossNotDecreasing(LossCurveRule):
         m = f + length // 2 - 1
         if m - w < f + span - 1:
             return None
-        now = robust_median(curve.between(s - w, s))
-        then = robust_median(curve.between(m - w, m))
-        first = robust_median(curve.between(f - 1, f + span - 1))
+        # (windows kept as they move: medians of a quarter of the run, copied and sorted at every step, made
+        # judging a run of n steps cost n^2)
+        now = curve.median_between(s - w, s, "now")
+        then = curve.median_between(m - w, m, "then")
+        first = curve.median_between(f - 1, f + span - 1, "first")
         if now is None or then is None or first is None:
             return None
         if not paced:
@@ -342,7 +347,7 @@ class LossNotDecreasing(LossCurveRule):
         return end < min(now, first, curve.values[0]) - p
 
     @staticmethod
-    def _held_since_half_way(steps: List[int], mets: List[bool], f: int, s: int) -> bool:
+    def _held_since_half_way(steps: List[int], last_unmet: int, f: int, s: int) -> bool:
         """Live (the run's end unknown): whether the condition held at every check from half-way through the run so
         far to ``s``, and at a check at or before half-way. Training often starts on a plateau or creeps at first
         (a slow start, a warm-up, a saddle), and a finished run forgives a stall its loss later left; a run still
@@ -352,7 +357,7 @@ class LossNotDecreasing(LossCurveRule):
         half of any run so far, reported later the longer the run had been learning."""
         half = f + (s - f) // 2
         i = bisect.bisect_right(steps, half) - 1
-        return i >= 0 and all(mets[i:])
+        return i >= 0 and last_unmet < i  # (held at every check from i on)
 
     def judge(self, name, mode, curve, s):
         label = mode_label(mode).replace("step", "steps")
@@ -362,10 +367,12 @@ class LossNotDecreasing(LossCurveRule):
         if result is None:
             return False, None
         met, detail, now, first, stalled = result
-        steps, mets = self._history.setdefault((name, mode, curve.worker), ([], []))
+        key = (name, mode, curve.worker)
+        steps, mets = self._history.setdefault(key, ([], []))
         steps.append(s)
         mets.append(met)
         if not met:
+            self._last_unmet[key] = len(mets) - 1
             return True, None
         for k in range(1, self.patience):
             i = bisect.bisect_right(steps, s - k * self.num_steps) - 1
@@ -386,7 +393,7 @@ class LossNotDecreasing(LossCurveRule):
         if training_ended(self.base_trial):
             if self._left_later(name, mode, curve, now, first, stalled):
                 return True, None  # a plateau the finished run's loss later left
-        elif not self._held_since_half_way(steps, mets, curve.first(), s):
+        elif not self._held_since_half_way(steps, self._last_unmet.get(key, -1), curve.first(), s):
             return True, None  # live: not yet a stall that lasted half of the run so far
         return True, (f"{self.shown(name, curve)} {detail}"
                       + (f"; met at {self.patience} checks {self.num_steps} steps apart" if self.patience > 1 else ""))
@@ -466,20 +473,19 @@ class OscillatingLoss(LossCurveRule):
         initial = robust_median(np.asarray(curve.values[:self.window]), minimum=1)
         f = curve.first()
         half = curve.index_after(f + (s - f + 1) // 2 - 1)
-        values = curve.values[half:]
-        if initial is None or not initial or not np.all(np.isfinite(values)):
+        finite = curve.last_nonfinite is None or curve.last_nonfinite < half  # (every save of the second half)
+        if initial is None or not initial or not finite:
             return False, None
-        blocks = block_means(values, self.window)
-        if len(blocks) < self.min_swings + 1:
+        count = (n - half) // self.window  # the second half's blocks
+        if count < self.min_swings + 1:
             return False, None
-        stretch = 2 * (self.min_swings + 1)
-        if len(blocks) > stretch:  # the latest stretch of blocks (see the docstring)
-            half += (len(blocks) - stretch) * self.window
-            blocks = blocks[-stretch:]
+        # only the latest stretch of blocks is judged (see the docstring): only its saves are read (a mean of every
+        # block of the second half, at every tenth save, made judging a run of n saves cost n^2)
+        half += max(0, count - 2 * (self.min_swings + 1)) * self.window
+        saves = curve.values[half:half + min(count, 2 * (self.min_swings + 1)) * self.window]
+        blocks = block_means(saves, self.window)
         share = self.swing_percent / 100 * abs(initial)
-        first_block = len(values) // self.window - len(blocks)  # the saves of the blocks judged
-        noise = _block_mean_error(values[first_block * self.window:(first_block + len(blocks)) * self.window],
-                                  self.window)
+        noise = _block_mean_error(saves, self.window)
         threshold = max(share, 4 * noise)
         swings, anchor, direction, low, high = 0, blocks[0], 0, min(blocks), max(blocks)
         for v in blocks[1:]:

@@ -13,6 +13,7 @@ once and the rule never re-reads the run's history at every step.
 from __future__ import annotations
 
 import bisect
+import math
 import re
 from typing import Dict, List, Optional, Sequence, Set, Tuple, Union
 
@@ -63,6 +64,9 @@ class Curve:
         self.inverted = inverted
         #: the first step whose value is NaN or infinite (None: every value read so far is finite)
         self.first_nonfinite: Optional[int] = None
+        #: the index in ``values`` of the last value that is NaN or infinite (None: none)
+        self.last_nonfinite: Optional[int] = None
+        self._windows: Dict[str, WindowMedian] = {}  # see median_between
 
     def extend(self, saved: SavedSteps, name: Union[str, Sequence[str]], mode: ModeKeys, upto: int) -> None:
         """Read the saves at steps ``<= upto`` not read yet. ``name`` may be the tensors of one loss module
@@ -82,8 +86,9 @@ class Curve:
                     value = steps_mean(self.resets, s, value, self._previous)
                 self._previous = {"step": s, "value": saved_value}
             if value is not None:
-                if self.first_nonfinite is None and not np.isfinite(value):
-                    self.first_nonfinite = s
+                if not np.isfinite(value):
+                    self.first_nonfinite = s if self.first_nonfinite is None else self.first_nonfinite
+                    self.last_nonfinite = len(self.values)
                 self.steps.append(s)
                 self.values.append(1.0 - value if self.inverted else value)
         self._read = max(self._read, end)
@@ -99,8 +104,77 @@ class Curve:
         """Values saved at steps ``low < step <= high``."""
         return np.asarray(self.values[bisect.bisect_right(self.steps, low):bisect.bisect_right(self.steps, high)])
 
+    def median_between(self, low: int, high: int, window: str) -> Optional[float]:
+        """``robust_median(self.between(low, high))``, kept up to date as the window named ``window`` moves along
+        the curve (see :class:`WindowMedian`): a rule judging every step over windows of a quarter of the run
+        so far copied and sorted a quarter of the run at every step."""
+        median = self._windows.get(window)
+        if median is None:
+            median = self._windows[window] = WindowMedian(self)
+        return median.between(low, high)
+
     def first(self) -> Optional[int]:
         return self.steps[0] if self.steps else None
+
+
+class WindowMedian:
+    """The median of a curve's saves in a window of steps that moves along it (``robust_median`` of
+    :meth:`Curve.between`): the window's finite values are kept sorted as it moves, so moving a window of w
+    saves by one save costs one insertion and one removal (a memmove of at most w values), not a copy and a
+    selection of all w. The median is the same number numpy gives (the middle value, or the mean of the two
+    middle ones)."""
+
+    def __init__(self, curve: "Curve"):
+        self._curve = curve
+        self._lo = self._hi = 0  # the window's saves: curve.values[lo:hi]
+        self._sorted: List[float] = []  # its finite values, sorted
+        self._nonfinite = 0  # how many of its values are NaN or infinite
+
+    def between(self, low: int, high: int, minimum: int = MIN_SAVES) -> Optional[float]:
+        steps = self._curve.steps
+        lo, hi = bisect.bisect_right(steps, low), bisect.bisect_right(steps, high)
+        if hi <= lo or lo >= self._hi or hi <= self._lo:  # (empty, or nothing in common with the one before)
+            self._start(lo, hi)
+        else:
+            self._move(lo, hi)
+        n = hi - lo
+        if n < minimum or self._nonfinite:
+            return None
+        k = n // 2
+        return float(self._sorted[k]) if n % 2 else (self._sorted[k - 1] + self._sorted[k]) / 2
+
+    def _start(self, lo: int, hi: int) -> None:
+        values = self._curve.values[lo:hi]
+        self._sorted = sorted(v for v in values if math.isfinite(v))
+        self._nonfinite = len(values) - len(self._sorted)
+        self._lo, self._hi = lo, max(lo, hi)
+
+    def _move(self, lo: int, hi: int) -> None:
+        values = self._curve.values  # (saves are only ever appended: an index names one value for good)
+        while self._hi < hi:
+            self._add(values[self._hi])
+            self._hi += 1
+        while self._lo > lo:
+            self._lo -= 1
+            self._add(values[self._lo])
+        while self._lo < lo:
+            self._drop(values[self._lo])
+            self._lo += 1
+        while self._hi > hi:
+            self._hi -= 1
+            self._drop(values[self._hi])
+
+    def _add(self, value: float) -> None:
+        if math.isfinite(value):
+            bisect.insort(self._sorted, value)
+        else:
+            self._nonfinite += 1
+
+    def _drop(self, value: float) -> None:
+        if math.isfinite(value):
+            del self._sorted[bisect.bisect_left(self._sorted, value)]
+        else:
+            self._nonfinite -= 1
 
 
 def robust_median(values: np.ndarray, minimum: int = MIN_SAVES) -> Optional[float]:

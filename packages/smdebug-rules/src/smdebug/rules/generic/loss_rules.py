@@ -163,7 +163,8 @@ class SavedSteps:
 
     def _fresh(self) -> None:
         t = self.trial
-        key = (len(t.steps(show_incomplete_steps=True)), t.last_complete_step, t.loaded_all_steps)
+        # (a count, not len(steps()): a copy of every step at every call made a run's judgement quadratic)
+        key = (t.step_count(show_incomplete_steps=True), t.last_complete_step, t.loaded_all_steps)
         if key != self._key:
             self._key = key
             self._steps.clear()

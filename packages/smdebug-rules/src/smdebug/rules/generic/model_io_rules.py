@@ -370,6 +370,20 @@ def _label(loss: loss_inputs.LossInputs) -> str:
     return loss.type if loss.name == loss.type else f"{loss.type} ({loss.name})"
 
 
+#: what a loss is judged on: (its first input's tensor, its targets' tensor or None, what it expects, its type)
+_Judged = Tuple[str, Optional[str], str, str]
+
+
+def _judged_once(found: Dict[str, _Judged]) -> Dict[str, _Judged]:
+    """``found`` keeping the first of the losses that read the same tensors and judge them alike (same kind and
+    type): judging a copy again says nothing new, and a record listing one loss thousands of times under other
+    names read the same tensors thousands of times at every step."""
+    first: Dict[_Judged, str] = {}
+    for label, judged in found.items():
+        first.setdefault(judged, label)
+    return {label: judged for judged, label in first.items()}
+
+
 @dataclass
 class _Seen:
     """What a loss's first input and targets looked like over the saves read so far."""
@@ -526,7 +540,7 @@ class ImproperOutput(Rule):
                 if predictions:
                     found[_label(loss)] = (
                         predictions[0], targets[0] if targets else None, loss.expects, loss.type)
-            return found
+            return _judged_once(found)
         by_class: Dict[str, List[Optional[str]]] = {}
         for name in names:
             m = _LOSS_TENSOR.match(name)

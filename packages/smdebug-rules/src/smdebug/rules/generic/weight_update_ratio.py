@@ -163,7 +163,8 @@ class WeightUpdateRatio(Rule):
         hook's record (``_meta.untrained_parameters``, PyTorch) over at least ``MIN_UNTRAINED_STEPS`` optimizer
         steps whose gradients were due, leaving out any whose saved value changed; the finding, or None."""
         trial = self.base_trial
-        if not trial.loaded_all_steps or step != trial.steps()[-1]:
+        # (last_step(): steps()[-1] copied every step of the run at every step judged, n^2 over a run)
+        if not trial.loaded_all_steps or step != trial.last_step():
             return None
         record = untrained_parameters(trial)
         if record is None or record["steps"] < MIN_UNTRAINED_STEPS:
