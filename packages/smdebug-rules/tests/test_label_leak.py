@@ -127,7 +127,8 @@ def test_a_continued_model_is_not_judged(tmp_path):
 def test_too_few_held_out_rows_per_class_is_said(tmp_path):
     _train(tmp_path, {"objective": "multi:softprob", "num_class": 3}, leak=True, classes=3, held_out=45)
     status, reason = _verdict(tmp_path)
-    assert status == "NotEvaluated" and "min_class_samples=20" in reason, reason
+    # the held-out rows are the same at every round: too few is the run's nature, not missing data
+    assert status == "NotApplicable" and "min_class_samples=20" in reason, reason
     # a lower bar is the user's call
     result = run_rules(str(tmp_path), rules=[("LabelLeak", {"min_class_samples": "10"})], ended=True)
     assert result.rules[0].status == "IssuesFound"

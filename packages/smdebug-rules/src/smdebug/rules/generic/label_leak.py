@@ -25,12 +25,21 @@ doing it is what a leak looks like; where the task is truly that easy, the findi
 it asks for. Not found: a leaked column in a data set whose other features already nearly separate the
 classes (iris, wine): the first round splits on those too.
 
+A first round whose trees are single leaves (``binary:hinge`` with a majority of positives: every row's margin
+is already past the hinge, so no split has gain) says nothing: the first round whose trees split is judged
+instead (its model is a first round's on a constant; when the schedule left rounds before it unsaved, the
+first saved round that splits, as the finding says). Where its
+predictions are one value for every row (``binary:hinge`` predicts classes: all 1 until the margins cross 0),
+the separation is read at the first later round whose predictions differ between rows.
+
 Not judged (NotApplicable): regression, count, survival and ranking objectives; random forests
 (``num_parallel_tree`` > 1: their first round is the whole model); ``gblinear`` (no trees); stumps
 (``max_depth=1``: every tree has one split, whatever the data); a run that continues a trained model (the
-hook's record of the rounds it started from). A class is judged only when ``min_class_samples`` of its rows
-are held out (a few rows can be separated perfectly by luck); a run with fewer than two such classes is
-NotEvaluated, as one without the first round's trees.
+hook's record of the rounds it started from); a booster none of whose saved trees split (a constant model:
+nothing to leak). A class is judged only when ``min_class_samples`` of its rows are held out (a few rows can
+be separated perfectly by luck); the held-out rows are the same at every round, so a run with fewer than two
+such classes cannot be judged at all (NotApplicable: too little data). NotEvaluated: the run saved no first
+round's trees.
 """
 
 from __future__ import annotations
@@ -118,6 +127,13 @@ class LabelLeak(Rule):
         #: evaluation keeps only the last step's word on whether the rule applies
         self._judged = False
         self._said: Optional[Tuple[str, str]] = None
+        #: the first round whose trees split and its splits (see _first_splitting_round), once found
+        self._first_split: Optional[Tuple[int, List[Tuple[object, str, float]]]] = None
+        #: the last of the saved rounds read so far, all of whose trees are single leaves (-1: none yet), and
+        #: how many saved rounds those are
+        self._leaf_rounds, self._leaf_saves = -1, 0
+        #: the rounds not saved between the last of those and the first that split ("11-19"), if any
+        self._unsaved: Optional[str] = None
 
     def _say(self, kind: str, reason: str) -> None:
         self._said = (kind, reason)
@@ -160,24 +176,79 @@ class LabelLeak(Rule):
         if reason is not None:
             self.not_applicable(reason)
             return False
-        first = min(trial.tensor(PREDICTIONS).steps() or [step])
-        if step < first:
-            return False
-        if step > first or first > 0:
-            self._judged = True
-            self._say("not evaluated", f"judges the first round's predictions (step 0); the run saved them first "
-                                       f"at step {first}")
-            return False
+        if self._first_split is None:
+            self._first_split = self._first_splitting_round(step)
+            if self._first_split is None:
+                return False
         labels, predictions = value_at(trial, LABELS, step), value_at(trial, PREDICTIONS, step)
-        self._judged = True
         if labels is None or predictions is None:
-            self._say("not evaluated", "judges the first round's labels and predictions; the run saved "
-                                       f"{PREDICTIONS if labels is None else LABELS} alone at step 0")
+            if step == self._first_split[0]:
+                self._judged = True
+                self._say("not evaluated", f"judges the predictions of round {step}, the first whose trees split; "
+                                           f"the run saved {'no labels' if labels is None else 'no predictions'} "
+                                           "at that step")
             return False
-        return self._judge(np.asarray(labels), np.asarray(predictions))
+        return self._judge(np.asarray(labels), np.asarray(predictions), step)
 
-    def _judge(self, labels: np.ndarray, predictions: np.ndarray):
+    def _first_splitting_round(self, step: int) -> Optional[Tuple[int, List[Tuple[object, str, float]]]]:
+        """The first round whose trees split, and its splits ``(tree, feature, gain)``: step 0's trees, or those
+        of the first later saved round that splits when every saved round before it is a single leaf (its model
+        is then a first round's, on a constant). None (said why) while no saved round up to ``step`` split, or
+        when the trees were not saved."""
+        trial = self.base_trial
+        found = [name for name in TREE_COLUMNS if trial.has_tensor(name)]
+        looking_for("tensors 'trees/Tree', 'trees/Feature' and 'trees/Gain' (the trees collection)", found)
+        saved = sorted(s for s in trial.tensor("trees/Feature").steps() if s <= step) if "trees/Feature" in found \
+            else []
+        if "trees/Feature" not in found or "trees/Gain" not in found or (saved and saved[0] > 0):
+            self._judged = True
+            self._say("not evaluated", "needs the first round's trees (trees/Feature and trees/Gain at step 0: the "
+                                       "trees collection) to tell which features its separation comes from")
+            return None
+        if not saved:
+            self.not_evaluated(f"the run saved no trees up to step {step} yet")
+            return None
+        for round_ in saved:
+            if round_ <= self._leaf_rounds:
+                continue
+            splits = self._splits(round_)
+            if splits is None:
+                return None
+            if splits:
+                if round_ > self._leaf_rounds + 1:  # the tapered schedule's gaps: 11-19, 21-39...
+                    self._unsaved = f"{self._leaf_rounds + 1}-{round_ - 1}"
+                return round_, splits
+            self._leaf_rounds = round_
+            self._leaf_saves += 1
+        if self._leaf_rounds >= 0:
+            self.not_applicable(f"none of the trees of the {self._leaf_saves} saved rounds up to round "
+                                f"{self._leaf_rounds} has a split of positive gain: the model is one constant value "
+                                "for every row, with no feature to leak")
+        return None
+
+    def _splits(self, round_: int) -> Optional[List[Tuple[object, str, float]]]:
+        """``[(tree, feature, gain)]``: the splits of positive gain of the round's trees ([] when they are single
+        leaves); None (said why) when the saved columns do not pair."""
+        trial = self.base_trial
+        trees, features, gains = (value_at(trial, name, round_) if trial.has_tensor(name) else None
+                                  for name in TREE_COLUMNS)
+        if (features is None or gains is None or features.size != gains.size or gains.dtype.kind not in "fiu"
+                or (trees is not None and trees.size != gains.size)):
+            self._judged = True
+            self._say("not evaluated", f"needs the trees of round {round_} (trees/Feature and trees/Gain of the "
+                                       "same length) to tell which features its separation comes from")
+            return None
+        tree_ids = trees.reshape(-1).tolist() if trees is not None else [0] * gains.size
+        splits = []
+        for tree, name, gain in zip(tree_ids, features.reshape(-1).tolist(), gains.reshape(-1).tolist()):
+            name = name.decode("utf-8", "replace") if isinstance(name, bytes) else str(name)
+            if name != "Leaf" and math.isfinite(gain) and gain > 0:
+                splits.append((tree, name, float(gain)))
+        return splits
+
+    def _judge(self, labels: np.ndarray, predictions: np.ndarray, step: int):
         labels = labels.reshape(-1) if labels.ndim == 2 and 1 in labels.shape else labels
+        self._judged = True  # unless a later round's predictions are needed (below)
         if labels.ndim != 1 or labels.dtype.kind not in "fiub":
             self._say("not applicable", f"the labels (shape {labels.shape}) are no column of class ids")
             return False
@@ -191,62 +262,70 @@ class LabelLeak(Rule):
             return False
         predictions = predictions.astype(np.float64)
         if not np.all(np.isfinite(predictions)):
-            self._say("not evaluated", "the first round's predictions are not all finite (ExplodingTensor's finding)")
+            self._say("not evaluated", f"the predictions of round {step} are not all finite (ExplodingTensor's "
+                                       "finding)")
             return False
         int_labels = labels.astype(np.int64)
         classes, counts = np.unique(int_labels, return_counts=True)
         if classes.size < 2 or classes.size > _MAX_CLASSES:
-            self._say("not evaluated", f"the held-out labels hold {classes.size} classes")
+            self._say("not applicable", f"the held-out labels hold {classes.size} classes")
             return False
         # A class is judged when min_class_samples of its rows are held out: a few rows can be ranked or
         # classified perfectly by luck. A leak separates every class, so the well-sampled ones are enough.
+        # The held-out rows are the same at every round: with too few, no round of this run can be judged.
         judged = [int(c) for c, n in zip(classes, counts) if n >= self.min_class_samples]
         if len(judged) < 2:
             class_counts = listed((f"{c}: {n}" for c, n in zip(classes, counts)), limit=8)
-            self._say("not evaluated", f"fewer than two classes have min_class_samples={self.min_class_samples} "
-                                       f"held-out rows (class counts {class_counts}): a few rows can be separated "
-                                       "perfectly by luck")
+            self._say("not applicable", f"too few held-out rows to tell a leak from luck: fewer than two classes "
+                                        f"have min_class_samples={self.min_class_samples} rows (class counts "
+                                        f"{class_counts}), and a few rows can be separated perfectly by chance "
+                                        "(a lower min_class_samples judges them anyway)")
             return False
         # a middle class's tree needs a split on each side of it; two classes, one split
         cuts = 1 if classes.size == 2 else 2
-        clean = self._clean_split(cuts)
-        if clean is None:
-            return False
-        feature, share = clean
+        first, splits = self._first_split
+        feature, share = self._clean_split(splits, cuts)
         if share < self.split_share:
             return False
+        if np.all(predictions == predictions.reshape(-1)[0]):
+            # binary:hinge predicts classes, one for every row until the margins cross 0: the separation shows
+            # at the first later round whose predictions differ
+            self._judged = False
+            self.not_applicable(f"the predictions of the held-out rows are one value for every row from round "
+                                f"{first} (the first whose trees split) to round {step}: nothing tells how well "
+                                "the model separates the classes")
+            return False
         feature = terminal_safe(clipped(feature, 64))
-        on_feature = (f"{feature}: its split carries {share:.1%} of the first tree's gain" if cuts == 1 else
-                      f"{feature}: its two best splits carry at least {share:.1%} of each first-round tree's gain")
+        tree = "the tree" if cuts == 1 else "each tree"
+        on_feature = (f"{feature}: its split carries {share:.1%} of {tree}'s gain" if cuts == 1 else
+                      f"{feature}: its two best splits carry at least {share:.1%} of {tree}'s gain")
+        rounds = self._rounds(first, step)
         if classes.size == 2 and set(classes.tolist()) == {0, 1}:
-            return self._judge_two_classes(int_labels, predictions, on_feature)
-        return self._judge_classes(int_labels, predictions, classes, judged, on_feature)
+            return self._judge_two_classes(int_labels, predictions, on_feature, rounds)
+        return self._judge_classes(int_labels, predictions, classes, judged, on_feature, rounds)
 
-    def _clean_split(self, cuts: int) -> Optional[Tuple[str, float]]:
-        """How cleanly one feature splits the first round's trees: ``(feature, share)``, the share of a tree's
-        split gain carried by the ``cuts`` largest splits on the feature of its best split, the lowest over the
-        trees (a leak makes every class's tree clean). None (said why) when the run did not save the
-        trees of step 0, they have no gain (multi-output trees) or no split."""
-        trial = self.base_trial
-        found = [name for name in TREE_COLUMNS if trial.has_tensor(name)]
-        looking_for("tensors 'trees/Tree', 'trees/Feature' and 'trees/Gain' (the trees collection)", found)
-        trees, features, gains = (value_at(trial, name, 0) if name in found else None for name in TREE_COLUMNS)
-        if (features is None or gains is None or features.size != gains.size or gains.dtype.kind not in "fiu"
-                or (trees is not None and trees.size != gains.size)):
-            self._say("not evaluated", "needs the first round's trees (trees/Feature and trees/Gain at step 0: the "
-                                       "trees collection) to tell which features its separation comes from")
-            return None
-        splits: Dict[object, List[Tuple[float, str]]] = defaultdict(list)
-        tree_ids = trees.reshape(-1).tolist() if trees is not None else [0] * gains.size
-        for tree, name, gain in zip(tree_ids, features.reshape(-1).tolist(), gains.reshape(-1).tolist()):
-            name = name.decode("utf-8", "replace") if isinstance(name, bytes) else str(name)
-            if name != "Leaf" and math.isfinite(gain) and gain > 0:
-                splits[tree].append((float(gain), name))
-        if not splits:
-            self._say("not evaluated", "the first round's trees have no split of positive gain")
-            return None
+    def _rounds(self, first: int, step: int) -> str:
+        """Which rounds the finding judged: the first (0), else the first that split, and the round whose
+        predictions were read when later."""
+        said = "its first round" if first == 0 else f"its first round that split (round {first}; the rounds " \
+                                                    "before it are single leaves)"
+        if self._unsaved:
+            said = (f"its first saved round that split (round {first}; the saved rounds before it are single "
+                    f"leaves, rounds {self._unsaved} were not saved)")
+        if step > first:
+            said += f", with its predictions of round {step} (the first that differ between rows)"
+        return said
+
+    @staticmethod
+    def _clean_split(splits: List[Tuple[object, str, float]], cuts: int) -> Tuple[str, float]:
+        """How cleanly one feature splits the round's trees: ``(feature, share)``, the share of a tree's split
+        gain carried by the ``cuts`` largest splits on the feature of its best split, the lowest over the trees
+        that split (a leak makes every class's tree clean)."""
+        by_tree: Dict[object, List[Tuple[float, str]]] = defaultdict(list)
+        for tree, name, gain in splits:
+            by_tree[tree].append((gain, name))
         worst: Optional[Tuple[str, float]] = None
-        for tree_splits in splits.values():
+        for tree_splits in by_tree.values():
             feature = max(tree_splits)[1]
             best = sorted((gain for gain, name in tree_splits if name == feature), reverse=True)[:cuts]
             share = sum(best) / sum(gain for gain, _ in tree_splits)
@@ -254,7 +333,7 @@ class LabelLeak(Rule):
                 worst = (feature, share)
         return worst
 
-    def _judge_two_classes(self, labels: np.ndarray, predictions: np.ndarray, on_feature: str):
+    def _judge_two_classes(self, labels: np.ndarray, predictions: np.ndarray, on_feature: str, rounds: str):
         """Two classes: how well the first round ranks them (AUC), whatever its base score."""
         scores = positive_scores(predictions)
         if scores is None:
@@ -263,10 +342,11 @@ class LabelLeak(Rule):
         auc = one_vs_rest_auc(scores, labels == 1)
         if auc < self.auc_threshold:
             return False
-        return self._finding(labels.size, 2, f"AUC {auc:.4f}, auc_threshold {self.auc_threshold:g}", on_feature)
+        return self._finding(labels.size, 2, f"AUC {auc:.4f}, auc_threshold {self.auc_threshold:g}", on_feature,
+                             rounds)
 
     def _judge_classes(self, labels: np.ndarray, predictions: np.ndarray, classes: np.ndarray, judged: List[int],
-                       on_feature: str):
+                       on_feature: str, rounds: str):
         """More classes: how many of each class's rows the first round already predicts right (the mean
         recall of the judged classes). Not one-vs-rest AUCs: a softmax mixes every class's trees into each
         probability, so a middle class's ranking is off by the few rows past the training data's extremes."""
@@ -282,10 +362,10 @@ class LabelLeak(Rule):
         left_out = [int(c) for c in classes if int(c) not in judged]
         said = f"balanced accuracy {balanced:.4f}, accuracy_threshold {self.accuracy_threshold:g}"
         said += f"; classes with too few rows not judged: {listed(map(str, left_out), limit=8)}" if left_out else ""
-        return self._finding(labels.size, classes.size, said, on_feature)
+        return self._finding(labels.size, classes.size, said, on_feature, rounds)
 
-    def _finding(self, rows: int, classes: int, measure: str, on_feature: str) -> str:
-        return (f"after its first round the model already separates the {rows} held-out rows' {classes} classes "
+    def _finding(self, rows: int, classes: int, measure: str, on_feature: str, rounds: str) -> str:
+        return (f"after {rounds} the model already separates the {rows} held-out rows' {classes} classes "
                 f"({measure}) on one feature, {on_feature} (split_share {self.split_share:g}). A real task is "
                 "rarely split by one feature: check whether it is computed from the label (a leak: the target, or "
                 "an id sorted by it, among the features)")
