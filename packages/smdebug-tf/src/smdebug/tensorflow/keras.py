@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import re
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import keras
@@ -37,7 +38,7 @@ from smdebug.core.modes import ModeKeys
 from smdebug.exceptions import SMDebugTypeError
 from smdebug.tensorflow import capture, layers, losses
 from smdebug.tensorflow.base import LOSS_RE, TFHookMixin
-from smdebug.tensorflow.utils import device_reductions, flatten_tensors, is_bias, variable_name
+from smdebug.tensorflow.utils import device_reductions, flatten_tensors, is_bias, structure_names, variable_name
 
 #: collections whose tensors the hook reads outside the compiled step
 _HOST_COLLECTIONS = frozenset({
@@ -141,6 +142,56 @@ class _WrappedTape:
 
 #: how the class weights of ``Model.fit`` are named in the run's record (``_meta.class_weights``)
 FIT_CLASS_WEIGHT = "class_weight of Model.fit"
+#: how per-row weights (``fit(sample_weight=...)``, a dataset of ``(x, y, w)``) are named in that record: each
+#: class's mean row weight, entered for the label tensor the rows weight
+FIT_SAMPLE_WEIGHT = "sample weights of Model.fit (sample_weight, or the data's (x, y, w))"
+#: the key under which a capture returns a label tensor's row weights (``<prefix><label name>``): never saved
+_ROW_WEIGHTS = "__smdebug_row_weights__/"
+#: the most class ids per-class row weights are kept for (as smdebug.core.class_weights keeps)
+_MAX_WEIGHTED_CLASSES = class_weights.MAX_CLASSES
+
+
+def _class_ids_of_rows(labels) -> Optional[np.ndarray]:
+    """The class id of each label of a saved batch (``(n,)``/``(n, 1)`` ids, one-hot ``(n, C)`` rows, ids per
+    position ``(n, T)``), None when they are no class ids (values of a regression, soft labels)."""
+    y = np.asarray(labels)
+    if y.dtype.kind not in "fiub" or not y.size:
+        return None
+    if y.ndim >= 2 and y.shape[-1] > 1 and np.all((y == 0) | (y == 1)) and np.all(y.sum(axis=-1) == 1):
+        y = np.argmax(y, axis=-1)  # one-hot
+    elif y.ndim >= 2 and y.shape[-1] == 1:
+        y = y.reshape(y.shape[:-1])
+    if not np.all(np.isfinite(y) & (y >= 0) & (y == np.round(y))) or y.max() >= _MAX_WEIGHTED_CLASSES:
+        return None
+    return y.astype(np.int64)
+
+
+def _row_weights_of(ids: np.ndarray, weights) -> Optional[np.ndarray]:
+    """One weight per class id of ``ids`` from a batch's sample weights: one per id (the same shape, or an
+    axis of 1 more), or one per row repeated over a row's positions; None when they do not fit, or are not
+    finite weights >= 0."""
+    w = np.asarray(weights, dtype=np.float64)
+    if w.ndim == ids.ndim + 1 and w.shape[-1] == 1:
+        w = w.reshape(w.shape[:-1])
+    if w.shape != ids.shape:
+        if w.ndim != 1 or not ids.ndim or w.shape[0] != ids.shape[0]:
+            return None
+        w = np.broadcast_to(w.reshape((-1,) + (1,) * (ids.ndim - 1)), ids.shape)
+    if not np.all(np.isfinite(w) & (w >= 0)):
+        return None
+    return w.reshape(-1)
+
+
+def _offer_row_weights(rec, y, w) -> None:
+    """Return a training batch's sample weights with each label tensor saved at the step (as
+    ``<_ROW_WEIGHTS><label name>``): the hook turns them into each class's mean weight. One weight tensor for
+    several outputs weights each of them; a list or dict of them pairs with the outputs by position or key."""
+    single = not isinstance(w, (list, tuple, dict))
+    weights = {} if single else dict(structure_names("labels", w))
+    for name, _ in structure_names("labels", y):
+        weight = w if single else weights.get(name)
+        if name in rec.tensors and weight is not None:
+            rec.tensors[_ROW_WEIGHTS + name] = weight
 
 
 class KerasHook(keras.callbacks.Callback, TFHookMixin):
@@ -188,6 +239,10 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
         self._epoch_begun = False
         self._running_resets: List[int] = []
         self._running_names: set = set()
+        # per-row weights of this fit's saved training batches: label name -> (sum of weights, rows) per class
+        self._row_weights: Dict[str, Tuple[np.ndarray, np.ndarray]] = {}
+        self._row_weights_recorded: set = set()  # the label names with an entry of FIT_SAMPLE_WEIGHT
+        self._fit_class_weight = False  # the running fit was given class_weight (its rows carry those weights)
 
     # ------------------------------------------------------------------------------------------
     # model registration and names
@@ -353,6 +408,7 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
         self._fit_depth += 1
         self._start_loop("train")
         self._record_class_weight()
+        self._forget_row_weights()  # (each fit's own: a fit without sample weights after one with them)
 
     @_callback
     def on_train_end(self, logs=None):
@@ -449,12 +505,60 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
         while frame is not None:
             if frame.f_code.co_name == "fit" and frame.f_locals.get("self") is self.model:
                 weights = frame.f_locals.get("class_weight")
+                self._fit_class_weight = bool(weights)
                 if weights:
                     class_weights.record_class_weights(self, weights, FIT_CLASS_WEIGHT)
                 else:
                     class_weights.record_class_weights(self, {}, FIT_CLASS_WEIGHT)  # (removes the entry)
                 return
             frame = frame.f_back
+
+    def _count_row_weights(self, extras) -> None:
+        """Fold the sample weights of a saved training batch (``fit(sample_weight=...)``, a dataset of ``(x, y,
+        w)``) into each class's mean row weight, recorded as the class weights of its label tensor
+        (smdebug.core.class_weights, as the XGBoost hook records a DMatrix's row weights): ClassImbalance then
+        judges the weighted counts, so an imbalance the weights compensate is no alarm. Not for a fit given
+        ``class_weight``: Keras turns it into these row weights, and it is recorded as itself. Never raises."""
+        if self._fit_class_weight:
+            return
+        try:
+            for key in [k for k in extras[0] if k.startswith(_ROW_WEIGHTS)]:
+                name = key[len(_ROW_WEIGHTS):]
+                for replica in extras:
+                    ids = _class_ids_of_rows(np.asarray(replica[name])) if name in replica else None
+                    w = _row_weights_of(ids, np.asarray(replica[key])) if ids is not None else None
+                    if w is None:
+                        continue
+                    ids = ids.reshape(-1)
+                    sums, rows = np.bincount(ids, weights=w), np.bincount(ids)
+                    if name in self._row_weights:
+                        old_sums, old_rows = self._row_weights[name]
+                        n = max(len(sums), len(old_sums))
+                        sums = np.pad(sums, (0, n - len(sums))) + np.pad(old_sums, (0, n - len(old_sums)))
+                        rows = np.pad(rows, (0, n - len(rows))) + np.pad(old_rows, (0, n - len(old_rows)))
+                    self._row_weights[name] = (sums, rows)
+                if name in self._row_weights:
+                    self._record_row_weights(name)
+        except Exception as e:  # noqa: BLE001 - the record is left as it was; training goes on
+            logger.debug("smdebug: sample weights not recorded as class weights (%s)", e)
+
+    def _record_row_weights(self, name: str) -> None:
+        sums, rows = self._row_weights[name]
+        weights = {int(c): float(sums[c] / rows[c]) for c in np.flatnonzero(rows)}
+        new = name not in self._row_weights_recorded
+        if class_weights.record_class_weights(self, weights, FIT_SAMPLE_WEIGHT, f"^{re.escape(name)}$"):
+            self._row_weights_recorded.add(name)
+            if new:  # (a reader judging the run while it trains learns of them now, not when the hook closes)
+                self._export_collections()
+        else:
+            self._row_weights_recorded.discard(name)
+
+    def _forget_row_weights(self) -> None:
+        """A new fit: the sample weights of an earlier one no longer hold (recorded again from this fit's)."""
+        self._row_weights = {}
+        for name in self._row_weights_recorded:
+            class_weights.record_class_weights(self, {}, FIT_SAMPLE_WEIGHT, f"^{re.escape(name)}$")
+        self._row_weights_recorded = set()
 
     def _end_loop(self, kind: str) -> None:
         mode = _KINDS[kind][2]
@@ -782,11 +886,13 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
             data = tf.nest.map_structure(
                 lambda i: None if isinstance(i, tf.experimental.Optional) else i, data)
             rec = capture.Recorder(want, layer_map, model, loss_ids=loss_ids, discover_losses=discover)
-            x, y, _ = keras.utils.unpack_x_y_sample_weight(data)
+            x, y, w = keras.utils.unpack_x_y_sample_weight(data)
             rec.batch_labels = flatten_tensors(y)
             with rec.active():
                 outputs = step_method(data)
                 rec.add_data(x, y)
+            if kind == "train" and w is not None:
+                _offer_row_weights(rec, y, w)
             holder["recorders"].append(rec)
             return outputs, dict(rec.tensors)
 
@@ -836,7 +942,9 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
                         self._capture_fns[(kind, holder["fixed"], in_graph)] = entry
         if not extras:
             return
-        names = list(extras[0].keys())
+        names = [n for n in extras[0].keys() if not n.startswith(_ROW_WEIGHTS)]
+        if len(names) < len(extras[0]):
+            self._count_row_weights(extras)
         for name in names:
             if name in self._logged_names:
                 continue

@@ -730,7 +730,9 @@ class ClassImbalance(_LabelsAndPredictions):
 
     **Class weights.** When the run trains with class weights (the hooks' record ``_meta.class_weights``, see
     :mod:`smdebug.core.class_weights`: PyTorch ``CrossEntropyLoss(weight=...)``/``NLLLoss(weight=...)``, a single
-    ``BCEWithLogitsLoss(pos_weight=...)``, XGBoost ``scale_pos_weight`` and the training DMatrix's row weights;
+    ``BCEWithLogitsLoss(pos_weight=...)``, Keras ``fit(class_weight=...)``, XGBoost ``scale_pos_weight``; per-row
+    weights as each class's mean row weight: the training DMatrix's, Keras ``fit(sample_weight=...)`` or a dataset
+    of ``(x, y, w)``;
     for runs of the original smdebug the ``hyperparameters/scale_pos_weight`` given to the XGBoost hook), each
     count is multiplied by its class's weight, ``count_c * w_c``: the imbalance the optimiser is shown. A run
     that compensates its imbalance is not flagged; weights that leave a ratio above the threshold are, and the
