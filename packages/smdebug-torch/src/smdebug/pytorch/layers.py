@@ -7,16 +7,23 @@ and outputs in the kind's collection (``smdebug.core.activations``), whatever th
 ==============  ======================================
 kind            torch.nn classes
 ==============  ======================================
-relu            ReLU, ReLU6
+relu            ReLU, ReLU6, Hardswish
 leaky_relu      LeakyReLU, PReLU, RReLU
 elu             ELU, SELU, CELU
 gelu            GELU
-silu            SiLU
-tanh            Tanh
-sigmoid         Sigmoid
+silu            SiLU, Mish
+tanh            Tanh, Hardtanh
+sigmoid         Sigmoid, Hardsigmoid
 softmax         Softmax, LogSoftmax, Softmax2d
 softplus        Softplus
 ==============  ======================================
+
+The kind says what a rule can judge of the layer. Hardswish is 0, with no gradient, for every input at or
+below -3, so its units can die as a ReLU's (DeadRelu); Mish is a smooth self-gated unit like SiLU. Hardtanh
+and Hardsigmoid are flat, with no gradient, outside ``[min_val, max_val]`` and ``[-3, 3]``: SaturatedActivation
+judges them with those bounds, read from the recorded type (``"Hardtanh(min_val=-1, max_val=1)"``,
+``"Hardsigmoid"``), not with the wider ones of a smooth tanh or sigmoid. (ReLU6 is a subclass of Hardtanh in
+PyTorch; it stays a ReLU.)
 
 Only modules are seen: ``torch.nn.functional.relu(x)`` or ``torch.tanh(x)`` inside a ``forward`` runs no
 module hook, so it is in no collection (use an ``nn.ReLU()`` module where a rule should see it).
@@ -39,13 +46,14 @@ from smdebug.core import loss_inputs
 from smdebug.core.activations import ActivationLayer, io_regex
 
 _KINDS = (
-    (("ReLU", "ReLU6"), "relu"),
+    # (first match wins: ReLU6 subclasses Hardtanh, so the ReLUs come before it)
+    (("ReLU", "ReLU6", "Hardswish"), "relu"),
     (("LeakyReLU", "PReLU", "RReLU"), "leaky_relu"),
     (("ELU", "SELU", "CELU"), "elu"),
     (("GELU",), "gelu"),
-    (("SiLU",), "silu"),
-    (("Tanh",), "tanh"),
-    (("Sigmoid",), "sigmoid"),
+    (("SiLU", "Mish"), "silu"),
+    (("Tanh", "Hardtanh"), "tanh"),
+    (("Sigmoid", "Hardsigmoid"), "sigmoid"),
     (("Softmax", "LogSoftmax", "Softmax2d"), "softmax"),
     (("Softplus",), "softplus"),
 )
@@ -63,6 +71,15 @@ def activation_kind(module) -> Optional[str]:
     return None
 
 
+def _recorded_type(module, kind: str) -> str:
+    """The type recorded for an activation module: its class name, with the bounds of its flat regions for a
+    Hardtanh (they are the module's own: SaturatedActivation reads them back)."""
+    name = type(module).__name__
+    if kind == "tanh" and isinstance(module, getattr(torch.nn, "Hardtanh", ())):
+        return f"{name}(min_val={float(module.min_val)!r}, max_val={float(module.max_val)!r})"
+    return name
+
+
 def activation_layers(model: torch.nn.Module, name_of: Callable[[torch.nn.Module], Optional[str]]
                       ) -> Dict[str, List[ActivationLayer]]:
     """kind -> the activation modules of ``model`` (each once, also when used at several places)."""
@@ -74,7 +91,7 @@ def activation_layers(model: torch.nn.Module, name_of: Callable[[torch.nn.Module
         name = name_of(module)
         if name is None:
             continue
-        found[kind].append(ActivationLayer(name, type(module).__name__, io_regex(name, "input"),
+        found[kind].append(ActivationLayer(name, _recorded_type(module, kind), io_regex(name, "input"),
                                            io_regex(name, "output")))
     return found
 

@@ -230,11 +230,13 @@ def unit_readings(shape: Sequence[int], framework: Optional[str],
 
 
 def _active(value: np.ndarray, reading: UnitReading) -> np.ndarray:
-    """(samples, units) booleans: whether each unit is active (positive somewhere) in each sample."""
+    """(samples, units) booleans: whether each unit is active (not 0 somewhere) in each sample. A ReLU's output
+    is never below 0, so that is "positive"; a Hardswish's is below 0 for inputs in (-3, 0), where it still
+    passes a gradient, and exactly 0 only at or below -3, where it passes none."""
     if reading.unit_axis is None:
-        return units_by_samples(value) > 0
+        return units_by_samples(value) != 0
     moved = np.moveaxis(value, (reading.batch_axis, reading.unit_axis), (0, 1))
-    return (moved.reshape(moved.shape[0], moved.shape[1], -1) > 0).any(axis=2)
+    return (moved.reshape(moved.shape[0], moved.shape[1], -1) != 0).any(axis=2)
 
 
 def _units(shape: Sequence[int], reading: UnitReading) -> int:
@@ -247,7 +249,7 @@ def _samples(values: Sequence[np.ndarray], reading: UnitReading) -> int:
 
 def dead_units(value, reading: UnitReading, threshold_inactivity: float) -> Tuple[np.ndarray, int]:
     """(indices of the dead units, samples) of ``value`` (an array, or a list of arrays of the same units
-    pooled: batches of consecutive saves) read as ``reading``: a unit is dead when it is active (positive
+    pooled: batches of consecutive saves) read as ``reading``: a unit is dead when it is active (not 0
     somewhere in the sample) in fewer than ``threshold_inactivity`` percent of the samples. Indices are flat
     positions for ``units`` and positions along ``unit_axis`` otherwise."""
     values = [value] if isinstance(value, np.ndarray) else list(value)
@@ -264,7 +266,7 @@ class DeadRelu(Rule):
     least ``n >= 100 / threshold_inactivity`` samples (see the module docstring; NotEvaluated, with the count,
     until the saves hold that many)::
 
-        active(unit, sample) = the unit's value > 0 at some position of the sample
+        active(unit, sample) = the unit's value is not 0 at some position of the sample
         active_percent(unit) = 100 * #{samples where active} / n
         dead(unit)           = active_percent(unit) < threshold_inactivity
         dead_percent         = 100 * #dead units / #units
@@ -497,6 +499,11 @@ class SaturatedActivation(Rule):
 
     The condition is met when ``layer_percent > threshold_layer`` for some tensor (NaN is not saturated).
 
+    A piecewise-linear layer of these collections (PyTorch's ``Hardtanh``, ``Hardsigmoid``, as the hook recorded
+    its type) is flat, with no gradient at all, outside its linear range: its inputs are judged with that range
+    (``[min_val, max_val]`` of a Hardtanh, ``[-3, 3]`` of a Hardsigmoid), not with the thresholds below, which
+    are where a smooth tanh or sigmoid becomes flat.
+
     :param collection_names: comma-separated collections to inspect (default
         ``"tanh_activations,sigmoid_activations"``).
     :param tensor_regex: comma-separated regexes (default ``".*tanh_input|.*sigmoid_input"``, e.g.
@@ -538,10 +545,16 @@ class SaturatedActivation(Rule):
         self._pool = _Pool(base_trial)
         #: samples a judgement needs (see the module docstring)
         self.min_samples = min_samples(self.threshold_inactivity)
+        #: tensor -> (type, min, max) of its piecewise-linear layer, or None (see _flat_outside)
+        self._piecewise: Dict[str, Optional[Tuple[str, float, float]]] = {}
 
     def bounds(self, name: str, collection: str = ""):
         """(kind, min, max) for a tensor (of ``collection``, if selected by one), or None if it is neither a
         tanh nor a sigmoid input."""
+        if collection:
+            flat = self._flat_outside(name, collection)
+            if flat is not None:
+                return flat
         lowered = name.lower()
         if collection == CollectionKeys.TANH_ACTIVATIONS:
             return "tanh", self.threshold_tanh_min, self.threshold_tanh_max
@@ -552,6 +565,20 @@ class SaturatedActivation(Rule):
         if "sigmoid" in lowered:
             return "sigmoid", self.threshold_sigmoid_min, self.threshold_sigmoid_max
         return None
+
+    def _flat_outside(self, name: str, collection: str):
+        """(type, min, max) where ``name`` is the input of a piecewise-linear layer of ``collection`` (a
+        Hardtanh, a Hardsigmoid), else None; looked up once per tensor."""
+        if name not in self._piecewise:
+            from smdebug.core.activations import activation_layers
+
+            self._piecewise[name] = None
+            names = [name]
+            for layer in (activation_layers(self.base_trial) or {}).get(collection, ()):
+                if layer.input_names(names):
+                    self._piecewise[name] = piecewise_linear_range(layer.type)
+                    break
+        return self._piecewise[name]
 
     def tensors(self) -> Dict[str, str]:
         """``{name: collection the name was selected by, or ""}``."""
@@ -613,6 +640,25 @@ class SaturatedActivation(Rule):
             name, samples, saves = short[0]
             self.not_evaluated(_too_few(name, samples, saves, need, self.threshold_inactivity))
         return False
+
+
+#: ``Hardtanh(min_val=-1.0, max_val=1.0)``, as the PyTorch hook records a Hardtanh (its own bounds)
+_HARDTANH = re.compile(r"^(\w+)\(min_val=([-+0-9.einf]+), max_val=([-+0-9.einf]+)\)$")
+
+
+def piecewise_linear_range(recorded_type: str) -> Optional[Tuple[str, float, float]]:
+    """(type, min, max) of the linear range of a piecewise-linear activation the hook recorded as
+    ``recorded_type``, outside which it is flat and passes no gradient; None for any other type."""
+    if recorded_type == "Hardsigmoid":  # relu6(x + 3) / 6: flat below -3 and above 3
+        return "Hardsigmoid", -3.0, 3.0
+    match = _HARDTANH.match(recorded_type)
+    if match is None:
+        return None
+    try:
+        low, high = float(match.group(2)), float(match.group(3))
+    except ValueError:
+        return None
+    return (match.group(1), low, high) if low < high else None
 
 
 def _check_regexes(rule: str, name: str, regexes: List[str]) -> None:
