@@ -42,7 +42,7 @@ from smdebug.exceptions import SMDebugTypeError, SMDebugValueError, TrainingStop
 from smdebug.pytorch import _dynamo, layers, sharded
 from smdebug.pytorch.collection import Collection
 from smdebug.pytorch.gradients import GRADIENT_PREFIX, GradientSource
-from smdebug.pytorch.module_io import io_targets, keyword_input_regex, keyword_tensors, tensors
+from smdebug.pytorch.module_io import io_targets, keyword_input_regex, keyword_tensors, tensors, unnamed_modules
 from smdebug.pytorch.reductions import device_reductions
 from smdebug.pytorch.trained_in_eval import TrainedInEval
 
@@ -180,8 +180,10 @@ class Hook(BaseHook):
             )
         self.model = inner
         self.model_name = _class_name(inner)
+        unnamed = unnamed_modules(inner)
         for qualified, sub in inner.named_modules():
-            self._names.setdefault(sub, qualified or self.model_name)
+            if sub not in unnamed:
+                self._names.setdefault(sub, qualified or self.model_name)
         self._names[inner] = self.model_name
         self._refresh_params()
         self._file_unnamed_parameters()

@@ -4,6 +4,12 @@ A module's tensors are named ``<module>_input_<i>`` / ``<module>_output_<i>`` (t
 submodules by their qualified name); a module is hooked when a collection the caller asks about can match
 those names. Collections name modules by regex, or by ``Collection.add_module_tensors`` (resolved to
 regexes when the hook prepares its collections).
+
+The modules of a parametrization (``torch.nn.utils.parametrize``: weight norm, spectral norm, orthogonal...)
+get no name (:func:`unnamed_modules`), so they are never hooked: they are not layers of the model but the
+computation of a parameter from its real parameters (``...parametrizations.weight.original0``, saved with the
+weights), and their inputs and outputs, named ``...parametrizations.weight_input_0``, would copy those
+parameters, and the weight computed from them, into the ``weights`` collection at every save.
 """
 
 from __future__ import annotations
@@ -12,6 +18,20 @@ import re
 from typing import Callable, Dict, List, Mapping, Tuple
 
 import torch
+
+
+def unnamed_modules(model: torch.nn.Module) -> set:
+    """The modules of ``model`` the hook gives no name, so no inputs or outputs: those of its
+    parametrizations (see the module docstring)."""
+    try:
+        from torch.nn.utils.parametrize import ParametrizationList
+    except ImportError:  # (a torch without parametrizations)
+        return set()
+    out = set()
+    for module in model.modules():
+        if isinstance(module, ParametrizationList):
+            out.update(module.modules())
+    return out
 
 
 def io_targets(model: torch.nn.Module, names: Mapping[torch.nn.Module, str],
