@@ -96,7 +96,7 @@ EVAL_DATA_META_KEY = "xgboost_labels_from"
 CV_META_KEY = "xgboost_cv"
 #: the training parameters kept in the record (as numbers), where the booster's configuration has them
 _RECORDED_PARAMETERS = ("num_parallel_tree", "max_depth", "eta", "subsample", "colsample_bytree",
-                        "colsample_bylevel", "colsample_bynode", "num_class")
+                        "colsample_bylevel", "colsample_bynode", "num_class", "min_child_weight", "gamma")
 
 
 def _find_key(config, key: str):
@@ -179,7 +179,8 @@ def class_weights_of(model, objective: Optional[str], dtrain=None) -> Optional[D
 def booster_record(model, custom_objective: Optional[bool] = False) -> Optional[Dict[str, Any]]:
     """What kind of model ``model`` trains, from ``Booster.save_config()``: ``{"booster": "gbtree" | "dart" |
     "gblinear", "objective": "binary:logistic", "num_parallel_tree": 50, "max_depth": 12, "eta": 1.0,
-    "subsample": 0.63, ...}`` (plain JSON values; parameters the configuration lacks are left out). None for
+    "subsample": 0.63, "min_child_weight": 1.0, "gamma": 0.0, "base_score": 0.5, ...}`` (plain JSON values;
+    parameters the configuration lacks are left out). None for
     xgboost.cv's bundle of boosters, or a configuration that cannot be read. With ``custom_objective`` True
     (a callable objective) the record says ``"custom_objective": true``; with None (unknown) the configured
     objective is left out when it is XGBoost's default, which a callable objective leaves in place."""
@@ -210,7 +211,26 @@ def booster_record(model, custom_objective: Optional[bool] = False) -> Optional[
         if math.isfinite(number):  # (float32 parameters: 0.3 is configured as 0.300000012)
             record[key] = int(number) if key in ("num_parallel_tree", "max_depth", "num_class") else float(
                 f"{number:.7g}")
+    base_score = _base_score(learner)
+    if base_score is not None:
+        record["base_score"] = base_score
     return record or None
+
+
+def _base_score(learner) -> Optional[float]:
+    """The model's base score (the prediction every row starts from, which XGBoost >= 2 estimates from the
+    labels), when it is one number: ``"5E-1"``, or ``"[2.85E-1]"`` (XGBoost 3 writes a list, one per target).
+    A rule reporting a booster that never split names it: a start far from the labels leaves some objectives'
+    hessians (squaredlogerror, pseudohubererror) too small for any child to reach min_child_weight."""
+    value = _find_key(learner.get("learner_model_param", {}) if isinstance(learner, dict) else {}, "base_score")
+    if not isinstance(value, str):
+        return None
+    parts = [p for p in value.strip().strip("[]").split(",") if p.strip()]
+    try:
+        number = float(parts[0]) if len(parts) == 1 else None
+    except ValueError:
+        return None
+    return float(f"{number:.7g}") if number is not None and math.isfinite(number) else None
 
 
 def _boosted_rounds(model) -> int:

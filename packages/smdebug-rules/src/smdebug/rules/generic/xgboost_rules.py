@@ -208,14 +208,28 @@ class TreeDepth(Rule):
       trees on purpose (subsampled rows and columns) and reduces their variance by averaging them, not by
       keeping each tree shallow, so the depth limit of a boosted tree says nothing about it.
 
+    It also fires, once, on a finished run whose trees never split: every tree of every saved round a single
+    leaf (depth 0), over a run of at least ``leaf_rounds`` rounds. Such a model predicts one value for every
+    row whatever its features (a constant), however its metric moved: the leaves only move that constant. A
+    healthy booster splits in its first rounds (its later rounds may be leaves once it has converged, which is
+    no finding); one that never does has a child-weight bar no child reaches (``min_child_weight`` against
+    objectives with tiny hessians, ``reg:squaredlogerror`` or ``reg:pseudohubererror`` far from the labels,
+    tiny sample weights), a ``gamma`` above every split's gain, or a start (``base_score``) far from the
+    labels. Not judged so for a run that continues a trained model (its earlier trees split).
+
     :param depth: largest allowed tree depth (default 8; the original's 4 fired on XGBoost's own default
         ``max_depth`` of 6. Trees deep enough to memorise the data reach 10 and more).
+    :param leaf_rounds: the rounds a finished run must have trained for its never-split trees to be reported
+        (default 10; 0 turns that test off).
     """
 
-    def __init__(self, base_trial, depth="8", other_trials=None, action_str=None):
+    def __init__(self, base_trial, depth="8", leaf_rounds="10", other_trials=None, action_str=None):
         super().__init__(base_trial, other_trials=other_trials, action_str=action_str)
         self.depth = as_int(self.rule_name, "depth", depth, minimum=0)
+        self.leaf_rounds = as_int(self.rule_name, "leaf_rounds", leaf_rounds, minimum=0)
         self._warned = False
+        #: the saved rounds whose trees are all single leaves, until one splits (None from then on)
+        self._leaf_steps: Optional[List[int]] = []
 
     def _column(self, column: str, step: int, length: int):
         name = f"trees/{column}"
@@ -284,7 +298,73 @@ class TreeDepth(Rule):
         tree, deepest = max(depths.items(), key=lambda item: (item[1], -item[0]))
         if deepest > self.depth:
             return f"tree {tree} has depth {deepest} > depth {self.depth}"
-        return False
+        return self._never_split(step, deepest)
+
+    def _never_split(self, step: int, deepest: int):
+        """The finding on a finished run none of whose saved trees split, at its last saved round; False
+        otherwise."""
+        if self._leaf_steps is None:
+            return False
+        if deepest > 0:
+            self._leaf_steps = None
+            return False
+        self._leaf_steps.append(step)
+        trial = self.base_trial
+        if (not self.leaf_rounds or not trial.loaded_all_steps or step != trial.tensor("trees/Node").steps()[-1]):
+            return False
+        rounds = max([step, *trial.steps()]) + 1  # (the trees' schedule may end before the run's last round)
+        if rounds < self.leaf_rounds:
+            return False
+        params = booster_params(trial)
+        initial = params.get("initial_rounds")
+        if isinstance(initial, (int, float)) and not isinstance(initial, bool) and initial > 0:
+            return False  # a continued model: its earlier trees may split, the new ones only add constants
+        saved = self._leaf_steps
+        where = f"rounds {saved[0]}-{saved[-1]}" if len(saved) > 1 else f"round {saved[0]}"
+        objective = params.get("objective")
+        objective = f" ({objective})" if isinstance(objective, str) and objective else ""
+        return (f"the booster{objective} never split: every tree of the {len(saved)} saved rounds ({where}; "
+                f"{rounds} rounds trained) is a single leaf, so the model predicts one value for every row whatever "
+                f"its features{self._cover(saved)}. Check {_never_split_causes(params, self._labels_median())}")
+
+    def _labels_median(self) -> Optional[float]:
+        """The median of the last saved ``labels`` (the XGBoost hook's held-out rows), None when absent."""
+        trial = self.base_trial
+        if not trial.has_tensor("labels"):
+            return None
+        steps = trial.tensor("labels").steps()
+        value = value_at(trial, "labels", steps[-1]) if steps else None
+        if value is None or value.size == 0 or value.dtype.kind not in "fiub":
+            return None
+        median = float(np.median(np.asarray(value, dtype=np.float64)))
+        return median if math.isfinite(median) else None
+
+    def _cover(self, steps: List[int]) -> str:
+        """``" (the root's cover, ... 4601 at round 0, 4.7 at round 320)"``: the training rows' summed hessian,
+        what min_child_weight bars each child by; "" when the run did not save ``trees/Cover``."""
+        if not self.base_trial.has_tensor("trees/Cover"):
+            return ""
+        said = []
+        for step in dict.fromkeys((steps[0], steps[-1])):
+            value = value_at(self.base_trial, "trees/Cover", step)
+            if value is None or value.size == 0 or value.dtype.kind not in "fiu":
+                continue
+            said.append(f"{float(np.asarray(value, dtype=np.float64).reshape(-1)[0]):.4g} at round {step}")
+        return (f" (the first tree's cover, the training rows' summed hessian: {', '.join(said)})" if said
+                else "")
+
+
+def _never_split_causes(params: Dict[str, object], labels_median: Optional[float]) -> str:
+    """What keeps a booster from splitting, with the run's values where the XGBoost hook recorded them."""
+    def value(key: str) -> str:
+        number = params.get(key)
+        return f" ({number:.4g})" if isinstance(number, (int, float)) and not isinstance(number, bool) else ""
+
+    labels = f" (the held-out labels' median is {labels_median:.4g})" if labels_median is not None else ""
+    return (f"min_child_weight{value('min_child_weight')} against that hessian: no child reaches it when the "
+            f"hessians are tiny (reg:squaredlogerror or reg:pseudohubererror predicting far from the labels, tiny "
+            f"sample weights); gamma{value('gamma')} against the splits' gain; base_score{value('base_score')} "
+            f"against the labels{labels}")
 
 
 class FeatureImportanceOverweight(Rule):
