@@ -44,8 +44,9 @@ class UnnormalizedInput(Rule):
     Inspects the tensors of ``collection_names`` (``inputs``: the model's own inputs, which the hooks save
     there) with 2 dimensions (batch, features) or 3 (batch, time, features); images (4 dimensions and more)
     are CheckInputImages' job. Integer and boolean inputs of any rank (a 1-D batch of node or item ids as much
-    as ``(N, T)`` tokens) and integer-valued non-negative float tables are token or category ids, not
-    measurements, and are skipped (the verdict is NotApplicable when the model's input is only images or
+    as ``(N, T)`` tokens) are token or category ids, not measurements, and are skipped, as are float tables of
+    non-negative whole numbers that look like ids outside PyTorch (one column, or values that repeat as codes
+    do; a float input of a PyTorch model is measurements, whole numbers or not: its ids must be integers) (the verdict is NotApplicable when the model's input is only images or
     ids). At a step where such an input was saved (at least ``min_samples`` rows, pooled over workers, and
     over consecutive saves when one save holds fewer: a batch size of 8), per feature ``j`` (the last axis)::
 
@@ -96,6 +97,7 @@ class UnnormalizedInput(Rule):
         self._split_said = False  # (the finding of another scale in evaluation is said once)
         #: per input tensor: rows of recent saves too small to judge alone, pooled until min_samples
         self._pools: Dict[str, List[np.ndarray]] = {}
+        self._framework: Optional[str] = None  # the run's, "" when unknown (read at the first float input)
 
     def _not_table(self, name: str, reason: str) -> None:
         self._not_tables[name] = reason
@@ -127,10 +129,9 @@ class UnnormalizedInput(Rule):
                 continue
             if value.ndim not in (2, 3):
                 continue
-            if (value.dtype.kind == "f" and name not in self._tables and value.min() >= 0
-                    and np.all(value == np.round(value))):
+            if value.dtype.kind == "f" and name not in self._tables and self._float_ids(value):
                 self._not_table(name, f"the model's input is token or category ids: {name} holds "
-                                      "non-negative integers, not measurements")
+                                      "non-negative whole numbers that repeat as codes do, not measurements")
                 continue
             if value.dtype.kind != "f":
                 continue
@@ -179,6 +180,30 @@ class UnnormalizedInput(Rule):
             self.not_evaluated(f"judges steps where a float 2-D or 3-D input with at least min_samples="
                                f"{self.min_samples} rows was saved")
         return False
+
+    def _float_ids(self, value: np.ndarray) -> bool:
+        """Whether a float input holds token or category ids rather than measurements. Never in a PyTorch run:
+        ``nn.Embedding`` and ``one_hot`` take integer tensors only, so a float tensor fed to the model is
+        measurements there, whole numbers or not (counts, amounts in cents, ages). Elsewhere (a Keras ``Input``
+        and an MXNet array are float32 unless told otherwise, ids included) non-negative whole numbers that
+        look like ids: one column (a user or item id), values that repeat as the codes of a vocabulary do (at
+        most half as many distinct values as values: tokens, categories), or columns that share one range (a
+        sequence of ids from one vocabulary: every column that is not all zeros reaches a tenth of the
+        table's largest value). A table of counts or amounts of different things has nearly every value
+        distinct and columns orders of magnitude apart; it is judged as measurements."""
+        if self._framework is None:
+            from smdebug.core.run_info import framework_of
+
+            self._framework = framework_of(self.base_trial) or ""
+        if self._framework == "pytorch":
+            return False
+        if not (value.min() >= 0 and np.all(value == np.round(value))):
+            return False
+        if value.shape[-1] == 1 or 2 * len(np.unique(value)) <= value.size:
+            return True
+        reach = value.reshape(-1, value.shape[-1]).max(axis=0)
+        reach = reach[reach > 0]
+        return bool(reach.size == 0 or reach.min() * 10 >= reach.max())
 
     def _split_mismatch(self, name: str, step: int, x: np.ndarray) -> Optional[str]:
         """The finding when the input's evaluation batches are on another scale than its training batches: per
