@@ -28,6 +28,7 @@ from smdebug.rules.results import (
     NO_ISSUES,
     NOT_APPLICABLE,
     NOT_EVALUATED,
+    TRAINING_FAILED,
     RuleResult,
     RunResult,
 )
@@ -68,7 +69,8 @@ def test_the_run_status_is_the_first_of_error_issues_not_evaluated_in_progress(s
     result = RunResult(trial="t", rules=[RuleResult(name=s, requested_as=s, status=s) for s in statuses])
     assert result.status == expected and result.exit_code == EXIT_CODES[expected]
     # InProgress is not 0: a verdict that is not final must not pass a script's gate as a judged run
-    assert EXIT_CODES == {NO_ISSUES: 0, IN_PROGRESS: 4, ISSUES: 1, ERROR: 2, NOT_EVALUATED: 3, NOT_APPLICABLE: 3}
+    assert EXIT_CODES == {NO_ISSUES: 0, IN_PROGRESS: 4, ISSUES: 1, ERROR: 2, NOT_EVALUATED: 3, NOT_APPLICABLE: 3,
+                          TRAINING_FAILED: 5}
 
 
 @pytest.mark.parametrize("run, rules, code, status", [

@@ -4,7 +4,8 @@ preempted machine does.
 
 usage: train_and_die.py OUT_DIR DIE_AT_STEP [INIT_FILE RANK WORLD]
 With INIT_FILE, one rank of a WORLD-process job (gloo on CPU, ``include_workers="all"``); DIE_AT_STEP -1: this
-rank trains its 120 steps and ends normally.
+rank trains its 120 steps and ends normally. ``DIE_BY=raise`` (an exception nobody catches) or ``DIE_BY=sigterm``
+dies another way: the at-exit or SIGTERM close then ends the run, saying training did not end normally.
 """
 
 import os
@@ -35,7 +36,10 @@ opt = torch.optim.SGD(model.parameters(), lr=0.1)
 g = torch.Generator().manual_seed(1)
 for step in range(120):
     if step == die_at:
-        os.kill(os.getpid(), signal.SIGKILL)
+        how = os.environ.get("DIE_BY", "sigkill")
+        if how == "raise":
+            raise RuntimeError("the data loader lost its connection")
+        os.kill(os.getpid(), signal.SIGTERM if how == "sigterm" else signal.SIGKILL)
     x = torch.randn(32, 8, generator=g)
     y = (x[:, 0] > 0).long() + (x[:, 1] > 0).long()
     opt.zero_grad()

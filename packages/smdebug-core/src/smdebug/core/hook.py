@@ -109,6 +109,9 @@ class BaseHook(HookCollections, HookSaving, HookOutput, HookClosing, WarnsOnce, 
         # validation that began no step (another module with a functional loss) is then said as unsaved, not absent
         self._modes_set: Set[ModeKeys] = set()
         self._failed_at_step: Optional[int] = None
+        #: how the training process ended when not normally (an unhandled exception, SIGTERM), set by the
+        #: at-exit and SIGTERM closes; said in the run at close (see hook_failures)
+        self._ended_by: Optional[str] = None
         self.out_dir = validate_out_dir(out_dir, dry_run)
         self._out_is_s3 = is_s3_path(self.out_dir)
         self._configure(reduction_config, save_config, include_workers)

@@ -136,11 +136,13 @@ class HookClosing:
                 "(trial.treat_as_ended() reads it to its end).", self.out_dir, e)
 
     def _leave_failure_note(self) -> None:
-        """A hook that stopped saving, or whose saved steps did not all arrive, says so in the run (one small
-        file; see :mod:`smdebug.core.hook_failures`): a trial opened later read a run cut short as a whole one.
+        """A hook that stopped saving, or whose saved steps did not all arrive, or whose training process is
+        ending abnormally (closed at exit after an unhandled exception, or by SIGTERM), says so in the run (one
+        small file; see :mod:`smdebug.core.hook_failures`): a trial opened later read a run cut short as a whole
+        one.
         Best effort: a full disk may refuse the note too (the error was logged already)."""
         lost = list(self._unsaved_steps)
-        if not self._failed and not lost:
+        if not self._failed and not lost and not self._ended_by:
             return
         if self.dry_run or not self._is_writer or self.worker is None:
             return
@@ -150,7 +152,8 @@ class HookClosing:
             storage = self._storage or get_storage(self.out_dir)
             storage.write_atomic(note_key(self.worker), failure_note(
                 self.worker, self._failed_at_step, self._failure if self._failed else None,
-                lost, self._lost_reason or (self._failure if lost else None)))
+                lost, self._lost_reason or (self._failure if lost else None),
+                ended_by=self._ended_by, last_step=self.step if self._ended_by else None))
         except Exception as e:  # noqa: BLE001 - a note must never fail the close
             logger.debug("smdebug: no failure note in %s: %s", self.out_dir, e)
 
@@ -173,6 +176,8 @@ class HookClosing:
 
     def _atexit_close(self) -> None:
         try:
+            if self._ended_by is None and not self._closed:
+                self._ended_by = process_exit.abnormal_end()
             self.close()
         except Exception:  # noqa: BLE001
             pass

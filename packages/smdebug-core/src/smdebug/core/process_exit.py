@@ -1,6 +1,10 @@
 """Closing hooks when the process ends: at interpreter exit, and on SIGTERM (what schedulers, ``docker
 stop`` and ``kill`` send), so the steps in flight are written and the run is marked as ended.
 
+A hook closed this way also learns *how* the process ended (:func:`abnormal_end`): an exception nobody
+caught, Ctrl-C, or SIGTERM. The end marker alone made a job that died of an XGBoostError at round 126 read
+"training ended" and be judged "no issues": the hook says so in the run (see :mod:`smdebug.core.hook_failures`).
+
 A hook calls :func:`track` when it is built and :func:`untrack` once closed.
 """
 
@@ -9,6 +13,7 @@ from __future__ import annotations
 import atexit
 import os
 import signal
+import sys
 import threading
 import weakref
 from typing import List, Optional
@@ -16,6 +21,10 @@ from typing import List, Optional
 #: hooks not yet closed, closed by the SIGTERM handler below
 _open_hooks: "weakref.WeakSet" = weakref.WeakSet()
 _sigterm_pid: List[Optional[int]] = [None]  # the process that installed the handler
+#: the exception that ended the main program, as one line (set by :func:`_note_unhandled`)
+_unhandled: List[Optional[str]] = [None]
+_previous_excepthook: List[object] = [None]
+_TEXT_LIMIT = 300
 
 
 def track(hook) -> None:
@@ -23,6 +32,47 @@ def track(hook) -> None:
     atexit.register(hook._atexit_close)
     _open_hooks.add(hook)
     _install_sigterm_handler()
+    _install_excepthook()
+
+
+def abnormal_end() -> Optional[str]:
+    """How the program is ending, when it is not ending normally, as a predicate ("raised an unhandled
+    ValueError: ...", "was interrupted (KeyboardInterrupt)"); None for a normal end (the script returned, or called sys.exit).
+    Meant for at-exit code: the exception is known once the interpreter has reported it."""
+    return _unhandled[0]
+
+
+def _describe_exception(exc_type, exc) -> str:
+    name = getattr(exc_type, "__name__", None) or type(exc).__name__
+    if isinstance(exc, KeyboardInterrupt):
+        return "was interrupted (KeyboardInterrupt)"
+    try:
+        text = " ".join(str(exc).split())
+    except Exception:  # noqa: BLE001 - an exception whose str() raises is still named
+        text = ""
+    if len(text) > _TEXT_LIMIT:
+        text = text[:_TEXT_LIMIT] + "..."
+    return f"raised an unhandled {name}" + (f": {text}" if text else "")
+
+
+def _note_unhandled(exc_type, exc, tb) -> None:
+    """sys.excepthook: remember the exception that ends the program, then report it as before. Python
+    calls it for an exception that reaches the top of the main program, just before the at-exit close.
+    (Notebooks report their cells' errors their own way and never call it: an error shown in a cell that
+    the user went on from is not taken for the end of the program.)"""
+    try:
+        _unhandled[0] = _describe_exception(exc_type, exc)
+    except Exception:  # noqa: BLE001 - reporting the user's error comes first
+        pass
+    previous = _previous_excepthook[0] or sys.__excepthook__
+    previous(exc_type, exc, tb)
+
+
+def _install_excepthook() -> None:
+    if sys.excepthook is _note_unhandled:
+        return
+    _previous_excepthook[0] = sys.excepthook
+    sys.excepthook = _note_unhandled
 
 
 def untrack(hook) -> None:
@@ -37,6 +87,7 @@ def _on_sigterm(signum, frame) -> None:
     if os.getpid() == _sigterm_pid[0]:  # not in a forked child (DataLoader workers inherit handlers)
         for hook in list(_open_hooks):
             try:
+                hook._ended_by = "was stopped by SIGTERM (a scheduler, a timeout, docker stop or kill)"
                 hook.close()
             except Exception:  # noqa: BLE001 - dying anyway: close the others
                 pass

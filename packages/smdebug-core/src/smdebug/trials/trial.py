@@ -38,7 +38,7 @@ from smdebug.core.locations import (
     serialize_worker_name,
 )
 from smdebug.core.logger import get_logger
-from smdebug.core.hook_failures import read_failure_notes
+from smdebug.core.hook_failures import read_notes
 from smdebug.core.missing_hints import close_names_hint
 from smdebug.core.lookalike_names import LookalikeNames
 from smdebug.core.modes import ModeKeys
@@ -173,7 +173,7 @@ class Trial:
         self._assumed_ended = False
         self._span_budget = env_int("SMDEBUG_TRIAL_SPAN_CACHE_BYTES", 64 << 20, minimum=0)
         self._read_logs: List[ReadLog] = []  # open read_log() blocks
-        self._failure_notes: Optional[List[str]] = None  # see hook_failures()
+        self._failure_notes: Optional[List[Tuple[str, bool]]] = None  # see hook_failures()
         #: the collections file the run's collections were read from (its full path; None: none read), which
         #: warnings about the run's records name
         self.collections_file: Optional[str] = None
@@ -990,14 +990,25 @@ class Trial:
     def hook_failures(self) -> List[str]:
         """Why the run may hold less than its training saved, one sentence per worker whose hook left a note
         (:mod:`smdebug.core.hook_failures`): it stopped saving at some step (a full disk, lost credentials,
-        an internal error), or saved steps never arrived. [] when no hook left one. Read once the run has
-        ended; while it runs, read again at each call."""
+        an internal error), saved steps never arrived, or its training process did not end normally (an
+        unhandled exception, SIGTERM). [] when no hook left one. Read once the run has ended; while it runs,
+        read again at each call."""
+        return [text for text, _ in self._hook_notes()]
+
+    def abnormal_ends(self) -> List[str]:
+        """The notes of :meth:`hook_failures` that say a training process did not end normally: it raised an
+        exception nobody caught, or was stopped by SIGTERM, at the step they name. The run's end marker says
+        only that nothing more will come; with one of these, its last step is where training died, not where
+        it was meant to end. [] for a run whose every process ended normally (or that has not ended)."""
+        return [text for text, abnormal in self._hook_notes() if abnormal]
+
+    def _hook_notes(self) -> List[Tuple[str, bool]]:
         if self._failure_notes is not None:
-            return list(self._failure_notes)
-        notes = read_failure_notes(self.storage)
+            return self._failure_notes
+        notes = read_notes(self.storage)
         if self.loaded_all_steps:
             self._failure_notes = notes
-        return list(notes)
+        return notes
 
     def workers_not_ended(self) -> List[str]:
         """The workers that wrote to the run but have not ended (no ``workers_ended/<worker>`` marker), when

@@ -19,7 +19,7 @@ from smdebug.core.names import one_line
 from smdebug.exceptions import SMDebugError
 from smdebug.rules.command import LIVE_FINDINGS_PER_RULE
 from smdebug.rules.registry import find_rule, list_rules, rule_parameters
-from smdebug.rules.results import ERROR, EXIT_CODES, IN_PROGRESS, Finding, RuleResult, RunResult
+from smdebug.rules.results import ERROR, EXIT_CODES, IN_PROGRESS, TRAINING_FAILED, Finding, RuleResult, RunResult
 from smdebug.rules.runner import run_rules
 
 #: seconds between two writes of --output while following a run
@@ -251,6 +251,8 @@ def verdict_table(result: RunResult, exit_code: Optional[int] = None) -> str:
 
     if result.read_as_ended:
         state = "read as ended (--ended)"
+    elif result.training_ended and result.abnormal_ends:
+        state = "training did not end normally"
     elif result.training_ended:
         state = "training ended"
     elif result.waiting_for_workers:
@@ -280,6 +282,9 @@ def verdict_table(result: RunResult, exit_code: Optional[int] = None) -> str:
              table(("RULE", "STATUS", "STEPS", "TENSORS", "DETAIL"), rows, align_right=(2, 3)),
              *(one_line(f"the run has {has}") for has in run_has)]
     lines.extend(one_line(f"warning: {note} (the verdicts judge what the run holds)") for note in result.hook_failures)
+    if result.status == TRAINING_FAILED:
+        lines.append("training failed: no rule found an issue in the steps saved before training stopped, but "
+                     "it did not end normally (see the warning above): a verdict on a job that died")
     if result.status == IN_PROGRESS and result.not_final:
         lines.append(one_line(f"not final: {result.not_final}"))
     code = result.exit_code if exit_code is None else exit_code

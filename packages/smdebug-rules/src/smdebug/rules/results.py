@@ -17,15 +17,20 @@ NOT_EVALUATED = "NotEvaluated"
 # The run was read and holds nothing of the kind the rule judges (no tanh/sigmoid layer, no image input,
 # no validation at all): an answer about the run, unlike NotEvaluated, where data the rule needs is missing.
 NOT_APPLICABLE = "NotApplicable"
+# A run-level status only: no rule found an issue or failed, but training did not end normally (its process
+# raised an exception nobody caught, or was stopped by SIGTERM): the rules judged what it saved up to there,
+# not the training that was meant to happen. (Read from the note the hook leaves: trial.abnormal_ends().)
+TRAINING_FAILED = "TrainingFailed"
 
 #: the run's status is the first of these that any rule has (NotApplicable rules do not count; a run where
 #: every rule is NotApplicable was judged by none: NotEvaluated)
-PRECEDENCE = (ERROR, ISSUES, NOT_EVALUATED, IN_PROGRESS, NO_ISSUES)
+PRECEDENCE = (ERROR, ISSUES, TRAINING_FAILED, NOT_EVALUATED, IN_PROGRESS, NO_ISSUES)
 
 #: exit codes of ``smdebug rules run``. InProgress is not 0: its verdict is not final (the run has not ended),
 #: and a script gating on ``rules run`` must not take a run still training, or one waiting for a worker that
-#: never started, for a judged one.
-EXIT_CODES = {NO_ISSUES: 0, IN_PROGRESS: 4, ISSUES: 1, ERROR: 2, NOT_EVALUATED: 3, NOT_APPLICABLE: 3}
+#: never started, for a judged one. TrainingFailed is not 0 either: a gate must not pass a job that died.
+EXIT_CODES = {NO_ISSUES: 0, IN_PROGRESS: 4, ISSUES: 1, ERROR: 2, NOT_EVALUATED: 3, NOT_APPLICABLE: 3,
+              TRAINING_FAILED: 5}
 
 
 @dataclass
@@ -86,12 +91,18 @@ class RunResult:
     #: what the run's hooks left in it on stopping early or losing steps (``trial.hook_failures()``): the run
     #: holds less than training saved, which every verdict on it is subject to
     hook_failures: List[str] = field(default_factory=list)
+    #: the notes among ``hook_failures`` that say a training process did not end normally (an unhandled
+    #: exception, SIGTERM: ``trial.abnormal_ends()``); with no issue found, the run's status is TrainingFailed
+    abnormal_ends: List[str] = field(default_factory=list)
 
     @property
     def status(self) -> str:
-        """The first of Error, IssuesFound, NotEvaluated, InProgress that any rule has; else NoIssuesFound
-        (NotEvaluated when every rule is NotApplicable: no rule judged anything)."""
+        """The first of Error, IssuesFound, TrainingFailed (no rule's: training did not end normally),
+        NotEvaluated, InProgress that any rule has; else NoIssuesFound (NotEvaluated when every rule is
+        NotApplicable: no rule judged anything)."""
         statuses = {r.status for r in self.rules} - {NOT_APPLICABLE}
+        if self.abnormal_ends:
+            statuses.add(TRAINING_FAILED)
         if self.rules and not statuses:
             return NOT_EVALUATED
         for status in PRECEDENCE:

@@ -25,7 +25,7 @@ PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e
 DASHES = ("solid", "dashed", "dotted", "dotdash", "dashdot")
 MODE_DASH = {"TRAIN": "solid", "EVAL": "dashed", "PREDICT": "dotted", "GLOBAL": "solid"}
 STATUS_COLOUR = {"IssuesFound": "#d62728", "Error": "#b35900", "NotEvaluated": "#7b8794", "NotApplicable": "#aab4be",
-                 "InProgress": "#52606d",
+                 "InProgress": "#52606d", "TrainingFailed": "#d62728",
                  "NoIssuesFound": "#2ca02c"}
 HEIGHT = 320
 #: rule findings marked on one chart at most (each is a glyph with a tooltip)

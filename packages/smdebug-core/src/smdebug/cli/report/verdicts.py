@@ -27,6 +27,8 @@ STATUSES = {
     "NotApplicable": ("na", "the run has nothing of the kind this rule judges (no such layers, no images, no validation)"),
     "Error": ("err", "the rule could not run or read the data: not a pass"),
     "InProgress": ("wait", "not final: the run had not ended when the rules were evaluated"),
+    "TrainingFailed": ("bad", "no rule fired, but training did not end normally (an unhandled exception or "
+                              "SIGTERM): the rules judged only the steps saved before it died"),
 }
 MAX_TEXT = 2000  # characters of any one text shown from the document
 MAX_PATH = 4096  # characters of the run's path the document names (longer: clipped, so never this run's)
