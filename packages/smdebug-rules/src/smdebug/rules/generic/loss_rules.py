@@ -15,7 +15,7 @@ from typing import Dict, List, NamedTuple, Optional, Sequence, Set, Tuple
 import numpy as np
 
 from smdebug.core.modes import ModeKeys
-from smdebug.core.run_info import modes_set
+from smdebug.core.run_info import framework_of, modes_set
 from smdebug.exceptions import (
     InvalidWorker,
     MissingEventFile,
@@ -114,8 +114,18 @@ def _validation_said(trial, losses: Sequence[str]) -> Tuple[str, Optional[str]]:
                 "validation of another module, e.g. an EMA copy, with a functional loss does neither): compute the "
                 "validation loss with the registered loss module or record it with hook.record_tensor_value -- or "
                 "the EVAL save config saved none of them")
-    return ("not_applicable", "the run has no validation: no EVAL-mode step (call hook.set_mode(modes.EVAL) "
-                              "around evaluation to have it judged)")
+    return ("not_applicable", f"the run has no validation: no EVAL-mode step (to have it judged, "
+                              f"{validation_advice(trial)})")
+
+
+def validation_advice(trial) -> str:
+    """How a run of this framework gets validation the rules can judge: Keras' fit validates with
+    ``validation_data=``/``validation_split=`` (its hook saves those passes in EVAL mode by itself); a loop of
+    its own switches the hook's mode around its evaluation."""
+    if framework_of(trial) == "tensorflow":
+        return ("pass validation_data= or validation_split= to model.fit, so that it validates after each epoch "
+                "while it trains")
+    return "call hook.set_mode(modes.EVAL) around evaluation during training"
 
 
 def _other_mode_steps(trial) -> int:
@@ -651,6 +661,26 @@ def trend_p_value(values: Sequence[float], rising: bool) -> float:
     return float(0.5 * math.erfc(z / np.sqrt(2)))
 
 
+#: the shortest median of evaluations Overfit judges with on a run that ended with fewer than ``2 * window``
+#: evaluations (one evaluation alone is that evaluation's noise)
+SHORT_WINDOW = 2
+
+
+def after_training(trial, saved: SavedSteps, name: str, passes: Sequence[ValidationPass]) -> Optional[str]:
+    """When every validation pass of loss ``name`` came after its last TRAIN-mode save (a test evaluation once
+    training had ended, not validation while it trained), what was seen, as a template of ``{shown}`` (the
+    loss) and ``{rule}``; None otherwise (or without TRAIN saves)."""
+    train = saved.steps(name, ModeKeys.TRAIN)
+    last = trial.global_step(ModeKeys.TRAIN, train[-1]) if train else None
+    if not passes or last is None or passes[0].first < last:
+        return None
+    where = ", ".join(describe_pass(p) for p in passes[:3]) + (", ..." if len(passes) > 3 else "")
+    count = f"{len(passes)} pass{'es' if len(passes) != 1 else ''}"
+    return ("{shown}: evaluated only after training ended (" + count + " of EVAL-mode saves at " + where +
+            f", after the last TRAIN save at step {last}): a test evaluation, not validation during training, "
+            "which {rule} follows along training (to have it judged, " + validation_advice(trial) + ")")
+
+
 class Overfit(Rule):
     """Fires when the validation (EVAL) loss rises above its best while the training (TRAIN) loss keeps
     falling, and sits above the training loss: the model learns its training set at the expense of data it
@@ -707,7 +737,10 @@ class Overfit(Rule):
       set did not carry over at all. Training and validation data that differ (validation prepared otherwise,
       targets scaled with other statistics, a feature leaked into the training set only) look like this. A
       healthy model that reaches its best validation loss before the first evaluation is well below the
-      loss it started from.
+      loss it started from. This condition wins over the two above: a validation loss that never improved had
+      no best to turn from, so where one of them holds too (validation labels misaligned: the loss rises from
+      the first evaluation on, before training fell by ``train_progress_percent``) the finding is this one,
+      not "overfitting".
 
     **Workers** (a data-parallel run whose workers all save the loss): each worker's validation passes are
     judged against that worker's own training loss, and a finding names the worker (one several workers show
@@ -763,23 +796,35 @@ class Overfit(Rule):
         self._complete: Dict[Tuple[str, Optional[str]], Evaluations] = {}
         self._previous: Optional[int] = None  # the step invoked before
 
-    def _condition(self, ev: Evaluations, k: int) -> Tuple[bool, str]:
-        """(met, why) at evaluation ``k``: the first of the three conditions met, in the class docstring's order."""
-        w = self.window
+    def _condition(self, ev: Evaluations, k: int, w: int) -> Tuple[bool, str]:
+        """(met, why) at evaluation ``k`` with medians of ``w`` evaluations: the first of the three conditions met,
+        in the class docstring's order -- except that a validation loss that never improved is never said to
+        have overfitted (see :meth:`_never_generalised`)."""
         V = running_medians(ev.val[:k + 1], w)
         T = running_medians(ev.train[:k + 1], w)
         b = int(np.argmin(V))
+        sigma = evaluation_noise(ev.val[:k + 1])
+        passes = f"medians of {w} evaluations{self._short_window(w, ev)}{describe_passes(ev.passes[:k + 1])}"
+        overfitting = self._overfitting(ev, k, w, V, T, b, sigma)
+        never = self._never_generalised(ev, w, V, T, b, sigma, overfitting is not None)
+        if never:
+            return True, f"{never}; {passes}"
+        if overfitting:
+            return True, f"{overfitting}; {passes}"
+        return False, ""
+
+    def _overfitting(self, ev: Evaluations, k: int, w: int, V: List[float], T: List[float], b: int,
+                     sigma: float) -> Optional[str]:
+        """Why evaluation ``k`` shows overfitting by the gap or the sustained-rise condition, or None."""
         v, t, vb, tb = V[-1], T[-1], V[b], T[b]
         rose = v > vb + abs(vb) * self.rise_percent / 100
         learned = t < tb
         gap = (v - t) / abs(t) if t else float("inf")
-        passes = f"medians of {w} evaluations{describe_passes(ev.passes[:k + 1])}"
         turned = (f"overfitting: median validation loss {vb:.4g} at its best ({describe_pass(ev.passes[b + w - 1])}) "
                   f"-> {v:.4g} (+{(v - vb) / abs(vb) if vb else float('inf'):.1%}, rise_percent {self.rise_percent:g}")
         if rose and learned and gap > self.ratio_threshold:
-            return True, (f"{turned}) while the median training loss fell {tb:.4g} -> {t:.4g}; validation {gap:.1%} "
-                          f"above training (ratio_threshold {self.ratio_threshold:g}); {passes}")
-        sigma = evaluation_noise(ev.val[:k + 1])
+            return (f"{turned}) while the median training loss fell {tb:.4g} -> {t:.4g}; validation {gap:.1%} "
+                    f"above training (ratio_threshold {self.ratio_threshold:g})")
         # (evaluations after the best median's window, and up to its end: a turn is judged once it lasted as
         # long as the descent before it -- a bump shorter than that is the curve wandering, as often as not)
         after, before = k - (b + w - 1), b + w
@@ -789,28 +834,45 @@ class Overfit(Rule):
             p_train = trend_p_value(ev.train[b:k + 1], rising=False)
             if p_val <= self.significance and p_train <= self.significance:
                 noise = f"{(v - vb) / sigma:.1f} times its noise {sigma:.3g}" if sigma else "no noise"
-                return True, (f"{turned}; {noise} per evaluation) while the median training loss fell {tb:.4g} -> "
-                              f"{t:.4g}: over the {k + 1 - b} evaluations from the best median's on, validation "
-                              f"rose and training fell steadily (trend p-values {p_val:.2g} and {p_train:.2g} <= "
-                              f"significance {self.significance:g}); {passes}")
+                return (f"{turned}; {noise} per evaluation) while the median training loss fell {tb:.4g} -> "
+                        f"{t:.4g}: over the {k + 1 - b} evaluations from the best median's on, validation "
+                        f"rose and training fell steadily (trend p-values {p_val:.2g} and {p_train:.2g} <= "
+                        f"significance {self.significance:g})")
+        return None
+
+    def _never_generalised(self, ev: Evaluations, w: int, V: List[float], T: List[float], b: int, sigma: float,
+                           overfitting: bool) -> Optional[str]:
+        """Why the validation loss shows no generalisation (the never-improved condition), or None. It wins over
+        overfitting: a validation loss that never improved on its first evaluations, and never got below the
+        loss the model started from, had no best to turn from -- misaligned validation labels made it rise from
+        the first evaluation on, and "overfitting" sent the user to regularisation instead of the validation data
+        (probe 14a F3). Said as soon as an overfitting condition holds, or once training progressed by
+        ``train_progress_percent``."""
         # (the loss the model started from: its first training save, or the mean up to the first evaluation if
         # higher -- a model that learned much before its first evaluation is not judged by what it had learned)
-        l0, v0 = max(ev.reader.first_train, ev.train[0]), V[0]
-        if (self.never_improved and l0 > 0 and v0 - vb <= 3 * sigma and vb >= l0
-                and t <= l0 * (1 - self.train_progress_percent / 100)):
-            noise = f"within 3 times its noise {sigma:.3g}" if sigma else "no noise"
-            return True, (f"no generalisation: the validation loss never improved: median {v0:.4g} at the first "
-                          f"evaluations, {vb:.4g} at its best ({describe_pass(ev.passes[b + w - 1])}; {noise} per "
-                          f"evaluation), never below the training loss the model started from ({l0:.4g}), while the "
-                          f"median training loss fell to {t:.4g} (-{(l0 - t) / l0:.1%}, train_progress_percent "
-                          f"{self.train_progress_percent:g}): what the model learned did not carry over to the "
-                          f"validation data (training and validation data prepared differently?); {passes}")
-        return False, ""
+        l0, v0, vb, v, t = max(ev.reader.first_train, ev.train[0]), V[0], V[b], V[-1], T[-1]
+        if not (self.never_improved and l0 > 0 and v0 - vb <= 3 * sigma and vb >= l0):
+            return None
+        progressed = t <= l0 * (1 - self.train_progress_percent / 100)
+        if not (progressed or overfitting):
+            return None
+        noise = f"within 3 times its noise {sigma:.3g}" if sigma else "no noise"
+        rise = f"; {v:.4g} now (+{(v - vb) / abs(vb):.1%})" if v > vb and vb else ""
+        best = ("its lowest" if b == 0 else
+                f"{vb:.4g} at its best ({describe_pass(ev.passes[b + w - 1])}; {noise} per evaluation)")
+        return (f"no generalisation: the validation loss never improved: median {v0:.4g} at the first "
+                f"evaluations ({describe_pass(ev.passes[w - 1])}), {best}{rise}, and never below the training loss "
+                f"the model started from ({l0:.4g}), while the median training loss fell to {t:.4g} "
+                f"(-{(l0 - t) / l0:.1%}"
+                + (f", train_progress_percent {self.train_progress_percent:g}" if progressed else "")
+                + "): what the model learned did not carry over to the validation data (training and validation "
+                "data prepared differently? validation labels misaligned with their inputs?)")
 
-    def _fires(self, ev: Evaluations, k: int, history: Dict[int, bool]) -> Optional[str]:
+    def _fires(self, ev: Evaluations, k: int, history: Dict[int, bool], w: int) -> Optional[str]:
         """Why the rule fires at evaluation ``k`` (the condition met there and at the ``patience - 1``
-        evaluations before it), or None; ``history`` keeps whether it was met at each evaluation."""
-        met, why = self._condition(ev, k)
+        evaluations before it; medians of ``w`` evaluations), or None; ``history`` keeps whether it was met at
+        each evaluation."""
+        met, why = self._condition(ev, k, w)
         history[k] = met
         if not met:
             return None
@@ -818,14 +880,72 @@ class Overfit(Rule):
         j = k - 1
         while streak < self.patience and j >= 0 and ev.steps[j] >= self.start_step:
             if j not in history:
-                history[j] = (j + 1 >= 2 * self.window) and self._condition(ev, j)[0]
+                history[j] = (j + 1 >= 2 * w) and self._condition(ev, j, w)[0]
             if not history[j]:
                 break
             streak += 1
             j -= 1
         return why if streak >= self.patience else None
 
-    def _new_best_later(self, name: str, worker: Optional[str], ev: Evaluations, k: int) -> Optional[str]:
+    def _all_evaluations(self, name: str, worker: Optional[str]) -> Evaluations:
+        """Every evaluation of a finished run (read once, whole)."""
+        full = self._complete.get((name, worker))
+        if full is None:
+            full = self._complete[(name, worker)] = Evaluations(self.base_trial, self._saved, name, worker)
+            full.extend(self.base_trial.steps()[-1])
+        return full
+
+    def _window_for(self, name: str, worker: Optional[str]) -> int:
+        """The evaluations per median: ``window``, or -- on a run that has ended with fewer than ``2 * window``
+        evaluations, where no more will come -- half of them, down to :data:`SHORT_WINDOW` (Keras' tutorial
+        ``fit(epochs=5, validation_data=...)`` validates 5 times: "needs 6" made a healthy finished run
+        "could not judge"). Shorter medians there are safe from false alarms: fewer than 6 evaluations are never
+        ordered enough for the trend test at significance 0.01, so only the large gap and the never-improved
+        conditions can fire."""
+        if not self.base_trial.loaded_all_steps:
+            return self.window
+        n = len(self._all_evaluations(name, worker).val)
+        if n >= 2 * self.window or n // 2 < SHORT_WINDOW:
+            return self.window
+        return n // 2
+
+    def _short_window(self, w: int, ev: Evaluations) -> str:
+        """For findings made with a shorter window than asked for: why."""
+        if w >= self.window:
+            return ""
+        return (f" (not window={self.window}: the run ended after {len(ev.val)} evaluations, fewer than 2 * window "
+                f"= {2 * self.window})")
+
+    def _too_few(self, names: Sequence[str]) -> Optional[str]:
+        """On a run that has ended with validation passes but too few evaluations to judge, what was seen and
+        why it cannot be judged (None when nothing was seen): said as NotApplicable -- no more can come, and a
+        run that validated a few times is no less judged than one that never did."""
+        if not self.base_trial.loaded_all_steps or not self.base_trial.steps():
+            return None
+        seen = []  # (evaluations, name, worker, all evaluations)
+        for name in names:
+            if not self._saved.steps(name, ModeKeys.TRAIN):
+                continue  # (no training loss to compare with: not a matter of how often it validated)
+            for worker in self._saved.seen_workers(name, self.base_trial.steps()[-1]):
+                full = self._all_evaluations(name, worker)
+                if len(full.val) >= 2 * self._window_for(name, worker):
+                    return None  # (judged, or judged at evaluations to come in this pass over the run)
+                if full.reader.passes:
+                    seen.append((len(full.val), name, worker, full))
+        if not seen:
+            return None
+        n, name, worker, full = max(seen, key=lambda e: e[0])
+        shown = worker_named(name, worker) if worker is not None else name
+        after = after_training(self.base_trial, self._saved, name, full.reader.passes)
+        if after:
+            return after.format(shown=shown, rule="Overfit")
+        least = 2 * min(self.window, SHORT_WINDOW)
+        return (f"{shown}: validated {n} time{'s' if n != 1 else ''} (validation passes with TRAIN "
+                f"saves before them), too few for a validation trend: it needs at least {least} evaluations "
+                f"(2 * window = {2 * self.window}; medians of {min(self.window, SHORT_WINDOW)} on a run that ended "
+                "with fewer), and the run has ended")
+
+    def _new_best_later(self, name: str, worker: Optional[str], ev: Evaluations, k: int, w: int) -> Optional[str]:
         """On a finished run, how the validation loss set a clearly new best after evaluation ``k`` (a median of
         ``window`` evaluations below the best so far at ``k`` by more than ``rise_percent`` of it and 3 times the
         noise), or None: a rise the run later left far behind was a transient (BatchNormalization's moving
@@ -833,11 +953,7 @@ class Overfit(Rule):
         memorising model never comes back below its best."""
         if not self.base_trial.loaded_all_steps:
             return None
-        full = self._complete.get((name, worker))
-        if full is None:
-            full = self._complete[(name, worker)] = Evaluations(self.base_trial, self._saved, name, worker)
-            full.extend(self.base_trial.steps()[-1])
-        w = self.window
+        full = self._all_evaluations(name, worker)
         if len(full.val) <= k + 1 or full.val[:k + 1] != ev.val[:k + 1]:
             return None
         best = min(running_medians(ev.val[:k + 1], w))
@@ -864,13 +980,14 @@ class Overfit(Rule):
                     continue  # no evaluation ended at this step (or none of this worker's: it does not validate)
                 ended = True
                 k = len(ev.steps) - 1
-                if k + 1 < 2 * self.window:
+                w = self._window_for(name, worker)
+                if k + 1 < 2 * w:
                     continue
                 judged = True
                 note_read(name)
-                why = self._fires(ev, k, self._met.setdefault((name, worker), {}))
+                why = self._fires(ev, k, self._met.setdefault((name, worker), {}), w)
                 if why:
-                    later = self._new_best_later(name, worker, ev, k)
+                    later = self._new_best_later(name, worker, ev, k, w)
                     if later:
                         self.logger.debug("%s: %s at step %d not reported: %s", self.rule_name, name, step, later)
                         why = None
@@ -882,11 +999,15 @@ class Overfit(Rule):
                 return first_finding(failing)
         if not judged:
             seen = max((len(ev.val) for ev in self._evaluations.values()), default=0)
+            too_few = self._too_few(self._losses.names())
+            if too_few:
+                self.not_applicable(too_few)  # (the run has ended: nothing more to wait for)
+                return False
             if ended or 0 < seen < 2 * self.window:
                 # (said at every step once a pass was seen: a later step's generic reason hid how many there were)
                 self.not_evaluated(f"needs 2 * window = {2 * self.window} evaluations (validation passes of "
                                    "EVAL-mode saves of a loss with TRAIN-mode saves before them); "
-                                   f"{seen} found so far")
+                                   f"{seen} found {'' if self.base_trial.loaded_all_steps else 'so far'}".rstrip())
             else:
                 self.not_evaluated(f"judges each validation pass (consecutive EVAL-mode saves of a loss) once it "
                                    f"ended, from start_step={self.start_step}, against the TRAIN-mode saves before it")
@@ -1047,6 +1168,8 @@ class Overtraining(Rule):
         #: Plateau]
         self._passes: Dict[Tuple[str, Optional[str]], ValidationPasses] = {}
         self._validation: Dict[Tuple[str, Optional[str]], list] = {}
+        #: per (loss, worker) of a finished run: every validation pass, read whole
+        self._all_passes: Dict[Tuple[str, Optional[str]], ValidationPasses] = {}
         self._previous: Optional[int] = None  # the step invoked before
 
     def _series_at(self, name: str, mode: ModeKeys, s: int, worker: Optional[str]) -> list:
@@ -1173,5 +1296,42 @@ class Overtraining(Rule):
                                f"EVAL-mode saves) of a loss (or, with judge_training, blocks of "
                                f"window_train={self.window_train} training saves)")
             if not self.judge_training:
-                _no_validation(self, self._losses.names())
+                too_few = self._too_few(self._losses.names())
+                if too_few:
+                    self.not_applicable(too_few)  # (the run has ended: nothing more to wait for)
+                else:
+                    _no_validation(self, self._losses.names())
         return False
+
+    def _too_few(self, names: Sequence[str]) -> Optional[str]:
+        """On a run that has ended with validation passes but fewer than ``window_validation`` of them (nothing
+        judged, no more to come), what was seen and why it cannot be judged; None otherwise. (With fewer
+        evaluations than ``window_validation + patience_validation`` the rule could not fire anyway.)"""
+        if not self.base_trial.loaded_all_steps or not self.base_trial.steps():
+            return None
+        last = self.base_trial.steps()[-1]
+        seen = []
+        for name in names:
+            if not self._saved.steps(name, ModeKeys.TRAIN):
+                continue  # (no training loss saved: not a matter of how often it validated)
+            for worker in self._saved.seen_workers(name, last):
+                passes = self._all_passes.get((name, worker))
+                if passes is None:  # (a reader of its own: the one judged from reads along the steps)
+                    passes = self._all_passes[(name, worker)] = ValidationPasses(self.base_trial, self._saved, name,
+                                                                                 worker)
+                    passes.extend(last)
+                if len(passes.passes) >= self.window_validation:
+                    return None  # (judged, or judged at passes to come in this pass over the run)
+                if passes.passes:
+                    seen.append((len(passes.passes), name, worker, passes.passes))
+        if not seen:
+            return None
+        n, name, worker, found = max(seen, key=lambda e: e[0])
+        shown = worker_named(name, worker) if worker is not None else name
+        after = after_training(self.base_trial, self._saved, name, found)
+        if after:
+            return after.format(shown=shown, rule="Overtraining")
+        return (f"{shown}: validated {n} time{'s' if n != 1 else ''}, too few to judge early "
+                f"stopping: it needs window_validation={self.window_validation} evaluations for one median, and "
+                f"{self.window_validation + self.patience_validation} to find patience_validation="
+                f"{self.patience_validation} without improvement; the run has ended")
