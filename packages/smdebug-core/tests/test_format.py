@@ -166,6 +166,11 @@ def test_index_locations_given_as_strings_or_floats_are_converted():
         (b"[]", "JSON object"),
         (b'{"meta": {}}', "no meta"),
         (b'{"meta": {"mode": "TRAINING", "mode_step": 1}, "tensor_payload": []}', "invalid meta"),
+        # a mode step that is not an int (int() read 30.7, "30" and true as 30, 30 and 1)
+        (b'{"meta": {"mode": "TRAIN", "mode_step": 30.7}, "tensor_payload": []}', "mode_step must be an integer, not 30.7"),
+        (b'{"meta": {"mode": "TRAIN", "mode_step": " 30 "}, "tensor_payload": []}', "mode_step must be an integer"),
+        (b'{"meta": {"mode": "TRAIN", "mode_step": true}, "tensor_payload": []}', "mode_step must be an integer, not True"),
+        (b'{"meta": {"mode": "TRAIN", "mode_step": 100000000000000000000}, "tensor_payload": []}', "out of range"),
         (b'{"meta": {"mode": "TRAIN", "mode_step": 1}}', "neither"),
         (b'{"meta": {"mode": "TRAIN", "mode_step": 1}, "tensor_payload": [{"tensorname": "w"}]}', "malformed"),
         (b'{"meta": {"mode": "TRAIN", "mode_step": 1}, "tensor_payload": [{"tensorname": "w", "start_idx": -1, "length": 3}]}', "malformed"),

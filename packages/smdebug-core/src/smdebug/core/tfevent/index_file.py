@@ -241,11 +241,15 @@ def _parse_meta(meta, key: str, step: int, worker: str):
         raise IndexReaderException("Index file has no meta", key, step)
     try:
         mode = ModeKeys[meta["mode"]]
-        mode_step = int(meta["mode_step"])
-        if not -MAX_STEP <= mode_step <= MAX_STEP:  # (steps are int64: 10**30 would overflow every reader)
-            raise ValueError("mode_step out of range")
-    except (KeyError, TypeError, ValueError, OverflowError):  # OverflowError: int() of 1e999 (found by atheris)
+        mode_step = meta["mode_step"]
+    except (KeyError, TypeError):
         raise IndexReaderException(f"Index file has an invalid meta {_short(meta)}", key, step) from None
+    # Writers put an int there (the original's too). int() read 30.7, "30" and true as steps 30, 30 and 1, the
+    # last then blamed on a clash with step 1's index file instead of the bad value.
+    if type(mode_step) is not int:
+        raise IndexReaderException(f"Index meta.mode_step must be an integer, not {_short(mode_step)}", key, step)
+    if not -MAX_STEP <= mode_step <= MAX_STEP:  # (steps are int64: 10**30 would overflow every reader)
+        raise IndexReaderException(f"Index meta.mode_step {_short(mode_step)} is out of range", key, step)
     event_file = meta.get("event_file_name")
     if event_file == "":
         # Written by index files that locate no record in an event file (the original's own test helpers
