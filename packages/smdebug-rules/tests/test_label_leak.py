@@ -104,7 +104,7 @@ def test_recommended_for_xgboost_runs(tmp_path):
 
 
 @pytest.mark.parametrize("params,says", [
-    ({"objective": "reg:squarederror"}, "reg:squarederror predicts values"),
+    ({"objective": "rank:pairwise"}, "rank:pairwise ranks rows within each query"),
     ({"objective": "binary:logistic", "num_parallel_tree": 4, "subsample": 0.8, "colsample_bynode": 0.8},
      "random forest"),
     ({"objective": "binary:logistic", "booster": "gblinear"}, "gblinear"),
