@@ -29,6 +29,7 @@ from __future__ import annotations
 from contextvars import ContextVar
 from typing import Dict, Iterable, List, Optional, Set
 
+from smdebug.core.names import clipped
 from smdebug.core.run_info import no_gradients, trained_in_eval
 from smdebug.exceptions import (
     CollectionFileCorrupted,
@@ -254,7 +255,8 @@ def not_applicable(reason: str) -> None:
 # --- what the run has -----------------------------------------------------------------------------------
 def _names(names: Iterable[str], shown: int = _SHOWN_NAMES) -> str:
     names = sorted(names)
-    listed = ", ".join(names[:shown]) + (", ..." if len(names) > shown else "")
+    # (each name clipped: a hostile run's 1 MiB name made this detail a megabyte on one line)
+    listed = ", ".join(clipped(n, 100) for n in names[:shown]) + (", ..." if len(names) > shown else "")
     return f"{len(names)} tensor{'s' if len(names) != 1 else ''}: {listed}" if names else "no tensors"
 
 

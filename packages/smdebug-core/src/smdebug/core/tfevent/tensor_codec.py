@@ -12,6 +12,7 @@ import numpy as np
 
 from smdebug.core.locations import MAX_STEP
 from smdebug.core.modes import MODE_PLUGIN_NAME, MODE_STEP_PLUGIN_NAME, ModeKeys
+from smdebug.core.names import clipped
 from smdebug.core.reductions import parse_reduction_tensor_name
 from smdebug.core.tfevent.proto.event_pb2 import Event
 from smdebug.core.tfevent.proto.tensor_pb2 import TensorProto
@@ -510,4 +511,5 @@ def _check_position(record_step: int, value, expect) -> None:
 
 
 def _what(name) -> str:
-    return f"tensor {name}" if name is not None else "the record"
+    # (a damaged or hostile run's name may be a megabyte: the message names it, clipped)
+    return f"tensor {clipped(str(name), 200)}" if name is not None else "the record"
