@@ -31,6 +31,10 @@ def healthy(tmp_path_factory):
 @pytest.mark.parametrize("rule, params, says", [
     ("VanishingGradient", {"threshold": "nan"}, "threshold must be a number, got NaN"),
     ("VanishingGradient", {"threshold": "-1"}, "threshold must be in [0, inf]"),
+    # (a number past float's range is infinity: the rule fired on every gradient, "< threshold inf")
+    ("VanishingGradient", {"threshold": "1e400"}, "threshold must be a finite number, got '1e400'"),
+    ("VanishingGradient", {"threshold": "9" * 5000}, "threshold must be a finite number, got '99999"),
+    ("AllZero", {"collection_names": "weights", "threshold": "-inf"}, "threshold must be a finite number"),
     ("VanishingGradient", {"norm_threshold": "-1"}, "norm_threshold must be in [0, inf]"),
     ("AllZero", {"collection_names": "weights", "threshold": "nan"}, "threshold must be a number, got NaN"),
     ("AllZero", {"collection_names": "weights", "threshold": "-5"}, "threshold must be in [0, 100]"),

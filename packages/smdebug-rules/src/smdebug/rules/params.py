@@ -30,7 +30,15 @@ def as_float(rule: str, name: str, value, allow_none: bool = False) -> Optional[
     if number != number:
         # (every comparison with NaN is false: a NaN threshold would make its rule pass everything)
         raise SMDebugValueError(f"{rule}: {name} must be a number, got NaN")
+    if number in (float("inf"), float("-inf")):
+        # ("1e400" and "inf" parse as infinity: VanishingGradient then fired on every gradient, "< threshold inf")
+        raise SMDebugValueError(f"{rule}: {name} must be a finite number, got {_shown(value)}")
     return number
+
+
+def _shown(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:60]}...({len(text):,} characters)"
 
 
 def as_int(rule: str, name: str, value, minimum: Optional[int] = None) -> int:
@@ -66,8 +74,9 @@ def as_float_list(rule: str, name: str, value) -> List[float]:
             number = float(item)
         except (TypeError, ValueError):
             raise SMDebugValueError(f"{rule}: {name} must be a comma-separated list of numbers, got {value!r}") from None
-        if number != number:
-            raise SMDebugValueError(f"{rule}: {name} must be a comma-separated list of numbers, got NaN")
+        if number != number or number in (float("inf"), float("-inf")):
+            raise SMDebugValueError(f"{rule}: {name} must be a comma-separated list of finite numbers, got "
+                                    f"{_shown(item)}")
         out.append(number)
     return out
 
