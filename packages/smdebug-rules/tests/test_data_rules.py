@@ -505,9 +505,11 @@ def test_class_imbalance_mispredictions(tmp_path):
     # judged on the last step's predictions once training has ended: class 1 wrong in 270/300 = 0.9
     rule = ClassImbalance(trial)
     assert invoke_rule(rule) == [1]
+    # (the counts of one save: both saves hold the same rows)
     assert rule.last_reason == ("the trained model mispredicts class 1 in 270 of its 300 samples (0.9 > "
-                                "threshold_misprediction 0.7): a fault of the predictions, not of the class counts "
-                                "(the classes are balanced: class 0 has 600 labels, class 1 600, ratio 1 <= "
+                                "threshold_misprediction 0.7; step 1); it predicts class 0 for 570 of the 600 samples "
+                                "(95%): a fault of the predictions, not of the class counts (the classes are balanced: "
+                                "the largest, class 0, has 300 labels and the smallest, class 1, 300: ratio 1 <= "
                                 "threshold_imbalance 10)")
     assert invoke_rule(ClassImbalance(trial, threshold_misprediction="0.9")) == []
     assert invoke_rule(ClassImbalance(trial, threshold_misprediction="0.89")) == [1]

@@ -17,6 +17,7 @@ apart, each task by itself, and a finding names its labels.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from typing import Dict, List, Optional, Tuple
 
@@ -49,6 +50,23 @@ def _numbered(names) -> List[str]:
         return (len(digits) if digits else -1, digits, name)
 
     return sorted(names, key=key)
+
+
+#: the class id given to a prediction whose scores are not finite (NaN, infinite): no class at all (argmax of a
+#: row of NaN is 0, which read as class 0 turned a diverged model's outputs into "mispredicts class 1"); negative,
+#: so that Confusion ignores it, and ClassImbalance leaves it out of the misprediction test (and says so)
+NOT_FINITE = int(np.iinfo(np.int64).min)
+
+
+def _argmax_ids(scores: np.ndarray, axis: int) -> np.ndarray:
+    """The class of each row of scores per class (``argmax`` over ``axis``); :data:`NOT_FINITE` for a row with a
+    score that is not finite."""
+    ids = np.argmax(scores, axis=axis)
+    if scores.dtype.kind == "f":
+        finite = np.isfinite(scores).all(axis=axis)
+        if not finite.all():
+            ids = np.where(finite, ids, NOT_FINITE)
+    return ids
 
 
 def _class_ids(scores: np.ndarray) -> np.ndarray:
@@ -89,17 +107,22 @@ def _loss_curve(trial, name: str) -> Tuple[np.ndarray, np.ndarray]:
     return np.array(kept, dtype=np.int64), np.array(values, dtype=np.float64)
 
 
-def _trained_by(trial, step: int) -> Tuple[bool, str]:
+def _trained_by(trial, step: int, curves: Optional[dict] = None) -> Tuple[bool, str]:
     """Whether the model at ``step`` stands for the trained one by its training loss, and what the loss says: the
     median of its last tenth of saves up to ``step`` is at most the final tenth's median plus the larger of
     :data:`STILL_LEARNING_SHARE` of the whole fall (first tenth to final tenth) and the final tenth's spread
     (median absolute deviation: a flat curve's batch-to-batch noise). Every loss of the run must say so; a run
     without a training loss, or one not finite, tells nothing (False). A model that keeps learning after its
-    last labels were saved is not judged by them: a healthy slow learner mispredicts classes half-way."""
+    last labels were saved is not judged by them: a healthy slow learner mispredicts classes half-way.
+    ``curves``: a dict that keeps the loss curves read, for asking about many steps of one run."""
     names = sorted(collection_tensors(trial, ["losses"]))
     said = []
     for name in names:
-        steps, values = _loss_curve(trial, name)
+        if curves is None or name not in curves:
+            curve = _loss_curve(trial, name)
+            if curves is not None:
+                curves[name] = curve
+        steps, values = curves[name] if curves is not None else curve
         if len(values) < 10 or not np.any(steps <= step):
             continue
         if not np.all(np.isfinite(values)):
@@ -121,14 +144,14 @@ def _trained_by(trial, step: int) -> Tuple[bool, str]:
     return True, "the training loss was not still falling after it: " + "; ".join(said)
 
 
-def _labels_of_the_trained_model(trial, step: int) -> Tuple[bool, str]:
+def _labels_of_the_trained_model(trial, step: int, curves: Optional[dict] = None) -> Tuple[bool, str]:
     """Whether the last labels, saved at ``step``, stand for the trained model: saved in the last 10 % of the run,
     or anywhere after the training loss had reached its final level (a tapered schedule saves its last labels
     anywhere after 40 % of a run). ``(True, what a finding adds: "" or when they were saved and why they count)``
     or ``(False, why they do not count and how to have them judged)``."""
     if _near_the_end(trial, step):
         return True, ""
-    trained, why = _trained_by(trial, step)
+    trained, why = _trained_by(trial, step, curves)
     last = trial.steps()[-1]
     if trained:
         return True, f" (at step {step} of {last}, the last labels saved: {why})"
@@ -328,7 +351,10 @@ class _LabelsAndPredictions(Rule):
             self._warn_once(("unscored", name), "%s: %s holds %s", self.rule_name, name, how)
             return None
         self.logger.debug("%s: class ids of %s taken as %s", self.rule_name, name, how)
-        return ids.reshape(-1)
+        ids = ids.reshape(-1)
+        if scores.dtype.kind == "f":
+            ids = np.where(np.isfinite(scores).reshape(-1), ids, NOT_FINITE)
+        return ids
 
     def _class_axis(self, name: str, axes: List[int], labels_shape: Tuple[int, ...],
                     scores_shape: Tuple[int, ...]) -> Optional[int]:
@@ -396,7 +422,7 @@ class _LabelsAndPredictions(Rule):
             multi_label = self.__dict__.setdefault("_multi_label", set())
             if several == "one-hot" and lname not in multi_label:
                 labels = np.argmax(labels, axis=-1)
-                predictions = np.argmax(predictions, axis=-1) if predictions is not None else None
+                predictions = _argmax_ids(predictions, -1) if predictions is not None else None
             elif several == "one-hot":
                 self._say_no_classes()
                 continue
@@ -430,7 +456,7 @@ class _LabelsAndPredictions(Rule):
                 # per label, have no class axis and are turned into ids by what they are)
                 if axis is not None:
                     # (argmax straight over the class axis, no transposed copy: dense outputs can be large)
-                    predictions = np.argmax(predictions, axis=axis).reshape(-1)
+                    predictions = _argmax_ids(predictions, axis).reshape(-1)
                 elif len(axes) > 1:
                     predictions = None  # (said by _class_axis)
                 else:
@@ -750,17 +776,25 @@ class ClassImbalance(_LabelsAndPredictions):
     the rarer class's count is binomial: the exact bound at the chance of two standard deviations,
     :func:`_ratio_upper_bound`) is at most ``threshold_imbalance`` -- are judged too;
     others are not judged yet, and the verdict (NotEvaluated) says how many labels were saved, how (labels
-    per saved step x saved steps) and what is missing. Once training has ended, at the
-    last step where labels were saved (any mode) if it is in the last 10 % of the run -- or earlier, when the
-    training loss had reached its final level by then (:func:`_trained_by`: Hook.recommended's tapered schedule
-    saves its last labels anywhere after 40 % of a run) -- on that step's labels
-    and predictions (the trained model: an untrained one mispredicts every class; the XGBoost hook saves
-    them after the last round), the condition is met when
-    ``mispredicted_c > threshold_misprediction`` for some class with at least 10 such labels. That finding is
-    about the trained model's predictions, not the data: it is only reached when the class counts passed the
-    imbalance test (or are not judged: labels per pixel, below), and its message says so (a model that does
-    not learn mispredicts classes of balanced data). When the last labels are too early to stand for the trained
-    model, a NoIssuesFound verdict's detail says that this test was not reached, and why.
+    per saved step x saved steps) and what is missing. A message counts the labels of one save when every save
+    counted holds the same rows (XGBoost's held-out set, saved at every round: the same rows, not more data),
+    and says over how many saves it summed them otherwise.
+
+    Once training has ended, at the last step where labels were saved (any mode), the trained model's
+    predictions are judged on the label saves that stand for it, pooled (one batch of a tapered schedule holds
+    too few labels of each class): from the last save back, every save in the last 10 % of the run or after
+    the training loss had reached its final level by then (:func:`_trained_by`: Hook.recommended's tapered
+    schedule saves its last labels anywhere after 40 % of a run), TRAIN batches and evaluation passes alike (an
+    untrained model mispredicts every class; the XGBoost hook saves them after the last round; of saves of the
+    same rows only the latest counts). The condition is met when ``mispredicted_c > threshold_misprediction``
+    for some class with at least :data:`MISPREDICTION_LABELS` (10) such labels. That finding is about the
+    trained model's predictions, not the data: it is only reached when the class counts passed the imbalance
+    test (or are not judged: labels per pixel, below), and its message says so (a model that does not learn
+    mispredicts classes of balanced data), and says when the model predicts (almost) one class. Predictions
+    that are not finite (a row of NaN scores, whose ``argmax`` is 0) are no class: left out, and said. When
+    the test is not reached -- the last labels are too early to stand for the trained model, no class holds
+    10 labels even pooled, the predictions are not finite -- or leaves classes with fewer labels unjudged, a
+    NoIssuesFound verdict's detail says so, and why.
 
     **Tasks.** The labels of different tasks -- two classification losses of a multi-task model (a
     ``CrossEntropyLoss`` over digits and a ``BCEWithLogitsLoss`` for "even?"), two outputs of a Keras model --
@@ -848,8 +882,12 @@ class ClassImbalance(_LabelsAndPredictions):
         #: why the counts could not be judged yet, repeated at steps without labels (the verdict's detail)
         self._waiting: Optional[str] = None
         self._weights_read: Tuple[int, Optional[Tuple[Dict[int, float], str]]] = (-1, None)
+        #: per step read: (labels counted, a digest of them): the same rows saved again are told by it
+        self._rows: Dict[int, Tuple[int, bytes]] = {}
 
     def _contribution(self, step, label_names, prediction_names):
+        """The step's part, per class: ``(labels, mispredicted, labels with a prediction, labels whose prediction
+        is not finite, predictions)``; the rows it holds are remembered (:attr:`_rows`)."""
         labels, predictions = self._pairs(step, label_names, prediction_names, argmax=self.argmax)
         if labels is None:
             return None
@@ -857,12 +895,20 @@ class ClassImbalance(_LabelsAndPredictions):
         if not keep.all():
             self._warn_once("negative", "%s: ignoring negative labels", self.rule_name)
         labels = labels[keep]
+        # (which rows these are: XGBoost saves the same held-out rows every round, told apart from new rows by
+        # their labels, all of them equal and in the same order)
+        self._rows[step] = (labels.size, hashlib.blake2b(labels.tobytes(), digest_size=16).digest())
         n = int(labels.max()) + 1 if labels.size else 0
         counts = np.bincount(labels, minlength=n)
+        none = np.zeros(n, np.int64)
         if predictions is None:
-            return counts, np.zeros(n, np.int64), np.zeros(n, np.int64)
-        wrong = np.bincount(labels[predictions[keep] != labels], minlength=n)
-        return counts, wrong, counts.copy()
+            return counts, none, none, none, none
+        predictions = predictions[keep]
+        finite = predictions != NOT_FINITE  # (a row of NaN scores is no prediction: left out, and said)
+        wrong = np.bincount(labels[finite & (predictions != labels)], minlength=n)
+        compared = np.bincount(labels[finite], minlength=n)
+        predicted = np.bincount(predictions[finite & (predictions >= 0) & (predictions < n)], minlength=n)
+        return counts, wrong, compared, counts - compared, predicted
 
     def _counted(self, step: int) -> bool:
         """Whether the labels of ``step`` count towards the class counts: TRAIN-mode labels when the run has
@@ -904,6 +950,36 @@ class ClassImbalance(_LabelsAndPredictions):
                 found = ({1: float(spw)}, f"scale_pos_weight={spw:g}")
         self._weights_read = (count, found)
         return found
+
+    def _count_save(self, step: int) -> None:
+        """Note that the labels of ``step`` were counted: :meth:`_counts_said` tells the saves counted up to a
+        step, and whether they all hold the same rows."""
+        saves = self.__dict__.setdefault("_saves_counted", [])
+        # (_other_rows_at: the first counted save whose rows differ from the first save's, None while all are the
+        # same; kept as saves come in order, found again only when an earlier step comes late)
+        if not saves or step > saves[-1]:
+            saves.append(step)
+            if self.__dict__.get("_other_rows_at") is None and self._rows.get(step) != self._rows.get(saves[0]):
+                self.__dict__["_other_rows_at"] = step
+            return
+        if step not in saves:
+            saves.insert(int(np.searchsorted(saves, step)), step)
+        first_rows = self._rows.get(saves[0])
+        self.__dict__["_other_rows_at"] = next((s for s in saves if self._rows.get(s) != first_rows), None)
+
+    def _counts_said(self, step: int, counts: np.ndarray, total: int) -> Tuple[np.ndarray, str]:
+        """``(counts to show, how many labels they are)`` for a message at ``step``: the sums over the saves
+        counted, or one save's counts when every save counted holds the same rows (re-saved, not new ones)."""
+        saves = self.__dict__.get("_saves_counted", [])
+        k = int(np.searchsorted(saves, step, side="right"))
+        if k <= 1:
+            return counts, f"{total} labels"
+        other = self.__dict__.get("_other_rows_at")
+        if other is None or other > step:
+            one = self._parts[saves[k - 1]][0]
+            one = np.pad(one, (0, max(len(counts) - len(one), 0)))
+            return one, f"{int(one.sum())} labels, the same rows saved at each of {k} steps"
+        return counts, f"{total} labels over {k} saves"
 
     def _too_few(self, step: int, total: int, classes: int, per_class: float) -> str:
         """Why the counts up to ``step`` are not judged yet: how many labels were saved, how (labels per
@@ -951,6 +1027,8 @@ class ClassImbalance(_LabelsAndPredictions):
             part = self._contribution(s, label_names, prediction_names)
             self._parts[s] = part
             self._counts.add(s, part if part is not None and self._counted(s) else None)
+            if part is not None and self._counted(s):
+                self._count_save(s)
         if self._per_position is None and self._parts.get(step) is not None:
             self._per_position = self._targets_per_position(step)
         if self._per_position is not None:
@@ -1010,10 +1088,13 @@ class ClassImbalance(_LabelsAndPredictions):
         weighted = counts * weight
         most, least = present[np.argmax(weighted[present])], present[np.argmin(weighted[present])]
         ratio = weighted[most] / weighted[least]
-        said = f"class {most} has {counts[most]} samples, class {least} {counts[least]}"
+        # (the counts of one save when every save counted holds the same rows: XGBoost's held-out set, re-saved
+        # each round, is not that many samples; the ratio is the same)
+        shown, labels_said = self._counts_said(step, counts, total)
+        said = f"class {most} has {shown[most]} samples, class {least} {shown[least]}"
         if weights:
-            said += (f", weighted by {source} ({weight[most]:.4g} and {weight[least]:.4g}): {weighted[most]:.4g} "
-                     f"against {weighted[least]:.4g}; weighted")
+            said += (f", weighted by {source} ({weight[most]:.4g} and {weight[least]:.4g}): "
+                     f"{shown[most] * weight[most]:.4g} against {shown[least] * weight[least]:.4g}; weighted")
         else:
             said += ":"
         per_class = total / len(present)
@@ -1021,7 +1102,7 @@ class ClassImbalance(_LabelsAndPredictions):
             self._waiting = None
             self.mark_evaluated(*label_names)
             if ratio > self.threshold_imbalance:
-                return f"{said} ratio {ratio:.4g} > threshold_imbalance {self.threshold_imbalance:g} ({total} labels)"
+                return f"{said} ratio {ratio:.4g} > threshold_imbalance {self.threshold_imbalance:g} ({labels_said})"
         else:
             # fewer labels than ``samples``, or than LABELS_PER_CLASS per class (many classes): judged when the
             # counts settle the question either way despite the chance in counts this small (the ratio
@@ -1035,7 +1116,7 @@ class ClassImbalance(_LabelsAndPredictions):
                 self._waiting = None
                 self.mark_evaluated(*label_names)
                 return (f"{said} ratio {ratio:.4g}, at least {low:.3g} allowing for the chance in counts this small, "
-                        f"> threshold_imbalance {self.threshold_imbalance:g} ({total} labels, {fewer})")
+                        f"> threshold_imbalance {self.threshold_imbalance:g} ({labels_said}, {fewer})")
             if high > self.threshold_imbalance:
                 self._waiting = self._too_few(step, total, len(present), per_class)
                 self.not_evaluated(self._waiting)
@@ -1046,40 +1127,119 @@ class ClassImbalance(_LabelsAndPredictions):
         # read as "the data is imbalanced")
         if len(present) > 1:
             rarest = least if least != most else next(k for k in present if k != most)  # (a tie)
-            counts_said = (f"the classes are balanced: class {most} has {counts[most]} labels, class "
-                           f"{rarest} {counts[rarest]}, ratio {ratio:.3g} <= threshold_imbalance "
+            counts_said = (f"the classes are balanced: the largest, class {most}, has {shown[most]} labels and the "
+                           f"smallest, class {rarest}, {shown[rarest]}: ratio {ratio:.3g} <= threshold_imbalance "
                            f"{self.threshold_imbalance:g}")
         else:
-            counts_said = f"all {counts[most]} labels counted are class {most}"
+            counts_said = f"all {shown[most]} labels counted are class {most}"
         return self._mispredicted(step, label_names, saved_steps, counts_said, None)
 
     def _mispredicted(self, step: int, label_names: List[str], saved_steps, counts_said: Optional[str],
                       per_position: Optional[str]):
-        """The misprediction test at ``step``, if it is the trained model's (the last labels of a finished run,
-        saved in its last 10 %, or after its training loss reached its final level; when neither, the verdict's
-        detail says so): a class with at least 10 labels mostly mispredicted. ``counts_said``: what the count
-        test found; ``per_position``: why the counts were not judged (labels per pixel)."""
-        if not self.base_trial.loaded_all_steps or step != saved_steps()[-1]:
+        """The misprediction test at ``step``, the last step with labels of a finished run: a class with at least
+        :data:`MISPREDICTION_LABELS` labels mostly mispredicted, by the labels and predictions of the saves that
+        stand for the trained model (:meth:`_trained_model_saves`: one batch of a tapered schedule is too small a
+        sample, and judged no class). Predictions that are not finite are left out (and said). When the test is
+        not reached, the verdict's detail says why. ``counts_said``: what the count test found;
+        ``per_position``: why the counts were not judged (labels per pixel)."""
+        saved = saved_steps()
+        if not self.base_trial.loaded_all_steps or step != saved[-1]:
             return False
-        trained, when = _labels_of_the_trained_model(self.base_trial, step)
-        if not trained:
+        pooled, when, why_not = self._trained_model_saves(saved)
+        if not pooled:
             # (said, lest "no issues" claim the test ran)
-            self.caveat(f"the misprediction test (the trained model's predictions) was not reached: {when}")
+            self.caveat(f"the misprediction test (the trained model's predictions) was not reached: {why_not}")
             return False
-        _, wrong, compared = self._parts[step]
+        parts = [self._parts[s] for s in pooled]
+        labels, wrong, compared, not_finite, predicted = (
+            np.sum([np.pad(p[i], (0, max(len(q[0]) for q in parts) - len(p[i]))) for p in parts], axis=0)
+            for i in range(5))
+        where = (f"the {len(pooled)} saves of steps {pooled[0]}-{pooled[-1]} that stand for the trained model"
+                 if len(pooled) > 1 else f"step {pooled[0]}")
+        rows = "labelled positions" if per_position else "samples"
+        n, unscored = int(compared.sum()), int(not_finite.sum())
+        left_out = (f"; {unscored} of the {int(labels.sum())} {rows} were left out, their predictions not finite "
+                    "(NaN or infinite)" if unscored else "")
+        if not n:
+            self.caveat("the misprediction test (the trained model's predictions) was not reached: " + (
+                f"the predictions saved with the labels of {where} are not finite (NaN or infinite) in all "
+                f"{unscored} {rows}: the model's outputs are not numbers" if unscored else
+                f"no predictions were paired with the labels of {where}"
+                + (f" ({self._unscored()})" if self._unscored() else "")))
+            return False
         if per_position:
-            if not compared.sum():
-                return False  # (no predictions paired: nothing judged; the verdict says why the counts are not)
             self.mark_evaluated(*label_names)
-        for c in np.flatnonzero(compared >= 10):
+        for c in np.flatnonzero(compared >= MISPREDICTION_LABELS):
             if wrong[c] / compared[c] > self.threshold_misprediction:
-                said = (f"the trained model{when} mispredicts class {c} in {wrong[c]} of its {compared[c]} "
-                        f"{'labelled positions' if per_position else 'samples'} ({wrong[c] / compared[c]:.4g} > "
-                        f"threshold_misprediction {self.threshold_misprediction:g})")
+                said = (f"the trained model{when} mispredicts class {c} in {wrong[c]} of its {compared[c]} {rows} "
+                        f"({wrong[c] / compared[c]:.4g} > threshold_misprediction {self.threshold_misprediction:g}; "
+                        f"{where}){self._one_class(labels, compared, predicted, rows)}{left_out}")
                 if per_position:
                     return f"{said}; the class counts are not judged: {per_position}"
                 return f"{said}: a fault of the predictions, not of the class counts ({counts_said})"
+        # (classes labelled too rarely to be judged: said, lest "no issues" claim them)
+        few = [c for c in np.flatnonzero(labels) if compared[c] < MISPREDICTION_LABELS]
+        few_said = ", ".join(f"class {c}: {compared[c]}" for c in few[:10]) + (" ..." if len(few) > 10 else "")
+        one_class = self._one_class(labels, compared, predicted, rows)
+        if not np.any(compared >= MISPREDICTION_LABELS):
+            self.caveat(f"the misprediction test (the trained model's predictions) was not reached: the {n} {rows} "
+                        f"with a prediction of {where} hold no class with {MISPREDICTION_LABELS} ({few_said})"
+                        f"{one_class}{left_out}; save labels and predictions of more samples (a validation pass) at "
+                        "the end")
+        elif few:
+            self.caveat(f"the misprediction test judged {where}, but not {len(few)} of the {len(np.flatnonzero(labels))}"
+                        f" classes labelled: fewer than {MISPREDICTION_LABELS} {rows} with a prediction ({few_said})"
+                        f"{one_class}{left_out}")
+        elif left_out:
+            self.caveat(f"the misprediction test judged {where}{left_out}")
         return False
+
+    def _trained_model_saves(self, saved: List[int]) -> Tuple[List[int], str, str]:
+        """``(steps, when, why not)``: the saves with labels that stand for the trained model, the latest first
+        and back while each does (in the last 10 % of the run, or after the training loss reached its final
+        level: :func:`_labels_of_the_trained_model`; TRAIN batches and evaluation passes alike), in order; what a
+        finding adds of the last; and, when there is none, why the last labels do not stand for it. Of saves
+        of the same rows (XGBoost's held-out set, each round) only the latest counts."""
+        curves: dict = {}  # (each loss curve read once)
+        pooled, seen, when = [], set(), ""
+        for s in reversed(saved):
+            if self._parts.get(s) is None:
+                continue
+            trained, said = _labels_of_the_trained_model(self.base_trial, s, curves)
+            if not trained:
+                return sorted(pooled), when, said
+            if not pooled:
+                when = said
+            if self._rows.get(s) not in seen:
+                seen.add(self._rows.get(s))
+                pooled.append(s)
+        return sorted(pooled), when, "no labels were read"
+
+    @staticmethod
+    def _one_class(labels: np.ndarray, compared: np.ndarray, predicted: np.ndarray, rows: str) -> str:
+        """What a model that predicts (almost) one class does, for a finding's message: the share of its
+        predictions that class takes, and the classes labelled but never predicted; "" otherwise."""
+        top = int(np.argmax(predicted))
+        labelled = np.flatnonzero(labels)
+        # (most rows of the other classes predicted as it too, by its predictions beyond its own rows: an
+        # imbalanced set's majority is predicted for most rows by a sound model)
+        n = int(compared.sum())
+        others = n - int(compared[top])
+        if len(labelled) < 2 or predicted[top] < ONE_CLASS_SHARE * n or predicted[top] - compared[top] < others / 2:
+            return ""
+        never = [int(c) for c in labelled if predicted[c] == 0]
+        never_said = ""
+        if never:
+            listed = ", ".join(map(str, never[:10])) + (" ..." if len(never) > 10 else "")
+            never_said = f"; {len(never)} of the {len(labelled)} classes labelled never predicted ({listed})"
+        return f"; it predicts class {top} for {predicted[top]} of the {n} {rows} ({predicted[top] / n:.0%}){never_said}"
+
+
+#: a class must hold this many labels with a prediction (pooled over the trained model's saves) to be judged
+#: mispredicted
+MISPREDICTION_LABELS = 10
+#: a model whose predictions are this share one class is said to predict (almost) one class (a message's wording)
+ONE_CLASS_SHARE = 0.8
 
 
 #: labels all of one class are judged once a class at the threshold ratio would have shown but with this chance
