@@ -162,6 +162,8 @@ class LabelLeak(Rule):
         self._said: Optional[Tuple[str, str]] = None
         #: the first round whose trees split and its splits (see _first_splitting_round), once found
         self._first_split: Optional[Tuple[int, List[Tuple[object, str, float]]]] = None
+        #: why a later round's predictions are awaited (those of the first that split were one value)
+        self._waiting: Optional[str] = None
         #: the last of the saved rounds read so far, all of whose trees are single leaves (-1: none yet), and
         #: how many saved rounds those are
         self._leaf_rounds, self._leaf_saves = -1, 0
@@ -226,6 +228,8 @@ class LabelLeak(Rule):
                 self._say("not evaluated", f"judges the predictions of round {step}, the first whose trees split; "
                                            f"the run saved {'no labels' if labels is None else 'no predictions'} "
                                            "at that step")
+            elif self._waiting is not None:
+                self.not_applicable(self._waiting)  # (the verdict keeps the last step's word)
             return False
         return self._judge(np.asarray(labels), np.asarray(predictions), step)
 
@@ -349,9 +353,10 @@ class LabelLeak(Rule):
             # binary:hinge predicts classes, one for every row until the margins cross 0: the separation shows
             # at the first later round whose predictions differ
             self._judged = False
-            self.not_applicable(f"the predictions of the held-out rows are one value for every row from round "
-                                f"{first} (the first whose trees split) to round {step}: nothing tells how well "
-                                "the model separates the classes")
+            self._waiting = (f"the predictions of the held-out rows are one value for every row from round {first} "
+                             f"(the first whose trees split) to round {step}: nothing tells how well the model "
+                             "separates the classes")
+            self.not_applicable(self._waiting)
             return False
         feature = terminal_safe(clipped(feature, 64))
         tree = "the tree" if cuts == 1 else "each tree"
@@ -406,8 +411,9 @@ class LabelLeak(Rule):
         correlation = rank_correlation(predictions, labels)
         if correlation is None:
             self._judged = False
-            self.not_applicable(f"the predictions or labels of the held-out rows are one value for every row from "
-                                f"round {first} to round {step}: nothing tells how well the model ranks them")
+            self._waiting = (f"the predictions or labels of the held-out rows are one value for every row from round "
+                             f"{first} to round {step}: nothing tells how well the model ranks them")
+            self.not_applicable(self._waiting)
             return False
         if correlation < self.rank_correlation_threshold:
             return False
