@@ -49,3 +49,18 @@ def test_a_short_run_is_not_judged_for_it(tmp_path):
     _run(tmp_path, {}, weight=1e-4, rounds=5)
     status, reason = _verdict(tmp_path)
     assert status == "NoIssuesFound", reason
+
+
+def test_a_never_split_booster_with_row_offsets_is_said_to_use_no_feature(tmp_path):
+    """base_margin given per row: the predictions differ between rows, but no tree looked at a feature."""
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(800, 4))
+    y = (x[:, 0] + 0.3 * rng.normal(size=800) > 0).astype(float)
+    margin = rng.normal(size=800)
+    dtrain = xgb.DMatrix(x[:600], label=y[:600], weight=np.full(600, 1e-4), base_margin=margin[:600])
+    dvalid = xgb.DMatrix(x[600:], label=y[600:], base_margin=margin[600:])
+    hook = smd.Hook.recommended(str(tmp_path), validation_data=dvalid)
+    xgb.train({"objective": "binary:logistic", "max_depth": 3, "nthread": 1}, dtrain, 12, callbacks=[hook])
+    hook.close()
+    status, reason = _verdict(tmp_path)
+    assert status == "IssuesFound" and "uses none of its features" in reason, reason

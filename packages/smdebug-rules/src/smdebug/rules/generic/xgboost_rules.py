@@ -323,9 +323,22 @@ class TreeDepth(Rule):
         where = f"rounds {saved[0]}-{saved[-1]}" if len(saved) > 1 else f"round {saved[0]}"
         objective = params.get("objective")
         objective = f" ({objective})" if isinstance(objective, str) and objective else ""
+        predicts = ("the model predicts one value for every row whatever its features" if self._constant_predictions()
+                    else "the model uses none of its features (its predictions differ between rows only by what "
+                         "was given them, a base_margin)")
         return (f"the booster{objective} never split: every tree of the {len(saved)} saved rounds ({where}; "
-                f"{rounds} rounds trained) is a single leaf, so the model predicts one value for every row whatever "
-                f"its features{self._cover(saved)}. Check {_never_split_causes(params, self._labels_median())}")
+                f"{rounds} rounds trained) is a single leaf, so {predicts}{self._cover(saved)}. Check "
+                f"{_never_split_causes(params, self._labels_median())}")
+
+    def _constant_predictions(self) -> bool:
+        """Whether the last saved ``predictions`` (the held-out rows') are one value, or were not saved."""
+        trial = self.base_trial
+        steps = trial.tensor("predictions").steps() if trial.has_tensor("predictions") else []
+        value = value_at(trial, "predictions", steps[-1]) if steps else None
+        if value is None or value.size == 0 or value.dtype.kind not in "fiub":
+            return True
+        rows = np.asarray(value, dtype=np.float64).reshape(value.shape[0], -1)
+        return bool(np.all(rows == rows[:1]))
 
     def _labels_median(self) -> Optional[float]:
         """The median of the last saved ``labels`` (the XGBoost hook's held-out rows), None when absent."""
