@@ -1,4 +1,4 @@
-"""Rules on XGBoost runs: trees grown too deep, importance concentrated on a few features.
+"""Rules on XGBoost runs: trees grown too deep (or never split at all), importance concentrated on a few features.
 
 They read what the XGBoost hook saves: ``trees/<column>`` (one 1-D array per column of the booster's tree
 table for the tree(s) of the step's iteration: ``trees/Tree``, ``trees/Node``, ``trees/ID``, ``trees/Yes``,
