@@ -32,6 +32,17 @@ def feature_scales(table: np.ndarray) -> np.ndarray:
     return np.maximum(np.abs(table.mean(axis=0)), table.std(axis=0))
 
 
+def typical_row_norm(table: np.ndarray) -> float:
+    """The median, over the rows of ``table`` (rows x features) that are not all zeros, of a row's Euclidean
+    norm: how large a sample is as the first layer sees it (about the square root of the features' count for
+    standardised features, 1 for a normalised bag of words); 0 when every row is zeros. Rows of zeros (a
+    sequence's padding, empty documents) say nothing of the data's scale and are left out, and a median is
+    not moved by a few outlying rows."""
+    norms = np.sqrt(np.square(table).sum(axis=1))
+    norms = norms[norms > 0]
+    return float(np.median(norms)) if norms.size else 0.0
+
+
 class InputStatistics:
     """The mean/variance pairs of a trial's saved tensors, read once (at their last save)."""
 
@@ -68,11 +79,12 @@ class InputStatistics:
             self._values[name] = value
         return self._values[name]
 
-    def standardising(self, table: np.ndarray, threshold: float) -> Optional[str]:
+    def standardising(self, table: np.ndarray, threshold: float, floor: float = 0.0) -> Optional[str]:
         """The saved statistics that standardise ``table`` (rows x features) inside the model, named for the
         log, or None: a mean and a variance with one value per feature of the table that bring every feature
         to a scale (``max(|mean|, std)`` of ``(x - mean) / sqrt(variance)``) of at most ``threshold``, the scale
-        UnnormalizedInput tolerates. Statistics that lag (moving ones still on their way from their initial 0 and
+        UnnormalizedInput tolerates, and its rows to a typical norm (:func:`typical_row_norm`) of at least
+        ``floor``. Statistics that lag (moving ones still on their way from their initial 0 and
         1) pass as long as what the first layer that learns sees is at that scale."""
         features = table.shape[-1]
         for mean_name, variance_name in self._candidate_pairs():
@@ -84,6 +96,6 @@ class InputStatistics:
             with np.errstate(all="ignore"):
                 z = (table - m) / np.sqrt(v + VARIANCE_EPSILON)
             scale = feature_scales(z)
-            if np.all(np.isfinite(scale)) and scale.max() <= threshold:
+            if np.all(np.isfinite(scale)) and scale.max() <= threshold and not typical_row_norm(z) < floor:
                 return f"{mean_name} and {variance_name}"
         return None

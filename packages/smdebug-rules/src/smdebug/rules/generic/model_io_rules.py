@@ -21,7 +21,7 @@ from smdebug.core.modes import ModeKeys
 from smdebug.exceptions import SMDebugValueError
 from smdebug.rules.evaluation import looking_for
 from smdebug.rules.generic.activation_rules import batches_at
-from smdebug.rules.generic.input_statistics import InputStatistics, feature_scales
+from smdebug.rules.generic.input_statistics import InputStatistics, feature_scales, typical_row_norm
 from smdebug.rules.generic.selection import select_tensors
 from smdebug.rules.generic.xgboost_rules import cross_validation, objective_as_loss
 from smdebug.rules.params import as_float, as_int, as_list
@@ -32,6 +32,9 @@ from smdebug.rules.rule import Rule
 #: drawn from the training data's distribution (a few percent apart); one split scaled and not the other is off by
 #: the scaling's factor (16 for 4-bit pixels, 255 for 8-bit ones, a feature's standard deviation)
 SPLIT_FACTOR = 4.0
+#: a row this many times the typical row's norm is an outlier (reported with squashed inputs: what a scaler
+#: fitted on the table with it made of the other rows)
+OUTLIER_FACTOR = 100.0
 
 
 def _floats(values: List[np.ndarray]) -> List[np.ndarray]:
@@ -54,7 +57,13 @@ class UnnormalizedInput(Rule):
 
     and the rule fires when ``max_j scale_j > threshold``. A standardised feature has scale about 1; a
     feature min-max scaled to [0, 1] below 1; features left as measured (areas, amounts, sensor readings)
-    reach the hundreds or thousands. Unless the model standardises them itself: a saved pair of per-feature
+    reach the hundreds or thousands. It fires too when the input is squashed towards 0: when the typical row
+    (the median over the rows that are not all zeros of a row's Euclidean norm over its features) is below
+    ``threshold_low``, every sample is so close to 0 that the first layer, initialised for inputs of unit
+    scale, sees almost the same input for every sample (its bias) and learns nothing from it (a min-max scaler
+    fitted while an outlier row was in the table, a unit conversion or a division by 255 applied twice). That
+    is judged over the table, never feature by feature: a feature of tiny values beside features of unit scale
+    (a rare flag, a near-constant column) is data. Unless the model standardises them itself: a saved pair of per-feature
     statistics (a mean and a variance of one layer, one value per feature: Keras's adapted ``Normalization``, a
     first ``BatchNormalization``'s moving statistics, at their last save) that brings every feature of the
     input to a scale of at most ``threshold`` (:mod:`.input_statistics`); a PyTorch ``BatchNorm1d``'s running
@@ -70,18 +79,24 @@ class UnnormalizedInput(Rule):
     one is constant by design (an RNN's zero initial state, a mask of ones).
 
     :param threshold: the largest tolerated feature scale (> 0). Default ``"50"``.
+    :param threshold_low: the smallest tolerated norm of the typical row (>= 0; 0 for no such test). Default
+        ``"0.001"``: a thousandth of what a single standardised feature gives.
     :param min_samples: rows a save must hold to be judged (>= 2). Default ``"16"``.
     :param collection_names: comma-separated collections of input tensors. Default ``"inputs"``.
     :param tensor_regex: comma-separated regexes of more input tensors. Default None.
     """
 
     def __init__(self, base_trial, threshold="50", min_samples="16", collection_names="inputs", tensor_regex=None,
-                 other_trials=None, action_str=None):
+                 threshold_low="0.001", other_trials=None, action_str=None):
         super().__init__(base_trial, other_trials=other_trials, action_str=action_str)
         rule = self.rule_name
         self.threshold = as_float(rule, "threshold", threshold)
         if not (self.threshold > 0 and np.isfinite(self.threshold)):
             raise SMDebugValueError(f"{rule}: threshold must be a positive number, got {threshold!r}")
+        self.threshold_low = as_float(rule, "threshold_low", threshold_low)
+        if not (self.threshold_low >= 0 and self.threshold_low < self.threshold):
+            raise SMDebugValueError(f"{rule}: threshold_low must be a number from 0 to below threshold, got "
+                                    f"{threshold_low!r}")
         self.min_samples = as_int(rule, "min_samples", min_samples, minimum=2)
         self.collection_names = as_list(rule, "collection_names", collection_names)
         self.tensor_regex = as_list(rule, "tensor_regex", tensor_regex)
@@ -172,6 +187,9 @@ class UnnormalizedInput(Rule):
                 return (f"{name}: feature {j} has scale {scale[j]:.4g} (mean {x[:, j].mean():.4g}, std "
                         f"{x[:, j].std():.4g}) > threshold {self.threshold:g} over {x.shape[0]} rows{over}; "
                         f"{int((scale > self.threshold).sum())} of {x.shape[1]} features above it")
+            squashed = self._squashed(name, x, scale, over)
+            if squashed:
+                return squashed
         if constant:
             found = self._no_information(step)
             if found:
@@ -180,6 +198,26 @@ class UnnormalizedInput(Rule):
             self.not_evaluated(f"judges steps where a float 2-D or 3-D input with at least min_samples="
                                f"{self.min_samples} rows was saved")
         return False
+
+    def _squashed(self, name: str, x: np.ndarray, scale: np.ndarray, over: str) -> Optional[str]:
+        """The finding when the table's typical row is below ``threshold_low`` (see the class docstring), unless
+        the model standardises the input itself to rows of at least that size."""
+        typical = typical_row_norm(x)
+        if not 0 < typical < self.threshold_low:
+            return None
+        inside = self._statistics.standardising(x, self.threshold, floor=self.threshold_low)
+        if inside:
+            self.logger.debug("%s: %s is standardised inside the model by %s", self.rule_name, name, inside)
+            return None
+        norms = np.sqrt(np.square(x).sum(axis=1))
+        outliers = int((norms > OUTLIER_FACTOR * typical).sum())
+        said = (f"; {outliers} of the rows are over {OUTLIER_FACTOR:g} times the typical one (largest norm "
+                f"{norms.max():.3g}): outliers" if outliers else "")
+        return (f"{name}: its samples are squashed towards 0: the typical row's norm over its {x.shape[1]} "
+                f"features is {typical:.3g} < threshold_low {self.threshold_low:g} over {x.shape[0]} rows{over} "
+                f"(median feature scale {float(np.median(scale)):.3g}, largest {float(scale.max()):.3g}){said}; "
+                f"the first layer sees almost the same input for every sample: check the scaling (a min-max "
+                f"scaler fitted while outlier rows were in the data, a unit conversion or a division applied twice)")
 
     def _float_ids(self, value: np.ndarray) -> bool:
         """Whether a float input holds token or category ids rather than measurements. Never in a PyTorch run:
@@ -209,7 +247,8 @@ class UnnormalizedInput(Rule):
         """The finding when the input's evaluation batches are on another scale than its training batches: per
         feature, ``max(|mean|, std)`` of every EVAL-mode row saved so far against every TRAIN-mode row's (at least
         ``min_samples`` of each, two features or more), and the median feature's ratio more than
-        :data:`SPLIT_FACTOR`-fold either way. A validation set is drawn from the data the model trains on; a
+        :data:`SPLIT_FACTOR`-fold either way, unless in one split most features have their scale set by one
+        row (half their sum of squares or more: an outlier, not a scaling of the split). A validation set is drawn from the data the model trains on; a
         scaling or normalisation applied to one split only shows as every feature off by the same factor (pixels
         divided by 16 for training only: the validation loss 3 times the training loss, no rule said why).
         Said once."""
@@ -219,18 +258,26 @@ class UnnormalizedInput(Rule):
         sums = self._by_mode.setdefault(name, {})
         if any(len(total[1]) != x.shape[1] for total in sums.values()):
             return None  # (another width in another mode: not the same input)
-        count, first, second = sums.get(mode, (0, 0.0, 0.0))
-        sums[mode] = (count + len(x), first + x.sum(axis=0), second + (x * x).sum(axis=0))
+        count, first, second, largest = sums.get(mode, (0, 0.0, 0.0, 0.0))
+        sums[mode] = (count + len(x), first + x.sum(axis=0), second + (x * x).sum(axis=0),
+                      np.maximum(largest, (x * x).max(axis=0)))
         if mode != ModeKeys.EVAL or any(sums.get(m, (0,))[0] < self.min_samples for m in (ModeKeys.TRAIN,
                                                                                         ModeKeys.EVAL)):
             return None
-        scale = {}
+        scale, carried = {}, {}
         for m in (ModeKeys.TRAIN, ModeKeys.EVAL):
-            count, first, second = sums[m]
+            count, first, second, largest = sums[m]
             mean = first / count
             scale[m] = np.maximum(np.abs(mean), np.sqrt(np.maximum(second / count - mean * mean, 0.0)))
+            # (per feature: one row holds half its sum of squares or more, so that row sets its scale)
+            with np.errstate(all="ignore"):
+                carried[m] = largest >= 0.5 * second
         both = (scale[ModeKeys.TRAIN] > 0) & (scale[ModeKeys.EVAL] > 0)
         if both.sum() < 2:
+            return None
+        if any(carried[m][both].mean() > 0.5 for m in carried):
+            # most features' scale in one split is one row's: an outlier sets it, not the split's scaling (a
+            # sentinel row in the training data); the rows are judged as they are instead (_squashed)
             return None
         ratio = scale[ModeKeys.EVAL][both] / scale[ModeKeys.TRAIN][both]
         fold = np.maximum(ratio, 1 / ratio)
