@@ -4,13 +4,13 @@ fewer than 10 labels each, so a model collapsed to one class passed with a bare 
 found, and its message says that the model predicts one class; when even the pool leaves a class too rare to
 judge, the verdict's detail says so. Prediction rows that are not finite (a diverged model's NaN outputs) are
 not judged as class 0 (probe 14a z F7): when nothing finite is left, the detail says the predictions were not
-numbers."""
+numbers (Confusion: NotEvaluated, saying so)."""
 
 from __future__ import annotations
 
 import pytest
 
-from smdebug.rules.results import ISSUES, NO_ISSUES
+from smdebug.rules.results import ISSUES, NO_ISSUES, NOT_EVALUATED
 
 torch = pytest.importorskip("torch")
 nn = torch.nn
@@ -61,3 +61,6 @@ def test_predictions_that_are_not_finite_are_not_judged_as_class_0(tmp_path):
     r = judged(tmp_path, "ClassImbalance")
     assert r.status == NO_ISSUES, (r.status, [f.reason for f in r.findings])
     assert r.detail and "not finite" in r.detail and "not reached" in r.detail, r.detail
+    # (Confusion, which judges nothing else, says why it did not judge: no confusion matrix of NaN rows as class 0)
+    c = judged(tmp_path, "Confusion")
+    assert c.status == NOT_EVALUATED and "not finite" in c.detail, (c.status, c.detail)

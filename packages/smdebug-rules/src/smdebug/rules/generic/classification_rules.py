@@ -656,6 +656,10 @@ class Confusion(_LabelsAndPredictions):
         labels, predictions = self._pairs(step, label_names, prediction_names, argmax=None)
         if labels is None or predictions is None:
             return None
+        # (a prediction that is not finite is no class: left out, and said when nothing else is left)
+        finite = predictions != NOT_FINITE
+        self.__dict__["_not_finite"] = (int(np.sum(~finite)), int(labels.size))
+        labels, predictions = labels[finite], predictions[finite]
         valid = (labels >= 0) & (predictions >= 0)
         if self.category_no is not None:
             valid &= (labels < self.category_no) & (predictions < self.category_no)
@@ -716,6 +720,14 @@ class Confusion(_LabelsAndPredictions):
         trained, when = _labels_of_the_trained_model(self.base_trial, step)
         if not trained:
             self._unpaired = f"judges the trained model: {when}"
+            self.not_evaluated(self._unpaired)
+            return False
+        not_finite, rows = self.__dict__.get("_not_finite", (0, 0))
+        if matrix is None and not_finite:
+            where = f"all {rows} rows" if not_finite == rows else \
+                f"{not_finite} of {rows} rows (the others hold no class ids in range)"
+            self._unpaired = (f"the last labels (step {step}) were not judged: the predictions saved with them are "
+                              f"not finite (NaN or infinite) in {where}: the model's outputs are not numbers")
             self.not_evaluated(self._unpaired)
             return False
         if matrix is None:
