@@ -41,6 +41,10 @@ class VanishingGradient(Rule):
         gradient is ~1e-6). The layers are compared by norm, not in model order (the run does not record
         it).
 
+    Gradients are saved at the optimizer step, after any clipping: gradients clipped to a tiny global norm
+    (``clip_grad_norm_(max_norm=1e-6)`` meant 1.0) meet the tests, and the finding then says that every step's
+    gradients have the same total norm, the signature of clipping (see :meth:`_clipped_to`).
+
     ``patience`` keeps the first step of a network with a layer that starts at zero from firing: the weights
     behind it get a gradient of exactly zero (not a small one) until it has moved once (residual branches
     whose last normalisation scale starts at zero, a zero-initialised classifier head).
@@ -144,6 +148,8 @@ class VanishingGradient(Rule):
         self._relative: Dict[Optional[str], List[Tuple[int, bool, Optional[str]]]] = {}
         #: per view, the absolute test at the steps where it had gradients, in order: (step, {weight: reason})
         self._absolute: Dict[Optional[str], List[Tuple[int, Dict[str, str]]]] = {}
+        #: what the first finding said of clipping (see :meth:`_clipped_to`; "" for nothing), None before it
+        self._clip_hint: Optional[str] = None
 
     def invoke_at_step(self, step):
         copies: List[_Copy] = []  # every weight gradient saved at the step, each worker's copy
@@ -162,7 +168,48 @@ class VanishingGradient(Rule):
             found = self._judge(view, step, members)
             if found and all(found != reason for _, reason in failing):  # (a shared gradient's finding: once)
                 failing.append((view, found))
-        return first_finding(failing) or False
+        found = first_finding(failing)
+        if not found:
+            return False
+        if self._clip_hint is None:  # (worked out once, at the first finding with three steps of gradients:
+            self._clip_hint = self._clipped_to(step)  # reading every gradient again per finding made long runs
+        return found + (f"; {self._clip_hint}" if self._clip_hint else "")  # quadratic)
+
+    def _clipped_to(self, step: int) -> Optional[str]:
+        """Why the gradients are small when it is clipping: the hook saves gradients at the optimizer step, after
+        ``clip_grad_norm_``, so gradients clipped to a tiny ``max_norm`` read as vanishing ones. Clipping to a
+        global norm leaves every step's gradients with the same total L2 norm (the max_norm) while the gradients
+        themselves change; said when the run's gradients (every tensor of the collection, biases too, as the
+        clip counts them) have one total norm, to 1e-4, at this step and the two steps with gradients before it.
+        Read at the first finding only: "" when it is not clipping (or the gradients were saved as reductions
+        only), None while fewer than three steps have gradients (asked again at the next finding)."""
+        saved = self._saved_gradient_steps()
+        steps = [s for s in saved if s <= step][-3:]
+        if len(steps) < 3:
+            steps = saved[:3]  # (a finding at the first steps: the steps after it, where the run has them)
+        if len(steps) < 3:
+            return None
+        totals = []
+        for s in steps:
+            total = 0.0
+            for name in select_tensors(self.base_trial, [GRADIENTS], []):
+                value = value_at(self.base_trial, name, s)
+                if value is None:
+                    continue
+                total += float(np.sum(np.square(np.asarray(value, dtype=np.float64))))
+            if not total > 0 or not np.isfinite(total):
+                return ""
+            totals.append(np.sqrt(total))
+        if max(totals) - min(totals) > 1e-4 * max(totals):
+            return ""
+        return (f"the gradients of every step have the same total norm, {totals[-1]:.3g} (steps "
+                f"{', '.join(map(str, steps))}): clipped to it (clip_grad_norm_ / clipnorm with max_norm "
+                f"{totals[-1]:.3g}?); gradients are saved after clipping, so a tiny max_norm reads as vanishing "
+                "gradients")
+
+    def _saved_gradient_steps(self) -> List[int]:
+        names = select_tensors(self.base_trial, [GRADIENTS], [])
+        return sorted({s for name in names for s in self._saved.steps(name)})
 
     @staticmethod
     def _views(copies: "List[_Copy]") -> "Dict[Optional[str], List[_Copy]]":
