@@ -10,6 +10,7 @@ from __future__ import annotations
 import bisect
 import math
 import re
+from statistics import NormalDist
 from typing import Dict, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 import numpy as np
@@ -661,6 +662,164 @@ def trend_p_value(values: Sequence[float], rising: bool) -> float:
     return float(0.5 * math.erfc(z / np.sqrt(2)))
 
 
+# ----------------------------------------------------------------------------------------------------------
+# the validation loss row by row (Overfit's rise against the sampling noise of its validation rows)
+# ----------------------------------------------------------------------------------------------------------
+def _log_softmax(z: np.ndarray) -> np.ndarray:
+    z = z - z.max(axis=-1, keepdims=True)
+    return z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
+
+
+def _rowwise(values: np.ndarray) -> np.ndarray:
+    """Per-row means of element-wise losses of shape (rows, ...)."""
+    return values.reshape(len(values), -1).mean(axis=1)
+
+
+def _cross_entropy(pred: np.ndarray, label: np.ndarray) -> Optional[np.ndarray]:
+    """Per-row cross-entropy of scores (rows, classes) against integer class labels (rows,)."""
+    if pred.ndim != 2 or pred.shape[1] < 2 or label.shape != (len(pred),):
+        return None
+    if not np.all((label == np.round(label)) & (label >= 0) & (label < pred.shape[1])):
+        return None
+    return -_log_softmax(pred)[np.arange(len(pred)), label.astype(np.int64)]
+
+
+def _cross_entropy_of_probabilities(pred: np.ndarray, label: np.ndarray) -> Optional[np.ndarray]:
+    """The same for probabilities (a softmax output layer, as Keras' sparse categorical cross-entropy takes)."""
+    if pred.ndim != 2 or pred.shape[1] < 2 or np.any(pred < 0) or np.any(pred > 1):
+        return None
+    return _cross_entropy(np.log(np.clip(pred, 1e-7, 1.0)), label)
+
+
+def _same_shape(pred: np.ndarray, label: np.ndarray) -> Optional[Tuple[np.ndarray, np.ndarray]]:
+    """Predictions and targets of one shape (a trailing axis of 1 on either side dropped), or None."""
+    if pred.ndim > 1 and pred.shape[-1] == 1 and pred.ndim == label.ndim + 1:
+        pred = pred[..., 0]
+    if label.ndim > 1 and label.shape[-1] == 1 and label.ndim == pred.ndim + 1:
+        label = label[..., 0]
+    return (pred, label) if pred.shape == label.shape and len(pred) else None
+
+
+def _binary_cross_entropy(pred: np.ndarray, label: np.ndarray, logits: bool) -> Optional[np.ndarray]:
+    pair = _same_shape(pred, label)
+    if pair is None or np.any(pair[1] < 0) or np.any(pair[1] > 1):
+        return None
+    x, y = pair
+    if logits:
+        return _rowwise(np.maximum(x, 0) - x * y + np.log1p(np.exp(-np.abs(x))))
+    if np.any(x < 0) or np.any(x > 1):
+        return None
+    x = np.clip(x, 1e-7, 1 - 1e-7)
+    return _rowwise(-(y * np.log(x) + (1 - y) * np.log(1 - x)))
+
+
+def _regression(pred: np.ndarray, label: np.ndarray, kind: str) -> Optional[np.ndarray]:
+    pair = _same_shape(pred, label)
+    if pair is None:
+        return None
+    d = np.abs(pair[0] - pair[1])
+    if kind == "squared":
+        return _rowwise(d ** 2)
+    if kind == "absolute":
+        return _rowwise(d)
+    return _rowwise(np.where(d < 1, 0.5 * d ** 2, d - 0.5))  # smooth L1 / Huber at 1
+
+
+#: losses whose per-row value can be computed from saved predictions and labels: the one whose mean matches the
+#: loss the run saved is taken (a weighted or smoothed loss matches none: the rule then keeps its own tests)
+ROW_LOSSES = (
+    ("cross-entropy", _cross_entropy),
+    ("cross-entropy", _cross_entropy_of_probabilities),
+    ("binary cross-entropy", lambda p, y: _binary_cross_entropy(p, y, logits=True)),
+    ("binary cross-entropy", lambda p, y: _binary_cross_entropy(p, y, logits=False)),
+    ("squared error", lambda p, y: _regression(p, y, "squared")),
+    ("absolute error", lambda p, y: _regression(p, y, "absolute")),
+    ("smooth L1 error", lambda p, y: _regression(p, y, "smooth")),
+)
+
+
+def _matches(rows: np.ndarray, saved: float) -> bool:
+    """Whether per-row losses average to the saved loss (as float32 computes it)."""
+    return bool(np.isfinite(rows).all()) and abs(float(rows.mean()) - saved) <= 1e-3 * abs(saved) + 1e-5
+
+
+class ValidationRows:
+    """For one loss: the per-row validation loss of each validation pass, from the predictions and labels the run
+    saved at the pass's EVAL saves (the registered loss module's inputs ``<Loss>_input_0``/``_input_1`` next to its
+    output ``<Loss>_output_0``, or the run's only ``predictions`` and ``labels`` tensors), by the loss among
+    :data:`ROW_LOSSES` whose row mean matches the loss saved at each of them. None for a pass where that cannot be
+    done (inputs not saved at every save of the pass, no loss matches): the rule then keeps its own tests."""
+
+    def __init__(self, trial, saved: SavedSteps, name: str):
+        self.trial, self.saved, self.name = trial, saved, name
+        self.inputs = self._inputs()
+        self.kind: Optional[str] = None  # the loss found to match
+        self._rows: Dict[int, Optional[np.ndarray]] = {}  # per pass (its first step)
+
+    def _inputs(self) -> Optional[Tuple[str, str]]:
+        names = set(self.trial.tensor_names())
+        if self.name.endswith("_output_0"):
+            prefix = self.name[:-len("_output_0")]
+            if f"{prefix}_input_0" in names and f"{prefix}_input_1" in names:
+                return f"{prefix}_input_0", f"{prefix}_input_1"
+        collections = self.trial.collections()
+        found = []
+        for cname in ("predictions", "labels"):
+            coll = collections.get(cname)
+            matched = [n for n in names if coll is not None and coll.matches(n) and n != self.name]
+            if len(matched) != 1:
+                return None
+            found.append(matched[0])
+        return found[0], found[1]
+
+    def of(self, p: ValidationPass) -> Optional[np.ndarray]:
+        """The per-row losses of pass ``p`` in the order saved, or None."""
+        if p.first not in self._rows:
+            self._rows[p.first] = self._read(p) if self.inputs is not None else None
+        return self._rows[p.first]
+
+    def _value(self, tensor: str, step: int) -> Optional[np.ndarray]:
+        try:
+            return np.asarray(self.trial.tensor(tensor).value(step), dtype=np.float64)
+        except MissingEventFile:
+            raise
+        except (TensorUnavailable, TensorUnavailableForStep, TypeError, ValueError):
+            return None
+
+    def _read(self, p: ValidationPass) -> Optional[np.ndarray]:
+        steps = self.saved.steps(self.name)
+        saves = steps[bisect.bisect_left(steps, p.first):bisect.bisect_right(steps, p.last)]
+        preds, labels, losses = [], [], []
+        for g in saves:
+            pred, label = self._value(self.inputs[0], g), self._value(self.inputs[1], g)
+            if pred is None or label is None or pred.ndim == 0 or len(pred) != len(label):
+                return None
+            preds.append(pred)
+            labels.append(label)
+            losses.append(self.saved.mean(self.name, g))
+        for kind, rows_of in ROW_LOSSES:
+            if self.kind is not None and kind != self.kind:
+                continue
+            rows = [rows_of(pr, la) for pr, la in zip(preds, labels)]
+            if any(r is None for r in rows):
+                continue
+            every = all(v is not None and _matches(r, v) for r, v in zip(rows, losses))
+            if every or _matches(np.concatenate(rows), p.value):
+                self.kind = kind
+                return np.concatenate(rows)
+        return None
+
+
+def rows_carrying(d: np.ndarray) -> Tuple[int, float]:
+    """The fewest rows whose change ``d`` adds up to the whole rise (``d.sum() > 0``), and what the other rows
+    did (their mean change)."""
+    order = np.sort(d)[::-1]
+    k = int(np.searchsorted(np.cumsum(order), d.sum())) + 1
+    k = min(k, len(d))
+    rest = order[k:]
+    return k, float(rest.mean()) if len(rest) else 0.0
+
+
 #: the shortest median of evaluations Overfit judges with on a run that ended with fewer than ``2 * window``
 #: evaluations (one evaluation alone is that evaluation's noise)
 SHORT_WINDOW = 2
@@ -795,6 +954,8 @@ class Overfit(Rule):
         #: per (loss, worker) of a finished run: every evaluation, to see past the one judged
         self._complete: Dict[Tuple[str, Optional[str]], Evaluations] = {}
         self._previous: Optional[int] = None  # the step invoked before
+        #: per loss: its validation loss row by row, where the run saved its inputs
+        self._rows: Dict[str, ValidationRows] = {}
 
     def _condition(self, ev: Evaluations, k: int, w: int) -> Tuple[bool, str]:
         """(met, why) at evaluation ``k`` with medians of ``w`` evaluations: the first of the three conditions met,
@@ -806,12 +967,62 @@ class Overfit(Rule):
         sigma = evaluation_noise(ev.val[:k + 1])
         passes = f"medians of {w} evaluations{self._short_window(w, ev)}{describe_passes(ev.passes[:k + 1])}"
         overfitting = self._overfitting(ev, k, w, V, T, b, sigma)
+        if overfitting:
+            beyond, said = self._rise_over_rows(ev, k, w, b)
+            if beyond is False:
+                self.logger.debug("%s: %s at evaluation %d not reported: %s", self.rule_name, ev.reader.name, k, said)
+                overfitting = None
+            elif said:
+                overfitting += f"; {said}"
         never = self._never_generalised(ev, w, V, T, b, sigma, overfitting is not None)
         if never:
             return True, f"{never}; {passes}"
         if overfitting:
             return True, f"{overfitting}; {passes}"
         return False, ""
+
+    def _rise_over_rows(self, ev: Evaluations, k: int, w: int, b: int) -> Tuple[Optional[bool], str]:
+        """(whether the validation loss's rise from the best median's evaluations to the last ``w`` is beyond the
+        sampling noise of the validation rows, what carries it) -- None when the rows cannot be read.
+
+        The trend test counts each evaluation as evidence, but the evaluations are of the SAME rows: a few rows
+        the model gets confidently wrong, growing more confident at every evaluation, make a steady rise that a
+        validation set of other rows would not show (probe 14a F2: 4 of 114 rows carried a "p = 0.001" rise).
+        So the rise is tested paired, row by row: ``d`` = each row's mean loss over the last ``w`` evaluations
+        minus its mean over the best median's ``w``; the rise counts when ``mean(d) > z * sd(d) / sqrt(rows)``
+        at the one-sided level ``significance`` (0.01 when that is 0)."""
+        if ev.reader.worker is not None:
+            return None, ""
+        rows = self._rows.get(ev.reader.name)
+        if rows is None:
+            rows = self._rows[ev.reader.name] = ValidationRows(self.base_trial, self._saved, ev.reader.name)
+        best = [r for r in (rows.of(ev.passes[j]) for j in range(b, b + w)) if r is not None]
+        now = [r for r in (rows.of(ev.passes[j]) for j in range(k - w + 1, k + 1)) if r is not None]
+        at = ""
+        if not now:
+            # (a tapered schedule saves the predictions at fewer evaluations than the loss: the last evaluation
+            # after the best median's window that has them stands in -- when a few rows carry the rise, its
+            # ratio to its standard error is about the square root of their number, whatever its size)
+            later = [j for j in range(k - w, b + w - 1, -1) if rows.of(ev.passes[j]) is not None]
+            if later:
+                now, at = [rows.of(ev.passes[later[0]])], f" at {describe_pass(ev.passes[later[0]])}"
+        if not best or not now or len({len(r) for r in best + now}) != 1 or len(best[0]) < 2:
+            return None, ""
+        d = np.mean(now, axis=0) - np.mean(best, axis=0)
+        n, rise = len(d), float(d.mean())
+        se = float(d.std(ddof=1) / np.sqrt(n))
+        z = NormalDist().inv_cdf(1 - (self.significance or 0.01))
+        where = (f"{rows.kind} of the {n} validation rows from their saved predictions and labels, the best "
+                 f"median's evaluations against {at[4:] if at else 'the last ones'}")
+        if not (rise > z * se):
+            return False, (f"per row ({where}): a rise of {rise:.4g}, within {z:.2f} times its standard error "
+                           f"{se:.3g} over the rows")
+        said = f"per row ({where}): +{rise:.4g}, {rise / se:.1f} times its standard error over the rows" if se else ""
+        carrying, rest = rows_carrying(d)
+        if carrying <= max(3, n // 10):
+            said += (f"; {carrying} of the {n} rows carry the whole rise (the other {n - carrying}: "
+                     f"{rest:+.3g} on average)")
+        return True, said
 
     def _overfitting(self, ev: Evaluations, k: int, w: int, V: List[float], T: List[float], b: int,
                      sigma: float) -> Optional[str]:
