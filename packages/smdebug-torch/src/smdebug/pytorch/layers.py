@@ -119,8 +119,25 @@ def loss_expects(loss_module) -> str:
     return loss_inputs.OTHER
 
 
+#: loss classes whose first input's meaning is set by a flag of the module: the flag is recorded with the type
+#: (``"PoissonNLLLoss(log_input=True)"``): PoissonNLLLoss takes log-rates (``log_input=True``, its default) or
+#: rates; KLDivLoss takes log-probabilities, and its targets are log-probabilities too with ``log_target=True``
+_FLAGS = (("PoissonNLLLoss", "log_input"), ("KLDivLoss", "log_target"))
+_FLAG_CLASSES = tuple((getattr(torch.nn, n), flag) for n, flag in _FLAGS if hasattr(torch.nn, n))
+
+
+def loss_type(loss_module) -> str:
+    """The type recorded for a loss module: its class name, with the flag that says what its inputs are for
+    the losses of :data:`_FLAGS` (read by ImproperOutput)."""
+    name = type(loss_module).__name__
+    for cls, flag in _FLAG_CLASSES:
+        if isinstance(loss_module, cls) and isinstance(getattr(loss_module, flag, None), bool):
+            return f"{name}({flag}={getattr(loss_module, flag)})"
+    return name
+
+
 def describe_loss(loss_module, name: str) -> loss_inputs.LossInputs:
     """The record of a loss module the hook names ``name``: its inputs are ``<name>_input_0`` (the
     prediction) and ``<name>_input_1`` (the targets)."""
-    return loss_inputs.LossInputs(name, type(loss_module).__name__, loss_expects(loss_module),
+    return loss_inputs.LossInputs(name, loss_type(loss_module), loss_expects(loss_module),
                                   io_regex(name, "input", 0), io_regex(name, "input", 1))

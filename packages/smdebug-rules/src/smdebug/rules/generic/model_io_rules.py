@@ -437,9 +437,22 @@ def _log_rows_off(p: np.ndarray) -> Optional[Tuple[int, int]]:
     return best
 
 
+#: a Poisson loss as the PyTorch hook records it, with its flag: ``PoissonNLLLoss(log_input=True)``
+_POISSON = re.compile(r"^PoissonNLLLoss\(log_input=(True|False)\)$")
+
+
+def poisson_log_input(loss_type: str) -> Optional[bool]:
+    """Whether a recorded Poisson loss takes log-rates (``log_input=True``) or rates; None for another loss."""
+    m = _POISSON.match(loss_type)
+    return None if m is None else m.group(1) == "True"
+
+
 def _label(loss: loss_inputs.LossInputs) -> str:
-    """How verdicts name a recorded loss: its type, and the hook's name for it where that differs."""
-    return loss.type if loss.name == loss.type else f"{loss.type} ({loss.name})"
+    """How verdicts name a recorded loss: its type, and the hook's name for it where that differs (other than by
+    the flags recorded with the type: ``PoissonNLLLoss(log_input=True)`` is the loss the hook names
+    ``PoissonNLLLoss``)."""
+    same = loss.name == loss.type or loss.type.startswith(loss.name + "(")
+    return loss.type if same else f"{loss.type} ({loss.name})"
 
 
 #: what a loss is judged on: (its first input's tensor, its targets' tensor or None, what it expects, its type)
@@ -566,6 +579,12 @@ class ImproperOutput(Rule):
       them. Judged once training has ended, at the loss's last save: early in training a linear output is
       small too, and only one that stayed inside the range, pressed against its ends, is bounded.
 
+    * a ``PoissonNLLLoss`` (its ``log_input`` flag as the PyTorch hook recorded it) that takes log-rates
+      (``log_input=True``, its default) gets outputs that never went below 0 over the whole finished run while
+      its targets average below 1: every predicted rate ``exp(input)`` is at least 1, so none reaches the data's
+      -- rates (a Softplus, ReLU or exp output) given where their log is expected; or, with ``log_input=False``,
+      gets an output below 0: a log-rate (a linear output) where a rate is expected (the loss is NaN there).
+
     Other losses (ranking, contrastive, a user's own) are not judged: the verdict is NotApplicable when the
     run has only such losses. A run whose loss inputs were not saved is NotEvaluated, and the verdict names
     the loss and what to save. Saves holding NaN or infinity are left out (they say the model's output broke,
@@ -590,6 +609,8 @@ class ImproperOutput(Rule):
         #: the losses that are an XGBoost run's objective (see :meth:`_recorded`)
         self._objectives: set = set()
         self._framework: Optional[str] = None  # the run's, "" when unknown (read when first needed)
+        #: Poisson loss -> [targets seen, their sum, how many below 1] (see _poisson)
+        self._targets: Dict[str, List] = {}
 
     def _losses(self) -> Dict[str, Tuple[str, Optional[str], str, str]]:
         """loss -> (the tensor holding its first input, the tensor of its targets or None, what it expects, its
@@ -602,7 +623,8 @@ class ImproperOutput(Rule):
         recorded = self._recorded()
         found: Dict[str, Tuple[str, Optional[str], str, str]] = {}
         if recorded is not None:
-            judged = [loss for loss in recorded if loss.expects != loss_inputs.OTHER]
+            judged = [loss for loss in recorded
+                      if loss.expects != loss_inputs.OTHER or poisson_log_input(loss.type) is not None]
             if recorded and not judged:
                 self.not_applicable("the run's losses (" + ", ".join(sorted({loss.type for loss in recorded}))
                                     + ") expect nothing this rule can check of the model's output")
@@ -750,6 +772,9 @@ class ImproperOutput(Rule):
                 if invalid:
                     self.mark_evaluated(pname)
                     return invalid
+            log_input = poisson_log_input(loss_type)
+            if yname is not None and log_input is not None:
+                self._count_targets(loss, yname, step)
             if seen.values < self.min_values:
                 continue
             judged = True
@@ -809,6 +834,10 @@ class ImproperOutput(Rule):
                 return (f"{loss} on one output per sample against targets {yname} that are the class ids 0-"
                         f"{len(ids) - 1}, each about as frequent as the others (from {min(ids.values())} to "
                         f"{max(ids.values())} times): a classification trained as a regression on the class index")
+            if log_input is not None:
+                poisson = self._poisson(loss, pname, yname, step, log_input, low, high, n)
+                if poisson:
+                    return poisson
             # (a booster's predictions have no output activation to be bounded by)
             if expects == loss_inputs.REGRESSION and yname is not None and loss not in self._objectives:
                 bounded = self._bounded(loss, pname, yname, step, outputs, low, high)
@@ -817,6 +846,34 @@ class ImproperOutput(Rule):
         if not judged:
             self.not_evaluated(self._why_not())
         return False
+
+    def _count_targets(self, loss: str, yname: str, step: int) -> None:
+        """Pools a Poisson loss's targets over the run: how many, their sum, how many below 1."""
+        counts = self._targets.setdefault(loss, [0, 0.0, 0])
+        for y in batches_at(self.base_trial, yname, step):
+            if y.dtype.kind in "fiu" and y.size and np.isfinite(y).all():
+                counts[0] += y.size
+                counts[1] += float(y.sum(dtype=np.float64))
+                counts[2] += int(np.count_nonzero(y < 1))
+
+    def _poisson(self, loss: str, pname: str, yname: Optional[str], step: int, log_input: bool, low: float,
+                 high: float, n: int) -> Optional[str]:
+        """The finding on a Poisson loss (see the class docstring): rates fed as log-rates, or log-rates (a
+        linear output, below 0) fed as rates."""
+        if not log_input and low < 0:
+            return (f"{loss} takes rates (log_input=False), which are >= 0, but its input {pname} reaches "
+                    f"{low:.3g} (in [{low:.3g}, {high:.3g}] over {n} values): log-rates or a linear output (the "
+                    f"loss takes their log and is NaN there: apply exp/softplus, or use log_input=True)")
+        targets, total, below = self._targets.get(loss, (0, 0.0, 0))
+        if not (log_input and low >= 0 and targets and total < targets and self._at_last_save(pname, step)):
+            return None
+        # exp(input) >= 1 for every output while the targets average below 1: no rate the model can give is
+        # as small as the data's, a rate (softplus, relu, exp) given where the log of one is expected
+        return (f"{loss} takes log-rates (log_input=True: the rate is exp(input)) but its input {pname} never went "
+                f"below 0 over the run (in [{low:.3g}, {high:.3g}], {n} values), so every predicted rate is at "
+                f"least 1, while its targets {yname} average {total / targets:.3g} ({below / targets:.0%} of "
+                f"{targets} below 1): rates (a Softplus, ReLU or exp output) fed where log-rates are expected "
+                f"(remove that output activation, or build the loss with log_input=False)")
 
     def _broadcasts(self, loss_type: str) -> bool:
         """Whether the loss broadcasts an output and a target of different shapes: PyTorch's regression losses
