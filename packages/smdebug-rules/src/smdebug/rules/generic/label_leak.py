@@ -53,10 +53,18 @@ nothing to leak). A class is judged only when ``min_class_samples`` of its rows 
 be separated perfectly by luck); the held-out rows are the same at every round, so a run with fewer than two
 such classes cannot be judged at all (NotApplicable: too little data). NotEvaluated: the run saved no first
 round's trees.
+
+The other leak a boosting run shows is of rows, not of a column: a "validation" set that holds the training rows
+(``evals=[(dtrain, "train"), (dtrain, "validation")]``, or a model trained on the validation set). Its metric is
+then the training metric, to the last bit, at every round; a real held-out set's never is (different rows give
+different sums). So at the end of a finished run, two evaluation sets whose same metric (``train-logloss``,
+``validation-logloss``) is equal at every one of at least ``MIN_SAME_ROUNDS`` rounds saved for both are a
+finding: whatever the validation metric says, the model was judged on rows it was trained on.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import defaultdict
 from typing import Dict, List, Optional, Tuple
@@ -65,7 +73,7 @@ import numpy as np
 
 from smdebug.core.names import clipped, listed, terminal_safe
 from smdebug.rules.evaluation import looking_for
-from smdebug.rules.generic.selection import value_at
+from smdebug.rules.generic.selection import select_tensors, value_at
 from smdebug.rules.generic.xgboost_rules import (booster_params, cross_validation, num_parallel_tree,
                                                   regression_objective)
 from smdebug.rules.params import as_float, as_int, in_range
@@ -126,6 +134,12 @@ def predicted_classes(predictions: np.ndarray, classes: np.ndarray) -> Optional[
     return None
 
 
+#: rounds two evaluation sets' metrics must be equal at before they are said to hold the same rows (a few rounds
+#: of a metric with few distinct values, such as an error rate on a small set, can agree by chance)
+MIN_SAME_ROUNDS = 10
+METRICS = "metrics"
+
+
 class LabelLeak(Rule):
     """Fires when an XGBoost model's first boosting round separates the held-out classes (a regression: ranks
     the held-out targets) on one feature, the sign of a feature that encodes the label.
@@ -169,6 +183,7 @@ class LabelLeak(Rule):
         self._leaf_rounds, self._leaf_saves = -1, 0
         #: the rounds not saved between the last of those and the first that split ("11-19"), if any
         self._unsaved: Optional[str] = None
+        self._same_checked = False  # whether the evaluation sets were compared (at the run's last step)
 
     def _say(self, kind: str, reason: str) -> None:
         self._said = (kind, reason)
@@ -199,6 +214,9 @@ class LabelLeak(Rule):
         return None
 
     def invoke_at_step(self, step):
+        same = self._same_rows(step)
+        if same:
+            return same
         if self._judged:
             if self._said is not None:
                 self._say(*self._said)
@@ -232,6 +250,41 @@ class LabelLeak(Rule):
                 self.not_applicable(self._waiting)  # (the verdict keeps the last step's word)
             return False
         return self._judge(np.asarray(labels), np.asarray(predictions), step)
+
+    def _same_rows(self, step: int) -> Optional[str]:
+        """At the last step of a finished run: two evaluation sets whose same metric was equal at every round saved
+        for both (at least MIN_SAME_ROUNDS), as a finding; None otherwise."""
+        trial = self.base_trial
+        if self._same_checked or not trial.loaded_all_steps or step != trial.last_step():
+            return None
+        self._same_checked = True
+        by_metric: Dict[str, List[str]] = defaultdict(list)
+        for name in select_tensors(trial, [METRICS], []):
+            data, sep, metric = name.partition("-")
+            if sep and data and metric:
+                by_metric[metric].append(name)
+        for metric, names in sorted(by_metric.items()):
+            curves = {n: self._curve(n) for n in sorted(names)[:8]}  # (a handful of sets; a hostile run: bounded)
+            for a, b in itertools.combinations(curves, 2):
+                rounds = sorted(set(curves[a]) & set(curves[b]))
+                if len(rounds) >= MIN_SAME_ROUNDS and all(curves[a][r] == curves[b][r] for r in rounds):
+                    self.mark_evaluated()
+                    return (f"{terminal_safe(clipped(a, 100))} and {terminal_safe(clipped(b, 100))} are equal at every "
+                            f"one of the {len(rounds)} rounds saved for both (rounds {rounds[0]}-{rounds[-1]}): the "
+                            f"two evaluation sets hold the same rows. Is the validation set the training set (or "
+                            f"was the model trained on the validation set)? A model judged on rows it was trained "
+                            f"on looks better than it is")
+        return None
+
+    def _curve(self, name: str) -> Dict[int, float]:
+        """The metric's value at each round it was saved (global steps), finite scalars only."""
+        out: Dict[int, float] = {}
+        tensor = self.base_trial.tensor(name)
+        for s in tensor.steps():
+            value = value_at(self.base_trial, name, s)
+            if value is not None and np.size(value) == 1 and np.isfinite(value).all():
+                out[s] = float(np.asarray(value).ravel()[0])
+        return out
 
     def _several_targets(self) -> bool:
         """A regression of several targets (labels of more than one column): said not applicable, True."""
