@@ -456,7 +456,8 @@ def test_overtraining_validation_plateau_while_training_goes_on(tmp_path):
     rule = Overtraining(trial, **w1)
     invoke_rule(rule)
     assert rule.last_reason == ("loss: validation loss has not improved by 1% for 6 evaluations (best median 0.5 at "
-                                "EVAL step 1; patience_validation 3) while the training loss went on falling "
+                                "EVAL step 1, after TRAIN step 1; now 0.6 (+20.0%); patience_validation 3) while the "
+                                "training loss went on falling "
                                 "(0.5 -> 0.03, medians of 1 saves)")
     # a validation loss still improving, by at least min_delta_percent of its best, never fires
     slow = [1.0 * 0.98 ** k for k in range(8)]

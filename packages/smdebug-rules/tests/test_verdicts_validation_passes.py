@@ -138,7 +138,8 @@ def test_single_eval_steps_between_training_steps_are_judged_as_before(tmp_path)
     rule = Overtraining(trial, **w1)
     assert invoke_rule(rule) == [13, 15]
     assert rule.last_reason == ("loss: validation loss has not improved by 1% for 6 evaluations (best median 0.5 at "
-                                "EVAL step 1; patience_validation 3) while the training loss went on falling "
+                                "EVAL step 1, after TRAIN step 1; now 0.6 (+20.0%); patience_validation 3) while the "
+                                "training loss went on falling "
                                 "(0.5 -> 0.03, medians of 1 saves)")
     train = [1.0, 0.5, 0.1, 0.05, 0.01, 0.005, 0.001, 0.0005]
     val = [1.0, 0.8, 0.6, 0.6, 0.7, 0.8, 0.9, 1.0]
@@ -156,7 +157,7 @@ def test_single_eval_steps_with_unsaved_training_steps_between_are_separate_eval
     assert invoke_rule(Overtraining(trial, train_progress_percent="75", **w1)) == [14, 17, 20, 23]
     rule = Overtraining(trial, **w1)
     assert invoke_rule(rule) == [20, 23]
-    assert "for 6 evaluations (best median 0.5 at EVAL step 1;" in rule.last_reason
+    assert "for 6 evaluations (best median 0.5 at EVAL step 1, after TRAIN step " in rule.last_reason
     # EVAL steps after training steps of which only every other one saved its loss: one evaluation each
     steps = []
     for k, (t, v) in enumerate(zip([1.0, 0.5, 0.25, 0.125], [1.0, 0.5, 0.75, 1.0])):

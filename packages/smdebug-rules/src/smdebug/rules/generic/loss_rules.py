@@ -1468,10 +1468,12 @@ class Overtraining(Rule):
                           f"{last:.6g}, medians of {self.window_train} saves): the model never generalised, so "
                           "early stopping has no better point to keep; check that the validation data is prepared "
                           f"as the training data (the same scaling, the same labels){describe_passes(passes.passes)}")
+        now = smoothed[-1][1]
+        rise = f" (+{(now - plateau.best) / abs(plateau.best):.1%})" if plateau.best and now > plateau.best else ""
         return True, (f"{self._shown(name, worker)}: validation loss has not improved by "
                       f"{self.min_delta_percent:g}% for "
                       f"{plateau.wait} evaluations (best median {plateau.best:.6g} at "
-                      f"{describe_pass(best, mode=True)}; "
+                      f"{describe_pass(best, mode=True)}{self._trained_by(name, worker, best)}; now {now:.6g}{rise}; "
                       f"patience_validation {self.patience_validation}) while the training loss went on "
                       f"falling ({before[-1]:.6g} -> {last:.6g}, medians of {self.window_train} saves)"
                       f"{describe_passes(passes.passes)}")
@@ -1479,6 +1481,16 @@ class Overtraining(Rule):
     def _shown(self, name: str, worker: Optional[str]) -> str:
         """The loss as findings name it: with ``worker`` once several workers saved it."""
         return worker_named(name, worker) if len(self._saved.seen_workers(name, self._previous)) > 1 else name
+
+    def _trained_by(self, name: str, worker: Optional[str], p: ValidationPass) -> str:
+        """Where pass ``p`` is in training, for findings: ``, after TRAIN step 180`` (the last TRAIN save of the
+        loss before it -- the point early stopping would have kept); empty when none came before."""
+        train = self._series.get((name, ModeKeys.TRAIN, worker))
+        for m in reversed(train[1] if train else []):  # (from the latest: the pass is usually near the end)
+            g = self.base_trial.global_step(ModeKeys.TRAIN, m)
+            if g is not None and g <= p.first:
+                return f", after TRAIN step {m}"
+        return ""
 
     def invoke_at_step(self, step):
         step_mode, mode_step = self.base_trial.mode_modestep(step)
