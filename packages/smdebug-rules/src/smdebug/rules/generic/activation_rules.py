@@ -34,6 +34,9 @@ from smdebug.rules.rule import Rule
 
 
 _SATURATING = f"{CollectionKeys.TANH_ACTIVATIONS},{CollectionKeys.SIGMOID_ACTIVATIONS}"
+#: ReLU-like layers (as the hooks record their type) whose output is below 0 where they still pass a gradient:
+#: DeadRelu counts their units active where they are not 0
+_SIGNED_RELUS = ("Hardswish",)
 
 
 def batches_at(trial, name: str, step: int) -> List[np.ndarray]:
@@ -229,14 +232,15 @@ def unit_readings(shape: Sequence[int], framework: Optional[str],
     return [channels] + (sequence if ndim == 3 else [])
 
 
-def _active(value: np.ndarray, reading: UnitReading) -> np.ndarray:
-    """(samples, units) booleans: whether each unit is active (not 0 somewhere) in each sample. A ReLU's output
-    is never below 0, so that is "positive"; a Hardswish's is below 0 for inputs in (-3, 0), where it still
-    passes a gradient, and exactly 0 only at or below -3, where it passes none."""
+def _active(value: np.ndarray, reading: UnitReading, nonzero: bool = False) -> np.ndarray:
+    """(samples, units) booleans: whether each unit is active (positive somewhere; with ``nonzero``, not 0
+    somewhere) in each sample."""
     if reading.unit_axis is None:
-        return units_by_samples(value) != 0
+        units = units_by_samples(value)
+        return units != 0 if nonzero else units > 0
     moved = np.moveaxis(value, (reading.batch_axis, reading.unit_axis), (0, 1))
-    return (moved.reshape(moved.shape[0], moved.shape[1], -1) != 0).any(axis=2)
+    moved = moved.reshape(moved.shape[0], moved.shape[1], -1)
+    return (moved != 0 if nonzero else moved > 0).any(axis=2)
 
 
 def _units(shape: Sequence[int], reading: UnitReading) -> int:
@@ -247,13 +251,15 @@ def _samples(values: Sequence[np.ndarray], reading: UnitReading) -> int:
     return sum(int(v.shape[reading.batch_axis]) for v in values)
 
 
-def dead_units(value, reading: UnitReading, threshold_inactivity: float) -> Tuple[np.ndarray, int]:
+def dead_units(value, reading: UnitReading, threshold_inactivity: float,
+               nonzero: bool = False) -> Tuple[np.ndarray, int]:
     """(indices of the dead units, samples) of ``value`` (an array, or a list of arrays of the same units
-    pooled: batches of consecutive saves) read as ``reading``: a unit is dead when it is active (not 0
-    somewhere in the sample) in fewer than ``threshold_inactivity`` percent of the samples. Indices are flat
-    positions for ``units`` and positions along ``unit_axis`` otherwise."""
+    pooled: batches of consecutive saves) read as ``reading``: a unit is dead when it is active (positive
+    somewhere in the sample; with ``nonzero``, not 0 somewhere: a Hardswish's output) in fewer than
+    ``threshold_inactivity`` percent of the samples. Indices are flat positions for ``units`` and positions
+    along ``unit_axis`` otherwise."""
     values = [value] if isinstance(value, np.ndarray) else list(value)
-    active = np.concatenate([_active(v, reading) for v in values], axis=0)
+    active = np.concatenate([_active(v, reading, nonzero) for v in values], axis=0)
     active_percent = active.mean(axis=0) * 100
     return np.flatnonzero(active_percent < threshold_inactivity), active.shape[0]
 
@@ -266,7 +272,7 @@ class DeadRelu(Rule):
     least ``n >= 100 / threshold_inactivity`` samples (see the module docstring; NotEvaluated, with the count,
     until the saves hold that many)::
 
-        active(unit, sample) = the unit's value is not 0 at some position of the sample
+        active(unit, sample) = the unit's value > 0 at some position of the sample
         active_percent(unit) = 100 * #{samples where active} / n
         dead(unit)           = active_percent(unit) < threshold_inactivity
         dead_percent         = 100 * #dead units / #units
@@ -305,7 +311,9 @@ class DeadRelu(Rule):
 
     The inspected tensors are the outputs of the layers of ``collection_names`` (the hooks put every ReLU
     layer there by its type, whatever its name, and record which of its tensors are outputs) and the tensors
-    matching ``tensor_regex``.
+    matching ``tensor_regex``. A Hardswish layer (PyTorch's, recorded so by the hook) is negative, and passes
+    a gradient, for inputs in (-3, 0), and exactly 0, passing none, at or below -3: its unit is active in a
+    sample where its output is not 0.
 
     :param collection_names: comma-separated collections of ReLU layers (default ``"relu_activations"``);
         empty for none.
@@ -341,6 +349,8 @@ class DeadRelu(Rule):
         self._dead_units: frozenset = frozenset()  # of the last layer judged (_judge)
         #: per (tensor, mode) of an ended run: whether it is dead at its last saves, and those steps
         self._at_end: Dict[Tuple[str, object], Tuple[bool, List[int]]] = {}
+        #: per tensor: whether its layer is active where not 0 (_nonzero_active)
+        self._signed: Dict[str, bool] = {}
 
     def tensors(self) -> List[str]:
         names = set(collection_tensors(self.base_trial, self.collection_names, "outputs"))
@@ -432,6 +442,16 @@ class DeadRelu(Rule):
                     self._at_end[key] = (self._judge(name, pooled, readings, steps) is not None, steps)
         return self._at_end[key]
 
+    def _nonzero_active(self, name: str) -> bool:
+        """Whether ``name`` is the output of a layer that is active where it is not 0 (see the class docstring);
+        looked up once per tensor."""
+        if name not in self._signed:
+            from smdebug.core.activations import activation_layers
+
+            layers = (activation_layers(self.base_trial) or {}).get(CollectionKeys.RELU_ACTIVATIONS, ())
+            self._signed[name] = any(layer.type in _SIGNED_RELUS and layer.output_names([name]) for layer in layers)
+        return self._signed[name]
+
     def _readings(self, shape: Tuple[int, ...]) -> List[UnitReading]:
         if self._framework is None:
             from smdebug.core.run_info import framework_of
@@ -451,7 +471,7 @@ class DeadRelu(Rule):
         best = None
         value = pooled[0]
         for reading in readings:
-            dead, samples = dead_units(pooled, reading, self.threshold_inactivity)
+            dead, samples = dead_units(pooled, reading, self.threshold_inactivity, self._nonzero_active(name))
             units = _units(value.shape, reading)
             if best is None or len(dead) / units < len(best[1]) / best[2]:
                 best = (reading, dead, units, samples)
