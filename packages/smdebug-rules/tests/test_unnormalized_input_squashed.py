@@ -60,3 +60,20 @@ def test_tiny_features_beside_unit_ones_pass(tmp_path):
     x[:, 2:] *= 1e-6
     r = judged(run(tmp_path / "run", x[:256], y[:256], x[256:], y[256:]), "UnnormalizedInput")
     assert r.status == NO_ISSUES, (r.status, r.detail)
+
+
+def test_threshold_low_sets_or_turns_off_the_test(tmp_path):
+    import numpy as np
+
+    from smdebug.exceptions import SMDebugValueError
+    from smdebug.rules.generic import UnnormalizedInput
+    from smdebug.rules.rule_invoker import invoke_rule
+    from test_data_rules import run as numpy_run
+
+    table = np.random.default_rng(0).random((64, 5)).astype(np.float32) * 1e-5
+    trial = numpy_run(tmp_path, [{"model_input_0": table}], collections={"inputs": "model_input"})
+    assert invoke_rule(UnnormalizedInput(trial)) == [0]
+    assert invoke_rule(UnnormalizedInput(trial, threshold_low="1e-6")) == []
+    assert invoke_rule(UnnormalizedInput(trial, threshold_low="0")) == []
+    with pytest.raises(SMDebugValueError, match="threshold_low must be a number >= 0"):
+        UnnormalizedInput(trial, threshold_low="-1")

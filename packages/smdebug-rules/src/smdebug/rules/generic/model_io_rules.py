@@ -94,9 +94,8 @@ class UnnormalizedInput(Rule):
         if not (self.threshold > 0 and np.isfinite(self.threshold)):
             raise SMDebugValueError(f"{rule}: threshold must be a positive number, got {threshold!r}")
         self.threshold_low = as_float(rule, "threshold_low", threshold_low)
-        if not (self.threshold_low >= 0 and self.threshold_low < self.threshold):
-            raise SMDebugValueError(f"{rule}: threshold_low must be a number from 0 to below threshold, got "
-                                    f"{threshold_low!r}")
+        if not (self.threshold_low >= 0 and np.isfinite(self.threshold_low)):
+            raise SMDebugValueError(f"{rule}: threshold_low must be a number >= 0, got {threshold_low!r}")
         self.min_samples = as_int(rule, "min_samples", min_samples, minimum=2)
         self.collection_names = as_list(rule, "collection_names", collection_names)
         self.tensor_regex = as_list(rule, "tensor_regex", tensor_regex)
