@@ -22,16 +22,20 @@ pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
 
 def validated_run(path, n_train: int, n_val: int, flip_val: int = 0, flip_train: float = 0.0, hidden: int = 32,
-                  lr: float = 0.01, steps: int = 400) -> str:
+                  lr: float = 0.01, steps: int = 400, pos_weight: float = 0.0) -> str:
     """A 2-layer MLP under Hook.recommended, Adam, minibatches of 32, validated on the whole held-out set every 20
-    steps; ``flip_val`` validation labels and a ``flip_train`` share of the training labels flipped."""
+    steps; ``flip_val`` validation labels and a ``flip_train`` share of the training labels flipped. Cross-entropy
+    over 2 classes, or with ``pos_weight`` one logit and a binary cross-entropy weighing positive rows so."""
     x, y = classification_data(n=n_train + n_val, classes=2, seed=0)
     xt, yt, xv, yv = x[:n_train], y[:n_train].clone(), x[n_train:], y[n_train:].clone()
     yv[:flip_val] = 1 - yv[:flip_val]
     flipped = int(flip_train * n_train)
     yt[:flipped] = 1 - yt[:flipped]
-    model = mlp(classes=2, hidden=hidden, depth=2, seed=0)
+    model = mlp(classes=1 if pos_weight else 2, hidden=hidden, depth=2, seed=0)
     loss_fn = nn.CrossEntropyLoss()
+    if pos_weight:
+        loss_fn = nn.BCEWithLogitsLoss(pos_weight=torch.tensor([pos_weight]))
+        yt, yv = yt.float().unsqueeze(1), yv.float().unsqueeze(1)
     hook = smd.Hook.recommended(str(path))
     hook.register_module(model)
     hook.register_loss(loss_fn)
@@ -64,3 +68,11 @@ def test_a_model_memorising_noisy_training_labels_still_overfits_row_by_row(tmp_
     reason = r.findings[0].reason
     assert "overfitting" in reason and "per row (cross-entropy of the 200 validation rows" in reason, reason
     assert "times its standard error over the rows" in reason, reason
+
+
+def test_a_weighted_binary_cross_entropy_is_read_row_by_row_too(tmp_path):
+    # BCEWithLogitsLoss(pos_weight=3): the weight is fitted to the saved loss at each evaluation and taken once two
+    # evaluations agree on it; the two mislabelled rows' rise is then within the rows' noise, as above
+    run = validated_run(tmp_path / "run", n_train=200, n_val=100, flip_val=2, lr=0.003, pos_weight=3.0)
+    r = judged(run, "Overfit")
+    assert r.status == "NoIssuesFound", [f.reason for f in r.findings]

@@ -755,6 +755,9 @@ class ValidationRows:
         self.inputs = self._inputs()
         self.kind: Optional[str] = None  # the loss found to match
         self._rows: Dict[int, Optional[np.ndarray]] = {}  # per pass (its first step)
+        #: per pass no fixed loss matched: the positive-class weight a weighted binary cross-entropy would need
+        #: to match it, and the two parts of its per-row loss (see _weighted)
+        self._fits: Dict[int, Tuple[float, np.ndarray, np.ndarray]] = {}
 
     def _inputs(self) -> Optional[Tuple[str, str]]:
         names = set(self.trial.tensor_names())
@@ -776,7 +779,21 @@ class ValidationRows:
         """The per-row losses of pass ``p`` in the order saved, or None."""
         if p.first not in self._rows:
             self._rows[p.first] = self._read(p) if self.inputs is not None else None
+        if self._rows[p.first] is None and p.first in self._fits:
+            return self._weighted(p.first)
         return self._rows[p.first]
+
+    def _weighted(self, first: int) -> Optional[np.ndarray]:
+        """A binary cross-entropy whose positive rows weigh ``w`` (PyTorch's ``pos_weight``, a class weight): one
+        unknown, fitted on each pass to its saved loss; taken only when another pass's fit agrees (the weight is
+        the run's, the same at every evaluation -- one pass alone fits any loss)."""
+        w, positive, negative = self._fits[first]
+        if self.kind not in (None, "weighted binary cross-entropy"):
+            return None
+        if not any(f != first and abs(v - w) <= 1e-3 * abs(w) for f, (v, _, _) in self._fits.items()):
+            return None
+        self.kind = "weighted binary cross-entropy"
+        return w * positive + negative
 
     def _value(self, tensor: str, step: int) -> Optional[np.ndarray]:
         try:
@@ -807,7 +824,27 @@ class ValidationRows:
             if every or _matches(np.concatenate(rows), p.value):
                 self.kind = kind
                 return np.concatenate(rows)
+        self._fit_weight(p, preds, labels)
         return None
+
+    def _fit_weight(self, p: ValidationPass, preds: List[np.ndarray], labels: List[np.ndarray]) -> None:
+        """The positive-class weight ``w`` with which a binary cross-entropy of logits averages to the pass's loss:
+        per row ``w * y * softplus(-x) + (1 - y) * softplus(x)``, so ``w = (loss - mean negative part) / mean
+        positive part`` (kept in ``_fits`` when positive and finite)."""
+        pairs = [_same_shape(pr, la) for pr, la in zip(preds, labels)]
+        if any(pair is None for pair in pairs):
+            return
+        x = np.concatenate([pair[0] for pair in pairs])
+        y = np.concatenate([pair[1] for pair in pairs])
+        if not np.all((y == 0) | (y == 1)):
+            return
+        positive = _rowwise(y * (np.maximum(-x, 0) + np.log1p(np.exp(-np.abs(x)))))
+        negative = _rowwise((1 - y) * (np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x)))))
+        if positive.mean() <= 0:
+            return
+        w = (p.value - negative.mean()) / positive.mean()
+        if np.isfinite(w) and w > 0:
+            self._fits[p.first] = (float(w), positive, negative)
 
 
 def rows_carrying(d: np.ndarray) -> Tuple[int, float]:
@@ -900,6 +937,16 @@ class Overfit(Rule):
       no best to turn from, so where one of them holds too (validation labels misaligned: the loss rises from
       the first evaluation on, before training fell by ``train_progress_percent``) the finding is this one,
       not "overfitting".
+
+    **Rows.** Every evaluation is of the same validation rows, so a steady rise over evaluations can be a few
+    rows the model gets ever more confidently wrong, which a validation set of other rows would not show. Where
+    the run saved the loss's predictions and labels at the EVAL steps (``Hook.recommended`` does, on its
+    tapered schedule), the rise of either overfitting condition is first tested paired over the rows, the best
+    median's evaluations against the last ones (:meth:`Overfit._rise_over_rows`, :class:`ValidationRows`: the
+    per-row loss is whichever of cross-entropy, binary cross-entropy -- with a fitted positive-class weight --,
+    squared, absolute or smooth-L1 error matches the saved loss); a rise within the rows' noise is no
+    overfitting, and a finding says how many rows carry the rise when few do. Where it cannot be read, the
+    conditions stand as above.
 
     **Workers** (a data-parallel run whose workers all save the loss): each worker's validation passes are
     judged against that worker's own training loss, and a finding names the worker (one several workers show
