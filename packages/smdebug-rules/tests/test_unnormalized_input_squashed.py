@@ -77,3 +77,21 @@ def test_threshold_low_sets_or_turns_off_the_test(tmp_path):
     assert invoke_rule(UnnormalizedInput(trial, threshold_low="0")) == []
     with pytest.raises(SMDebugValueError, match="threshold_low must be a number >= 0"):
         UnnormalizedInput(trial, threshold_low="-1")
+
+
+def test_a_small_input_beside_one_of_ordinary_size_passes(tmp_path):
+    # a second input of tiny values (a noise level, a time step) beside the features: small by design
+    import numpy as np
+
+    from smdebug.rules.generic import UnnormalizedInput
+    from smdebug.rules.rule_invoker import invoke_rule
+    from test_data_rules import run as numpy_run
+
+    rng = np.random.default_rng(0)
+    saves = [{"model_input_0": rng.normal(size=(64, 5)).astype(np.float32),
+              "model_input_1": (rng.random((64, 1)) * 1e-5).astype(np.float32)}]
+    trial = numpy_run(tmp_path, saves, collections={"inputs": "model_input"})
+    assert invoke_rule(UnnormalizedInput(trial)) == []
+    alone = numpy_run(tmp_path / "alone", [{"model_input_1": saves[0]["model_input_1"]}],
+                      collections={"inputs": "model_input"})
+    assert invoke_rule(UnnormalizedInput(alone)) == [0]

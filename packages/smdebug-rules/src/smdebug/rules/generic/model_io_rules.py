@@ -63,7 +63,8 @@ class UnnormalizedInput(Rule):
     scale, sees almost the same input for every sample (its bias) and learns nothing from it (a min-max scaler
     fitted while an outlier row was in the table, a unit conversion or a division by 255 applied twice). That
     is judged over the table, never feature by feature: a feature of tiny values beside features of unit scale
-    (a rare flag, a near-constant column) is data. Unless the model standardises them itself: a saved pair of per-feature
+    (a rare flag, a near-constant column) is data; and over the model's inputs as a whole: a small input
+    beside another float input of ordinary size saved at the same step is small by design (a noise level). Unless the model standardises them itself: a saved pair of per-feature
     statistics (a mean and a variance of one layer, one value per feature: Keras's adapted ``Normalization``, a
     first ``BatchNormalization``'s moving statistics, at their last save) that brings every feature of the
     input to a scale of at most ``threshold`` (:mod:`.input_statistics`); a PyTorch ``BatchNorm1d``'s running
@@ -126,6 +127,7 @@ class UnnormalizedInput(Rule):
         names = select_tensors(self.base_trial, self.collection_names, self.tensor_regex)
         saved = [(name, value) for name in names for value in batches_at(self.base_trial, name, step) if value.size]
         constant = self._constant_inputs(step, saved)
+        sized = self._sized_inputs(saved)
         for name, value in saved:
             if value.ndim >= 4:
                 self._not_table(name, f"the model's input is an image: {name} has {value.ndim} dimensions "
@@ -186,7 +188,7 @@ class UnnormalizedInput(Rule):
                 return (f"{name}: feature {j} has scale {scale[j]:.4g} (mean {x[:, j].mean():.4g}, std "
                         f"{x[:, j].std():.4g}) > threshold {self.threshold:g} over {x.shape[0]} rows{over}; "
                         f"{int((scale > self.threshold).sum())} of {x.shape[1]} features above it")
-            squashed = self._squashed(name, x, scale, over)
+            squashed = self._squashed(name, x, scale, over) if not sized - {name} else None
             if squashed:
                 return squashed
         if constant:
@@ -197,6 +199,17 @@ class UnnormalizedInput(Rule):
             self.not_evaluated(f"judges steps where a float 2-D or 3-D input with at least min_samples="
                                f"{self.min_samples} rows was saved")
         return False
+
+    def _sized_inputs(self, saved: List[Tuple[str, np.ndarray]]) -> Set[str]:
+        """The float inputs saved at a step (tables, sequences, images) whose typical row is at least
+        ``threshold_low``: beside one of them, a squashed input is an auxiliary one small by design (a noise
+        level, a time step), as a constant input beside a varying one is (the inputs are judged as a whole)."""
+        sized = set()
+        for name, value in saved:
+            if value.dtype.kind == "f" and value.ndim >= 2 and value.size and np.isfinite(value).all():
+                if not typical_row_norm(value.reshape(-1, value.shape[-1]).astype(np.float64)) < self.threshold_low:
+                    sized.add(name)
+        return sized
 
     def _squashed(self, name: str, x: np.ndarray, scale: np.ndarray, over: str) -> Optional[str]:
         """The finding when the table's typical row is below ``threshold_low`` (see the class docstring), unless
