@@ -857,6 +857,20 @@ def rows_carrying(d: np.ndarray) -> Tuple[int, float]:
     return k, float(rest.mean()) if len(rest) else 0.0
 
 
+def ended_run_said(rule: Rule, names: Sequence[str], said) -> Optional[str]:
+    """``said(names, last step)`` on a run that has ended (None on a live one), computed once per state of the run:
+    it is asked at every step the rule does not judge, and reads the whole run."""
+    trial = rule.base_trial
+    if not trial.loaded_all_steps:
+        return None
+    cache = rule.__dict__.setdefault("_ended_said", {})
+    key = (len(trial.tensor_names()), trial.last_step(), tuple(names))
+    if cache.get("key") != key:
+        last = key[1]
+        cache.update(key=key, said=said(names, last) if last is not None else None)
+    return cache["said"]
+
+
 #: the shortest median of evaluations Overfit judges with on a run that ended with fewer than ``2 * window``
 #: evaluations (one evaluation alone is that evaluation's noise)
 SHORT_WINDOW = 2
@@ -1178,13 +1192,15 @@ class Overfit(Rule):
         """On a run that has ended with validation passes but too few evaluations to judge, what was seen and
         why it cannot be judged (None when nothing was seen): said as NotApplicable -- no more can come, and a
         run that validated a few times is no less judged than one that never did."""
-        if not self.base_trial.loaded_all_steps or not self.base_trial.steps():
-            return None
+        return ended_run_said(self, names, self._too_few_in)
+
+    def _too_few_in(self, names: Sequence[str], last: int) -> Optional[str]:
+        """:meth:`_too_few` of the run ended at step ``last``."""
         seen = []  # (evaluations, name, worker, all evaluations)
         for name in names:
             if not self._saved.steps(name, ModeKeys.TRAIN):
                 continue  # (no training loss to compare with: not a matter of how often it validated)
-            for worker in self._saved.seen_workers(name, self.base_trial.steps()[-1]):
+            for worker in self._saved.seen_workers(name, last):
                 full = self._all_evaluations(name, worker)
                 if len(full.val) >= 2 * self._window_for(name, worker):
                     return None  # (judged, or judged at evaluations to come in this pass over the run)
@@ -1428,6 +1444,8 @@ class Overtraining(Rule):
         self._validation: Dict[Tuple[str, Optional[str]], list] = {}
         #: per (loss, worker) of a finished run: every validation pass, read whole
         self._all_passes: Dict[Tuple[str, Optional[str]], ValidationPasses] = {}
+        #: per (loss, worker, first step of a pass): where the pass is in training, for findings
+        self._trained: Dict[Tuple[str, Optional[str], int], str] = {}
         self._previous: Optional[int] = None  # the step invoked before
 
     def _series_at(self, name: str, mode: ModeKeys, s: int, worker: Optional[str]) -> list:
@@ -1532,12 +1550,16 @@ class Overtraining(Rule):
     def _trained_by(self, name: str, worker: Optional[str], p: ValidationPass) -> str:
         """Where pass ``p`` is in training, for findings: ``, after TRAIN step 180`` (the last TRAIN save of the
         loss before it -- the point early stopping would have kept); empty when none came before."""
-        train = self._series.get((name, ModeKeys.TRAIN, worker))
-        for m in reversed(train[1] if train else []):  # (from the latest: the pass is usually near the end)
-            g = self.base_trial.global_step(ModeKeys.TRAIN, m)
-            if g is not None and g <= p.first:
-                return f", after TRAIN step {m}"
-        return ""
+        key = (name, worker, p.first)
+        if key not in self._trained:  # (kept: the rule fires again at each later evaluation, from the same best)
+            train = self._series.get((name, ModeKeys.TRAIN, worker))
+            self._trained[key] = ""
+            for m in reversed(train[1] if train else []):
+                g = self.base_trial.global_step(ModeKeys.TRAIN, m)
+                if g is not None and g <= p.first:
+                    self._trained[key] = f", after TRAIN step {m}"
+                    break
+        return self._trained[key]
 
     def invoke_at_step(self, step):
         step_mode, mode_step = self.base_trial.mode_modestep(step)
@@ -1577,9 +1599,10 @@ class Overtraining(Rule):
         """On a run that has ended with validation passes but fewer than ``window_validation`` of them (nothing
         judged, no more to come), what was seen and why it cannot be judged; None otherwise. (With fewer
         evaluations than ``window_validation + patience_validation`` the rule could not fire anyway.)"""
-        if not self.base_trial.loaded_all_steps or not self.base_trial.steps():
-            return None
-        last = self.base_trial.steps()[-1]
+        return ended_run_said(self, names, self._too_few_in)
+
+    def _too_few_in(self, names: Sequence[str], last: int) -> Optional[str]:
+        """:meth:`_too_few` of the run ended at step ``last``."""
         seen = []
         for name in names:
             if not self._saved.steps(name, ModeKeys.TRAIN):
