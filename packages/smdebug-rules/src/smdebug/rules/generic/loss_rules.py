@@ -952,6 +952,12 @@ class Overfit(Rule):
       the first evaluation on, before training fell by ``train_progress_percent``) the finding is this one,
       not "overfitting".
 
+    **A finished run with few evaluations.** No more evaluations can come: with fewer than ``2 * window`` but
+    at least 4, the medians are of half of them (:meth:`Overfit._window_for`; Keras' ``fit(epochs=5,
+    validation_data=...)`` validates 5 times); with fewer, or with evaluations only after the last TRAIN save
+    (a test pass once training ended), the rule is NotApplicable and says what it saw. A run still being
+    written waits for more.
+
     **Rows.** Every evaluation is of the same validation rows, so a steady rise over evaluations can be a few
     rows the model gets ever more confidently wrong, which a validation set of other rows would not show. Where
     the run saved the loss's predictions and labels at the EVAL steps (``Hook.recommended`` does, on its
@@ -1393,6 +1399,9 @@ class Overtraining(Rule):
     original's test on the training loss alone; off by default: a healthy run's training loss converges
     and stops improving too, and nothing tells the two apart without a validation loss). It fires again at
     every further such evaluation or save.
+
+    **A finished run with few evaluations** (fewer than ``window_validation``, or only after the last TRAIN
+    save: a test pass) is NotApplicable, saying what was seen, where a run still being written waits for more.
 
     **Workers** (a data-parallel run whose workers all save the loss): each worker's series -- its validation
     passes, its training loss -- is its own, as in Overfit; a worker that saved no EVAL step (validation on
