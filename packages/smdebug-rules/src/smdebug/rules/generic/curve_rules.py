@@ -84,6 +84,11 @@ class LossNotDecreasing(LossCurveRule):
     no progress) -- was a plateau, not a fault, and is not reported. Training often starts on one (an LSTM language
     model at the unigram entropy, a deep net near a saddle; Saxe et al. 2014 relate its length to the initial
     weights and the learning rate, nothing a rule can know), and a run that then learned did not fail to decrease.
+    Nor is a training loss's stall when the run's last window lies ``p`` below its first save (the model before
+    any update) and the condition did not hold at every check from half-way through the run to its end, as the
+    live criterion holds a stall: a loss that reached its floor within its first few steps has a first window
+    of post-learning noise, and on a noisy floor one upward excursion of the window medians met the condition
+    at two checks ``patience`` apart (probe 14a F1).
     A loss that was only falling slowly (the "too slowly to matter" test) is judged by that test's own
     yardstick: it is not reported when the run's last window lies ``p / 2`` below ``now`` and ``p`` below
     ``first`` and the first save (a steady learner whose progress is spread evenly over the run meets the pace
@@ -170,11 +175,14 @@ class LossNotDecreasing(LossCurveRule):
         self._last_unmet: Dict[Tuple[str, ModeKeys, Optional[str]], int] = {}
         #: per (loss, mode, worker), on a finished run: the median of its last window (None: too few saves to tell)
         self._final: Dict[Tuple[str, ModeKeys, Optional[str]], Optional[float]] = {}
+        #: per (loss, mode, worker), on a finished run: whether a training loss's stall held to its end (see
+        #: _stalled_to_end)
+        self._to_end: Dict[Tuple[str, ModeKeys, Optional[str]], bool] = {}
         #: per worker: whether a training loss had made progress before the first evaluation
         self._trained_first: Dict[Optional[str], bool] = {}
 
-    def _met(self, curve: Curve, s: int, label: str, paced: bool, trained_before: bool = False
-             ) -> Optional[Tuple[bool, str, float, float, bool]]:
+    def _met(self, curve: Curve, s: int, label: str, paced: bool, trained_before: bool = False,
+             capped: bool = False) -> Optional[Tuple[bool, str, float, float, bool]]:
         f = curve.first()
         length = s - f + 1
         # the shortest window: num_steps steps, widened to hold MIN_SAVES saves of a loss saved sparsely (every
@@ -192,6 +200,10 @@ class LossNotDecreasing(LossCurveRule):
         first = curve.median_between(f - 1, f + span - 1, "first")
         if now is None or then is None or first is None:
             return None
+        if capped and np.isfinite(curve.values[0]):
+            # (see _stalled_to_end) no higher than the first save: a loss that blew up within its first steps
+            # and came back to where it began made no progress
+            first = min(first, float(curve.values[0]))
         if not paced:
             # an evaluation set's metric of a model that converges within the first window (boosting at eta 0.3
             # reaches its plateau in a few rounds; a small validation set's error rate then sits on a step of
@@ -346,6 +358,48 @@ class LossNotDecreasing(LossCurveRule):
             return end < min(first, curve.values[0]) - p and end < now - p / 2
         return end < min(now, first, curve.values[0]) - p
 
+    def _learned_at_start(self, name: str, mode: ModeKeys, curve: Curve, first: float) -> bool:
+        """On a finished run: whether the run's last window lies ``p`` below the loss's first save (the model
+        before any update, in a run saved from its start): the model learned, though ``first``, the median of the
+        first window, may not show it -- a loss that reaches its floor within a few steps has a first window of
+        post-learning saves (see _stalled_to_end)."""
+        end = self._final.get((name, mode, curve.worker))  # (read by _left_later)
+        p = abs(first) * self.min_progress_percent / 100
+        return end is not None and np.isfinite(curve.values[0]) and end < float(curve.values[0]) - p
+
+    def _stalled_to_end(self, name: str, mode: ModeKeys, curve: Curve, label: str) -> bool:
+        """On a finished run: whether a training loss's stall held to the run's end as the live criterion holds
+        one: the condition met at every check from half-way through the run to its last one (every check, in a
+        run too short to have one at or before half-way), its start taken as no higher than the first save (see
+        _left_later). Asked of a loss whose last window lies ``p`` below its first save (_learned_at_start): on a
+        noisy plateau the model reached within its first few steps (a Poisson regression at its floor after 3
+        steps, per-batch spread 27% of the loss), the median of the first window is itself post-learning noise,
+        and one upward excursion of the window medians, seen at two checks ``patience`` apart (two looks at
+        nearly the same windows, a quarter of the run each), reported a stall the live follower, watching the same
+        run, never saw (probe 14a F1, F1b: 1 seed in 4). A fault's stall lasts to the end and holds there; a
+        stuck loss whose first save was high by its noise alone is still reported when it does. Judged once per
+        curve, over a second reading of the whole run."""
+        key = (name, mode, curve.worker)
+        if key not in self._to_end:
+            whole = Curve(inverted=curve.inverted, worker=curve.worker)
+            calls = self._calls.get(name, [name])
+            steps: List[int] = []
+            last_unmet = -1
+            for t in self._saved.steps(name, mode, curve.worker):
+                whole.extend(self._saved, calls, mode, t)
+                if not whole.steps or whole.steps[-1] != t:
+                    continue  # only reductions saved at t
+                result = self._met(whole, t, label, True, capped=True)
+                if result is None:
+                    continue
+                if not result[0]:
+                    last_unmet = len(steps)
+                steps.append(t)
+            held = bool(steps) and last_unmet < len(steps) - 1 and (
+                last_unmet < 0 or self._held_since_half_way(steps, last_unmet, whole.first(), steps[-1]))
+            self._to_end[key] = held
+        return self._to_end[key]
+
     @staticmethod
     def _held_since_half_way(steps: List[int], last_unmet: int, f: int, s: int) -> bool:
         """Live (the run's end unknown): whether the condition held at every check from half-way through the run so
@@ -393,6 +447,9 @@ class LossNotDecreasing(LossCurveRule):
         if training_ended(self.base_trial):
             if self._left_later(name, mode, curve, now, first, stalled):
                 return True, None  # a plateau the finished run's loss later left
+            if paced and self._learned_at_start(name, mode, curve, first) and not self._stalled_to_end(
+                    name, mode, curve, label):
+                return True, None  # a noisy floor reached within the first window: no stall the live criterion sees
         elif not self._held_since_half_way(steps, self._last_unmet.get(key, -1), curve.first(), s):
             return True, None  # live: not yet a stall that lasted half of the run so far
         return True, (f"{self.shown(name, curve)} {detail}"
