@@ -391,3 +391,39 @@ def test_a_verdict_that_is_not_final_says_why_in_the_page(smdebug_cli, tmp_path)
     page, _ = _report(smdebug_cli, run, tmp_path / "r.html")
     rules = html.unescape(_section(page, "rules"))
     assert "not final" in rules and "the run has not ended (no training_job_end.ts yet" in rules, rules
+
+
+def test_hard_activation_variants_are_measured_where_they_go_flat(tmp_path):
+    """PyTorch's Hardswish is in relu_activations and Hardtanh in tanh_activations: a Hardswish output below 0
+    (above an input of -3) still passes a gradient, and a Hardtanh saturates at its own bounds. The chart
+    measured them as a ReLU's (negative = dead) and a tanh's (|y| >= 0.97); it now reads the recorded type."""
+    from smdebug.cli.report import content
+    from smdebug.core.activations import ActivationLayer, add_to_collections
+    from smdebug.core.save_config import SaveConfig
+
+    hook = NumpyHook(out_dir=str(tmp_path / "run"), save_config=SaveConfig(save_interval=1),
+                     include_collections=["relu_activations", "tanh_activations", "losses"])
+    add_to_collections(hook, {
+        "relu": [ActivationLayer("hs", "Hardswish", None, "^hs_output_0$")],
+        "tanh": [ActivationLayer("ht", "Hardtanh(min_val=-0.5, max_val=0.5)", None, "^ht_output_0$")]})
+    rng = np.random.default_rng(0)
+    saved = {"hs": [], "ht": []}
+    for _ in range(6):
+        x = rng.normal(scale=3.0, size=(64, 8)).astype(np.float32)
+        hs = x * np.clip(x + 3, 0, 6) / 6  # Hardswish
+        ht = np.clip(x / 4, -0.5, 0.5)  # Hardtanh(-0.5, 0.5)
+        hook.begin_step()
+        hook.record("hs_output_0", hs)
+        hook.record("ht_output_0", ht)
+        hook.record("loss", np.array([1.0], np.float32))
+        hook.end_step()
+        saved["hs"].append(float(np.mean(hs == 0)))
+        saved["ht"].append(float(np.mean(np.abs(ht) >= 0.5)))
+        assert np.mean(hs <= 0) > 2 * np.mean(hs == 0)  # (the ReLU measure would have said far more)
+    hook.close()
+    section = next(s for s in content.build([_run_of(tmp_path / "run")]) if s.sid == "activations")
+    charts = {c.key: c for c in section.charts}
+    assert charts["relu_activations"].title == "relu_activations: dead share (values == 0)"
+    assert charts["relu_activations"].lines[0].values.tolist() == pytest.approx(saved["hs"])
+    assert charts["tanh_activations"].title == "tanh_activations: saturated share (x <= -0.5 or x >= 0.5)"
+    assert charts["tanh_activations"].lines[0].values.tolist() == pytest.approx(saved["ht"])

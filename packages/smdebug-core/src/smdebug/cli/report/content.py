@@ -19,6 +19,7 @@ Charts are plain data here (:class:`Chart`); :mod:`.charts` draws them.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence
 
@@ -315,10 +316,30 @@ def _histograms(run: RunInfo, names: Sequence[str], many: bool) -> List[Chart]:
     return charts
 
 
-def _activation_measure(collection: str, tensor: str):
-    """(label, function of the values) for an activation collection, or None where no measure fits."""
+_HARDTANH = re.compile(r"^Hardtanh\(min_val=([-+0-9.eE]+), max_val=([-+0-9.eE]+)\)$")
+
+
+def _activation_measure(collection: str, tensor: str, layer_type: Optional[str] = None):
+    """(label, function of the values) for an activation collection, or None where no measure fits.
+    ``layer_type``: the type the hook recorded for the tensor's layer (see :func:`_layer_types`); the hard
+    variants PyTorch puts in the relu/tanh/sigmoid collections die or saturate where they go flat, not where
+    their smooth kin do."""
     kind = collection.lower()[: -len("activations")].rstrip("_") or ""
     is_input = "input" in tensor.lower() and "output" not in tensor.lower()
+    layer_type = layer_type or ""
+    if layer_type.startswith("Hardswish"):  # (0, with no gradient, at or below -3; negative but alive above)
+        if is_input:
+            return "dead share (inputs <= -3)", lambda v: float(np.mean(v <= -3))
+        return "dead share (values == 0)", lambda v: float(np.mean(v == 0))
+    hardtanh = _HARDTANH.match(layer_type)
+    if hardtanh:
+        low, high = float(hardtanh.group(1)), float(hardtanh.group(2))
+        return (f"saturated share (x <= {low:g} or x >= {high:g})",
+                lambda v: float(np.mean((v <= low) | (v >= high))))
+    if layer_type.startswith("Hardsigmoid"):
+        if is_input:
+            return "saturated share (|x| >= 3)", lambda v: float(np.mean(np.abs(v) >= 3))
+        return "saturated share (y <= 0 or y >= 1)", lambda v: float(np.mean((v <= 0) | (v >= 1)))
     if kind in ("relu", "relu6"):
         return "dead share (values <= 0)", lambda v: float(np.mean(v <= 0))
     if kind == "tanh":
@@ -333,6 +354,18 @@ def _activation_measure(collection: str, tensor: str):
     return None
 
 
+def _layer_types(trial, collection: str, names: List[str]) -> Dict[str, str]:
+    """{tensor: the type the hook recorded for its layer} for ``names`` of an activation collection (none when
+    the run has no record of its activation layers)."""
+    from smdebug.core.activations import activation_layers
+
+    out: Dict[str, str] = {}
+    for layer in (activation_layers(trial) or {}).get(collection, []):
+        for n in layer.input_names(names) + layer.output_names(names):
+            out.setdefault(n, layer.type)
+    return out
+
+
 def _activations(runs, groups, many, x_label) -> Section:
     from smdebug.trials.table import long_table
 
@@ -343,10 +376,11 @@ def _activations(runs, groups, many, x_label) -> Section:
         for cname, names in g["activations"].items():
             outputs = [n for n in names if "output" in n.lower()]
             chosen = outputs or names
+            types = _layer_types(run.trial, cname, chosen)
             lines = []
             label = None
             for n in chosen:
-                measure = _activation_measure(cname, n)
+                measure = _activation_measure(cname, n, types.get(n))
                 if measure is None:
                     continue
                 label, fn = measure
