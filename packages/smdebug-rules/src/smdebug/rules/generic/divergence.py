@@ -56,7 +56,8 @@ class Divergence(LossCurveRule):
 
         first    = median of the first window saves
         now      = median of the last w saves
-        best     = the lowest median of the earlier blocks of w saves (counted back from the last save)
+        best     = the lowest level the loss held over two consecutive earlier blocks of w saves (counted back
+                   from the last save): the lowest of max(median of a block, median of the block before it)
         noise    = standard error of the difference of two such medians (1.4826 * 1.2533 * the median of
                    |difference of consecutive saves| of the last w saves / sqrt(w))
         gave_back = first - best >= |first| / 10 and first - best > 3 * noise      (it had learned)
@@ -163,7 +164,8 @@ class Divergence(LossCurveRule):
         medians = [float(np.median(values[e - w:e])) for e in ends]
         now = medians[0]
         i = int(np.argmin(medians[1:])) + 1
-        best = medians[i]
+        held, held_end = self._held_best(medians)
+        best = held if held is not None else medians[i]
         first = float(np.median(values[:self.window]))
         noise = 1.4826 * 1.2533 * float(np.median(np.abs(np.diff(values[n - w:])))) / np.sqrt(w)
         progress, back = first - best, now - best
@@ -175,9 +177,10 @@ class Divergence(LossCurveRule):
             # 0.0011 to 0.034 after 0.25 is 13% of the way back up in its units, but most of the orders of
             # magnitude it had fallen (a SIREN or Fourier-feature fit blown up 30-fold late in training; probe 9 M4)
             share = max(share, float(np.log(now / best) / np.log(first / best)))
-        met = (progress >= abs(first) / 10 and progress > 3 * noise and back > 3 * noise
+        met = (held is not None and progress >= abs(first) / 10 and progress > 3 * noise and back > 3 * noise
                and share >= self.give_back_percent / 100)
-        climbing = self._climbing(name, values, ends, medians, i, progress, 3 * noise, curve, mode) if not met else None
+        climbing = (self._climbing(name, values, ends, medians, i, first - medians[i], 3 * noise, curve, mode)
+                    if not met else None)
         before, check[1] = check[1], met or climbing is not None
         if climbing is not None and before and last:
             # reported once training has ended: while the run goes on, a climb cannot be told from a ramp that
@@ -189,9 +192,23 @@ class Divergence(LossCurveRule):
         scale = "" if share == back / progress else " on a log scale (it had fallen by orders of magnitude)"
         return (f"{self.shown(name, curve)} gave back {share:.0%} of the progress it had made{scale}: median "
                 f"{first:.4g} "
-                f"over its first {self.window} saves -> {best:.4g} at best (the {w} saves to {label} "
-                f"{curve.steps[ends[i] - 1]}) -> {now:.4g} over the {w} saves to {label} {s}, beyond the noise "
+                f"over its first {self.window} saves -> {best:.4g} at best (held over the {2 * w} saves to {label} "
+                f"{curve.steps[ends[held_end] - 1]}) -> {now:.4g} over the {w} saves to {label} {s}, beyond the noise "
                 f"({3 * noise:.3g}) at two checks in a row (give_back_percent {self.give_back_percent:g})")
+
+    @staticmethod
+    def _held_best(medians: List[float]) -> Tuple[Optional[float], int]:
+        """The lowest level the loss held over two consecutive blocks before the last one -- the lowest of
+        ``max(medians[k], medians[k + 1])``, the blocks counted back from the last save -- and ``k`` (the later
+        block of the two); (None, 0) with fewer than two such blocks. The lowest median of many blocks of a noisy
+        loss is biased low (a lucky stretch of 10 batches: the minimum of n medians lies about sqrt(2 ln n)
+        standard errors below their level), and a give-back measured from a level the loss never held read
+        a warm restart's designed bump on a healthy run as "gave back 59% of the progress" (probe 14a F8); a
+        level held over two blocks is one the loss reached, not one stretch of luck."""
+        pairs = [(max(medians[k], medians[k + 1]), k) for k in range(1, len(medians) - 1)]
+        if not pairs:
+            return None, 0
+        return min(pairs)
 
     def _climbing(self, name: str, values: np.ndarray, ends: List[int], medians: List[float], i: int, progress: float,
                   beyond: float, curve, mode: ModeKeys) -> Optional[str]:
