@@ -839,6 +839,18 @@ class ImproperOutput(Rule):
                         f"of {seen.log_rows} rows are further than {ROW_SUM_OFF:g} from it: a log-softmax taken "
                         "over another axis (the batch, dim=0?), or log-scores that were never normalised (apply "
                         "log_softmax over the class axis, dim=1 or -1)")
+            if (expects in (loss_inputs.LOGITS, loss_inputs.PROBABILITIES, loss_inputs.LOG_PROBABILITIES)
+                    and low == high and yname is not None and self._at_last_save(pname, step)):
+                varied = self._targets_vary(yname, step)
+                if varied >= 2:
+                    # a classifier's output that is one value for every row at every save cannot tell the classes
+                    # apart: a softmax over a single unit is always 1, and passes no gradient back (Keras'
+                    # binary cross-entropy then trains on the logits it kept, so the loss falls while the model's
+                    # output never moves)
+                    return (f"{loss}: its input {pname} was {low:g} at every save over the run ({n} values) while "
+                            f"its targets {yname} take {varied} values: an output that does not depend on the "
+                            f"model's input, so it cannot tell the classes apart (a softmax over a single unit is "
+                            f"always 1: for one output use a sigmoid)")
             ids = seen.ids
             if (expects == loss_inputs.REGRESSION and seen.outputs_per_row == 1 and ids
                     and 3 <= len(ids) <= self.max_classes and set(ids) == set(range(len(ids)))
@@ -858,6 +870,11 @@ class ImproperOutput(Rule):
         if not judged:
             self.not_evaluated(self._why_not())
         return False
+
+    def _targets_vary(self, yname: str, step: int) -> int:
+        """How many distinct values the targets saved at ``step`` take (0 when none were saved)."""
+        values = [np.unique(y) for y in batches_at(self.base_trial, yname, step) if y.size]
+        return int(np.unique(np.concatenate(values)).size) if values else 0
 
     def _count_targets(self, loss: str, yname: str, step: int) -> None:
         """Pools a Poisson loss's targets over the run: how many, their sum, how many below 1."""
