@@ -85,10 +85,11 @@ class LossNotDecreasing(LossCurveRule):
     model at the unigram entropy, a deep net near a saddle; Saxe et al. 2014 relate its length to the initial
     weights and the learning rate, nothing a rule can know), and a run that then learned did not fail to decrease.
     Nor is a training loss's stall when the run's last window lies ``p`` below its first save (the model before
-    any update) and the condition did not hold at every check from half-way through the run to its end, as the
-    live criterion holds a stall: a loss that reached its floor within its first few steps has a first window
-    of post-learning noise, and on a noisy floor one upward excursion of the window medians met the condition
-    at two checks ``patience`` apart (probe 14a F1).
+    any update), ``now`` lies within three standard errors of a window's median of that last window (the
+    stall is the level the run ended on) and the condition did not hold at every check from half-way through the
+    run to its end, as the live criterion holds a stall: a loss that reached its floor within its first few steps
+    has a first window of post-learning noise, and on a noisy floor one upward excursion of the window medians
+    met the condition at two checks ``patience`` apart (probe 14a F1).
     A loss that was only falling slowly (the "too slowly to matter" test) is judged by that test's own
     yardstick: it is not reported when the run's last window lies ``p / 2`` below ``now`` and ``p`` below
     ``first`` and the first save (a steady learner whose progress is spread evenly over the run meets the pace
@@ -185,11 +186,7 @@ class LossNotDecreasing(LossCurveRule):
              capped: bool = False) -> Optional[Tuple[bool, str, float, float, bool]]:
         f = curve.first()
         length = s - f + 1
-        # the shortest window: num_steps steps, widened to hold MIN_SAVES saves of a loss saved sparsely (every
-        # 10 steps: a window of 10 steps holds one save, and the rule judged nothing on a run that has the data)
-        spacing = (s - f) / (len(curve) - 1) if len(curve) > 1 else 1.0
-        span = max(self.num_steps, int(np.ceil(MIN_SAVES * spacing)))
-        w = max(span, length // 4)
+        span, w = self._widths(curve, s)
         m = f + length // 2 - 1
         if m - w < f + span - 1:
             return None
@@ -258,6 +255,16 @@ class LossNotDecreasing(LossCurveRule):
         if met and not paced and best[0] is not None:
             detail = self._past_best(curve, s, w, best, first, then, m, now, change, tol) or detail
         return met, detail, now, first, stalled
+
+    def _widths(self, curve: Curve, s: int) -> Tuple[int, int]:
+        """(span, w) at ``s``, a step of ``curve`` read up to there: the shortest window and the window of ``now``
+        and ``then`` (see the class docstring)."""
+        f = curve.first()
+        # the shortest window: num_steps steps, widened to hold MIN_SAVES saves of a loss saved sparsely (every
+        # 10 steps: a window of 10 steps holds one save, and the rule judged nothing on a run that has the data)
+        spacing = (s - f) / (len(curve) - 1) if len(curve) > 1 else 1.0
+        span = max(self.num_steps, int(np.ceil(MIN_SAVES * spacing)))
+        return span, max(span, (s - f + 1) // 4)
 
     @staticmethod
     def _best(curve: Curve, s: int, w: int, f: int) -> Tuple[Optional[float], Optional[int]]:
@@ -358,14 +365,19 @@ class LossNotDecreasing(LossCurveRule):
             return end < min(first, curve.values[0]) - p and end < now - p / 2
         return end < min(now, first, curve.values[0]) - p
 
-    def _learned_at_start(self, name: str, mode: ModeKeys, curve: Curve, first: float) -> bool:
+    def _learned_at_start(self, name: str, mode: ModeKeys, curve: Curve, s: int, now: float, first: float) -> bool:
         """On a finished run: whether the run's last window lies ``p`` below the loss's first save (the model
-        before any update, in a run saved from its start): the model learned, though ``first``, the median of the
-        first window, may not show it -- a loss that reaches its floor within a few steps has a first window of
-        post-learning saves (see _stalled_to_end)."""
+        before any update, in a run saved from its start) and ``now``, at ``s``, lies on the level the run ended
+        on, within three standard errors of its window's median: the model learned, though ``first``, the median
+        of the first window, may not show it -- a loss that reaches its floor within a few steps has a first
+        window of post-learning saves -- and the stall at ``s`` is that floor (see _stalled_to_end). A loss
+        still well above where it ended was still moving at ``s`` (a model at chance level creeping down by
+        memorising, after falling from the inflated loss of its first steps), and is judged as before."""
         end = self._final.get((name, mode, curve.worker))  # (read by _left_later)
         p = abs(first) * self.min_progress_percent / 100
-        return end is not None and np.isfinite(curve.values[0]) and end < float(curve.values[0]) - p
+        if end is None or not np.isfinite(curve.values[0]) or end >= float(curve.values[0]) - p:
+            return False
+        return now - end <= 3 * self._window_noise(curve, s, self._widths(curve, s)[1])
 
     def _stalled_to_end(self, name: str, mode: ModeKeys, curve: Curve, label: str) -> bool:
         """On a finished run: whether a training loss's stall held to the run's end as the live criterion holds
@@ -447,7 +459,7 @@ class LossNotDecreasing(LossCurveRule):
         if training_ended(self.base_trial):
             if self._left_later(name, mode, curve, now, first, stalled):
                 return True, None  # a plateau the finished run's loss later left
-            if paced and self._learned_at_start(name, mode, curve, first) and not self._stalled_to_end(
+            if paced and self._learned_at_start(name, mode, curve, s, now, first) and not self._stalled_to_end(
                     name, mode, curve, label):
                 return True, None  # a noisy floor reached within the first window: no stall the live criterion sees
         elif not self._held_since_half_way(steps, self._last_unmet.get(key, -1), curve.first(), s):
