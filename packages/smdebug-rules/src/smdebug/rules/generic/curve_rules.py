@@ -535,6 +535,12 @@ class OscillatingLoss(LossCurveRule):
             raise SMDebugValueError(f"{name}: swing_percent must be a positive number, got {swing_percent!r}")
         self.min_swings = as_int(name, "min_swings", min_swings, minimum=2)
 
+    def needs_text(self) -> str:
+        # the number, not the formula (a 60-step run read "needs at least 2 * window * (min_swings + 1) saves":
+        # probe 14a F6, F7), and how many the run has, "so far" only while it trains
+        return (f"at least {2 * self.window * (self.min_swings + 1)} saves of a loss (window {self.window}, "
+                f"min_swings {self.min_swings}){self.saves_text()}")
+
     def judge(self, name, mode, curve, s):
         n = len(curve)
         if n % self.window or n < 2 * self.window * (self.min_swings + 1):

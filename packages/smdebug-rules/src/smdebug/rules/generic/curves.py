@@ -265,6 +265,8 @@ class LossCurveRule(Rule):
         self._loss_workers: Dict[str, Set[str]] = {}
         #: first call's tensor -> the tensors of every call of that loss module (see loss_calls)
         self._calls: Dict[str, List[str]] = {}
+        #: on a finished run: why it has no learning curve by design ("": it has one; see _one_round)
+        self._one_round_reason: Optional[str] = None
         #: per loss followed in GLOBAL mode: whether it is a training loss (see training_curve)
         self._training_curves: Dict[str, bool] = {}
 
@@ -359,7 +361,44 @@ class LossCurveRule(Rule):
             elif evaluation_only:  # (the run's steps decide: every loss or none)
                 self.not_applicable(EVALUATION_ONLY.format(", ".join(evaluation_only))
                                     + " (give mode=EVAL to judge those steps)")
+            elif self._one_round():
+                self.not_applicable(self._one_round())
             else:
-                self.not_evaluated(f"needs {self.needs}"
+                self.not_evaluated(f"needs {self.needs_text()}"
                                    + (f" in mode {self.mode.name}" if self.mode is not None else ""))
         return False
+
+    def needs_text(self) -> str:
+        """What the rule needs, for its NotEvaluated detail (:attr:`needs` unless a rule says it in numbers)."""
+        return self.needs
+
+    def saves_text(self) -> str:
+        """How many saves the run's longest loss curve has (``"; the run has 60"``; ``"... 60 so far"`` while it
+        trains); empty when no loss was read."""
+        have = max((len(c) for c in self._curves.values()), default=None)
+        if have is None:
+            return ""
+        return f"; the run has {have}" + ("" if training_ended(self.base_trial) else " so far")
+
+    def _one_round(self) -> Optional[str]:
+        """Why a finished XGBoost run has no learning curve by design: its model was trained in one round (a
+        random forest, ``num_parallel_tree`` trees in its one round, or ``num_boost_round=1``): the run's only
+        step is 0, and the hook saved the trained model's predictions or labels there (it saves them at the last
+        round). None otherwise -- a run still training (one round so far is no model of one round), a run
+        saved sparsely (step 0 alone, the last round unknown), any other framework."""
+        trial = self.base_trial
+        if not training_ended(trial):
+            return None
+        if self._one_round_reason is None:  # (asked once the run has ended: its steps no longer change)
+            self._one_round_reason = ""
+            from smdebug.rules.generic.xgboost_rules import booster_params, num_parallel_tree
+
+            params = booster_params(trial)
+            if params and list(trial.steps()) == [0] and any(
+                    c in trial.collections() and trial.tensor_names(collection=c) for c in ("predictions", "labels")):
+                forest = num_parallel_tree(params)
+                kind = (f"a random forest (num_parallel_tree={forest}) trained in one round" if forest > 1
+                        else "a model trained in one boosting round")
+                self._one_round_reason = (f"{kind}: its first round is the whole model, and each loss has one save "
+                                          "(step 0); there is no learning curve to judge")
+        return self._one_round_reason or None
