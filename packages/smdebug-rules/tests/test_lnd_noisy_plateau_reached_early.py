@@ -39,3 +39,37 @@ def test_a_noisy_floor_reached_in_a_few_steps_is_no_stall(tmp_path, seed):
 def test_a_model_that_learns_nothing_still_fires(tmp_path):
     r = judged(run(tmp_path / "run", 4, lr=0.0), "LossNotDecreasing")
     assert r.status == ISSUES, (r.status, r.detail)
+
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_loss_that_swings_above_its_first_window_still_fires(tmp_path, seed):
+    """Heavy-ball SGD (momentum 0.99) on a linear regression: the loss swings from its first steps and ends above
+    its first window (ends ~0.7 against a first window of ~0.5); a high first save (the model before any update,
+    1.4) must not read as learning done early (the rule-accuracy benchmark's b_oscillate_momentum_linear)."""
+    import numpy as np
+
+    import smdebug.pytorch as smd
+
+    torch.set_num_threads(1)
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(1500, 8)).astype(np.float32)
+    w, w2 = rng.normal(size=8), rng.normal(size=8)
+    y = x @ w / np.sqrt(8) + 0.5 * np.sin(x @ w2 / np.sqrt(8) * 2) + 0.1 * rng.normal(size=1500)
+    y = ((y - y.mean()) / y.std()).astype(np.float32)
+    x, y = torch.tensor(x), torch.tensor(y).unsqueeze(1)
+    torch.manual_seed(seed)
+    model, loss_fn = nn.Linear(8, 1), nn.MSELoss()
+    out = str(tmp_path / "run")
+    hook = smd.Hook(out, save_config=smd.SaveConfig(save_interval=1), include_collections=["losses"])
+    hook.register_module(model)
+    hook.register_loss(loss_fn)
+    opt = torch.optim.SGD(model.parameters(), lr=0.03, momentum=0.99)
+    for step in range(300):
+        i = (step * 32) % 1500
+        opt.zero_grad()
+        loss_fn(model(x[i:i + 32]), y[i:i + 32]).backward()
+        opt.step()
+    hook.close()
+    r = judged(out, "LossNotDecreasing")
+    assert r.status == ISSUES, (r.status, r.detail)

@@ -85,7 +85,7 @@ class LossNotDecreasing(LossCurveRule):
     model at the unigram entropy, a deep net near a saddle; Saxe et al. 2014 relate its length to the initial
     weights and the learning rate, nothing a rule can know), and a run that then learned did not fail to decrease.
     Nor is a training loss's stall when the run's last window lies ``p`` below its first save (the model before
-    any update), ``now`` lies within three standard errors of a window's median of that last window (the
+    any update) and no higher than ``first``, ``now`` lies within three standard errors of a window's median of that last window (the
     stall is the level the run ended on) and the condition did not hold at every check from half-way through the
     run to its end, as the live criterion holds a stall: a loss that reached its floor within its first few steps
     has a first window of post-learning noise, and on a noisy floor one upward excursion of the window medians
@@ -376,6 +376,11 @@ class LossNotDecreasing(LossCurveRule):
         end = self._final.get((name, mode, curve.worker))  # (read by _left_later)
         p = abs(first) * self.min_progress_percent / 100
         if end is None or not np.isfinite(curve.values[0]) or end >= float(curve.values[0]) - p:
+            return False
+        if end > first:
+            # ended above its first window: the first save was high by its noise (a heavy-ball SGD whose loss
+            # swings from its first step, first save 1.33 against a first window of 0.69, ended at 1.0): no
+            # learning its first window could hide
             return False
         return now - end <= 3 * self._window_noise(curve, s, self._widths(curve, s)[1])
 
