@@ -363,6 +363,8 @@ class LossCurveRule(Rule):
                                     + " (give mode=EVAL to judge those steps)")
             elif self._one_round():
                 self.not_applicable(self._one_round())
+            elif (short := self._too_short()) is not None:
+                self.not_applicable(short)
             else:
                 self.not_evaluated(f"needs {self.needs_text()}"
                                    + (f" in mode {self.mode.name}" if self.mode is not None else ""))
@@ -379,6 +381,27 @@ class LossCurveRule(Rule):
         if have is None:
             return ""
         return f"; the run has {have}" + ("" if training_ended(self.base_trial) else " so far")
+
+    def _too_short(self) -> Optional[str]:
+        """Why a finished run is too short for the rule: each loss curve it read holds a save at every step of
+        its mode from its first to the run's last one there (nothing more was trained, nothing was left unsaved),
+        and still too few for the rule. None otherwise: a run still training ("not yet"), or a loss saved
+        sparsely, where saving it more often would have it judged (NotEvaluated says what is needed)."""
+        trial = self.base_trial
+        if not self._curves or not training_ended(trial):
+            return None
+        for (name, mode, worker), curve in self._curves.items():
+            # (one save says nothing of how long the run trained: a booster saved at round 0 only)
+            if len(curve.steps) < 2 or curve.steps[-1] - curve.steps[0] + 1 != len(curve.steps):
+                return None
+            last = self._saved.steps(name, mode)
+            if last and last[-1] != curve.steps[-1]:
+                return None
+            mode_steps = trial.steps(mode=mode) if mode != ModeKeys.GLOBAL else trial.steps()
+            if mode_steps and mode_steps[-1] > curve.steps[-1]:
+                return None  # (the run trained on past the loss's last save)
+        return (f"the run is too short for this rule: its loss was saved at every step it trained, and the rule "
+                f"needs {self.needs_text()}")
 
     def _one_round(self) -> Optional[str]:
         """Why a finished XGBoost run has no learning curve by design: its model was trained in one round (a
