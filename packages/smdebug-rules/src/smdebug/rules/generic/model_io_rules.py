@@ -840,7 +840,8 @@ class ImproperOutput(Rule):
                         "over another axis (the batch, dim=0?), or log-scores that were never normalised (apply "
                         "log_softmax over the class axis, dim=1 or -1)")
             if (expects in (loss_inputs.LOGITS, loss_inputs.PROBABILITIES, loss_inputs.LOG_PROBABILITIES)
-                    and low == high and yname is not None and self._at_last_save(pname, step)):
+                    and low == high != 0 and yname is not None and self._at_last_save(pname, step)):
+                # (all zeros is a zero-initialised head that never moved: the weight and gradient rules' to say)
                 varied = self._targets_vary(yname, step)
                 if varied >= 2:
                     # a classifier's output that is one value for every row at every save cannot tell the classes

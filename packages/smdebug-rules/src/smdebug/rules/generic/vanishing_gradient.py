@@ -189,19 +189,25 @@ class VanishingGradient(Rule):
             steps = saved[:3]  # (a finding at the first steps: the steps after it, where the run has them)
         if len(steps) < 3:
             return None
-        totals = []
+        totals, values = [], []
         for s in steps:
-            total = 0.0
+            total, here = 0.0, []
             for name in select_tensors(self.base_trial, [GRADIENTS], []):
                 value = value_at(self.base_trial, name, s)
                 if value is None:
                     continue
-                total += float(np.sum(np.square(np.asarray(value, dtype=np.float64))))
+                value = np.asarray(value, dtype=np.float64)
+                here.append(value)
+                total += float(np.sum(np.square(value)))
             if not total > 0 or not np.isfinite(total):
                 return ""
             totals.append(np.sqrt(total))
+            values.append(here)
         if max(totals) - min(totals) > 1e-4 * max(totals):
             return ""
+        if all(len(a) == len(b) and all(x.shape == y.shape and np.array_equal(x, y) for x, y in zip(a, b))
+               for a, b in zip(values, values[1:])):
+            return ""  # (the same gradients at every step: nothing says a clip keeps their norm)
         return (f"the gradients of every step have the same total norm, {totals[-1]:.3g} (steps "
                 f"{', '.join(map(str, steps))}): clipped to it (clip_grad_norm_ / clipnorm with max_norm "
                 f"{totals[-1]:.3g}?); gradients are saved after clipping, so a tiny max_norm reads as vanishing "
