@@ -458,7 +458,7 @@ class LabelLeak(Rule):
                                         f"min_class_samples={self.min_class_samples}")
             return False
         first, splits = self._first_split
-        feature, share = self._feature_share(splits)
+        feature, share = self._clean_split(splits, None)  # (every split on the feature: a regression)
         if share < self.split_share:
             return False
         correlation = rank_correlation(predictions, labels)
@@ -479,25 +479,10 @@ class LabelLeak(Rule):
                 "the target itself, a total that includes it, a measurement taken after the outcome)")
 
     @staticmethod
-    def _feature_share(splits: List[Tuple[object, str, float]]) -> Tuple[str, float]:
-        """``(feature, share)``: the share of a tree's split gain carried by all its splits on the feature of
-        its best split, the lowest over the round's trees that split."""
-        by_tree: Dict[object, List[Tuple[float, str]]] = defaultdict(list)
-        for tree, name, gain in splits:
-            by_tree[tree].append((gain, name))
-        worst: Optional[Tuple[str, float]] = None
-        for tree_splits in by_tree.values():
-            feature = max(tree_splits)[1]
-            share = sum(g for g, name in tree_splits if name == feature) / sum(g for g, _ in tree_splits)
-            if worst is None or share < worst[1]:
-                worst = (feature, share)
-        return worst
-
-    @staticmethod
-    def _clean_split(splits: List[Tuple[object, str, float]], cuts: int) -> Tuple[str, float]:
+    def _clean_split(splits: List[Tuple[object, str, float]], cuts: Optional[int]) -> Tuple[str, float]:
         """How cleanly one feature splits the round's trees: ``(feature, share)``, the share of a tree's split
-        gain carried by the ``cuts`` largest splits on the feature of its best split, the lowest over the trees
-        that split (a leak makes every class's tree clean)."""
+        gain carried by the ``cuts`` largest splits (None: all of them) on the feature of its best split, the
+        lowest over the trees that split (a leak makes every class's tree clean)."""
         by_tree: Dict[object, List[Tuple[float, str]]] = defaultdict(list)
         for tree, name, gain in splits:
             by_tree[tree].append((gain, name))
