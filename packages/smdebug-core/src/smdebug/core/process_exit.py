@@ -18,6 +18,8 @@ import threading
 import weakref
 from typing import List, Optional
 
+from smdebug.core.names import clipped
+
 #: hooks not yet closed, closed by the SIGTERM handler below
 _open_hooks: "weakref.WeakSet" = weakref.WeakSet()
 _sigterm_pid: List[Optional[int]] = [None]  # the process that installed the handler
@@ -47,11 +49,9 @@ def _describe_exception(exc_type, exc) -> str:
     if isinstance(exc, KeyboardInterrupt):
         return "was interrupted (KeyboardInterrupt)"
     try:
-        text = " ".join(str(exc).split())
+        text = clipped(" ".join(str(exc).split()), _TEXT_LIMIT)
     except Exception:  # noqa: BLE001 - an exception whose str() raises is still named
         text = ""
-    if len(text) > _TEXT_LIMIT:
-        text = text[:_TEXT_LIMIT] + "..."
     return f"raised an unhandled {name}" + (f": {text}" if text else "")
 
 

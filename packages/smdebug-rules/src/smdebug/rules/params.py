@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import List, Optional
 
+from smdebug.core.names import shown
 from smdebug.exceptions import SMDebugValueError
 
 
@@ -32,13 +33,9 @@ def as_float(rule: str, name: str, value, allow_none: bool = False) -> Optional[
         raise SMDebugValueError(f"{rule}: {name} must be a number, got NaN")
     if number in (float("inf"), float("-inf")):
         # ("1e400" and "inf" parse as infinity: VanishingGradient then fired on every gradient, "< threshold inf")
-        raise SMDebugValueError(f"{rule}: {name} must be a finite number, got {_shown(value)}")
+        raise SMDebugValueError(f"{rule}: {name} must be a finite number, got {shown(value, 60)}")
     return number
 
-
-def _shown(value) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else f"{text[:60]}...({len(text):,} characters)"
 
 
 def as_int(rule: str, name: str, value, minimum: Optional[int] = None) -> int:
@@ -76,7 +73,7 @@ def as_float_list(rule: str, name: str, value) -> List[float]:
             raise SMDebugValueError(f"{rule}: {name} must be a comma-separated list of numbers, got {value!r}") from None
         if number != number or number in (float("inf"), float("-inf")):
             raise SMDebugValueError(f"{rule}: {name} must be a comma-separated list of finite numbers, got "
-                                    f"{_shown(item)}")
+                                    f"{shown(item, 60)}")
         out.append(number)
     return out
 

@@ -354,13 +354,11 @@ def _activation_measure(collection: str, tensor: str, layer_type: Optional[str] 
     return None
 
 
-def _layer_types(trial, collection: str, names: List[str]) -> Dict[str, str]:
-    """{tensor: the type the hook recorded for its layer} for ``names`` of an activation collection (none when
-    the run has no record of its activation layers)."""
-    from smdebug.core.activations import activation_layers
-
+def _layer_types(layers, collection: str, names: List[str]) -> Dict[str, str]:
+    """{tensor: the type the hook recorded for its layer} for ``names`` of an activation collection, from the
+    run's record of its activation layers (``activation_layers(trial)``; None: no record, no types)."""
     out: Dict[str, str] = {}
-    for layer in (activation_layers(trial) or {}).get(collection, []):
+    for layer in (layers or {}).get(collection, []):
         for n in layer.input_names(names) + layer.output_names(names):
             out.setdefault(n, layer.type)
     return out
@@ -372,11 +370,14 @@ def _activations(runs, groups, many, x_label) -> Section:
     sec = Section("activations", "Activations",
                   "Share of dead (ReLU) or saturated (tanh, sigmoid) values of each saved activation over steps, "
                   f"from the raw values at up to {ACTIVATION_STEPS} steps.")
+    from smdebug.core.activations import activation_layers
+
     for run, g in zip(runs, groups):
+        layers = activation_layers(run.trial) if g["activations"] else None  # (read once per run)
         for cname, names in g["activations"].items():
             outputs = [n for n in names if "output" in n.lower()]
             chosen = outputs or names
-            types = _layer_types(run.trial, cname, chosen)
+            types = _layer_types(layers, cname, chosen)
             lines = []
             label = None
             for n in chosen:

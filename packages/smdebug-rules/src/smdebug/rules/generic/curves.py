@@ -390,16 +390,14 @@ class LossCurveRule(Rule):
         trial = self.base_trial
         if not self._curves or not training_ended(trial):
             return None
-        for (name, mode, worker), curve in self._curves.items():
+        for (_, mode, _), curve in self._curves.items():
             # (one save says nothing of how long the run trained: a booster saved at round 0 only)
             if len(curve.steps) < 2 or curve.steps[-1] - curve.steps[0] + 1 != len(curve.steps):
                 return None
-            last = self._saved.steps(name, mode)
-            if last and last[-1] != curve.steps[-1]:
-                return None
-            mode_steps = trial.steps(mode=mode) if mode != ModeKeys.GLOBAL else trial.steps()
-            if mode_steps and mode_steps[-1] > curve.steps[-1]:
-                return None  # (the run trained on past the loss's last save)
+            # (the run's last step of the mode, not a copy of its steps: asked at every step a rule did not judge)
+            last = trial.last_step(mode)
+            if last is not None and last > curve.steps[-1]:
+                return None  # (the run trained on past the loss's last save, or is not judged to its end yet)
         return (f"the run is too short for this rule: its loss was saved at every step it trained, and the rule "
                 f"needs {self.needs_text()}")
 
