@@ -5,7 +5,7 @@
   logits flattened to ``(N * H * W, C)`` before the loss, told by the model's input ``(N, 1, H, W)``);
 * the trained model's mispredictions are still judged per pixel, over the class axis the shapes imply (axis 1
   for PyTorch): a loss that ignores the background (``ignore_index=0``) and logits flattened without moving
-  the classes last are found, and named;
+  the classes last are found, and named; positions a loss ignores (``ignore_index=255``) are no class;
 * Confusion pairs PyTorch's ``(N, C, H, W)`` scores with their labels; when the shapes leave the class axis
   open and the run does not tell its framework, it says so instead of guessing.
 """
@@ -100,6 +100,16 @@ def _flattened_without_permute(ce, logits, labels):
     return ce(logits.reshape(-1, CLASSES), labels.reshape(-1))
 
 
+def _borders_unlabelled(ce, logits, labels):
+    """Every background pixel next to an object is labelled 255 and ignored by the loss (the unlabelled
+    object outlines of VOC-style masks)."""
+    padded = F.pad(labels[:, None].float(), (1, 1, 1, 1), mode="replicate")[:, 0]
+    border = torch.zeros_like(labels, dtype=torch.bool)
+    for dy, dx in ((0, 1), (2, 1), (1, 0), (1, 2)):
+        border |= padded[:, dy:dy + labels.shape[1], dx:dx + labels.shape[2]].long() != labels
+    return ce(logits, labels.masked_fill(border & (labels == 0), 255))
+
+
 def _verdicts(path):
     return {r.name: r for r in run_rules(str(path), ["ClassImbalance", "Confusion"]).rules}
 
@@ -116,6 +126,18 @@ def test_a_healthy_segmenter_is_no_class_imbalance(tmp_path, loss_of):
     imbalance, confusion = verdicts["ClassImbalance"], verdicts["Confusion"]
     # judged (the trained model's mispredictions), not counted: background is ~13x the rarest class by area
     assert imbalance.status == "NoIssuesFound" and imbalance.steps_evaluated >= 1, _said(imbalance)
+    assert confusion.status == "NoIssuesFound", _said(confusion)
+
+
+def test_positions_the_loss_ignores_are_no_class(tmp_path):
+    """CrossEntropyLoss(ignore_index=255) with the objects' borders labelled 255: 255 is no class the model
+    scores (its output has 5 channels), not "a class the model mispredicts everywhere" (probe 15b, F1)."""
+    errors = _segment(tmp_path / "run", _borders_unlabelled, ignore_index=255)
+    assert max(errors) < 0.3, errors
+    verdicts = _verdicts(tmp_path / "run")
+    imbalance, confusion = verdicts["ClassImbalance"], verdicts["Confusion"]
+    assert imbalance.status == "NoIssuesFound" and imbalance.steps_evaluated >= 1, _said(imbalance)
+    assert "255" not in (imbalance.detail or ""), imbalance.detail
     assert confusion.status == "NoIssuesFound", _said(confusion)
 
 

@@ -8,7 +8,9 @@ shapes that fit both ways take the framework's order); labels are rounded to the
 predictions with one score per label are thresholded by what they are (:mod:`.prediction_scale`: the
 XGBoost objective or the recorded loss says probabilities, above 0.5, or raw margins, above 0; with no
 record, values without fractions are ids and values in [0, 1] probabilities, and other scores are not
-turned into classes at all: Confusion is then NotEvaluated and says why); negative ids are ignored. When several label tensors
+turned into classes at all: Confusion is then NotEvaluated and says why); negative ids are ignored, and so are ids
+beyond the classes that scores with a class axis tell apart (a loss's ``ignore_index``, such as 255 on the unlabelled
+borders of segmentation masks: a cross-entropy fails on any other such target). When several label tensors
 (``labels_0``, ``labels_1``...) are selected, they are paired in order of their trailing number with the
 prediction tensors; values saved by several workers are pooled. Label tensors of different tasks (two
 classification losses of a multi-task model, two outputs of a Keras model: :mod:`.label_tasks`) are judged
@@ -56,6 +58,10 @@ def _numbered(names) -> List[str]:
 #: row of NaN is 0, which read as class 0 turned a diverged model's outputs into "mispredicts class 1"); negative,
 #: so that Confusion ignores it, and ClassImbalance leaves it out of the misprediction test (and says so)
 NOT_FINITE = int(np.iinfo(np.int64).min)
+
+#: the class id given to a label no class can be (beyond the classes the predictions score: a loss's
+#: ignore_index); negative, so that both rules leave it out, told apart from negative ids only in what is said
+IGNORED = NOT_FINITE + 1
 
 
 def _argmax_ids(scores: np.ndarray, axis: int) -> np.ndarray:
@@ -388,6 +394,21 @@ class _LabelsAndPredictions(Rule):
         reasons = self.__dict__.get("_unscored_reasons", {})
         return "; ".join(reasons.values()) if reasons else None
 
+    def _ignored_beyond(self, labels: np.ndarray, scored: int, lname: str) -> np.ndarray:
+        """``labels`` with the ids a model scoring ``scored`` classes cannot predict (``>= scored``) made
+        :data:`IGNORED`. A cross-entropy over ``scored`` classes fails on such a target unless it is the loss's
+        ``ignore_index`` (255 for the unlabelled borders of segmentation masks, a padding id): positions the loss
+        leaves out, which counted as a class read as "the model mispredicts class 255 everywhere"."""
+        beyond = labels >= scored
+        if not beyond.any():
+            return labels
+        ids = np.unique(labels[beyond])
+        shown = ", ".join(str(int(i)) for i in ids[:5]) + (", ..." if ids.size > 5 else "")
+        self._warn_once(("beyond", lname), "%s: %s holds ids %s, beyond the %d classes the predictions score: "
+                        "positions the loss ignores (its ignore_index), left out", self.rule_name, lname, shown,
+                        scored)
+        return np.where(beyond, IGNORED, labels)
+
     def _pairs(self, step: int, label_names: List[str], prediction_names: List[str],
                argmax: Optional[bool]) -> Tuple[Optional[np.ndarray], Optional[np.ndarray]]:
         """``(labels, predictions)`` as 1-D integer arrays of equal length for ``step`` (``predictions`` None
@@ -409,6 +430,7 @@ class _LabelsAndPredictions(Rule):
                 self._no_classes(lname, f"{lname} holds values that are not class ids (a regression target)")
                 continue
             predictions = _pooled(self.base_trial, prediction_names[i], step) if prediction_names else None
+            scored = None  # (how many classes the predictions score along a class axis, when they do)
             # a trailing axis of size 1 is no class axis: (n, 1) sigmoid outputs, (n, 1) sparse labels
             labels = _squeeze_last(labels)
             predictions = _squeeze_last(predictions) if predictions is not None else None
@@ -455,6 +477,7 @@ class _LabelsAndPredictions(Rule):
                 # argmax even with argmax=False, which would only leave them unpaired; per-label scores, one
                 # per label, have no class axis and are turned into ids by what they are)
                 if axis is not None:
+                    scored = int(predictions.shape[axis])
                     # (argmax straight over the class axis, no transposed copy: dense outputs can be large)
                     predictions = _argmax_ids(predictions, axis).reshape(-1)
                 elif len(axes) > 1:
@@ -466,6 +489,8 @@ class _LabelsAndPredictions(Rule):
                 # classes apart, though it has no class axis (labels all 1 of a single-logit BCE: probe 9 M3)
                 self.__dict__["classes_scored"] = max(self.__dict__.get("classes_scored", 0), 2)
             labels = _class_ids(labels).reshape(-1)
+            if scored is not None and scored >= 2:
+                labels = self._ignored_beyond(labels, scored, lname)
             if predictions is not None and predictions.size != labels.size:
                 self._warn_once(("size", lname), "%s: %s has %d class ids but %s has %d; not paired",
                                 self.rule_name, lname, labels.size, prediction_names[i], predictions.size)
@@ -904,7 +929,7 @@ class ClassImbalance(_LabelsAndPredictions):
         if labels is None:
             return None
         keep = labels >= 0
-        if not keep.all():
+        if not (keep | (labels == IGNORED)).all():
             self._warn_once("negative", "%s: ignoring negative labels", self.rule_name)
         labels = labels[keep]
         # (which rows these are: XGBoost saves the same held-out rows every round, told apart from new rows by
