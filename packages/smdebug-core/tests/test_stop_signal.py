@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 
 import numpy as np
@@ -53,6 +54,37 @@ def test_a_local_run_stops_at_the_next_step_boundary_and_says_it_once(tmp_path, 
     assert _stop_logs(smdebug_log) == []  # the exception is the announcement; no log line repeats it
     trial = create_trial(out)
     assert trial.steps() == [0, 1, 2, 3, 4] and trial.loaded_all_steps
+    # (the run says it was cut short: rules judging "the trained model" must not take step 4 for it)
+    assert trial.stopped_on_request() == ("training was stopped on request by rule ExplodingTensor (its finding at "
+                                          "step 4), at step 4")
+
+
+def test_a_signal_written_after_training_ended_stopped_nothing(tmp_path):
+    out = str(tmp_path / "run")
+    hook = NumpyHook(out_dir=out, save_config=SaveConfig(save_interval=1), include_collections=["weights"])
+    for _ in range(3):
+        _step(hook)
+    hook.close()
+    time.sleep(0.05)  # (file times: the signal is clearly newer than the end marker)
+    write_stop_signal(out, "LossNotDecreasing", 2, "judged after the end")
+    trial = create_trial(out)
+    assert trial.loaded_all_steps and trial.stopped_on_request() is None
+
+
+def test_a_damaged_or_hostile_signal_is_said_briefly(tmp_path):
+    out = tmp_path / "run"
+    hook = NumpyHook(out_dir=str(out), save_config=SaveConfig(save_interval=1), include_collections=["weights"])
+    _step(hook)
+    (out / "stop_training.json").write_text(json.dumps({"rule": "R\x1b[2J" + "x" * 300, "step": True}))
+    hook.on_stop = "flag"
+    _step(hook)
+    hook.close()
+    said = create_trial(str(out)).stopped_on_request()
+    assert said.startswith("training was stopped on request by rule R\\u001b[2Jxxx") and len(said) < 200, said
+    assert "finding at" not in said  # (True is no step)
+    (out / "stop_training.json").write_text("[" * 100000)
+    os.utime(out / "stop_training.json", (1, 1))  # (as if written while training ran)
+    assert "unreadable" in create_trial(str(out)).stopped_on_request()
 
 
 def test_flag_mode_logs_the_stop_once(tmp_path, smdebug_log):

@@ -8,6 +8,7 @@ read of one record. So the cost of an analysis grows with what it asks, not with
 from __future__ import annotations
 
 import bisect
+import json
 import os
 import re
 import time
@@ -28,6 +29,7 @@ from smdebug.core.locations import (
     COLLECTIONS_DIR,
     END_OF_JOB_FILE,
     INDEX_DIR,
+    STOP_SIGNAL_FILE,
     WORKERS_ENDED_DIR,
     index_file_name,
     index_file_problem,
@@ -38,11 +40,12 @@ from smdebug.core.locations import (
     serialize_worker_name,
 )
 from smdebug.core.logger import get_logger
+from smdebug.core.stop_signal import MAX_SIGNAL_BYTES
 from smdebug.core.hook_failures import read_notes
 from smdebug.core.missing_hints import close_names_hint
 from smdebug.core.lookalike_names import LookalikeNames
 from smdebug.core.modes import ModeKeys
-from smdebug.core.names import did_you_mean, listed, printable
+from smdebug.core.names import clipped, did_you_mean, listed, one_line, printable
 from smdebug.core.run_regex import PatternError, names_matching
 from smdebug.core.storage.base import Storage, is_s3_path, parse_s3_path
 from smdebug.core.storage.factory import get_storage
@@ -1001,6 +1004,35 @@ class Trial:
         only that nothing more will come; with one of these, its last step is where training died, not where
         it was meant to end. [] for a run whose every process ended normally (or that has not ended)."""
         return [text for text, abnormal in self._hook_notes() if abnormal]
+
+    def stopped_on_request(self) -> Optional[str]:
+        """A sentence when training ended because a rule asked it to stop (``smdebug rules run --follow
+        --stop-training`` wrote the run's stop signal, ``stop_training.json``, while it trained), None otherwise
+        (and while the run has not ended). Such a run ends normally, with its end marker, but at the step where
+        it was stopped: tests of "the end of training" or of "the trained model" would judge a model that never
+        finished training. A signal written after the end marker (a judgement of the finished run) stopped
+        nothing."""
+        if not self.loaded_all_steps:
+            return None
+        try:
+            data = self.storage.read(STOP_SIGNAL_FILE, 0, MAX_SIGNAL_BYTES)  # (a huge file there: not read whole)
+        except FileNotFoundError:
+            return None
+        except OSError as e:
+            return f"a stop signal ({STOP_SIGNAL_FILE}) is there but could not be read ({type(e).__name__})"
+        ended, signalled = self.storage.age(END_OF_JOB_FILE), self.storage.age(STOP_SIGNAL_FILE)
+        if ended is not None and signalled is not None and signalled < ended:
+            return None  # (written after training had ended)
+        try:
+            payload = json.loads(data)
+        except (ValueError, RecursionError):
+            payload = None
+        if not isinstance(payload, dict):
+            return f"training was stopped on request (its stop signal, {STOP_SIGNAL_FILE}, is unreadable)"
+        rule, step = payload.get("rule"), payload.get("step")
+        by = f" by rule {clipped(one_line(printable(rule)), 100)}" if isinstance(rule, str) and rule else ""
+        at = f" (its finding at step {step})" if isinstance(step, int) and not isinstance(step, bool) else ""
+        return f"training was stopped on request{by}{at}, at step {self.last_step()}"
 
     def _hook_notes(self) -> List[Tuple[str, bool]]:
         if self._failure_notes is not None:
