@@ -175,6 +175,16 @@ def test_runner_stops_a_live_pytorch_training_when_exploding_tensor_fires(tmp_pa
             trial.tensor(name).value(step)
     values = [trial.tensor(n).value(fired_at) for n in trial.tensor_names(step=fired_at)]
     assert any(not np.isfinite(v).all() for v in values)  # the finding is in the saved data
+    # judged again once it has ended, the run says it was cut short by the rule, and is no pass even under a
+    # rule that finds nothing in what was saved
+    stopped = f"training was stopped on request by rule ExplodingTensor (its finding at step {fired_at})"
+    assert trial.stopped_on_request().startswith(stopped)
+    code, stdout, stderr = smdebug_cli("rules", "run", str(out), "--rule", "AllZero", "--param",
+                                       "collection_names=weights")
+    assert code == 1 and "training stopped on request)" in stdout.splitlines()[0], stdout + stderr
+    assert "AllZero  NoIssuesFound" in stdout, stdout
+    assert f"stopped: {stopped}, at step {steps[-1]}: the verdicts judge the run up to there; no rule " \
+           "finds the issue again" in stdout and "result: IssuesFound (exit status 1)" in stdout, stdout
 
 
 # --- command line --------------------------------------------------------------------------------------

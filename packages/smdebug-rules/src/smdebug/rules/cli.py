@@ -253,6 +253,8 @@ def verdict_table(result: RunResult, exit_code: Optional[int] = None) -> str:
         state = "read as ended (--ended)"
     elif result.training_ended and result.abnormal_ends:
         state = "training did not end normally"
+    elif result.training_ended and result.stopped_on_request:
+        state = "training stopped on request"
     elif result.training_ended:
         state = "training ended"
     elif result.waiting_for_workers:
@@ -282,6 +284,10 @@ def verdict_table(result: RunResult, exit_code: Optional[int] = None) -> str:
              table(("RULE", "STATUS", "STEPS", "TENSORS", "DETAIL"), rows, align_right=(2, 3)),
              *(one_line(f"the run has {has}") for has in run_has)]
     lines.extend(one_line(f"warning: {note} (the verdicts judge what the run holds)") for note in result.hook_failures)
+    if result.stopped_on_request:
+        again = ("" if any(r.findings for r in result.rules) else
+                 "; no rule finds the issue again in what was saved, but a run stopped for an issue is no pass")
+        lines.append(one_line(f"stopped: {result.stopped_on_request}: the verdicts judge the run up to there{again}"))
     if result.status == TRAINING_FAILED:
         lines.append("training failed: no rule found an issue in the steps saved before training stopped, but "
                      "it did not end normally (see the warning above): a verdict on a job that died")

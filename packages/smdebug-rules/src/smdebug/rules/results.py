@@ -94,15 +94,22 @@ class RunResult:
     #: the notes among ``hook_failures`` that say a training process did not end normally (an unhandled
     #: exception, SIGTERM: ``trial.abnormal_ends()``); with no issue found, the run's status is TrainingFailed
     abnormal_ends: List[str] = field(default_factory=list)
+    #: the run ended because a rule asked it to stop while it trained (``--follow --stop-training``:
+    #: ``trial.stopped_on_request()``), None otherwise: it ended early, on an issue found live, so it is never
+    #: "no issues" even where no rule finds the issue again in what was saved
+    stopped_on_request: Optional[str] = None
 
     @property
     def status(self) -> str:
-        """The first of Error, IssuesFound, TrainingFailed (no rule's: training did not end normally),
+        """The first of Error, IssuesFound (also when a rule stopped the training while it ran), TrainingFailed
+        (no rule's: training did not end normally),
         NotEvaluated, InProgress that any rule has; else NoIssuesFound (NotEvaluated when every rule is
         NotApplicable: no rule judged anything)."""
         statuses = {r.status for r in self.rules} - {NOT_APPLICABLE}
         if self.abnormal_ends:
             statuses.add(TRAINING_FAILED)
+        if self.stopped_on_request:
+            statuses.add(ISSUES)
         if self.rules and not statuses:
             return NOT_EVALUATED
         for status in PRECEDENCE:

@@ -211,6 +211,7 @@ def run_rules(
     try:
         result.hook_failures = trial.hook_failures()
         result.abnormal_ends = trial.abnormal_ends() if result.training_ended else []
+        result.stopped_on_request = trial.stopped_on_request() if result.training_ended else None
     except SMDebugError as e:  # (never a verdict's loss: said as what it is)
         result.hook_failures = [f"whether a hook stopped saving early could not be read ({e})"]
     if not result.training_ended:
