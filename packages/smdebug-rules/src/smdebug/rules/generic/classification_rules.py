@@ -139,15 +139,23 @@ def _trained_by(trial, step: int, curves: Optional[dict] = None) -> Tuple[bool, 
         spread = float(np.median(np.abs(values[-k:] - final)))
         allowed = max(STILL_LEARNING_SHARE * max(first - final, 0.0), spread)
         if at - final > allowed:
-            return False, (f"the training loss {name!r} was still falling after it ({at:.4g} then, {final:.4g} at the "
-                           f"end, from {first:.4g}: {100 * (at - final) / max(first - final, 1e-300):.0f}% of its "
-                           f"fall to come)")
+            return False, f"the training loss {name!r} was still falling after it ({_fall_to_come(first, at, final)})"
         # (one that rose after it, a diverging run, was not still learning either: said as what it did)
         rose = " (it rose after)" if final - at > allowed else ""
         said.append(f"{name!r} {at:.4g} then, {final:.4g} at the end{rose}, from {first:.4g}")
     if not said:
         return False, "the run saved no training loss that tells whether the model had finished learning by then"
     return True, "the training loss was not still falling after it: " + "; ".join(said)
+
+
+def _fall_to_come(first: float, at: float, final: float) -> str:
+    """What a loss still falling after a step had left to fall: its share of the whole fall, or, when the loss
+    ended no lower than it began (a resumed run that diverged, then fell again), that it rose over the run: no
+    share of a fall that did not happen (it read as a 300-digit percentage)."""
+    said = f"{at:.4g} then, {final:.4g} at the end, from {first:.4g}"
+    if final >= first:
+        return f"{said}: over the run the loss rose, and it fell {at - final:.4g} after that step"
+    return f"{said}: {100 * (at - final) / (first - final):.0f}% of its fall to come"
 
 
 def _labels_of_the_trained_model(trial, step: int, curves: Optional[dict] = None) -> Tuple[bool, str]:
