@@ -234,6 +234,7 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
         self._user_eval_from = None  # the EVAL step count when set_mode(EVAL) was called in a custom loop
         self._implicit_step = False  # the open step was begun by a value saved between steps (EVAL/PREDICT)
         self._implicit_names: set = set()  # names saved in that step
+        self._step_mode = None  # the mode of the last step begun
         # Keras's training logs are means over the epoch so far (smdebug.core.running_means): the TRAIN mode
         # steps where an epoch of fit began, and the names of the logs saved, recorded in the run
         self._epoch_begun = False
@@ -344,6 +345,11 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
         custom_loop = isinstance(mode, ModeKeys) and mode != self.mode and self._keras_depth == 0 and not self._disabled
         if custom_loop and self._in_step and self._tape_stack is None:
             self.end_step()
+        if custom_loop and not self._in_step and self._pending_names():
+            # values saved between steps wait for the next step, which is of the new mode: they get a step of
+            # the mode they were saved in instead
+            self.begin_step()
+            self.end_step()
         if custom_loop and self._user_eval_from is not None and self.mode == ModeKeys.EVAL \
                 and self.mode_steps[ModeKeys.EVAL] == self._user_eval_from:
             self._warn_once("eval-nothing-saved", "smdebug: EVAL mode was set but nothing was saved in it, so the run "
@@ -356,21 +362,46 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
     def begin_step(self, *args, **kwargs) -> None:
         self._implicit_step = False
         TFHookMixin.begin_step(self, *args, **kwargs)
+        self._step_mode = self.mode
+
+    def _pending_names(self) -> set:
+        """The names of the values saved between steps that wait for the next step to begin."""
+        return {args[0] for args in self._pending_scalars} | {name for name, _ in self._pending_user_tensors}
 
     def _step_for_user_value(self, name: str) -> None:
-        """In a custom loop in EVAL or PREDICT mode (set with ``set_mode``), a value saved between steps
-        (``save_tensor``, ``save_scalar``) begins a step of that mode, and a name saved again in that step
-        begins the next one: evaluation needs no tape, and each evaluated loss becomes an EVAL step. Steps the
-        loop marks itself (``begin_step``, ``wrap_tape``) are left alone."""
+        """Keep a value saved in a custom loop (``save_tensor``, ``save_scalar``, in a mode set with ``set_mode``)
+        in a step of that mode, and lose none:
+
+        * In EVAL or PREDICT mode, a value saved between steps begins a step of that mode, and a name saved again
+          in that step begins the next one: evaluation needs no tape, and each evaluated loss becomes an EVAL
+          step.
+        * In TRAIN mode, a value saved between steps waits for the next step the loop begins (``begin_step``,
+          ``wrap_tape``), as before. But a loop whose training steps the hook does not see (a ``tf.function``
+          step) saves the same name again before any step begins, or changes the mode: such values get TRAIN
+          steps of their own, one per value, as in EVAL. A value that would join the last step (still being
+          written) while that step is of another mode begins a step too.
+
+        Steps the loop marks itself (``begin_step``, ``wrap_tape``) are left alone."""
         if (self._disabled or self._keras_depth > 0 or self._tape_stack is not None or not self._mode_set_by_user
-                or self.mode not in (ModeKeys.EVAL, ModeKeys.PREDICT)):
+                or self.mode not in (ModeKeys.TRAIN, ModeKeys.EVAL, ModeKeys.PREDICT)):
             return
-        if self._in_step and not (self._implicit_step and name in self._implicit_names):
+        if self._in_step:
+            if self._implicit_step and name in self._implicit_names:
+                self._begin_implicit_step()
             return
+        if self.mode != ModeKeys.TRAIN:
+            self._begin_implicit_step()
+        elif name in self._pending_names():
+            self._begin_implicit_step(self._pending_names())  # (holds the values waiting; this one, the next)
+            self._begin_implicit_step()
+        elif self._open_step is not None and self._step_mode != self.mode:
+            self._begin_implicit_step()  # (the last step, of another mode, would take it)
+
+    def _begin_implicit_step(self, names=()) -> None:
         self.begin_step()
         if self._in_step:
             self._implicit_step = True
-            self._implicit_names = set()
+            self._implicit_names = set(names)
 
     def save_tensor(self, tensor_name: str, tensor_value, collections_to_write="default") -> None:
         """Save a tensor of the user's into one or more collections (created if missing): written at the
