@@ -158,11 +158,25 @@ def _fall_to_come(first: float, at: float, final: float) -> str:
     return f"{said}: {100 * (at - final) / (first - final):.0f}% of its fall to come"
 
 
+def stopped_early(trial) -> Optional[str]:
+    """Why the model at the run's last step is not the trained model when a rule stopped the training
+    (``trial.stopped_on_request()``: the run ended normally, but where it was stopped, not where it was meant
+    to end), None otherwise."""
+    stopped = trial.stopped_on_request()
+    if not stopped:
+        return None
+    return f"{stopped}: the model there had not finished training, so no trained model was saved to judge"
+
+
 def _labels_of_the_trained_model(trial, step: int, curves: Optional[dict] = None) -> Tuple[bool, str]:
     """Whether the last labels, saved at ``step``, stand for the trained model: saved in the last 10 % of the run,
     or anywhere after the training loss had reached its final level (a tapered schedule saves its last labels
     anywhere after 40 % of a run). ``(True, what a finding adds: "" or when they were saved and why they count)``
-    or ``(False, why they do not count and how to have them judged)``."""
+    or ``(False, why they do not count and how to have them judged)``. A run a rule stopped (``--follow
+    --stop-training``) has no trained model: it ended where it was stopped (:func:`stopped_early`)."""
+    stopped = stopped_early(trial)
+    if stopped:
+        return False, stopped
     if _near_the_end(trial, step):
         return True, ""
     trained, why = _trained_by(trial, step, curves)
@@ -727,6 +741,11 @@ class Confusion(_LabelsAndPredictions):
         if (not self.base_trial.has_tensor(self.labels)
                 and labels_configured_empty(self.base_trial, self.labels_collection)):
             self.not_applicable(no_labels_reason(self.base_trial))
+            return False
+        stopped = stopped_early(self.base_trial)
+        if stopped:
+            # (not "not evaluated": no later save or other setting would give the run a trained model)
+            self.not_applicable(f"judges the trained model: {stopped}")
             return False
         if self._only is None:
             per_task = label_tasks.tasks(self._label_names(), self._prediction_names())
