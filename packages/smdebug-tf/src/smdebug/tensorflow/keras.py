@@ -104,6 +104,13 @@ def _callback(fn):
     return inner
 
 
+def _divided(value, scale):
+    """A gradient of a scaled loss, unscaled (in float32: a float16 gradient divided by 32768 would underflow)."""
+    if isinstance(value, tf.IndexedSlices):
+        value = tf.convert_to_tensor(value)
+    return tf.cast(value, tf.float32) / tf.cast(scale, tf.float32)
+
+
 class _WrappedTape:
     """A ``tf.GradientTape`` that reports to the hook (see :meth:`KerasHook.wrap_tape`).
 
@@ -224,6 +231,7 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
         self._tape_stack: Optional[contextlib.ExitStack] = None
         self._tape_recorder: Optional[capture.Recorder] = None
         self._tape_passthrough = False
+        self._scaled_losses: List[tuple] = []  # (scaled loss, loss, scale) of this tape step's scale_loss calls
         self._warned = set()
         self._wrapped_optimizers = []
         self._graph_written = False
@@ -1005,6 +1013,7 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
         return _WrappedTape(self, tape)
 
     def _tape_enter(self) -> None:
+        self._scaled_losses = []  # (the last step's, which its tape.gradient has used)
         if self._disabled:
             return
         self._tape_passthrough = not tf.executing_eagerly()
@@ -1050,6 +1059,7 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
         if self._disabled or self._tape_passthrough or not self._in_step or not tf.executing_eagerly():
             return
         try:
+            target, scale = self._unscaled(target)
             if flatten_tensors(target):
                 self._save_named("loss", target, CollectionKeys.LOSSES)
             for var, grad in zip(tf.nest.flatten(sources), tf.nest.flatten(grads)):
@@ -1063,14 +1073,47 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
                     gname = "gradients/" + name
                     if gname not in self._logged_names and self.is_due(gname):
                         self._logged_names.add(gname)
-                        self._record(gname, grad)
+                        self._record(gname, grad if scale is None else _divided(grad, scale))
         except Exception as e:  # noqa: BLE001
             self._fail("wrap_tape (tape.gradient)", e)
+
+    def _unscaled(self, target):
+        """The loss a tape's target was made from by a wrapped ``LossScaleOptimizer``'s ``scale_loss`` in this
+        step, and the scale it was multiplied by; ``(target, None)`` for any other target. Mixed-precision loops
+        take the gradient of the scaled loss: the run keeps the loss and gradients unscaled, as ``fit`` saves
+        them, not multiplied by a loss scale that changes while training."""
+        for scaled, loss, scale in self._scaled_losses:
+            if scaled is target:
+                return loss, scale
+        return target, None
+
+    def _wrap_scale_loss(self, optimizer) -> None:
+        """Note what a ``LossScaleOptimizer``'s ``scale_loss`` scales, and by how much, inside a writing
+        ``wrap_tape`` step (see :meth:`_unscaled`)."""
+        if not (hasattr(optimizer, "inner_optimizer") and callable(getattr(optimizer, "scale_loss", None))):
+            return
+        original = optimizer.scale_loss
+        hook = self
+
+        def scale_loss(loss):
+            scaled = original(loss)
+            if hook._tape_stack is not None and not hook._disabled and tf.executing_eagerly():
+                try:
+                    scale = optimizer.dynamic_scale if optimizer.built else optimizer.initial_scale
+                    hook._scaled_losses.append((scaled, loss, tf.convert_to_tensor(scale)))  # (its value now)
+                except Exception as e:  # noqa: BLE001
+                    hook._fail("wrap_optimizer (scale_loss)", e)
+            return scaled
+
+        object.__setattr__(optimizer, "scale_loss", scale_loss)
 
     def wrap_optimizer(self, optimizer):
         """Follow a Keras 3 optimizer in a custom loop: the gradients it applies (when ``wrap_tape`` did
         not already save them) and its variables (``optimizer_variables``) are saved when due. Returns
-        the same optimizer. Under ``fit`` the model's optimizer is followed without this."""
+        the same optimizer. Under ``fit`` the model's optimizer is followed without this.
+
+        For a ``LossScaleOptimizer`` (mixed precision), a ``wrap_tape`` step whose ``tape.gradient`` target is
+        ``optimizer.scale_loss(loss)`` saves ``loss`` and the gradients unscaled, as ``fit`` does."""
         if not isinstance(optimizer, keras.optimizers.Optimizer):
             raise SMDebugTypeError(
                 f"wrap_optimizer expects a Keras optimizer, got {type(optimizer).__name__} (for a "
@@ -1100,6 +1143,7 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
             return result
 
         object.__setattr__(optimizer, "apply", apply)
+        self._wrap_scale_loss(optimizer)
         self._wrapped_optimizers.append(optimizer)
         return optimizer
 
@@ -1137,8 +1181,9 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
             except Exception:  # noqa: BLE001
                 pass
         for optimizer in self._wrapped_optimizers:
-            if "apply" in vars(optimizer):
-                object.__delattr__(optimizer, "apply")
+            for name in ("apply", "scale_loss"):
+                if name in vars(optimizer):
+                    object.__delattr__(optimizer, name)
         self._wrapped_optimizers = []
         TFHookMixin.close(self)
 
