@@ -154,6 +154,9 @@ FIT_CLASS_WEIGHT = "class_weight of Model.fit"
 FIT_SAMPLE_WEIGHT = "sample weights of Model.fit (sample_weight, or the data's (x, y, w))"
 #: the key under which a capture returns a label tensor's row weights (``<prefix><label name>``): never saved
 _ROW_WEIGHTS = "__smdebug_row_weights__/"
+#: the run's record (``_meta``) of the custom-loop parts the hook met only while a ``tf.function`` was traced
+#: (``wrap_tape``, ``wrap_optimizer``): a run that has them saved nothing of its training steps through them
+TRACED_ONLY_META_KEY = "traced_only"
 #: the most class ids per-class row weights are kept for (as smdebug.core.class_weights keeps)
 _MAX_WEIGHTED_CLASSES = class_weights.MAX_CLASSES
 
@@ -1018,8 +1021,7 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
             return
         self._tape_passthrough = not tf.executing_eagerly()
         if self._tape_passthrough:
-            self._warn_once("tape-graph", "smdebug: wrap_tape() inside a tf.function is not followed (the "
-                            "Python code runs only while tracing); use model.fit with KerasHook or an eager loop")
+            self._traced_only("wrap_tape")
             return
         if self.mode == ModeKeys.GLOBAL and not self._mode_set_by_user:
             BaseHook.set_mode(self, ModeKeys.TRAIN)
@@ -1131,6 +1133,8 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
                 except Exception as e:  # noqa: BLE001
                     rec.errors.append(e)
             eager = rec is None and tf.executing_eagerly() and not hook._disabled and hook._in_step
+            if rec is None and not tf.executing_eagerly() and hook._keras_depth == 0 and not hook._disabled:
+                hook._traced_only("wrap_optimizer")
             grads = list(grads)
             if eager:
                 hook._optimizer_gradients(optimizer, grads, trainable_variables)
@@ -1146,6 +1150,25 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
         self._wrap_scale_loss(optimizer)
         self._wrapped_optimizers.append(optimizer)
         return optimizer
+
+    def _traced_only(self, where: str) -> None:
+        """``where`` (``wrap_tape``, the optimizer of ``wrap_optimizer``) is used inside a ``tf.function`` outside
+        ``fit``: its Python code runs once, while the function is traced, and never at the steps that follow, so
+        the hook sees none of those training steps. Said once at training time, and recorded in the run
+        (``_meta.traced_only``: the names) so that a reader can tell why the run has no training tensors."""
+        what = "wrap_tape()" if where == "wrap_tape" else "the optimizer given to wrap_optimizer()"
+        self._warn_once("traced-" + where, f"smdebug: {what} is used inside a tf.function: the hook sees it only "
+                        "while the function is traced, never at the training steps that follow, so no loss, "
+                        "gradients, weights or optimizer variables of them are saved. Train with "
+                        "model.fit(..., callbacks=[hook]), or run the training step eagerly (without @tf.function) "
+                        "inside hook.wrap_tape(tf.GradientTape()); a value returned by the step can still be saved "
+                        "after it: hook.save_scalar(\"train_loss\", float(loss)) in TRAIN mode")
+        try:
+            record = self.collection_manager.meta.setdefault(TRACED_ONLY_META_KEY, [])
+            if isinstance(record, list) and where not in record:
+                record.append(where)
+        except Exception as e:  # noqa: BLE001
+            self._fail("recording a tf.function step", e)
 
     def _optimizer_gradients(self, optimizer, grads, trainable_variables) -> None:
         try:
