@@ -420,7 +420,9 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
 
         In a custom loop, after ``set_mode(smd.modes.EVAL)`` (or PREDICT), a value saved between steps begins
         a step of that mode, and saving the same name again the next one: a validation loss saved with
-        ``hook.save_tensor("loss", val_loss, "losses")`` is an EVAL step."""
+        ``hook.save_tensor("loss", val_loss, "losses")`` is an EVAL step. In TRAIN mode it waits for the next
+        step the loop begins, unless none begins before the name is saved again or the mode changes (see
+        :meth:`_step_for_user_value`)."""
         try:
             self._step_for_user_value(tensor_name)
         except Exception as e:  # noqa: BLE001
@@ -430,8 +432,9 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
         TFHookMixin.save_tensor(self, tensor_name, tensor_value, collections_to_write)
 
     def save_scalar(self, name: str, value, sm_metric: bool = False, timestamp: Optional[float] = None) -> None:
-        """Save a scalar as ``scalar/<name>`` at the current step, whatever the save schedule says (in EVAL or
-        PREDICT mode between steps of a custom loop, it begins a step of that mode, as ``save_tensor`` does)."""
+        """Save a scalar as ``scalar/<name>`` at the current step, whatever the save schedule says (between
+        steps of a custom loop it is kept for a step of the mode it was saved in, as ``save_tensor``'s values
+        are: see :meth:`_step_for_user_value`)."""
         full = "scalar/" + name if isinstance(name, str) else name
         try:
             self._step_for_user_value(full)
