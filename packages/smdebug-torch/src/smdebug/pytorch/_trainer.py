@@ -10,7 +10,8 @@ import torch
 
 from smdebug.core.collection import CollectionKeys
 from smdebug.core.hook import logger
-from smdebug.pytorch.hook import Hook, get_hook
+from smdebug.core.modes import ModeKeys
+from smdebug.pytorch.hook import Hook, _unwrap, get_hook
 
 
 def resolve_hook(hook: Optional[Hook], hook_kwargs: Mapping[str, Any]) -> Optional[Hook]:
@@ -33,19 +34,70 @@ def resolve_hook(hook: Optional[Hook], hook_kwargs: Mapping[str, Any]) -> Option
 
 
 def take_over(hook: Hook, model: torch.nn.Module) -> None:
-    """The callback follows ``model`` from now on: the zero-code attach (if it runs) stands down, and a
-    model it registered by its first forward call gives way. A hook with the default configuration
+    """The callback follows ``model`` from now on: the zero-code attach (if it runs) stands down, a step still
+    open from before the trainer ran is ended or dropped (see _end_step_before_trainer), and a model the
+    zero-code attach registered by its first forward call gives way. A hook with the default configuration
     (losses) saves the trainer's metrics too."""
     from smdebug.pytorch import zero_code
 
     zero_code.hand_over(hook)
+    _end_step_before_trainer(hook, zero_code.steps_before(hook))
     if hook.has_default_hook_configuration() and CollectionKeys.METRICS not in hook.include_collections:
         # (as the Keras hook's defaults: the losses, and the metrics the trainer logs)
         hook.include_collections.append(CollectionKeys.METRICS)
-    if hook.model is not None and hook.model is not model and getattr(hook.model, "_orig_mod", None) is not model:
+    if hook.model is not None and hook.model is _unwrap(model):
+        return  # (Lightning's setup of each validate()/test() after fit: the model the hook follows already)
+    if hook.model is not None and getattr(hook.model, "_orig_mod", None) is not model:
         logger.info("smdebug: the trainer's model replaces %s in the hook", hook.model_name)
         hook.remove()
     hook.register_module(model)
+
+
+def _end_step_before_trainer(hook: Hook, counters) -> None:
+    """A step open when the trainer takes over was begun by a module called before training: the zero-code
+    attach's first step (a shape check ``model(x[:2])``, a teacher network labelling the data), or the model's
+    forward hook. It is not one of the trainer's steps, and left open it took what ran next (Lightning's
+    sanity-check batches and ``val_loss``, as TRAIN data) while the trainer's first step, asked as its global
+    step 0, collided with it and every TRAIN step was numbered one on. When nothing before it was saved, it is
+    dropped (its files are not written) and the step counters go back to where they were before it
+    (``counters``: (global step, {mode: step}); None: unknown), so the trainer numbers its steps itself; when
+    earlier steps are saved their numbers stand, and the open step is ended here."""
+    if counters is None and getattr(hook, "training_run", 0) == 0:
+        counters = (hook.init_step, {mode: hook.init_step for mode in ModeKeys})  # (a hook that did not resume)
+    with hook._step_lock:
+        if not hook._in_step:
+            return
+        if counters is not None and hook.last_saved_step is None and hook._open_step is None:
+            _drop_open_step(hook, counters)
+            return
+    logger.info("smdebug: step %d, begun before the trainer took over, ends here: the trainer's steps follow it",
+                hook.step)
+    hook.end_step()
+
+
+def _drop_open_step(hook: Hook, counters) -> None:
+    """(step lock held) Forget the open step: what it wrote is aborted on the writer thread (after the writes
+    queued for it), and the counters are those before it (see _end_step_before_trainer)."""
+    step, wrote = hook.step, hook._wrote_this_step
+    hook._in_step, hook._wrote_this_step, hook._due = False, False, set()
+    hook._traced.clear()  # (what a compiled forward captured in it)
+    writer = hook._writer
+    if wrote and writer is not None:
+        writer.call(_abort_step, writer, step)
+    hook.step, modes = counters
+    hook.mode_steps.update(modes)
+    # (the schedule's quiet stretch and the names saved once per step were worked out for the dropped numbers)
+    hook._quiet = hook._stretch = None
+    hook._named_saved = (-1, set())
+    logger.info("smdebug: the step begun by %s's call before the trainer took over is not saved; the trainer's "
+                "steps are numbered from its own count", hook.model_name)
+
+
+def _abort_step(writer, step: int) -> None:
+    """(writer thread) Remove the unfinished files of ``step``: it is never completed, nor indexed."""
+    step_writer = writer._steps.pop(step, None)
+    if step_writer is not None:
+        step_writer.abort()
 
 
 def save_logged(hook: Hook, metrics: Optional[Mapping[str, Any]]) -> None:

@@ -231,6 +231,12 @@ class _Follower:
             return self._longest_window or float("inf")
         return max(self._longest_window, int(epoch), 1)
 
+    def on_sanity_check_start(self, trainer, pl_module) -> None:
+        # (the sanity check is not saved: no step is open while it runs, so neither the module's layers nor its
+        # self.log calls save anything; a step left open would take its batches as that step's data)
+        if self._active:
+            self._end_step()
+
     def on_train_start(self, trainer, pl_module) -> None:
         # (a second fit() counts its own stretch of batches; the step numbers keep running ahead, if they did)
         self._batch_global_step, self._batches_without_step, self._stalled = None, 0, False

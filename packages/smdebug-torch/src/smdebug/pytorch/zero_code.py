@@ -28,12 +28,20 @@ from smdebug.core.after_import import call_after_import
 from smdebug.core.hook import logger
 from smdebug.pytorch import _dynamo
 
-_state = {"hook": None, "first": None, "handle": None}
+# (counters: the hook's step counters just before the first module's first call began a step, see steps_before)
+_state = {"hook": None, "first": None, "handle": None, "counters": None}
 
 
 def attached() -> bool:
     """True when ``smdebug run`` attached a hook to this process."""
     return _state["hook"] is not None
+
+
+def steps_before(hook):
+    """(global step, {mode: mode step}) of ``hook`` just before the zero-code attach began its first step (at
+    the first module's first call), or None if it began none: what a trainer callback that takes over restores
+    when it drops that step (see smdebug.pytorch._trainer.take_over)."""
+    return _state["counters"] if _state["hook"] is hook else None
 
 
 def hand_over(hook) -> None:
@@ -70,6 +78,7 @@ def _on_forward_pre(module, inputs):
                 hook.register_loss(module)  # its forward hook is attached for this very call if due
         elif _state["first"] is None:
             _state["first"] = module
+            _state["counters"] = (hook.step, dict(hook.mode_steps))
             hook.register_module(module)
             if module is hook.model:
                 # the pre-hook just added runs from the next call on; this call is the first step
