@@ -35,6 +35,7 @@ from smdebug.core import activations, class_weights, loss_inputs, running_means
 from smdebug.core.collection import CollectionKeys
 from smdebug.core.hook import BaseHook, logger
 from smdebug.core.modes import ModeKeys
+from smdebug.core.names import shown
 from smdebug.exceptions import SMDebugTypeError
 from smdebug.tensorflow import capture, layers, losses
 from smdebug.tensorflow.base import LOSS_RE, TFHookMixin
@@ -246,6 +247,10 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
         self._implicit_step = False  # the open step was begun by a value saved between steps (EVAL/PREDICT)
         self._implicit_names: set = set()  # names saved in that step
         self._step_mode = None  # the mode of the last step begun
+        # custom loops: one small trainable variable of the registered model, its value and the TRAIN step count
+        # when last looked at (see _check_unseen_training)
+        self._watched: Optional[Tuple[object, np.ndarray, int]] = None
+        self._training_steps = 0  # steps begun in TRAIN (or GLOBAL) mode
         # Keras's training logs are means over the epoch so far (smdebug.core.running_means): the TRAIN mode
         # steps where an epoch of fit began, and the names of the logs saved, recorded in the run
         self._epoch_begun = False
@@ -270,6 +275,7 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
             raise SMDebugTypeError(f"register_model expects a Keras model or layer, got {type(model).__name__}")
         keras.callbacks.Callback.set_model(self, model)
         self._register(model)
+        self._watch_model()
 
     def register_loss(self, loss, name: str = "loss"):
         """Tell the hook which loss a custom training loop trains with (``fit`` learns it from ``compile``): a
@@ -354,6 +360,8 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
         progress (a ``wrap_tape`` step stays open until the next one begins): what is saved after it belongs to
         a step of the new mode, never to the last training step."""
         custom_loop = isinstance(mode, ModeKeys) and mode != self.mode and self._keras_depth == 0 and not self._disabled
+        if custom_loop:
+            self._check_unseen_training()
         if custom_loop and self._in_step and self._tape_stack is None:
             self.end_step()
         if custom_loop and not self._in_step and self._pending_names():
@@ -374,6 +382,8 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
         self._implicit_step = False
         TFHookMixin.begin_step(self, *args, **kwargs)
         self._step_mode = self.mode
+        if self.mode in (ModeKeys.TRAIN, ModeKeys.GLOBAL):
+            self._training_steps += 1
 
     def _pending_names(self) -> set:
         """The names of the values saved between steps that wait for the next step to begin."""
@@ -1173,6 +1183,44 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
         except Exception as e:  # noqa: BLE001
             self._fail("recording a tf.function step", e)
 
+    def _watch_model(self) -> None:
+        """Note the value of the registered model's smallest trainable variable (a few numbers, read at a change of
+        mode and at close) and the training steps begun so far."""
+        self._watched = None
+        try:
+            variables = getattr(self.model, "trainable_variables", None) or []
+            if variables and tf.executing_eagerly():
+                var = min(variables, key=lambda v: int(np.prod(tuple(v.shape))))
+                self._watched = (var, np.array(var.numpy(), copy=True), self._training_steps)
+        except Exception:  # noqa: BLE001 - an optional check: a variable that cannot be read is not watched
+            self._watched = None
+
+    def _check_unseen_training(self) -> None:
+        """In a custom loop, say once when the registered model's weights changed while the hook began no TRAIN
+        (or GLOBAL) step: the model was trained where the hook does not look (a ``tf.function`` training step, a tape not
+        wrapped, an optimizer not wrapped, ``fit`` without the hook in its callbacks), and the run holds nothing of
+        that training."""
+        watched = self._watched
+        if watched is None:
+            self._watch_model()  # (a model built by its first call has its variables now)
+            return
+        var, before, train_steps = watched
+        try:
+            changed = not np.array_equal(var.numpy(), before)
+        except Exception:  # noqa: BLE001
+            self._watched = None
+            return
+        said = {"traced-wrap_tape", "traced-wrap_optimizer"} & self._warned  # (the cause is named already)
+        if changed and self._training_steps == train_steps and not said:
+            self._warn_once("trained-unseen", "smdebug: the weights of the registered model changed (%s) while the "
+                            "hook began no training step: it was trained where the hook does not look (a training step "
+                            "in a tf.function, a GradientTape not given to hook.wrap_tape, an optimizer not given to "
+                            "hook.wrap_optimizer, or fit without the hook in its callbacks), so the run holds nothing "
+                            "of that training. Use model.fit(..., callbacks=[hook]) or an eager step inside "
+                            "hook.wrap_tape(tf.GradientTape()), or save the step's loss after it: "
+                            "hook.save_scalar(\"train_loss\", float(loss)) in TRAIN mode", shown(variable_name(var)))
+        self._watch_model()
+
     def _optimizer_gradients(self, optimizer, grads, trainable_variables) -> None:
         try:
             if not self.is_writing:
@@ -1201,6 +1249,8 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
         return super()._shape_of(value)
 
     def close(self) -> None:
+        if self._keras_depth == 0 and not self._disabled:
+            self._check_unseen_training()
         for kind in list(_KINDS):
             try:
                 self._uninstall(kind)
