@@ -18,18 +18,19 @@ xgb = pytest.importorskip("xgboost")
 
 
 def boosted(path, informative: bool) -> str:
-    """80 rounds of depth-5 trees at eta 0.1 on a noisy binary problem (validation logloss from about 0.68 to
-    its best of about 0.647 near round 43, then up again); ``informative`` False: labels drawn independently of
-    the inputs."""
+    """80 rounds of boosting on a noisy binary problem; ``informative``: depth-6 trees at eta 0.3 (validation
+    logloss from about 0.64 to its best of about 0.57 near round 5, then up again to 0.67: most of its gain given
+    back); False: depth-5 trees at eta 0.1, labels drawn independently of the inputs. (An informative run at eta
+    0.1 whose logloss came back 17% of a 5% gain is no overtraining the rule reports as such: probe 15c F1.)"""
     import smdebug.xgboost as smd
 
     g = np.random.default_rng(0)
     x = g.standard_normal((4000, 6))
-    logit = 0.7 * x[:, 0] - 0.4 * x[:, 1] * x[:, 2] if informative else np.zeros(len(x))
+    logit = 2 * (0.7 * x[:, 0] - 0.4 * x[:, 1] * x[:, 2]) if informative else np.zeros(len(x))
     y = (g.random(len(x)) < 1 / (1 + np.exp(-logit))).astype(int)
     train, validation = xgb.DMatrix(x[:3000], y[:3000]), xgb.DMatrix(x[3000:], y[3000:])
-    params = {"objective": "binary:logistic", "eval_metric": ["logloss"], "max_depth": 5, "eta": 0.1, "nthread": 1,
-              "seed": 0}
+    params = {"objective": "binary:logistic", "eval_metric": ["logloss"], "max_depth": 6 if informative else 5,
+              "eta": 0.3 if informative else 0.1, "nthread": 1, "seed": 0}
     hook = smd.Hook.recommended(str(path), validation_data=validation, hyperparameters=params)
     xgb.train(params, train, 80, evals=[(train, "train"), (validation, "validation")], callbacks=[hook],
               verbose_eval=False)
@@ -48,7 +49,7 @@ def test_a_validation_metric_boosted_past_its_best_is_said_so(tmp_path):
     reason = finding(boosted(tmp_path / "run", informative=True))
     assert reason.startswith("validation-logloss rose past its best: median "), reason
     best = re.search(r"at its best \(the \d+ steps to step (\d+)\)", reason)
-    assert best and 30 <= int(best.group(1)) <= 60, reason  # the best window ends near round 43-48
+    assert best and 5 <= int(best.group(1)) <= 20, reason  # the best window ends near round 11
     assert f"early stopping at step {best.group(1)} would have kept" in reason, reason
     assert "did not decrease over" not in reason
 

@@ -29,6 +29,10 @@ from smdebug.rules.generic.loss_rules import mode_label
 from smdebug.rules.params import as_float, as_int, in_range
 
 
+#: LossNotDecreasing's check at a step: (met, detail, now, first, stalled, past): ``past`` (best, noise of a window's
+#: median, whether the finding is a rise past that best) for an evaluation set's metric that came down to a best
+_Checked = Tuple[bool, str, float, float, bool, Optional[Tuple[float, float, bool]]]
+
 #: LossNotDecreasing: the share of an evaluation set's gain (first to best) that, given back, is overtraining
 GIVE_BACK = 0.25
 
@@ -105,13 +109,22 @@ class LossNotDecreasing(LossCurveRule):
     exactly, with no batch noise) has ``first`` raised to its very first evaluation, or the median of its first 3
     saves, when higher: one that falls fast (boosting at eta 0.3) makes most of its progress within the first
     window, whose median is no untrained reference. **Past its best**: when it came down to a best -- the lowest
-    median of ``w`` steps, at least ``p`` below ``first`` -- and now lies above it, both beyond the noise of such a
-    median, the finding says so: the best value and the step its window ends, the rise since, and that early
-    stopping there would have kept the best model (overtraining; boosting past the best round), not "did not
-    decrease", which read as a model that never learned. Such a metric also fires (not decreasing over the second
-    half) when it gave back at least a quarter of its gain (``now - best >= 0.25 * (first - best)``, beyond that
-    noise), though it stays below ``first``: a drift of a few percent of the gain is the noise floor of a small
-    evaluation set, a quarter of it is boosting past the best round. **A short finished run** whose last save
+    median of ``w`` steps, below ``first`` by more than three times the round-to-round noise of such a median -- and
+    now lies below ``first`` but above that best by more than a quarter of the gain (``now - best > 0.25 * (first -
+    best)``) and by more than three times the noise (the round-to-round noise, and at least the counting noise
+    ``sqrt(now * resolution)`` of a metric that counts, an error rate on a set of n rows moving by 1/n), it fires
+    (not decreasing over the second half), and the finding says so: the best value and the step its window ends,
+    the rise since, and that early stopping there would have kept the best model (overtraining; boosting past the
+    best round). The test is the same whatever share of ``first`` the metric gained: a booster on a prior model's
+    margin (``base_margin``) starts near its floor, and a hard task's error rate cannot fall 10% (a rise of 7 rows
+    of 500 fired: probe 15c F1). Otherwise such a metric fires as "did not decrease" when its progress is below
+    ``p`` beyond that noise (a 3% gain, flat to the end: labels misaligned with their rows), except a metric whose
+    value carries a constant offset (``*-nloglik``: a Tweedie, Cox or AFT likelihood; its progress is no share of
+    its value). On a finished run, neither is reported when the run's last window lies within three times that
+    noise of the best (the last model is the best one: early stopping would have kept nothing), a stall only when
+    the last window also lies ``p / 2`` below ``now`` (the metric left it). A drift of a few percent of the gain is
+    the noise floor of a small evaluation set, a quarter of it is boosting past the best round. **A short finished
+    run** whose last save
     is the first check that can be judged (a 40-round booster: no check ``num_steps`` earlier) is judged there on
     the checks there are for such a metric; a training loss is not confirmed without its patience checks, and
     the step is then not judged (said, not "no issues").
@@ -183,7 +196,7 @@ class LossNotDecreasing(LossCurveRule):
         self._trained_first: Dict[Optional[str], bool] = {}
 
     def _met(self, curve: Curve, s: int, label: str, paced: bool, trained_before: bool = False,
-             capped: bool = False) -> Optional[Tuple[bool, str, float, float, bool]]:
+             capped: bool = False, measurable: bool = True) -> Optional[_Checked]:
         f = curve.first()
         length = s - f + 1
         span, w = self._widths(curve, s)
@@ -235,14 +248,20 @@ class LossNotDecreasing(LossCurveRule):
         # test below or the past-best words of a met condition)
         wanted = not paced and (met or (not trained_before and rising))
         best = self._best(curve, s, w, f) if wanted else (None, None)
-        if (not met and not trained_before and best[0] is not None and first - best[0] >= progress
-                and best[1] <= s - w and rising
-                and now - best[0] > max(3 * self._window_noise(curve, s, w), GIVE_BACK * (first - best[0]))):
-            # an evaluation set's metric that made progress and then gave a quarter of it back while boosting
-            # went on (a booster at eta 1.5: validation logloss .255 -> .179 -> .210): overtraining, which early
-            # stopping prevents, though the metric stays below where it began; a drift of a few percent of the
-            # gain at the noise floor of a small evaluation set is none (+0.8% of a test-rmse: probe 11 F1)
-            met = True
+        # (best, noise of a window's median, whether the metric gave back a real share of its gain since its best)
+        past: Optional[Tuple[float, float, bool]] = None
+        if not trained_before and best[0] is not None and best[1] <= s - w:
+            gave_back = self._gave_back(curve, s, w, best[0], first, now)
+            if gave_back is not None:
+                past = (best[0], gave_back[1], rising and gave_back[0])
+        if met and not paced and not trained_before and now < first and (
+                not measurable or first - now > progress - 3 * self._eval_noise(curve, s, w, now)):
+            # "progress below min_progress_percent" is claimed of an evaluation set's metric only beyond its noise
+            # (an error rate on 500 rows .382 -> .344 is 7.6 +- 2.6 points of progress, no evidence of less than
+            # 10) and of a metric whose value measures progress as a share of itself (see _OFFSET_METRIC)
+            met = False
+        if past is not None and past[2]:
+            met = True  # a rise past the best window beyond noise, by a real share of the gain: overtraining
         change = (now - then) / abs(then) * 100 if then else 0.0
         stalled = now >= then + abs(then) * tol / 100
         verb = "did not decrease" if stalled else "barely decreased"
@@ -252,9 +271,16 @@ class LossNotDecreasing(LossCurveRule):
                   f"to step {m} -> {now:.4g} over the {w} steps to step {s} ({change:+.3g}%; tolerance {tol:g}%"
                   f"{pace}), {ratio:.3g}x the initial {first:.4g} (progress below min_progress_percent "
                   f"{self.min_progress_percent:g}%)")
-        if met and not paced and best[0] is not None:
-            detail = self._past_best(curve, s, w, best, first, then, m, now, change, tol) or detail
-        return met, detail, now, first, stalled
+        # the words of a rise past its best only for a real give-back, or a metric back at its start: a metric that
+        # made little progress and wanders at its plateau did not "rise past its best" (probe 15c F7)
+        if met and not paced and best[0] is not None and ((past is not None and past[2]) or now >= first):
+            words = self._past_best(curve, s, w, best, first, then, m, now, change, tol)
+            if words is not None:
+                detail = words
+                past = (best[0], self._eval_noise(curve, s, w, now), True)
+        if past is not None and not (met and past[2]):
+            past = (past[0], past[1], False)
+        return met, detail, now, first, stalled, past
 
     def _widths(self, curve: Curve, s: int) -> Tuple[int, int]:
         """(span, w) at ``s``, a step of ``curve`` read up to there: the shortest window and the window of ``now``
@@ -288,6 +314,32 @@ class LossNotDecreasing(LossCurveRule):
         saves = max(1, len(curve.between(s - w, s)))
         return 1.4826 * 1.2533 * float(np.median(np.abs(np.diff(values)))) / np.sqrt(saves)
 
+    def _gave_back(self, curve: Curve, s: int, w: int, best: float, first: float,
+                   now: float) -> Optional[Tuple[bool, float]]:
+        """For an evaluation set's metric that came down beyond its round-to-round noise to a best window (ended
+        before the current one) and lies below its start now: (whether it rose past that best by enough to be
+        overtraining, the noise of the rise). None for a metric that never came down, or came back to where it
+        began (judged as not decreasing).
+
+        One test whatever the share of its start the metric gained: the rise must be beyond noise and a real share
+        of the gain (``GIVE_BACK``). A metric that made under min_progress_percent of progress was held to "any
+        rise" instead, and those are healthy runs' curves: a booster on top of a strong prior (``base_margin``)
+        starts near its floor, a ``*-nloglik`` of tweedie, cox or aft carries a large constant offset, and a hard
+        task's error rate cannot fall 10% (7 rows of 500 fired "rose past its best": probe 15c F1)."""
+        gain = first - best
+        if not (gain > 3 * self._window_noise(curve, s, w) and now < first):
+            return None
+        noise = self._eval_noise(curve, s, w, now)
+        return now - best > max(3 * noise, GIVE_BACK * gain), noise
+
+    def _eval_noise(self, curve: Curve, s: int, w: int, now: float) -> float:
+        """The noise of a window's median of an evaluation set's metric at ``s``: its round-to-round spread
+        (_window_noise) and, for a metric that counts (an error rate on a set of n rows moves by 1/n), at least
+        the counting noise of the set (see _counting_noise): the curve of a fixed set can be flat between steps of
+        a few rows, and a rise of 7 rows of 500 is that set's sampling noise, not a worse model."""
+        values = np.asarray([v for t, v in zip(curve.steps, curve.values) if t <= s], dtype=np.float64)
+        return max(self._window_noise(curve, s, w), _counting_noise(values, now))
+
     def _past_best(self, curve: Curve, s: int, w: int, best_at: Tuple[float, int], first: float, then: float, m: int,
                    now: float, change: float, tol: float) -> Optional[str]:
         """For an evaluation-set metric (a validation loss) that came down and then rose again, the finding in
@@ -299,8 +351,8 @@ class LossNotDecreasing(LossCurveRule):
         best, best_step = best_at
         if best_step > s - w:
             return None
-        noise = self._window_noise(curve, s, w)
-        if not (first - best > 3 * noise and now - best > 3 * noise):
+        if not (first - best > 3 * self._window_noise(curve, s, w) and now - best > 3 * self._eval_noise(
+                curve, s, w, now)):
             return None
         rise = (now - best) / abs(best) * 100 if best else float("inf")
         return (f"rose past its best: median {best:.4g} at its best (the {w} steps to step {best_step}) -> {now:.4g} "
@@ -364,6 +416,21 @@ class LossNotDecreasing(LossCurveRule):
         if not stalled:
             return end < min(first, curve.values[0]) - p and end < now - p / 2
         return end < min(now, first, curve.values[0]) - p
+
+    def _ended_near_best(self, key: Tuple[str, ModeKeys, Optional[str]], past: Tuple[float, float, bool], now: float,
+                         first: float) -> bool:
+        """On a finished run (after _left_later read its last window): whether an evaluation set's metric ended at
+        its best, within three times the noise of a window's median -- the last model is as good as the best one.
+        A rise past its best (``past[2]``) is then no overtraining, and "early stopping at step N would have kept
+        [the best model]" would be wrong advice; a stall with little progress (``past[2]`` False) is one the metric
+        later left, when it also fell ``p / 2`` below it (the yardstick of _left_later for a slow learner): a
+        booster on a strong prior (``base_margin``) flat for a while, then down to its best in its last rounds
+        (probe 15c F1). A metric that wanders at its plateau to the end, near its early best, left nothing."""
+        end = self._final.get(key)
+        best, noise, rose = past
+        if end is None or end > best + 3 * noise:
+            return False
+        return rose or end < now - abs(first) * self.min_progress_percent / 100 / 2
 
     def _learned_at_start(self, name: str, mode: ModeKeys, curve: Curve, s: int, now: float, first: float) -> bool:
         """On a finished run: whether the run's last window lies ``p`` below the loss's first save (the model
@@ -434,10 +501,11 @@ class LossNotDecreasing(LossCurveRule):
         label = mode_label(mode).replace("step", "steps")
         paced = self.training_curve(name, mode)
         result = self._met(curve, s, label, paced,
-                           trained_before=not paced and self._trained_before_evaluation(curve, mode))
+                           trained_before=not paced and self._trained_before_evaluation(curve, mode),
+                           measurable=paced or not _OFFSET_METRIC.search(name))
         if result is None:
             return False, None
-        met, detail, now, first, stalled = result
+        met, detail, now, first, stalled, past = result
         key = (name, mode, curve.worker)
         steps, mets = self._history.setdefault(key, ([], []))
         steps.append(s)
@@ -464,6 +532,8 @@ class LossNotDecreasing(LossCurveRule):
         if training_ended(self.base_trial):
             if self._left_later(name, mode, curve, now, first, stalled):
                 return True, None  # a plateau the finished run's loss later left
+            if past is not None and self._ended_near_best(key, past, now, first):
+                return True, None  # its last model is its best one (within noise): early stopping would keep nothing
             if paced and self._learned_at_start(name, mode, curve, s, now, first) and not self._stalled_to_end(
                     name, mode, curve, label):
                 return True, None  # a noisy floor reached within the first window: no stall the live criterion sees
@@ -842,6 +912,11 @@ def _counting_noise(values: np.ndarray, final: float) -> float:
     resolution = float(np.min(np.diff(distinct)))
     return float(np.sqrt(abs(final) * resolution))
 
+
+#: an evaluation set's metric whose value carries a constant offset (the negative log-likelihood of a Poisson, gamma,
+#: Tweedie, Cox or AFT model includes terms no model removes: tweedie-nloglik 3.99 -> 3.805 is all a model can
+#: gain), so its progress is no share of its value (see LossNotDecreasing._met)
+_OFFSET_METRIC = re.compile(r"(?i)nloglik")
 
 #: a classification cross-entropy, by its tensor's name or its recorded loss type
 _CROSS_ENTROPY = re.compile(r"(?i)cross.?entropy|^nllloss|^bce|logloss")
