@@ -235,7 +235,8 @@ def torch(session: nox.Session) -> None:
 TORCH_TRAINER_DEPS = ["lightning==2.6.6", "transformers==5.24.0", "accelerate==1.15.0"]
 TORCH_TRAINER_TESTS = ["test_lightning.py", "test_lightning_untrained_parameters.py",
                        "test_transformers.py", "test_transformers_trainer_loss.py",
-                       "test_trainers_zero_code.py",
+                       "test_trainers_zero_code.py", "test_trainers_zero_code_call_before_fit.py",
+                       "test_lightning_callback_steps_before_fit.py",
                        "test_trainers_judged.py", "test_trainers_zero_code_preset.py",
                        # (with the trainers installed: importing smdebug.pytorch still loads none of them)
                        "test_torch_plugin.py::test_importing_smdebug_pytorch_imports_no_trainer"]
