@@ -9,7 +9,11 @@ its losses with it), the global hook is removed: it would otherwise cost time at
 Trainers take over from it: Lightning asks for smdebug's callback through its callbacks-factory entry
 points (``smdebug.pytorch.trainer_factories``), and Hugging Face Transformers' ``CallbackHandler`` gets
 the callback added (it is patched right after ``transformers.trainer_callback`` is imported); the
-callbacks register the trainer's model and remove the global hook before the first forward call.
+callbacks register the trainer's model and remove the global hook before the trainer's first forward call.
+A module the script ran before that (a shape check ``model(x[:2])``, a teacher network labelling the data)
+began the first step here; that step is the trainer's to drop (smdebug.pytorch._trainer.take_over), so the
+trainer's steps keep its own numbers. Only a single such call: a module called again before the trainer
+took over began saved steps of its own, which stay, and the trainer's steps are numbered after them.
 
 The hook comes from the JSON configuration (``SMDEBUG_CONFIG_FILE_PATH``), with the recommended preset when
 ``smdebug run`` asks for it (smdebug.zero_code.preset); with ``USE_SMDEBUG=0`` nothing
