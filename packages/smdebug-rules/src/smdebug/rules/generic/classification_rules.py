@@ -802,6 +802,118 @@ class Confusion(_LabelsAndPredictions):
         return False
 
 
+class StepWeightedCounts:
+    """Class counts of the label saves, each weighted by the training steps it stands for: the steps since the
+    save before it (the first save weighs as the second). A tapered schedule (Hook.recommended's: steps 0-9
+    each, then ever further apart) holds most of its labels in the run's first ten steps; summed as they are,
+    those ten batches outweigh the rest of the run, and a run whose class mix changes over time (a curriculum,
+    class-incremental learning, a sampler re-weighted after warm-up) is judged by its start. Weighted, the
+    counts estimate the mix over the steps trained; on data whose mix does not change they estimate what the
+    plain sums do, with more chance (fewer labels' worth: Kish's effective number, ``(sum w)^2 / sum w^2`` over
+    the labels). Saves come in order of step; one that comes late has the sums recomputed."""
+
+    def __init__(self):
+        self._steps: List[int] = []
+        self._counts: Dict[int, np.ndarray] = {}
+        self._summed = 0  # the saves _steps[1:_summed] are in the running sums
+        self._sums = (np.zeros(0), 0.0, 0.0)  # (weighted counts, sum of the labels' weights, of their squares)
+
+    def add(self, step: int, counts: np.ndarray) -> None:
+        if step in self._counts:
+            self._counts[step] = counts
+            self._summed = 0
+            return
+        self._counts[step] = counts
+        if self._steps and step < self._steps[-1]:
+            self._steps.insert(int(np.searchsorted(self._steps, step)), step)
+            self._summed = 0
+        else:
+            self._steps.append(step)
+
+    def at(self, step: int) -> Optional[Tuple[np.ndarray, float]]:
+        """``(weighted counts per class, the effective number of labels)`` over the saves ``<= step``; None when
+        there are none."""
+        k = int(np.searchsorted(self._steps, step, side="right"))
+        if not k:
+            return None
+        if k < self._summed or not self._summed:
+            self._summed, self._sums = 1, (np.zeros(0), 0.0, 0.0)
+        weighted, mass, square = self._sums
+        for i in range(self._summed, k):
+            w = float(self._steps[i] - self._steps[i - 1])
+            counts = self._counts[self._steps[i]]
+            weighted = _padded_sum(weighted, w * counts)
+            mass, square = mass + w * counts.sum(), square + w * w * counts.sum()
+        self._summed, self._sums = k, (weighted, mass, square)
+        first = self._counts[self._steps[0]]
+        w = float(self._steps[1] - self._steps[0]) if k > 1 else 1.0
+        weighted, mass, square = _padded_sum(weighted, w * first), mass + w * first.sum(), square + w * w * first.sum()
+        return weighted, (mass * mass / square if square > 0 else 0.0)
+
+
+class ClassIntroductions:
+    """When each class was first counted, and after how many labels without it; and the counts of the saves
+    since a step. A class absent from the first saves and present later is the data changing (a curriculum
+    adding classes, class-incremental learning), not a rare class: summed with the saves before it, it reads as
+    one far rarer than the classes counted from the start. Saves come in order of step; one that comes late, or
+    again, has the record rebuilt."""
+
+    def __init__(self):
+        self._steps: List[int] = []
+        self._counts: Dict[int, np.ndarray] = {}
+        #: class -> (the step it was first counted at, the labels counted before that step)
+        self.first: Dict[int, Tuple[int, int]] = {}
+        self._labels = 0
+        self._since: Tuple[int, int, np.ndarray] = (-1, -1, np.zeros(0))  # (from, to, counts): the last asked
+
+    def add(self, step: int, counts: np.ndarray) -> None:
+        if self._steps and step <= self._steps[-1]:
+            if step not in self._counts:
+                self._steps.insert(int(np.searchsorted(self._steps, step)), step)
+            self._counts[step] = counts
+            self.first, self._labels, self._since = {}, 0, (-1, -1, np.zeros(0))
+            for s in self._steps:
+                self._note(s, self._counts[s])
+            return
+        self._steps.append(step)
+        self._counts[step] = counts
+        self._note(step, counts)
+
+    def _note(self, step: int, counts: np.ndarray) -> None:
+        for c in np.flatnonzero(counts):
+            self.first.setdefault(int(c), (step, self._labels))
+        self._labels += int(counts.sum())
+
+    def late(self, c: int, step: int, counts: np.ndarray, total: int) -> Optional[Tuple[int, int]]:
+        """``(the step, the labels before it)`` when class ``c`` was introduced over the run: it was absent from the
+        labels before the step it first showed at, and at the share it has held since it would have shown among
+        them but with a chance below :data:`ONE_CLASS_CHANCE` (so a rare class of data whose mix does not change
+        is almost never taken for one introduced late). None otherwise. ``counts``, ``total``: the counts up to
+        ``step``."""
+        first, before = self.first.get(int(c), (step + 1, 0))
+        if first > step or before <= 0 or c >= len(counts):
+            return None
+        share = counts[c] / max(total - before, 1)
+        return (first, before) if (1.0 - share) ** before < ONE_CLASS_CHANCE else None
+
+    def since(self, start: int, step: int) -> np.ndarray:
+        """The counts of the saves from ``start`` to ``step``."""
+        begun, upto, counts = self._since
+        if begun != start or upto > step:
+            upto, counts = start - 1, np.zeros(0)
+        lo, hi = int(np.searchsorted(self._steps, upto, side="right")), int(np.searchsorted(self._steps, step,
+                                                                                            side="right"))
+        for s in self._steps[lo:hi]:
+            counts = _padded_sum(counts, self._counts[s])
+        self._since = (start, step, counts)
+        return counts
+
+
+def _padded_sum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    n = max(len(a), len(b))
+    return np.pad(a.astype(np.float64), (0, n - len(a))) + np.pad(b.astype(np.float64), (0, n - len(b)))
+
+
 class ClassImbalance(_LabelsAndPredictions):
     """Fires when the classes seen so far are too imbalanced, or a class is mostly mispredicted.
 
@@ -817,6 +929,19 @@ class ClassImbalance(_LabelsAndPredictions):
 
         count_c         = #labels equal to c
         mispredicted_c  = #{labels equal to c whose prediction differs} / #{such labels with a prediction}
+
+    **A class mix that changes over the run.** The counts sum every save alike, and Hook.recommended's tapered
+    schedule saves steps 0-9 each and then ever further apart: its first ten batches hold most of the labels
+    summed. An imbalance of the sums is not reported when the saves show it is the mix changing, not the data
+    being imbalanced: (1) the rarer class was introduced over the run (a curriculum adding classes,
+    class-incremental learning: absent from the labels before a step where, at the share it has held since, it
+    would have shown but with a chance below 0.1%, :class:`ClassIntroductions`) and the saves since then show no
+    imbalance of the two classes beyond doubt by the same test; or (2) the counts weighted by the training steps each save stands for
+    (the steps since the save before it; up to the step judged while the run trains, the whole run once it has
+    ended: :class:`StepWeightedCounts`) put the two classes within ``threshold_imbalance`` of each other even
+    allowing for chance (a sampler that balances the classes after a skewed warm-up). A set imbalanced throughout
+    is found as before (on data whose mix does not change, both tests agree with the sums); the verdict's detail
+    says when the sums were set aside, and why.
 
     **Class weights.** When the run trains with class weights (the hooks' record ``_meta.class_weights``, see
     :mod:`smdebug.core.class_weights`: PyTorch ``CrossEntropyLoss(weight=...)``/``NLLLoss(weight=...)``, a single
@@ -948,6 +1073,13 @@ class ClassImbalance(_LabelsAndPredictions):
         self._weights_read: Tuple[int, Optional[Tuple[Dict[int, float], str]]] = (-1, None)
         #: per step read: (labels counted, a digest of them): the same rows saved again are told by it
         self._rows: Dict[int, Tuple[int, bytes]] = {}
+        #: the class counts weighted by the training steps each save stands for (a change of the class mix over
+        #: the run is told from an imbalance by them)
+        self._over_steps = StepWeightedCounts()
+        #: when each class was first counted (a class introduced over the run is told from a rare one by it)
+        self._introductions = ClassIntroductions()
+        #: what the weighted counts said against the plain sums at the last step judged (part of the detail)
+        self._mix_said: Optional[str] = None
 
     def _contribution(self, step, label_names, prediction_names):
         """The step's part, per class: ``(labels, mispredicted, labels with a prediction, labels whose prediction
@@ -1087,12 +1219,17 @@ class ClassImbalance(_LabelsAndPredictions):
 
         if not self._train_labels:  # decided again until training labels appear (they may arrive later)
             self._train_labels = any(self.base_trial.tensor(n).steps(mode=ModeKeys.TRAIN) for n in label_names)
-        for s in self._counts.steps_to_read(saved_steps, step):
+        # (a finished run is read whole at once: the step-weighted test of a count's imbalance judges it against
+        # the whole run's training data, :meth:`_mix_changed`; the counts judged at a step stay those up to it)
+        upto = max([step] + saved_steps()[-1:]) if self.base_trial.loaded_all_steps else step
+        for s in self._counts.steps_to_read(saved_steps, upto):
             part = self._contribution(s, label_names, prediction_names)
             self._parts[s] = part
             self._counts.add(s, part if part is not None and self._counted(s) else None)
             if part is not None and self._counted(s):
                 self._count_save(s)
+                self._over_steps.add(s, part[0])
+                self._introductions.add(s, part[0])
         if self._per_position is None and self._parts.get(step) is not None:
             self._per_position = self._targets_per_position(step)
         if self._per_position is not None:
@@ -1162,11 +1299,15 @@ class ClassImbalance(_LabelsAndPredictions):
         else:
             said += ":"
         per_class = total / len(present)
+        self._mix_said = None
         if total >= self.samples and per_class >= LABELS_PER_CLASS:
             self._waiting = None
             self.mark_evaluated(*label_names)
             if ratio > self.threshold_imbalance:
-                return f"{said} ratio {ratio:.4g} > threshold_imbalance {self.threshold_imbalance:g} ({labels_said})"
+                self._mix_said = self._mix_changed(step, counts, total, most, least, weight, ratio, shown, labels_said)
+                if not self._mix_said:
+                    self.caveat(None)
+                    return f"{said} ratio {ratio:.4g} > threshold_imbalance {self.threshold_imbalance:g} ({labels_said})"
         else:
             # fewer labels than ``samples``, or than LABELS_PER_CLASS per class (many classes): judged when the
             # counts settle the question either way despite the chance in counts this small (the ratio
@@ -1179,17 +1320,24 @@ class ClassImbalance(_LabelsAndPredictions):
             if low > self.threshold_imbalance:
                 self._waiting = None
                 self.mark_evaluated(*label_names)
-                return (f"{said} ratio {ratio:.4g}, at least {low:.3g} allowing for the chance in counts this small, "
-                        f"> threshold_imbalance {self.threshold_imbalance:g} ({labels_said}, {fewer})")
-            if high > self.threshold_imbalance:
+                self._mix_said = self._mix_changed(step, counts, total, most, least, weight, ratio, shown, labels_said)
+                if not self._mix_said:
+                    self.caveat(None)
+                    return (f"{said} ratio {ratio:.4g}, at least {low:.3g} allowing for the chance in counts this "
+                            f"small, > threshold_imbalance {self.threshold_imbalance:g} ({labels_said}, {fewer})")
+            elif high > self.threshold_imbalance:
                 self._waiting = self._too_few(step, total, len(present), per_class)
                 self.not_evaluated(self._waiting)
                 return False
-            self._waiting = None
-            self.mark_evaluated(*label_names)
+            else:
+                self._waiting = None
+                self.mark_evaluated(*label_names)
+        self.caveat(None)  # (the detail says what the weighted counts said at the last step judged, or nothing)
         # (reached only when the class counts passed the imbalance test above: said, lest "ClassImbalance" be
         # read as "the data is imbalanced")
-        if len(present) > 1:
+        if self._mix_said:
+            counts_said = self._mix_said
+        elif len(present) > 1:
             rarest = least if least != most else next(k for k in present if k != most)  # (a tie)
             counts_said = (f"the classes are balanced: the largest, class {most}, has {shown[most]} labels and the "
                            f"smallest, class {rarest}, {shown[rarest]}: ratio {ratio:.3g} <= threshold_imbalance "
@@ -1197,6 +1345,81 @@ class ClassImbalance(_LabelsAndPredictions):
         else:
             counts_said = f"all {shown[most]} labels counted are class {most}"
         return self._mispredicted(step, label_names, saved_steps, counts_said, None)
+
+    def caveat(self, reason: Optional[str]) -> None:
+        """As :meth:`Rule.caveat`, with what the weighted class counts said at the last step judged (a class mix
+        that changed over the run: :meth:`_mix_changed`) kept in front."""
+        mix = self.__dict__.get("_mix_said")
+        super().caveat("; ".join(r for r in (mix, reason) if r) or None)
+
+    def _mix_changed(self, step: int, counts: np.ndarray, total: int, most: int, least: int, weight: np.ndarray,
+                     ratio: float, shown: np.ndarray, labels_said: str) -> Optional[str]:
+        """Why the plain sums' imbalance of class ``most`` over ``least`` up to ``step`` (``counts``, ``total``
+        labels) is not the data's, or None when it may be. Either classes were introduced over the run
+        (:meth:`_introduced_late`) and the saves since the last were introduced show no imbalance beyond doubt;
+        or the counts weighted by the training steps each save stands for (up to ``step`` while the run trains,
+        over the whole run once it has ended: a skewed warm-up is judged by what followed it)
+        (:class:`StepWeightedCounts`) put the two classes within ``threshold_imbalance`` of each other even
+        allowing for chance (:func:`_ratio_upper_bound` on their effective counts; ``weight``: the class
+        weights, as for the plain ratio). The sums hold most of a tapered schedule's labels in its first ten
+        steps: a class mix that changed over the run (a curriculum adding classes, class-incremental learning, a
+        sampler re-weighted after warm-up) read as an imbalance of the data. On data whose mix does not change,
+        the weighted counts agree with the sums (more loosely): an imbalance is still found."""
+        summed = (f"summed over the saves, class {most} has {shown[most]} labels and class {least} {shown[least]} "
+                  f"(ratio {ratio:.4g}; {labels_said}), but the class mix changed over the run: ")
+        introduced = self._introduced_late(step, counts, total, weight, most, least)
+        if introduced:
+            return summed + introduced
+        saves = self.__dict__.get("_saves_counted", [])
+        whole = self.base_trial.loaded_all_steps and saves and saves[-1] > step
+        found = self._over_steps.at(saves[-1] if whole else step)
+        if found is None:
+            return None
+        weighted, effective = found
+        weighted = np.pad(weighted, (0, max(0, max(most, least) + 1 - len(weighted))))
+        mass = float(weighted.sum())
+        if mass <= 0 or effective <= 0:
+            return None
+        share = weighted / mass
+        bound = _ratio_upper_bound(int(round(share[most] * effective)), int(round(share[least] * effective)))
+        bound *= weight[most] / weight[least]
+        if bound > self.threshold_imbalance:
+            return None
+        as_trained = share[most] * weight[most] / (share[least] * weight[least]) if share[least] > 0 else float("inf")
+        over = f"over the whole run (to step {saves[-1]})" if whole else f"up to step {step}"
+        return (f"{summed}{over}, weighted by the training steps each save stands for (the steps since the save "
+                f"before it), class {most} is {share[most]:.1%} of the labels and class {least} {share[least]:.1%}, "
+                f"ratio {as_trained:.3g}, at most {bound:.3g} allowing for the chance in about {effective:.0f} labels' "
+                f"worth <= threshold_imbalance {self.threshold_imbalance:g}: not imbalanced over the steps trained "
+                "(saves close together, such as a tapered schedule's first ten steps, dominate the plain sums)")
+
+    def _introduced_late(self, step: int, counts: np.ndarray, total: int, weight: np.ndarray, most: int,
+                         least: int) -> Optional[str]:
+        """What the counts say when the rarer class of the sums, ``least``, was introduced over the run
+        (:meth:`ClassIntroductions.late`) and the saves since then show no imbalance of ``most`` over it beyond
+        doubt (the test of the sums, on their counts: the plain ratio from ``samples`` labels and
+        :data:`LABELS_PER_CLASS` per class, else the ratio allowing for chance); None when it was not, or the
+        saves since show the imbalance too."""
+        late = self._introductions.late(least, step, counts, total)
+        if late is None:
+            return None
+        at, before = late
+        since = self._introductions.since(at, step).astype(np.int64)
+        since = np.pad(since, (0, max(0, max(most, least) + 1 - len(since))))
+        n, classes = int(since.sum()), int(np.count_nonzero(since))
+        a, b = int(since[most]), int(since[least])
+        ratio = a * weight[most] / (b * weight[least]) if b else float("inf")
+        intro = (f"class {least} first showed at step {at}, after {before} labels without it (a class introduced over "
+                 f"the run: a curriculum, class-incremental learning); since then, of {n} labels, class {most} has {a} "
+                 f"and class {least} {b}: ratio {ratio:.3g}")
+        if n >= self.samples and n / max(classes, 1) >= LABELS_PER_CLASS:
+            if ratio > self.threshold_imbalance:
+                return None
+            return f"{intro} <= threshold_imbalance {self.threshold_imbalance:g}"
+        if _ratio_bounds(a, b)[0] * weight[most] / weight[least] > self.threshold_imbalance:
+            return None
+        return (f"{intro}, not beyond threshold_imbalance {self.threshold_imbalance:g} allowing for the chance in "
+                "counts this small")
 
     def _mispredicted(self, step: int, label_names: List[str], saved_steps, counts_said: Optional[str],
                       per_position: Optional[str]):
