@@ -1221,7 +1221,11 @@ class ClassImbalance(_LabelsAndPredictions):
             self._train_labels = any(self.base_trial.tensor(n).steps(mode=ModeKeys.TRAIN) for n in label_names)
         # (a finished run is read whole at once: the step-weighted test of a count's imbalance judges it against
         # the whole run's training data, :meth:`_mix_changed`; the counts judged at a step stay those up to it)
-        upto = max([step] + saved_steps()[-1:]) if self.base_trial.loaded_all_steps else step
+        upto = step
+        if self.base_trial.loaded_all_steps:
+            if "_last_saved" not in self.__dict__:  # (listed once: a finished run's saves do not change)
+                self.__dict__["_last_saved"] = saved_steps()[-1:]
+            upto = max([step] + self._last_saved)
         for s in self._counts.steps_to_read(saved_steps, upto):
             part = self._contribution(s, label_names, prediction_names)
             self._parts[s] = part
