@@ -16,7 +16,7 @@ from typing import Dict, List, NamedTuple, Optional, Sequence, Set, Tuple
 import numpy as np
 
 from smdebug.core.modes import ModeKeys
-from smdebug.core.run_info import framework_of, modes_set
+from smdebug.core.run_info import framework_of, modes_set, trained_in_eval
 from smdebug.exceptions import (
     InvalidWorker,
     MissingEventFile,
@@ -167,6 +167,7 @@ class SavedSteps:
         self._steps: Dict[tuple, List[int]] = {}
         self._scalars: Dict[tuple, Optional[float]] = {}
         self._trains: Optional[bool] = None
+        self._nothing_trained: Optional[Tuple[Optional[str]]] = None  # (trained_nothing's, once read)
         #: per (tensor, step, mode): the workers that saved it there (runs of several workers only)
         self._workers: Dict[Tuple[str, int, ModeKeys], List[str]] = {}
         #: per tensor: [global steps looked at, the workers seen saving it there] (see seen_workers)
@@ -180,6 +181,7 @@ class SavedSteps:
             self._key = key
             self._steps.clear()
             self._trains = None
+            self._nothing_trained = None
 
     def run_trains(self) -> bool:
         """Whether the run has steps where a model may be trained: TRAIN steps, or steps of no mode (a run
@@ -190,6 +192,13 @@ class SavedSteps:
             evaluated = len(t.steps(mode=ModeKeys.EVAL)) + len(t.steps(mode=ModeKeys.PREDICT))
             self._trains = bool(t.steps(mode=ModeKeys.TRAIN)) or len(t.steps()) > evaluated
         return self._trains
+
+    def trained_nothing(self) -> Optional[str]:
+        """:func:`trained_nothing` of the run, read again only once it has new steps."""
+        self._fresh()
+        if self._nothing_trained is None:
+            self._nothing_trained = (trained_nothing(self.trial),)
+        return self._nothing_trained[0]
 
     def steps(self, name: str, mode: ModeKeys = ModeKeys.GLOBAL, worker: Optional[str] = None) -> List[int]:
         """Complete steps (mode steps for a mode, global steps for GLOBAL) where ``name`` was saved (by
@@ -274,6 +283,34 @@ def auto_mode(saved: SavedSteps, name: str, mode: Optional[ModeKeys]) -> Optiona
 
 #: why a rule about training judged nothing in a run of evaluation steps only
 EVALUATION_ONLY = "the run has EVAL/PREDICT steps only, where nothing is trained ({})"
+
+
+def trained_nothing(trial) -> Optional[str]:
+    """The run's steps (``"EVAL 10, PREDICT 5 steps"``) when it trained nothing: a trained model evaluated (a
+    checkpoint validated, then predicting). Every saved step is an EVAL or PREDICT step, the script never
+    switched the hook to TRAIN mode, and the hook saw no optimizer step the model in those steps (the PyTorch
+    hook records a model trained while in eval() mode, whose training steps it saved as EVAL steps: that run
+    trained). None otherwise, and for a run with no step yet.
+
+    The one test of every rule that judges training -- its gradients, its weight updates, its validation
+    against its training loss: such a run has none of them, by its nature, and the rule is NotApplicable
+    (:data:`EVALUATION_ONLY`), not short of data."""
+    counts = {m: len(trial.steps(mode=m)) for m in (ModeKeys.EVAL, ModeKeys.PREDICT)}
+    evaluated = sum(counts.values())
+    if not evaluated or trial.steps(mode=ModeKeys.TRAIN) or len(trial.steps()) > evaluated:
+        return None  # (no step, a TRAIN step, or steps of no mode: a run that does not use modes)
+    if "TRAIN" in modes_set(trial) or trained_in_eval(trial) is not None:
+        return None
+    return ", ".join(f"{m.name} {n}" for m, n in counts.items() if n) + " steps"
+
+
+def said_trained_nothing(rule: Rule, saved: "SavedSteps", judges: str) -> bool:
+    """Whether the run trained nothing (:func:`trained_nothing`); if so ``rule`` says NotApplicable, naming the
+    run's steps and what it ``judges`` of training (``"gradients"``)."""
+    nothing = saved.trained_nothing()
+    if nothing:
+        rule.not_applicable(EVALUATION_ONLY.format(f"{nothing}; the rule judges {judges}"))
+    return bool(nothing)
 
 
 def step_in_mode(trial, step: int, mode: ModeKeys) -> Optional[int]:
@@ -1277,6 +1314,9 @@ class Overfit(Rule):
                                     + (f"; for {self.patience} evaluations" if self.patience > 1 else "")))
             if failing:
                 return first_finding(failing)
+        if not judged and said_trained_nothing(self, self._saved, "validation passes against the training loss "
+                                                                  "before them"):
+            return False
         if not judged:
             seen = max((len(ev.val) for ev in self._evaluations.values()), default=0)
             too_few = self._too_few(self._losses.names())
@@ -1592,6 +1632,9 @@ class Overtraining(Rule):
                     failing.append((worker, found[1]))
             if failing:
                 return first_finding(failing)
+        if not judged and said_trained_nothing(self, self._saved, "validation passes (and training saves) "
+                                                                  "while the model trains"):
+            return False
         if not judged:
             self.not_evaluated(f"needs window_validation={self.window_validation} evaluations (validation passes of "
                                f"EVAL-mode saves) of a loss (or, with judge_training, blocks of "

@@ -8,7 +8,7 @@ import numpy as np
 from smdebug.exceptions import SMDebugValueError
 from smdebug.core.modes import ModeKeys
 from smdebug.rules.generic.convergence import CONVERGED_GRADIENT_FRACTION, GradientConvergence
-from smdebug.rules.generic.loss_rules import SavedSteps
+from smdebug.rules.generic.loss_rules import SavedSteps, said_trained_nothing
 from smdebug.rules.generic.selection import (first_finding, is_bias, ndim_at, reduction_at, scalar, select_tensors,
                                              value_at, worker_named, workers_at)
 from smdebug.rules.generic.learning_pace import LearningPace
@@ -163,6 +163,8 @@ class VanishingGradient(Rule):
                 statistics = self._statistics(name, step, read)
                 if statistics is not None:
                     copies.append(_Copy(name, worker, read, *statistics))
+        if not copies:
+            said_trained_nothing(self, self._saved, "the gradients of training steps")  # (none to judge: why)
         failing = []
         for view, members in self._views(copies).items():
             found = self._judge(view, step, members)

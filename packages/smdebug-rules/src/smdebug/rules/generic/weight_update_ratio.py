@@ -13,7 +13,8 @@ from smdebug.core.run_info import untrained_parameters
 from smdebug.exceptions import SMDebugValueError
 from smdebug.rules.generic.convergence import CONVERGED_GRADIENT_FRACTION, GradientConvergence
 from smdebug.rules.generic.identical_saves import IdenticalSaves
-from smdebug.rules.generic.loss_rules import EVALUATION_ONLY, SavedSteps, auto_mode, contains, mode_label, step_in_mode
+from smdebug.rules.generic.loss_rules import (SavedSteps, auto_mode, contains, mode_label, said_trained_nothing,
+                                              step_in_mode)
 from smdebug.rules.generic.selection import (GRADIENTS, GradientsByStep, first_finding, select_tensors,
                                              trained_parameters, value_at, worker_named, workers_at)
 from smdebug.rules.params import as_float, as_int, in_range
@@ -340,10 +341,8 @@ class WeightUpdateRatio(Rule):
         untrained = self._untrained(step)
         if untrained:
             return untrained
-        if not judged and evaluation_only:  # (the run's steps decide: every weight or none)
-            self.not_applicable(EVALUATION_ONLY.format(", ".join(evaluation_only[:3])
-                                                       + (", ..." if len(evaluation_only) > 3 else "")))
-        elif not judged:
+        # (the run's steps decide: every weight or none)
+        if not judged and not (evaluation_only and said_trained_nothing(self, self._saved, "the weights' updates")):
             self.not_evaluated("needs two saves of a weight" + (f" at most num_steps={self.num_steps} steps apart"
                                                                  if self.num_steps is not None else ""))
         return False
