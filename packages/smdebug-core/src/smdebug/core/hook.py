@@ -30,7 +30,7 @@ import inspect
 import threading
 import time
 from threading import get_ident
-from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from smdebug.core import process_exit, singleton, stop_signal
 from smdebug.core.collection import TRAIN_ONLY_COLLECTIONS, Collection, CollectionKeys
@@ -603,6 +603,28 @@ class BaseHook(HookCollections, HookSaving, HookOutput, HookClosing, WarnsOnce, 
         if self._listens("smdebug_step_end"):  # (every step: its arguments are not built for nobody)
             self._notify("smdebug_step_end", hook=self, step=self.step, mode=self.mode,
                          mode_step=self.mode_steps[self.mode])
+
+    def discard_open_step(self, step: int, mode_steps: Mapping[ModeKeys, int]) -> bool:
+        """Forget the step that is open, as if it had never begun: what it wrote is removed (after the writes
+        queued for it) and the step counters become ``step`` and ``mode_steps``. For a step begun by something
+        that was not training (the zero-code attach's first module call, before a trainer's callback took
+        over). Only while no step has been saved yet (saved steps cannot be numbered again): False, with
+        nothing changed, then and when no step is open."""
+        with self._step_lock:
+            if not self._in_step or self.last_saved_step is not None or self._open_step is not None:
+                return False
+            if self._wrote_this_step and self._writer is not None:
+                self._writer.abort_step(self.step)
+            self._in_step, self._wrote_this_step, self._due = False, False, set()
+            self.step = step
+            self.mode_steps.update(mode_steps)
+            # (the schedule's quiet stretch was worked out for the discarded numbers)
+            self._quiet = self._stretch = None
+            self._forget_step()
+        return True
+
+    def _forget_step(self) -> None:
+        """(step lock held) What a plugin kept of a step that :meth:`discard_open_step` forgets."""
 
     def _close_open_step(self) -> None:
         if self._open_step is not None and self._writer is not None:

@@ -205,6 +205,11 @@ class BackgroundWriter:
     def close_step(self, step):
         self.submit(self._close_step, step)
 
+    def abort_step(self, step):
+        """Drop ``step``'s unfinished files once the writes submitted before this are done: the step is never
+        completed nor indexed (a step its hook discarded)."""
+        self.submit(self._abort_step, step)
+
     def call(self, fn: Callable, *args):
         """Run ``fn(*args)`` on the writer thread, after everything submitted before it."""
         self.submit(fn, *args)
@@ -367,6 +372,11 @@ class BackgroundWriter:
             w.abort()  # all or nothing: a step that lost data is not written
         else:
             w.close()
+
+    def _abort_step(self, step):
+        w = self._steps.pop(step, None)
+        if w is not None:
+            self._abort(w)
 
     def _close_all(self):
         for step in sorted(self._steps):

@@ -59,7 +59,7 @@ def _end_step_before_trainer(hook: Hook, counters) -> None:
     forward hook. It is not one of the trainer's steps, and left open it took what ran next (Lightning's
     sanity-check batches and ``val_loss``, as TRAIN data) while the trainer's first step, asked as its global
     step 0, collided with it and every TRAIN step was numbered one on. When nothing before it was saved, it is
-    dropped (its files are not written) and the step counters go back to where they were before it
+    discarded (its files are not written) and the step counters go back to where they were before it
     (``counters``: (global step, {mode: step}); None: unknown), so the trainer numbers its steps itself; when
     earlier steps are saved their numbers stand, and the open step is ended here."""
     if counters is None and getattr(hook, "training_run", 0) == 0:
@@ -67,37 +67,13 @@ def _end_step_before_trainer(hook: Hook, counters) -> None:
     with hook._step_lock:
         if not hook._in_step:
             return
-        if counters is not None and hook.last_saved_step is None and hook._open_step is None:
-            _drop_open_step(hook, counters)
+        if counters is not None and hook.discard_open_step(*counters):
+            logger.info("smdebug: the step begun by %s's call before the trainer took over is not saved; the "
+                        "trainer's steps are numbered from its own count", hook.model_name)
             return
     logger.info("smdebug: step %d, begun before the trainer took over, ends here: the trainer's steps follow it",
                 hook.step)
     hook.end_step()
-
-
-def _drop_open_step(hook: Hook, counters) -> None:
-    """(step lock held) Forget the open step: what it wrote is aborted on the writer thread (after the writes
-    queued for it), and the counters are those before it (see _end_step_before_trainer)."""
-    step, wrote = hook.step, hook._wrote_this_step
-    hook._in_step, hook._wrote_this_step, hook._due = False, False, set()
-    hook._traced.clear()  # (what a compiled forward captured in it)
-    writer = hook._writer
-    if wrote and writer is not None:
-        writer.call(_abort_step, writer, step)
-    hook.step, modes = counters
-    hook.mode_steps.update(modes)
-    # (the schedule's quiet stretch and the names saved once per step were worked out for the dropped numbers)
-    hook._quiet = hook._stretch = None
-    hook._named_saved = (-1, set())
-    logger.info("smdebug: the step begun by %s's call before the trainer took over is not saved; the trainer's "
-                "steps are numbered from its own count", hook.model_name)
-
-
-def _abort_step(writer, step: int) -> None:
-    """(writer thread) Remove the unfinished files of ``step``: it is never completed, nor indexed."""
-    step_writer = writer._steps.pop(step, None)
-    if step_writer is not None:
-        step_writer.abort()
 
 
 def save_logged(hook: Hook, metrics: Optional[Mapping[str, Any]]) -> None:

@@ -354,6 +354,10 @@ class Hook(BaseHook):
                 "your training loop calls (a model whose parts are called one by one needs a hook on the part "
                 "that is called once per step)", self.model_name)
 
+    def _forget_step(self) -> None:
+        self._traced.clear()  # (what a compiled forward captured in the discarded step)
+        self._named_saved = (-1, set())
+
     def end_step(self) -> None:
         if not self._disabled:
             try:
