@@ -161,8 +161,9 @@ def _fall_to_come(first: float, at: float, final: float) -> str:
 def stopped_early(trial) -> Optional[str]:
     """Why the model at the run's last step is not the trained model when a rule stopped the training
     (``trial.stopped_on_request()``: the run ended normally, but where it was stopped, not where it was meant
-    to end), None otherwise."""
-    stopped = trial.stopped_on_request()
+    to end), None otherwise (and for a trial of another kind, which records no stop)."""
+    said = getattr(trial, "stopped_on_request", None)
+    stopped = said() if callable(said) else None
     if not stopped:
         return None
     return f"{stopped}: the model there had not finished training, so no trained model was saved to judge"
@@ -172,11 +173,8 @@ def _labels_of_the_trained_model(trial, step: int, curves: Optional[dict] = None
     """Whether the last labels, saved at ``step``, stand for the trained model: saved in the last 10 % of the run,
     or anywhere after the training loss had reached its final level (a tapered schedule saves its last labels
     anywhere after 40 % of a run). ``(True, what a finding adds: "" or when they were saved and why they count)``
-    or ``(False, why they do not count and how to have them judged)``. A run a rule stopped (``--follow
-    --stop-training``) has no trained model: it ended where it was stopped (:func:`stopped_early`)."""
-    stopped = stopped_early(trial)
-    if stopped:
-        return False, stopped
+    or ``(False, why they do not count and how to have them judged)``. (A run a rule stopped has no trained
+    model at all: the callers ask :func:`stopped_early` first.)"""
     if _near_the_end(trial, step):
         return True, ""
     trained, why = _trained_by(trial, step, curves)
@@ -411,6 +409,15 @@ class _LabelsAndPredictions(Rule):
             found[label_name] = binary_loss_of(self.base_trial, label_name)
         return found[label_name]
 
+    def _stopped_early(self) -> Optional[str]:
+        """:func:`stopped_early` of the run, read once it has ended (its record no longer changes; a read of
+        the run's folder at every step would cost a request each on S3); None while it trains."""
+        if not self.base_trial.loaded_all_steps:
+            return None
+        if "_stopped" not in self.__dict__:
+            self.__dict__["_stopped"] = stopped_early(self.base_trial)
+        return self.__dict__["_stopped"]
+
     def _unscored(self) -> Optional[str]:
         """Why predictions were left unpaired: their scores say no class (see :meth:`_prediction_ids`)."""
         reasons = self.__dict__.get("_unscored_reasons", {})
@@ -633,7 +640,8 @@ class Confusion(_LabelsAndPredictions):
     last step where labels were saved, if that is in the last 10 % of the run's steps or the training loss had
     reached its final level by then (as ClassImbalance's misprediction test; an untrained model mispredicts every
     class: the original judged every step and fired at the first one of any run). Otherwise, and on a run still
-    training, it evaluates nothing and says why.
+    training, it evaluates nothing and says why. A run that a rule stopped (``--follow --stop-training``:
+    ``trial.stopped_on_request()``) has no trained model: NotApplicable, with the stop.
     Labels that are not class ids (floats with fractions: a regression target) are not judged; nor are a
     sequence model's per-token targets (labels ``(N, T)`` scored per position, or ``T`` class ids per row of
     integer token ids, as ClassImbalance finds them): a sound language model mispredicts most tokens of most
@@ -742,7 +750,7 @@ class Confusion(_LabelsAndPredictions):
                 and labels_configured_empty(self.base_trial, self.labels_collection)):
             self.not_applicable(no_labels_reason(self.base_trial))
             return False
-        stopped = stopped_early(self.base_trial)
+        stopped = self._stopped_early()
         if stopped:
             # (not "not evaluated": no later save or other setting would give the run a trained model)
             self.not_applicable(f"judges the trained model: {stopped}")
@@ -981,7 +989,9 @@ class ClassImbalance(_LabelsAndPredictions):
     test (or are not judged: labels per pixel, below), and its message says so (a model that does not learn
     mispredicts classes of balanced data), and says when the model predicts (almost) one class. Predictions
     that are not finite (a row of NaN scores, whose ``argmax`` is 0) are no class: left out, and said. When
-    the test is not reached -- the last labels are too early to stand for the trained model, no class holds
+    the test is not reached -- the run was stopped by a rule's request (``--follow --stop-training``: the model
+    at the stop is not the trained one; the class counts are still judged), the last labels are too early to
+    stand for the trained model, no class holds
     10 labels even pooled, the predictions are not finite -- or leaves classes with fewer labels unjudged, a
     NoIssuesFound verdict's detail says so, and why.
 
@@ -1491,6 +1501,9 @@ class ClassImbalance(_LabelsAndPredictions):
         level: :func:`_labels_of_the_trained_model`; TRAIN batches and evaluation passes alike), in order; what a
         finding adds of the last; and, when there is none, why the last labels do not stand for it. Of saves
         of the same rows (XGBoost's held-out set, each round) only the latest counts."""
+        stopped = self._stopped_early()
+        if stopped:  # (a run a rule stopped has no trained model: the model at the stop had not finished)
+            return [], "", stopped
         curves: dict = {}  # (each loss curve read once)
         pooled, seen, when = [], set(), ""
         for s in reversed(saved):
