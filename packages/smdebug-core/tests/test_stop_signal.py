@@ -71,14 +71,17 @@ def test_a_signal_written_after_training_ended_stopped_nothing(tmp_path):
     assert trial.loaded_all_steps and trial.stopped_on_request() is None
 
 
-def test_a_damaged_or_hostile_signal_is_said_briefly(tmp_path):
+def test_a_damaged_or_hostile_signal_is_said_briefly(tmp_path, smdebug_log):
     out = tmp_path / "run"
     hook = NumpyHook(out_dir=str(out), save_config=SaveConfig(save_interval=1), include_collections=["weights"])
     _step(hook)
-    (out / "stop_training.json").write_text(json.dumps({"rule": "R\x1b[2J" + "x" * 300, "step": True}))
+    (out / "stop_training.json").write_text(json.dumps({"rule": "R\x1b[2J" + "x" * 10000, "step": True}))
     hook.on_stop = "flag"
     _step(hook)
     hook.close()
+    # (the hook's own line clips the name too)
+    warned = [m for m in smdebug_log.warnings if "asked to stop training" in m]
+    assert len(warned) == 1 and len(warned[0]) < 400 and "\x1b" not in warned[0], warned
     said = create_trial(str(out)).stopped_on_request()
     assert said.startswith("training was stopped on request by rule R\\u001b[2Jxxx") and len(said) < 200, said
     assert "finding at" not in said  # (True is no step)

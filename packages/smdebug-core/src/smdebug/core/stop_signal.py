@@ -120,12 +120,18 @@ class StopSignalWatcher:
 
 
 def describe(signal: dict) -> str:
-    """One line for logs and exceptions: who asked to stop, and why."""
-    rule = signal.get("rule") or "a rule"
+    """One line for logs and exceptions: who asked to stop, and why. (The signal is a file anyone could write:
+    its values are clipped and made one line; a 10,000-character rule name filled the log.)"""
+    from smdebug.core.names import clipped, one_line
+
+    def said(value, limit):
+        return clipped(one_line(value if isinstance(value, str) else repr(value)), limit)
+
+    rule = said(signal.get("rule"), 100) if signal.get("rule") else "a rule"
     step = signal.get("step")
     reason = signal.get("reason")
-    text = f"{rule} asked to stop training" + (f" (condition met at step {step})" if step is not None else "")
-    return f"{text}: {reason}" if reason else text
+    text = f"{rule} asked to stop training" + (f" (condition met at step {said(step, 30)})" if step is not None else "")
+    return f"{text}: {said(reason, 1000)}" if reason else text
 
 
 def make_stop_watcher(out_dir: str):
