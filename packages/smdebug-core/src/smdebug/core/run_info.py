@@ -130,3 +130,22 @@ def trained_in_eval(source) -> Optional[int]:
     recorded = getattr(cm, "meta", {}).get(TRAINED_IN_EVAL_KEY)
     step = recorded.get("step") if isinstance(recorded, dict) else None
     return step if is_step(step) else None
+
+
+#: the parts of a custom training loop the hook met only while a ``tf.function`` was traced (``_meta.traced_only``:
+#: ``["wrap_optimizer"]``; written by the TensorFlow hook): the training steps that ran through them saved nothing,
+#: which the rules that found no gradients or weights say
+TRACED_ONLY_KEY = "traced_only"
+
+#: what each recorded part is, as the rules say it
+_TRACED_PARTS = {"wrap_tape": "wrap_tape()", "wrap_optimizer": "the optimizer given to wrap_optimizer()"}
+
+
+def traced_only(source) -> List[str]:
+    """The recorded parts (``wrap_tape``, ``wrap_optimizer``) the hook saw only while a tf.function was traced,
+    [] when none was recorded; unknown names are left out (the record is a run's file)."""
+    cm = getattr(source, "collection_manager", source)
+    recorded = getattr(cm, "meta", {}).get(TRACED_ONLY_KEY)
+    if not isinstance(recorded, list):
+        return []
+    return [_TRACED_PARTS[p] for p in _TRACED_PARTS if p in recorded]

@@ -30,7 +30,7 @@ from contextvars import ContextVar
 from typing import Dict, Iterable, List, Optional, Set
 
 from smdebug.core.names import clipped
-from smdebug.core.run_info import no_gradients, trained_in_eval
+from smdebug.core.run_info import no_gradients, traced_only, trained_in_eval
 from smdebug.exceptions import (
     CollectionFileCorrupted,
     IndexReaderException,
@@ -138,6 +138,11 @@ class Evaluation:
                 parts.append(f"the model trained in eval() mode: an optimizer stepped it at step {in_eval} while "
                              f"model.training was False, so the hook saved those steps as EVAL steps (model.eval() "
                              f"left on while training? call model.train() before training)")
+            traced = traced_only(trial)
+            if traced:
+                parts.append(f"{' and '.join(traced)} ran inside a tf.function, seen by the hook only while it was "
+                             f"traced: the training steps through it saved nothing (train with model.fit(..., "
+                             f"callbacks=[hook]) or an eager step inside hook.wrap_tape(tf.GradientTape()))")
             parts.append(f"the run has {describe_run(trial)}")
         return "; ".join(parts)
 

@@ -31,7 +31,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from smdebug.core import activations, class_weights, loss_inputs, running_means
+from smdebug.core import activations, class_weights, loss_inputs, run_info, running_means
 from smdebug.core.collection import CollectionKeys
 from smdebug.core.hook import BaseHook, logger
 from smdebug.core.modes import ModeKeys
@@ -157,7 +157,7 @@ FIT_SAMPLE_WEIGHT = "sample weights of Model.fit (sample_weight, or the data's (
 _ROW_WEIGHTS = "__smdebug_row_weights__/"
 #: the run's record (``_meta``) of the custom-loop parts the hook met only while a ``tf.function`` was traced
 #: (``wrap_tape``, ``wrap_optimizer``): a run that has them saved nothing of its training steps through them
-TRACED_ONLY_META_KEY = "traced_only"
+TRACED_ONLY_META_KEY = run_info.TRACED_ONLY_KEY
 #: the most class ids per-class row weights are kept for (as smdebug.core.class_weights keeps)
 _MAX_WEIGHTED_CLASSES = class_weights.MAX_CLASSES
 
