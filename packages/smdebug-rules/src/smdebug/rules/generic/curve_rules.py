@@ -678,8 +678,10 @@ class SlowConvergence(LossCurveRule):
     rate (or the number of steps) was too small for the budget.
 
     Judged once, at the last saved step of the loss, when the run has ended (before that, and on a run still
-    training, the rule evaluates nothing: whether the budget was too small is known at its end). With ``n``
-    saves and ``w = max(window, n // 10)``::
+    training, the rule evaluates nothing: whether the budget was too small is known at its end). A run a rule's
+    request stopped (``--follow --stop-training``; ``Trial.stopped_on_request``) ended where it was stopped, not
+    where its budget ran out: the rule is NotApplicable there, saying so. With ``n`` saves and
+    ``w = max(window, n // 10)``::
 
         initial = median of the first w saves          early = median of the w saves around n / 3
         late    = median of the w saves around 2n / 3   final = median of the last w saves
@@ -765,6 +767,16 @@ class SlowConvergence(LossCurveRule):
                                           as_float(name, "converged_percent", converged_percent), 0, 100)
         #: per loss: its untrained reference (see _reference)
         self._references: Dict[str, float] = {}
+
+    def invoke_at_step(self, step):
+        stopped = self.stopped_early()
+        if stopped:
+            # the rule judges the run's end only, and this run did not run its course: where its loss would have
+            # gone is unknown, and "still falling when training ended" would blame the budget for a stop
+            self.not_applicable(f"{stopped}; the rule judges where the loss was when training ran its course, and "
+                                "this training was cut short")
+            return False
+        return super().invoke_at_step(step)
 
     def judge(self, name, mode, curve, s):
         if not training_ended(self.base_trial) or s != self._saved.steps(name, mode, curve.worker)[-1]:

@@ -269,6 +269,22 @@ class LossCurveRule(Rule):
         self._one_round_reason: Optional[str] = None
         #: per loss followed in GLOBAL mode: whether it is a training loss (see training_curve)
         self._training_curves: Dict[str, bool] = {}
+        #: on a finished run: why its training ended early, on request ("": it ran its course; see stopped_early)
+        self._stopped: Optional[str] = None
+
+    def stopped_early(self) -> Optional[str]:
+        """On a finished run that a rule's request stopped (``--follow --stop-training``), the trial's sentence
+        saying so (``Trial.stopped_on_request``: the rule, the step); None otherwise, and while the run goes on.
+        Such a run ends normally, with its end marker, but where it was stopped: a test of where the loss was "when
+        training ended" would judge a training cut short as one that ran its course (probe 15d F1: "still falling
+        when training ended" on a run the rules themselves stopped at step 56 of 680). Read once the run has ended
+        (its record no longer changes)."""
+        if not training_ended(self.base_trial):
+            return None
+        if self._stopped is None:
+            said = getattr(self.base_trial, "stopped_on_request", None)  # (a trial of another kind: none)
+            self._stopped = (said() if callable(said) else None) or ""
+        return self._stopped or None
 
     def training_curve(self, name: str, mode: ModeKeys) -> bool:
         """Whether ``name`` followed in ``mode`` is a training loss: TRAIN mode, or GLOBAL (a run without modes)

@@ -97,6 +97,8 @@ class Divergence(LossCurveRule):
     warm-up or one-cycle schedule raises the learning rate on purpose (judged by the loss's shape alone when the
     run recorded no learning rate: the finding says so). A climb over a quarter of the run or less is no trend
     yet; a weight annealed up until the very end of training can meet the condition (give ``climb_percent=0``).
+    A run a rule's request stopped (``--follow --stop-training``; ``Trial.stopped_on_request``) ended where it was
+    stopped, not where its training would have: this test is left out there, and a verdict of no issues says so.
 
     :param growth_factor: the smallest growth that fires (> 1). Default ``"100"`` (two orders of magnitude).
     :param window: saves in each loss window (>= 1). Default ``"10"``.
@@ -182,7 +184,13 @@ class Divergence(LossCurveRule):
         climbing = (self._climbing(name, values, ends, medians, i, first - medians[i], 3 * noise, curve, mode)
                     if not met else None)
         before, check[1] = check[1], met or climbing is not None
-        if climbing is not None and before and last:
+        stopped = self.stopped_early() if last and self.climb_percent else None
+        if stopped:
+            # a run a rule's request stopped did not end where its training would have: a climb up to the stop
+            # is one the run's end cannot confirm (the give-back test, judged at every check, stands)
+            self.caveat(f"the test of a loss climbing until training ended was left out: {stopped}, so the run "
+                        "did not end where its training would have")
+        if climbing is not None and before and last and not stopped:
             # reported once training has ended: while the run goes on, a climb cannot be told from a ramp that
             # will end (an annealed KL weight rising to its final value, a curriculum stage) -- the run's end can
             return climbing
