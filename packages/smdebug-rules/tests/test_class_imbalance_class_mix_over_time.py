@@ -105,3 +105,16 @@ def test_an_imbalanced_set_is_still_found_live_and_after_the_run(tmp_path):
     assert r.status == ISSUES and "ratio" in r.findings[0].reason, (r.status, r.detail)
     live = judged(_live_copy(run, str(tmp_path / "live")), "ClassImbalance")
     assert live.findings and "ratio" in live.findings[0].reason, (live.status, live.detail)
+
+
+def _first_epoch_in_order(step, g):
+    # a first epoch in the data set's order (sorted by class: 3 batches of each class in turn), then shuffled
+    if step < 3 * CLASSES:
+        return torch.full((BATCH,), step // 3, dtype=torch.long)
+    return torch.randint(0, CLASSES, (BATCH,), generator=g)
+
+
+def test_a_first_epoch_in_class_order_is_no_imbalance_of_the_finished_run(tmp_path):
+    run = _train(tmp_path / "run", _first_epoch_in_order)
+    r = judged(run, "ClassImbalance")
+    assert r.status == NO_ISSUES, (r.status, [f.reason for f in r.findings])

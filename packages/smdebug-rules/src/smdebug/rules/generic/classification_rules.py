@@ -947,7 +947,10 @@ class ClassImbalance(_LabelsAndPredictions):
     imbalance of the two classes beyond doubt by the same test; or (2) the counts weighted by the training steps each save stands for
     (the steps since the save before it; up to the step judged while the run trains, the whole run once it has
     ended: :class:`StepWeightedCounts`) put the two classes within ``threshold_imbalance`` of each other even
-    allowing for chance (a sampler that balances the classes after a skewed warm-up). A set imbalanced throughout
+    allowing for chance (a sampler that balances the classes after a skewed warm-up). Likewise labels all of one
+    class up to a step of a finished run (the one-class test below) whose whole run, so weighted, holds another
+    class within ``threshold_imbalance`` of it (a first epoch not shuffled; live, what follows is not known yet, and
+    such a start is reported). A set imbalanced throughout
     is found as before (on data whose mix does not change, both tests agree with the sums); the verdict's detail
     says when the sums were set aside, and why.
 
@@ -1289,6 +1292,10 @@ class ClassImbalance(_LabelsAndPredictions):
             weighted = f", weighted by {source}" if weights else ""
             if chance < ONE_CLASS_CHANCE:
                 self.mark_evaluated(*label_names)
+                self._mix_said = self._one_class_for_a_while(step, only, total, weights)
+                self.caveat(None)
+                if self._mix_said:
+                    return False
                 return (f"all {total} labels seen so far are class {only}, of the {scored} classes {scorer} "
                         f"(a class at the ratio threshold_imbalance={self.threshold_imbalance:g}{weighted} would "
                         f"have shown: chance {chance:.2g})")
@@ -1384,6 +1391,13 @@ class ClassImbalance(_LabelsAndPredictions):
         introduced = self._introduced_late(step, counts, total, weight, most, least)
         if introduced:
             return summed + introduced
+        return self._weighted_mix(step, most, least, weight, summed)
+
+    def _weighted_mix(self, step: int, most: int, least: int, weight: np.ndarray, summed: str) -> Optional[str]:
+        """``summed`` and what the counts weighted by the training steps each save stands for say of the classes
+        ``most`` and ``least`` (up to ``step`` while the run trains, over the whole run once it has ended) when they
+        put them within ``threshold_imbalance`` of each other allowing for chance; None otherwise. ``weight``: the
+        class weights, as for the plain ratio (at least ``max(most, least) + 1`` of them)."""
         saves = self.__dict__.get("_saves_counted", [])
         whole = self.base_trial.loaded_all_steps and saves and saves[-1] > step
         found = self._over_steps.at(saves[-1] if whole else step)
@@ -1406,6 +1420,23 @@ class ClassImbalance(_LabelsAndPredictions):
                 f"ratio {as_trained:.3g}, at most {bound:.3g} allowing for the chance in about {effective:.0f} labels' "
                 f"worth <= threshold_imbalance {self.threshold_imbalance:g}: not imbalanced over the steps trained "
                 "(saves close together, such as a tapered schedule's first ten steps, dominate the plain sums)")
+
+    def _one_class_for_a_while(self, step: int, only: int, total: int, weights: Dict[int, float]) -> Optional[str]:
+        """Why labels all of class ``only`` up to ``step`` of a finished run are not its data: over the whole run,
+        weighted by the training steps each save stands for, another class is within ``threshold_imbalance`` of
+        it (:meth:`_weighted_mix`): a run whose first batches held one class (an epoch not shuffled, a curriculum
+        that starts with one class). None otherwise, and while the run trains (what comes later is not known)."""
+        saves = self.__dict__.get("_saves_counted", [])
+        if not (self.base_trial.loaded_all_steps and saves and saves[-1] > step):
+            return None
+        weighted, _ = self._over_steps.at(saves[-1]) or (np.zeros(0), 0.0)
+        weight = np.array([weights.get(c, 1.0) for c in range(max(len(weighted), only + 1))])
+        others = [c for c in np.flatnonzero(weighted) if c != only and weight[c] > 0]
+        if not others:
+            return None
+        other = max(others, key=lambda c: weighted[c] * weight[c])
+        return self._weighted_mix(step, only, int(other), weight, f"all {total} labels up to step {step} are class "
+                                  f"{only}, but the class mix changed over the run: ")
 
     def _introduced_late(self, step: int, counts: np.ndarray, total: int, weight: np.ndarray, most: int,
                          least: int) -> Optional[str]:
