@@ -22,6 +22,7 @@ from smdebug.exceptions import SMDebugValueError
 from smdebug.rules.evaluation import looking_for
 from smdebug.rules.generic.activation_rules import batches_at
 from smdebug.rules.generic.input_statistics import InputStatistics, feature_scales, typical_row_norm
+from smdebug.rules.generic.loss_rules import mode_label
 from smdebug.rules.generic.selection import select_tensors
 from smdebug.rules.generic.xgboost_rules import cross_validation, objective_as_loss
 from smdebug.rules.params import as_float, as_int, as_list
@@ -386,6 +387,19 @@ _CATEGORICAL_ON_PROBABILITIES = {"categoricalcrossentropy", "sparsecategoricalcr
                                  "categoricalfocalcrossentropy"}
 
 
+def _row_spread(rows: np.ndarray) -> float:
+    """How much ``rows`` (one per sample, on axis 0) differ from one another: the root mean square over the other
+    axes of the standard deviation across the rows. 0 when every row is the same."""
+    flat = rows.reshape(rows.shape[0], -1).astype(np.float64, copy=False)
+    return float(np.sqrt(np.mean(np.var(flat, axis=0)))) if flat.size else 0.0
+
+
+def _same_rows(rows: np.ndarray) -> bool:
+    """Whether every row of ``rows`` is the same value, up to float rounding."""
+    flat = rows.reshape(rows.shape[0], -1).astype(np.float64, copy=False)
+    return bool(np.all(np.abs(flat - flat[:1]) <= SAME_ROWS * max(float(np.max(np.abs(flat))), 1e-30)))
+
+
 def _categorical(loss_type: str) -> bool:
     """Whether a loss of this (recorded) type takes a probability distribution per row."""
     return loss_type.replace("_", "").lower() in _CATEGORICAL_ON_PROBABILITIES
@@ -510,6 +524,19 @@ BALANCED_IDS_RATIO = 10.0
 #: logits clamped at 0 (a ReLU left after the last layer): at least this share of a run's logits exactly 0
 CLAMPED_SHARE = 0.1
 
+#: an output that ignores the model's input (see ImproperOutput: "an output that does not depend on the input"):
+#: its spread across the rows under this share of the spread of what it is compared with. A prediction fitted by
+#: least squares spreads as sqrt(R^2) times its targets, so this is a model that explains under 0.1% of their
+#: variance: a weak model on noisy targets (R^2 of a few percent) spreads 5-10 times more
+IGNORED_INPUT_SHARE = 0.03
+#: ... and this many times less than at the first save of the output (a model that learned to ignore its input;
+#: units that differ from the targets' -- a log-rate against counts -- keep their spread as the model trains)
+IGNORED_INPUT_SHRINK = 10.0
+#: rows the spread is measured over, pooled from the last saves (a batch of 4 tells nothing of a spread)
+IGNORED_INPUT_ROWS = 16
+#: rows this close to each other (relative to the output's largest value) are one value: float rounding
+SAME_ROWS = 1e-6
+
 _LOSS_TENSOR = re.compile(r"^(?:.*[/_.])?(?P<loss>[A-Za-z0-9]+Loss)_(?:input|output)_\d+$")
 # the loss a model computes in its own forward (a Hugging Face model given labels): recorded under this name,
 # its value saved as loss_output_<i> (smdebug.pytorch.model_loss)
@@ -597,8 +624,25 @@ class ImproperOutput(Rule):
       -- rates (a Softplus, ReLU or exp output) given where their log is expected; or, with ``log_input=False``,
       gets an output below 0: a log-rate (a linear output) where a rate is expected (the loss is NaN there).
 
-    Other losses (ranking, contrastive, a user's own) are not judged: the verdict is NotApplicable when the
-    run has only such losses. A run whose loss inputs were not saved is NotEvaluated, and the verdict names
+    * an output that does not depend on the model's input: the first input of a regression loss, or of a loss
+      this rule knows nothing else of (a reconstruction, a user's own: a VAE's), at the trained model's last
+      save (its last EVAL save in the second half of a finished run, else its last TRAIN save there; pooled
+      back over the late saves to 16 rows at least) spreads across the rows (the root mean square of each
+      output's standard deviation over the rows) by under 3% of the spread of its targets -- or, for an output
+      shaped as the model's input whose loss saved no such targets (a reconstruction), of that input -- while
+      they vary; and it is one value for every row, or spreads at least 10 times less than at its first save.
+      The model gives (nearly) the same output for every sample: a VAE's posterior collapsed (its decoder
+      ignores the code), dead ReLUs before the output, weights decayed to nothing. A least-squares fit spreads
+      as sqrt(R^2) times its targets: 3% is a model explaining under 0.1% of their variance, far below a weak
+      model on noisy targets. Not judged when the targets are one value (the best output then is one value: a
+      GAN's labels), when the model's input is the same for every row (UnnormalizedInput's), for class ids
+      against scores, for a booster's predictions, or on a run a rule stopped or that did not end normally.
+      The second condition keeps outputs in other units than their targets (a log-rate against counts) from
+      reading as small: they keep their spread as the model trains.
+
+    Other losses (ranking, contrastive, a user's own) are judged by the last test only: the verdict is
+    NotApplicable when the run has only such losses and that test could not be made. A run whose loss inputs
+    were not saved is NotEvaluated, and the verdict names
     the loss and what to save. Saves holding NaN or infinity are left out (they say the model's output broke,
     not what kind of output it is: ExplodingTensor's finding); a run judged nothing for that is NotEvaluated
     saying so, with the step they start at and how many saves and values they held.
@@ -623,11 +667,17 @@ class ImproperOutput(Rule):
         self._framework: Optional[str] = None  # the run's, "" when unknown (read when first needed)
         #: Poisson loss -> [targets seen, their sum, how many below 1] (see _poisson)
         self._targets: Dict[str, List] = {}
+        #: loss -> (its first input's tensor, its targets' tensor or None) for the test of an output that ignores
+        #: the model's input (regression losses, and losses whose output this rule knows nothing else of)
+        self._varying: Dict[str, Tuple[str, Optional[str]]] = {}
+        #: first input's tensor -> the mode and global steps of its late saves, once training has ended
+        self._late: Dict[str, Optional[Tuple[ModeKeys, List[int]]]] = {}
 
     def _losses(self) -> Dict[str, Tuple[str, Optional[str], str, str]]:
         """loss -> (the tensor holding its first input, the tensor of its targets or None, what it expects, its
         type), for the losses this rule can judge whose first input the run saved."""
         names = self.base_trial.tensor_names()
+        self._varying = {}
         cv = cross_validation(self.base_trial, "predictions")
         if cv is not None and "predictions" not in names:
             self.not_applicable(cv)
@@ -646,6 +696,11 @@ class ImproperOutput(Rule):
                 if predictions:
                     found[_label(loss)] = (
                         predictions[0], targets[0] if targets else None, loss.expects, loss.type)
+            for loss in recorded:
+                predictions, targets = loss.prediction_names(names), loss.target_names(names)
+                if (predictions and loss.expects in (loss_inputs.REGRESSION, loss_inputs.OTHER)
+                        and _label(loss) not in self._objectives):  # (a booster's: TreeDepth's, see _ignores_input)
+                    self._varying[_label(loss)] = (predictions[0], targets[0] if targets else None)
             return _judged_once(found)
         by_class: Dict[str, List[Optional[str]]] = {}
         for name in names:
@@ -662,6 +717,8 @@ class ImproperOutput(Rule):
             "as PyTorch and MXNet hooks name them"
         looking_for(f"tensors named <Loss>_input_0 / _input_1 ({whose})",
                     [n for pair in by_class.values() for n in pair if n])
+        self._varying = {loss: (p, y) for loss, (p, y) in by_class.items()
+                         if p and _EXPECTS_BY_CLASS[loss] == loss_inputs.REGRESSION}
         return {loss: (p, y, _EXPECTS_BY_CLASS[loss], loss) for loss, (p, y) in by_class.items() if p}
 
     def _recorded(self) -> Optional[List[loss_inputs.LossInputs]]:
@@ -697,7 +754,12 @@ class ImproperOutput(Rule):
                         "'predictions' and 'labels' collections, and give the hook validation_data)")
             own = [_label(loss) for loss in recorded if loss.name == _MODEL_OWN_LOSS and _label(loss) in unsaved]
             losses = self.base_trial.collections().get("losses")
-            if (own and not any(_MODEL_OWN_LOSS_OUTPUT.match(n) for n in names)
+            if unsaved and self._run_framework() == "tensorflow":
+                # (a Keras loss is recorded under the name "loss" too: the model computing its own loss is a
+                # PyTorch model's way, below)
+                return f"{why}; {self._tensorflow_unsaved(unsaved)}"
+            if (own and self._run_framework() not in ("tensorflow", "mxnet", "xgboost")  # (a PyTorch model's way)
+                    and not any(_MODEL_OWN_LOSS_OUTPUT.match(n) for n in names)
                     and losses is not None and any(losses.matches(n) for n in names)):
                 # (not the save config's fault: the losses collection was saved, yet the loss is missing too)
                 return (f"{why}; the run saved neither the loss the model computes itself ({', '.join(own)}) nor "
@@ -720,6 +782,18 @@ class ImproperOutput(Rule):
             return f"{why}; the run's losses ({', '.join(saved[:3])}) are values and {self._no_loss_recorded()}"
         return why
 
+    def _tensorflow_unsaved(self, unsaved: List[str]) -> str:
+        """Why a TensorFlow run holds no inputs of its recorded losses, and how to have them saved: the hook saves
+        a loss's inputs (``predictions``, ``labels``) in ``fit`` and in an eager training step inside
+        ``hook.wrap_tape``, never in a ``tf.function`` step, which it sees only while tracing (what the hook
+        recorded of that, ``_meta.traced_only``, the verdict's detail says)."""
+        return (f"the run did not save the inputs of {', '.join(unsaved)} (the 'predictions' and 'labels' a "
+                "TensorFlow hook saves in the loss_inputs collection): the hook saves them when the loss runs in "
+                "model.fit(..., callbacks=[hook]) or in an eager training step inside "
+                "hook.wrap_tape(tf.GradientTape()), with that collection included (KerasHook.recommended "
+                "includes it); a training step under @tf.function is only traced, so the hook sees none of its "
+                "steps")
+
     def _no_loss_recorded(self) -> str:
         """Why a run whose losses are plain values has no loss record, and how to give it one, in the words of
         the framework that wrote it. A hook of this writer records its framework in the run; a run without
@@ -738,7 +812,8 @@ class ImproperOutput(Rule):
 
     def invoke_at_step(self, step):
         judged = False
-        for loss, (pname, yname, expects, loss_type) in self._losses().items():
+        losses = self._losses()
+        for loss, (pname, yname, expects, loss_type) in losses.items():
             # (non-finite values say the model diverged, not what kind of output it has: ExplodingTensor's)
             saved = _floats(batches_at(self.base_trial, pname, step))
             outputs = [p for p in saved if np.isfinite(p).all()]
@@ -868,6 +943,16 @@ class ImproperOutput(Rule):
                 bounded = self._bounded(loss, pname, yname, step, outputs, low, high)
                 if bounded:
                     return bounded
+        for loss, (pname, yname) in self._varying.items():
+            compared, ignored = self._ignores_input(loss, pname, yname, step)
+            if compared:
+                judged = True
+                self.mark_evaluated(pname)
+                if not losses:  # (no other test of the rule applies to the run's losses: "no issues" is this one's)
+                    self.caveat(f"only whether the output depends on the model's input was judged: the run's "
+                                f"losses ({', '.join(sorted(self._varying))}) expect nothing else this rule checks")
+            if ignored:
+                return ignored
         if not judged:
             self.not_evaluated(self._why_not())
         return False
@@ -876,6 +961,120 @@ class ImproperOutput(Rule):
         """How many distinct values the targets saved at ``step`` take (0 when none were saved)."""
         values = [np.unique(y) for y in batches_at(self.base_trial, yname, step) if y.size]
         return int(np.unique(np.concatenate(values)).size) if values else 0
+
+    def _late_saves(self, pname: str) -> Optional[Tuple[ModeKeys, List[int]]]:
+        """Once training has ended, the saves of a loss's first input that show the trained model: the mode (EVAL
+        when it has such saves there: no dropout or sampling noise, else TRAIN, else steps of no mode) and the
+        global steps of its saves in the second half of the run, after its first save; None when there are none
+        (predictions saved early in training only say what an untrained model did) or the run has not ended.
+        Worked out once: the saved steps of an ended run do not change."""
+        trial = self.base_trial
+        if not trial.loaded_all_steps:
+            return None
+        if pname not in self._late:
+            self._late[pname] = None
+            everything, run = trial.tensor(pname).steps(), trial.steps()
+            if len(everything) >= 2 and run:
+                half = everything[0] + (run[-1] - everything[0]) / 2
+                for mode in (ModeKeys.EVAL, ModeKeys.TRAIN, ModeKeys.GLOBAL):
+                    steps = (everything if mode == ModeKeys.GLOBAL else
+                             [trial.global_step(mode, s) for s in trial.tensor(pname).steps(mode=mode)])
+                    late = [g for g in steps if g is not None and g >= half and g > everything[0]]
+                    if late:
+                        self._late[pname] = (mode, late)
+                        break
+        return self._late[pname]
+
+    def _single(self, name: str, step: int) -> Optional[np.ndarray]:
+        """``name``'s finite numeric value at ``step`` with rows (workers' rows pooled), or None."""
+        values = batches_at(self.base_trial, name, step)
+        if len(values) != 1 or values[0].ndim < 1 or values[0].dtype.kind not in "fiu":
+            return None
+        value = values[0]
+        return value if value.size and np.isfinite(value).all() else None
+
+    def _reference(self, p: np.ndarray, yname: Optional[str], step: int) -> Optional[Tuple[str, str, np.ndarray]]:
+        """What output ``p`` should vary with across its rows at ``step``: ``(what, tensor, value)``. The loss's
+        targets when they have its rows and one value per row or per output (a class id against scores is in
+        other units: a classification loss's own tests judge those); else, for a reconstruction (an output of
+        the model's input's shape: an autoencoder, a VAE, whose loss got its target in a tuple it does not save
+        as targets), the model's input. None when neither, or when the model's input is the same for every row
+        (the model was given nothing to tell the rows apart: UnnormalizedInput's finding)."""
+        per_row = p.size // p.shape[0]
+        trial = self.base_trial
+        names = trial.tensor_names(collection="inputs") if "inputs" in trial.collections() else []
+        inputs = [(n, v) for n in names if (v := self._single(n, step)) is not None and v.shape[0] == p.shape[0]]
+        if inputs and all(_same_rows(v) for _, v in inputs):
+            return None
+        y = self._single(yname, step) if yname is not None else None
+        if y is not None and y.shape[0] == p.shape[0] and not (y.dtype.kind in "iu" and per_row > 1):
+            if y.size // y.shape[0] in (1, per_row):
+                return "targets", yname, y
+        for name, value in inputs:
+            if value.dtype.kind == "f" and value.size // value.shape[0] == per_row:
+                return "model's input", name, value
+        return None
+
+    def _ignores_input(self, loss: str, pname: str, yname: Optional[str], step: int) -> Tuple[bool, Optional[str]]:
+        """(compared, finding) of the test of an output that does not depend on the model's input: at the last
+        save of the trained model (see :meth:`_late_saves`), pooled back over its late saves to
+        IGNORED_INPUT_ROWS rows at least, the loss's first input spreads across the rows by less than
+        IGNORED_INPUT_SHARE of what it should vary with (see :meth:`_reference`), which varies; and it is one
+        value for every row at each save, or spreads IGNORED_INPUT_SHRINK times less than at its first save
+        (the model learned to ignore its input: a collapsed posterior, dead ReLUs before the output, weights
+        decayed to nothing). Runs that a rule stopped, or that did not end normally, hold no trained model and
+        are not judged; a (zero-initialised) output that was all zeros at its first save and still is is the
+        weight and gradient rules' to say."""
+        late = self._late_saves(pname)
+        if late is None or step != late[1][-1] or self.base_trial.stopped_on_request() \
+                or self.base_trial.abnormal_ends():
+            return False, None
+        mode, steps = late
+        last = self._single(pname, step)
+        found = self._reference(last, yname, step) if last is not None else None
+        if found is None:
+            return False, None
+        what, rname, _ = found
+        outputs, references, used = [], [], []
+        for g in reversed(steps):
+            p = self._single(pname, g)
+            r = self._single(rname, g) if p is not None else None
+            if r is None or r.shape[0] != p.shape[0] or (p.shape[1:], r.shape[1:]) != (last.shape[1:],
+                                                                                       found[2].shape[1:]):
+                break  # (pooled while the saves are alike)
+            outputs.append(p)
+            references.append(r)
+            used.append(g)
+            if sum(len(o) for o in outputs) >= IGNORED_INPUT_ROWS:
+                break
+        rows = sum(len(o) for o in outputs)
+        if rows < IGNORED_INPUT_ROWS:
+            return False, None
+        reference = np.concatenate(references)
+        spread, varies = _row_spread(np.concatenate(outputs)), _row_spread(reference)
+        if _same_rows(reference):
+            return False, None  # (the targets are one value: then so is the best output -- a GAN's labels)
+        if not spread < IGNORED_INPUT_SHARE * varies:
+            return True, None
+        first_step = self.base_trial.tensor(pname).steps()[0]
+        first = self._single(pname, first_step)
+        start = _row_spread(first) if first is not None and len(first) >= 2 else None
+        constant = all(_same_rows(o) for o in outputs)
+        if constant and not np.any(outputs[0]) and first is not None and not np.any(first):
+            return True, None  # (all zeros from the first save: a zero-initialised head that never moved)
+        if not (constant or (start is not None and spread * IGNORED_INPUT_SHRINK <= start)):
+            return True, None
+        where = (f"{mode_label(mode)} {self.base_trial.mode_modestep(used[-1])[1]}" if len(used) == 1 else
+                 f"the last {len(used)} saves, {mode_label(mode)}s from {self.base_trial.mode_modestep(used[-1])[1]}")
+        how = ("the same value for every row" if constant else
+               f"{start / spread:.3g} times less spread than at its first save, step {first_step} ({start:.3g})")
+        return True, (
+            f"{loss}: its input {pname} barely depends on the model's input: at the end of training ({where}, "
+            f"{rows} rows) it spreads across the rows by {spread:.3g} (root-mean-square deviation from the mean "
+            f"row), {spread / varies:.2%} of the spread of the {what} {rname} ({varies:.3g}), and is {how}: the "
+            f"model gives nearly the same output for every sample (a collapsed latent code -- a VAE's KL term "
+            f"too strong --, dead ReLUs before the output layer, a weight decay that shrank the weights to "
+            f"nothing: check the layers before the output and the loss's regularisation terms)")
 
     def _count_targets(self, loss: str, yname: str, step: int) -> None:
         """Pools a Poisson loss's targets over the run: how many, their sum, how many below 1."""
