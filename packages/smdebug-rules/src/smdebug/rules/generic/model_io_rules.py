@@ -1038,7 +1038,7 @@ class ImproperOutput(Rule):
         outputs, references, used = [], [], []
         for g in reversed(steps):
             p = self._single(pname, g)
-            r = self._single(rname, g) if p is not None else None
+            r = self._single(rname, g) if p is not None and len(p) >= 2 else None  # (one row a save: no rows)
             if r is None or r.shape[0] != p.shape[0] or (p.shape[1:], r.shape[1:]) != (last.shape[1:],
                                                                                        found[2].shape[1:]):
                 break  # (pooled while the saves are alike)
