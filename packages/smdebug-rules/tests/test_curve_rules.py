@@ -193,3 +193,16 @@ def test_slow_convergence_says_nothing_of_a_loss_above_where_it_started(tmp_path
     rule = SlowConvergence(run(tmp_path, losses(values)))
     assert invoke_rule(rule) == [], rule.last_reason
     assert rule.evaluation.steps == 1
+
+
+def test_slow_convergence_says_a_loss_that_barely_moved_is_held_back_not_short_of_training(tmp_path):
+    """A loss near where it started all run, up and down, then a last dip (an untrained classifier's ln 2 under a
+    learning rate far too high): "still falling when training ended" read as "train longer" (probe 15a F5)."""
+    rng = np.random.default_rng(0)
+    thirds = (0.695, 0.682, 0.693, 0.663)
+    values = np.concatenate([np.linspace(a, b, 40) for a, b in zip(thirds, thirds[1:])]) + rng.normal(0, 0.002, 120)
+    rule = SlowConvergence(run(tmp_path, losses(values)))
+    assert invoke_rule(rule) == [119]
+    assert "loss barely moved over the run" in rule.last_reason and "not falling steadily" in rule.last_reason
+    assert "a learning rate far too high or too low" in rule.last_reason, rule.last_reason
+    assert "still falling" not in rule.last_reason

@@ -843,6 +843,15 @@ class SlowConvergence(LossCurveRule):
             return True, None  # training longer would not have helped: its validation stopped improving
         why = (f"only {gone:.0%} {heading}" if little_progress else
                f"it fell {d3 / d1:.2g}x as much in the last third as in the first")
+        if little_progress and not (d1 > 0 and d2 > 0) and (start - final) < 0.1 * abs(start):
+            # a loss that barely moved, up and down, before a last dip (an untrained classifier's ln 2 all run long
+            # under a learning rate far too high: probe 15a F5) is not one that more steps would bring down:
+            # "still falling" read as "train longer" where the learning rate or the data are at fault
+            return True, (f"{self.shown(name, curve)} barely moved over the run: {initial:.4g} (first {w} saves) -> "
+                          f"{early:.4g} -> {late:.4g} -> {final:.4g} (last {w} saves), not falling steadily; only "
+                          f"{gone:.0%} {heading}: a loss held near where it started is more often held back (a "
+                          f"learning rate far too high or too low, labels that do not match the inputs) than short "
+                          f"of training (progress_percent {self.progress_percent:g})")
         return True, (f"{self.shown(name, curve)} was still falling when training ended: {initial:.4g} (first {w} "
                       f"saves) -> {early:.4g} -> {late:.4g} -> {final:.4g} (last {w} saves); {why} "
                       f"(progress_percent {self.progress_percent:g}, deceleration {self.deceleration:g})")
