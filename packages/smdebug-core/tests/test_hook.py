@@ -231,6 +231,8 @@ def test_an_unfinished_earlier_run_in_out_dir_is_said_once_before_its_steps_are_
         said = [r.getMessage() for r in caplog.records if "earlier run that did not end" in r.getMessage()]
         assert len(said) == (1 if earlier else 0), said
     assert str(run) in said[0] and "index/000000000/" in said[0]
+    # (what happens, said as it is: the numbering starts again, whatever the job meant; probe 15d F2)
+    assert "This job's steps start again at step 0: they replace the earlier job's steps" in said[0], said[0]
     assert create_trial(str(run)).steps() == list(range(6))  # (what it warned of: 2 new steps, 4 old)
     assert (tmp_path / "fresh" / "notes.txt").read_text() == "a user's file, no run"
 
@@ -418,7 +420,7 @@ def test_get_hook_singleton_and_use_smdebug(tmp_path, monkeypatch):
 
 # checkpoints directly in the checkpoint folder, or in a folder per checkpoint (as many frameworks write them)
 @pytest.mark.parametrize("checkpoint_file", ["model.ckpt", "epoch_4/model.pt"])
-def test_step_numbering_resumes_after_restart_from_checkpoint(tmp_path, monkeypatch, checkpoint_file):
+def test_step_numbering_resumes_after_restart_from_checkpoint(tmp_path, monkeypatch, checkpoint_file, caplog):
     ckpt = tmp_path / "ckpt"
     ckpt.mkdir()
     cfg = tmp_path / "checkpointconfig.json"
@@ -438,8 +440,12 @@ def test_step_numbering_resumes_after_restart_from_checkpoint(tmp_path, monkeypa
     # restart: training resumes from the checkpoint taken at step 4
     hook2 = NumpyHook(out_dir=out, save_config=SaveConfig(save_interval=1))
     assert hook2.training_run == 1 and hook2.step == 4
+    caplog.clear()
     train_logistic_regression(hook2, steps=2, mode=modes.TRAIN)
     hook2.close()
+    said = [r.getMessage() for r in caplog.records if "earlier run that did not end" in r.getMessage()]
+    assert len(said) == 1 and "This job resumed from smdebug's checkpoint record at step 5: its steps continue " \
+        "the run" in said[0], said
     trial = create_trial(out)
     assert trial.steps() == list(range(7))  # steps 5, 6 were redone, nothing before was overwritten
     assert trial.steps(modes.TRAIN) == list(range(7))

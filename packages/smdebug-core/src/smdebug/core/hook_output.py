@@ -123,7 +123,8 @@ class HookOutput:
                 self._refuse_duplicate_worker()
                 return
         if not s3:  # (on S3 the look would cost requests before the first step is saved)
-            warn_of_earlier_steps(self.out_dir, None if self.num_workers == 1 else self.worker)
+            warn_of_earlier_steps(self.out_dir, None if self.num_workers == 1 else self.worker, first_step=self.step,
+                                  resumed=getattr(self, "training_run", 0) > 0)
         self._writer = BackgroundWriter(self._storage, self.worker)
         if self.tensorboard_dir and self._tb is None:
             if is_s3_path(self.tensorboard_dir):

@@ -132,20 +132,31 @@ def earlier_steps_in(out_dir: str, worker: Optional[str] = None) -> Optional[str
     return None
 
 
-def warn_of_earlier_steps(out_dir: str, worker: Optional[str] = None) -> None:
+def warn_of_earlier_steps(out_dir: str, worker: Optional[str] = None, first_step: int = 0,
+                          resumed: bool = False) -> None:
     """Say, once, that this hook starts writing into a folder holding the steps of an earlier run that never
-    ended. A job resumed from a checkpoint means it (its steps continue the run, the trial reads the steps
-    rewritten as the new job wrote them); a script run again with the same out_dir after a crash does not:
-    its steps replace those with the same numbers and the others stay, so the run read back mixes both jobs.
-    smdebug 1.0.x reused such a folder in silence (only a finished run is refused); which case it is, only
-    the user knows."""
+    ended, and what will happen to them. ``first_step``: the step this hook writes first; ``resumed``: its
+    numbering continues from smdebug's checkpoint record (spot training, ``CHECKPOINT_CONFIG_FILE_PATH``).
+    Resumed, its steps continue the run, and the earlier job's steps after the checkpoint are replaced as
+    this one writes them. Otherwise the numbering starts again -- a script run again after a crash, and also
+    a job resumed with ``torch.load`` alone, which smdebug cannot see -- and its steps replace those with the
+    same numbers while the others stay, so the run read back mixes both jobs. smdebug 1.0.x reused such a
+    folder in silence (only a finished run is refused)."""
     found = earlier_steps_in(out_dir, worker)
-    if found is not None:
-        logger.warning(
-            "smdebug: %s already holds steps of an earlier run that did not end (%s%s). A job resumed from "
-            "a checkpoint continues it; any other run's steps replace those with the same numbers and the "
-            "others stay, so the run read back mixes both: give each new run a new out_dir.",
-            out_dir, os.path.relpath(found, out_dir), f", worker {worker!r}" if worker is not None else "")
+    if found is None:
+        return
+    where = f"{out_dir} already holds steps of an earlier run that did not end ({os.path.relpath(found, out_dir)}" + (
+        f", worker {worker!r})" if worker is not None else ")")
+    if resumed:
+        logger.warning("smdebug: %s. This job resumed from smdebug's checkpoint record at step %d: its steps "
+                       "continue the run, and the earlier job's steps from there on are replaced as it writes them.",
+                       where, first_step)
+        return
+    logger.warning(
+        "smdebug: %s. This job's steps start again at step %d: they replace the earlier job's steps with the same "
+        "numbers and the others stay, so the run read back mixes both jobs (a job resumed from a checkpoint "
+        "continues the numbering only when smdebug's checkpoint config says where it stopped: "
+        "CHECKPOINT_CONFIG_FILE_PATH). Give each new run, or resumed job, a new out_dir.", where, first_step)
 
 
 def resolve_tensorboard_dir(out_dir: str, export_tensorboard, tensorboard_dir) -> Optional[str]:
