@@ -7,18 +7,9 @@ import sys
 import torch
 import transformers
 
-SEQ, BATCH, MAX_STEPS = 8, 4, 3
+from transformers_train import BATCH, SEQ, Tokens  # (this folder is the script's: on sys.path)
 
-
-class Tokens(torch.utils.data.Dataset):
-    def __init__(self, n, seed):
-        self.ids = torch.randint(0, 64, (n, SEQ), generator=torch.Generator().manual_seed(seed))
-
-    def __len__(self):
-        return len(self.ids)
-
-    def __getitem__(self, i):
-        return {"input_ids": self.ids[i], "labels": self.ids[i]}
+MAX_STEPS = 3
 
 
 if __name__ == "__main__":
