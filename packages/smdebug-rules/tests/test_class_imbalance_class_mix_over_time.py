@@ -118,3 +118,17 @@ def test_a_first_epoch_in_class_order_is_no_imbalance_of_the_finished_run(tmp_pa
     run = _train(tmp_path / "run", _first_epoch_in_order)
     r = judged(run, "ClassImbalance")
     assert r.status == NO_ISSUES, (r.status, [f.reason for f in r.findings])
+
+
+def test_the_chance_allowance_stays_cheap_over_millions_of_weighted_labels(monkeypatch):
+    """The weighted counts of a long run reach millions of labels' worth, judged at every step: the exact binomial
+    bound (a log-factorial per label, bisected) is taken as normal above 20,000 labels, where both agree."""
+    from smdebug.rules.generic import classification_rules as rules
+
+    exact = {}
+    for most, least in ((15000, 5001), (18100, 1901)):
+        monkeypatch.setattr(rules, "_EXACT_LABELS", 10 ** 9)
+        exact[most, least] = rules._ratio_upper_bound(most, least)
+        monkeypatch.setattr(rules, "_EXACT_LABELS", 20000)
+        assert abs(rules._ratio_upper_bound(most, least) / exact[most, least] - 1) < 0.002
+    assert 3.0 < rules._ratio_upper_bound(3_000_000, 1_000_000) < 3.01  # (4 million labels: no list of them)

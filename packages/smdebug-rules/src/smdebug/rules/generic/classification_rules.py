@@ -1600,6 +1600,9 @@ def _ratio_bounds(most: int, least: int) -> Tuple[float, float]:
 #: the one-sided chance at which counts too few for the plain ratio settle that two classes are no further apart
 #: than threshold_imbalance: a normal variable's beyond two standard deviations, the allowance of _ratio_bounds
 BALANCED_TAIL = 0.0228
+_TAIL_SIGMAS = 2.0  # (BALANCED_TAIL as standard deviations of a normal variable)
+#: above this many labels of the two classes _ratio_upper_bound takes the binomial as normal
+_EXACT_LABELS = 20000
 
 
 def _ratio_upper_bound(most: int, least: int, tail: float = BALANCED_TAIL) -> float:
@@ -1614,6 +1617,13 @@ def _ratio_upper_bound(most: int, least: int, tail: float = BALANCED_TAIL) -> fl
     if least <= 0:
         return float("inf")
     n = most + least
+    if n > _EXACT_LABELS:
+        # (the exact sum costs a log-factorial per label and is bisected 60 times: a run's labels weighted by the
+        # steps each save stands for count millions over a long run, and this is asked at every step judged;
+        # at these counts the binomial is normal to well within what the threshold needs)
+        share = least / n
+        low = share - _TAIL_SIGMAS * math.sqrt(share * (1 - share) / n)
+        return float("inf") if low <= 0 else float((1 - low) / low)
     i = np.arange(least, n + 1)
     log_choose = np.array([math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1) for k in i])
 
