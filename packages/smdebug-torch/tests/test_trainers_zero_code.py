@@ -14,29 +14,12 @@ import pytest
 
 import smdebug.pytorch as smd
 
+from _zero_code_runs import smdebug_run
+
 SCRIPTS = Path(__file__).parent / "scripts"
 TRAIN, EVAL = smd.modes.TRAIN, smd.modes.EVAL
 
 
-def smdebug_run(tmp_path, script, *script_args, hook_parameters=None, collections=("weights", "gradients", "losses")):
-    """Run ``script`` under ``smdebug run --config`` (every step saved); returns the trial's folder."""
-    out = tmp_path / "run"
-    config = tmp_path / "hook.json"
-    config.write_text(json.dumps({"LocalPath": str(out),
-                                  "HookParameters": {"save_interval": "1", **(hook_parameters or {})},
-                                  "CollectionConfigurations": [{"CollectionName": c} for c in collections]}))
-    # No MASTER_PORT of the test's choosing: a port found free here and bound seconds later (after two Python
-    # start-ups and the torch and Lightning imports) can be taken in between by another parallel test's process.
-    # Lightning's launcher picks one itself just before rank 0 binds it, on 127.0.0.1, and hands it to rank 1.
-    # Launcher variables this process might hold are dropped, so the script starts as a fresh job.
-    launcher = {"MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK", "NODE_RANK", "GROUP_RANK"}
-    env = {**{k: v for k, v in os.environ.items() if k not in launcher}, "OMP_NUM_THREADS": "1",
-           "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1"}
-    proc = subprocess.run([sys.executable, "-m", "smdebug.cli.main", "run", "--config", str(config), "--",
-                           sys.executable, str(SCRIPTS / script), *script_args],
-                          capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
-    return str(out), proc
 
 
 def test_lightning_script_unmodified(tmp_path):

@@ -5,34 +5,19 @@ take-over, so the TRAIN steps are numbered by the trainer's global step from 0, 
 training -- nor of Lightning's sanity check, which used to be saved into that still-open step -- is in them.
 ``trainer.validate()`` after ``fit()`` (the callback registering the same model again) says nothing."""
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
 import smdebug.pytorch as smd
 
-SCRIPTS = Path(__file__).parent / "scripts"
+from _zero_code_runs import smdebug_run as run_script
+
 TRAIN, EVAL = smd.modes.TRAIN, smd.modes.EVAL
 
 
 def smdebug_run(tmp_path, script, *script_args, collections):
     """Run ``script`` under ``smdebug run --config`` (every step saved): the trial and the command's output."""
-    out = tmp_path / "run"
-    config = tmp_path / "hook.json"
-    config.write_text(json.dumps({"LocalPath": str(out), "HookParameters": {"save_interval": "1"},
-                                  "CollectionConfigurations": [{"CollectionName": c} for c in collections]}))
-    launcher = {"MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK", "NODE_RANK", "GROUP_RANK"}
-    env = {**{k: v for k, v in os.environ.items() if k not in launcher}, "OMP_NUM_THREADS": "1",
-           "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1"}
-    proc = subprocess.run([sys.executable, "-m", "smdebug.cli.main", "run", "--config", str(config), "--",
-                           sys.executable, str(SCRIPTS / script), *script_args],
-                          capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
-    return smd.create_trial(str(out)), proc
+    out, proc = run_script(tmp_path, script, *script_args, collections=collections)
+    return smd.create_trial(out), proc
 
 
 @pytest.mark.parametrize("before_fit", ["shape", "teacher"])
