@@ -322,6 +322,36 @@ def test_close_at_interpreter_exit(tmp_path):
     assert create_trial(str(out)).steps() == [0, 1, 2, 3, 4]
 
 
+def test_run_folder_stays_open_until_the_at_exit_close(tmp_path):
+    # At interpreter exit the pass that runs weakref finalizers came before the hook's own at-exit close
+    # and closed the run folder's descriptors while the writer thread, behind on a loaded machine, still
+    # used them: the steps still queued failed with "Bad file descriptor" and the run was marked ended
+    # without them or its collections file. ``check`` is registered before the run folder is first
+    # opened, so it runs after that pass and before the hook's close (at-exit handlers run last first).
+    out = tmp_path / "run"
+    res = run_script(
+        f"""
+        import atexit, os
+        from _support import NumpyHook, train_logistic_regression
+        from smdebug import SaveConfig
+        hook = NumpyHook(out_dir={str(out)!r}, save_config=SaveConfig(save_interval=1))
+        seen = {{}}
+        def check():
+            try:
+                os.fstat(seen["fd"])
+                print("descriptor open")
+            except OSError as e:
+                print("descriptor closed:", e)
+        atexit.register(check)
+        train_logistic_regression(hook, steps=5)
+        seen["fd"] = hook._storage._root_fd()  # the folder the writer writes through
+        """
+    )
+    assert res.returncode == 0, res.stderr
+    assert "descriptor open" in res.stdout, res.stdout + res.stderr
+    assert create_trial(str(out)).steps() == [0, 1, 2, 3, 4]
+
+
 def test_no_end_marker_on_sagemaker(tmp_path, monkeypatch):
     monkeypatch.setenv("TRAINING_JOB_NAME", "job")
     hook = NumpyHook(out_dir=str(tmp_path))

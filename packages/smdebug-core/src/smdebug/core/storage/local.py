@@ -156,7 +156,11 @@ class LocalStorage(Storage):
         self._fds = _Descriptors()
         self._lock = threading.Lock()
         self._warned_links: set = set()
-        weakref.finalize(self, self._fds.close)
+        # Not at interpreter exit (``atexit = False``): a finalizer's exit pass may run before the at-exit
+        # close of a hook that is still writing through these descriptors; its writes then failed with
+        # "Bad file descriptor" (or, the number reused, went to another file) and the steps still queued
+        # were lost. The process ending closes them anyway.
+        weakref.finalize(self, self._fds.close).atexit = False
 
     def _check_key(self, key: str) -> str:
         # Keys are relative paths inside the run; one that could leave it (an absolute path, "..",
