@@ -352,6 +352,36 @@ def test_run_folder_stays_open_until_the_at_exit_close(tmp_path):
     assert create_trial(str(out)).steps() == [0, 1, 2, 3, 4]
 
 
+def test_large_tensors_still_queued_at_exit_are_saved(run_loc):
+    # Python's thread pools take no new work once the interpreter exits, before the hook's at-exit close
+    # runs: the checksum of a large tensor (a helper thread) and the parts of an S3 upload were refused
+    # ("cannot schedule new futures after interpreter shutdown") and the steps still queued were lost.
+    res = run_script(
+        f"""
+        import time
+        import numpy as np
+        from _support import NumpyHook
+        from smdebug import SaveConfig
+        hook = NumpyHook(out_dir={str(run_loc)!r}, save_config=SaveConfig(save_interval=1),
+                         include_collections=["weights"])
+        for step in range(3):
+            if step == 2:
+                hook._writer.call(time.sleep, 0.5)  # the writer falls behind: the last step is queued at exit
+            hook.begin_step()
+            hook.record("weights/big", np.full(6 << 18, step, dtype=np.float32))  # 6 MiB: two upload parts
+            hook.end_step()
+        """,
+        env={"SMDEBUG_S3_MULTIPART_THRESHOLD": str(5 << 20), "SMDEBUG_S3_PART_SIZE": str(5 << 20)},
+    )
+    assert res.returncode == 0, res.stderr
+    assert "not saved" not in res.stderr and "cannot save" not in res.stderr, res.stderr
+    trial = create_trial(str(run_loc))
+    assert trial.steps() == [0, 1, 2]
+    for step in range(3):
+        value = trial.tensor("weights/big").value(step)
+        assert value.shape == (6 << 18,) and (value == step).all()
+
+
 def test_no_end_marker_on_sagemaker(tmp_path, monkeypatch):
     monkeypatch.setenv("TRAINING_JOB_NAME", "job")
     hook = NumpyHook(out_dir=str(tmp_path))

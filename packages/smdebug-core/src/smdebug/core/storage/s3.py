@@ -40,6 +40,7 @@ from botocore import exceptions as bexc
 from botocore.config import Config
 
 from smdebug._version import __version__
+from smdebug.core import helper_pool
 from smdebug.core.env_settings import env_float, env_int
 from smdebug.core.logger import get_logger
 from smdebug.core.storage.base import Storage, StorageWriter, parse_s3_path
@@ -602,7 +603,7 @@ class S3Storage(Storage):
         if len(whole) == 1:
             out[whole[0]] = one(keys[whole[0]])
         elif whole:
-            for i, got in zip(whole, _pool().map(one, [keys[i] for i in whole])):
+            for i, got in zip(whole, helper_pool.map_results(_pool(), one, [keys[i] for i in whole])):
                 out[i] = got
         for i, key in enumerate(keys):
             if out[i] is None:
@@ -776,7 +777,7 @@ class S3Storage(Storage):
         if len(jobs) == 1:
             fetched = [self._fetch_job(jobs[0], limit, setting)]
         else:
-            futures = [_pool().submit(self._fetch_job, job, limit, setting) for job in jobs]
+            futures = [helper_pool.submit(_pool(), self._fetch_job, job, limit, setting) for job in jobs]
             concurrent.futures.wait(futures)
             fetched = [f.result() for f in futures]  # the first failure (in request order) is raised
         for (key, start, _length, members), data in zip(jobs, fetched):
@@ -965,7 +966,7 @@ class S3Writer(StorageWriter):
             failed = next((f for f in self._parts if f.done() and f.exception() is not None), None)
             if failed is not None:
                 failed.result()
-            self._parts.append(_pool().submit(self._upload_part, len(self._parts) + 1, chunk))
+            self._parts.append(helper_pool.submit(_pool(), self._upload_part, len(self._parts) + 1, chunk))
 
     def _upload_part(self, number: int, chunk: bytes) -> str:
         s = self._s

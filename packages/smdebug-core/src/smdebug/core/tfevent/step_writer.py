@@ -19,6 +19,7 @@ from typing import List, Optional, Sequence
 import numpy as np
 from crc32c import crc32c
 
+from smdebug.core import helper_pool
 from smdebug.core.locations import event_file_name, index_file_name
 from smdebug.core.modes import ModeKeys
 from smdebug.core.storage.base import Storage, StorageWriter
@@ -74,7 +75,7 @@ class StepWriter:
         head, body = encode_tensor_event_parts(name, value, self.step, mode, mode_step, wall_time,
                                                payload_offset=start + HEADER_SIZE)
         if len(body) >= PARALLEL_CRC_MIN_BYTES:
-            checksum = _checksum_pool().submit(crc32c, body, crc32c(head))
+            checksum = helper_pool.submit(_checksum_pool(), crc32c, body, crc32c(head))
             try:
                 self._events.write(record_prefix(head, len(body)))
                 self._events.write(body)
