@@ -35,7 +35,25 @@ def test_oscillating_loss_counts_swings_of_block_medians(tmp_path):
     assert invoke_rule(OscillatingLoss(trial, min_swings="5")) == []
     # judged every window saves once 2 * window * (min_swings + 1) are there: too short a run says so
     short = run(tmp_path / "short", losses(square_wave(99)))
-    rule = OscillatingLoss(short)
+    rule = OscillatingLoss(short, window="10")
+    assert invoke_rule(rule) == [] and rule.evaluation.steps == 0
+
+
+def test_oscillating_loss_fits_its_default_blocks_to_a_sparsely_saved_loss(tmp_path):
+    # 60 saves (a loss saved every 10th of 600 steps): blocks of 6 saves, and the swings of 6-save periods count
+    rule = OscillatingLoss(run(tmp_path / "a", losses(square_wave(60, block=6))))
+    assert invoke_rule(rule) == [59], rule.evaluation
+    assert "in means of blocks of 6 saves" in rule.last_reason, rule.last_reason
+    # the same saves of a noisy converging loss are judged and quiet
+    rng = np.random.default_rng(3)
+    steps = np.arange(60)
+    noisy = (0.05 + 2.0 * np.exp(-steps / 8)) * rng.uniform(0.5, 1.5, size=60)
+    rule = OscillatingLoss(run(tmp_path / "b", losses(noisy)))
+    assert invoke_rule(rule) == [] and rule.evaluation.steps > 0
+    # never blocks under 5 saves: 49 saves are too few; a window given is kept
+    rule = OscillatingLoss(run(tmp_path / "c", losses(square_wave(49, block=5))))
+    assert invoke_rule(rule) == [] and rule.evaluation.steps == 0
+    rule = OscillatingLoss(run(tmp_path / "d", losses(square_wave(60, block=6))), window="10")
     assert invoke_rule(rule) == [] and rule.evaluation.steps == 0
 
 

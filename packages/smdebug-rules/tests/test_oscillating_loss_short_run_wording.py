@@ -2,7 +2,8 @@
 a 60-step run read "needs at least 2 * window * (min_swings + 1) saves of a loss" (probe 14a x F6, z F7), and a
 finished run is not said to have them "so far". A finished run that saved its loss at every step it trained is too
 short for the rule: NotApplicable (no more saves can come, and saving more often would not help), so a healthy
-60-step run no longer exits 3; one that saved it every 2 steps could have been judged: NotEvaluated."""
+40-step run does not exit 3; one that saved it every 2 steps could have been judged: NotEvaluated. (The default
+blocks shrink to 5 saves for a loss saved fewer than 100 times: 50 saves are the fewest judged.)"""
 
 from __future__ import annotations
 
@@ -18,19 +19,19 @@ from _torch_runs import classification_data, mlp, train_torch  # noqa: E402
 
 def test_a_short_finished_run_is_told_the_saves_needed_and_had(tmp_path):
     torch.set_num_threads(1)
-    path = train_torch(tmp_path / "run", mlp(), classification_data(), steps=60, lr=0.1, batch_size=32,
+    path = train_torch(tmp_path / "run", mlp(), classification_data(), steps=40, lr=0.1, batch_size=32,
                        include_collections=("losses",))
     r = judged(path, "OscillatingLoss")
     assert r.status == NOT_APPLICABLE, (r.status, r.detail)
     assert "too short for this rule: its loss was saved at every step it trained" in r.detail, r.detail
-    assert "needs at least 100 saves of a loss (window 10, min_swings 4); the run has 60" in r.detail, r.detail
+    assert "needs at least 50 saves of a loss (window 5, min_swings 4); the run has 40" in r.detail, r.detail
     assert "so far" not in r.detail and "2 * window" not in r.detail, r.detail
 
 
 def test_a_run_that_saved_its_loss_sparsely_could_have_been_judged(tmp_path):
     torch.set_num_threads(1)
-    path = train_torch(tmp_path / "run", mlp(), classification_data(), steps=120, lr=0.1, batch_size=32,
+    path = train_torch(tmp_path / "run", mlp(), classification_data(), steps=80, lr=0.1, batch_size=32,
                        include_collections=("losses",), save_interval=2)
     r = judged(path, "OscillatingLoss")
     assert r.status == NOT_EVALUATED, (r.status, r.detail)
-    assert "needs at least 100 saves of a loss (window 10, min_swings 4); the run has 60" in r.detail, r.detail
+    assert "needs at least 50 saves of a loss (window 5, min_swings 4); the run has 40" in r.detail, r.detail

@@ -546,6 +546,13 @@ class LossNotDecreasing(LossCurveRule):
 # ----------------------------------------------------------------------------------------------------------
 # OscillatingLoss
 # ----------------------------------------------------------------------------------------------------------
+#: OscillatingLoss: saves per block by default
+OSCILLATION_WINDOW = 10
+#: and the fewest a block holds when a sparsely saved loss has fewer saves than default blocks need: below five
+#: the spread within a block (the noise the threshold is measured by) rests on too few values to be trusted
+OSCILLATION_MIN_WINDOW = 5
+
+
 class OscillatingLoss(LossCurveRule):
     """Fires when a loss swings up and down instead of converging (a learning rate or momentum too high: the
     optimiser overshoots back and forth across a valley).
@@ -586,7 +593,14 @@ class OscillatingLoss(LossCurveRule):
     saved. Read as saved, a running mean is smooth within an epoch (its blocks' spread far below the loss's noise)
     and jumps as each epoch begins, and a heavy-tailed loss's jumps counted as swings on healthy runs.
 
-    :param window: saves per block (>= 1). Default ``"10"``.
+    **Sparse saves**: with the default ``window``, a loss saved fewer than ``2 * 10 * (min_swings + 1)`` times
+    (a ``SaveConfig`` every 7 steps over a 600-step run) is judged in blocks of fewer saves, as many as fit the
+    saves (``saves // (2 * (min_swings + 1))``), down to :data:`OSCILLATION_MIN_WINDOW`: the threshold of four
+    standard errors grows as the blocks shrink, so the noise of a smaller block no more counts than that of a
+    larger one (simulated as above with blocks of 3, 4, 5 and 10 saves: at most one four-move zigzag in 2,000
+    runs of any noise). A ``window`` given explicitly is kept as given.
+
+    :param window: saves per block (>= 1). Default ``"10"``, fewer for a loss saved sparsely (see above).
     :param swing_percent: the smallest move that counts, as a percentage of the initial loss (> 0). Default
         ``"20"``.
     :param min_swings: moves needed (>= 2; 4 = two rises and two falls). Default ``"4"``.
@@ -599,43 +613,57 @@ class OscillatingLoss(LossCurveRule):
     #: within an epoch and jumping as the next begins, has far less spread than its loss and swings at every epoch
     steps_from_running_means = True
 
-    def __init__(self, base_trial, window="10", swing_percent="20", min_swings="4", collection_names=None,
+    def __init__(self, base_trial, window=None, swing_percent="20", min_swings="4", collection_names=None,
                  tensor_regex=None, use_losses_collection="True", mode=None, other_trials=None, action_str=None):
         super().__init__(base_trial, collection_names, tensor_regex, use_losses_collection, mode,
                          other_trials=other_trials, action_str=action_str)
         name = self.rule_name
-        self.window = as_int(name, "window", window, minimum=1)
+        #: whether the block size may shrink to fit a sparsely saved loss (only the default one does)
+        self.fit_window = window is None
+        self.window = as_int(name, "window", OSCILLATION_WINDOW if window is None else window, minimum=1)
         self.swing_percent = as_float(name, "swing_percent", swing_percent)
         if not (self.swing_percent > 0 and np.isfinite(self.swing_percent)):
             raise SMDebugValueError(f"{name}: swing_percent must be a positive number, got {swing_percent!r}")
         self.min_swings = as_int(name, "min_swings", min_swings, minimum=2)
 
+    def _smallest_window(self) -> int:
+        return min(self.window, OSCILLATION_MIN_WINDOW) if self.fit_window else self.window
+
+    def _window_for(self, saves: int) -> int:
+        """The block size for a curve of ``saves`` saves: ``window``, or with the default one as many saves as
+        fit (see the docstring), never under :data:`OSCILLATION_MIN_WINDOW`."""
+        if not self.fit_window:
+            return self.window
+        return max(self._smallest_window(), min(self.window, saves // (2 * (self.min_swings + 1))))
+
     def needs_text(self) -> str:
         # the number, not the formula (a 60-step run read "needs at least 2 * window * (min_swings + 1) saves":
         # probe 14a F6, F7), and how many the run has, "so far" only while it trains
-        return (f"at least {2 * self.window * (self.min_swings + 1)} saves of a loss (window {self.window}, "
+        window = self._smallest_window()
+        return (f"at least {2 * window * (self.min_swings + 1)} saves of a loss (window {window}, "
                 f"min_swings {self.min_swings}){self.saves_text()}")
 
     def judge(self, name, mode, curve, s):
         n = len(curve)
-        if n % self.window or n < 2 * self.window * (self.min_swings + 1):
+        window = self._window_for(n)
+        if n % window or n < 2 * window * (self.min_swings + 1):
             return False, None
-        initial = robust_median(np.asarray(curve.values[:self.window]), minimum=1)
+        initial = robust_median(np.asarray(curve.values[:window]), minimum=1)
         f = curve.first()
         half = curve.index_after(f + (s - f + 1) // 2 - 1)
         finite = curve.last_nonfinite is None or curve.last_nonfinite < half  # (every save of the second half)
         if initial is None or not initial or not finite:
             return False, None
-        count = (n - half) // self.window  # the second half's blocks
+        count = (n - half) // window  # the second half's blocks
         if count < self.min_swings + 1:
             return False, None
         # only the latest stretch of blocks is judged (see the docstring): only its saves are read (a mean of every
         # block of the second half, at every tenth save, made judging a run of n saves cost n^2)
-        half += max(0, count - 2 * (self.min_swings + 1)) * self.window
-        saves = curve.values[half:half + min(count, 2 * (self.min_swings + 1)) * self.window]
-        blocks = block_means(saves, self.window)
+        half += max(0, count - 2 * (self.min_swings + 1)) * window
+        saves = curve.values[half:half + min(count, 2 * (self.min_swings + 1)) * window]
+        blocks = block_means(saves, window)
         share = self.swing_percent / 100 * abs(initial)
-        noise = _block_mean_error(saves, self.window)
+        noise = _block_mean_error(saves, window)
         threshold = max(share, 4 * noise)
         swings, anchor, direction, low, high = 0, blocks[0], 0, min(blocks), max(blocks)
         for v in blocks[1:]:
@@ -651,7 +679,7 @@ class OscillatingLoss(LossCurveRule):
                    f"{share:.4g}")
             return True, (f"{self.shown(name, curve)} swings up and down: {swings} moves larger than {threshold:.4g} "
                           f"({why}) between {low:.4g} and {high:.4g}, "
-                          f"in means of blocks of {self.window} saves over {mode_label(mode)}s "
+                          f"in means of blocks of {window} saves over {mode_label(mode)}s "
                           f"{curve.steps[half]}-{s} "
                           f"(min_swings {self.min_swings})")
         return True, None
