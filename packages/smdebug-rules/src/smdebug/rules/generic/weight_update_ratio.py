@@ -15,6 +15,7 @@ from smdebug.rules.generic.convergence import CONVERGED_GRADIENT_FRACTION, Gradi
 from smdebug.rules.generic.identical_saves import IdenticalSaves
 from smdebug.rules.generic.loss_rules import (SavedSteps, auto_mode, contains, mode_label, said_trained_nothing,
                                               step_in_mode)
+from smdebug.rules.generic.random_init import random_initialisation
 from smdebug.rules.generic.selection import (GRADIENTS, GradientsByStep, first_finding, select_tensors,
                                              trained_parameters, value_at, worker_named, workers_at)
 from smdebug.rules.params import as_float, as_int, in_range
@@ -105,6 +106,17 @@ class WeightUpdateRatio(Rule):
     learning rate so small that float rounding cancels the update), or stops moving for good, still fires,
     and so does a tiny non-zero update.
 
+    Frozen by mistake, before it was trained: at the last step of a run that has ended, weights whose saved values
+    are bit-identical at every save of the run while other weights moved, and whose values are still a standard
+    random initialisation of their shape (every value within the bound of PyTorch's default ``nn.Linear``/``nn.Conv``
+    initialisation, Keras' ``glorot_uniform`` or Glorot uniform in PyTorch's layout, and a Kolmogorov-Smirnov test
+    against that uniform does not reject; at least 256 values: see :mod:`~smdebug.rules.generic.random_init`) fire,
+    named with the weights that trained instead. A body frozen on purpose for fine-tuning is pretrained and has left
+    that bound; a body frozen at its initialisation leaves only the head to learn, on random features. Normal
+    initialisations (embeddings, transformer code's ``normal_(0, 0.02)``) are not told from trained weights, and a
+    layer kept random on purpose with a default uniform initialisation (random features, a target network never
+    synced in the run) reads as this finding.
+
     A weight several workers saved (``include_workers="all"``) is judged on each worker's copy: ``w[s]`` and
     ``w[p]`` are the same worker's saves (worker_1's weights are never an update of worker_0's), and the
     gradient tests above read that worker's gradient. A replica that stops updating on one worker only fires,
@@ -187,6 +199,59 @@ class WeightUpdateRatio(Rule):
         if not parts:
             return None
         return "never trained: " + "; ".join(parts) + " (requires_grad is True, and the saved values never changed)"
+
+    def _frozen_at_init(self, step: int) -> Optional[str]:
+        """At the last step of a run that has ended: the weights whose saved values never changed over the run while
+        other weights moved, and whose values are still a standard random initialisation (see
+        :mod:`~smdebug.rules.generic.random_init`); the finding, or None.
+
+        A body frozen on purpose for fine-tuning is pretrained: its values left the initialisation's bound while it
+        trained. One frozen by mistake (``requires_grad_(False)`` or ``trainable=False`` before loading the
+        pretrained weights, or on a model never trained) is still the fresh draw, and only the rest learns on top of
+        random features. Only a finished run is judged: a body unfrozen later (gradual unfreezing) moves then."""
+        trial = self.base_trial
+        if not trial.loaded_all_steps or step != trial.last_step():
+            return None
+        unchanged, moved = [], []
+        for name in self._weights():
+            steps = trial.tensor(name).steps()
+            if len(steps) < 2:
+                continue
+            same = self._never_moved(name, steps)
+            if same is False:
+                moved.append(name)
+            elif same:
+                unchanged.append((name, steps))
+        if not moved or not unchanged:
+            return None  # nothing moved at all: the whole model is frozen, the small test's finding
+        self.mark_evaluated()
+        at_init = []
+        for name, steps in unchanged:
+            how = random_initialisation(value_at(trial, name, steps[0]))
+            if how is not None:
+                at_init.append((name, steps, how))
+        if not at_init:
+            return None
+        names = [name for name, _, _ in at_init]
+        name, steps, how = at_init[0]
+        return (f"frozen before it was trained: {len(names)} weight{'s' if len(names) != 1 else ''} "
+                f"({listed(names, limit=5)}) never changed over the run ({len(steps)} saves, steps {steps[0]}-"
+                f"{steps[-1]}) and {'are' if len(names) != 1 else 'is'} still a fresh random initialisation "
+                f"({name}: {how}), while {len(moved)} other weight{'s' if len(moved) != 1 else ''} trained "
+                f"({listed(moved, limit=5)}): the model learns on top of random features. Unfreeze "
+                f"{_them(names)} (requires_grad, trainable, the optimizer's parameters) or load the pretrained "
+                f"weights before freezing")
+
+    def _never_moved(self, name: str, steps: List[int]) -> Optional[bool]:
+        """Whether weight ``name``'s saved values are bit-identical at every save of the run (``steps``, global):
+        a frozen tensor is never written, and a weight an optimizer moved does not come back to its exact bits, so
+        equality is exact rather than allclose (a tiny update is the small test's finding). None when a save holds
+        no value (reductions only)."""
+        for s in steps[1:]:
+            same = self._identical.same(name, None, ModeKeys.GLOBAL, steps[0], s)
+            if not same:
+                return same
+        return True
 
     def _unchanged(self, name: str) -> bool:
         """Whether weight ``name``'s saved values are the same at its first and last saves (True when it was not
@@ -338,7 +403,7 @@ class WeightUpdateRatio(Rule):
                     failing.append((worker, outcome))
             if failing:
                 return first_finding(failing)
-        untrained = self._untrained(step)
+        untrained = self._untrained(step) or self._frozen_at_init(step)
         if untrained:
             return untrained
         # (the run's steps decide: every weight or none)
