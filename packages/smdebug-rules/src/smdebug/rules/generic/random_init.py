@@ -33,8 +33,12 @@ KS_ALPHA = 1e-3
 #: values the KS test reads at most (every k-th value: i.i.d. values stay i.i.d.); sorting a 16M-value kernel
 #: at every judged run would cost more than the rest of the rule
 MAX_VALUES = 1 << 16
-#: relative slack on the bound: the values are float32 draws of U(-b, b) with b computed in float64
+#: relative slack on the bound: float32 draws of U(-b, b), b computed in float64, stay within a float32 rounding
 BOUND_SLACK = 1e-6
+#: (the values' precision, its slack): a model cast to bfloat16 or float16 after its initialisation rounds each
+#: draw to the nearest value of that type, which can lie above the bound by half a unit in the last place (up to
+#: 2**-8 of it for bfloat16, 2**-11 for float16); the slack is one unit, to be safe
+_LOW_PRECISION = (("bfloat16", 2.0 ** -7), ("float16", 2.0 ** -10))
 
 
 def uniform_initialisations(shape: Tuple[int, ...]) -> List[Tuple[str, float]]:
@@ -73,6 +77,18 @@ def ks_uniform_pvalue(values: np.ndarray, bound: float) -> float:
     return min(1.0, max(0.0, p))
 
 
+def _slack(flat: np.ndarray) -> float:
+    """The relative slack on the bound for these values: a low precision's when every value is exactly one of
+    that type's (a float32 draw is also a bfloat16 value with probability 2**-16, so 256 of them never are)."""
+    with np.errstate(over="ignore", invalid="ignore"):  # (values beyond a type's range are not of it)
+        values = flat.astype(np.float32)
+        if np.array_equal(values, flat) and not np.any(values.view(np.uint32) & np.uint32(0xFFFF)):
+            return _LOW_PRECISION[0][1]
+        if np.array_equal(values.astype(np.float16).astype(np.float64), flat):
+            return _LOW_PRECISION[1][1]
+    return BOUND_SLACK
+
+
 def random_initialisation(value) -> Optional[str]:
     """Which standard uniform initialisation ``value`` (a weight's saved values, with their shape) still holds,
     said for a message (``"every value within +-0.125 ... (KS p = 0.43)"``); None when none, or when the weight
@@ -84,9 +100,10 @@ def random_initialisation(value) -> Optional[str]:
     if not np.all(np.isfinite(flat)):
         return None
     largest = float(np.max(np.abs(flat)))
+    slack = _slack(flat)
     sample = flat[::max(1, flat.size // MAX_VALUES)]
     for what, bound in uniform_initialisations(value.shape):
-        if largest > bound * (1 + BOUND_SLACK):
+        if largest > bound * (1 + slack):
             continue
         p = ks_uniform_pvalue(sample, bound)
         if p >= KS_ALPHA:
