@@ -114,8 +114,8 @@ class WeightUpdateRatio(Rule):
     named with the weights that trained instead. A body frozen on purpose for fine-tuning is pretrained and has left
     that bound; a body frozen at its initialisation leaves only the head to learn, on random features. Normal
     initialisations (embeddings, transformer code's ``normal_(0, 0.02)``) are not told from trained weights, and a
-    layer kept random on purpose with a default uniform initialisation (random features, a target network never
-    synced in the run) reads as this finding.
+    layer kept random on purpose with a default uniform initialisation (random features, the fixed random target
+    of random network distillation, a target network never synced in the run) reads as this finding.
 
     A weight several workers saved (``include_workers="all"``) is judged on each worker's copy: ``w[s]`` and
     ``w[p]`` are the same worker's saves (worker_1's weights are never an update of worker_0's), and the
@@ -217,7 +217,7 @@ class WeightUpdateRatio(Rule):
             steps = trial.tensor(name).steps()
             if len(steps) < 2:
                 continue
-            same = self._never_moved(name, steps)
+            same = self._identical.same(name, None, ModeKeys.GLOBAL, steps[0], steps[-1])
             if same is False:
                 moved.append(name)
             elif same:
@@ -228,7 +228,9 @@ class WeightUpdateRatio(Rule):
         at_init = []
         for name, steps in unchanged:
             how = random_initialisation(value_at(trial, name, steps[0]))
-            if how is not None:
+            # (every save read only for a weight at its initialisation: a frozen pretrained body of a long run is
+            # the common case, and reading each of its saves again would double the rule's reading)
+            if how is not None and self._never_moved(name, steps):
                 at_init.append((name, steps, how))
         if not at_init:
             return None
@@ -243,10 +245,11 @@ class WeightUpdateRatio(Rule):
                 f"weights before freezing")
 
     def _never_moved(self, name: str, steps: List[int]) -> Optional[bool]:
-        """Whether weight ``name``'s saved values are bit-identical at every save of the run (``steps``, global):
-        a frozen tensor is never written, and a weight an optimizer moved does not come back to its exact bits, so
-        equality is exact rather than allclose (a tiny update is the small test's finding). None when a save holds
-        no value (reductions only)."""
+        """Whether weight ``name``'s saved values are bit-identical at every save of the run (``steps``, global;
+        identical first and last saves could still hide a layer unfrozen and frozen again in between): a frozen
+        tensor is never written, and a weight an optimizer moved does not come back to its exact bits, so equality
+        is exact rather than allclose (a tiny update is the small test's finding). None when a save holds no value
+        (reductions only)."""
         for s in steps[1:]:
             same = self._identical.same(name, None, ModeKeys.GLOBAL, steps[0], s)
             if not same:
