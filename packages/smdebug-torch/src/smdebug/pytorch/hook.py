@@ -448,6 +448,9 @@ class Hook(BaseHook):
         for module in self._loss_modules:
             name = self._names.get(module) or type(module).__name__
             inputs, outputs = wanted(f"{name}_input_0"), wanted(f"{name}_output_0")
+            # (its inputs reach the hook whenever its output is saved and they may ever be: saved at a step whose
+            # loss came out NaN, see _nan_loss)
+            inputs = inputs or (outputs and self._may_save(f"{name}_input_1"))
             if inputs or outputs:
                 targets[module] = (inputs, outputs)
         if self._loss_in_output and self.model is not None and (
@@ -672,19 +675,39 @@ class Hook(BaseHook):
             base = self._names.get(module) or type(module).__name__
             # Naming and saving in one step: a name counted in one step and saved in the next (another
             # thread began it meanwhile) could repeat a name of that step.
+            outputs = tensors(outputs)
+            nan_loss = self._nan_loss(module, base, outputs)
             with self._step_lock:
-                self._save_io(base, tensors(inputs), tensors(outputs))
+                self._save_io(base, tensors(inputs), outputs, nan_loss)
                 if kwargs:
                     self._save_keyword_inputs(base, kwargs)
         except Exception as e:  # noqa: BLE001
             self._fail(f"the forward hook of {type(module).__name__}", e)
         return None
 
-    def _save_io(self, base: str, inputs, outputs) -> None:
+    def _nan_loss(self, module, base: str, outputs) -> bool:
+        """Whether ``module`` is a registered loss whose one value, saved at this step, is NaN. Its inputs are then
+        saved too, due or not: the evidence of what made it NaN, which the rules read -- a batch whose targets the
+        loss all ignored (``ignore_index``), averaged over no element, is no explosion (probe 15b F6), and a model
+        output that blew up is seen at the step it did. (The test reads the loss's one value, which its save at
+        this step copies to the host anyway: at most one more wait for the device.)"""
+        if module not in self._loss_modules or len(outputs) != 1:
+            return False
+        out = outputs[0]
+        if out.numel() != 1 or not out.is_floating_point() or not self.is_due(f"{base}_output_0"):
+            return False
+        return bool(torch.isnan(out.detach()).any())
+
+    def _save_io(self, base: str, inputs, outputs, nan_loss: bool = False) -> None:
         for t in inputs:
             name = self._next_name(base, 0, "input")
             if self.is_due(name):
                 self.record(name, t)
+            elif nan_loss:
+                # (saved in the collections that save it at other steps: loss_inputs, labels, predictions)
+                keep = tuple(c for c in self._included if c.matches(name))
+                if keep:
+                    self._record(name, t, force_collections=keep)
         for t in outputs:
             name = self._next_name(base, 1, "output")
             if self.is_due(name):
