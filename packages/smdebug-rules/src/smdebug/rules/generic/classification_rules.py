@@ -33,6 +33,8 @@ from smdebug.exceptions import SMDebugValueError
 from smdebug.rules.evaluation import looking_for
 from smdebug.rules.generic import label_tasks
 from smdebug.rules.generic.activation_rules import _check_regexes, batches_at
+from smdebug.rules.generic.ignored_targets import beyond_classes
+from smdebug.rules.generic.ignored_targets import class_axes as _class_axes
 from smdebug.rules.generic.input_rules import StepSums
 from smdebug.rules.generic.prediction_scale import recorded_kind, scores_to_ids
 from smdebug.rules.generic.selection import collection_tensors, select_tensors
@@ -226,19 +228,6 @@ def _pooled(trial, name: str, step: int) -> Optional[np.ndarray]:
         return values[0]
 
 
-def _class_axes(labels_shape: Tuple[int, ...], scores_shape: Tuple[int, ...]) -> List[int]:
-    """The axes of scores of ``scores_shape`` that can hold the classes of labels of ``labels_shape``: the
-    last (``(N, *S, C)``: Keras's, and every flat classifier's ``(N, C)``) and axis 1 (``(N, C, *S)``:
-    PyTorch's dense outputs, which CrossEntropyLoss takes with the classes second). Both when the shapes
-    fit either way (``C`` equal to the positions' sizes); none when the scores have no class axis."""
-    if len(scores_shape) != len(labels_shape) + 1 or not labels_shape:
-        return []
-    axes = [-1] if scores_shape[:-1] == labels_shape else []
-    if len(labels_shape) >= 2 and scores_shape[:1] + scores_shape[2:] == labels_shape:
-        axes.append(1)
-    return axes
-
-
 def _positions(labels_shape: Tuple[int, ...], scores_shape: Optional[Tuple[int, ...]],
                one_hot: bool) -> Tuple[int, ...]:
     """The positions ``S`` when labels ``(N, *S)`` hold a class per position (of a sequence, an image, a
@@ -428,7 +417,7 @@ class _LabelsAndPredictions(Rule):
         :data:`IGNORED`. A cross-entropy over ``scored`` classes fails on such a target unless it is the loss's
         ``ignore_index`` (255 for the unlabelled borders of segmentation masks, a padding id): positions the loss
         leaves out, which counted as a class read as "the model mispredicts class 255 everywhere"."""
-        beyond = labels >= scored
+        beyond = beyond_classes(labels, scored)
         if not beyond.any():
             return labels
         ids = np.unique(labels[beyond])

@@ -31,6 +31,7 @@ from smdebug.rules.generic.loss_rules import (
     parse_mode,
     step_in_mode,
 )
+from smdebug.rules.generic.ignored_targets import UncountedLosses, said_steps
 from smdebug.rules.generic.selection import first_finding, worker_named
 from smdebug.rules.params import as_bool, as_list
 from smdebug.rules.rule import Rule
@@ -51,11 +52,20 @@ class Curve:
     Each save then reads as the mean of the steps since the save before it -- every step's own value when
     every step was saved -- so the curve is a minibatch loss like any other: a running mean is smooth within
     an epoch and jumps where it restarts, which read as noise far smaller than the loss's and as swings that
-    are only epochs beginning."""
+    are only epochs beginning.
 
-    def __init__(self, inverted: bool = False, worker: Optional[str] = None, resets: Optional[Restarts] = None):
+    A NaN save of a loss that counted no target at that step (a batch whose targets were all its
+    ``ignore_index``, a mean over no element) is no point of the curve: it is left out, its step kept in
+    ``left_out``. ``uncounted`` tells it from a loss that blew up (:mod:`.ignored_targets`; one for the run's
+    trial when not given: every curve of a run, a rule's second reading of it too, leaves out the same saves)."""
+
+    def __init__(self, inverted: bool = False, worker: Optional[str] = None, resets: Optional[Restarts] = None,
+                 uncounted: Optional[UncountedLosses] = None):
         self.worker = worker
         self.resets = resets
+        self.uncounted = uncounted
+        #: the steps whose save was left out: NaN, its loss having counted no target there
+        self.left_out: List[int] = []
         self._previous: Optional[Dict[str, float]] = None  # the last save read, as saved (a running mean)
         self.steps: List[int] = []
         self.values: List[float] = []
@@ -78,8 +88,17 @@ class Curve:
         for s in source[self._read:end]:
             if worker is not None and worker not in saved.workers(names[0], s, mode):
                 continue  # a step this worker did not save (its shard ran out, it joined later)
-            parts = [v for v in (saved.mean(n, s, mode, worker) for n in names) if v is not None]
+            parts, uncounted = [], False
+            for n in names:
+                v = saved.mean(n, s, mode, worker)
+                if v is not None and math.isnan(v) and self._counted_none(saved, n, s, mode):
+                    uncounted = True  # (a call of the step that counted no target: the others make its loss)
+                elif v is not None:
+                    parts.append(v)
             value = float(np.mean(parts)) if parts else None
+            if value is None and uncounted:
+                self.left_out.append(s)
+                continue
             if value is not None and self.resets is not None:
                 saved_value = value
                 if np.isfinite(value) and (self._previous is None or np.isfinite(self._previous["value"])):
@@ -92,6 +111,13 @@ class Curve:
                 self.steps.append(s)
                 self.values.append(1.0 - value if self.inverted else value)
         self._read = max(self._read, end)
+
+    def _counted_none(self, saved: SavedSteps, name: str, step: int, mode: ModeKeys) -> bool:
+        """Whether the NaN save of ``name`` at ``step`` of ``mode`` is a loss that counted no target there."""
+        if self.uncounted is None:
+            self.uncounted = UncountedLosses(saved.trial)
+        at = step if mode == ModeKeys.GLOBAL else saved.trial.global_step(mode, step)
+        return at is not None and self.uncounted.counted_none(name, at, self.worker)
 
     def __len__(self) -> int:
         return len(self.steps)
@@ -271,6 +297,23 @@ class LossCurveRule(Rule):
         self._training_curves: Dict[str, bool] = {}
         #: on a finished run: why its training ended early, on request ("": it ran its course; see stopped_early)
         self._stopped: Optional[str] = None
+        self._uncounted = UncountedLosses(base_trial)
+        #: what the rule itself said it did not judge (see caveat)
+        self._own_caveat: Optional[str] = None
+
+    def caveat(self, reason: Optional[str]) -> None:
+        """As :meth:`Rule.caveat`, with the NaN saves left out of the curves (a loss that counted no target at
+        that step, see :class:`Curve`) said after it: "no issues" was said of a curve without them."""
+        self._own_caveat = reason
+        left_out = [(name, mode, c) for (name, mode, _), c in self._curves.items() if c.left_out]
+        note = None
+        if left_out:
+            count = sum(len(c.left_out) for _, _, c in left_out)
+            where = "; ".join(f"{self.shown(name, c)} at {mode_label(mode)}s {said_steps(c.left_out)}"
+                              for name, mode, c in left_out)
+            note = (f"{count} NaN loss save(s) left out of the curve ({where}): every target of the batch was "
+                    "ignored or none was given (a mean over no element), no point of the curve")
+        super().caveat("; ".join(r for r in (reason, note) if r) or None)
 
     def stopped_early(self) -> Optional[str]:
         """On a finished run that a rule's request stopped (``--follow --stop-training``), the trial's sentence
@@ -355,8 +398,12 @@ class LossCurveRule(Rule):
                 if curve is None:
                     curve = self._curves[(name, mode, worker)] = Curve(
                         inverted=name in self._losses.inverted, worker=worker,
-                        resets=resets_of(self.base_trial, name, mode.name) if self.steps_from_running_means else None)
+                        resets=resets_of(self.base_trial, name, mode.name) if self.steps_from_running_means else None,
+                        uncounted=self._uncounted)
+                left_out = len(curve.left_out)
                 curve.extend(self._saved, calls, mode, s)
+                if len(curve.left_out) != left_out:
+                    self.caveat(self._own_caveat)  # (said in the verdict's detail)
                 if not curve.steps or curve.steps[-1] != s:
                     continue  # only reductions saved at s
                 done, reason = self.judge(name, mode, curve, s)

@@ -22,6 +22,7 @@ from smdebug.rules.generic.selection import (
 )
 from smdebug.rules.evaluation import note_read
 from smdebug.rules.generic.identical_saves import IdenticalSaves
+from smdebug.rules.generic.ignored_targets import UncountedLosses, uncounted_note
 from smdebug.rules.params import as_bool, as_float, as_int, as_list, in_range
 from smdebug.rules.rule import Rule
 
@@ -88,7 +89,14 @@ class ExplodingTensor(_TensorRule):
     missing split condition). Name the collection to judge it anyway.
 
     A tensor several workers saved (``include_workers="all"``) is judged on each worker's copy: a NaN in one
-    worker's gradients only fires, naming the worker (``gradient/w (worker worker_1) has 1 NaN ...``)."""
+    worker's gradients only fires, naming the worker (``gradient/w (worker worker_1) has 1 NaN ...``).
+
+    A loss value (a tensor of the ``losses`` collection) that is NaN because its loss counted no target at that
+    step is no explosion: a batch whose class-index targets are all the loss's ``ignore_index`` (-100, or 255 on
+    segmentation masks), or empty, is averaged over no element (0/0), its gradient is zero and the weights stay
+    finite. The evidence is the loss's own targets saved at that step (:mod:`.ignored_targets`); such values are
+    left out and said in the verdict's detail. Without that evidence a NaN loss fires as any NaN does, and an
+    infinite loss, or a NaN in any other tensor, always does."""
 
     def tensors(self):
         names = super().tensors()
@@ -101,6 +109,28 @@ class ExplodingTensor(_TensorRule):
                  action_str=None):
         super().__init__(base_trial, collection_names, tensor_regex, other_trials, action_str)
         self.only_nan = as_bool(self.rule_name, "only_nan", only_nan)
+        self._uncounted = UncountedLosses(base_trial)
+        #: per loss value (named with its worker): the steps whose NaN was left out, its loss having counted no target
+        self._left_out = {}
+
+    def is_loss(self, name: str) -> bool:
+        cache = self.__dict__.setdefault("_is_loss", {})
+        if name not in cache:
+            collections = self.base_trial.collections()
+            cache[name] = "losses" in collections and collections["losses"].matches(name)
+        return cache[name]
+
+    def _no_target_counted(self, name: str, worker, step: int, value, nans: int) -> bool:
+        """Whether ``value`` (``name`` at ``step``, by ``worker``) is a loss value that is all NaN, and no
+        infinity, because its loss counted no target there (see :class:`.ignored_targets.UncountedLosses`):
+        recorded for the verdict's detail."""
+        if nans != value.size or not self.is_loss(name) or np.isinf(value).any():
+            return False
+        if not self._uncounted.counted_none(name, step, worker):
+            return False
+        self._left_out.setdefault(worker_named(name, worker), []).append(step)
+        self.caveat(uncounted_note(self._left_out))
+        return True
 
     def invoke_at_step(self, step):
         # (every worker's copy: a NaN in one worker's gradients, with include_workers="all", is no less a NaN)
@@ -109,6 +139,8 @@ class ExplodingTensor(_TensorRule):
             for worker, value in copies:
                 nans = int(np.isnan(value).sum())
                 infs = 0 if self.only_nan else int(np.isinf(value).sum())
+                if nans and self._no_target_counted(name, worker, step, value, nans):
+                    continue  # (a mean over no element: no explosion, said in the verdict's detail)
                 if nans or infs:
                     failing.append((worker, f"{worker_named(name, worker)} has {nans} NaN and {infs} infinite "
                                             f"values out of {value.size}"))

@@ -1,0 +1,175 @@
+"""Class-index targets a loss leaves out, and loss values that are NaN because their loss counted no target.
+
+A classification loss over ``C`` classes (PyTorch's CrossEntropyLoss, NLLLoss) takes class-index targets and
+leaves out those equal to its ``ignore_index``: -100 by default (any negative id: no class is negative), or an id
+at or after ``C`` (255 on the unlabelled borders of segmentation masks, a padding id), which the loss would
+refuse as a target unless it is the ignored one. The classification rules leave such ids out of their counts
+(:func:`beyond_classes`); the same ids explain a NaN loss value: a batch whose targets are *all* ignored (a small
+last batch of an epoch, heavily masked data) is averaged over no element, 0/0 = NaN, while its gradient is zero
+and the weights stay finite. :class:`UncountedLosses` tells such a save from a loss that blew up, by the loss's
+own inputs saved at that step (the targets, and the scores for their class axis); without them it says nothing
+and the NaN is judged as any other.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+
+from smdebug.core import loss_inputs
+from smdebug.core.run_info import framework_of
+from smdebug.rules.generic.selection import value_at
+
+
+def class_axes(labels_shape: Tuple[int, ...], scores_shape: Tuple[int, ...]) -> List[int]:
+    """The axes of scores of ``scores_shape`` that can hold the classes of labels of ``labels_shape``: the
+    last (``(N, *S, C)``: Keras's, and every flat classifier's ``(N, C)``) and axis 1 (``(N, C, *S)``:
+    PyTorch's dense outputs, which CrossEntropyLoss takes with the classes second). Both when the shapes
+    fit either way (``C`` equal to the positions' sizes); none when the scores have no class axis."""
+    if len(scores_shape) != len(labels_shape) + 1 or not labels_shape:
+        return []
+    axes = [-1] if scores_shape[:-1] == labels_shape else []
+    if len(labels_shape) >= 2 and scores_shape[:1] + scores_shape[2:] == labels_shape:
+        axes.append(1)
+    return axes
+
+
+def framework_axis(axes: List[int], framework: Optional[str]) -> Optional[int]:
+    """The class axis among ``axes`` (see :func:`class_axes`): the only one, or when both fit the framework's
+    (PyTorch and MXNet put classes second, Keras last); None when none fits, or both do and the framework is
+    not known."""
+    if len(axes) < 2:
+        return axes[0] if axes else None
+    if framework in ("pytorch", "mxnet"):
+        return 1
+    if framework == "tensorflow":
+        return -1
+    return None
+
+
+def beyond_classes(ids: np.ndarray, scored: int) -> np.ndarray:
+    """Where class ids are ones a model scoring ``scored`` classes cannot predict (``>= scored``): a loss over
+    those classes fails on such a target unless it is its ``ignore_index`` (255, a padding id)."""
+    return ids >= scored
+
+
+def ignored_targets(targets: np.ndarray, scores_shape: Optional[Tuple[int, ...]],
+                    framework: Optional[str]) -> Optional[np.ndarray]:
+    """Where the class-index ``targets`` are ones their loss leaves out: negative ids (-100), and ids at or
+    after the number of classes of ``scores_shape``'s class axis when it has one (:func:`beyond_classes`).
+    None when the targets are no class ids (floats: probabilities, regression targets), which no loss
+    ignores by value."""
+    if targets.dtype.kind not in "iu":
+        return None
+    ignored = targets < 0
+    if scores_shape is not None:
+        axis = framework_axis(class_axes(tuple(targets.shape), tuple(scores_shape)), framework)
+        if axis is not None:
+            ignored = ignored | beyond_classes(targets, int(scores_shape[axis]))
+    return ignored
+
+
+#: a loss module's output as the PyTorch and MXNet hooks name it: ``<loss>_output_<call>``
+_OUTPUT = re.compile(r"^(.*)_output_(\d+)$")
+
+
+class UncountedLosses:
+    """Which saved loss values of a run are NaN because their loss counted no target at that step.
+
+    The evidence is the loss's saved inputs at that step, as the hook recorded them (``_meta.losses``,
+    :mod:`smdebug.core.loss_inputs`): every target of the call that made the value is ignored
+    (:func:`ignored_targets`), or the targets are empty (an empty batch). The call is the one the value's name
+    says (``<loss>_output_<i>``: the loss's ``i``-th call in the step, whose targets the hook names
+    ``<loss>_input_<2i+1>`` and scores ``<loss>_input_<2i>``); a loss logged under a name of its own (a scalar
+    a trainer logged) stands for the run's one recorded loss with targets, every call of it in the step. No
+    record, no targets saved at that step, or one target counted: not such a value."""
+
+    def __init__(self, trial):
+        self.trial = trial
+        self._records: Optional[List[loss_inputs.LossInputs]] = None
+        self._framework: Optional[str] = None
+
+    def _losses(self) -> List[loss_inputs.LossInputs]:
+        if self._records is None:
+            self._records = [r for r in loss_inputs.recorded_losses(self.trial) or [] if r.targets]
+            self._framework = framework_of(self.trial)
+        return self._records
+
+    def _calls(self, name: str, step: int) -> List[Tuple[str, str]]:
+        """``[(targets, scores)]``: the tensor names of the loss inputs that made the value ``name`` at ``step``
+        ([] when the run does not say)."""
+        match = _OUTPUT.match(name)
+        if match:
+            for record in loss_inputs.recorded_losses(self.trial) or []:
+                if match.group(1) == record.name:  # (a loss with no targets recorded: nothing to tell)
+                    return [self._call_inputs(record, int(match.group(2)))] if record.targets else []
+        records = self._losses()
+        if len(records) != 1:
+            return []  # (a logged loss of a run of several losses: which one it is, the run does not say)
+        calls = []  # a logged loss: the mean of every call of the run's one loss at that step
+        for i in range(1000):
+            targets, scores = self._call_inputs(records[0], i)
+            if not targets or step not in self._steps(targets):
+                break
+            calls.append((targets, scores))
+        return calls
+
+    def _call_inputs(self, record: loss_inputs.LossInputs, call: int) -> Tuple[str, str]:
+        """The names of the targets and scores of ``record``'s ``call``-th call in a step ("" when the record
+        names them otherwise than the hooks' ``<loss>_input_<i>``, for a call after the first)."""
+        if call == 0:
+            names = self.trial.tensor_names()
+            targets, scores = record.target_names(names), record.prediction_names(names)
+            return (targets[0] if len(targets) == 1 else "", scores[0] if len(scores) == 1 else "")
+        if not re.search(record.targets, f"{record.name}_input_1"):
+            return "", ""
+        return f"{record.name}_input_{2 * call + 1}", f"{record.name}_input_{2 * call}"
+
+    def _steps(self, name: str) -> List[int]:
+        try:
+            return self.trial.tensor(name).steps()
+        except Exception:  # noqa: BLE001 (a tensor the run does not have)
+            return []
+
+    def counted_none(self, name: str, step: int, worker: Optional[str] = None) -> bool:
+        """Whether the loss value ``name`` saved at global ``step`` (by ``worker``: None, the one that saved it)
+        counted no target, by the loss's inputs saved at that step."""
+        calls = self._calls(name, step)
+        if not calls:
+            return False
+        kwargs = {} if worker is None else {"worker": worker}
+        for targets_name, scores_name in calls:
+            if not targets_name or step not in self._steps(targets_name):
+                return False
+            targets = value_at(self.trial, targets_name, step, **kwargs)
+            if targets is None:
+                return False
+            targets = np.asarray(targets)
+            if targets.size == 0:
+                continue  # (an empty batch: nothing to count)
+            scores_shape = None
+            if scores_name and step in self._steps(scores_name):
+                scores = value_at(self.trial, scores_name, step, **kwargs)
+                scores_shape = None if scores is None else np.shape(scores)
+            ignored = ignored_targets(targets, scores_shape, self._framework)
+            if ignored is None or not ignored.all():
+                return False
+        return True
+
+
+def said_steps(steps: List[int], most: int = 8) -> str:
+    """Steps as a finding lists them: the first ``most``, then how many more."""
+    shown = ", ".join(str(s) for s in steps[:most])
+    return shown + (f" (+{len(steps) - most} more)" if len(steps) > most else "")
+
+
+def uncounted_note(steps: Dict[str, List[int]]) -> Optional[str]:
+    """The sentence a verdict says of the NaN loss values it left out, per loss (None when none)."""
+    count = sum(len(s) for s in steps.values())
+    if not count:
+        return None
+    where = "; ".join(f"{name} at steps {said_steps(s)}" for name, s in steps.items())
+    return (f"{count} NaN loss value(s) ({where}) where every target was ignored or none was given (a mean over no "
+            "element): not counted as an explosion")
