@@ -73,6 +73,28 @@ def test_a_segmentation_mask_all_ignore_index_255_is_no_explosion(tmp_path):
     assert result.detail.startswith("2 NaN loss value(s) (CrossEntropyLoss_output_0 at steps 3, 7)"), result.detail
 
 
+def test_an_empty_batch_is_no_explosion(tmp_path):
+    # a loop that hands the loss an empty batch at step 13 (a step whose inputs the hook saves because of it)
+    x, y = classification_data(n=96)
+    model, loss_fn = mlp(), nn.CrossEntropyLoss()
+    hook = smd.Hook.recommended(str(tmp_path / "run"))
+    hook.register_module(model)
+    hook.register_loss(loss_fn)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(16):
+        rows = slice(0, 0) if step == 13 else slice(BATCH * (step % 12), BATCH * (step % 12) + BATCH)
+        opt.zero_grad()
+        loss = loss_fn(model(x[rows]), y[rows])
+        loss.backward()
+        opt.step()
+        assert (loss.item() != loss.item()) == (step == 13)
+    hook.close()
+    result = judged(tmp_path / "run", "ExplodingTensor")
+    assert result.status == "NoIssuesFound", result.findings
+    assert result.detail.startswith("1 NaN loss value(s) (CrossEntropyLoss_output_0 at step 13) where every target "
+                                    "was ignored or none was given"), result.detail
+
+
 class LogCrossEntropy(nn.Module):
     """A custom loss with a real bug: the log of the cross-entropy minus an offset, NaN once the cross-entropy
     falls below it, with every target counted."""

@@ -309,8 +309,8 @@ class LossCurveRule(Rule):
         note = None
         if left_out:
             count = sum(len(c.left_out) for _, _, c in left_out)
-            where = "; ".join(f"{self.shown(name, c)} at {mode_label(mode)}s {said_steps(c.left_out)}"
-                              for name, mode, c in left_out)
+            where = "; ".join(f"{self.shown(name, c)} at {'' if mode == ModeKeys.GLOBAL else mode.name + ' '}"
+                              f"{said_steps(c.left_out)}" for name, mode, c in left_out)
             note = (f"{count} NaN loss save(s) left out of the curve ({where}): every target of the batch was "
                     "ignored or none was given (a mean over no element), no point of the curve")
         super().caveat("; ".join(r for r in (reason, note) if r) or None)

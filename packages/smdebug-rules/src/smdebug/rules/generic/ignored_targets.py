@@ -160,9 +160,11 @@ class UncountedLosses:
 
 
 def said_steps(steps: List[int], most: int = 8) -> str:
-    """Steps as a finding lists them: the first ``most``, then how many more."""
+    """Steps as a finding lists them, after "step"/"steps" as many as they are: the first ``most``, then how many
+    more."""
     shown = ", ".join(str(s) for s in steps[:most])
-    return shown + (f" (+{len(steps) - most} more)" if len(steps) > most else "")
+    return ("steps " if len(steps) > 1 else "step ") + shown + (
+        f" (+{len(steps) - most} more)" if len(steps) > most else "")
 
 
 def uncounted_note(steps: Dict[str, List[int]]) -> Optional[str]:
@@ -170,6 +172,6 @@ def uncounted_note(steps: Dict[str, List[int]]) -> Optional[str]:
     count = sum(len(s) for s in steps.values())
     if not count:
         return None
-    where = "; ".join(f"{name} at steps {said_steps(s)}" for name, s in steps.items())
+    where = "; ".join(f"{name} at {said_steps(s)}" for name, s in steps.items())
     return (f"{count} NaN loss value(s) ({where}) where every target was ignored or none was given (a mean over no "
             "element): not counted as an explosion")
