@@ -686,11 +686,11 @@ class Hook(BaseHook):
         return None
 
     def _nan_loss(self, module, base: str, outputs) -> bool:
-        """Whether ``module`` is a registered loss whose one value, saved at this step, is NaN. Its inputs are then
-        saved too, due or not: the evidence of what made it NaN, which the rules read -- a batch whose targets the
-        loss all ignored (``ignore_index``), averaged over no element, is no explosion (probe 15b F6), and a model
-        output that blew up is seen at the step it did. (The test reads the loss's one value, which its save at
-        this step copies to the host anyway: at most one more wait for the device.)"""
+        """Whether ``module`` is a registered loss whose one value, saved at this step, is NaN. Its class-index
+        targets are then saved too, due or not: the evidence the rules read of a batch whose targets the loss all
+        ignored (``ignore_index``), averaged over no element, which is no explosion (probe 15b F6). (The test reads
+        the loss's one value, which its save at this step copies to the host anyway: at most one more wait for the
+        device.)"""
         if module not in self._loss_modules or len(outputs) != 1:
             return False
         out = outputs[0]
@@ -699,12 +699,14 @@ class Hook(BaseHook):
         return bool(torch.isnan(out.detach()).any())
 
     def _save_io(self, base: str, inputs, outputs, nan_loss: bool = False) -> None:
-        for t in inputs:
+        for i, t in enumerate(inputs):
             name = self._next_name(base, 0, "input")
             if self.is_due(name):
                 self.record(name, t)
-            elif nan_loss:
-                # (saved in the collections that save it at other steps: loss_inputs, labels, predictions)
+            elif nan_loss and i >= 1 and not (t.is_floating_point() or t.is_complex()):
+                # the class-index targets of a NaN loss (no larger than the batch's positions; the scores, as large
+                # as the model's output, are not: every step of a run that blew up would save them), in the
+                # collections that save them at other steps (loss_inputs, labels)
                 keep = tuple(c for c in self._included if c.matches(name))
                 if keep:
                     self._record(name, t, force_collections=keep)

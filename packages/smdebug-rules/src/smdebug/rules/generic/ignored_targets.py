@@ -20,6 +20,15 @@ import numpy as np
 
 from smdebug.core import loss_inputs
 from smdebug.core.run_info import framework_of
+from smdebug.exceptions import (
+    IndexReaderException,
+    InvalidWorker,
+    MissingEventFile,
+    ShapeUnavailableForStep,
+    StepUnavailable,
+    TensorUnavailable,
+    TensorUnavailableForStep,
+)
 from smdebug.rules.generic.selection import value_at
 
 
@@ -88,21 +97,27 @@ class UncountedLosses:
 
     def __init__(self, trial):
         self.trial = trial
-        self._records: Optional[List[loss_inputs.LossInputs]] = None
+        self._all: Optional[List[loss_inputs.LossInputs]] = None
         self._framework: Optional[str] = None
+        #: per tensor: (the steps it was saved at, the run's last step when they were read)
+        self._saved: Dict[str, Tuple[set, int]] = {}
+
+    def _recorded(self) -> List[loss_inputs.LossInputs]:
+        """The run's recorded losses, read once (asked at every NaN save: a run that blew up has thousands)."""
+        if self._all is None:
+            self._all = loss_inputs.recorded_losses(self.trial) or []
+            self._framework = framework_of(self.trial)
+        return self._all
 
     def _losses(self) -> List[loss_inputs.LossInputs]:
-        if self._records is None:
-            self._records = [r for r in loss_inputs.recorded_losses(self.trial) or [] if r.targets]
-            self._framework = framework_of(self.trial)
-        return self._records
+        return [r for r in self._recorded() if r.targets]
 
     def _calls(self, name: str, step: int) -> List[Tuple[str, str]]:
         """``[(targets, scores)]``: the tensor names of the loss inputs that made the value ``name`` at ``step``
         ([] when the run does not say)."""
         match = _OUTPUT.match(name)
         if match:
-            for record in loss_inputs.recorded_losses(self.trial) or []:
+            for record in self._recorded():
                 if match.group(1) == record.name:  # (a loss with no targets recorded: nothing to tell)
                     return [self._call_inputs(record, int(match.group(2)))] if record.targets else []
         records = self._losses()
@@ -111,7 +126,7 @@ class UncountedLosses:
         calls = []  # a logged loss: the mean of every call of the run's one loss at that step
         for i in range(1000):
             targets, scores = self._call_inputs(records[0], i)
-            if not targets or step not in self._steps(targets):
+            if not targets or not self._was_saved(targets, step):
                 break
             calls.append((targets, scores))
         return calls
@@ -127,11 +142,17 @@ class UncountedLosses:
             return "", ""
         return f"{record.name}_input_{2 * call + 1}", f"{record.name}_input_{2 * call}"
 
-    def _steps(self, name: str) -> List[int]:
-        try:
-            return self.trial.tensor(name).steps()
-        except Exception:  # noqa: BLE001 (a tensor the run does not have)
-            return []
+    def _was_saved(self, name: str, step: int) -> bool:
+        """Whether tensor ``name`` was saved at global ``step`` (its steps read once, and again only for a step
+        after the run's last one at that reading: a run still training)."""
+        known = self._saved.get(name)
+        if known is None or step > known[1]:
+            last = self.trial.last_step()
+            try:
+                known = self._saved[name] = (set(self.trial.tensor(name).steps()), -1 if last is None else last)
+            except TensorUnavailable:  # (a tensor the run does not have, yet)
+                return False
+        return step in known[0]
 
     def counted_none(self, name: str, step: int, worker: Optional[str] = None) -> bool:
         """Whether the loss value ``name`` saved at global ``step`` (by ``worker``: None, the one that saved it)
@@ -141,7 +162,7 @@ class UncountedLosses:
             return False
         kwargs = {} if worker is None else {"worker": worker}
         for targets_name, scores_name in calls:
-            if not targets_name or step not in self._steps(targets_name):
+            if not targets_name or not self._was_saved(targets_name, step):
                 return False
             targets = value_at(self.trial, targets_name, step, **kwargs)
             if targets is None:
@@ -149,14 +170,37 @@ class UncountedLosses:
             targets = np.asarray(targets)
             if targets.size == 0:
                 continue  # (an empty batch: nothing to count)
-            scores_shape = None
-            if scores_name and step in self._steps(scores_name):
-                scores = value_at(self.trial, scores_name, step, **kwargs)
-                scores_shape = None if scores is None else np.shape(scores)
-            ignored = ignored_targets(targets, scores_shape, self._framework)
+            ignored = ignored_targets(targets, None, self._framework)  # (negative ids: no scores needed)
+            if ignored is not None and not ignored.all():
+                ignored = ignored_targets(targets, self._scores_shape(scores_name, step, targets.shape, worker),
+                                          self._framework)
             if ignored is None or not ignored.all():
                 return False
         return True
+
+    def _scores_shape(self, name: str, step: int, targets_shape: Tuple[int, ...],
+                      worker: Optional[str]) -> Optional[Tuple[int, ...]]:
+        """The shape of the scores ``name`` the targets of ``targets_shape`` at ``step`` were scored by: as saved
+        there, else as saved at the last step before (the first after) with the batch axis of the targets (the
+        hook saves a NaN loss's targets, not its scores, which are as large as the model's output: their class
+        count is the run's, whatever the step)."""
+        if not name:
+            return None
+        self._was_saved(name, step)  # (reads the steps it was saved at)
+        saved = self._saved[name][0] if name in self._saved else set()
+        if not saved:
+            return None
+        earlier = [s for s in saved if s <= step]
+        at = max(earlier) if earlier else min(saved)
+        try:
+            shape = tuple(self.trial.tensor(name).shape(at, **({} if worker is None else {"worker": worker})))
+        except (MissingEventFile, IndexReaderException):
+            raise  # (unreadable data is said as such, by the rule's verdict)
+        except (TensorUnavailableForStep, ShapeUnavailableForStep, StepUnavailable, InvalidWorker):
+            return None  # (only reductions saved there, or not by that worker)
+        if at != step and shape and targets_shape:
+            shape = (targets_shape[0],) + shape[1:]  # (a batch of another size: the last one of an epoch)
+        return shape
 
 
 def said_steps(steps: List[int], most: int = 8) -> str:
