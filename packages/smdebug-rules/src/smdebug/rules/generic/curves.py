@@ -31,6 +31,7 @@ from smdebug.rules.generic.loss_rules import (
     parse_mode,
     step_in_mode,
 )
+from smdebug.rules.generic.adversarial import adversarial_loss_of, adversarial_losses
 from smdebug.rules.generic.ignored_targets import UncountedLosses, said_steps
 from smdebug.rules.generic.selection import first_finding, worker_named
 from smdebug.rules.params import as_bool, as_list
@@ -300,6 +301,11 @@ class LossCurveRule(Rule):
         self._uncounted = UncountedLosses(base_trial)
         #: what the rule itself said it did not judge (see caveat)
         self._own_caveat: Optional[str] = None
+        #: the run's adversarial pairs of losses (see adversarial_reason), and the trial's step count when read
+        self._pairs: Dict[str, str] = {}
+        self._pairs_read_at: Optional[int] = None
+        #: losses left out as one of an adversarial pair: name -> why
+        self._adversarial: Dict[str, str] = {}
 
     def caveat(self, reason: Optional[str]) -> None:
         """As :meth:`Rule.caveat`, with the NaN saves left out of the curves (a loss that counted no target at
@@ -313,7 +319,25 @@ class LossCurveRule(Rule):
                               f"{said_steps(c.left_out)}" for name, mode, c in left_out)
             note = (f"{count} NaN loss save(s) left out of the curve ({where}): every target of the batch was "
                     "ignored or none was given (a mean over no element), no point of the curve")
-        super().caveat("; ".join(r for r in (reason, note) if r) or None)
+        super().caveat("; ".join(r for r in (reason, note, self._adversarial_note()) if r) or None)
+
+    def adversarial_reason(self, name: str) -> Optional[str]:
+        """Why the loss ``name`` is left out as one of an adversarial pair (a GAN's generator and discriminator,
+        told by their saved targets: :mod:`.adversarial`), None when it is judged. The pairs are read again as
+        the run grows (each time its step count has doubled, and once it has ended): a few saves of each loss's
+        targets."""
+        trial = self.base_trial
+        count = trial.step_count(show_incomplete_steps=True) if not training_ended(trial) else -1
+        last = self._pairs_read_at
+        if last is None or (last != -1 and (count == -1 or count >= 2 * max(1, last))):
+            self._pairs = adversarial_losses(trial)
+            self._pairs_read_at = count
+        return adversarial_loss_of(name, self._pairs)
+
+    def _adversarial_note(self) -> Optional[str]:
+        if not self._adversarial:
+            return None
+        return f"not judged: {', '.join(self._adversarial)}: {next(iter(self._adversarial.values()))}"
 
     def stopped_early(self) -> Optional[str]:
         """On a finished run that a rule's request stopped (``--follow --stop-training``), the trial's sentence
@@ -382,6 +406,12 @@ class LossCurveRule(Rule):
         for calls in loss_calls(self._losses.names()):
             name = calls[0]
             self._calls[name] = calls
+            adversarial = self.adversarial_reason(name)
+            if adversarial is not None:
+                if name not in self._adversarial:
+                    self._adversarial[name] = adversarial
+                    self.caveat(self._own_caveat)  # (said in the verdict's detail)
+                continue
             mode = auto_mode(self._saved, name, self.mode)
             if mode is None:
                 evaluation_only.append(name)
@@ -421,6 +451,8 @@ class LossCurveRule(Rule):
                     f"{self.shown(n, c)} is not finite (NaN or infinity) from {mode_label(m)} {c.first_nonfinite} "
                     f"on ({sum(1 for v in c.values if not np.isfinite(v))} of its {len(c)} saves): there is no curve "
                     "to judge; ExplodingTensor (NaN/infinity) and Divergence judge such a run" for n, m, c in broken))
+            elif self._adversarial and not self._curves:  # (every loss it would judge is one of a pair)
+                self.not_applicable(self._adversarial_note().replace("not judged: ", "", 1))
             elif evaluation_only:  # (the run's steps decide: every loss or none)
                 self.not_applicable(EVALUATION_ONLY.format(", ".join(evaluation_only))
                                     + " (give mode=EVAL to judge those steps)")
