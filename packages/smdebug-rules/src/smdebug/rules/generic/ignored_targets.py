@@ -99,6 +99,8 @@ class UncountedLosses:
         self.trial = trial
         self._all: Optional[List[loss_inputs.LossInputs]] = None
         self._framework: Optional[str] = None
+        #: per loss: the names of its first call's targets and scores, once the run has saved its targets
+        self._first_call: Dict[str, Tuple[str, str]] = {}
         #: per tensor: (the steps it was saved at, the run's last step when they were read)
         self._saved: Dict[str, Tuple[set, int]] = {}
 
@@ -135,9 +137,14 @@ class UncountedLosses:
         """The names of the targets and scores of ``record``'s ``call``-th call in a step ("" when the record
         names them otherwise than the hooks' ``<loss>_input_<i>``, for a call after the first)."""
         if call == 0:
-            names = self.trial.tensor_names()
-            targets, scores = record.target_names(names), record.prediction_names(names)
-            return (targets[0] if len(targets) == 1 else "", scores[0] if len(scores) == 1 else "")
+            found = self._first_call.get(record.name)
+            if found is None:
+                names = self.trial.tensor_names()
+                targets, scores = record.target_names(names), record.prediction_names(names)
+                found = (targets[0] if len(targets) == 1 else "", scores[0] if len(scores) == 1 else "")
+                if found[0]:  # (kept once the targets are saved: a run still training may save them later)
+                    self._first_call[record.name] = found
+            return found
         if not re.search(record.targets, f"{record.name}_input_1"):
             return "", ""
         return f"{record.name}_input_{2 * call + 1}", f"{record.name}_input_{2 * call}"
