@@ -337,10 +337,11 @@ def test_overfit_defaults_on_a_memorising_curve(tmp_path):
 
 def test_overfit_multi_step_eval_pass_uses_the_running_mean(tmp_path):
     steps = [(TRAIN, {"loss": 1.0}), (EVAL, {"loss": 0.5}), (TRAIN, {"loss": 0.5}), (EVAL, {"loss": 0.5}),
-             (EVAL, {"loss": 1.5}), (TRAIN, {"loss": 0.25}), (EVAL, {"loss": 0.5})]
+             (EVAL, {"loss": 1.5}), (TRAIN, {"loss": 0.25}), (EVAL, {"loss": 0.75})]
     trial = run(tmp_path, steps)
-    # (validation, training): (0.5, 1) at 1, (0.5, 0.5) at 3, (running mean 1.0, 0.5) at 4, (0.5, 0.25) at 6
-    assert invoke_rule(Overfit(trial, window="1", rise_percent="0", ratio_threshold="0")) == [4]
+    # (validation, training): (0.5, 1) at 1, (0.5, 0.5) at 3, (running mean 1.0, 0.5) at 4, (0.75, 0.25) at 6
+    # (a last evaluation back at 0.5, its best, would make the rise at 4 a transient the finished run left)
+    assert invoke_rule(Overfit(trial, window="1", rise_percent="0", ratio_threshold="0")) == [4, 6]
 
 
 def test_overfit_skips_evaluations_without_training_loss(tmp_path):

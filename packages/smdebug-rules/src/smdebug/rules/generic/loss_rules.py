@@ -928,6 +928,10 @@ def after_training(trial, saved: SavedSteps, name: str, passes: Sequence[Validat
             "which {rule} follows along training (to have it judged, " + validation_advice(trial) + ")")
 
 
+#: Overfit without rows to test a rise by: the least share of the validation loss's fall a rise must be
+ROWLESS_RISE_SHARE = 0.01
+
+
 class Overfit(Rule):
     """Fires when the validation (EVAL) loss rises above its best while the training (TRAIN) loss keeps
     falling, and sits above the training loss: the model learns its training set at the expense of data it
@@ -1073,6 +1077,8 @@ class Overfit(Rule):
         overfitting = self._overfitting(ev, k, w, V, T, b, sigma)
         if overfitting:
             beyond, said = self._rise_over_rows(ev, k, w, b)
+            if beyond is None and not self._visible_rise(ev, V, b):
+                beyond, said = False, "a rise too small a part of the validation loss's fall, with no rows to test it"
             if beyond is False:
                 self.logger.debug("%s: %s at evaluation %d not reported: %s", self.rule_name, ev.reader.name, k, said)
                 overfitting = None
@@ -1102,22 +1108,27 @@ class Overfit(Rule):
             rows = self._rows[ev.reader.name] = ValidationRows(self.base_trial, self._saved, ev.reader.name)
         best = [r for r in (rows.of(ev.passes[j]) for j in range(b, b + w)) if r is not None]
         now = [r for r in (rows.of(ev.passes[j]) for j in range(k - w + 1, k + 1)) if r is not None]
-        at = ""
+        at = best_at = ""
+        first_now = k - w + 1
         if not now:
             # (a tapered schedule saves the predictions at fewer evaluations than the loss: the last evaluation
             # after the best median's window that has them stands in -- when a few rows carry the rise, its
             # ratio to its standard error is about the square root of their number, whatever its size)
             later = [j for j in range(k - w, b + w - 1, -1) if rows.of(ev.passes[j]) is not None]
             if later:
-                now, at = [rows.of(ev.passes[later[0]])], f" at {describe_pass(ev.passes[later[0]])}"
+                now, at, first_now = [rows.of(ev.passes[later[0]])], f" at {describe_pass(ev.passes[later[0]])}", \
+                    later[0]
+        if not best and now:
+            best, best_at = self._best_stand_in(ev, k, w, b, rows, first_now)
         if not best or not now or len({len(r) for r in best + now}) != 1 or len(best[0]) < 2:
             return None, ""
         d = np.mean(now, axis=0) - np.mean(best, axis=0)
         n, rise = len(d), float(d.mean())
         se = float(d.std(ddof=1) / np.sqrt(n))
         z = NormalDist().inv_cdf(1 - (self.significance or 0.01))
-        where = (f"{rows.kind} of the {n} validation rows from their saved predictions and labels, the best "
-                 f"median's evaluations against {at[4:] if at else 'the last ones'}")
+        baseline = best_at or "the best median's evaluations"
+        where = (f"{rows.kind} of the {n} validation rows from their saved predictions and labels, {baseline} "
+                 f"against {at[4:] if at else 'the last ones'}")
         if not (rise > z * se):
             return False, (f"per row ({where}): a rise of {rise:.4g}, within {z:.2f} times its standard error "
                            f"{se:.3g} over the rows")
@@ -1127,6 +1138,43 @@ class Overfit(Rule):
             said += (f"; {carrying} of the {n} rows carry the whole rise (the other {n - carrying}: "
                      f"{rest:+.3g} on average)")
         return True, said
+
+    @staticmethod
+    def _visible_rise(ev: Evaluations, V: List[float], b: int) -> bool:
+        """Where the rows of the rise cannot be tested (no predictions saved near the best), whether the rise
+        from the best median ``V[b]`` to the last ``V[-1]`` is at least :data:`ROWLESS_RISE_SHARE` of the fall
+        the validation loss had made, from the loss the model started from to its best. ``rise_percent`` is a
+        share of the best itself: a model near-perfect on a small validation set has a best near 0, and one
+        row whose margin shrinks makes it rise by 10% (0.0131 -> 0.0146 on 36 rows, from 1.1 at the start,
+        accuracy 1.0 throughout: probe 16a F3) -- the per-row test tells that apart, and without rows the
+        rise must at least be a visible part of what training achieved. A loss with no fall to measure by
+        (its best not below where it started) is judged as before."""
+        l0 = max(ev.reader.first_train, ev.train[0])
+        fall = l0 - V[b]
+        if not (fall > 0 and np.isfinite(fall)):
+            return True
+        return V[-1] - V[b] >= ROWLESS_RISE_SHARE * fall
+
+    @staticmethod
+    def _best_stand_in(ev: Evaluations, k: int, w: int, b: int, rows: "ValidationRows",
+                       before: int) -> Tuple[list, str]:
+        """The rows of the evaluation that stands in for the best median's when none of those has saved rows (a
+        tapered schedule saves the predictions at evaluations 0-9, 10, 20, 40, ...: the best is rarely among
+        them), and how a finding names it: of the evaluations before ``before`` (the first of the last ones)
+        that have rows, the one with the lowest validation loss, if it lies in the lower half of the rise from
+        the best median to the last one -- a stand-in far above the best would hide a real rise. ``([], "")``
+        when none does. Without it the per-row test never ran on such runs, and a rise that one row carried
+        (a correctly classified row whose margin shrinks, on a 36-row validation set) was reported as overfitting
+        (probe 16a F3)."""
+        saved = [j for j in range(0, min(before, k - w + 1)) if rows.of(ev.passes[j]) is not None]
+        if not saved:
+            return [], ""
+        medians = running_medians(ev.val[:k + 1], w)
+        low, high = medians[b], medians[-1]
+        j = min(saved, key=lambda i: ev.val[i])
+        if not ev.val[j] <= low + (high - low) / 2:
+            return [], ""
+        return [rows.of(ev.passes[j])], f"{describe_pass(ev.passes[j])} (the saved evaluation nearest the best)"
 
     def _overfitting(self, ev: Evaluations, k: int, w: int, V: List[float], T: List[float], b: int,
                      sigma: float) -> Optional[str]:
@@ -1263,24 +1311,29 @@ class Overfit(Rule):
                 "with fewer), and the run has ended")
 
     def _new_best_later(self, name: str, worker: Optional[str], ev: Evaluations, k: int, w: int) -> Optional[str]:
-        """On a finished run, how the validation loss set a clearly new best after evaluation ``k`` (a median of
-        ``window`` evaluations below the best so far at ``k`` by more than ``rise_percent`` of it and 3 times the
-        noise), or None: a rise the run later left far behind was a transient (BatchNormalization's moving
-        statistics catching up with raw features, a warm-up bump), not training past its best model. A
-        memorising model never comes back below its best."""
+        """On a finished run, how the validation loss came back to its best after evaluation ``k`` (a median of
+        ``window`` evaluations at or below the best so far at ``k``), or None: a rise the run later left was a
+        transient (BatchNormalization's moving statistics catching up with raw features, a warm-up bump, one
+        row's margin shrinking for a while), not training past its best model. A memorising model never comes
+        back to its best."""
         if not self.base_trial.loaded_all_steps:
             return None
         full = self._all_evaluations(name, worker)
         if len(full.val) <= k + 1 or full.val[:k + 1] != ev.val[:k + 1]:
             return None
-        best = min(running_medians(ev.val[:k + 1], w))
+        medians = running_medians(ev.val[:k + 1], w)
+        best = min(medians)
+        if medians[-1] <= best:
+            return None  # (nothing rose at k to come back from: a validation loss flat since its first evaluations)
         later = running_medians(full.val, w)[k - w + 2:]  # (medians of windows ending after k)
-        margin = max(abs(best) * self.rise_percent / 100, 3 * evaluation_noise(full.val))  # (the whole run's noise)
-        if not later or min(later) >= best - margin:
+        # (back at its best is enough: a rise of 10% of a small best, 0.119 -> 0.132 on a 114-row validation set
+        # whose accuracy never moved, came back to 0.117 by the end -- probe 16a F3 -- and a memorising model's
+        # validation loss does not come back to its best at all)
+        if not later or min(later) > best:
             return None
         j = int(np.argmin(later)) + k + 1
-        return (f"the validation loss later fell to a median of {min(later):.4g} "
-                f"({describe_pass(full.passes[j])}), below its best of {best:.4g} at the time")
+        return (f"the validation loss later came back to a median of {min(later):.4g} "
+                f"({describe_pass(full.passes[j])}), at or below its best of {best:.4g} at the time")
 
     def invoke_at_step(self, step):
         judged = ended = False
