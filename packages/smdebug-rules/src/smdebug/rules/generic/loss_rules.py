@@ -1485,7 +1485,9 @@ class Overtraining(Rule):
     the evaluations so far came after the best: training went on at least as long as it took to get
     there), *and* the training series fell by at least ``train_progress_percent`` since the best validation
     value (training went on learning the training set, not the task; a training loss that did not change,
-    e.g. 0 throughout, did not fall). A validation series whose best is its first value never improved at all: the
+    e.g. 0 throughout, did not fall; a training loss not positive there has no such share -- a likelihood
+    without its constant term, an ELBO -- and the test is not made for it, which the verdict says). A
+    validation series whose best is its first value never improved at all: the
     finding says the model never generalised (no point to stop early at), not that training went on past its best.
     With ``judge_training``, also at a
     TRAIN save that completes a block, when the last ``patience_train`` blocks were no improvement (the
@@ -1543,6 +1545,8 @@ class Overtraining(Rule):
         #: per (loss, worker): its validation passes, and [pass values, smoothed series as (pass index, median),
         #: Plateau]
         self._passes: Dict[Tuple[str, Optional[str]], ValidationPasses] = {}
+        #: losses whose training-progress test could not be measured (not positive): name -> the value there
+        self._unmeasured: Dict[str, float] = {}
         self._validation: Dict[Tuple[str, Optional[str]], list] = {}
         #: per (loss, worker) of a finished run: every validation pass, read whole
         self._all_passes: Dict[Tuple[str, Optional[str]], ValidationPasses] = {}
@@ -1623,6 +1627,13 @@ class Overtraining(Rule):
         best = passes.passes[smoothed[plateau.best_index][0]]
         before = [v for m, v in train[4] if self.base_trial.global_step(ModeKeys.TRAIN, m) <= best.last]
         last = train[4][-1][1]
+        if before and not before[-1] > 0:
+            # (a share of the loss's value is no measure of a loss that takes values <= 0: any fall of a negative
+            # loss passes "<= L * (1 - p)" -- a Poisson or Gaussian likelihood without its constant term, an
+            # ELBO. Said, not guessed: probe 16a F1, a healthy Poisson regression read as overtraining)
+            self._unmeasured.setdefault(name, before[-1])
+            self.caveat(self._unmeasured_text())
+            return True, None
         # (a training loss that did not change did not fall: 0 -> 0 passes "<= 0 * (1 - p)" but is no progress)
         if not before or not (last < before[-1] and last <= before[-1] * (1 - self.train_progress_percent / 100)):
             return True, None
@@ -1644,6 +1655,13 @@ class Overtraining(Rule):
                       f"patience_validation {self.patience_validation}) while the training loss went on "
                       f"falling ({before[-1]:.6g} -> {last:.6g}, medians of {self.window_train} saves)"
                       f"{describe_passes(passes.passes)}")
+
+    def _unmeasured_text(self) -> str:
+        losses = ", ".join(f"{n} ({v:.4g})" for n, v in self._unmeasured.items())
+        return (f"the training loss's fall since the validation's best was not measured for {losses}: it is not "
+                f"positive there, and train_progress_percent ({self.train_progress_percent:g}) is a share of the "
+                "loss's value (a likelihood without its constant term can be negative), so whether the validation "
+                "loss stopped improving while training went on was not judged for it")
 
     def _shown(self, name: str, worker: Optional[str]) -> str:
         """The loss as findings name it: with ``worker`` once several workers saved it."""
