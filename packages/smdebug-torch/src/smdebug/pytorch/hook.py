@@ -765,11 +765,35 @@ class Hook(BaseHook):
     def _on_optimizer_pre_step(self, optimizer, args, kwargs):
         if self._disabled:
             return None
+        # ``step(closure)`` (L-BFGS, SAM-style loops): the step's gradients do not exist yet, the closure makes
+        # them inside step() (probe 16a F4: a run saved no gradient at all, silently). They are saved when the
+        # closure's first evaluation returns: the gradients the step starts from. (``args`` holds the optimizer
+        # first: the hooks get step()'s own arguments.)
+        if kwargs and callable(kwargs.get("closure")):
+            return args, {**kwargs, "closure": self._saving_gradients_after(kwargs["closure"])}
+        at = next((i for i, a in enumerate(args) if callable(a) and a is not optimizer), None)
+        if at is not None:
+            return tuple(args[:at]) + (self._saving_gradients_after(args[at]),) + tuple(args[at + 1:]), kwargs
         try:
             self._grads.save()
         except Exception as e:  # noqa: BLE001
             self._fail("the optimizer pre-step hook", e)
         return None
+
+    def _saving_gradients_after(self, closure):
+        saved = []
+
+        def closure_then_save_gradients():
+            loss = closure()
+            if not saved:
+                saved.append(True)
+                try:
+                    self._grads.save()
+                except Exception as e:  # noqa: BLE001
+                    self._fail("the optimizer pre-step hook", e)
+            return loss
+
+        return closure_then_save_gradients
 
     def _on_optimizer_post_step(self, optimizer, args, kwargs):
         if self.mode in _OPTIMIZER_MODES:
