@@ -252,3 +252,17 @@ def test_too_few_samples_say_how_many_were_saved(tmp_path):
     r = _verdict(tmp_path, "ClassImbalance")
     assert r.status == "NotEvaluated"
     assert "80 of samples=500 labels saved (about 4 per saved step x 20 saved steps)" in r.detail
+
+
+def test_counts_balanced_by_scale_pos_weight_are_said_as_weighted(tmp_path):
+    """A model that mispredicts the rare class of a set compensated by scale_pos_weight: the finding said "the
+    classes are balanced: ... class 0 has 955 labels and ... class 1, 45: ratio 1.12" (probe 16b F8); the ratio is
+    of the counts weighted by scale_pos_weight, and the finding says so."""
+    rng = np.random.default_rng(0)
+    y = (rng.random(1000) < 0.05).astype(int)
+    x = rng.normal(size=(1000, 4))  # (no signal, and no split allowed: one score for every row)
+    params = {"objective": "binary:logistic", "max_depth": 2, "scale_pos_weight": 19, "min_child_weight": 1e6}
+    r = _verdict(_xgboost_run(tmp_path, params, x, y, 20))
+    assert r.status == "IssuesFound", (r.status, r.detail)
+    reason = r.findings[0].reason
+    assert "balanced by scale_pos_weight=19" in reason and "weighted 1 and 19: weighted ratio 1.12" in reason, reason

@@ -1349,9 +1349,17 @@ class ClassImbalance(_LabelsAndPredictions):
             counts_said = self._mix_said
         elif len(present) > 1:
             rarest = least if least != most else next(k for k in present if k != most)  # (a tie)
-            counts_said = (f"the classes are balanced: the largest, class {most}, has {shown[most]} labels and the "
-                           f"smallest, class {rarest}, {shown[rarest]}: ratio {ratio:.3g} <= threshold_imbalance "
-                           f"{self.threshold_imbalance:g}")
+            if weights:
+                # (1164 labels against 36 read "balanced ... ratio 1" when the ratio was of the counts weighted by
+                # scale_pos_weight: probe 16b F8)
+                counts_said = (f"the classes are balanced by {source}: the largest, class {most}, has "
+                               f"{shown[most]} labels and the smallest, class {rarest}, {shown[rarest]}, weighted "
+                               f"{weight[most]:.4g} and {weight[rarest]:.4g}: weighted ratio {ratio:.3g} <= "
+                               f"threshold_imbalance {self.threshold_imbalance:g}")
+            else:
+                counts_said = (f"the classes are balanced: the largest, class {most}, has {shown[most]} labels and "
+                               f"the smallest, class {rarest}, {shown[rarest]}: ratio {ratio:.3g} <= "
+                               f"threshold_imbalance {self.threshold_imbalance:g}")
         else:
             counts_said = f"all {shown[most]} labels counted are class {most}"
         return self._mispredicted(step, label_names, saved_steps, counts_said, None)
