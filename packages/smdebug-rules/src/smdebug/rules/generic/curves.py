@@ -478,23 +478,87 @@ class LossCurveRule(Rule):
         return f"; the run has {have}" + ("" if training_ended(self.base_trial) else " so far")
 
     def _too_short(self) -> Optional[str]:
-        """Why a finished run is too short for the rule: each loss curve it read holds a save at every step of
-        its mode from its first to the run's last one there (nothing more was trained, nothing was left unsaved),
-        and still too few for the rule. None otherwise: a run still training ("not yet"), or a loss saved
+        """Why a finished run is too short for the rule: each loss curve it read is as complete as the run could
+        have made it, and still too few saves for the rule. A curve is complete when it holds a save at every step
+        of its mode from its first to the run's last one there (nothing more was trained, nothing was left
+        unsaved), or -- a validation loss saved once per evaluation pass (Keras's ``val_loss``, a loop's mean over
+        its validation batches) -- a save in every validation pass up to its last (:meth:`_every_pass`): one value
+        per pass is all such a loss has. None otherwise: a run still training ("not yet"), or a loss saved
         sparsely, where saving it more often would have it judged (NotEvaluated says what is needed)."""
         trial = self.base_trial
         if not self._curves or not training_ended(trial):
             return None
-        for (_, mode, _), curve in self._curves.items():
+        for (name, mode, _), curve in self._curves.items():
             # (one save says nothing of how long the run trained: a booster saved at round 0 only)
-            if len(curve.steps) < 2 or curve.steps[-1] - curve.steps[0] + 1 != len(curve.steps):
+            if len(curve.steps) < 2 or not (self._every_step(mode, curve) or self._every_pass(name, mode, curve)):
                 return None
-            # (the run's last step of the mode, not a copy of its steps: asked at every step a rule did not judge)
-            last = trial.last_step(mode)
-            if last is not None and last > curve.steps[-1]:
-                return None  # (the run trained on past the loss's last save, or is not judged to its end yet)
-        return (f"the run is too short for this rule: its loss was saved at every step it trained, and the rule "
-                f"needs {self.needs_text()}")
+        return (f"the run is too short for this rule: its loss was saved at every step it trained"
+                f"{' (and once per validation pass)' if self._per_pass else ''}, and the rule needs "
+                f"{self.needs_text()}")
+
+    #: whether a curve judged complete by _too_short was a loss saved once per validation pass (said in its text)
+    _per_pass = False
+
+    def _every_step(self, mode: ModeKeys, curve: Curve) -> bool:
+        """Whether ``curve`` holds a save at every step of ``mode`` from its first to the run's last one there."""
+        if curve.steps[-1] - curve.steps[0] + 1 != len(curve.steps):
+            return False
+        # (the run's last step of the mode, not a copy of its steps: asked at every step a rule did not judge)
+        last = self.base_trial.last_step(mode)
+        # (a later step: the run trained on past the loss's last save, or is not judged to its end yet)
+        return last is None or last <= curve.steps[-1]
+
+    def _every_pass(self, name: str, mode: ModeKeys, curve: Curve) -> bool:
+        """Whether ``curve`` is a loss saved at EVAL steps, read to its last save, with a save in every validation
+        pass of the run up to it (before its first save, and between each two): the run could not have given
+        more saves of it. A pass is a block of consecutive EVAL steps; where the passes lie the run tells by
+        its steps of other modes (its training steps), all of which must have been saved between the loss's saves
+        -- an EVAL step that was not saved is then known by its place. A run saved sparsely (its training steps
+        every few) cannot tell whether a pass was left without a save: not complete. EVAL steps after the last
+        save are not asked about: an evaluation after training (Keras's ``evaluate()`` saves ``loss``, not
+        ``val_loss``) is no pass of this loss."""
+        trial = self.base_trial
+        if not (mode == ModeKeys.EVAL or self.evaluation_only(name, mode)):
+            return False
+        saved = self._saved.steps(name, mode, curve.worker)
+        if not saved or saved[-1] != curve.steps[-1]:
+            return False  # (not read to its last save yet: asked again at its last step)
+        if mode == ModeKeys.EVAL:
+            steps = [trial.global_step(ModeKeys.EVAL, s) for s in curve.steps]
+            if any(g is None for g in steps):
+                return False
+        else:
+            steps = list(curve.steps)
+            if any(trial.mode(g) != ModeKeys.EVAL for g in steps):
+                return False
+        run = trial.steps()
+        previous = -1
+        for g in steps:
+            if not self._one_pass_since(run, previous, g):
+                return False
+            previous = g
+        self._per_pass = True
+        return True
+
+    def _one_pass_since(self, run: List[int], previous: int, g: int) -> bool:
+        """Whether the run's steps after global step ``previous`` (a save of the loss; -1: the run's start) up to
+        ``g`` (its next save) hold no validation pass but ``g``'s own (and the rest of ``previous``'s): the steps
+        there of other modes were all saved (``run``: the run's saved global steps), so every other step is an
+        EVAL step, and those make one block ending at ``g`` -- or two, the first going on from ``previous``."""
+        trial = self.base_trial
+        _, m = trial.mode_modestep(g)
+        m_previous = -1 if previous < 0 else trial.mode_modestep(previous)[1]
+        others = (g - previous) - (m - m_previous)  # steps between of another mode than EVAL
+        between = run[bisect.bisect_right(run, previous):bisect.bisect_left(run, g)]
+        known = [s for s in between if trial.mode(s) != ModeKeys.EVAL]
+        if len(known) != others:
+            return False  # (steps of another mode were not saved: where the passes lie is unknown)
+        if not known:
+            return True  # (every step between is an EVAL step: one pass)
+        # EVAL steps after the last step of another mode are g's pass; any before the first one continue
+        # previous's pass (before the run's first save: a pass of their own, without a save, as are EVAL steps
+        # between two steps of another mode)
+        return all(b - a == 1 for a, b in zip(known, known[1:])) and (previous >= 0 or known[0] == 0)
 
     def _one_round(self) -> Optional[str]:
         """Why a finished XGBoost run has no learning curve by design: its model was trained in one round (a
