@@ -586,7 +586,9 @@ class ImproperOutput(Rule):
     * a categorical cross-entropy that wants probabilities (Keras' ``categorical_crossentropy``, its sparse and
       focal kinds, with ``from_logits=False``) gets rows (the last axis, over 2 classes or more) most of which do
       not sum to 1 (further than 0.1 from it, far beyond a softmax's rounding): independent sigmoids, not a
-      softmax (Keras divides each row by its sum, silently). The binary cross-entropies are not held to it:
+      softmax: the model's outputs are no class probabilities (Keras 3 computes the loss from the logits under
+      an output activation of its own, so training matches a softmax's, probe 16b F4; it divides each row of any
+      other output by its sum, silently). The binary cross-entropies are not held to it:
       each of their outputs is a probability of its own (multi-label sigmoids);
     * a loss that wants log-probabilities (``NLLLoss``, ``KLDivLoss``, ``CTCLoss``) gets outputs all >= 0:
       probabilities, not their logarithm; or outputs above 0 (beyond ``1e-3``): raw scores, the log-softmax
@@ -895,9 +897,11 @@ class ImproperOutput(Rule):
                     and 2 * seen.rows_off > seen.rows):
                 return (f"{loss} takes one probability distribution per row, but the rows of its input {pname} "
                         f"(in [{low:.3g}, {high:.3g}]) do not sum to 1: {seen.rows_off} of {seen.rows} rows are "
-                        f"further than {ROW_SUM_OFF:g} from it: independent sigmoids, not a softmax (the loss "
-                        "divides each row by its sum, silently; use a softmax output activation, or a binary "
-                        "cross-entropy if the classes are not exclusive)")
+                        f"further than {ROW_SUM_OFF:g} from it: independent sigmoids, not a softmax, so the "
+                        "model's outputs are no class probabilities (Keras 3 computes the loss from the logits "
+                        "under an output activation of its own, as with a softmax; from any other output it divides "
+                        "each row by its sum, silently); use a softmax output activation, or a binary "
+                        "cross-entropy if the classes are not exclusive")
             if expects == loss_inputs.LOG_PROBABILITIES and low >= 0:
                 return (f"{loss} expects log-probabilities (<= 0) but its input {pname} is all in [{low:.3g}, "
                         f"{high:.3g}] over {n} values: probabilities (use log_softmax)")
