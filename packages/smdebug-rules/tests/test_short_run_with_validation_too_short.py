@@ -14,7 +14,8 @@ from smdebug.rules.results import NOT_APPLICABLE, NOT_EVALUATED
 from _judging import judged  # noqa: E402
 from _tensorflow import tensorflow_one_thread  # noqa: E402
 
-TOO_SHORT = "too short for this rule: its loss was saved at every step it trained (and once per validation pass)"
+TOO_SHORT = ("too short for this rule: its training loss was saved at every step it trained and its validation loss "
+             "once in every validation pass")
 
 
 def keras_fit(path, save_interval: int) -> str:

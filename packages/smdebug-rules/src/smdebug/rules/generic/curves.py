@@ -488,16 +488,21 @@ class LossCurveRule(Rule):
         trial = self.base_trial
         if not self._curves or not training_ended(trial):
             return None
+        per_step = per_pass = False  # (what the losses were: said in the text)
         for (name, mode, _), curve in self._curves.items():
             # (one save says nothing of how long the run trained: a booster saved at round 0 only)
-            if len(curve.steps) < 2 or not (self._every_step(mode, curve) or self._every_pass(name, mode, curve)):
+            if len(curve.steps) < 2:
                 return None
-        return (f"the run is too short for this rule: its loss was saved at every step it trained"
-                f"{' (and once per validation pass)' if self._per_pass else ''}, and the rule needs "
-                f"{self.needs_text()}")
-
-    #: whether a curve judged complete by _too_short was a loss saved once per validation pass (said in its text)
-    _per_pass = False
+            if self._every_step(mode, curve):
+                per_step = True
+            elif self._every_pass(name, mode, curve):
+                per_pass = True
+            else:
+                return None
+        saved = " and ".join(([f"its {'training ' if per_pass else ''}loss was saved at every step it trained"]
+                              if per_step else [])
+                             + (["its validation loss once in every validation pass"] if per_pass else []))
+        return f"the run is too short for this rule: {saved}, and the rule needs {self.needs_text()}"
 
     def _every_step(self, mode: ModeKeys, curve: Curve) -> bool:
         """Whether ``curve`` holds a save at every step of ``mode`` from its first to the run's last one there."""
@@ -537,7 +542,6 @@ class LossCurveRule(Rule):
             if not self._one_pass_since(run, previous, g):
                 return False
             previous = g
-        self._per_pass = True
         return True
 
     def _one_pass_since(self, run: List[int], previous: int, g: int) -> bool:
