@@ -306,6 +306,8 @@ class LossCurveRule(Rule):
         self._pairs_read_at: Optional[int] = None
         #: losses left out as one of an adversarial pair: name -> why
         self._adversarial: Dict[str, str] = {}
+        #: per (loss, mode, worker) read to its last save: whether it was saved in every validation pass (_every_pass)
+        self._every_pass_of: Dict[Tuple[str, ModeKeys, Optional[str]], bool] = {}
 
     def caveat(self, reason: Optional[str]) -> None:
         """As :meth:`Rule.caveat`, with the NaN saves left out of the curves (a loss that counted no target at
@@ -522,12 +524,21 @@ class LossCurveRule(Rule):
         every few) cannot tell whether a pass was left without a save: not complete. EVAL steps after the last
         save are not asked about: an evaluation after training (Keras's ``evaluate()`` saves ``loss``, not
         ``val_loss``) is no pass of this loss."""
-        trial = self.base_trial
         if not (mode == ModeKeys.EVAL or self.evaluation_only(name, mode)):
             return False
         saved = self._saved.steps(name, mode, curve.worker)
         if not saved or saved[-1] != curve.steps[-1]:
             return False  # (not read to its last save yet: asked again at its last step)
+        # (asked at every later step the rule did not judge; the finished run's steps no longer change)
+        key = (name, mode, curve.worker)
+        if key not in self._every_pass_of:
+            self._every_pass_of[key] = self._saved_per_pass(mode, curve)
+        return self._every_pass_of[key]
+
+    def _saved_per_pass(self, mode: ModeKeys, curve: Curve) -> bool:
+        """Whether ``curve``, read to its last save, has a save in every validation pass up to it (see
+        :meth:`_every_pass`)."""
+        trial = self.base_trial
         if mode == ModeKeys.EVAL:
             steps = [trial.global_step(ModeKeys.EVAL, s) for s in curve.steps]
             if any(g is None for g in steps):
