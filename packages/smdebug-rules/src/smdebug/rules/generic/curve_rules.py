@@ -26,6 +26,8 @@ from smdebug.rules.generic.curves import (
     training_ended,
 )
 from smdebug.rules.generic.loss_rules import mode_label
+from smdebug.rules.generic.selection import value_at
+from smdebug.rules.generic.xgboost_rules import booster_params
 from smdebug.rules.params import as_float, as_int, in_range
 
 
@@ -129,6 +131,16 @@ class LossNotDecreasing(LossCurveRule):
     the checks there are for such a metric; a training loss is not confirmed without its patience checks, and
     the step is then not judged (said, not "no issues").
 
+    **A linear booster** (XGBoost's gblinear, its run recorded by the XGBoost hook): its first round is a whole
+    pass of coordinate descent, most of the way to the best linear fit, so its first evaluation is no untrained
+    reference. Its progress is measured from the best constant prediction on the labels the hook saved with the
+    metric's evaluation set (``_meta.xgboost_labels_from``: the labels' standard deviation for ``rmse``, their
+    entropy for ``logloss``; see _best_constant_metric), when higher than ``first``: a booster that converged
+    within its first rounds has made its progress, whatever eta and the number of rounds (probe 16b F1); one stuck
+    at the constant model, or fitting labels it cannot learn, is no lower than that and is judged as before. A
+    rise past its best is still measured against the gain since the first evaluation (the rounds early stopping
+    chooses among).
+
     **A validation loss first evaluated after the model had learned** (a run whose training loss, TRAIN mode,
     had already fallen by ``min_progress_percent`` by the global step of the validation loss's first save: an
     epoch before the first validation pass, as Keras's ``val_loss``): its first value is no untrained reference,
@@ -194,9 +206,12 @@ class LossNotDecreasing(LossCurveRule):
         self._to_end: Dict[Tuple[str, ModeKeys, Optional[str]], bool] = {}
         #: per worker: whether a training loss had made progress before the first evaluation
         self._trained_first: Dict[Optional[str], bool] = {}
+        #: per evaluation metric of a linear booster: where the model stood before its first round (see
+        #: _linear_booster_start; None: not known)
+        self._start: Dict[str, Optional[float]] = {}
 
     def _met(self, curve: Curve, s: int, label: str, paced: bool, trained_before: bool = False,
-             capped: bool = False, measurable: bool = True) -> Optional[_Checked]:
+             capped: bool = False, measurable: bool = True, start: Optional[float] = None) -> Optional[_Checked]:
         f = curve.first()
         length = s - f + 1
         span, w = self._widths(curve, s)
@@ -226,14 +241,22 @@ class LossNotDecreasing(LossCurveRule):
             # untrained reference; a +0.8% drift at its noise floor fired "rose past its best": probe 11 F1)
             early = robust_median(np.asarray(curve.values[:MIN_SAVES]))
             first = max(v for v in (first, early, float(curve.values[0])) if v is not None and np.isfinite(v))
+        # Progress is measured from ``origin``: for a booster whose first round is a whole fit (gblinear), where it
+        # stood before that round, the metric of the best constant prediction on the set's labels (see
+        # _linear_booster_start); a booster stuck there, or on labels it cannot learn, is no lower than that and
+        # is judged as before. A rise past its best is still measured against the gain since its first
+        # evaluation (``first``): the rounds early stopping chooses among (a gblinear classifier's validation
+        # logloss .09 at round 15, .21 at round 200, is overtraining whatever round 0 had learned)
+        constant = not paced and start is not None and start > first
+        origin = start if constant else first
         tol = self.tolerance_percent
-        progress = abs(first) * self.min_progress_percent / 100
+        progress = abs(origin) * self.min_progress_percent / 100
         # barely decreasing: at its pace over the second half, the loss would need longer than the whole run so
         # far to make min_progress_percent of progress (a model at chance level memorising a few labels creeps
         # down this way, and "it went down a little" is no progress a user would call decreasing)
         # (a positive tolerance says a loss may even rise a little: then it is not demanded either)
         barely = then - now < progress / 2 and progress > 0 and tol <= 0 and paced
-        met = (now >= then + abs(then) * tol / 100 or barely) and now >= first - progress
+        met = (now >= then + abs(then) * tol / 100 or barely) and now >= origin - progress
         if met and now == 0 and min(curve.values) >= 0:
             met = False  # a loss that cannot go below 0 and sits at 0 (an error rate of 0) has converged
         if met and trained_before and now < curve.values[0]:
@@ -254,8 +277,8 @@ class LossNotDecreasing(LossCurveRule):
             gave_back = self._gave_back(curve, s, w, best[0], first, now)
             if gave_back is not None:
                 past = (best[0], gave_back[1], rising and gave_back[0])
-        if met and not paced and not trained_before and now < first and (
-                not measurable or first - now > progress - 3 * self._eval_noise(curve, s, w, now)):
+        if met and not paced and not trained_before and now < origin and (
+                not measurable or origin - now > progress - 3 * self._eval_noise(curve, s, w, now)):
             # "progress below min_progress_percent" is claimed of an evaluation set's metric only beyond its noise
             # (an error rate on 500 rows .382 -> .344 is 7.6 +- 2.6 points of progress, no evidence of less than
             # 10) and of a metric whose value measures progress as a share of itself (see _OFFSET_METRIC)
@@ -266,10 +289,11 @@ class LossNotDecreasing(LossCurveRule):
         stalled = now >= then + abs(then) * tol / 100
         verb = "did not decrease" if stalled else "barely decreased"
         pace = "" if stalled else f"; at this pace min_progress_percent takes longer than the {length} steps so far"
-        ratio = now / first if first else float("inf")
+        ratio = now / origin if origin else float("inf")
+        initial = "the best constant prediction's" if constant else "the initial"
         detail = (f"{verb} over the second half of the run so far ({label}): median {then:.4g} over the {w} steps "
                   f"to step {m} -> {now:.4g} over the {w} steps to step {s} ({change:+.3g}%; tolerance {tol:g}%"
-                  f"{pace}), {ratio:.3g}x the initial {first:.4g} (progress below min_progress_percent "
+                  f"{pace}), {ratio:.3g}x {initial} {origin:.4g} (progress below min_progress_percent "
                   f"{self.min_progress_percent:g}%)")
         # the words of a rise past its best only for a real give-back, or a metric back at its start: a metric that
         # made little progress and wanders at its plateau did not "rise past its best" (probe 15c F7)
@@ -500,9 +524,16 @@ class LossNotDecreasing(LossCurveRule):
     def judge(self, name, mode, curve, s):
         label = mode_label(mode).replace("step", "steps")
         paced = self.training_curve(name, mode)
+        if not paced and not curve.inverted and name not in self._start:
+            start = _linear_booster_start(self.base_trial, name)
+            # (kept once known, or known not to come: a run followed live may save its labels later)
+            if start is not None or training_ended(self.base_trial) or booster_params(
+                    self.base_trial).get("booster") != "gblinear":
+                self._start[name] = start
         result = self._met(curve, s, label, paced,
                            trained_before=not paced and self._trained_before_evaluation(curve, mode),
-                           measurable=paced or not _OFFSET_METRIC.search(name))
+                           measurable=paced or not _OFFSET_METRIC.search(name),
+                           start=None if paced or curve.inverted else self._start.get(name))
         if result is None:
             return False, None
         met, detail, now, first, stalled, past = result
@@ -969,3 +1000,60 @@ _OFFSET_METRIC = re.compile(r"(?i)nloglik")
 
 #: a classification cross-entropy, by its tensor's name or its recorded loss type
 _CROSS_ENTROPY = re.compile(r"(?i)cross.?entropy|^nllloss|^bce|logloss")
+
+
+#: the XGBoost hook's record, in ``_meta``, of the evaluation set its ``labels`` were saved for (see
+#: ``smdebug.xgboost.hook.EVAL_DATA_META_KEY``)
+_LABELS_FROM_META_KEY = "xgboost_labels_from"
+
+
+def _best_constant_metric(metric: str, labels: np.ndarray) -> Optional[float]:
+    """The value of XGBoost's evaluation ``metric`` for the best constant prediction on a set with ``labels`` (the
+    best it can be for a model that learned nothing from the features, chosen knowing the set's labels): the
+    labels' standard deviation for ``rmse``, their mean absolute deviation from the median for ``mae``, their
+    entropy for ``logloss`` and ``mlogloss``, the minority share for ``error`` and ``merror``. None for another
+    metric, or labels it does not apply to. (A weighted set's metric weighs the rows: not known here.)"""
+    y = np.asarray(labels, dtype=np.float64)
+    if y.size == 0 or not np.all(np.isfinite(y)):
+        return None
+    if metric in ("rmse", "mae"):
+        rows = y.reshape(y.shape[0], -1)  # (one column per target of a multi-output regression)
+        if metric == "rmse":
+            return float(np.sqrt(np.mean((rows - rows.mean(axis=0)) ** 2)))
+        return float(np.mean(np.abs(rows - np.median(rows, axis=0))))
+    if y.ndim != 1 or not np.all(y == np.round(y)) or y.min() < 0:
+        return None
+    if metric in ("logloss", "error") and y.max() > 1:
+        return None
+    if metric not in ("logloss", "error", "mlogloss", "merror"):
+        return None
+    shares = np.bincount(y.astype(np.int64)) / y.size
+    if metric in ("error", "merror"):
+        return float(1.0 - shares.max())
+    shares = shares[shares > 0]
+    return float(-np.sum(shares * np.log(shares)))
+
+
+def _linear_booster_start(trial, name: str) -> Optional[float]:
+    """For an evaluation set's metric of an XGBoost linear booster (gblinear), ``<set>-<metric>`` of the set whose
+    labels the hook saved (``_meta.xgboost_labels_from``): the metric of the best constant prediction on those
+    labels (see _best_constant_metric), a floor for where the booster stood before its first round. None for
+    another booster, set or metric, or when the labels were not saved.
+
+    gblinear's first round is a whole pass of coordinate descent, most of the way to the best linear fit (a
+    regression's validation RMSE 71.4 for the constant model, 58.0 after round 0, 55.1 at its best), so its first
+    evaluation is no untrained reference: measured from there, a booster that converged within a few rounds
+    had made 4% of "progress" and fired "did not decrease", at eta .3 over 200 rounds and not at eta .5 over 100
+    (probe 16b F1). A tree booster's first round is one shrunken tree, its first evaluation near the constant
+    model's."""
+    if booster_params(trial).get("booster") != "gblinear":
+        return None
+    meta = getattr(getattr(trial, "collection_manager", None), "meta", None) or {}
+    source = meta.get(_LABELS_FROM_META_KEY)
+    if not isinstance(source, str) or not name.startswith(source + "-") or not trial.has_tensor("labels"):
+        return None
+    steps = trial.tensor("labels").steps()
+    labels = value_at(trial, "labels", steps[-1]) if steps else None
+    if labels is None or labels.dtype.kind not in "fiub":
+        return None
+    return _best_constant_metric(name[len(source) + 1:], labels)
