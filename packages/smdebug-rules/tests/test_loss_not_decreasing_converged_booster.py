@@ -72,3 +72,11 @@ def test_a_gblinear_classifier_past_its_best_round_is_still_reported(tmp_path):
     assert r.status == ISSUES
     assert any("validation_1-logloss rose past its best" in f.reason for f in r.findings), [
         f.reason for f in r.findings]
+
+
+def test_the_xgboost_configuration_saves_the_labels_it_measures_from():
+    """A job configured from rule_configs saves what the rule reads: the losses and the validation labels."""
+    from smdebug.rules import rule_configs
+
+    config = rule_configs.loss_not_decreasing(framework="xgboost")
+    assert [c["CollectionName"] for c in config["CollectionConfigurations"]] == ["losses", "labels"]

@@ -108,7 +108,10 @@ _FRAMEWORK_COLLECTIONS: Dict[str, Dict[str, List[tuple]]] = {
                 # a booster has no weight tensors: only the loss part of Divergence applies
                 "Divergence": [("losses", _TAPERED), ("metrics", _TAPERED)],
                 # the objective compares the predictions with the labels (both of the validation data)
-                "ImproperOutput": [("predictions", _TAPERED), ("labels", _TAPERED)]},
+                "ImproperOutput": [("predictions", _TAPERED), ("labels", _TAPERED)],
+                # the validation labels tell where a linear booster (gblinear) stood before its first round, a whole
+                # fit: its progress is measured from there (see LossNotDecreasing)
+                "LossNotDecreasing": [("losses", _TAPERED), ("labels", _TAPERED)]},
 }
 
 
