@@ -37,7 +37,7 @@ from smdebug.rules.generic.ignored_targets import beyond_classes
 from smdebug.rules.generic.ignored_targets import class_axes as _class_axes
 from smdebug.rules.generic.input_rules import StepSums
 from smdebug.rules.generic.prediction_scale import recorded_kind, scores_to_ids
-from smdebug.rules.generic.selection import collection_tensors, select_tensors
+from smdebug.rules.generic.selection import collection_tensors, select_tensors, stopped_on_request
 from smdebug.rules.generic.xgboost_rules import _hyperparameter, booster_params, cross_validation, regression_objective
 from smdebug.rules.params import as_bool, as_float, as_int, as_list, as_optional_int, in_range
 from smdebug.rules.rule import Rule
@@ -164,8 +164,7 @@ def stopped_early(trial) -> Optional[str]:
     """Why the model at the run's last step is not the trained model when a rule stopped the training
     (``trial.stopped_on_request()``: the run ended normally, but where it was stopped, not where it was meant
     to end), None otherwise (and for a trial of another kind, which records no stop)."""
-    said = getattr(trial, "stopped_on_request", None)
-    stopped = said() if callable(said) else None
+    stopped = stopped_on_request(trial)
     if not stopped:
         return None
     return f"{stopped}: the model there had not finished training, so no trained model was saved to judge"

@@ -33,7 +33,7 @@ from smdebug.rules.generic.loss_rules import (
 )
 from smdebug.rules.generic.adversarial import adversarial_loss_of, adversarial_losses
 from smdebug.rules.generic.ignored_targets import UncountedLosses, said_steps
-from smdebug.rules.generic.selection import first_finding, worker_named
+from smdebug.rules.generic.selection import first_finding, stopped_on_request, worker_named
 from smdebug.rules.params import as_bool, as_list
 from smdebug.rules.rule import Rule
 
@@ -351,8 +351,7 @@ class LossCurveRule(Rule):
         if not training_ended(self.base_trial):
             return None
         if self._stopped is None:
-            said = getattr(self.base_trial, "stopped_on_request", None)  # (a trial of another kind: none)
-            self._stopped = (said() if callable(said) else None) or ""
+            self._stopped = stopped_on_request(self.base_trial) or ""
         return self._stopped or None
 
     def training_curve(self, name: str, mode: ModeKeys) -> bool:

@@ -23,7 +23,7 @@ from smdebug.rules.evaluation import looking_for
 from smdebug.rules.generic.activation_rules import batches_at
 from smdebug.rules.generic.input_statistics import InputStatistics, feature_scales, typical_row_norm
 from smdebug.rules.generic.loss_rules import mode_label
-from smdebug.rules.generic.selection import select_tensors
+from smdebug.rules.generic.selection import select_tensors, stopped_on_request
 from smdebug.rules.generic.xgboost_rules import cross_validation, objective_as_loss
 from smdebug.rules.params import as_float, as_int, as_list
 from smdebug.rules.rule import Rule
@@ -1030,7 +1030,7 @@ class ImproperOutput(Rule):
         are not judged; a (zero-initialised) output that was all zeros at its first save and still is is the
         weight and gradient rules' to say."""
         late = self._late_saves(pname)
-        if late is None or step != late[1][-1] or self.base_trial.stopped_on_request() \
+        if late is None or step != late[1][-1] or stopped_on_request(self.base_trial) \
                 or self.base_trial.abnormal_ends():
             return False, None
         mode, steps = late

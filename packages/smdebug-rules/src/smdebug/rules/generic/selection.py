@@ -321,3 +321,11 @@ def is_bias(name: str) -> bool:
     last = re.split(r"[/.]", name.split(":", 1)[0])[-1].lower()
     return bool(_BIAS_PART.search(last))
 
+
+def stopped_on_request(trial) -> Optional[str]:
+    """The trial's sentence when a rule's request stopped the training (``--follow --stop-training``:
+    :meth:`~smdebug.trials.trial.Trial.stopped_on_request`), None otherwise, while the run goes on, and for a
+    trial of another kind (which records no stop). Such a run ends normally, with its end marker, but where it
+    was stopped: the tests of "the end of training" and of "the trained model" do not judge it as finished."""
+    said = getattr(trial, "stopped_on_request", None)
+    return (said() if callable(said) else None) or None
