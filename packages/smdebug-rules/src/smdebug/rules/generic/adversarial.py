@@ -22,7 +22,6 @@ modules, one per player, are told.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from dataclasses import dataclass
 from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
@@ -30,12 +29,11 @@ from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 import numpy as np
 
 from smdebug.core import loss_inputs
+from smdebug.rules.generic.ignored_targets import LOSS_OUTPUT, later_call_inputs, saved_shape
 from smdebug.rules.generic.selection import value_at
 
 #: saves of a call's targets read to tell its labels (spread over the run: the first, the last, and between)
 SAVES_READ = 5
-#: a loss module's output as the PyTorch and MXNet hooks name it: ``<loss>_output_<call>``
-_OUTPUT = re.compile(r"^(.*)_output_\d+$")
 
 
 @dataclass(frozen=True)
@@ -75,7 +73,7 @@ def adversarial_losses(trial) -> Dict[str, str]:
 
 def adversarial_loss_of(name: str, pairs: Dict[str, str]) -> Optional[str]:
     """Why the loss tensor ``name`` (``<loss>_output_<i>``) belongs to an adversarial pair of ``pairs``, or None."""
-    match = _OUTPUT.match(name)
+    match = LOSS_OUTPUT.match(name)
     return pairs.get(match.group(1)) if match else None
 
 
@@ -125,7 +123,7 @@ def _call_names(record: loss_inputs.LossInputs, names: Sequence[str]) -> List[Tu
         return out  # (named otherwise: later calls cannot be told)
     present = set(names)
     for i in range(1, 64):
-        t, s = f"{record.name}_input_{2 * i + 1}", f"{record.name}_input_{2 * i}"
+        t, s = later_call_inputs(record, i)
         if t not in present or s not in present:
             break
         out.append((t, s))
@@ -153,8 +151,9 @@ def _read_call(trial, loss: str, index: int, targets: str, scores: str) -> Optio
         constant = constant and distinct.size == 1
         values.update(float(v) for v in distinct[:3])
         if shape is None:
-            p = value_at(trial, scores, step)
-            shape = tuple(np.shape(p)[1:]) if p is not None and np.ndim(p) >= 1 else None
+            # (its shape alone: the scores are as large as the model's output)
+            saved = saved_shape(trial, scores, step)
+            shape = saved[1:] if saved else None
     if shape is None or not values:
         return None
     constant = constant and len(values) == 1

@@ -81,7 +81,28 @@ def ignored_targets(targets: np.ndarray, scores_shape: Optional[Tuple[int, ...]]
 
 
 #: a loss module's output as the PyTorch and MXNet hooks name it: ``<loss>_output_<call>``
-_OUTPUT = re.compile(r"^(.*)_output_(\d+)$")
+LOSS_OUTPUT = re.compile(r"^(.*)_output_(\d+)$")
+
+
+def later_call_inputs(record: loss_inputs.LossInputs, call: int) -> Tuple[str, str]:
+    """The names of the targets and scores of ``record``'s ``call``-th call in a step (``call`` >= 1), as the
+    hooks name a loss module's inputs call after call (``<loss>_input_<2i+1>``, ``<loss>_input_<2i>``); ("", "")
+    when the record names its first call's targets otherwise, and later calls cannot be told."""
+    if not re.search(record.targets, f"{record.name}_input_1"):
+        return "", ""
+    return f"{record.name}_input_{2 * call + 1}", f"{record.name}_input_{2 * call}"
+
+
+def saved_shape(trial, name: str, step: int, worker: Optional[str] = None) -> Optional[Tuple[int, ...]]:
+    """The shape of tensor ``name`` as saved at global ``step`` (by ``worker``: None, the one that saved it), read
+    from the run without its values; None when only reductions were saved there, or not by that worker.
+    Unreadable data is raised: the rule's verdict says it as such."""
+    try:
+        return tuple(trial.tensor(name).shape(step, **({} if worker is None else {"worker": worker})))
+    except (MissingEventFile, IndexReaderException):
+        raise
+    except (TensorUnavailableForStep, ShapeUnavailableForStep, StepUnavailable, InvalidWorker):
+        return None
 
 
 class UncountedLosses:
@@ -117,7 +138,7 @@ class UncountedLosses:
     def _calls(self, name: str, step: int) -> List[Tuple[str, str]]:
         """``[(targets, scores)]``: the tensor names of the loss inputs that made the value ``name`` at ``step``
         ([] when the run does not say)."""
-        match = _OUTPUT.match(name)
+        match = LOSS_OUTPUT.match(name)
         if match:
             for record in self._recorded():
                 if match.group(1) == record.name:  # (a loss with no targets recorded: nothing to tell)
@@ -145,9 +166,7 @@ class UncountedLosses:
                 if found[0]:  # (kept once the targets are saved: a run still training may save them later)
                     self._first_call[record.name] = found
             return found
-        if not re.search(record.targets, f"{record.name}_input_1"):
-            return "", ""
-        return f"{record.name}_input_{2 * call + 1}", f"{record.name}_input_{2 * call}"
+        return later_call_inputs(record, call)
 
     def _was_saved(self, name: str, step: int) -> bool:
         """Whether tensor ``name`` was saved at global ``step`` (its steps read once, and again only for a step
@@ -199,11 +218,8 @@ class UncountedLosses:
             return None
         earlier = [s for s in saved if s <= step]
         at = max(earlier) if earlier else min(saved)
-        try:
-            shape = tuple(self.trial.tensor(name).shape(at, **({} if worker is None else {"worker": worker})))
-        except (MissingEventFile, IndexReaderException):
-            raise  # (unreadable data is said as such, by the rule's verdict)
-        except (TensorUnavailableForStep, ShapeUnavailableForStep, StepUnavailable, InvalidWorker):
+        shape = saved_shape(self.trial, name, at, worker)
+        if shape is None:
             return None  # (only reductions saved there, or not by that worker)
         if at != step and shape and targets_shape:
             shape = (targets_shape[0],) + shape[1:]  # (a batch of another size: the last one of an epoch)
