@@ -27,7 +27,7 @@ from smdebug.rules.generic.curves import (
 )
 from smdebug.rules.generic.loss_rules import mode_label
 from smdebug.rules.generic.selection import value_at
-from smdebug.rules.generic.xgboost_rules import booster_params
+from smdebug.rules.generic.xgboost_rules import booster_params, labels_from
 from smdebug.rules.params import as_float, as_int, in_range
 
 
@@ -1002,11 +1002,6 @@ _OFFSET_METRIC = re.compile(r"(?i)nloglik")
 _CROSS_ENTROPY = re.compile(r"(?i)cross.?entropy|^nllloss|^bce|logloss")
 
 
-#: the XGBoost hook's record, in ``_meta``, of the evaluation set its ``labels`` were saved for (see
-#: ``smdebug.xgboost.hook.EVAL_DATA_META_KEY``)
-_LABELS_FROM_META_KEY = "xgboost_labels_from"
-
-
 def _best_constant_metric(metric: str, labels: np.ndarray) -> Optional[float]:
     """The value of XGBoost's evaluation ``metric`` for the best constant prediction on a set with ``labels`` (the
     best it can be for a model that learned nothing from the features, chosen knowing the set's labels): the
@@ -1048,9 +1043,8 @@ def _linear_booster_start(trial, name: str) -> Optional[float]:
     model's."""
     if booster_params(trial).get("booster") != "gblinear":
         return None
-    meta = getattr(getattr(trial, "collection_manager", None), "meta", None) or {}
-    source = meta.get(_LABELS_FROM_META_KEY)
-    if not isinstance(source, str) or not name.startswith(source + "-") or not trial.has_tensor("labels"):
+    source = labels_from(trial)
+    if source is None or not name.startswith(source + "-") or not trial.has_tensor("labels"):
         return None
     steps = trial.tensor("labels").steps()
     labels = value_at(trial, "labels", steps[-1]) if steps else None

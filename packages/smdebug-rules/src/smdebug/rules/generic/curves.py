@@ -336,10 +336,15 @@ class LossCurveRule(Rule):
             self._pairs_read_at = count
         return adversarial_loss_of(name, self._pairs)
 
-    def _adversarial_note(self) -> Optional[str]:
+    def _adversarial_text(self) -> Optional[str]:
+        """The losses left out as one of an adversarial pair, and why (None when none are)."""
         if not self._adversarial:
             return None
-        return f"not judged: {', '.join(self._adversarial)}: {next(iter(self._adversarial.values()))}"
+        return f"{', '.join(self._adversarial)}: {next(iter(self._adversarial.values()))}"
+
+    def _adversarial_note(self) -> Optional[str]:
+        text = self._adversarial_text()
+        return f"not judged: {text}" if text else None
 
     def stopped_early(self) -> Optional[str]:
         """On a finished run that a rule's request stopped (``--follow --stop-training``), the trial's sentence
@@ -453,7 +458,7 @@ class LossCurveRule(Rule):
                     f"on ({sum(1 for v in c.values if not np.isfinite(v))} of its {len(c)} saves): there is no curve "
                     "to judge; ExplodingTensor (NaN/infinity) and Divergence judge such a run" for n, m, c in broken))
             elif self._adversarial and not self._curves:  # (every loss it would judge is one of a pair)
-                self.not_applicable(self._adversarial_note().replace("not judged: ", "", 1))
+                self.not_applicable(self._adversarial_text())
             elif evaluation_only:  # (the run's steps decide: every loss or none)
                 self.not_applicable(EVALUATION_ONLY.format(", ".join(evaluation_only))
                                     + " (give mode=EVAL to judge those steps)")

@@ -1076,7 +1076,7 @@ class Overfit(Rule):
         passes = f"medians of {w} evaluations{self._short_window(w, ev)}{describe_passes(ev.passes[:k + 1])}"
         overfitting = self._overfitting(ev, k, w, V, T, b, sigma)
         if overfitting:
-            beyond, said = self._rise_over_rows(ev, k, w, b)
+            beyond, said = self._rise_over_rows(ev, k, w, b, V)
             if beyond is None and not self._visible_rise(ev, V, b):
                 beyond, said = False, "a rise too small a part of the validation loss's fall, with no rows to test it"
             if beyond is False:
@@ -1091,9 +1091,11 @@ class Overfit(Rule):
             return True, f"{overfitting}; {passes}"
         return False, ""
 
-    def _rise_over_rows(self, ev: Evaluations, k: int, w: int, b: int) -> Tuple[Optional[bool], str]:
+    def _rise_over_rows(self, ev: Evaluations, k: int, w: int, b: int,
+                        V: List[float]) -> Tuple[Optional[bool], str]:
         """(whether the validation loss's rise from the best median's evaluations to the last ``w`` is beyond the
-        sampling noise of the validation rows, what carries it) -- None when the rows cannot be read.
+        sampling noise of the validation rows, what carries it) -- None when the rows cannot be read. ``V``: the
+        running medians of ``w`` validation losses up to evaluation ``k`` (those of :meth:`_condition`).
 
         The trend test counts each evaluation as evidence, but the evaluations are of the SAME rows: a few rows
         the model gets confidently wrong, growing more confident at every evaluation, make a steady rise that a
@@ -1119,7 +1121,7 @@ class Overfit(Rule):
                 now, at, first_now = [rows.of(ev.passes[later[0]])], f" at {describe_pass(ev.passes[later[0]])}", \
                     later[0]
         if not best and now:
-            best, best_at = self._best_stand_in(ev, k, w, b, rows, first_now)
+            best, best_at = self._best_stand_in(ev, k, w, b, V, rows, first_now)
         if not best or not now or len({len(r) for r in best + now}) != 1 or len(best[0]) < 2:
             return None, ""
         d = np.mean(now, axis=0) - np.mean(best, axis=0)
@@ -1156,7 +1158,7 @@ class Overfit(Rule):
         return V[-1] - V[b] >= ROWLESS_RISE_SHARE * fall
 
     @staticmethod
-    def _best_stand_in(ev: Evaluations, k: int, w: int, b: int, rows: "ValidationRows",
+    def _best_stand_in(ev: Evaluations, k: int, w: int, b: int, V: List[float], rows: "ValidationRows",
                        before: int) -> Tuple[list, str]:
         """The rows of the evaluation that stands in for the best median's when none of those has saved rows (a
         tapered schedule saves the predictions at evaluations 0-9, 10, 20, 40, ...: the best is rarely among
@@ -1169,8 +1171,7 @@ class Overfit(Rule):
         saved = [j for j in range(0, min(before, k - w + 1)) if rows.of(ev.passes[j]) is not None]
         if not saved:
             return [], ""
-        medians = running_medians(ev.val[:k + 1], w)
-        low, high = medians[b], medians[-1]
+        low, high = V[b], V[-1]  # (the medians of _condition, over the same evaluations)
         j = min(saved, key=lambda i: ev.val[i])
         if not ev.val[j] <= low + (high - low) / 2:
             return [], ""

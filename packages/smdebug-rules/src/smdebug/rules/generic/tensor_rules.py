@@ -112,13 +112,14 @@ class ExplodingTensor(_TensorRule):
         self._uncounted = UncountedLosses(base_trial)
         #: per loss value (named with its worker): the steps whose NaN was left out, its loss having counted no target
         self._left_out = {}
+        #: per tensor: whether it is a loss value (in the ``losses`` collection)
+        self._is_loss: dict = {}
 
     def is_loss(self, name: str) -> bool:
-        cache = self.__dict__.setdefault("_is_loss", {})
-        if name not in cache:
+        if name not in self._is_loss:
             collections = self.base_trial.collections()
-            cache[name] = "losses" in collections and collections["losses"].matches(name)
-        return cache[name]
+            self._is_loss[name] = "losses" in collections and collections["losses"].matches(name)
+        return self._is_loss[name]
 
     def _no_target_counted(self, name: str, worker, step: int, value, nans: int) -> bool:
         """Whether ``value`` (``name`` at ``step``, by ``worker``) is a loss value that is all NaN, and no

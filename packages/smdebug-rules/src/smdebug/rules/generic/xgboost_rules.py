@@ -31,8 +31,22 @@ BOOSTER_META_KEY = "xgboost_booster"
 #: the XGBoost hook's mark of an ``xgboost.cv`` run in ``_meta`` (``smdebug.xgboost.hook.CV_META_KEY``:
 #: ``{"nfold": 4}``)
 CV_META_KEY = "xgboost_cv"
+#: the XGBoost hook's record in ``_meta`` of the evaluation set its ``labels`` were saved for
+#: (``smdebug.xgboost.hook.EVAL_DATA_META_KEY``)
+LABELS_FROM_META_KEY = "xgboost_labels_from"
 #: the parameters :func:`booster_params` reads from ``hyperparameters/<name>`` tensors when the run has no record
 _HYPERPARAMETERS = ("booster", "objective", "num_parallel_tree")
+
+
+def _run_meta(trial) -> dict:
+    """The run's ``_meta`` record (the collections file's), {} for a trial that has none."""
+    return getattr(getattr(trial, "collection_manager", None), "meta", None) or {}
+
+
+def labels_from(trial) -> Optional[str]:
+    """The evaluation set whose labels the XGBoost hook saved (``"validation_1"``), None when not recorded."""
+    source = _run_meta(trial).get(LABELS_FROM_META_KEY)
+    return source if isinstance(source, str) else None
 
 
 def _hyperparameter(trial, name: str):
@@ -63,8 +77,7 @@ def booster_params(trial) -> Dict[str, object]:
     booster's own configuration; ``"custom_objective": true`` when a callable objective was trained), else
     the ``booster``, ``objective`` and ``num_parallel_tree`` of the ``hyperparameters`` dict given to the hook
     (``hyperparameters/<name>`` tensors: how runs of the original smdebug can tell). {} when neither."""
-    meta = getattr(getattr(trial, "collection_manager", None), "meta", None) or {}
-    record = meta.get(BOOSTER_META_KEY)
+    record = _run_meta(trial).get(BOOSTER_META_KEY)
     if isinstance(record, dict):
         return dict(record)
     found: Dict[str, object] = {}
@@ -79,8 +92,7 @@ def cross_validation(trial, missing: str) -> Optional[str]:
     """Why a rule has nothing to judge in an ``xgboost.cv`` run, which trains one booster per fold: the hook
     saves the metrics (their mean over the folds) and no single model's ``missing`` (trees, predictions...).
     None when the run is no cross-validation (the hook's mark, ``_meta.xgboost_cv``, is absent)."""
-    meta = getattr(getattr(trial, "collection_manager", None), "meta", None) or {}
-    mark = meta.get(CV_META_KEY)
+    mark = _run_meta(trial).get(CV_META_KEY)
     if not isinstance(mark, dict):
         return None
     folds = mark.get("nfold")
