@@ -164,8 +164,15 @@ class LyingS3(ThreadingHTTPServer):
     def endpoint(self):
         return f"http://127.0.0.1:{self.server_address[1]}"
 
-    def most_sent(self, key_prefix):
-        return max((n for p, n in self.sent if f"/{BUCKET}/{PREFIX}{key_prefix}" in p), default=0)
+    def most_sent(self, key_prefix, wait=10.0):
+        """The most bytes one stream of a key under ``key_prefix`` sent. A stream is recorded once it ends (the
+        client left), which the handler's thread may see a moment after the client returned: under load the
+        list was still empty when the test asked (CI); so wait up to ``wait`` seconds for a first record."""
+        wanted = f"/{BUCKET}/{PREFIX}{key_prefix}"
+        deadline = time.monotonic() + wait
+        while not any(wanted in p for p, _ in self.sent) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return max((n for p, n in self.sent if wanted in p), default=0)
 
 
 @pytest.fixture
