@@ -314,11 +314,13 @@ def test_nll_loss_fed_raw_scores(tmp_path, log_softmax, fires):
 
 
 # --- Overfit on a run whose validation has no mode -------------------------------------------------------------------
-def test_overfit_says_why_it_does_not_judge_evaluation_sets_without_modes(tmp_path):
+def test_overtraining_says_why_it_does_not_judge_evaluation_sets_without_modes(tmp_path):
+    # (Overfit judges them as a booster's: the held-out metric never followed the training one)
     trial = write_metrics(tmp_path, [{"train-logloss": 0.6 - 0.005 * r, "validation-logloss": 0.6 + 0.001 * r}
                                      for r in range(40)])
-    result = run_rules(str(tmp_path), ["Overfit", "Overtraining"])
-    for r in result.rules:
-        assert r.status == "NotEvaluated", (r.name, r.status)
-        assert "metrics of several evaluation sets (train-logloss, validation-logloss)" in r.detail
+    overfit, overtraining = run_rules(str(tmp_path), ["Overfit", "Overtraining"]).rules
+    assert overtraining.status == "NotEvaluated", overtraining
+    assert "metrics of several evaluation sets (train-logloss, validation-logloss)" in overtraining.detail
+    assert overfit.status == "IssuesFound", overfit
+    assert overfit.findings[0].reason.startswith("validation-logloss: no generalisation: its best is its first round")
     assert trial  # (written)

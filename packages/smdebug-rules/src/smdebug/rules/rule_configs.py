@@ -111,7 +111,10 @@ _FRAMEWORK_COLLECTIONS: Dict[str, Dict[str, List[tuple]]] = {
                 "ImproperOutput": [("predictions", _TAPERED), ("labels", _TAPERED)],
                 # the validation labels tell where a linear booster (gblinear) stood before its first round, a whole
                 # fit: its progress is measured from there (see LossNotDecreasing)
-                "LossNotDecreasing": [("losses", _TAPERED), ("labels", _TAPERED)]},
+                "LossNotDecreasing": [("losses", _TAPERED), ("labels", _TAPERED)],
+                # every evaluation set's metrics (the training data's too) and the held-out labels, whose best
+                # constant prediction is where a model that learned nothing stands
+                "Overfit": [("metrics", _TAPERED), ("labels", _TAPERED)]},
 }
 
 
@@ -305,8 +308,10 @@ RECOMMENDED: Dict[str, Tuple[str, ...]] = {
     # Divergence and LossNotDecreasing catch it; and it needs 100 rounds, so most boosting runs, tens of
     # rounds, ended NotEvaluated for it alone)
     # (LabelLeak: the one look at the features, from the first round's trees and held-out predictions)
+    # (Overfit: a held-out set's metric that never followed the training data's -- labels shuffled apart from the
+    # rows -- which the curve rules, judging each metric alone, see as a short run that ended at its best)
     "xgboost": ("ExplodingTensor", "LossNotDecreasing", "SlowConvergence", "Divergence", "TreeDepth",
-                "ClassImbalance", "ImproperOutput", "LabelLeak"),
+                "ClassImbalance", "ImproperOutput", "LabelLeak", "Overfit"),
 }
 _RECOMMENDED_GROUPS = {MXNET.RECOMMENDED: "mxnet", TENSORFLOW.RECOMMENDED: "tensorflow",
                        PYTORCH.RECOMMENDED: "pytorch", XGBOOST.RECOMMENDED: "xgboost"}

@@ -25,9 +25,9 @@ from smdebug.rules.generic.curves import (
     robust_median,
     training_ended,
 )
+from smdebug.rules.generic.booster_generalisation import held_out_constant
 from smdebug.rules.generic.loss_rules import mode_label
-from smdebug.rules.generic.selection import value_at
-from smdebug.rules.generic.xgboost_rules import booster_params, labels_from
+from smdebug.rules.generic.xgboost_rules import booster_params
 from smdebug.rules.params import as_float, as_int, in_range
 
 
@@ -135,8 +135,9 @@ class LossNotDecreasing(LossCurveRule):
     pass of coordinate descent, most of the way to the best linear fit, so its first evaluation is no untrained
     reference. Its progress is measured from the best constant prediction on the labels the hook saved with the
     metric's evaluation set (``_meta.xgboost_labels_from``: the labels' standard deviation for ``rmse``, their
-    entropy for ``logloss``; see _best_constant_metric), when higher than ``first``: a booster that converged
-    within its first rounds has made its progress, whatever eta and the number of rounds (probe 16b F1); one stuck
+    entropy for ``logloss``; see :func:`~smdebug.rules.generic.booster_generalisation.best_constant_metric`), when
+    higher than ``first``: a booster that converged within its first rounds has made its progress, whatever eta
+    and the number of rounds (probe 16b F1); one stuck
     at the constant model, or fitting labels it cannot learn, is no lower than that and is judged as before. A
     rise past its best is still measured against the gain since the first evaluation (the rounds early stopping
     chooses among).
@@ -1002,37 +1003,10 @@ _OFFSET_METRIC = re.compile(r"(?i)nloglik")
 _CROSS_ENTROPY = re.compile(r"(?i)cross.?entropy|^nllloss|^bce|logloss")
 
 
-def _best_constant_metric(metric: str, labels: np.ndarray) -> Optional[float]:
-    """The value of XGBoost's evaluation ``metric`` for the best constant prediction on a set with ``labels`` (the
-    best it can be for a model that learned nothing from the features, chosen knowing the set's labels): the
-    labels' standard deviation for ``rmse``, their mean absolute deviation from the median for ``mae``, their
-    entropy for ``logloss`` and ``mlogloss``, the minority share for ``error`` and ``merror``. None for another
-    metric, or labels it does not apply to. (A weighted set's metric weighs the rows: not known here.)"""
-    y = np.asarray(labels, dtype=np.float64)
-    if y.size == 0 or not np.all(np.isfinite(y)):
-        return None
-    if metric in ("rmse", "mae"):
-        rows = y.reshape(y.shape[0], -1)  # (one column per target of a multi-output regression)
-        if metric == "rmse":
-            return float(np.sqrt(np.mean((rows - rows.mean(axis=0)) ** 2)))
-        return float(np.mean(np.abs(rows - np.median(rows, axis=0))))
-    if y.ndim != 1 or not np.all(y == np.round(y)) or y.min() < 0:
-        return None
-    if metric in ("logloss", "error") and y.max() > 1:
-        return None
-    if metric not in ("logloss", "error", "mlogloss", "merror"):
-        return None
-    shares = np.bincount(y.astype(np.int64)) / y.size
-    if metric in ("error", "merror"):
-        return float(1.0 - shares.max())
-    shares = shares[shares > 0]
-    return float(-np.sum(shares * np.log(shares)))
-
-
 def _linear_booster_start(trial, name: str) -> Optional[float]:
     """For an evaluation set's metric of an XGBoost linear booster (gblinear), ``<set>-<metric>`` of the set whose
     labels the hook saved (``_meta.xgboost_labels_from``): the metric of the best constant prediction on those
-    labels (see _best_constant_metric), a floor for where the booster stood before its first round. None for
+    labels (see booster_generalisation.best_constant_metric), a floor for where the booster stood before its first round. None for
     another booster, set or metric, or when the labels were not saved.
 
     gblinear's first round is a whole pass of coordinate descent, most of the way to the best linear fit (a
@@ -1043,11 +1017,4 @@ def _linear_booster_start(trial, name: str) -> Optional[float]:
     model's."""
     if booster_params(trial).get("booster") != "gblinear":
         return None
-    source = labels_from(trial)
-    if source is None or not name.startswith(source + "-") or not trial.has_tensor("labels"):
-        return None
-    steps = trial.tensor("labels").steps()
-    labels = value_at(trial, "labels", steps[-1]) if steps else None
-    if labels is None or labels.dtype.kind not in "fiub":
-        return None
-    return _best_constant_metric(name[len(source) + 1:], labels)
+    return held_out_constant(trial, name)

@@ -26,6 +26,7 @@ from smdebug.exceptions import (
     TensorUnavailableForStep,
 )
 from smdebug.rules.evaluation import looking_for, note_read
+from smdebug.rules.generic.booster_generalisation import MIN_ROUNDS, BoosterGeneralisation
 from smdebug.rules.generic.selection import NamePattern, first_finding, worker_named, workers_at
 from smdebug.rules.params import as_bool, as_float, as_int, as_list, in_range
 from smdebug.rules.rule import Rule
@@ -115,6 +116,9 @@ def _validation_said(trial, losses: Sequence[str]) -> Tuple[str, Optional[str]]:
                 "validation of another module, e.g. an EMA copy, with a functional loss does neither): compute the "
                 "validation loss with the registered loss module or record it with hook.record_tensor_value -- or "
                 "the EVAL save config saved none of them")
+    if framework_of(trial) == "xgboost":
+        return ("not_applicable", "the run evaluated no training data beside held-out data (no metric of two "
+                                  f"evaluation sets; to have it judged, {validation_advice(trial)})")
     return ("not_applicable", f"the run has no validation: no EVAL-mode step (to have it judged, "
                               f"{validation_advice(trial)})")
 
@@ -126,6 +130,10 @@ def validation_advice(trial) -> str:
     if framework_of(trial) == "tensorflow":
         return ("pass validation_data= or validation_split= to model.fit, so that it validates after each epoch "
                 "while it trains")
+    if framework_of(trial) == "xgboost":
+        return ("evaluate the training data and held-out data at every round: the estimator's "
+                "fit(eval_set=[(X_train, y_train), (X_val, y_val)]), or xgboost.train(evals=[(dtrain, 'train'), "
+                "(dval, 'validation')])")
     return "call hook.set_mode(modes.EVAL) around evaluation during training"
 
 
@@ -1014,6 +1022,19 @@ class Overfit(Rule):
     is said once, naming the others). Validation on rank 0 only is common: a worker that saved no EVAL step
     has no evaluation to judge, and that is no fault. A run of one worker reads as before.
 
+    **Boosters** (an XGBoost run: no modes, each round's metric of every evaluation set, ``validation_0-logloss``
+    of the training rows beside ``validation_1-logloss``): there are no validation passes, and a booster's training
+    metric falls at every round, so the rule asks one question, from the first round on: did the held-out metric
+    follow at all? It fires when a held-out set's best is below its first round (or, where the hook saved that
+    set's labels, the best constant prediction on them, if higher) by no more than 10% of the share the training
+    metric lost, once that share is at least 10% (both curves with 5 saves or more; see
+    :mod:`~smdebug.rules.generic.booster_generalisation`). The training set is the one named ``train``
+    (``dtrain``, ``training``), else the one whose metric fell most. Judged: metrics where lower is better and 0 is
+    a perfect fit (rmse, rmsle, mae, mape, mphe, logloss, mlogloss, error, merror, quantile); the others (auc, ndcg,
+    the negative log-likelihoods) leave the rule NotApplicable, as does a run that evaluated held-out data only.
+    ``start_step``, ``patience`` and the other parameters are those of the validation passes above and are not
+    used; ``tensor_regex`` selects the metrics.
+
     :param tensor_regex: regexes of the loss tensors (list or comma-separated string). Default None.
     :param start_step: first global step evaluated. Default ``"0"``.
     :param patience: consecutive evaluations (validation passes) needed (>= 1). Default ``"1"``.
@@ -1064,6 +1085,10 @@ class Overfit(Rule):
         self._previous: Optional[int] = None  # the step invoked before
         #: per loss: its validation loss row by row, where the run saved its inputs
         self._rows: Dict[str, ValidationRows] = {}
+        patterns = [NamePattern(r, name) for r in self.tensor_regex]
+        #: a boosting run's metrics of its training and held-out sets (see :meth:`_judge_booster`)
+        self._booster = BoosterGeneralisation(
+            base_trial, self._saved, (lambda n: any(p.search(n) for p in patterns)) if patterns else None)
 
     def _condition(self, ev: Evaluations, k: int, w: int) -> Tuple[bool, str]:
         """(met, why) at evaluation ``k`` with medians of ``w`` evaluations: the first of the three conditions met,
@@ -1336,7 +1361,41 @@ class Overfit(Rule):
         return (f"the validation loss later came back to a median of {min(later):.4g} "
                 f"({describe_pass(full.passes[j])}), at or below its best of {best:.4g} at the time")
 
+    def _judge_booster(self, step: int) -> Optional[bool]:
+        """A boosting run (metrics of several evaluation sets, no modes): whether a held-out set's metric never
+        followed the training set's, judged at every step from the start (see
+        :mod:`~smdebug.rules.generic.booster_generalisation`); None for another run."""
+        if not self._booster.applies():
+            return None
+        pairs = self._booster.pairs()
+        failing, judged = [], False
+        for pair in pairs:
+            done, finding = self._booster.judge(pair, step)
+            judged = judged or done
+            if finding:
+                failing.append((None, finding))
+        if failing:
+            return first_finding(failing)
+        if judged:
+            return False
+        if not pairs:
+            sets = ", ".join(_evaluation_sets(self.base_trial))
+            self.not_applicable(
+                f"the run's evaluation sets share no metric the rule judges ({sets}): it compares a held-out set's "
+                "rmse, rmsle, mae, mape, mphe, logloss, mlogloss, error, merror or quantile with the training data's")
+        elif len(self._booster.unjudged) == len(pairs):
+            self.not_applicable("; ".join(sorted(set(self._booster.unjudged.values()))))
+        elif self.base_trial.loaded_all_steps:
+            self.not_applicable(f"the run ended before the rule could judge it: it needs {MIN_ROUNDS} rounds of both "
+                                "the training and the held-out metric")
+        else:
+            self.not_evaluated(f"needs {MIN_ROUNDS} saved rounds of both the training and the held-out metric")
+        return False
+
     def invoke_at_step(self, step):
+        booster = self._judge_booster(step)
+        if booster is not None:
+            return booster
         judged = ended = False
         previous, self._previous = self._previous, step
         for name in self._losses.names():
