@@ -132,11 +132,32 @@ def test_without_the_held_out_rows_only_the_curves_judge(tmp_path):
     assert reason.startswith("test-rmse: no generalisation") and "beyond chance" not in reason, reason
 
 
-def test_held_out_data_alone_cannot_be_judged_and_says_how_to_have_it_judged(tmp_path):
+@pytest.mark.parametrize("estimator, data, metric", [("XGBClassifier", "load_breast_cancer", "logloss"),
+                                                     ("XGBRegressor", "load_diabetes", "rmse")])
+def test_held_out_data_alone_is_judged_by_its_rows_once_the_run_has_ended(tmp_path, estimator, data, metric):
+    # (eval_set=[(X_val, y_val)], the usual early-stopping set-up: no training metric to compare with, but the
+    # hook saved the set's predictions and labels)
+    x, y = getattr(sklearn_datasets, data)(return_X_y=True)
+    params = dict(training_set=False, n_estimators=300, max_depth=4, early_stopping_rounds=30, eval_metric=metric)
+    sound = overfit(fit_estimator(tmp_path / "sound", getattr(xgb, estimator), x, y, **params))
+    assert sound.status == NO_ISSUES, sound
+    shuffled = overfit(fit_estimator(tmp_path / "shuffled", getattr(xgb, estimator), x, y,
+                                     shuffle_training_labels=True, **params))
+    assert shuffled.status == ISSUES, shuffled
+    reason = shuffled.findings[0].reason
+    assert reason.startswith(f"validation_0-{metric}: no generalisation: on its") and "beyond chance" in reason
+    assert "eval_set=[(X_train, y_train), (X_val, y_val)]" in reason, reason
+
+
+def test_held_out_data_alone_without_its_rows_says_how_to_have_it_judged(tmp_path):
     x, y = sklearn_datasets.load_breast_cancer(return_X_y=True)
-    run = fit_estimator(tmp_path / "run", xgb.XGBClassifier, x, y, training_set=False, n_estimators=30,
-                        max_depth=3, eval_metric="logloss")
-    result = overfit(run)
+    x_train, x_test, y_train, y_test = _split(x, y, shuffle_training_labels=False)
+    hook = smd_xgb.Hook(out_dir=str(tmp_path / "run"), save_config=smd_xgb.SaveConfig(save_interval=1),
+                        include_collections=["metrics"])
+    model = xgb.XGBClassifier(callbacks=[hook], n_jobs=1, n_estimators=30, max_depth=3, eval_metric="logloss")
+    model.fit(x_train, y_train, eval_set=[(x_test, y_test)], verbose=False)
+    hook.close()
+    result = overfit(str(tmp_path / "run"))
     assert result.status == NOT_APPLICABLE, result
     assert "eval_set=[(X_train, y_train), (X_val, y_val)]" in result.detail, result.detail
 

@@ -186,8 +186,8 @@ class BoosterGeneralisation:
         self._saved = saved
         self._selected = selected
         self._constants: Dict[str, Optional[float]] = {}
-        #: per round with the held-out predictions saved: their row test's z score (None: not testable)
-        self._row_z: Dict[int, Optional[float]] = {}
+        #: per (metric, round with the held-out predictions saved): their row test's z score (None: not testable)
+        self._row_z: Dict[Tuple[str, int], Optional[float]] = {}
         self._rows = 0
         self._key = None
         #: per held-out metric that cannot be judged (its values are not a metric's), why
@@ -203,12 +203,47 @@ class BoosterGeneralisation:
             self._key, self._applies, self._pairs = key, None, None
 
     def applies(self) -> bool:
-        """Whether the run is one without modes holding a metric of several evaluation sets (a booster's)."""
+        """Whether the run is one without modes holding a metric of several evaluation sets, or of the one held-out
+        set whose labels the XGBoost hook saved (a booster's)."""
         self._fresh()
         if self._applies is None:
             t = self.trial
-            self._applies = not (t.steps(mode=ModeKeys.TRAIN) or t.steps(mode=ModeKeys.EVAL)) and bool(metric_sets(t))
+            self._applies = not (t.steps(mode=ModeKeys.TRAIN) or t.steps(mode=ModeKeys.EVAL)) and bool(
+                metric_sets(t) or self.held_out_alone())
         return self._applies
+
+    def held_out_alone(self) -> Optional[str]:
+        """In a run that evaluated one data set only (the estimator's ``eval_set=[(X_val, y_val)]``), that set's
+        first judged metric (``validation_0-logloss``) when the hook saved its labels (so it is held out: the hook
+        never names the training data); None otherwise."""
+        source = labels_from(self.trial)
+        if source is None or metric_sets(self.trial):
+            return None
+        names = sorted(n for n in self.trial.tensor_names() if n.startswith(source + "-")
+                       and _JUDGED_METRIC.match(n[len(source) + 1:]) and (self._selected is None or self._selected(n)))
+        return names[0] if names else None
+
+    def judge_alone(self, name: str) -> Tuple[bool, Optional[str]]:
+        """(judged, finding) for the held-out set of a run that evaluated no other, from every saved round: with no
+        training metric to compare with, the rows alone tell whether the booster learned anything that holds on
+        held-out data -- no saved round's predictions beat the best constant prediction beyond chance (a sound
+        booster's do by many standard errors from its first rounds). Judged on a finished run only: the test is of
+        all the rounds the run saved."""
+        held = self._curve(name, self.trial.last_complete_step)
+        rows = self._row_test(Pair(name.split("-", 1)[1], "", name, False), self.trial.last_complete_step)
+        if rows is None or len(held) < MIN_ROUNDS:
+            return False, None
+        note_read(name)
+        if rows[0]:
+            return True, None
+        _, z, at, tested, n = rows
+        return True, (f"{name}: no generalisation: on its {n} rows the booster's predictions never beat the best "
+                      f"constant prediction beyond chance (at best {z:.2f} standard errors, round {at}; {tested} saved "
+                      f"round{'s' if tested != 1 else ''} tested at one-sided level {ROW_TEST_LEVEL:g} shared among "
+                      f"them; the metric {held[0][1]:.4g} at round {held[0][0]}, {min(v for _, v in held):.4g} at "
+                      "best): what the booster learned did not carry over to held-out rows (training labels shuffled "
+                      "apart from their rows? features that say nothing of the label?); evaluating the training data "
+                      "too, eval_set=[(X_train, y_train), (X_val, y_val)], shows what it learned there")
 
     def pairs(self) -> List[Pair]:
         """Every (training set, held-out set) pair of a judged metric. The training set: the one named so, else
@@ -307,9 +342,9 @@ class BoosterGeneralisation:
         label_steps = self.trial.tensor("labels").steps()
         rounds = [s for s in self.trial.tensor("predictions").steps() if s <= step]
         for s in rounds:
-            if s not in self._row_z:
-                self._row_z[s] = self._z_at(metric, s, label_steps)
-        tested = [(self._row_z[s], s) for s in rounds if self._row_z[s] is not None]
+            if (metric, s) not in self._row_z:
+                self._row_z[(metric, s)] = self._z_at(metric, s, label_steps)
+        tested = [(self._row_z[(metric, s)], s) for s in rounds if self._row_z[(metric, s)] is not None]
         if not tested:
             return None
         level = ROW_TEST_LEVEL / len(tested)

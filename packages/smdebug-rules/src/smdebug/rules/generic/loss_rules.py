@@ -1031,7 +1031,10 @@ class Overfit(Rule):
     :mod:`~smdebug.rules.generic.booster_generalisation`). The training set is the one named ``train``
     (``dtrain``, ``training``), else the one whose metric fell most. Judged: metrics where lower is better and 0 is
     a perfect fit (rmse, rmsle, mae, mape, mphe, logloss, mlogloss, error, merror, quantile); the others (auc, ndcg,
-    the negative log-likelihoods) leave the rule NotApplicable, as does a run that evaluated held-out data only.
+    the negative log-likelihoods) leave the rule NotApplicable. A run that evaluated held-out data only
+    (``eval_set=[(X_val, y_val)]``) is judged once it has ended, where the hook saved that set's predictions and
+    labels: no saved round's predictions beating the best constant prediction row by row beyond chance is the
+    same finding; without them, NotApplicable.
     ``start_step``, ``patience`` and the other parameters are those of the validation passes above and are not
     used; ``tensor_regex`` selects the metrics.
 
@@ -1367,6 +1370,9 @@ class Overfit(Rule):
         :mod:`~smdebug.rules.generic.booster_generalisation`); None for another run."""
         if not self._booster.applies():
             return None
+        alone = self._booster.held_out_alone()
+        if alone is not None:
+            return self._judge_held_out_alone(alone, step)
         pairs = self._booster.pairs()
         failing, judged = [], False
         for pair in pairs:
@@ -1390,6 +1396,21 @@ class Overfit(Rule):
                                 "the training and the held-out metric")
         else:
             self.not_evaluated(f"needs {MIN_ROUNDS} saved rounds of both the training and the held-out metric")
+        return False
+
+    def _judge_held_out_alone(self, name: str, step: int) -> bool:
+        """A boosting run that evaluated one held-out set only: judged at its last step, once it has ended."""
+        if self.base_trial.loaded_all_steps and step >= self.base_trial.last_complete_step:
+            judged, finding = self._booster.judge_alone(name)
+            if finding:
+                return finding
+            if judged:
+                return False
+            self.not_applicable(f"the run evaluated one data set only ({name}) and its predictions and labels could "
+                                f"not be tested row by row (to have it judged, {validation_advice(self.base_trial)})")
+        else:
+            self.not_evaluated(f"the run evaluates one data set only ({name}): its predictions are tested against "
+                               "its labels once the run has ended")
         return False
 
     def invoke_at_step(self, step):
