@@ -99,11 +99,17 @@ _FRAMEWORK_PARAMETERS: Dict[str, Dict[str, Dict[str, str]]] = {
     # NaN is a value of XGBoost's tree tables (a split with no category): judge what NaN breaks
     "xgboost": {"ExplodingTensor": {"collection_names": "losses,metrics,predictions"}},
 }
+# a network's LabelLeak: its inputs beside its loss's targets (the labels, or a regression loss's second input)
+_INPUT_LEAK = [("inputs", _TAPERED), ("labels", _TAPERED), ("loss_inputs", _TAPERED)]
+
 # framework -> rule -> the collections it reads instead of _COLLECTIONS'
 _FRAMEWORK_COLLECTIONS: Dict[str, Dict[str, List[tuple]]] = {
     # with the running statistics a BatchNorm keeps of its input (buffers, saved only when asked): a model that
     # standardises raw features itself (Keras saves its layers' statistics with the weights)
-    "pytorch": {"UnnormalizedInput": [("inputs", _TAPERED), ("normalization_statistics", _TAPERED)]},
+    "pytorch": {"UnnormalizedInput": [("inputs", _TAPERED), ("normalization_statistics", _TAPERED)],
+                "LabelLeak": _INPUT_LEAK},
+    "tensorflow": {"LabelLeak": _INPUT_LEAK},
+    "mxnet": {"LabelLeak": _INPUT_LEAK},
     "xgboost": {"ExplodingTensor": [("losses", _TAPERED), ("metrics", _TAPERED), ("predictions", _TAPERED)],
                 # a booster has no weight tensors: only the loss part of Divergence applies
                 "Divergence": [("losses", _TAPERED), ("metrics", _TAPERED)],
@@ -288,7 +294,8 @@ _GROUPS = {
 # at its defaults, stays quiet on sound training (measured on the rule-accuracy benchmark's healthy runs,
 # benchmarks/RESULTS.md): NaN and finite explosion, vanishing gradients, a loss that stops falling,
 # oscillates or falls too slowly, dead ReLUs, saturated tanh/sigmoid units, unnormalised images and tabular
-# inputs, an output the loss does not expect, overfitting and overtraining, imbalanced classes. Left out:
+# inputs, an output the loss does not expect, overfitting and overtraining, imbalanced classes, a feature column
+# that is the label. Left out:
 # rules that need the user's knowledge of the run (NLPSequenceRatio's padding id, AllZero's and
 # TensorVariance's selections and thresholds), those that judge the model's accuracy (Confusion: a hard task
 # is not a fault), UnchangedTensor (frozen weights are WeightUpdateRatio's small_threshold too; it would add
@@ -296,7 +303,7 @@ _GROUPS = {
 _DEEP_LEARNING_RECOMMENDED = ("VanishingGradient", "ExplodingTensor", "LossNotDecreasing", "WeightUpdateRatio",
                               "DeadRelu", "SaturatedActivation", "CheckInputImages", "UnnormalizedInput",
                               "ImproperOutput", "OscillatingLoss", "SlowConvergence", "Divergence", "Overfit",
-                              "Overtraining", "ClassImbalance")
+                              "Overtraining", "ClassImbalance", "LabelLeak")
 RECOMMENDED: Dict[str, Tuple[str, ...]] = {
     "pytorch": _DEEP_LEARNING_RECOMMENDED,
     "tensorflow": _DEEP_LEARNING_RECOMMENDED,

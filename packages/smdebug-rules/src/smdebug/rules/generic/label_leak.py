@@ -1,5 +1,6 @@
 """LabelLeak: an XGBoost model whose very first round separates the held-out classes (or ranks the held-out
-targets) on one feature.
+targets) on one feature -- or, in a network's run, an input column that is the label
+(:mod:`~smdebug.rules.generic.input_leak`).
 
 A feature that encodes the label (a column computed from the target, a row number of a table sorted by
 outcome, a class id copied into the features) lets the first tree split the classes with one split on it: the
@@ -72,35 +73,24 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 from smdebug.core.names import clipped, listed, terminal_safe
+from smdebug.core.run_info import framework_of
+from smdebug.exceptions import StepUnavailable
 from smdebug.rules.evaluation import looking_for
+from smdebug.rules.generic.input_leak import MAX_ROWS, SavedRows
+from smdebug.rules.generic.ranks import average_ranks, rank_correlation
 from smdebug.rules.generic.selection import select_tensors, value_at
 from smdebug.rules.generic.xgboost_rules import (booster_params, cross_validation, num_parallel_tree,
                                                   regression_objective)
 from smdebug.rules.params import as_float, as_int, in_range
 from smdebug.rules.rule import Rule
 
-LABELS, PREDICTIONS = "labels", "predictions"
+LABELS, PREDICTIONS, INPUTS, LOSS_INPUTS = "labels", "predictions", "inputs", "loss_inputs"
 #: what the rule reads of the first round's trees (the XGBoost hook's ``trees`` collection)
 TREE_COLUMNS = ("trees/Tree", "trees/Feature", "trees/Gain")
 #: the XGBoost hook's record, in ``_meta.xgboost_booster``, of the rounds the model had before this run trained
 INITIAL_ROUNDS_KEY = "initial_rounds"
 #: classes above this many are not scored one by one (a label column of ids, not classes)
 _MAX_CLASSES = 1000
-
-
-def average_ranks(values: np.ndarray) -> np.ndarray:
-    """The 1-based rank of each value, ties sharing the mean of their ranks."""
-    _, inverse, counts = np.unique(values, return_inverse=True, return_counts=True)
-    ends = np.cumsum(counts)
-    return (ends - (counts - 1) / 2.0)[inverse.reshape(-1)]
-
-
-def rank_correlation(a: np.ndarray, b: np.ndarray) -> Optional[float]:
-    """Spearman's rank correlation of ``a`` and ``b`` (the correlation of their average ranks); None when one
-    of them is one value throughout."""
-    ra, rb = average_ranks(a) - (a.size + 1) / 2.0, average_ranks(b) - (b.size + 1) / 2.0
-    norm = math.sqrt(float(ra @ ra) * float(rb @ rb))
-    return float(ra @ rb) / norm if norm > 0 else None
 
 
 def one_vs_rest_auc(scores: np.ndarray, positive: np.ndarray) -> float:
@@ -140,9 +130,19 @@ MIN_SAME_ROUNDS = 10
 METRICS = "metrics"
 
 
+def _saved_value(trial, name: str, step: int):
+    """The tensor's value at ``step``, None where it was not saved there."""
+    try:
+        return value_at(trial, name, step)
+    except StepUnavailable:
+        return None
+
+
 class LabelLeak(Rule):
     """Fires when an XGBoost model's first boosting round separates the held-out classes (a regression: ranks
-    the held-out targets) on one feature, the sign of a feature that encodes the label.
+    the held-out targets) on one feature, the sign of a feature that encodes the label; in a network's run
+    (PyTorch, TensorFlow, MXNet), when a column of its saved 2-D inputs is the label (see
+    :mod:`~smdebug.rules.generic.input_leak`; the parameters below are the booster's test's).
 
     :param split_share: the share of each first-round tree's split gain that its one best split on a feature
         (two classes; with more, its two best, both on that feature) must carry (default 0.97).
@@ -184,6 +184,10 @@ class LabelLeak(Rule):
         #: the rounds not saved between the last of those and the first that split ("11-19"), if any
         self._unsaved: Optional[str] = None
         self._same_checked = False  # whether the evaluation sets were compared (at the run's last step)
+        #: a network's run (see _network_run), and its inputs' rows per (input, labels) pair
+        self._network: Optional[bool] = None
+        self._rows: Dict[Tuple[str, str], SavedRows] = {}
+        self._inputs_judged = False
 
     def _say(self, kind: str, reason: str) -> None:
         self._said = (kind, reason)
@@ -213,7 +217,68 @@ class LabelLeak(Rule):
                     "not the model's first")
         return None
 
+    def _network_run(self) -> bool:
+        """Whether the run is a network's (PyTorch, TensorFlow, MXNet: its inputs are judged, see
+        :mod:`~smdebug.rules.generic.input_leak`) rather than a booster's."""
+        if self._network is None:
+            framework = framework_of(self.base_trial)
+            self._network = framework in ("pytorch", "tensorflow", "mxnet") or (
+                framework is None and "inputs" in self.base_trial.collections())
+        return self._network
+
+    def _judge_inputs(self, step: int):
+        """A network's run: a column of its 2-D inputs that is the label, judged on the rows saved so far."""
+        trial = self.base_trial
+        collections = trial.collections()
+        inputs = sorted(trial.tensor_names(collection=INPUTS)) if INPUTS in collections else []
+        labels = set(trial.tensor_names(collection=LABELS)) if LABELS in collections else set()
+        if LOSS_INPUTS in collections:
+            # (a loss module's target, its second argument: the hooks keep only classification targets as labels)
+            labels.update(n for n in trial.tensor_names(collection=LOSS_INPUTS) if n.endswith("_input_1"))
+        labels = sorted(labels)
+        looking_for("collections 'inputs' and 'labels' or 'loss_inputs' (the model's inputs and its loss's targets, "
+                    "saved at the same steps)", inputs + labels)
+        if not inputs or not labels:
+            self.not_evaluated("needs the model's inputs and its loss's targets saved at the same steps (the "
+                               "inputs and labels or loss_inputs collections: Hook.recommended saves them)")
+            return False
+        last = trial.loaded_all_steps and step >= trial.last_complete_step
+        for i, l in itertools.product(inputs, labels):
+            rows = self._rows.get((i, l))
+            if rows is None:
+                rows = self._rows[(i, l)] = SavedRows(i, l)
+            if rows.rows < MAX_ROWS and trial.has_tensor(i) and trial.has_tensor(l):
+                rows.add(_saved_value(trial, i, step), _saved_value(trial, l, step))
+            if rows.due(last):
+                judged, leak = rows.judge()
+                self._inputs_judged = self._inputs_judged or judged
+                if leak is not None:
+                    return (f"column {leak.column} of {terminal_safe(clipped(i, 100))} {leak.said}: a feature computed "
+                            f"from the label ({terminal_safe(clipped(l, 100))}) lets the model read the answer from its "
+                            "input, and it will not be there when the model is used (is the target, or a copy of the "
+                            "class, among the features? check how the feature table was built)")
+        if self._inputs_judged:
+            return False
+        tables = [r for r in self._rows.values() if r.not_a_table is None and r.rows]
+        if not tables:
+            said = "; ".join(sorted({r.not_a_table for r in self._rows.values() if r.not_a_table})) or \
+                "no step saved both the inputs and the labels yet"
+            if any(r.not_a_table for r in self._rows.values()):
+                self.not_applicable(f"a leaked column is looked for in a table of features (2-D floating-point "
+                                    f"inputs, one target per row): {said}")
+            else:
+                self.not_evaluated(said)
+            return False
+        needs = max(tables, key=lambda r: r.rows).needs()
+        if last:
+            self.not_applicable(f"too little data: {needs}, and the run has ended")
+        else:
+            self.not_evaluated(needs)
+        return False
+
     def invoke_at_step(self, step):
+        if self._network_run():
+            return self._judge_inputs(step)
         same = self._same_rows(step)
         if same:
             return same
