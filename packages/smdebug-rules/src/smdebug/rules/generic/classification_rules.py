@@ -744,7 +744,7 @@ class Confusion(_LabelsAndPredictions):
             self.not_applicable(f"judges the trained model: {stopped}")
             return False
         if self._only is None:
-            per_task = label_tasks.tasks(self._label_names(), self._prediction_names())
+            per_task = label_tasks.tasks(self._label_names(), self._prediction_names(), self.base_trial)
             if len(per_task) > 1:
                 return label_tasks.judge_each_task(self, step, per_task, self._task_rule)
         if step != self._last_labels_step():
@@ -1211,7 +1211,7 @@ class ClassImbalance(_LabelsAndPredictions):
         if self._only is not None:
             label_names, prediction_names = self._only
         else:
-            per_task = label_tasks.tasks(label_names, prediction_names)
+            per_task = label_tasks.tasks(label_names, prediction_names, self.base_trial)
             if len(per_task) > 1:
                 return label_tasks.judge_each_task(self, step, per_task, self._task_rule)
 

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from typing import Dict, List, Tuple
 
+from smdebug.core.loss_inputs import recorded_losses
+
 #: what a PyTorch/MXNet loss's input tensors end with, before their index
 _LOSS_INPUT = "_input_"
 _DIGITS = "0123456789"
@@ -41,9 +43,12 @@ def task_of(name: str, role: str) -> str:
     return "tensor " + name
 
 
-def tasks(label_names: List[str], prediction_names: List[str]) -> List[Tuple[str, List[str], List[str]]]:
+def tasks(label_names: List[str], prediction_names: List[str], trial=None) -> List[Tuple[str, List[str], List[str]]]:
     """``[(task, its label tensors, its prediction tensors)]`` in the order of the labels; one entry, with
-    every name, when the labels are of one task."""
+    every name, when the labels are of one task. A task whose predictions the names do not give is paired
+    through the losses the run's hook recorded (``trial``'s, when given): a Keras model's list of outputs
+    (``predictions_0``) trained on a dict of targets (``labels/<output name>``) is named two ways, and the record
+    of each output's loss says which prediction tensor goes with which labels."""
     labels: Dict[str, List[str]] = {}
     for name in label_names:
         labels.setdefault(task_of(name, "labels"), []).append(name)
@@ -52,7 +57,16 @@ def tasks(label_names: List[str], prediction_names: List[str]) -> List[Tuple[str
     predictions: Dict[str, List[str]] = {}
     for name in prediction_names:
         predictions.setdefault(task_of(name, "predictions"), []).append(name)
-    return [(task, names, predictions.get(task, [])) for task, names in labels.items()]
+    return [(task, names, predictions.get(task) or _recorded_pair(trial, names, prediction_names))
+            for task, names in labels.items()]
+
+
+def _recorded_pair(trial, label_names: List[str], prediction_names: List[str]) -> List[str]:
+    """The prediction tensors of the recorded loss whose targets are ``label_names`` ([] when none says)."""
+    for loss in (recorded_losses(trial) or []) if trial is not None else []:
+        if loss.targets and set(label_names) <= set(loss.target_names(label_names)):
+            return loss.prediction_names(prediction_names)
+    return []
 
 
 def said(labels: List[str]) -> str:
