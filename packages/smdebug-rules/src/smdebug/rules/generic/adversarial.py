@@ -22,6 +22,7 @@ modules, one per player, are told.
 
 from __future__ import annotations
 
+import weakref
 from collections import Counter
 from dataclasses import dataclass
 from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
@@ -69,6 +70,22 @@ def adversarial_losses(trial) -> Dict[str, str]:
         for c in members:
             found.setdefault(c.loss, reason)
     return found
+
+
+#: per trial: (its step count when its pairs were read, -1 once it had ended; the pairs), shared by the rules that
+#: judge one trial (the four loss-curve rules each asked, reading the same targets four times)
+_READ: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def run_pairs(trial) -> Dict[str, str]:
+    """:func:`adversarial_losses` of ``trial``, read again as the run grows: each time its step count has doubled,
+    and once it has ended (a few saves of each loss's targets each time)."""
+    count = -1 if trial.loaded_all_steps else trial.step_count(show_incomplete_steps=True)
+    last, pairs = _READ.get(trial, (None, {}))
+    if last is None or (last != -1 and (count == -1 or count >= 2 * max(1, last))):
+        pairs = adversarial_losses(trial)
+        _READ[trial] = (count, pairs)
+    return pairs
 
 
 def adversarial_loss_of(name: str, pairs: Dict[str, str]) -> Optional[str]:

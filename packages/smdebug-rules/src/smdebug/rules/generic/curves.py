@@ -31,7 +31,7 @@ from smdebug.rules.generic.loss_rules import (
     parse_mode,
     step_in_mode,
 )
-from smdebug.rules.generic.adversarial import adversarial_loss_of, adversarial_losses
+from smdebug.rules.generic.adversarial import adversarial_loss_of, run_pairs
 from smdebug.rules.generic.ignored_targets import UncountedLosses, said_steps
 from smdebug.rules.generic.selection import first_finding, stopped_on_request, worker_named
 from smdebug.rules.params import as_bool, as_list
@@ -301,9 +301,6 @@ class LossCurveRule(Rule):
         self._uncounted = UncountedLosses(base_trial)
         #: what the rule itself said it did not judge (see caveat)
         self._own_caveat: Optional[str] = None
-        #: the run's adversarial pairs of losses (see adversarial_reason), and the trial's step count when read
-        self._pairs: Dict[str, str] = {}
-        self._pairs_read_at: Optional[int] = None
         #: losses left out as one of an adversarial pair: name -> why
         self._adversarial: Dict[str, str] = {}
         #: per (loss, mode, worker) read to its last save: whether it was saved in every validation pass (_every_pass)
@@ -325,16 +322,9 @@ class LossCurveRule(Rule):
 
     def adversarial_reason(self, name: str) -> Optional[str]:
         """Why the loss ``name`` is left out as one of an adversarial pair (a GAN's generator and discriminator,
-        told by their saved targets: :mod:`.adversarial`), None when it is judged. The pairs are read again as
-        the run grows (each time its step count has doubled, and once it has ended): a few saves of each loss's
-        targets."""
-        trial = self.base_trial
-        count = trial.step_count(show_incomplete_steps=True) if not training_ended(trial) else -1
-        last = self._pairs_read_at
-        if last is None or (last != -1 and (count == -1 or count >= 2 * max(1, last))):
-            self._pairs = adversarial_losses(trial)
-            self._pairs_read_at = count
-        return adversarial_loss_of(name, self._pairs)
+        told by their saved targets: :mod:`.adversarial`), None when it is judged. The pairs are read once per
+        trial for every rule judging it, again as the run grows (:func:`~.adversarial.run_pairs`)."""
+        return adversarial_loss_of(name, run_pairs(self.base_trial))
 
     def _adversarial_text(self) -> Optional[str]:
         """The losses left out as one of an adversarial pair, and why (None when none are)."""
