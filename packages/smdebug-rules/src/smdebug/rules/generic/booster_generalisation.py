@@ -28,6 +28,7 @@ a gain up to ``SHARE_OF_TRAINING_GAIN`` is, on the curves alone.
 
 from __future__ import annotations
 
+import bisect
 import re
 from statistics import NormalDist
 from typing import Dict, List, NamedTuple, Optional, Tuple
@@ -186,6 +187,8 @@ class BoosterGeneralisation:
         self._saved = saved
         self._selected = selected
         self._constants: Dict[str, Optional[float]] = {}
+        #: per metric: [saved steps read so far], its (step, value) pairs
+        self._curves: Dict[str, Tuple[List[int], List[Tuple[int, float]]]] = {}
         #: per (metric, round with the held-out predictions saved): their row test's z score (None: not testable)
         self._row_z: Dict[Tuple[str, int], Optional[float]] = {}
         self._rows = 0
@@ -273,15 +276,17 @@ class BoosterGeneralisation:
         return found
 
     def _curve(self, name: str, upto: int) -> List[Tuple[int, float]]:
-        """(step, value) of ``name``'s saves at steps ``<= upto`` whose value is a finite number."""
-        out = []
-        for s in self._saved.steps(name):
-            if s > upto:
-                break
+        """(step, value) of ``name``'s saves at steps ``<= upto`` whose value is a finite number, read once each
+        (kept from one step to the next: a run of thousands of rounds is judged at every one)."""
+        read, curve = self._curves.setdefault(name, ([0], []))
+        steps = self._saved.steps(name)
+        end = bisect.bisect_right(steps, upto)
+        for s in steps[read[0]:end]:
             v = self._saved.mean(name, s)
             if v is not None and np.isfinite(v):
-                out.append((s, v))
-        return out
+                curve.append((s, v))
+        read[0] = max(read[0], end)
+        return curve[:bisect.bisect_right(curve, (upto, np.inf))]
 
     def _fall(self, name: str) -> float:
         curve = self._curve(name, self.trial.last_complete_step)

@@ -91,6 +91,8 @@ TREE_COLUMNS = ("trees/Tree", "trees/Feature", "trees/Gain")
 INITIAL_ROUNDS_KEY = "initial_rounds"
 #: classes above this many are not scored one by one (a label column of ids, not classes)
 _MAX_CLASSES = 1000
+#: a network's input tensors, and its target tensors, looked at (the first, by name): a model has a few of each
+MAX_TENSORS = 8
 
 
 def one_vs_rest_auc(scores: np.ndarray, positive: np.ndarray) -> float:
@@ -243,12 +245,23 @@ class LabelLeak(Rule):
                                "inputs and labels or loss_inputs collections: Hook.recommended saves them)")
             return False
         last = trial.loaded_all_steps and step >= trial.last_complete_step
+        # (each tensor read once per step, and a bounded number of them: a run of a thousand inputs and a thousand
+        # targets would otherwise be read a million times at every step)
+        inputs, labels = inputs[:MAX_TENSORS], labels[:MAX_TENSORS]
+        values: Dict[str, object] = {}
+
+        def saved(name: str):
+            if name not in values:
+                values[name] = _saved_value(trial, name, step) if trial.has_tensor(name) else None
+            return values[name]
+
         for i, l in itertools.product(inputs, labels):
             rows = self._rows.get((i, l))
             if rows is None:
                 rows = self._rows[(i, l)] = SavedRows(i, l)
-            if rows.rows < MAX_ROWS and trial.has_tensor(i) and trial.has_tensor(l):
-                rows.add(_saved_value(trial, i, step), _saved_value(trial, l, step))
+            if rows.rows < MAX_ROWS:
+                x = saved(i)
+                rows.add(x, saved(l) if x is not None else None)
             if rows.due(last):
                 judged, leak = rows.judge()
                 self._inputs_judged = self._inputs_judged or judged
