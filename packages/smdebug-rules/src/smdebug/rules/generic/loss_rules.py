@@ -26,7 +26,7 @@ from smdebug.exceptions import (
     TensorUnavailableForStep,
 )
 from smdebug.rules.evaluation import looking_for, note_read
-from smdebug.rules.generic.booster_generalisation import MIN_ROUNDS, BoosterGeneralisation
+from smdebug.rules.generic.booster_generalisation import MIN_ROUNDS, BoosterGeneralisation, metric_sets
 from smdebug.rules.generic.selection import NamePattern, first_finding, worker_named, workers_at
 from smdebug.rules.params import as_bool, as_float, as_int, as_list, in_range
 from smdebug.rules.rule import Rule
@@ -153,12 +153,8 @@ def _other_mode_steps(trial) -> int:
 
 def _evaluation_sets(trial) -> List[str]:
     """Metrics named ``<evaluation set>-<metric>`` for one metric in two sets or more (XGBoost's evals), e.g.
-    ``['train-logloss', 'validation-logloss']``; empty when there are none."""
-    by_metric: Dict[str, List[str]] = {}
-    for name in trial.tensor_names():
-        if "/" not in name and name.count("-") >= 1:
-            by_metric.setdefault(name.split("-", 1)[1], []).append(name)
-    return sorted(n for names in by_metric.values() if len(names) >= 2 for n in names)[:6]
+    ``['train-logloss', 'validation-logloss']`` (the first 6); empty when there are none."""
+    return sorted(n for names in metric_sets(trial).values() for n in names)[:6]
 
 
 class SavedSteps:
