@@ -167,13 +167,12 @@ def row_losses(metric: str, predictions: np.ndarray, labels: np.ndarray
     return None
 
 
-def beats_constant(model: np.ndarray, constant: np.ndarray, level: float) -> Tuple[bool, float]:
-    """(whether the model's mean loss is below the constant prediction's beyond chance, the z score): the rows'
-    paired differences against their standard error, one-sided at ``level``."""
+def advantage_z(model: np.ndarray, constant: np.ndarray) -> float:
+    """How far the model's mean loss on the rows is below the constant prediction's, in standard errors of the
+    rows' paired differences (compared with a one-sided normal quantile by the caller)."""
     d = constant - model
     mean, sd = float(d.mean()), float(d.std(ddof=1))
-    z = (np.inf if mean > 0 else 0.0) if sd == 0 else mean / (sd / np.sqrt(len(d)))
-    return z > NormalDist().inv_cdf(1 - level), z
+    return (np.inf if mean > 0 else 0.0) if sd == 0 else mean / (sd / np.sqrt(len(d)))
 
 
 class BoosterGeneralisation:
@@ -295,7 +294,8 @@ class BoosterGeneralisation:
         return (curve[0][1] - min(v for _, v in curve)) / curve[0][1]
 
     def _constant(self, name: str) -> Optional[float]:
-        if name not in self._constants:
+        # (None is not kept: on a live run the labels it needs may be saved after the first rounds are judged)
+        if self._constants.get(name) is None:
             self._constants[name] = held_out_constant(self.trial, name)
         return self._constants[name]
 
@@ -371,7 +371,7 @@ class BoosterGeneralisation:
             return None
         note_read("predictions")
         self._rows = len(losses[0])
-        return beats_constant(*losses, ROW_TEST_LEVEL)[1]
+        return advantage_z(*losses)
 
     def _finding(self, pair: Pair, train, held, training_gain: float, held_gain: float, best_at: int, best: float,
                  constant: Optional[float], rows: Optional[Tuple[bool, float, int, int, int]]) -> str:

@@ -65,18 +65,21 @@ def are_classes(y: np.ndarray) -> bool:
     return bool(np.all(y == np.round(y)) and y.min() >= 0 and len(np.unique(y)) <= MAX_CLASSES)
 
 
-def enough(y: np.ndarray) -> bool:
-    """Whether ``y`` has rows enough to be judged (see the module's docstring)."""
-    if are_classes(y):
+def enough(y: np.ndarray, classes: Optional[bool] = None) -> bool:
+    """Whether ``y`` has rows enough to be judged (see the module's docstring); ``classes``: :func:`are_classes`
+    of ``y`` when the caller has it."""
+    if are_classes(y) if classes is None else classes:
         return int(np.sum(np.bincount(y.astype(np.int64)) >= MIN_CLASS_ROWS)) >= 2
     return y.size >= MIN_REGRESSION_ROWS
 
 
-def leaked_column(x: np.ndarray, y: np.ndarray) -> Optional[Leak]:
-    """The first column of ``x`` that is the label ``y`` (see the module's docstring), or None."""
-    if not enough(y):
+def leaked_column(x: np.ndarray, y: np.ndarray, classes: Optional[bool] = None) -> Optional[Leak]:
+    """The first column of ``x`` that is the label ``y`` (see the module's docstring), or None; ``classes`` as for
+    :func:`enough`."""
+    classes = are_classes(y) if classes is None else classes
+    if not enough(y, classes):
         return None
-    judge = _class_bands if are_classes(y) else _follows_target
+    judge = _class_bands if classes else _follows_target
     for column in range(x.shape[1]):
         values = x[:, column]
         if np.ptp(values) == 0:
@@ -169,9 +172,10 @@ class SavedRows:
         self._judged_at = self.rows
         x, y = np.concatenate(self._x)[:MAX_ROWS], np.concatenate(self._y)[:MAX_ROWS]
         self._x, self._y = [x], [y]
-        if not enough(y):
+        classes = are_classes(y)
+        if not enough(y, classes):
             return False, None
-        return True, leaked_column(x, y)
+        return True, leaked_column(x, y, classes)
 
     def needs(self) -> str:
         """What the rows lack to be judged."""
