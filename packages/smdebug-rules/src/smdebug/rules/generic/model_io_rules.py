@@ -20,7 +20,9 @@ from smdebug.core import loss_inputs
 from smdebug.core.modes import ModeKeys
 from smdebug.exceptions import SMDebugValueError
 from smdebug.rules.evaluation import looking_for
+from smdebug.rules.generic import counted_padding
 from smdebug.rules.generic.activation_rules import batches_at
+from smdebug.rules.generic.ignored_targets import class_axes, framework_axis
 from smdebug.rules.generic.input_statistics import InputStatistics, feature_scales, typical_row_norm
 from smdebug.rules.generic.loss_rules import mode_label
 from smdebug.rules.generic.selection import select_tensors, stopped_on_request
@@ -537,6 +539,11 @@ IGNORED_INPUT_ROWS = 16
 #: rows this close to each other (relative to the output's largest value) are one value: float rounding
 SAME_ROWS = 1e-6
 
+#: losses over class-index targets, one per position of a sequence (PyTorch's): their padding test (see
+#: counted_padding) is judged at this many saves at most
+_PER_TOKEN_CLASSIFICATION = ("CrossEntropyLoss", "NLLLoss")
+PADDING_SAVES = 3
+
 _LOSS_TENSOR = re.compile(r"^(?:.*[/_.])?(?P<loss>[A-Za-z0-9]+Loss)_(?:input|output)_\d+$")
 # the loss a model computes in its own forward (a Hugging Face model given labels): recorded under this name,
 # its value saved as loss_output_<i> (smdebug.pytorch.model_loss)
@@ -642,6 +649,15 @@ class ImproperOutput(Rule):
       The second condition keeps outputs in other units than their targets (a log-rate against counts) from
       reading as small: they keep their spread as the model trains.
 
+    * a per-token classification loss of a PyTorch run (``CrossEntropyLoss``, ``NLLLoss``) counts the padding of
+      its targets: the targets, one row per sequence (flattened ones cut back into the model's input's rows), end
+      or start in runs of one id in at least half of the rows, runs of several lengths, and that id is at most 1%
+      of the other positions; and the loss value saved with those inputs is the average (or sum) of the
+      recomputed cross-entropy over every target that is a class, the padding included, not over the others
+      (:mod:`.counted_padding`; judged at the loss's first 3 saves with integer targets and a saved value). The
+      padding is the easiest token there is: the loss looks excellent and the real tokens' gradient is diluted.
+      Class weights, label smoothing or another ignore_index match neither average: nothing is said then.
+
     Other losses (ranking, contrastive, a user's own) are judged by the last test only: the verdict is
     NotApplicable when the run has only such losses and that test could not be made. A run whose loss inputs
     were not saved is NotEvaluated, and the verdict names
@@ -674,6 +690,8 @@ class ImproperOutput(Rule):
         self._varying: Dict[str, Tuple[str, Optional[str]]] = {}
         #: first input's tensor -> the mode and global steps of its late saves, once training has ended
         self._late: Dict[str, Optional[Tuple[ModeKeys, List[int]]]] = {}
+        #: per-token classification loss -> the saves its padding test has judged (see _counted_padding)
+        self._padding_saves: Dict[str, int] = {}
 
     def _losses(self) -> Dict[str, Tuple[str, Optional[str], str, str]]:
         """loss -> (the tensor holding its first input, the tensor of its targets or None, what it expects, its
@@ -856,6 +874,11 @@ class ImproperOutput(Rule):
                     else:
                         seen.ids = None
                         break
+            if yname is not None and loss_type in _PER_TOKEN_CLASSIFICATION:
+                padded = self._counted_padding(loss, pname, yname, step, expects)
+                if padded:
+                    self.mark_evaluated(pname)
+                    return padded
             if yname is not None and expects in (loss_inputs.LOGITS, loss_inputs.PROBABILITIES):
                 invalid = self._targets_outside_probabilities(loss, pname, yname, step, outputs)
                 if invalid:
@@ -960,6 +983,44 @@ class ImproperOutput(Rule):
         if not judged:
             self.not_evaluated(self._why_not())
         return False
+
+    def _counted_padding(self, loss: str, pname: str, yname: str, step: int, expects: str) -> Optional[str]:
+        """The finding of a per-token classification loss that counts the padding of its targets (see
+        :mod:`.counted_padding`), judged at the first saves (up to PADDING_SAVES) that hold the loss's integer
+        targets and its value: padding is a property of the data and the loss's, the same at every save."""
+        if self._padding_saves.get(loss, 0) >= PADDING_SAVES or not pname.endswith("_input_0"):
+            return None
+        trial = self.base_trial
+        output = pname[: -len("_input_0")] + "_output_0"
+        values = batches_at(trial, output, step) if trial.has_tensor(output) else []
+        targets = self._single(yname, step)
+        if len(values) != 1 or values[0].size != 1 or targets is None or targets.dtype.kind not in "iu":
+            return None
+        self._padding_saves[loss] = self._padding_saves.get(loss, 0) + 1
+        saved = float(values[0].reshape(-1)[0])
+        inputs = trial.tensor_names(collection="inputs") if "inputs" in trial.collections() else []
+        model_rows = [v.shape[0] for n in inputs if (v := self._single(n, step)) is not None and v.ndim >= 2]
+        rows = counted_padding.target_rows(targets, model_rows[0] if len(set(model_rows)) == 1 else None)
+        padding = counted_padding.padding_id(rows) if rows is not None else None
+        scores = self._single(pname, step) if padding is not None else None
+        if scores is None:
+            return None
+        axis = framework_axis(class_axes(tuple(targets.shape), tuple(scores.shape)), self._run_framework())
+        token_losses = (counted_padding.token_losses(scores, targets, axis,
+                                                     expects == loss_inputs.LOG_PROBABILITIES)
+                        if axis is not None else None)
+        if token_losses is None or not counted_padding.counts_padding(token_losses, targets, padding.id, saved):
+            return None
+        kept = ~np.isnan(token_losses) & (targets != padding.id)
+        left_out = float(np.mean(token_losses[kept]))
+        where = "end" if padding.side == "end" else "start"
+        return (f"{loss} counts the padding of its targets: its targets {yname} {where} in runs of id {padding.id} in "
+                f"{padding.padded_rows} of {padding.rows} sequences (runs of several lengths, and the id is "
+                f"found nowhere else): padding, {padding.share:.0%} of the targets; and the loss saved at step {step} "
+                f"({saved:.4g}) is the average over every target, the padding included (without it: {left_out:.4g}). "
+                f"The padding is the easiest token to predict: the loss looks better than the model is, and the "
+                f"real tokens get a diluted share of the gradient (build the loss with ignore_index={padding.id}, "
+                f"or set the targets at padded positions to -100)")
 
     def _targets_vary(self, yname: str, step: int) -> int:
         """How many distinct values the targets saved at ``step`` take (0 when none were saved)."""
