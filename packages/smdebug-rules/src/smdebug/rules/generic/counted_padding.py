@@ -15,11 +15,13 @@ Two facts of the saved run show it, with no record of the loss's ``ignore_index`
 * the loss value the hook saved with those inputs is their cross-entropy averaged over every target that is a
   class (the padding included), and not the average over the targets without the padding (:func:`counts_padding`).
   A loss with class weights, label smoothing or another ``ignore_index`` matches neither: nothing is said.
+  A causal language model that computes its own loss (a Hugging Face ``...ForCausalLM`` given ``labels=``) gets
+  scores and targets of one length and shifts them by one inside: that alignment is tried too.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple, Optional
+from typing import NamedTuple, Optional, Tuple
 
 import numpy as np
 
@@ -100,20 +102,41 @@ def token_losses(scores: np.ndarray, targets: np.ndarray, axis: int, log_probabi
     return np.where(valid, -picked, np.nan)
 
 
-def counts_padding(losses: np.ndarray, targets: np.ndarray, pad: int, saved: float) -> Optional[bool]:
-    """Whether the saved loss value is the average over the targets with the padding (True) or without it
-    (False); None when it is neither, or the two cannot be told apart (a sum is compared as a sum too)."""
+def counts_padding(losses: np.ndarray, targets: np.ndarray, pad: int, saved: float,
+                   counts: Tuple[int, ...] = ()) -> Optional[bool]:
+    """Whether the saved loss value is the sum of the per-target ``losses`` with the padding (True) or without
+    it (False), divided by one of the counts it may have been averaged over -- the targets with the padding,
+    those without it, any of ``counts`` (a Hugging Face model divides by the number of labels in the batch
+    before its shift), or 1 (a sum); None when no such quotient, or quotients of both sums, match it."""
     valid = ~np.isnan(losses)
     kept = valid & (targets != pad)
     if not kept.any() or kept.sum() == valid.sum():
         return None
-    for reduce in (np.mean, np.sum):
-        counted, left_out = float(reduce(losses[valid])), float(reduce(losses[kept]))
-        tolerance = MATCH * max(1.0, abs(saved))
-        if abs(counted - left_out) < APART * tolerance:
-            continue
-        if abs(saved - counted) <= tolerance:
-            return True
-        if abs(saved - left_out) <= tolerance:
-            return False
+    with_padding, without = float(losses[valid].sum()), float(losses[kept].sum())
+    divisors = {1, int(valid.sum()), int(kept.sum()), *counts}
+    tolerance = MATCH * max(1.0, abs(saved))
+    matches = {counted for counted, total in ((True, with_padding), (False, without)) for d in divisors
+               if d > 0 and abs(total / d - saved) <= tolerance}
+    # (the two sums this close make any match meaningless: the padding's share of the loss is within rounding)
+    if len(matches) != 1 or abs(with_padding - without) < APART * tolerance * max(divisors):
+        return None
+    return matches.pop()
+
+
+def loss_with_padding(scores: np.ndarray, targets: np.ndarray, axis: int, log_probabilities: bool, pad: int,
+                      saved: float) -> Optional[Tuple[bool, float]]:
+    """(whether the ``saved`` loss counted the ``pad`` targets, the average loss without them) for scores and
+    targets as the loss got them -- or shifted by one position, as a causal language model's own loss takes them
+    (scores ``(N, T, C)`` against targets ``(N, T)``); None when neither alignment explains the saved value."""
+    layouts = [(scores, targets)]
+    if scores.ndim == 3 and targets.ndim == 2 and axis in (-1, 2) and scores.shape[:2] == targets.shape:
+        layouts.append((scores[:, :-1], targets[:, 1:]))
+    given = (targets >= 0) & (targets < scores.shape[axis])  # (before any shift: what a model may divide by)
+    counts = (int(given.sum()), int((given & (targets != pad)).sum()))
+    for s, t in layouts:
+        losses = token_losses(s, t, axis, log_probabilities)
+        counted = counts_padding(losses, t, pad, saved, counts) if losses is not None else None
+        if counted is not None:
+            kept = ~np.isnan(losses) & (t != pad)
+            return counted, float(np.mean(losses[kept]))
     return None

@@ -654,9 +654,11 @@ class ImproperOutput(Rule):
       or start in runs of one id in at least half of the rows, runs of several lengths, and that id is at most 1%
       of the other positions; and the loss value saved with those inputs is the average (or sum) of the
       recomputed cross-entropy over every target that is a class, the padding included, not over the others
-      (:mod:`.counted_padding`; judged at the loss's first 3 saves with integer targets and a saved value). The
-      padding is the easiest token there is: the loss looks excellent and the real tokens' gradient is diluted.
-      Class weights, label smoothing or another ignore_index match neither average: nothing is said then.
+      (also with the scores and targets shifted by one, as a causal language model's own loss takes them, and
+      divided by the count of targets before that shift, as a Hugging Face model does; :mod:`.counted_padding`;
+      judged at the loss's first 3 saves with integer targets and a saved value). The padding is the easiest
+      token there is: the loss looks excellent and the real tokens' gradient is diluted. Class weights, label
+      smoothing or another ignore_index match neither average: nothing is said then.
 
     Other losses (ranking, contrastive, a user's own) are judged by the last test only: the verdict is
     NotApplicable when the run has only such losses and that test could not be made. A run whose loss inputs
@@ -1006,13 +1008,11 @@ class ImproperOutput(Rule):
         if scores is None:
             return None
         axis = framework_axis(class_axes(tuple(targets.shape), tuple(scores.shape)), self._run_framework())
-        token_losses = (counted_padding.token_losses(scores, targets, axis,
-                                                     expects == loss_inputs.LOG_PROBABILITIES)
-                        if axis is not None else None)
-        if token_losses is None or not counted_padding.counts_padding(token_losses, targets, padding.id, saved):
+        judged = (counted_padding.loss_with_padding(scores, targets, axis, expects == loss_inputs.LOG_PROBABILITIES,
+                                                    padding.id, saved) if axis is not None else None)
+        if judged is None or not judged[0]:
             return None
-        kept = ~np.isnan(token_losses) & (targets != padding.id)
-        left_out = float(np.mean(token_losses[kept]))
+        left_out = judged[1]
         where = "end" if padding.side == "end" else "start"
         return (f"{loss} counts the padding of its targets: its targets {yname} {where} in runs of id {padding.id} in "
                 f"{padding.padded_rows} of {padding.rows} sequences (runs of several lengths, and the id is "
