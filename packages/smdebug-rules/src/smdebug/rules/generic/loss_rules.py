@@ -22,6 +22,7 @@ from smdebug.exceptions import (
     MissingEventFile,
     ShapeUnavailableForStep,
     SMDebugValueError,
+    StepUnavailable,
     TensorUnavailable,
     TensorUnavailableForStep,
 )
@@ -468,6 +469,10 @@ class ValidationPass(NamedTuple):
     recorded: bool  # value is the pass's loss as the hook recorded it (``val_<loss>``)
 
 
+#: a loss module's output as the PyTorch and MXNet hooks name it (its first input: ``<loss>_input_0``)
+_LOSS_OUTPUT = re.compile(r"^(.+)_output_\d+$")
+
+
 class ValidationPasses:
     """For one loss: its validation passes in order, read once, incrementally along the loss's saved steps.
 
@@ -486,7 +491,13 @@ class ValidationPasses:
     loss for per-batch losses, and for running means a fixed weighted mean of all of the pass's batches
     (batch ``j`` of ``n`` weighs ``sum(1/i for i in j..n) / n``), the same weights at every pass over the same
     validation batches -- so passes compare like with like. The last save alone would be one batch's loss
-    for per-batch losses (the noisiest choice there), so the mean is the robust choice for both.
+    for per-batch losses (the noisiest choice there), so the mean is the robust choice for both. Per-batch
+    losses are averaged by the batches' rows where the run tells them -- the first axis of the loss's first
+    input saved at that step (``<loss>_input_0`` for ``<loss>_output_0``; ``Hook.recommended`` saves it at the
+    first steps of each mode) -- and, for later passes whose inputs were not saved, by the rows the earlier
+    passes of as many saves had, where those all agree (a validation loader yields the same batches at every
+    pass): a last batch of 28 rows after two of 256 weighs 28/540, not a third (probe 17a F1: that batch, one
+    confidently wrong digit, read as a validation loss rising 80% on a run whose true one was flat).
 
     **Training loss.** Each pass carries the mean of the loss's TRAIN-mode saves between the previous pass and
     this one (the latest such mean when none was saved between them; None before any).
@@ -506,6 +517,11 @@ class ValidationPasses:
         self._train: Optional[float] = None  # the latest training mean
         #: the loss's first TRAIN save: the model before it learned (or as early as the run shows it)
         self.first_train: Optional[float] = None
+        self._rows: List[Optional[int]] = []  # the batch rows of each of _values (None: not saved)
+        #: per number of saves in a pass: the batch rows such passes had (None once two passes disagreed)
+        self._batch_rows: Dict[int, Optional[Tuple[int, ...]]] = {}
+        found = _LOSS_OUTPUT.match(name)
+        self._input = f"{found.group(1)}_input_0" if found else None
 
     def extend(self, upto: int) -> int:
         """Read the loss's saves up to global step ``upto``; returns how many passes ended (new ones)."""
@@ -523,6 +539,7 @@ class ValidationPasses:
                 value = self.saved.mean(self.name, g, ModeKeys.GLOBAL, self.worker)
                 if value is not None:
                     self._values.append(value)
+                    self._rows.append(self._batch_rows_at(g))
                 continue
             if self._open:  # a step of another mode: the pass ended
                 self._close(g)
@@ -592,16 +609,46 @@ class ValidationPasses:
             return None
         return self.saved.mean(self.marker, inside[0], ModeKeys.GLOBAL, self.worker)
 
+    def _batch_rows_at(self, step: int) -> Optional[int]:
+        """The rows of the batch the loss was computed on at ``step``: the first axis of its first input, when
+        that was saved then (read from the index: no tensor is loaded)."""
+        if self._input is None or not self.trial.has_tensor(self._input):
+            return None
+        try:
+            shape = self.trial.tensor(self._input).shape(step, worker=self.worker)
+        except (TensorUnavailableForStep, StepUnavailable, ShapeUnavailableForStep, InvalidWorker):
+            return None
+        return int(shape[0]) if shape and int(shape[0]) > 0 else None
+
+    def _pass_value(self) -> Optional[float]:
+        """The mean of the open pass's per-batch values, weighted by their batches' rows where known (see the
+        class docstring)."""
+        if not self._values:
+            return None
+        n = len(self._values)
+        rows: Optional[Sequence[Optional[int]]] = self._rows
+        if n > 1 and all(r is not None for r in self._rows):
+            known = tuple(self._rows)
+            if n not in self._batch_rows:
+                self._batch_rows[n] = known
+            elif self._batch_rows[n] != known:
+                self._batch_rows[n] = None
+        elif n > 1:
+            rows = self._batch_rows.get(n)
+        if n > 1 and rows is not None and all(r is not None for r in rows):
+            return float(np.average(self._values, weights=np.asarray(rows, dtype=np.float64)))
+        return float(np.mean(self._values))
+
     def _close(self, following: Optional[int]) -> None:
         if self._trains:
             self._train, self._trains = float(np.mean(self._trains)), []
         recorded = self._recorded(following) if len(self._open) > 1 or not self._values else None
-        value = recorded if recorded is not None else (float(np.mean(self._values)) if self._values else None)
+        value = recorded if recorded is not None else self._pass_value()
         if value is not None:
             (g0, m0), (g1, m1) = self._open[0], self._open[-1]
             self.passes.append(ValidationPass(g0, g1, m0, m1, len(self._open), value, self._train,
                                               recorded is not None))
-        self._open, self._values = [], []
+        self._open, self._values, self._rows = [], [], []
 
 
 def describe_pass(p: ValidationPass, mode: bool = False) -> str:
