@@ -72,3 +72,23 @@ def test_to_dataframe_patterns_are_bounded_too(run):
     assert done.returncode == 0, done.stderr
     assert "rows: ['aaab', 'w']" in done.stdout, done.stdout  # (fullmatch: 'aaab' and 'w', whole names)
     assert "refused: to_dataframe(tensors=...): the pattern '(a|aa)+' took more than" in done.stdout
+
+
+def test_the_hooks_include_regex_is_matched_in_bounded_time(tmp_path, smdebug_log):
+    # (a hook configuration file's HookParameters.include_regex and `smdebug run --include-regex` reach the hook
+    # as its include_regex; matched with re, '(.*)*x$' on a module's name hung the script before its first step
+    # -- probe 17b F1. Refused after the timeout, with a warning naming it; the other names are saved.)
+    import numpy as np
+
+    from _support import NumpyHook
+    from smdebug import SaveConfig
+
+    hook = NumpyHook(out_dir=str(tmp_path / "run"), save_config=SaveConfig(save_interval=1),
+                     include_regex="(a|aa)+$", include_collections=["default", "losses"])
+    hook.begin_step()
+    for name in (CRAFTED, "loss"):
+        hook.record(name, np.zeros(3, np.float32))
+    hook.end_step()
+    hook.close()
+    assert any("'(a|aa)+$'" in m and "took more than" in m for m in smdebug_log.warnings), smdebug_log.warnings
+    assert create_trial(str(tmp_path / "run")).tensor_names() == ["loss"]

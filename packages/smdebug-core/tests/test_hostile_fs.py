@@ -128,6 +128,41 @@ def test_tensorboard_and_state_files_are_not_written_through_links(tmp_path, vic
     assert victim.read_bytes() == VICTIM_TEXT and target.read_bytes() == b"[]" and not target.is_symlink()
 
 
+@pytest.mark.parametrize("planted", ["tensorboard", "tensorboard/GLOBAL"])
+def test_the_runs_own_tensorboard_folder_is_not_entered_through_a_planted_link(tmp_path, planted, smdebug_log):
+    # (export_tensorboard with no tensorboard_dir: <out_dir>/tensorboard is part of the run, and a link there
+    # made the hook write its summaries into whatever folder it pointed to; probe 17b F2)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    out = tmp_path / "run"
+    (out / planted).parent.mkdir(parents=True, exist_ok=True)
+    os.symlink(elsewhere, out / planted)
+    hook = NumpyHook(out_dir=str(out), save_config=SaveConfig(save_interval=1), include_collections=["losses"],
+                     export_tensorboard=True)
+    for step in range(2):
+        hook.begin_step()
+        hook.record("loss", np.float32(step))
+        hook.end_step()
+    hook.close()
+    assert list(elsewhere.iterdir()) == []
+    text = "\n".join(smdebug_log.messages())
+    assert "symbolic link, not a folder" in text and "TensorBoard output stops" in text, text
+    assert create_trial(str(out)).tensor("loss").steps() == [0, 1]  # the run itself is saved
+
+
+def test_a_tensorboard_dir_the_user_names_may_be_a_link(tmp_path):
+    real = tmp_path / "real_tb"
+    real.mkdir()
+    os.symlink(real, tmp_path / "tb")
+    hook = NumpyHook(out_dir=str(tmp_path / "run"), save_config=SaveConfig(save_interval=1),
+                     include_collections=["losses"], tensorboard_dir=str(tmp_path / "tb"))
+    hook.begin_step()
+    hook.record("loss", np.float32(1.0))
+    hook.end_step()
+    hook.close()
+    assert [p.name for p in (real / "GLOBAL").iterdir()][0].endswith(".tfevents")
+
+
 def test_plot_output_planted_as_a_link_is_replaced_not_written_through(tmp_path, victim):
     pytest.importorskip("matplotlib")
     out = tmp_path / "run"

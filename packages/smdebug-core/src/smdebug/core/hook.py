@@ -47,6 +47,7 @@ from smdebug.core.modes import ModeKeys
 from smdebug.core.out_dir import OutDirClaim, resolve_tensorboard_dir, tensorboard_dir_refusal, validate_out_dir
 from smdebug.core.quiet import QuietStretch, make_stretch
 from smdebug.core.reduction_config import ReductionConfig
+from smdebug.core.run_regex import Budget
 from smdebug.core.run_info import record_framework
 from smdebug.core.save_config import SaveConfig, schedule_changes
 from smdebug.core.save_plan import SavePlan
@@ -236,7 +237,12 @@ class BaseHook(HookCollections, HookSaving, HookOutput, HookClosing, WarnsOnce, 
             self.collection_manager.add(coll)
         if include_regex:
             regexes = [include_regex] if isinstance(include_regex, str) else list(include_regex)
-            self.collection_manager.get(CollectionKeys.DEFAULT).include(regexes)
+            default = self.collection_manager.get(CollectionKeys.DEFAULT)
+            # (matched in bounded time, as a configuration file's collection patterns are: a hook
+            # configuration file and `smdebug run --include-regex` pass it here, and a pattern that
+            # backtracked on a module's name hung the script before its first step; probe 17b F1)
+            default.match_in_bounded_time(Budget("the hook's include_regex"))
+            default.include(regexes)
         if save_all:
             self.collection_manager.get(CollectionKeys.ALL).include(".*")
         self.include_collections: List[str] = included_collection_names(

@@ -130,7 +130,10 @@ class HookOutput:
             if is_s3_path(self.tensorboard_dir):
                 logger.warning("smdebug: TensorBoard output to S3 is not supported; no TensorBoard files written")
             else:
-                self._tb = TensorBoardWriter(self.tensorboard_dir, keep_going=True)
+                # (the default folder is part of the run: no link followed below the run's folder)
+                inside = self.tensorboard_dir == self.out_dir.rstrip("/") + "/tensorboard"
+                self._tb = TensorBoardWriter(self.tensorboard_dir, keep_going=True,
+                                             beneath=self.out_dir if inside else None)
         self._export_collections()
 
     def _claim(self, worker=None) -> bool:

@@ -21,7 +21,7 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from smdebug.core.storage.safe_fs import create_new
+from smdebug.core.storage.safe_fs import HAVE_DIR_FD, create_new, open_dir_beneath
 
 from smdebug.core.locations import step_str
 from smdebug.core.logger import get_logger
@@ -80,12 +80,15 @@ def fill_histogram(histo, values: np.ndarray) -> None:
     histo.bucket.extend(counts[first : last + 1].astype(np.float64).tolist())
 
 
-def _new_events_file(folder: str, stem: str):
+def _new_events_file(folder: str, stem: str, folder_fd: Optional[int] = None):
     """A new events file in ``folder`` (never an existing file, never through a link planted there: the
-    folder may be shared with other writers). A taken name gets a numbered variant."""
+    folder may be shared with other writers); ``folder_fd``: the folder, opened. A taken name gets a numbered
+    variant."""
     for n in range(100):
         name = f"{stem}.tfevents" if n == 0 else f"{stem}.{n}.tfevents"
         try:
+            if folder_fd is not None:
+                return os.fdopen(create_new(name, dir_fd=folder_fd), "wb")
             return os.fdopen(create_new(os.path.join(folder, name)), "wb")
         except FileExistsError:
             continue
@@ -103,10 +106,17 @@ class TensorBoardWriter:
     folder; the calls after it do nothing. It used to reach the hook's writer thread as a failure of the
     run, and the hook stopped saving: a bad TensorBoard folder cost every step of the run itself.
     Without it (``smdebug export``) the failure is raised: the export is the whole job.
+
+    ``beneath``: a folder above ``directory`` below which no link is followed: the run's folder, for the
+    TensorBoard folder the hook keeps inside the run (``<out_dir>/tensorboard``), as for the run's other
+    folders (a link planted at ``tensorboard`` or ``tensorboard/TRAIN`` made the hook write outside the run).
+    Without it, links are followed down to ``directory`` (a folder the user named) and refused below it.
     """
 
-    def __init__(self, directory: str, storage: Optional[Storage] = None, keep_going: bool = False):
+    def __init__(self, directory: str, storage: Optional[Storage] = None, keep_going: bool = False,
+                 beneath: Optional[str] = None):
         self.directory = os.path.expanduser(directory)
+        self._beneath = os.path.expanduser(beneath) if beneath else self.directory
         self._storage = storage
         self._files: Dict[ModeKeys, object] = {}
         self._keep_going = keep_going
@@ -152,10 +162,28 @@ class TensorBoardWriter:
                 key = self._keys[mode] = f"{mode.name}/{name}"
                 f = self._files[mode] = self._storage.open_writer(key)
                 return f
-            folder = os.path.join(self.directory, mode.name)
-            os.makedirs(folder, exist_ok=True)
-            f = self._files[mode] = _new_events_file(folder, f"{step_str(step)}_{os.getpid()}_{socket.gethostname()}")
+            stem = f"{step_str(step)}_{os.getpid()}_{socket.gethostname()}"
+            f = self._files[mode] = self._new_local_file(mode, stem)
         return f
+
+    def _new_local_file(self, mode: ModeKeys, stem: str):
+        """A new events file in ``<directory>/<MODE>``, its folders made and opened without following a link
+        below ``beneath`` (see the class docstring)."""
+        folder = os.path.join(self.directory, mode.name)
+        if not HAVE_DIR_FD:  # (no descriptor-relative calls on this platform: the folders by name)
+            os.makedirs(folder, exist_ok=True)
+            return _new_events_file(folder, stem)
+        os.makedirs(self._beneath, exist_ok=True)
+        parts = [p for p in os.path.relpath(folder, self._beneath).split(os.sep) if p not in ("", ".")]
+        root = os.open(self._beneath, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
+        try:
+            fd = open_dir_beneath(root, parts, create=True, display=self._beneath)
+        finally:
+            os.close(root)
+        try:
+            return _new_events_file(folder, stem, fd)
+        finally:
+            os.close(fd)
 
     def _write(self, mode, step, fill, wall_time: Optional[float] = None) -> bool:
         return self._guarded(self._write_event, mode, step, fill, wall_time)
