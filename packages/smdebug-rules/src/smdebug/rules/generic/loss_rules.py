@@ -177,6 +177,28 @@ class SavedSteps:
         self._workers: Dict[Tuple[str, int, ModeKeys], List[str]] = {}
         #: per tensor: [global steps looked at, the workers seen saving it there] (see seen_workers)
         self._seen: Dict[str, list] = {}
+        #: a loss read from two tensors (see :func:`paired_losses`): its name -> (training tensor, validation one)
+        self.pairs: Dict[str, Tuple[str, str]] = {}
+
+    def pair(self, training: str, validation: str) -> str:
+        """One loss whose TRAIN-mode saves are ``training``'s and EVAL-mode saves ``validation``'s; its name."""
+        name = f"{training} (training) / {validation} (validation)"
+        self.pairs[name] = (training, validation)
+        return name
+
+    def real(self, name: str, mode: ModeKeys) -> str:
+        """The tensor holding ``name``'s saves of ``mode`` (EVAL: the validation tensor of a pair)."""
+        pair = self.pairs.get(name)
+        if pair is None:
+            return name
+        return pair[1] if mode == ModeKeys.EVAL else pair[0]
+
+    def _at(self, name: str, step: int, mode: ModeKeys) -> str:
+        """For a pair, the tensor saved at ``step`` of ``mode`` (GLOBAL: whichever saved at that global step)."""
+        training, validation = self.pairs[name]
+        if mode == ModeKeys.GLOBAL:
+            return validation if contains(self.steps(validation), step) else training
+        return validation if mode == ModeKeys.EVAL else training
 
     def _fresh(self) -> None:
         t = self.trial
@@ -211,6 +233,13 @@ class SavedSteps:
         self._fresh()
         key = (name, mode) if worker is None else (name, mode, worker)
         steps = self._steps.get(key)
+        if steps is None and name in self.pairs:
+            training, validation = self.pairs[name]
+            if mode == ModeKeys.GLOBAL:
+                steps = sorted(set(self.steps(training, mode, worker)) | set(self.steps(validation, mode, worker)))
+            else:
+                steps = self.steps(self.real(name, mode), mode, worker)
+            self._steps[key] = steps
         if steps is None:
             if worker is not None:
                 steps = [s for s in self.steps(name, mode) if worker in self.workers(name, s, mode)]
@@ -234,6 +263,8 @@ class SavedSteps:
         the saves of a complete step do not change."""
         if not self.several_workers():
             return [None]
+        if name in self.pairs:
+            return self.workers(self._at(name, step, mode), step, mode)
         key = (name, step, mode)
         found = self._workers.get(key)
         if found is None:
@@ -259,6 +290,8 @@ class SavedSteps:
              ) -> Optional[float]:
         """Mean of the tensor's values at ``step`` as a float (a loss saved per sample counts as its mean),
         ``worker``'s copy when given; None if only reductions or nothing were saved there."""
+        if name in self.pairs:
+            return self.mean(self._at(name, step, mode), step, mode, worker)
         key = (name, step, mode) if worker is None else (name, step, mode, worker)
         if key not in self._scalars:
             kwargs = {"mode": mode} if worker is None else {"mode": mode, "worker": worker}
@@ -284,6 +317,33 @@ def auto_mode(saved: SavedSteps, name: str, mode: Optional[ModeKeys]) -> Optiona
     if saved.steps(name, ModeKeys.TRAIN):
         return ModeKeys.TRAIN
     return ModeKeys.GLOBAL if saved.run_trains() else None
+
+
+#: a loss module's output as the hooks name it: ``<Class>_output_0``, a second instance ``<Class>_1_output_0``
+_LOSS_KIND = re.compile(r"^(?P<kind>.+?)(?:_\d+)?_output_\d+$")
+
+
+def paired_losses(saved: SavedSteps, names: Sequence[str]) -> List[str]:
+    """``names`` with each loss saved in TRAIN mode only joined to the one of its kind saved in EVAL mode only
+    (see :meth:`SavedSteps.pair`): a loop that trains with one loss instance and validates with another --
+    ``CrossEntropyLoss(label_smoothing=0.1)`` for training, a plain ``CrossEntropyLoss()`` for validation, each
+    registered -- saves them as two tensors (``CrossEntropyLoss_output_0``, ``CrossEntropyLoss_1_output_0``),
+    neither with both modes, and the rules comparing validation with training found nothing to compare
+    (probe 17a F2). Joined only when exactly one loss of the kind is saved in each mode alone; losses of
+    different kinds are never joined (their values are not on one scale)."""
+    def kind(name: str) -> Optional[str]:
+        m = _LOSS_KIND.match(name)
+        return m.group("kind") if m else None
+
+    train_only = [n for n in names if saved.steps(n, ModeKeys.TRAIN) and not saved.steps(n, ModeKeys.EVAL)]
+    eval_only = [n for n in names if saved.steps(n, ModeKeys.EVAL) and not saved.steps(n, ModeKeys.TRAIN)]
+    joined, out = set(), []
+    for t in train_only:
+        same = [e for e in eval_only if kind(e) is not None and kind(e) == kind(t)]
+        if len(same) == 1 and sum(kind(o) == kind(t) for o in train_only) == 1:
+            joined.update((t, same[0]))
+            out.append(saved.pair(t, same[0]))
+    return [n for n in names if n not in joined] + out
 
 
 #: why a rule about training judged nothing in a run of evaluation steps only
@@ -520,7 +580,7 @@ class ValidationPasses:
         self._rows: List[Optional[int]] = []  # the batch rows of each of _values (None: not saved)
         #: per number of saves in a pass: the batch rows such passes had (None once two passes disagreed)
         self._batch_rows: Dict[int, Optional[Tuple[int, ...]]] = {}
-        found = _LOSS_OUTPUT.match(name)
+        found = _LOSS_OUTPUT.match(saved.real(name, ModeKeys.EVAL))
         self._input = f"{found.group(1)}_input_0" if found else None
 
     def extend(self, upto: int) -> int:
@@ -849,15 +909,16 @@ class ValidationRows:
 
     def _inputs(self) -> Optional[Tuple[str, str]]:
         names = set(self.trial.tensor_names())
-        if self.name.endswith("_output_0"):
-            prefix = self.name[:-len("_output_0")]
+        loss = self.saved.real(self.name, ModeKeys.EVAL)  # (a pair's validation tensor: its rows are judged)
+        if loss.endswith("_output_0"):
+            prefix = loss[:-len("_output_0")]
             if f"{prefix}_input_0" in names and f"{prefix}_input_1" in names:
                 return f"{prefix}_input_0", f"{prefix}_input_1"
         collections = self.trial.collections()
         found = []
         for cname in ("predictions", "labels"):
             coll = collections.get(cname)
-            matched = [n for n in names if coll is not None and coll.matches(n) and n != self.name]
+            matched = [n for n in names if coll is not None and coll.matches(n) and n != loss]
             if len(matched) != 1:
                 return None
             found.append(matched[0])
@@ -990,7 +1051,8 @@ class Overfit(Rule):
 
     **Losses.** Tensors matching ``tensor_regex``; without it, the ``losses`` collection (or, if the run has
     none, every scalar tensor). Each loss needs TRAIN-mode and EVAL-mode saves; a loss saved per sample counts
-    as its mean.
+    as its mean. Two instances of one loss class, one saved in TRAIN mode only and the other in EVAL mode only
+    (training with label smoothing, validating without), are read as one loss (:func:`paired_losses`).
 
     **Evaluations.** Each validation pass -- consecutive EVAL-mode saves of the loss with no step of another
     mode between them (one save per validation batch, as Keras saves them, or a single save) -- with a TRAIN
@@ -1462,7 +1524,7 @@ class Overfit(Rule):
             return booster
         judged = ended = False
         previous, self._previous = self._previous, step
-        for name in self._losses.names():
+        for name in paired_losses(self._saved, self._losses.names()):
             workers = self._saved.seen_workers(name, step)  # ([None] in a run of one worker)
             failing = []  # [(worker, finding)]
             for worker in workers:
@@ -1496,7 +1558,7 @@ class Overfit(Rule):
             return False
         if not judged:
             seen = max((len(ev.val) for ev in self._evaluations.values()), default=0)
-            too_few = self._too_few(self._losses.names())
+            too_few = self._too_few(paired_losses(self._saved, self._losses.names()))
             if too_few:
                 self.not_applicable(too_few)  # (the run has ended: nothing more to wait for)
                 return False
@@ -1586,7 +1648,8 @@ class Overtraining(Rule):
 
     **Losses.** The ``losses`` collection (or, if the run has none, every scalar tensor); a loss saved per
     sample counts as its mean. TRAIN-mode saves are the training loss and EVAL-mode saves the validation
-    loss; a loss saved without modes (GLOBAL only) counts as a training loss.
+    loss; a loss saved without modes (GLOBAL only) counts as a training loss. Two instances of one loss class,
+    one saved in TRAIN mode only and the other in EVAL mode only, are read as one loss (:func:`paired_losses`).
 
     **Evaluations.** An evaluation is one validation pass: consecutive EVAL-mode saves of the loss with no
     step of another mode between them (Keras saves one EVAL step per validation batch; a loop may save one
@@ -1809,7 +1872,7 @@ class Overtraining(Rule):
         step_mode, mode_step = self.base_trial.mode_modestep(step)
         judged = False
         previous, self._previous = self._previous, step
-        for name in self._losses.names():
+        for name in paired_losses(self._saved, self._losses.names()):
             has_modes = bool(self._saved.steps(name, ModeKeys.TRAIN) or self._saved.steps(name, ModeKeys.EVAL))
             failing = []  # [(worker, finding)]: each worker's series (a run of one worker: [None])
             for worker in self._saved.seen_workers(name, step):
@@ -1835,7 +1898,7 @@ class Overtraining(Rule):
                                f"EVAL-mode saves) of a loss (or, with judge_training, blocks of "
                                f"window_train={self.window_train} training saves)")
             if not self.judge_training:
-                too_few = self._too_few(self._losses.names())
+                too_few = self._too_few(paired_losses(self._saved, self._losses.names()))
                 if too_few:
                     self.not_applicable(too_few)  # (the run has ended: nothing more to wait for)
                 else:
