@@ -8,7 +8,8 @@
 
 --param and --action apply to the --rule before them. Exit status of `run`: 0 no issues found, 1 issues
 found, 2 error (a rule failed, data unreadable, bad arguments), 3 not evaluated (no rule fired, no error, a
-rule found nothing it could evaluate), 4 not final (the run has not ended; no issue so far).
+rule found nothing it could evaluate), 4 not final (the run has not ended; no issue so far), 5 training failed
+(no issue found, but the training script died).
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ Each rule ends with a verdict: IssuesFound (it fired), NoIssuesFound (it judged 
 fired), NotEvaluated (the run has nothing the rule can evaluate: the verdict says what it looked for
 and what the run has), InProgress (the run has not ended: the verdict is not final) or Error (the rule could not be built or
 crashed, or its data cannot be read: the file and the step are named). The run's verdict is the first
-of Error, IssuesFound, NotEvaluated, InProgress that any rule has, else NoIssuesFound.
+of Error, IssuesFound, TrainingFailed, NotEvaluated, InProgress that any rule has (TrainingFailed: the
+hook recorded that the training script died -- an unhandled exception, a signal), else NoIssuesFound.
 
 The verdict table goes to stdout (--json prints the result document instead); findings as they
 happen (the first few of each rule; -v: every one), progress and logs go to stderr; -q silences all but
@@ -59,6 +61,8 @@ exit status:
   4  not final (InProgress): no issue so far, but the run has not ended (still training, or waiting for a
      worker the collections name); the table says why. Evaluate again later, or follow it (--follow);
      a run whose job died never ends by itself: --ended judges it as finished
+  5  training failed (TrainingFailed): no issue found, but the hook recorded that the training script died
+     (an unhandled exception, a signal; `smdebug ls RUN` shows what it wrote): the run is not a healthy one
   130  interrupted (Ctrl-C): the table and the result document show what was evaluated so far
 
 `smdebug rules list` shows every rule, `smdebug rules show NAME` its parameters and formula."""

@@ -96,8 +96,8 @@ def run_rules(
     or more and never fired), NotEvaluated (the run ended and the rule found nothing it could evaluate;
     ``detail`` says what it looked for and what the run has), InProgress (the run is still training), or
     Error (the rule could not be built or crashed, or the data it needed cannot be read: ``error`` names
-    the file and the step). The run's status is the first of Error, IssuesFound, NotEvaluated, InProgress
-    that any rule has, else NoIssuesFound.
+    the file and the step). The run's status is the first of Error, IssuesFound, TrainingFailed (the hook
+    recorded that the training script died), NotEvaluated, InProgress that any rule has, else NoIssuesFound.
 
     :param rules: rule names (``"vanishing_gradient"``, ``"VanishingGradient"``) or Rule subclasses, or
         ``(rule, params)`` / ``(rule, params, action_str)`` tuples; parameter values may be strings. A name
