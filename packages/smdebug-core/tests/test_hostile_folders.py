@@ -283,6 +283,26 @@ def test_removed_event_files_of_a_live_run_cost_one_wait_not_one_per_value(tmp_p
     assert time.monotonic() - started < 1.0 + 3.0  # one allowance of 10 x 0.1 s, then none
 
 
+def test_a_crashed_runs_missing_event_file_is_said_at_once_by_commands_and_announced_by_the_api(tmp_path,
+                                                                                               smdebug_log):
+    """A run whose job died (no end marker) and whose last step's event file is gone: `smdebug show` said
+    nothing for 200 s, then that the file is missing (probe 17b F3). A one-shot command says it at once; the
+    API, which may be reading a run still being written, waits -- and says what it waits for, once."""
+    out = write_simple_run(tmp_path / "run", steps=range(4))
+    os.unlink(os.path.join(out, "training_job_end.ts"))
+    os.unlink(event_path(out, 3))
+    started = time.monotonic()
+    proc = run_smdebug("show", out, "w", "--step", "3", timeout=60)
+    assert time.monotonic() - started < 30
+    assert proc.returncode == 1 and "is missing" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    trial = create_trial(out)
+    trial.poll_interval, trial.missing_event_retry_limit = 0.1, 3
+    with pytest.raises(MissingEventFile):
+        trial.tensor("w").value(3)
+    waits = [m for m in smdebug_log.warnings if "is missing while its index is there" in m]
+    assert len(waits) == 1 and "waiting up to 0.3s" in waits[0], smdebug_log.warnings
+
+
 # --- names that would drive the terminal ---------------------------------------------------------------------
 def test_names_from_a_run_never_reach_the_terminal_as_control_sequences(tmp_path):
     escape = "\x1b]0;owned\x07\x1b[2J\u202eevil\r\x9b31m"

@@ -73,6 +73,18 @@ def test_the_run_status_is_the_first_of_error_issues_not_evaluated_in_progress(s
                           TRAINING_FAILED: 5}
 
 
+def test_a_crashed_runs_missing_event_file_is_an_error_at_once(tmp_path):
+    # (no end marker, the last step's event file gone: judged once, the run was waited on for 200 s in silence
+    # before the error, as if it might still be written; --follow still waits for it -- probe 17b F3)
+    run = write_run(tmp_path / "run", [1e-3] * 4, close=False, delay=0.01)  # (flushed: its files are there)
+    events = [os.path.join(d, f) for d, _, files in os.walk(os.path.join(run, "events")) for f in files]
+    os.unlink(max(events))
+    started = time.monotonic()
+    proc = smdebug("rules", "run", run, "--rule", "vanishing_gradient", "--json", timeout=60)
+    assert time.monotonic() - started < 30
+    assert proc.returncode == 2 and "MissingEventFile" in proc.stdout, (proc.stdout[-2000:], proc.stderr[-2000:])
+
+
 @pytest.mark.parametrize("run, rules, code, status", [
     ("healthy", ["vanishing_gradient"], 0, NO_ISSUES),
     ("vanishing", ["vanishing_gradient", "dead_relu"], 1, ISSUES),  # IssuesFound before NotEvaluated

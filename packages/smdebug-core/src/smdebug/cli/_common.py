@@ -110,7 +110,11 @@ def open_trial(path: str, wait: float = 0.0):
     if not path.strip():
         raise CliError("the run's path is empty (give . for the current directory)")
     try:
-        return create_trial(path, wait_for_collections=max(wait, 0.0))
+        trial = create_trial(path, wait_for_collections=max(wait, 0.0))
+        # (a one-shot command: a missing event file of a run that has not ended -- a crashed job's -- is said at
+        # once; waiting for it cost 200 s of silence per command, probe 17b F3)
+        trial.wait_for_missing_event_files = False
+        return trial
     except NoSmdebugRun as e:
         hint = "; --wait SECONDS waits for a run about to start" if not wait else ""
         raise CliError(f"no smdebug run at {path}" + (f": {e.reason}" if e.reason else "") + hint) from None

@@ -150,6 +150,11 @@ class Trial:
         # retries): a live run whose event files were removed would otherwise cost every value its own
         # full wait (100 x 2 s). A file that appears while waited for makes the allowance whole again.
         self._missing_event_waits_left: Optional[int] = None
+        #: whether a missing event file of a run that has not ended is waited for (it may still be being
+        #: written); one-shot readers (the CLI's ls, show, plot, export, report, a rules run without --follow)
+        #: set it False: a crashed run's missing file is said at once, not after 200 s of silence
+        self.wait_for_missing_event_files = True
+        self._said_waiting = False
         # index files of a live run that did not parse but may still be being written (see _being_written):
         # key -> when this trial first found it so (time.monotonic())
         self._unfinished: Dict[str, float] = {}
@@ -1585,10 +1590,18 @@ class Trial:
                 )
                 if self._missing_event_waits_left is None:
                     self._missing_event_waits_left = self.missing_event_retry_limit
-                if (self.loaded_all_steps or later_exists or self._assumed_ended
-                        or attempts > self.missing_event_retry_limit or self._missing_event_waits_left <= 0
-                        or self.storage.exists(END_OF_JOB_FILE)):
+                if (not self.wait_for_missing_event_files or self.loaded_all_steps or later_exists
+                        or self._assumed_ended or attempts > self.missing_event_retry_limit
+                        or self._missing_event_waits_left <= 0 or self.storage.exists(END_OF_JOB_FILE)):
                     raise MissingEventFile(name, f.step, f.mode, self.storage.full_path(key)) from None
+                if not self._said_waiting:  # (once per trial: a wait of minutes must not look like a hang)
+                    self._said_waiting = True
+                    logger.warning(
+                        "smdebug: the event file of step %d (%s) is missing while its index is there and the run "
+                        "has not ended: waiting up to %gs for it (its writer may still be writing it; a job that "
+                        "died never ends its run). SMDEBUG_MISSING_EVENT_FILE_RETRY_LIMIT=0 does not wait",
+                        f.step, printable(self.storage.full_path(key)),
+                        self._missing_event_waits_left * self.poll_interval)
                 self._missing_event_waits_left -= 1
                 time.sleep(self.poll_interval)
         if len(raw) < length:

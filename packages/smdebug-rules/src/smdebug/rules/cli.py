@@ -148,9 +148,13 @@ def _open(path: str, follow: bool, **kwargs):
     if not follow and not is_s3_path(path) and not os.path.lexists(os.path.expanduser(path.strip())):
         raise SMDebugError(f"{path}: no such directory")
     try:
-        return create_trial(path, **kwargs)
+        trial = create_trial(path, **kwargs)
     except NoSmdebugRun as e:  # (a file, a FIFO, a link loop...: the trial says what is there instead)
         raise NoSmdebugRun(e.path, e.reason, hint="" if follow else "--follow waits for a run about to start") from None
+    # (judged once, not followed: a missing event file of a run that has not ended -- a crashed job's -- is an
+    # error at once, not 200 s of silence; probe 17b F3)
+    trial.wait_for_missing_event_files = follow
+    return trial
 
 
 def _run(args) -> int:
