@@ -521,6 +521,33 @@ def test_a_model_that_was_called_is_not_said_never_called(tmp_path, smdebug_warn
     assert "never called" not in smdebug_warnings.text
 
 
+@pytest.mark.parametrize("how", ["functional", "registered", "recorded"])
+def test_a_run_that_saved_no_loss_says_why_at_close(tmp_path, smdebug_warnings, how):
+    # (a functional loss runs no module: every loss rule found nothing, and nothing said why -- probe 17a F9)
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3))
+    hook = smd.Hook.recommended(str(tmp_path / "run"))
+    hook.register_module(model)
+    loss_fn = nn.CrossEntropyLoss()
+    if how == "registered":
+        hook.register_loss(loss_fn)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(3):
+        x, y = torch.randn(8, 4), torch.randint(0, 3, (8,))
+        loss = loss_fn(model(x), y) if how == "registered" else torch.nn.functional.cross_entropy(model(x), y)
+        if how == "recorded":
+            hook.record_tensor_value("loss", loss)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    hook.close()
+    said = [r.getMessage() for r in smdebug_warnings.records if "no loss was saved" in r.getMessage()]
+    if how == "functional":
+        assert len(said) == 1 and "hook.register_loss(loss_fn)" in said[0], smdebug_warnings.text
+    else:
+        assert not said, said
+
+
 def test_batchnorm_running_statistics_are_saved_only_when_asked(tmp_path):
     torch.manual_seed(0)
     model = nn.Sequential(nn.BatchNorm1d(4), nn.Linear(4, 2))

@@ -69,6 +69,10 @@ class HookSaving:
     """Mixed into BaseHook: uses its step state (``step``, ``mode``, ``_in_step``, ``_due``, ``_step_lock``),
     its writer (``_writer``, ``_tb``) and its collections."""
 
+    #: whether the script named a value of its own to save (save_scalar, save_tensor, a framework's
+    #: record_tensor_value): a framework hook that saw no loss says so at close only when it did not
+    _user_saves = False
+
     def is_due(self, tensor_name: str) -> bool:
         """Would a tensor of this name be saved at the current step?"""
         if not self._due or self._disabled:
@@ -207,6 +211,7 @@ class HookSaving:
         if not isinstance(name, str) or not name:
             raise SMDebugTypeError(f"{call} needs a non-empty {what}, got {shown(name)}")
         name = str.__str__(name)
+        self._user_saves = True  # (the script saves values of its own: a functional loss, metrics)
         stored = prefix + name + suffix
         problem = tensor_name_problem(stored)
         if problem is not None:

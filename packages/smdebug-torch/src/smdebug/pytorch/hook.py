@@ -340,6 +340,7 @@ class Hook(BaseHook):
             with self._step_lock:
                 self._settle_step()
             self._say_if_never_called()
+            self._say_if_no_loss()
         super().close()
         self.remove()
 
@@ -353,6 +354,22 @@ class Hook(BaseHook):
                 "was saved: a step begins at each forward call of the registered module. Register the module "
                 "your training loop calls (a model whose parts are called one by one needs a hook on the part "
                 "that is called once per step)", self.model_name)
+
+    def _say_if_no_loss(self) -> None:
+        """Warn when the run trained but saved no loss although the losses collection was asked for: no loss
+        module was registered (nor found in the model), the model computed none itself, and the script saved
+        no value of its own (``record_tensor_value``). A functional loss (``F.cross_entropy``) runs no module
+        the hook can watch; the rules that judge the loss then found none, and said so in eight mechanical
+        ways with no word of the cause (probe 17a F9)."""
+        if (self.model is None or self.step == self.init_step or self._loss_modules or self._model_loss is not None
+                or self._user_saves or CollectionKeys.LOSSES not in self.include_collections):
+            return
+        logger.warning(
+            "smdebug: no loss was saved: no loss module was registered with the hook and the script recorded no "
+            "loss value, so the rules that judge the loss (LossNotDecreasing, Overfit, ImproperOutput, ...) will "
+            "find none. A functional loss (torch.nn.functional.cross_entropy) runs no module the hook can see: "
+            "use the module (loss_fn = nn.CrossEntropyLoss(); hook.register_loss(loss_fn)) or record the value "
+            "(hook.record_tensor_value('loss', loss))")
 
     def _forget_step(self) -> None:
         self._traced.clear()  # (what a compiled forward captured in the discarded step)
