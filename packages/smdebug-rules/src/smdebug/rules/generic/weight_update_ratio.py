@@ -15,7 +15,7 @@ from smdebug.rules.generic.convergence import CONVERGED_GRADIENT_FRACTION, Gradi
 from smdebug.rules.generic.identical_saves import IdenticalSaves
 from smdebug.rules.generic.loss_rules import (SavedSteps, auto_mode, contains, mode_label, said_trained_nothing,
                                               step_in_mode)
-from smdebug.rules.generic.random_init import random_initialisation
+from smdebug.rules.generic.random_init import random_initialisation, uniform_initialisations
 from smdebug.rules.generic.selection import (GRADIENTS, GradientsByStep, first_finding, select_tensors,
                                              trained_parameters, value_at, worker_named, workers_at)
 from smdebug.rules.params import as_float, as_int, in_range
@@ -25,6 +25,22 @@ WEIGHTS = "weights"
 #: optimizer steps a record of never-trained parameters must cover: at one or two, a branch the first batches
 #: did not take (a conditional head, an expert no token was routed to) would read as cut from the loss
 MIN_UNTRAINED_STEPS = 3
+#: a weight initialised below this share of the size the smallest standard initialisation of its shape gives
+#: (see :func:`tiny_start`) starts, like a zero-initialised one, with no scale its first update can be measured
+#: against: a classifier head scaled by 1e-3 at initialisation (ConvNeXt's and DeiT's ``head_init_scale``)
+#: read as an update 20 times its weight at the first step (probe 17a F8)
+TINY_START_SHARE = 0.01
+
+
+def tiny_start(weight: np.ndarray) -> bool:
+    """Whether ``weight`` (two dimensions or more) is far smaller than any standard initialisation of its shape
+    would make it: its norm below :data:`TINY_START_SHARE` of ``sqrt(size / 3) * bound``, the norm of U(-bound,
+    +bound) draws, for the smallest bound of :func:`~.random_init.uniform_initialisations`."""
+    bounds = [b for _, b in uniform_initialisations(weight.shape)]
+    if not bounds:
+        return False
+    typical = np.sqrt(weight.size / 3.0) * min(bounds)
+    return float(np.linalg.norm(weight.ravel())) < TINY_START_SHARE * typical
 
 
 def _listed(names: List[str]) -> str:
@@ -55,6 +71,9 @@ class WeightUpdateRatio(Rule):
     was all zeros at ``p`` (zero-initialised biases and normalisation shifts) is skipped at ``s``: its ratio
     has no scale (it used to fire as ``update / epsilon``); later, its norm in the denominator is the largest it
     has had so far, since a shift that stays near zero has no scale of its own at a save where it crosses zero.
+    So is a weight whose first save is under 1% of the norm the smallest standard initialisation of its shape
+    gives (:func:`tiny_start`: a classifier head scaled by 1e-3 at initialisation, ConvNeXt's and DeiT's
+    ``head_init_scale``, whose first AdamW step is twenty times its norm).
 
     The large test leaves out a tensor the run never saved a gradient of while it saved others' (non-trainable
     variables: Keras' BatchNormalization ``moving_mean`` and ``moving_variance``, which the Keras hook saves with
@@ -332,10 +351,13 @@ class WeightUpdateRatio(Rule):
             self.logger.debug("%s: %s changed shape between steps %d and %d", self.rule_name, label, p, s)
             return None
         key = (name, worker, mode)
-        if not np.any(before):
-            # a parameter initialised to zero (a bias, a normalisation shift) has no scale to compare
-            # its first update with: the ratio is undefined, not large
+        if not np.any(before) or (key not in self._zero_start and tiny_start(before)):
+            # a parameter initialised to zero (a bias, a normalisation shift), or far below any standard
+            # initialisation of its shape (a head scaled by 1e-3), has no scale to compare its first update with:
+            # the ratio is undefined, not large; from then on its largest size so far is its scale
             self._zero_start.setdefault(key, True)
+            if np.any(before):
+                self._peak[key] = max(self._peak.get(key, 0.0), float(np.linalg.norm(now.ravel())))
             return ""
         self._zero_start.setdefault(key, False)
         norm = float(np.linalg.norm(before.ravel()))
