@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from statistics import NormalDist
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
@@ -964,7 +965,13 @@ class ClassImbalance(_LabelsAndPredictions):
     the rarer class's count is binomial: the exact bound at the chance of two standard deviations,
     :func:`_ratio_upper_bound`) is at most ``threshold_imbalance`` -- are judged too;
     others are not judged yet, and the verdict (NotEvaluated) says how many labels were saved, how (labels
-    per saved step x saved steps) and what is missing. A message counts the labels of one save when every save
+    per saved step x saved steps) and what is missing -- except at the last labels of a finished run whose
+    first validation pass settles that no two classes are further apart than ``threshold_imbalance`` (by the
+    same bound, weighted alike) while the training labels saved do not differ from its labels beyond chance (a
+    chi-square test at 1%): the counts are then cleared on the validation labels, and the detail says so
+    (:meth:`_held_out_balance`; a batch of 4 under Hook.recommended's schedule saves some 70 training labels,
+    and a healthy run ended NotEvaluated). Validation labels never make a finding: a training set rebalanced on
+    purpose differs from them. A message counts the labels of one save when every save
     counted holds the same rows (XGBoost's held-out set, saved at every round: the same rows, not more data),
     and says over how many saves it summed them otherwise.
 
@@ -1335,9 +1342,14 @@ class ClassImbalance(_LabelsAndPredictions):
                     return (f"{said} ratio {ratio:.4g}, at least {low:.3g} allowing for the chance in counts this "
                             f"small, > threshold_imbalance {self.threshold_imbalance:g} ({labels_said}, {fewer})")
             elif high > self.threshold_imbalance:
-                self._waiting = self._too_few(step, total, len(present), per_class)
-                self.not_evaluated(self._waiting)
-                return False
+                held_out = self._held_out_balance(step, counts, weight)
+                if held_out is None:
+                    self._waiting = self._too_few(step, total, len(present), per_class)
+                    self.not_evaluated(self._waiting)
+                    return False
+                self._waiting = None
+                self.mark_evaluated(*label_names)
+                self._mix_said = held_out  # (what the counts said: the detail, and the misprediction test's words)
             else:
                 self._waiting = None
                 self.mark_evaluated(*label_names)
@@ -1362,6 +1374,54 @@ class ClassImbalance(_LabelsAndPredictions):
         else:
             counts_said = f"all {shown[most]} labels counted are class {most}"
         return self._mispredicted(step, label_names, saved_steps, counts_said, None)
+
+    def _held_out_balance(self, step: int, counts: np.ndarray, weight: np.ndarray) -> Optional[str]:
+        """At the last step with labels of a finished run whose training labels saved are too few to settle the
+        imbalance test (a batch of 4, a hundred classes, under a tapered schedule), what the labels of its first
+        validation pass say, when they settle that no two classes are further apart than threshold_imbalance
+        (their extreme pair, weighted as the training labels are, within it even allowing for chance:
+        :func:`_ratio_upper_bound`) and the training labels saved do not differ from them beyond chance
+        (:func:`_homogeneity_p` >= :data:`HOMOGENEITY_LEVEL`); None otherwise. Only the first pass: later passes
+        re-read the same rows, which are no more samples. Never a finding: a validation set drawn to be
+        representative stands for the training data only where nothing says otherwise, and a training set
+        rebalanced on purpose differs from it -- the counts must show no imbalance either way."""
+        trial = self.base_trial
+        last = self.__dict__.get("_last_saved") or [step]
+        if not (trial.loaded_all_steps and self._train_labels) or step < last[-1]:
+            return None
+        evals = sorted(s for s, part in self._parts.items() if part is not None and trial.mode(s) == ModeKeys.EVAL)
+        if not evals:
+            return None
+        first = [evals[0]]
+        for g in evals[1:]:
+            if g != first[-1] + 1:  # (a step between: the pass ended, or a save of it was skipped)
+                break
+            first.append(g)
+        size = max([len(counts), len(weight)] + [len(self._parts[g][0]) for g in first])
+        held = sum(np.pad(self._parts[g][0], (0, size - len(self._parts[g][0]))) for g in first)
+        train = np.pad(counts, (0, size - len(counts)))
+        w = np.pad(weight, (0, size - len(weight)), constant_values=1.0)
+        present = np.flatnonzero((held + train > 0) & (w > 0))
+        if len(present) < 2:
+            return None
+        weighted = held * w
+        most, least = present[np.argmax(weighted[present])], present[np.argmin(weighted[present])]
+        if least == most:  # (every class alike, as a stratified split makes them)
+            least = next(k for k in present if k != most)
+        high = _ratio_upper_bound(int(held[most]), int(held[least])) * w[most] / w[least]
+        if not high <= self.threshold_imbalance:
+            return None
+        p = _homogeneity_p(train[present], held[present])
+        if p < HOMOGENEITY_LEVEL:
+            return None
+        pass_steps = f"EVAL step{'s' if len(first) > 1 else ''} " + (
+            f"{trial.mode_modestep(first[0])[1]}-{trial.mode_modestep(first[-1])[1]}" if len(first) > 1
+            else f"{trial.mode_modestep(first[0])[1]}")
+        return (f"the {int(train.sum())} training labels saved are too few to settle the counts, so the "
+                f"{int(held.sum())} labels of the first validation pass ({pass_steps}) were judged: the largest class, "
+                f"{most}, has {int(held[most])} labels and the smallest, class {least}, {int(held[least])}: a ratio of "
+                f"at most {high:.3g} allowing for chance <= threshold_imbalance {self.threshold_imbalance:g}, and the "
+                f"training labels saved do not differ from them beyond chance (chi-square p = {p:.2g})")
 
     def caveat(self, reason: Optional[str]) -> None:
         """As :meth:`Rule.caveat`, with what the weighted class counts said at the last step judged (a class mix
@@ -1599,6 +1659,25 @@ BALANCED_TAIL = 0.0228
 _TAIL_SIGMAS = 2.0  # (BALANCED_TAIL as standard deviations of a normal variable)
 #: above this many labels of the two classes _ratio_upper_bound takes the binomial as normal
 _EXACT_LABELS = 20000
+
+
+#: the chi-square homogeneity test's level below which a run's training labels differ from its validation labels
+#: (ClassImbalance judges the validation labels only when the training labels saved are consistent with them)
+HOMOGENEITY_LEVEL = 0.01
+
+
+def _homogeneity_p(a: np.ndarray, b: np.ndarray) -> float:
+    """The p-value of the chi-square test that class counts ``a`` and ``b`` come from one distribution (a 2 x K
+    table; the chi-square tail by Wilson and Hilferty's cube-root normal approximation, well within what a test at
+    1% needs); 1 when there is nothing to compare."""
+    table = np.vstack([a, b]).astype(np.float64)
+    table = table[:, table.sum(axis=0) > 0]
+    if table.shape[1] < 2 or table.sum(axis=1).min() == 0:
+        return 1.0
+    expected = table.sum(axis=1, keepdims=True) * table.sum(axis=0, keepdims=True) / table.sum()
+    x, k = float(((table - expected) ** 2 / expected).sum()), table.shape[1] - 1
+    z = ((x / k) ** (1 / 3) - (1 - 2 / (9 * k))) / math.sqrt(2 / (9 * k))
+    return float(1.0 - NormalDist().cdf(z))
 
 
 def _ratio_upper_bound(most: int, least: int, tail: float = BALANCED_TAIL) -> float:
