@@ -140,11 +140,22 @@ _RECURRENT_PARAMETER = re.compile(r"^(?:gradients?/)?(?P<layer>.+?)(?:[._/](?:we
                                   r"|(?:[^/]*_cell/)?recurrent_kernel|(?:l\d+_)?h2h_weight))$")
 
 
+#: the longest tensor name looked at as a recurrent layer's parameter
+MAX_PARAMETER_NAME = 1024
+_RECURRENT_ENDINGS = ("weight_hh", "_reverse", "recurrent_kernel", "h2h_weight")
+_NUMBERED_HH = re.compile(r"weight_hh_l\d{1,6}\Z")
+
+
 def recurrent_layers(trial) -> List[str]:
     """The recurrent layers (RNN, GRU, LSTM) whose parameters the run saved (weights or gradients), by name:
     their tanh and sigmoid are computed inside the cell, where no hook sees them."""
     layers = set()
     for name in trial.tensor_names():
+        # (the pattern backtracks over the whole name at each of its positions: a 100 KB name a run holds cost
+        # seconds per match, at every step -- probe 17b F8; no parameter's name is that long, and the suffix
+        # test first leaves every other name after one look at its end)
+        if len(name) > MAX_PARAMETER_NAME or not name.endswith(_RECURRENT_ENDINGS) and not _NUMBERED_HH.search(name):
+            continue
         m = _RECURRENT_PARAMETER.match(name)
         if m is not None:
             layers.add(m.group("layer"))

@@ -37,7 +37,7 @@ import numpy as np
 
 from smdebug.core.modes import ModeKeys
 from smdebug.rules.evaluation import note_read
-from smdebug.rules.generic.selection import value_at
+from smdebug.rules.generic.selection import MAX_CLASS_ID, value_at
 from smdebug.rules.generic.xgboost_rules import labels_from
 
 #: metrics whose relative gain means something: lower is better, 0 is a perfect fit and a model that learned
@@ -98,7 +98,7 @@ def best_constant_metric(metric: str, labels: np.ndarray) -> Optional[float]:
         if metric == "rmse":
             return float(np.sqrt(np.mean((rows - rows.mean(axis=0)) ** 2)))
         return float(np.mean(np.abs(rows - np.median(rows, axis=0))))
-    if y.ndim != 1 or not np.all(y == np.round(y)) or y.min() < 0:
+    if y.ndim != 1 or not np.all(y == np.round(y)) or y.min() < 0 or y.max() > MAX_CLASS_ID:
         return None
     if metric in ("logloss", "error") and y.max() > 1:
         return None
@@ -142,7 +142,7 @@ def row_losses(metric: str, predictions: np.ndarray, labels: np.ndarray
         if metric == "rmse":
             return ((y - p) ** 2).sum(axis=1), ((y - y.mean(axis=0)) ** 2).sum(axis=1)
         return np.abs(y - p).sum(axis=1), np.abs(y - np.median(y, axis=0)).sum(axis=1)
-    if y.ndim != 1 or not np.all(y == np.round(y)) or y.min() < 0:
+    if y.ndim != 1 or not np.all(y == np.round(y)) or y.min() < 0 or y.max() > MAX_CLASS_ID:
         return None
     classes = y.astype(np.int64)
     shares = np.bincount(classes) / n

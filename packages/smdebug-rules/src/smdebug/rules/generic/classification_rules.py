@@ -38,7 +38,7 @@ from smdebug.rules.generic.ignored_targets import beyond_classes
 from smdebug.rules.generic.ignored_targets import class_axes as _class_axes
 from smdebug.rules.generic.input_rules import StepSums
 from smdebug.rules.generic.prediction_scale import recorded_kind, scores_to_ids
-from smdebug.rules.generic.selection import collection_tensors, select_tensors, stopped_on_request
+from smdebug.rules.generic.selection import MAX_CLASS_ID, collection_tensors, select_tensors, stopped_on_request
 from smdebug.rules.generic.xgboost_rules import _hyperparameter, booster_params, cross_validation, regression_objective
 from smdebug.rules.params import as_bool, as_float, as_int, as_list, as_optional_int, in_range
 from smdebug.rules.rule import Rule
@@ -84,6 +84,9 @@ def _class_ids(scores: np.ndarray) -> np.ndarray:
         return np.floor(scores + 0.5).astype(np.int64)
     return scores.astype(np.int64)
 
+
+#: the most classes Confusion builds its matrix of (classes x classes counts, and a look at each)
+MAX_CONFUSION_CLASSES = 4096
 
 #: the last labels must have been saved in the last 10 % of the run to stand for the trained model
 TRAINED_SHARE = 0.9
@@ -506,7 +509,17 @@ class _LabelsAndPredictions(Rule):
                 # one label per sample of a binary loss: its single score (a logit, a probability) tells two
                 # classes apart, though it has no class axis (labels all 1 of a single-logit BCE: probe 9 M3)
                 self.__dict__["classes_scored"] = max(self.__dict__.get("classes_scored", 0), 2)
+            if labels.size and float(np.max(labels)) > MAX_CLASS_ID:
+                self._warn_once(("huge ids", lname), "%s: %s holds values up to %.4g, beyond any class id; not "
+                                "judged", self.rule_name, lname, float(np.max(labels)))
+                self._no_classes(lname, f"{lname} holds values up to {float(np.max(labels)):.4g}: more than "
+                                        f"{MAX_CLASS_ID} classes, no classifier's class ids")
+                continue
             labels = _class_ids(labels).reshape(-1)
+            if predictions is not None and predictions.size and int(predictions.max()) > MAX_CLASS_ID:
+                self._warn_once(("huge predicted ids", lname), "%s: %s holds ids beyond any class; not paired",
+                                self.rule_name, prediction_names[i])
+                predictions = None
             if scored is not None and scored >= 2:
                 labels = self._ignored_beyond(labels, scored, lname)
             if predictions is not None and predictions.size != labels.size:
@@ -714,6 +727,9 @@ class Confusion(_LabelsAndPredictions):
         if labels.size == 0:
             return None
         n = self.category_no or int(max(labels.max(), predictions.max())) + 1
+        if n > MAX_CONFUSION_CLASSES:
+            self.__dict__["_too_many_classes"] = n
+            return None
         matrix = np.zeros((n, n), dtype=np.int64)
         np.add.at(matrix, (labels, predictions), 1)
         return matrix
@@ -778,6 +794,11 @@ class Confusion(_LabelsAndPredictions):
             self._unpaired = (f"the last labels (step {step}) were not judged: the predictions saved with them are "
                               f"not finite (NaN or infinite) in {where}: the model's outputs are not numbers")
             self.not_evaluated(self._unpaired)
+            return False
+        if matrix is None and self.__dict__.get("_too_many_classes"):
+            self.not_applicable(f"the last labels (step {step}) hold class ids up to "
+                                f"{self._too_many_classes - 1}: a confusion matrix of more than "
+                                f"{MAX_CONFUSION_CLASSES} classes is not built (category_no bounds the classes)")
             return False
         if matrix is None:
             self._unpaired = (f"the last labels (step {step}) were not judged: "

@@ -29,6 +29,7 @@ from typing import List, NamedTuple, Optional
 import numpy as np
 
 from smdebug.rules.generic.ranks import rank_correlation
+from smdebug.rules.generic.selection import MAX_CLASS_ID
 
 REGRESSION_CORRELATION = 0.999
 BAND_SHARE = 0.1
@@ -62,7 +63,8 @@ def target_column(labels: np.ndarray, rows: int) -> Optional[np.ndarray]:
 
 def are_classes(y: np.ndarray) -> bool:
     """Whether the targets are class ids: non-negative whole numbers, at most :data:`MAX_CLASSES` of them."""
-    return bool(np.all(y == np.round(y)) and y.min() >= 0 and len(np.unique(y)) <= MAX_CLASSES)
+    return bool(np.all(y == np.round(y)) and y.min() >= 0 and y.max() <= MAX_CLASS_ID
+                and len(np.unique(y)) <= MAX_CLASSES)
 
 
 def enough(y: np.ndarray, classes: Optional[bool] = None) -> bool:

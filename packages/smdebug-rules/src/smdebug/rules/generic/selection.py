@@ -147,6 +147,10 @@ def _why_unsaved(trial, collection: str) -> str:
 
 
 GRADIENTS = "gradients"
+#: the largest class id a label may be: counting classes allocates one slot per id up to the largest (a label of
+#: 3e9 among a booster's made the rules grow to 24 GB; probe 17b F5), and no classifier scores a million classes
+#: (a language model's vocabulary is a few hundred thousand). Larger values are no class ids.
+MAX_CLASS_ID = 1 << 20
 
 
 def trained_parameters(trial) -> Optional[Set[str]]:

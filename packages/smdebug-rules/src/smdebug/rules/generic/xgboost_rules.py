@@ -181,7 +181,9 @@ def _depth_from_links(nodes: List[int], yes: List[Optional[int]], no: List[Optio
     depth, level, seen = 0, sorted(roots)[:1], set()
     while level:
         seen.update(level)
-        following = [c for n in level for c in children.get(n, ()) if c not in seen]
+        # (a set: nodes linking to the same child twice doubled the level at each depth -- a 40-node tree of
+        # a damaged run took 3.4 GB, probe 17b F6)
+        following = sorted({c for n in level for c in children.get(n, ()) if c not in seen})
         if not following:
             break
         depth, level = depth + 1, following
@@ -265,7 +267,13 @@ class TreeDepth(Rule):
         node_value = value_at(self.base_trial, "trees/Node", step)
         if node_value is None or node_value.size == 0:
             return None
-        nodes = [int(n) for n in np.asarray(node_value, dtype=np.float64).reshape(-1)]
+        ids = np.asarray(node_value, dtype=np.float64).reshape(-1)
+        if not (np.all(np.isfinite(ids)) and ids.min() >= 0 and ids.max() < 2 ** 31):
+            # (a damaged or forged run: int(NaN) failed deep inside as "cannot convert float NaN to integer")
+            self._warn_bad_trees(step, "trees/Node holds values that are no node ids (not finite, negative or "
+                                       "beyond 2**31)")
+            return None
+        nodes = [int(n) for n in ids]
         trees = self._column("Tree", step, len(nodes)) or [0] * len(nodes)
         node_depths = self._column("Depth", step, len(nodes))
         yes, no = self._column("Yes", step, len(nodes)), self._column("No", step, len(nodes))
@@ -277,12 +285,22 @@ class TreeDepth(Rule):
             tree_nodes = [nodes[i] for i in idx]
             depth = None
             if node_depths is not None:
-                known = [int(node_depths[i]) for i in idx if node_depths[i] >= 0]
+                # (a node's depth is below the tree's node count: a stored depth of 2**62 for a 3-node tree, or
+                # NaN, is damage, and the depth is found from the links or the ids instead)
+                known = [int(node_depths[i]) for i in idx
+                         if math.isfinite(float(node_depths[i])) and 0 <= node_depths[i] < len(idx)]
                 depth = max(known) if known else None
             if depth is None and yes is not None and no is not None:
                 depth = _depth_from_links(tree_nodes, [_child(yes[i]) for i in idx], [_child(no[i]) for i in idx])
             depths[tree] = depth if depth is not None else _depth_from_ids(tree_nodes)
         return depths
+
+    def _warn_bad_trees(self, step: int, what: str) -> None:
+        """Say once that the trees saved at ``step`` cannot be read (their step is not judged)."""
+        if not self.__dict__.get("_said_bad_trees"):
+            self._said_bad_trees = True
+            self.logger.warning("%s: the trees saved at step %d are not judged: %s", self.rule_name, step, what)
+            self.caveat(f"the trees saved at step {step} were not judged: {what}")
 
     def _not_applicable(self) -> Optional[str]:
         """Why the run's model is not one this rule judges (None when it is, or nothing tells)."""
