@@ -349,6 +349,16 @@ def test_dollar_signs_in_names_draw_as_text(tmp_path):
     fig.canvas.draw()  # raises ParseSyntaxException if the text were parsed as mathtext
 
 
+def test_names_of_kilobytes_are_clipped_in_a_plot(tmp_path):
+    # (long names squeezed the axes to nothing; matplotlib printed its layout warning and a line of our
+    # source on stderr -- probe 17b F10)
+    pytest.importorskip("matplotlib")
+    names = [f"scalar/{i}_" + "x" * 3000 for i in range(5)]
+    out = write_simple_run(tmp_path / "run", names=names)
+    proc = run_smdebug("plot", out, "scalar/.*", "-o", str(tmp_path / "p.png"))
+    assert proc.returncode == 0 and "Warning" not in proc.stderr, proc.stderr[-2000:]
+
+
 # --- 6. raw exceptions ----------------------------------------------------------------------------------
 def test_an_event_file_that_is_a_directory(tmp_path):
     out = write_simple_run(tmp_path / "run")

@@ -191,11 +191,19 @@ def series_labels(series: Sequence[Series], *, with_tensor: bool = True) -> List
     return labels
 
 
+#: the most characters of a label drawn (a tensor name of kilobytes squeezed the axes to nothing, and matplotlib
+#: printed its layout warning with a line of our source; probe 17b F10)
+MAX_LABEL = 120
+
+
 def plain_text(text: str) -> str:
     """``text`` shown as it is by matplotlib: tensor and run names come from the run, and a ``$`` in them
     would start mathtext (``lr$\\frac{a}{$`` makes matplotlib raise while drawing). An escaped ``\\$`` is
-    drawn as a plain dollar sign."""
-    return str(text).replace("$", r"\$")
+    drawn as a plain dollar sign. Clipped to MAX_LABEL characters (its start and end, the middle left out)."""
+    text = str(text)
+    if len(text) > MAX_LABEL:
+        text = f"{text[:MAX_LABEL // 2 - 1]}...{text[-(MAX_LABEL // 2 - 2):]}"
+    return text.replace("$", r"\$")
 
 
 #: the largest magnitude drawn. A finite float64 near its limit (1.8e308) cannot be placed on an axis:

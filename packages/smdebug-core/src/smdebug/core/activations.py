@@ -136,7 +136,14 @@ def matching_names(regex: Optional[str], names: Iterable[str]) -> List[str]:
         patterns = _meta_pattern(regex)
     except PatternError:  # (records are checked with optional_regexes_valid when read: a record made in code)
         return []
-    return sorted(n for n in names if patterns.search(n))
+    names = names if isinstance(names, list) else list(names)
+    # (the last answer is kept: rules ask with the same run's names at every step, and a run of 100,000 names
+    # was searched whole for each record at each of them -- probe 17b F11)
+    key = (len(names), names[0] if names else None, names[-1] if names else None)
+    last = getattr(patterns, "_last_matching", None)
+    if last is None or last[0] != key:
+        last = patterns._last_matching = (key, sorted(n for n in names if patterns.search(n)))
+    return list(last[1])
 
 
 def record(collection_manager, found: Mapping[str, Iterable[ActivationLayer]]) -> None:

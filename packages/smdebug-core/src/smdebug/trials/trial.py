@@ -229,6 +229,9 @@ class Trial:
         self._declares_aliases = False  # some index file of the run declares its aliases (see index_file)
         self._index_workers: Set[str] = set()  # workers named by index files (any step, in range or not)
         self._tensor_names: Set[str] = set()
+        #: (how many names, them sorted): every rule asks for the run's names at every step; sorting 100,000
+        #: names at each call made a judgement minutes long (the names only grow)
+        self._sorted_names: Tuple[int, List[str]] = (-1, [])
         # tensor name -> sorted global steps with anything of it, kept up to date as index files are parsed,
         # so Tensor.steps() does not scan the whole run (rules ask for it at every step)
         self._tensor_step_index: Dict[str, List[int]] = {}
@@ -1126,6 +1129,11 @@ class Trial:
         mode = _mode_arg(mode)
         if regex is not None and collection is not None:
             raise SMDebugValueError("Pass either regex or collection to tensor_names, not both")
+        if step is None and mode == ModeKeys.GLOBAL and regex is None and collection is None:
+            self._parse_pending()
+            if self._sorted_names[0] != len(self._tensor_names):
+                self._sorted_names = (len(self._tensor_names), sorted(self._tensor_names))
+            return list(self._sorted_names[1])
         if step is None:
             if mode == ModeKeys.GLOBAL:
                 self._parse_pending()

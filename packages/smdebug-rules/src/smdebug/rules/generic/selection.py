@@ -12,6 +12,7 @@ import re
 import weakref
 from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Set, Tuple
 
+from smdebug.core.collection import mutation_count
 from smdebug.core.modes import ModeKeys
 from smdebug.exceptions import InvalidWorker, MissingEventFile, StepUnavailable, TensorUnavailableForStep
 from smdebug.rules.evaluation import looking_for
@@ -65,6 +66,29 @@ def _pattern_for(trial, regex: str) -> NamePattern:
     return cache[regex]
 
 
+#: per trial, which of its names each collection or pattern selects, with the names and collection it was worked
+#: out for: every rule selects its tensors at every step, and matching every name of a run of 100,000 names at
+#: each of its steps, for each rule, took minutes (probe 17b F11); a run's names only grow, and a collection read
+#: again from a changed collections file is a new object, so the answer stands while both are the same
+_MEMBERS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _members(trial, key, matcher, all_names: List[str]) -> List[str]:
+    """The names of ``all_names`` that ``matcher`` (a collection's ``matches``, a pattern's ``search``) takes,
+    kept per trial under ``key`` while the names and the matcher's owner are the same."""
+    # (mutation_count: any collection changed since -- a pattern added in place, a collections file read again)
+    version = (len(all_names), all_names[-1] if all_names else None, id(getattr(matcher, "__self__", matcher)),
+               mutation_count())
+    try:
+        cache = _MEMBERS.setdefault(trial, {})
+    except TypeError:  # (an object that takes no weak reference: worked out each time)
+        return [n for n in all_names if matcher(n)]
+    kept = cache.get(key)
+    if kept is None or kept[0] != version:
+        kept = cache[key] = (version, [n for n in all_names if matcher(n)])
+    return kept[1]
+
+
 def select_tensors(trial, collection_names: List[str], tensor_regex: List[str]) -> List[str]:
     """Names of the tensors of the named collections and of those matching a regex (``re.search``). What
     was looked for is recorded for the rule's verdict (see :func:`smdebug.rules.evaluation.looking_for`)."""
@@ -72,12 +96,12 @@ def select_tensors(trial, collection_names: List[str], tensor_regex: List[str]) 
     names = set()
     for cname in collection_names:
         coll = trial.collection(cname)
-        found = [n for n in all_names if coll.matches(n)]
+        found = _members(trial, ("collection", cname), coll.matches, all_names)
         looking_for(f"collection {cname!r}", found)
         names.update(found)
     for regex in tensor_regex or ():
         compiled = _pattern_for(trial, regex)
-        found = [n for n in all_names if compiled.search(n)]
+        found = _members(trial, ("regex", regex), compiled.search, all_names)
         looking_for(f"tensors matching {regex!r}", found)
         names.update(found)
     return sorted(names)
@@ -126,7 +150,7 @@ def collection_tensors(trial, collection_names: Iterable[str], role: str = "") -
                 what = (f"collection {cname!r} ({role} of its layers: the hook found {len(recorded)} ({shown}) but "
                         f"the run holds none of their {role}: " + _why_unsaved(trial, cname) + ")")
         else:
-            found = [n for n in names if coll.matches(n)]
+            found = _members(trial, ("collection", cname), coll.matches, names)
             what = f"collection {cname!r}"
         looking_for(what, found, absent_by_design=recorded is not None and not recorded)
         out.update((n, cname) for n in found if n not in out)

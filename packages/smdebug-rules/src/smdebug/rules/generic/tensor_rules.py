@@ -6,7 +6,7 @@ import numpy as np
 
 from smdebug.core.modes import ModeKeys
 from smdebug.core.reductions import EmptyTensorError
-from smdebug.exceptions import SMDebugValueError
+from smdebug.exceptions import SMDebugError, SMDebugValueError
 from smdebug.rules.generic.selection import (
     GradientsByStep,
     every_tensor,
@@ -64,7 +64,13 @@ class _TensorRule(Rule):
         inspected tensor was empty is not evaluated."""
         empty = []
         held = False
+        try:  # (the names saved at this step: looking up each of a run's 100,000 names at every step took minutes)
+            at_step = set(self.base_trial.tensor_names(step=step))
+        except SMDebugError:
+            at_step = None
         for name in self.tensors():
+            if at_step is not None and name not in at_step:
+                continue
             found = []
             for worker, value in values_by_worker(self.base_trial, name, step):
                 if value.dtype.kind not in "fciub":
