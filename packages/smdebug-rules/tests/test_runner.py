@@ -146,6 +146,35 @@ def test_follow_ends_when_the_run_folder_is_removed(tmp_path):
     assert result.exit_code == 2
 
 
+@pytest.mark.parametrize("change", ["folder swapped for a link", "index removed"])
+def test_follow_ends_when_the_run_folder_is_swapped_or_its_index_removed(tmp_path, change):
+    # (both went unnoticed: the rules stayed InProgress until the timeout -- probe 17b F9)
+    import os
+    import shutil
+
+    path = write_run(tmp_path / "unfinished", [1e-3, 1e-3], close=False)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+
+    def swap():
+        if change == "index removed":
+            shutil.rmtree(os.path.join(path, "index"))
+        else:
+            os.rename(path, str(tmp_path / "moved"))
+            os.symlink(elsewhere, path)
+
+    changer = threading.Timer(1.0, swap)
+    changer.start()
+    started = time.monotonic()
+    result = run_rules(path, ["vanishing_gradient"], follow=True, poll_interval=0.1, timeout=60)
+    changer.join()
+    assert time.monotonic() - started < 30
+    rule = result.rules[0]
+    said = "index folder was removed" if change == "index removed" else "was replaced by another folder"
+    assert rule.status == "Error" and said in rule.error, rule
+    assert result.exit_code == 2
+
+
 def test_runner_stops_a_live_pytorch_training_when_exploding_tensor_fires(tmp_path):
     out = tmp_path / "torch-run"
     env = {**os.environ, "SMDEBUG_STOP_CHECK_INTERVAL": "0.1"}

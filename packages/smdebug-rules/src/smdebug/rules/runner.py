@@ -14,6 +14,7 @@ training) are asked between polls through :meth:`Rule.check_idle`.
 from __future__ import annotations
 
 import os
+import stat
 import time
 from typing import Callable, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -359,11 +360,28 @@ def _with_stop_training(action_str: Optional[str]) -> str:
 
 def _run_removed(trial) -> Optional[BaseException]:
     """A local run whose folder was removed (or replaced by something else) while it was being followed:
-    the error to fail the rules with; None while the folder is there (S3 prefixes have no folder to lose)."""
+    the error to fail the rules with; None while the folder is there (S3 prefixes have no folder to lose).
+    The folder is known by its identity (device and inode) from the first look on: one replaced by another
+    folder, or by a link to one (``/``), is no longer the run; nor is a run whose ``index`` folder, once there,
+    was removed (nothing more can be read of it). Both went unnoticed until the timeout (probe 17b F9)."""
     root = getattr(trial.storage, "root", None)  # (local storage: the folder, made absolute and expanded)
-    if not isinstance(root, str) or is_s3_path(str(trial.path)) or os.path.isdir(root):
+    if not isinstance(root, str) or is_s3_path(str(trial.path)):
         return None
-    return NoSmdebugRun(root, "the run folder was removed while its run was being followed", hint="")
+    try:
+        st = os.stat(root)
+    except OSError:
+        st = None
+    if st is None or not stat.S_ISDIR(st.st_mode):
+        return NoSmdebugRun(root, "the run folder was removed while its run was being followed", hint="")
+    index = os.path.isdir(os.path.join(root, "index"))
+    seen = trial.__dict__.setdefault("_followed_folder", [st.st_dev, st.st_ino, index])
+    if (st.st_dev, st.st_ino) != (seen[0], seen[1]):
+        return NoSmdebugRun(root, "the run folder was replaced by another folder (or a link to one) while its run "
+                                  "was being followed", hint="")
+    if seen[2] and not index:
+        return NoSmdebugRun(root, "the run's index folder was removed while its run was being followed", hint="")
+    seen[2] = seen[2] or index
+    return None
 
 
 def _fail(a: _Active, error: BaseException, step: Optional[int], on_event, where: Optional[str] = None) -> None:
