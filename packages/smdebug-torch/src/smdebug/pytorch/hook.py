@@ -38,6 +38,7 @@ from smdebug.core import activations, class_weights, loss_inputs, singleton
 from smdebug.core.collection import CollectionKeys
 from smdebug.core.hook import BaseHook, _guarded, logger
 from smdebug.core.modes import ModeKeys
+from smdebug.core.names import printable
 from smdebug.exceptions import SMDebugTypeError, SMDebugValueError, TrainingStopRequested
 from smdebug.pytorch import _dynamo, layers, sharded
 from smdebug.pytorch.collection import Collection
@@ -365,11 +366,12 @@ class Hook(BaseHook):
                 or self._user_saves or CollectionKeys.LOSSES not in self.include_collections):
             return
         logger.warning(
-            "smdebug: no loss was saved: no loss module was registered with the hook and the script recorded no "
-            "loss value, so the rules that judge the loss (LossNotDecreasing, Overfit, ImproperOutput, ...) will "
-            "find none. A functional loss (torch.nn.functional.cross_entropy) runs no module the hook can see: "
-            "use the module (loss_fn = nn.CrossEntropyLoss(); hook.register_loss(loss_fn)) or record the value "
-            "(hook.record_tensor_value('loss', loss))")
+            "smdebug: no loss was saved to %s: no loss module was registered with the hook and the script "
+            "recorded no loss value, so the rules that judge the loss (LossNotDecreasing, Overfit, "
+            "ImproperOutput, ...) will find none. A functional loss (torch.nn.functional.cross_entropy) runs no "
+            "module the hook can see: use the module (loss_fn = nn.CrossEntropyLoss(); "
+            "hook.register_loss(loss_fn)) or record the value (hook.record_tensor_value('loss', loss))",
+            printable(self.out_dir))
 
     def _forget_step(self) -> None:
         self._traced.clear()  # (what a compiled forward captured in the discarded step)
