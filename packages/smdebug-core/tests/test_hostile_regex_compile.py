@@ -228,3 +228,16 @@ def test_a_collections_file_of_a_hundred_thousand_cheap_patterns_costs_seconds(t
     assert out.returncode == 0, out.stderr
     note = next(line for line in out.stdout.splitlines() if "note: many:" in line)
     assert "more not used" in note and len(note) < 500, note[:500]
+
+
+def test_a_records_kept_answer_is_for_exactly_the_names_it_was_asked_of():
+    # (kept so rules do not search a run's 100,000 names at every step; keyed by count, first and last name, one
+    # run's answer was given for another's names, which differ in between -- a Keras run's labels_0 read as
+    # labels/cls)
+    from smdebug.core.activations import matching_names
+
+    first = ["a_loss", "labels/cls", "z_weights"]
+    second = ["a_loss", "labels_0", "z_weights"]
+    assert matching_names(r"^labels", first) == ["labels/cls"]
+    assert matching_names(r"^labels", second) == ["labels_0"]
+    assert matching_names(r"^labels", first + ["labels_9"]) == ["labels/cls", "labels_9"]

@@ -138,8 +138,10 @@ def matching_names(regex: Optional[str], names: Iterable[str]) -> List[str]:
         return []
     names = names if isinstance(names, list) else list(names)
     # (the last answer is kept: rules ask with the same run's names at every step, and a run of 100,000 names
-    # was searched whole for each record at each of them -- probe 17b F11)
-    key = (len(names), names[0] if names else None, names[-1] if names else None)
+    # was searched whole for each record at each of them -- probe 17b F11. The pattern is shared by every run
+    # of the process: the answer is kept for exactly these names, by their hash -- two runs' names of the same
+    # count, first and last differ in between)
+    key = (len(names), hash(tuple(names)))
     last = getattr(patterns, "_last_matching", None)
     if last is None or last[0] != key:
         last = patterns._last_matching = (key, sorted(n for n in names if patterns.search(n)))
