@@ -1524,7 +1524,8 @@ class Overfit(Rule):
             return booster
         judged = ended = False
         previous, self._previous = self._previous, step
-        for name in paired_losses(self._saved, self._losses.names()):
+        losses = paired_losses(self._saved, self._losses.names())  # (once a step: both uses below)
+        for name in losses:
             workers = self._saved.seen_workers(name, step)  # ([None] in a run of one worker)
             failing = []  # [(worker, finding)]
             for worker in workers:
@@ -1558,7 +1559,7 @@ class Overfit(Rule):
             return False
         if not judged:
             seen = max((len(ev.val) for ev in self._evaluations.values()), default=0)
-            too_few = self._too_few(paired_losses(self._saved, self._losses.names()))
+            too_few = self._too_few(losses)
             if too_few:
                 self.not_applicable(too_few)  # (the run has ended: nothing more to wait for)
                 return False
@@ -1872,7 +1873,8 @@ class Overtraining(Rule):
         step_mode, mode_step = self.base_trial.mode_modestep(step)
         judged = False
         previous, self._previous = self._previous, step
-        for name in paired_losses(self._saved, self._losses.names()):
+        losses = paired_losses(self._saved, self._losses.names())  # (once a step: both uses below)
+        for name in losses:
             has_modes = bool(self._saved.steps(name, ModeKeys.TRAIN) or self._saved.steps(name, ModeKeys.EVAL))
             failing = []  # [(worker, finding)]: each worker's series (a run of one worker: [None])
             for worker in self._saved.seen_workers(name, step):
@@ -1898,7 +1900,7 @@ class Overtraining(Rule):
                                f"EVAL-mode saves) of a loss (or, with judge_training, blocks of "
                                f"window_train={self.window_train} training saves)")
             if not self.judge_training:
-                too_few = self._too_few(paired_losses(self._saved, self._losses.names()))
+                too_few = self._too_few(losses)
                 if too_few:
                     self.not_applicable(too_few)  # (the run has ended: nothing more to wait for)
                 else:
