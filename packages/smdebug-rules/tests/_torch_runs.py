@@ -76,16 +76,20 @@ def train_torch(
 
 def train_recommended(out_dir, model: nn.Module, x: torch.Tensor, y: torch.Tensor, loss_fn: nn.Module, *,
                       steps: int = 40, optimizer: Optional[torch.optim.Optimizer] = None, lr: float = 0.5,
-                      batch_size: int = 32) -> List[float]:
+                      batch_size: int = 32, schedule: Optional[Callable[[int], float]] = None) -> List[float]:
     """Train ``model`` on minibatches of ``(x, y)`` under ``Hook.recommended(out_dir)`` (what users run),
     the loss module registered; plain SGD at ``lr`` unless an ``optimizer`` is given (no momentum, no decay: a
-    zero gradient moves nothing). Returns the losses."""
+    zero gradient moves nothing). ``schedule(step)`` multiplies the SGD learning rate at each step (a warm-up).
+    Returns the losses."""
     hook = smd.Hook.recommended(str(out_dir))
     hook.register_module(model)
     hook.register_loss(loss_fn)
     opt = optimizer or torch.optim.SGD(model.parameters(), lr=lr)
     losses = []
     for step in range(steps):
+        if schedule is not None:
+            for group in opt.param_groups:
+                group["lr"] = lr * schedule(step)
         start = (step * batch_size) % len(x)
         opt.zero_grad()
         loss = loss_fn(model(x[start:start + batch_size]), y[start:start + batch_size])

@@ -510,8 +510,8 @@ def test_class_imbalance_mispredictions(tmp_path):
     # (the counts of one save: both saves hold the same rows)
     assert rule.last_reason == ("the trained model mispredicts class 1 in 270 of its 300 samples (0.9 > "
                                 "threshold_misprediction 0.7; step 1); it predicts class 0 for 570 of the 600 samples "
-                                "(95%): a fault of the predictions, not of the class counts (the classes are balanced: "
-                                "the largest, class 0, has 300 labels and the smallest, class 1, 300: ratio 1 <= "
+                                "(95%): a fault of the predictions, not of the class counts (the class counts pass the "
+                                "imbalance test: the largest, class 0, has 300 labels and the smallest, class 1, 300: ratio 1 <= "
                                 "threshold_imbalance 10)")
     assert invoke_rule(ClassImbalance(trial, threshold_misprediction="0.9")) == []
     assert invoke_rule(ClassImbalance(trial, threshold_misprediction="0.89")) == [1]

@@ -25,7 +25,7 @@ from smdebug.rules.results import NO_ISSUES  # noqa: E402
 from smdebug.rules.runner import run_rules  # noqa: E402
 from smdebug.trials import create_trial  # noqa: E402
 
-from _torch_runs import classification_data, mlp, train_torch  # noqa: E402
+from _torch_runs import classification_data, mlp, train_recommended, train_torch  # noqa: E402
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -51,6 +51,28 @@ def test_weight_update_ratio(tmp_path, lr, fired, words):
         assert steps == [1, 2, 3] and words in rule.last_reason and "between TRAIN steps 2 and 3" in rule.last_reason
     else:
         assert steps == []
+
+
+def test_weight_update_ratio_quiet_on_a_warm_up_from_almost_nothing(tmp_path):
+    """A cubic warm-up from 2e-8 of the peak learning rate: the first updates are far below small_threshold,
+    then grow to normal size (probe 17a F5 fired at the first step of such a healthy run)."""
+    x, y = classification_data(256)
+    losses = train_recommended(tmp_path, mlp(), x, y, nn.CrossEntropyLoss(), steps=60, lr=0.5,
+                               schedule=lambda step: max(2e-8, min(1.0, (step / 30) ** 3)))
+    assert losses[-1] < 0.5 * losses[0]  # (it trained)
+    (result,) = run_rules(str(tmp_path), ["WeightUpdateRatio"]).rules
+    assert result.status == NO_ISSUES, (result.status, result.detail, result.findings)
+
+
+def test_weight_update_ratio_fires_on_tiny_updates_that_do_not_grow(tmp_path):
+    """A learning rate of 1e-10 on a float64 model: the weights move (float64 keeps the change), by a ratio that
+    stays far below small_threshold. The first tiny update is judged at the next save, which fires."""
+    x, y = classification_data(256)
+    train_recommended(tmp_path, mlp().double(), x.double(), y, nn.CrossEntropyLoss(), steps=20, lr=1e-10)
+    trial = trial_of(tmp_path)
+    rule = WeightUpdateRatio(trial)
+    assert invoke_rule(rule)[0] == 2
+    assert "< small_threshold 1e-08" in rule.last_reason
 
 
 # --- LossNotDecreasing -------------------------------------------------------------------------------------

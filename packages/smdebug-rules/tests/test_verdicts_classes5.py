@@ -265,4 +265,4 @@ def test_counts_balanced_by_scale_pos_weight_are_said_as_weighted(tmp_path):
     r = _verdict(_xgboost_run(tmp_path, params, x, y, 20))
     assert r.status == "IssuesFound", (r.status, r.detail)
     reason = r.findings[0].reason
-    assert "balanced by scale_pos_weight=19" in reason and "weighted 1 and 19: weighted ratio 1.12" in reason, reason
+    assert "weighted by scale_pos_weight=19 pass" in reason and "weighted 1 and 19: weighted ratio 1.12" in reason, reason

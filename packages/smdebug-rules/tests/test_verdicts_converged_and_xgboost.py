@@ -257,8 +257,8 @@ def test_class_imbalance_misprediction_on_balanced_classes_says_so(tmp_path):
     assert rule.last_reason == (
         "the trained model mispredicts class 1 in 40 of its 40 samples (1 > threshold_misprediction 0.7; step 1); it "
         "predicts class 0 for 160 of the 160 samples (100%); 3 of the 4 classes labelled never predicted (1, 2, 3): a "
-        "fault of the predictions, not of the class counts (the classes are balanced: the largest, class 0, has 40 "
-        "labels and the smallest, class 1, 40: ratio 1 <= threshold_imbalance 10)")
+        "fault of the predictions, not of the class counts (the class counts pass the imbalance test: the largest, "
+        "class 0, has 40 labels and the smallest, class 1, 40: ratio 1 <= threshold_imbalance 10)")
     # a model that predicts well: quiet
     trial = write(tmp_path / "trained", [{"labels": labels, "predictions": labels}] * 2)
     assert invoke_rule(ClassImbalance(trial)) == []

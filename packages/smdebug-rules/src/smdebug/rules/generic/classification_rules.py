@@ -1376,7 +1376,8 @@ class ClassImbalance(_LabelsAndPredictions):
                 self.mark_evaluated(*label_names)
         self.caveat(None)  # (the detail says what the weighted counts said at the last step judged, or nothing)
         # (reached only when the class counts passed the imbalance test above: said, lest "ClassImbalance" be
-        # read as "the data is imbalanced")
+        # read as "the data is imbalanced"; not "balanced", which a ratio of 7.9 under a threshold of 10 is not:
+        # probe 17a F10)
         if self._mix_said:
             counts_said = self._mix_said
         elif len(present) > 1:
@@ -1384,14 +1385,14 @@ class ClassImbalance(_LabelsAndPredictions):
             if weights:
                 # (1164 labels against 36 read "balanced ... ratio 1" when the ratio was of the counts weighted by
                 # scale_pos_weight: probe 16b F8)
-                counts_said = (f"the classes are balanced by {source}: the largest, class {most}, has "
-                               f"{shown[most]} labels and the smallest, class {rarest}, {shown[rarest]}, weighted "
-                               f"{weight[most]:.4g} and {weight[rarest]:.4g}: weighted ratio {ratio:.3g} <= "
+                counts_said = (f"the class counts weighted by {source} pass the imbalance test: the largest, class "
+                               f"{most}, has {shown[most]} labels and the smallest, class {rarest}, {shown[rarest]}, "
+                               f"weighted {weight[most]:.4g} and {weight[rarest]:.4g}: weighted ratio {ratio:.3g} <= "
                                f"threshold_imbalance {self.threshold_imbalance:g}")
             else:
-                counts_said = (f"the classes are balanced: the largest, class {most}, has {shown[most]} labels and "
-                               f"the smallest, class {rarest}, {shown[rarest]}: ratio {ratio:.3g} <= "
-                               f"threshold_imbalance {self.threshold_imbalance:g}")
+                counts_said = (f"the class counts pass the imbalance test: the largest, class {most}, has "
+                               f"{shown[most]} labels and the smallest, class {rarest}, {shown[rarest]}: ratio "
+                               f"{ratio:.3g} <= threshold_imbalance {self.threshold_imbalance:g}")
         else:
             counts_said = f"all {shown[most]} labels counted are class {most}"
         return self._mispredicted(step, label_names, saved_steps, counts_said, None)

@@ -319,8 +319,23 @@ def auto_mode(saved: SavedSteps, name: str, mode: Optional[ModeKeys]) -> Optiona
     return ModeKeys.GLOBAL if saved.run_trains() else None
 
 
-#: a loss module's output as the hooks name it: ``<Class>_output_0``, a second instance ``<Class>_1_output_0``
-_LOSS_KIND = re.compile(r"^(?P<kind>.+?)(?:_\d+)?_output_\d+$")
+#: a loss module's output as the PyTorch and MXNet hooks name it: ``<Class>_output_0``, a second instance of the
+#: class ``<Class>_1_output_0``; the module's inputs are ``<module>_input_0`` (predictions), ``_input_1`` (targets)
+_LOSS_MODULE_OUTPUT = re.compile(r"^(?P<module>(?P<kind>.+?)(?:_\d+)?)_output_\d+$")
+
+
+def loss_kind(name: str) -> Optional[str]:
+    """The loss class of a loss module's output tensor ``name`` (``CrossEntropyLoss`` for
+    ``CrossEntropyLoss_1_output_0``), None for a tensor not named as one."""
+    m = _LOSS_MODULE_OUTPUT.match(name)
+    return m.group("kind") if m else None
+
+
+def loss_input(name: str, index: int = 0) -> Optional[str]:
+    """The tensor name of input ``index`` of the loss module whose output is ``name`` (``CrossEntropyLoss_1_input_0``
+    for ``CrossEntropyLoss_1_output_0``), None for a tensor not named as a loss module's output."""
+    m = _LOSS_MODULE_OUTPUT.match(name)
+    return f"{m.group('module')}_input_{index}" if m else None
 
 
 def paired_losses(saved: SavedSteps, names: Sequence[str]) -> List[str]:
@@ -331,10 +346,7 @@ def paired_losses(saved: SavedSteps, names: Sequence[str]) -> List[str]:
     neither with both modes, and the rules comparing validation with training found nothing to compare
     (probe 17a F2). Joined only when exactly one loss of the kind is saved in each mode alone; losses of
     different kinds are never joined (their values are not on one scale)."""
-    def kind(name: str) -> Optional[str]:
-        m = _LOSS_KIND.match(name)
-        return m.group("kind") if m else None
-
+    kind = loss_kind
     train_only = [n for n in names if saved.steps(n, ModeKeys.TRAIN) and not saved.steps(n, ModeKeys.EVAL)]
     eval_only = [n for n in names if saved.steps(n, ModeKeys.EVAL) and not saved.steps(n, ModeKeys.TRAIN)]
     joined, out = set(), []
@@ -529,10 +541,6 @@ class ValidationPass(NamedTuple):
     recorded: bool  # value is the pass's loss as the hook recorded it (``val_<loss>``)
 
 
-#: a loss module's output as the PyTorch and MXNet hooks name it (its first input: ``<loss>_input_0``)
-_LOSS_OUTPUT = re.compile(r"^(.+)_output_\d+$")
-
-
 class ValidationPasses:
     """For one loss: its validation passes in order, read once, incrementally along the loss's saved steps.
 
@@ -580,8 +588,7 @@ class ValidationPasses:
         self._rows: List[Optional[int]] = []  # the batch rows of each of _values (None: not saved)
         #: per number of saves in a pass: the batch rows such passes had (None once two passes disagreed)
         self._batch_rows: Dict[int, Optional[Tuple[int, ...]]] = {}
-        found = _LOSS_OUTPUT.match(saved.real(name, ModeKeys.EVAL))
-        self._input = f"{found.group(1)}_input_0" if found else None
+        self._input = loss_input(saved.real(name, ModeKeys.EVAL))
 
     def extend(self, upto: int) -> int:
         """Read the loss's saves up to global step ``upto``; returns how many passes ended (new ones)."""
@@ -910,10 +917,9 @@ class ValidationRows:
     def _inputs(self) -> Optional[Tuple[str, str]]:
         names = set(self.trial.tensor_names())
         loss = self.saved.real(self.name, ModeKeys.EVAL)  # (a pair's validation tensor: its rows are judged)
-        if loss.endswith("_output_0"):
-            prefix = loss[:-len("_output_0")]
-            if f"{prefix}_input_0" in names and f"{prefix}_input_1" in names:
-                return f"{prefix}_input_0", f"{prefix}_input_1"
+        predictions, targets = loss_input(loss, 0), loss_input(loss, 1)
+        if predictions in names and targets in names:
+            return predictions, targets
         collections = self.trial.collections()
         found = []
         for cname in ("predictions", "labels"):

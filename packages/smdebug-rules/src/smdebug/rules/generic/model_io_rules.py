@@ -1017,7 +1017,8 @@ class ImproperOutput(Rule):
         return (f"{loss} counts the padding of its targets: its targets {yname} {where} in runs of id {padding.id} in "
                 f"{padding.padded_rows} of {padding.rows} sequences (runs of several lengths, and the id is "
                 f"found nowhere else): padding, {padding.share:.0%} of the targets; and the loss saved at step {step} "
-                f"({saved:.4g}) is the average over every target, the padding included (without it: {left_out:.4g}). "
+                f"({saved:.4g}) is made of every target's loss, the padding included (the average without it: "
+                f"{left_out:.4g}). "
                 f"The padding is the easiest token to predict: the loss looks better than the model is, and the "
                 f"real tokens get a diluted share of the gradient (build the loss with ignore_index={padding.id}, "
                 f"or set the targets at padded positions to -100)")

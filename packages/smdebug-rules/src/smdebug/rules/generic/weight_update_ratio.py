@@ -123,7 +123,10 @@ class WeightUpdateRatio(Rule):
     more steps than the longest one without a move that ended earlier (the run's own period between updates).
     A weight that never moves over the run (an optimizer that never steps or steps a copy of the model, a
     learning rate so small that float rounding cancels the update), or stops moving for good, still fires,
-    and so does a tiny non-zero update.
+    and so does a tiny non-zero update -- but not at once: a learning rate warming up from almost nothing (a cubic
+    or exponential ramp from 1e-8 of its peak) gives tiny updates that grow. A tiny update is judged at the
+    weight's next save, and fires there when that update is tiny too and no larger per step (an optimizer
+    that does not train gives updates that do not grow), or when it is the last save of a finished run.
 
     Frozen by mistake, before it was trained: at the last step of a run that has ended, weights whose saved values
     are bit-identical at every save of the run while other weights moved, and whose values are still a standard
@@ -189,6 +192,8 @@ class WeightUpdateRatio(Rule):
         #: per (weight, worker, mode): whether its first save judged was all zeros, and then its largest norm so far
         self._zero_start: Dict[Tuple[str, Optional[str], ModeKeys], bool] = {}
         self._peak: Dict[Tuple[str, Optional[str], ModeKeys], float] = {}
+        #: per (weight, worker, mode) whose last update judged was tiny but not zero: that update's ratio per step
+        self._tiny_rate: Dict[Tuple[str, Optional[str], ModeKeys], float] = {}
 
     def _untrained(self, step: int) -> Optional[str]:
         """At the last step of a run that has ended: the trainable parameters no optimizer step moved, from the
@@ -391,8 +396,32 @@ class WeightUpdateRatio(Rule):
                 self.logger.debug("%s: %s: update/weight ratio %.4g %s not judged small: converged (%s)",
                                   self.rule_name, label, ratio, where, converged)
                 return ""
+            if self._warming_up(key, ratio / max(1, s - p)) and not (self.base_trial.loaded_all_steps
+                                                                       and s == steps[-1]):
+                self.logger.debug("%s: %s: update/weight ratio %.4g %s judged at the next save: larger per step "
+                                  "than the update before it (a learning rate warming up)", self.rule_name, label,
+                                  ratio, where)
+                return ""
             return f"{label}: update/weight ratio {ratio:.4g} < small_threshold {self.small_threshold:g} {where}"
+        self._tiny_rate.pop(key, None)
         return ""
+
+    def _warming_up(self, key: Tuple[str, Optional[str], ModeKeys], rate: float) -> bool:
+        """Whether a tiny, non-zero update whose ratio per step is ``rate`` may be a learning rate still rising
+        from near zero: it is the weight's first tiny one since an update of normal size (or the run's start), or
+        larger per step than the tiny one before it.
+
+        A warm-up from almost nothing (a cubic or exponential ramp from 1e-8 of the peak, ``LinearLR`` with a
+        tiny ``start_factor``) moves the weights by less than ``small_threshold`` at its first steps, and by more
+        at each step after, until its updates are of normal size (probe 17a F5: a healthy run fired at its first
+        step). An optimizer that does not train -- a learning rate of 1e-12, a copy of the model stepped --
+        gives updates that do not grow: the second tiny one fires (and any at the last save of a finished run).
+        An update of exactly zero is no warm-up (the rule's tests of skipped steps judge it)."""
+        if rate <= 0:
+            return False
+        earlier = self._tiny_rate.get(key)
+        self._tiny_rate[key] = rate
+        return earlier is None or rate > earlier
 
     def _previous(self, steps, s) -> Optional[int]:
         i = bisect.bisect_left(steps, s)
