@@ -27,6 +27,9 @@ from smdebug.rules.params import as_float, as_int, as_list, in_range
 
 #: Kendall's trend test's one-sided p-value below which the saves since a loss's best rise (a climb, not noise)
 CLIMB_SIGNIFICANCE = 1e-3
+#: the fewest saves since a loss went back to its start to tell whether it falls again as it did the first time
+#: (training started again from scratch: see Divergence._started_again)
+RESTART_SAVES = 5
 
 #: names of a recorded learning rate (``learning_rate``, ``lr``, ``lr-Adam``, ``optimizer/lr``), not ``lrelu``
 _LEARNING_RATE = re.compile(r"(?i)(^|[^a-z])(lr|learning_?rate)([^a-z]|$)")
@@ -70,7 +73,11 @@ class Divergence(LossCurveRule):
     run, twice: a bump of a few steps -- a warm restart, an odd batch, a learning-rate warm-up -- is no block of a
     tenth of the run, and a loss at its floor wobbles by its noise, not by half of its progress). LossNotDecreasing
     judges a loss that went back up to where it started; this judges one that learned and then lost most of it
-    while still below its start. Losses whose definition changes during the run (an annealed weight of a term
+    while still below its start. A run that trains again from scratch (cross-validation folds or seeds trained in
+    turn under one hook, each re-initialised) is no give-back: a loss that went back to its start's level, not
+    far beyond it, and falls from there as it did the first time (the median of its saves since is no higher than
+    that of as many saves at the run's start, give or take a tenth of the progress) is judged again at the next
+    check, and at the last save of a finished run as always. Losses whose definition changes during the run (an annealed weight of a term
     growing far beyond the rest, a curriculum that moves to harder data, adversarial losses) can meet the
     condition healthily; leave the rule out for those (or give ``give_back_percent=0``).
 
@@ -184,6 +191,12 @@ class Divergence(LossCurveRule):
         climbing = (self._climbing(name, values, ends, medians, i, first - medians[i], 3 * noise, curve, mode)
                     if not met else None)
         before, check[1] = check[1], met or climbing is not None
+        if met and not last and self._started_again(values, ends[held_end], best):
+            # training started again from scratch (cross-validation folds or seeds trained in turn under one hook,
+            # each re-initialised): judged again once the loss stops falling, and at the run's last save -- a loss
+            # that does not come back down is still given back (probe 17a F4: five folds read as "gave back 84% of
+            # the progress it had made" at the second fold's start)
+            return None
         stopped = self.stopped_early() if last and self.climb_percent else None
         if stopped:
             # a run a rule's request stopped did not end where its training would have: a climb up to the stop
@@ -203,6 +216,35 @@ class Divergence(LossCurveRule):
                 f"over its first {self.window} saves -> {best:.4g} at best (held over the {2 * w} saves to {label} "
                 f"{curve.steps[ends[held_end] - 1]}) -> {now:.4g} over the {w} saves to {label} {s}, beyond the noise "
                 f"({3 * noise:.3g}) at two checks in a row (give_back_percent {self.give_back_percent:g})")
+
+    def _started_again(self, values: np.ndarray, since: int, best: float) -> bool:
+        """Whether the loss may be training again from scratch after it held its ``best`` level (at save ``since``):
+        it went back to where it started -- a save at the level of its first ``window`` saves (their median, less a
+        tenth of the progress to ``best``), none far above them (half the progress: a fresh initialisation's loss is
+        drawn as the first one was, while a learning rate thrown far too high throws the loss beyond its start) --
+        and from the first such save after it was last more than half way down (the last restart, when there were
+        several) it falls as it did the first time: the median of those saves is no higher
+        than that of as many saves at the run's start (at most all saves before ``since``), give or take a tenth of
+        the progress. Fewer than
+        :data:`RESTART_SAVES` saves since it went back are too few to tell: True, judged at the next check. A loss
+        that sits at the level it went back to (labels corrupted from some step on, a learning rate too high to
+        learn at) or keeps rising (gradients that pile up) has a higher median than the run's first descent."""
+        start = values[:self.window]
+        level, high = float(np.median(start)), float(np.max(start))
+        progress = level - best
+        later = values[since:]
+        if progress <= 0 or not later.size or float(np.max(later)) > high + 0.5 * progress:
+            return False
+        back = np.flatnonzero(later >= level - 0.1 * progress)
+        if not back.size:
+            return False
+        # it went back last after it was last more than half way down (several folds: the last fold's start)
+        down = np.flatnonzero(later[:back[-1]] <= level - 0.5 * progress)
+        again = later[back[back > down[-1]][0]:] if down.size else later[back[0]:]
+        if len(again) < RESTART_SAVES:
+            return True
+        first_time = values[:min(len(again), since)]  # (a loss that went back more than once: all of it before)
+        return float(np.median(again)) <= float(np.median(first_time)) + 0.1 * progress
 
     @staticmethod
     def _held_best(medians: List[float]) -> Tuple[Optional[float], int]:
