@@ -31,13 +31,13 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from smdebug.core import activations, class_weights, loss_inputs, run_info, running_means
+from smdebug.core import activations, class_weights, input_scaling, loss_inputs, run_info, running_means
 from smdebug.core.collection import CollectionKeys
 from smdebug.core.hook import BaseHook, logger
 from smdebug.core.modes import ModeKeys
 from smdebug.core.names import shown
 from smdebug.exceptions import SMDebugTypeError
-from smdebug.tensorflow import capture, layers, losses
+from smdebug.tensorflow import capture, layers, losses, preprocessing
 from smdebug.tensorflow.base import LOSS_RE, TFHookMixin
 from smdebug.tensorflow.utils import device_reductions, flatten_tensors, is_bias, structure_names, variable_name
 
@@ -315,6 +315,7 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
         self._layer_map = capture.layer_names(model)
         activations.add_to_collections(self, layers.activation_layers(model, self._layer_map))
         self._fused_layers = layers.fused_layers(model)
+        self._record_input_scaling(model)
         self._variables = []
         for v in model.weights:
             name = variable_name(v)
@@ -330,6 +331,19 @@ class KerasHook(keras.callbacks.Callback, TFHookMixin):
             self._due = set(self._due) | self._compute_due()
             if self._due and self._writer is None and not self.dry_run:
                 self._start_writing()
+
+    def _record_input_scaling(self, model) -> None:
+        """Record the rescaling the model's first layers apply to its input (``Rescaling(1/255)``, an adapted
+        ``Normalization``: smdebug.core.input_scaling), so that rules judge the input's scale as the first layer
+        that learns sees it. A model of several inputs, or none at its head, records nothing."""
+        try:
+            found = preprocessing.input_scaling(model)
+            if found is None:
+                input_scaling.record_input_scaling(self, "inputs", [1.0], [0.0], [])
+            else:
+                input_scaling.record_input_scaling(self, "inputs", *found)
+        except Exception as e:  # noqa: BLE001 - a model the walk does not understand records nothing
+            logger.debug("smdebug: the input rescaling of %s not recorded: %s", type(model).__name__, e)
 
     # ------------------------------------------------------------------------------------------
     # stop signal: Keras stops its loops through model.stop_training

@@ -7,6 +7,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Tuple, Union
 
 import numpy as np
 
+from smdebug.core.input_scaling import recorded_input_scaling
 from smdebug.core.run_info import framework_of
 from smdebug.exceptions import SMDebugValueError
 from smdebug.rules.generic.activation_rules import (
@@ -147,7 +148,10 @@ class CheckInputImages(Rule):
         samples = sum of the batch sizes (axis 0) over those steps
 
     The condition is met at a step where the tensor was saved when ``samples >= threshold_samples`` and
-    ``|mean_c| > threshold_mean`` for some channel. At steps where no matching tensor was saved the rule
+    ``|mean_c| > threshold_mean`` for some channel. Where the hook recorded that the model rescales the input
+    itself (Keras' image idiom: raw 0-255 pixels into ``Rescaling(1/255)`` or an adapted ``Normalization`` as the
+    first layer; :mod:`smdebug.core.input_scaling`), ``mean_c`` is taken after that map, ``mean_c * scale_c +
+    offset_c``: what the first layer that learns sees (the verdict's detail says so). At steps where no matching tensor was saved the rule
     stays quiet (nothing new to judge).
 
     :param threshold_mean: largest allowed ``|mean|`` of a channel (default 2.0; the original's 0.2 fired on
@@ -186,6 +190,8 @@ class CheckInputImages(Rule):
         self._names_seen = -1  # how many tensors the run had when the weights were last looked for
         self._waiting: Optional[str] = None  # why the images seen so far are not judged yet (repeated at steps
         # where none was saved: the verdict's detail must not read as if none ever was)
+        #: per input: whether its channel axis is its last (a per-channel input scaling applies to that axis)
+        self._channels_last: Dict[str, bool] = {}
 
     def _regex(self) -> List[str]:
         """The input regexes for this run: the default, an MXNet Gluon name, only where the run may be MXNet's."""
@@ -262,6 +268,7 @@ class CheckInputImages(Rule):
                 s = np.array([value.sum(dtype=np.float64)])
             else:
                 s = value.sum(axis=tuple(a for a in range(value.ndim) if a != layout), dtype=np.float64)
+            self._channels_last[name] = layout == value.ndim - 1
             n = np.full(s.shape, value.size // s.size, dtype=np.int64)
             if sums is None:
                 sums, counts = s, n
@@ -305,12 +312,29 @@ class CheckInputImages(Rule):
                 continue
             self._waiting = None
             self.mark_evaluated(name)
-            means = sums / np.maximum(counts, 1)
+            raw = sums / np.maximum(counts, 1)
+            scaled = self._scaled_inside(name, raw)
+            means = raw if scaled is None else scaled[0]
             worst = int(np.nanargmax(np.abs(means))) if not np.all(np.isnan(means)) else 0
+            if scaled is not None:
+                self.caveat(f"{name} is judged as the model's first layer that learns sees it, rescaled by the "
+                            f"model's own {scaled[1]} (recorded by the hook)")
             if abs(means[worst]) > self.threshold_mean:
-                return (f"{name}: mean of channel {worst} is {means[worst]:.4g} (|mean| > threshold_mean "
+                inside = "" if scaled is None else f" after the model's own {scaled[1]} (as saved: {raw[worst]:.4g})"
+                return (f"{name}: mean of channel {worst} is {means[worst]:.4g}{inside} (|mean| > threshold_mean "
                         f"{self.threshold_mean:g}) over {samples} samples")
         return False
+
+    def _scaled_inside(self, name: str, means: np.ndarray) -> Optional[Tuple[np.ndarray, str]]:
+        """The channel means of input ``name`` once the model's own leading layers rescaled it (Keras'
+        ``Rescaling(1/255)`` or an adapted ``Normalization`` as its first layer: the hook's record,
+        :mod:`smdebug.core.input_scaling`), and those layers; None when the run records no such rescaling of it
+        (or a per-channel one for an input whose channels are not on its last axis)."""
+        scaling = recorded_input_scaling(self.base_trial, name)
+        if scaling is None or (len(scaling.scale) > 1 or len(scaling.offset) > 1) and not self._channels_last.get(name):
+            return None
+        mapped = scaling.channel_means(means)
+        return None if mapped is None else (mapped, scaling.describe())
 
 
 class NLPSequenceRatio(Rule):
