@@ -264,6 +264,10 @@ class LabelLeak(Rule):
                 rows.add(x, saved(l) if x is not None else None)
             if rows.due(last):
                 judged, leak = rows.judge()
+                if judged:
+                    # (on the rows of earlier steps too: the run's last step, judged for what came before it,
+                    # may save no inputs -- a tapered schedule's -- and judged nothing it read; probe 18a F5)
+                    self.mark_evaluated(i, l)
                 self._inputs_judged = self._inputs_judged or judged
                 if leak is not None:
                     return (f"column {leak.column} of {terminal_safe(clipped(i, 100))} {leak.said}: a feature computed "

@@ -338,6 +338,24 @@ def loss_input(name: str, index: int = 0) -> Optional[str]:
     return f"{m.group('module')}_input_{index}" if m else None
 
 
+#: the words of a scalar's name that say which data it was computed on (``train_loss``, ``val/loss``)
+_TRAINING_WORDS = frozenset({"train", "training", "tr"})
+_VALIDATION_WORDS = frozenset({"val", "valid", "validation", "eval", "evaluation", "dev", "test"})
+_NAME_WORDS = re.compile(r"[/_.\-]+")
+
+
+def _role_free(name: str, mode: ModeKeys) -> Optional[str]:
+    """``name`` without the words that say which data it was computed on (``scalar/train_loss`` and
+    ``scalar/val_loss`` are both ``scalar loss``), for a tensor saved in ``mode`` only; None when a word says
+    the other data (a TRAIN-mode ``val_loss``) or nothing is left."""
+    words = [w for w in _NAME_WORDS.split(name.lower()) if w]
+    other = _VALIDATION_WORDS if mode == ModeKeys.TRAIN else _TRAINING_WORDS
+    if any(w in other for w in words):
+        return None
+    kept = [w for w in words if w not in _TRAINING_WORDS | _VALIDATION_WORDS]
+    return " ".join(kept) or None
+
+
 def paired_losses(saved: SavedSteps, names: Sequence[str]) -> List[str]:
     """``names`` with each loss saved in TRAIN mode only joined to the one of its kind saved in EVAL mode only
     (see :meth:`SavedSteps.pair`): a loop that trains with one loss instance and validates with another --
@@ -345,14 +363,20 @@ def paired_losses(saved: SavedSteps, names: Sequence[str]) -> List[str]:
     registered -- saves them as two tensors (``CrossEntropyLoss_output_0``, ``CrossEntropyLoss_1_output_0``),
     neither with both modes, and the rules comparing validation with training found nothing to compare
     (probe 17a F2). Joined only when exactly one loss of the kind is saved in each mode alone; losses of
-    different kinds are never joined (their values are not on one scale)."""
-    kind = loss_kind
+    different kinds are never joined (their values are not on one scale). A loss that is no loss module's output
+    is of the kind its name says once the words naming its data are left out: ``train_loss`` and ``val_loss``
+    saved by a loop (``hook.save_scalar``: probe 18a F6), ``loss`` and ``val_loss``, ``train/loss`` and
+    ``test/loss``."""
+    def kind(name: str, mode: ModeKeys) -> Optional[str]:
+        return loss_kind(name) or _role_free(name, mode)
+
     train_only = [n for n in names if saved.steps(n, ModeKeys.TRAIN) and not saved.steps(n, ModeKeys.EVAL)]
     eval_only = [n for n in names if saved.steps(n, ModeKeys.EVAL) and not saved.steps(n, ModeKeys.TRAIN)]
     joined, out = set(), []
     for t in train_only:
-        same = [e for e in eval_only if kind(e) is not None and kind(e) == kind(t)]
-        if len(same) == 1 and sum(kind(o) == kind(t) for o in train_only) == 1:
+        k = kind(t, ModeKeys.TRAIN)
+        same = [e for e in eval_only if k is not None and kind(e, ModeKeys.EVAL) == k]
+        if len(same) == 1 and sum(kind(o, ModeKeys.TRAIN) == k for o in train_only) == 1:
             joined.update((t, same[0]))
             out.append(saved.pair(t, same[0]))
     return [n for n in names if n not in joined] + out
