@@ -88,7 +88,8 @@ def _booster_kind(model) -> str:
 BOOSTER_META_KEY = "xgboost_booster"
 #: the key, in the booster's record, of the rounds the model had before this run trained (a continued model)
 INITIAL_ROUNDS_KEY = "initial_rounds"
-#: the key naming the evaluation data set predictions and labels were saved for, when no validation_data
+#: the key naming the evaluation data set predictions and labels were saved for (no validation_data given to the
+#: hook, or validation_data that is one of the evals)
 EVAL_DATA_META_KEY = "xgboost_labels_from"
 #: the key saying the run is an ``xgboost.cv`` (``{"nfold": 4}``): the hook saved the metrics' mean over the
 #: folds and nothing of a single model (no trees, predictions, importances or SHAP values), which the rules
@@ -573,6 +574,12 @@ class Hook(TrainingCallback, BaseHook):
         except Exception as e:  # noqa: BLE001 - no record, training goes on
             logger.debug("smdebug: class weights of the booster not recorded (%s)", e)
         self._eval_data = _evaluation_data(call.get("evals"), call.get("dtrain"))
+        # validation_data that is also one of the evals: which metrics are of the rows whose labels are saved
+        name = next((str(e[1]) for e in call.get("evals") or () if isinstance(e, (tuple, list)) and len(e) == 2
+                     and self._validation_data is not None and e[0] is self._validation_data
+                     and e[0] is not call.get("dtrain")), None)
+        if name is not None:
+            self.collection_manager.meta[EVAL_DATA_META_KEY] = name
 
     def _record_cross_validation(self, model) -> None:
         """An ``xgboost.cv`` run: say so in ``_meta`` (with the number of folds), and keep the record of its

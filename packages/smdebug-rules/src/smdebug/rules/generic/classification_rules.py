@@ -445,9 +445,8 @@ class _LabelsAndPredictions(Rule):
             if labels is None:
                 continue
             if labels.dtype.kind == "f" and not np.all(np.isfinite(labels) & (labels == np.round(labels))):
-                # targets of a regression (or soft labels): not class ids, nothing to count
-                self._warn_once(("not ids", lname), "%s: %s holds values that are not class ids (a regression "
-                                "target?); not judged", self.rule_name, lname)
+                # targets of a regression (or soft labels): not class ids, nothing to count (said by the verdict,
+                # NotApplicable, not as a warning: a regression is a sound run -- probe 18a W7)
                 self._no_classes(lname, f"{lname} holds values that are not class ids (a regression target)")
                 continue
             predictions = _pooled(self.base_trial, prediction_names[i], step) if prediction_names else None

@@ -27,7 +27,7 @@ from smdebug.rules.generic.curves import (
 )
 from smdebug.rules.generic.booster_generalisation import held_out_constant
 from smdebug.rules.generic.loss_rules import mode_label
-from smdebug.rules.generic.xgboost_rules import booster_params
+from smdebug.rules.generic.xgboost_rules import booster_params, continued_rounds
 from smdebug.rules.params import as_float, as_int, in_range
 
 
@@ -208,7 +208,7 @@ class LossNotDecreasing(LossCurveRule):
         #: per worker: whether a training loss had made progress before the first evaluation
         self._trained_first: Dict[Optional[str], bool] = {}
         #: per evaluation metric of a linear booster: where the model stood before its first round (see
-        #: _linear_booster_start; None: not known)
+        #: _booster_start; None: not known)
         self._start: Dict[str, Optional[float]] = {}
 
     def _met(self, curve: Curve, s: int, label: str, paced: bool, trained_before: bool = False,
@@ -244,7 +244,7 @@ class LossNotDecreasing(LossCurveRule):
             first = max(v for v in (first, early, float(curve.values[0])) if v is not None and np.isfinite(v))
         # Progress is measured from ``origin``: for a booster whose first round is a whole fit (gblinear), where it
         # stood before that round, the metric of the best constant prediction on the set's labels (see
-        # _linear_booster_start); a booster stuck there, or on labels it cannot learn, is no lower than that and
+        # _booster_start); a booster stuck there, or on labels it cannot learn, is no lower than that and
         # is judged as before. A rise past its best is still measured against the gain since its first
         # evaluation (``first``): the rounds early stopping chooses among (a gblinear classifier's validation
         # logloss .09 at round 15, .21 at round 200, is overtraining whatever round 0 had learned)
@@ -275,7 +275,10 @@ class LossNotDecreasing(LossCurveRule):
         # (best, noise of a window's median, whether the metric gave back a real share of its gain since its best)
         past: Optional[Tuple[float, float, bool]] = None
         if not trained_before and best[0] is not None and best[1] <= s - w:
-            gave_back = self._gave_back(curve, s, w, best[0], first, now)
+            # (a continued booster's first round is no untrained model: its gain is measured from the constant
+            # prediction, as the same model trained from scratch would be -- probe 18a F2)
+            since = origin if constant and continued_rounds(self.base_trial) else first
+            gave_back = self._gave_back(curve, s, w, best[0], since, now)
             if gave_back is not None:
                 past = (best[0], gave_back[1], rising and gave_back[0])
         if met and not paced and not trained_before and now < origin and (
@@ -383,7 +386,8 @@ class LossNotDecreasing(LossCurveRule):
         return (f"rose past its best: median {best:.4g} at its best (the {w} steps to step {best_step}) -> {now:.4g} "
                 f"over the {w} steps to step {s} ({rise:+.3g}%), no lower over the second half of the run so far "
                 f"({then:.4g} to step {m}, {change:+.3g}%; tolerance {tol:g}%): training went on past its best model "
-                f"(overtraining; boosting past the best round), which early stopping at step {best_step} would have "
+                f"(overtraining{'; boosting past the best round' if booster_params(self.base_trial) else ''}), "
+                f"which early stopping at step {best_step} would have "
                 f"kept; at its best {(first - best) / abs(first):.1%} below the initial {first:.4g} "
                 f"(min_progress_percent {self.min_progress_percent:g}%)")
 
@@ -526,10 +530,9 @@ class LossNotDecreasing(LossCurveRule):
         label = mode_label(mode).replace("step", "steps")
         paced = self.training_curve(name, mode)
         if not paced and not curve.inverted and name not in self._start:
-            start = _linear_booster_start(self.base_trial, name)
+            start = _booster_start(self.base_trial, name)
             # (kept once known, or known not to come: a run followed live may save its labels later)
-            if start is not None or training_ended(self.base_trial) or booster_params(
-                    self.base_trial).get("booster") != "gblinear":
+            if start is not None or training_ended(self.base_trial) or not _starts_trained(self.base_trial):
                 self._start[name] = start
         result = self._met(curve, s, label, paced,
                            trained_before=not paced and self._trained_before_evaluation(curve, mode),
@@ -836,6 +839,14 @@ class SlowConvergence(LossCurveRule):
             self.not_applicable(f"{stopped}; the rule judges where the loss was when training ran its course, and "
                                 "this training was cut short")
             return False
+        rounds = continued_rounds(self.base_trial)
+        if rounds:
+            # how fast the loss fell is judged against its first third, and a continued booster's first third
+            # is the tail of a training that began before the run: a healthy continuation read as "still
+            # falling ... 0.52x as much in the last third as in the first" (probe 18a F2)
+            self.not_applicable(f"the run continues a model trained for {rounds} rounds before (xgb_model): how "
+                                "fast its metrics fell at first is not in the run")
+            return False
         return super().invoke_at_step(step)
 
     def judge(self, name, mode, curve, s):
@@ -1003,18 +1014,27 @@ _OFFSET_METRIC = re.compile(r"(?i)nloglik")
 _CROSS_ENTROPY = re.compile(r"(?i)cross.?entropy|^nllloss|^bce|logloss")
 
 
-def _linear_booster_start(trial, name: str) -> Optional[float]:
-    """For an evaluation set's metric of an XGBoost linear booster (gblinear), ``<set>-<metric>`` of the set whose
-    labels the hook saved (``_meta.xgboost_labels_from``): the metric of the best constant prediction on those
-    labels (see booster_generalisation.best_constant_metric), a floor for where the booster stood before its first round. None for
-    another booster, set or metric, or when the labels were not saved.
+def _starts_trained(trial) -> bool:
+    """Whether the run's first round is no untrained model: a linear booster's (see :func:`_booster_start`), or a
+    model that continues one trained before (``xgb_model``)."""
+    return booster_params(trial).get("booster") == "gblinear" or continued_rounds(trial) > 0
+
+
+def _booster_start(trial, name: str) -> Optional[float]:
+    """For an evaluation set's metric of an XGBoost run whose first round is no untrained model
+    (:func:`_starts_trained`), ``<set>-<metric>`` of the set whose labels the hook saved
+    (``_meta.xgboost_labels_from``): the metric of the best constant prediction on those labels (see
+    booster_generalisation.best_constant_metric), a floor for where the booster stood before its first round. None
+    for another booster, set or metric, or when the labels were not saved.
 
     gblinear's first round is a whole pass of coordinate descent, most of the way to the best linear fit (a
     regression's validation RMSE 71.4 for the constant model, 58.0 after round 0, 55.1 at its best), so its first
     evaluation is no untrained reference: measured from there, a booster that converged within a few rounds
     had made 4% of "progress" and fired "did not decrease", at eta .3 over 200 rounds and not at eta .5 over 100
-    (probe 16b F1). A tree booster's first round is one shrunken tree, its first evaluation near the constant
-    model's."""
-    if booster_params(trial).get("booster") != "gblinear":
+    (probe 16b F1). A model continued from one trained before starts where that one ended: its validation logloss
+    .163 at the run's first round, .157 at its best, .162 at its end read as "rose past its best" by most of its
+    gain, where the same rounds of a model trained from scratch (from .69) are a drift at its plateau (probe 18a
+    F2). A tree booster's first round is one shrunken tree, its first evaluation near the constant model's."""
+    if not _starts_trained(trial):
         return None
     return held_out_constant(trial, name)

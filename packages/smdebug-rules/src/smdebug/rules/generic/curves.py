@@ -33,7 +33,7 @@ from smdebug.rules.generic.loss_rules import (
 )
 from smdebug.rules.generic.adversarial import adversarial_loss_of, run_pairs
 from smdebug.rules.generic.ignored_targets import UncountedLosses, said_steps
-from smdebug.rules.generic.selection import first_finding, stopped_on_request, worker_named
+from smdebug.rules.generic.selection import first_finding, members, stopped_on_request, worker_named
 from smdebug.rules.params import as_bool, as_list
 from smdebug.rules.rule import Rule
 
@@ -360,8 +360,7 @@ class LossCurveRule(Rule):
         if mode != ModeKeys.GLOBAL:
             return False
         if name not in self._training_curves:  # (asked once per loss: a loss stays in its collections)
-            metric = "metrics" in self.base_trial.collections() and name in set(
-                self.base_trial.tensor_names(collection="metrics"))
+            metric = name in set(members(self.base_trial, "metrics"))
             self._training_curves[name] = not (metric or self.evaluation_only(name, mode))
         return self._training_curves[name]
 
@@ -584,7 +583,7 @@ class LossCurveRule(Rule):
 
             params = booster_params(trial)
             if params and list(trial.steps()) == [0] and any(
-                    c in trial.collections() and trial.tensor_names(collection=c) for c in ("predictions", "labels")):
+                    members(trial, c) for c in ("predictions", "labels")):
                 forest = num_parallel_tree(params)
                 kind = (f"a random forest (num_parallel_tree={forest}) trained in one round" if forest > 1
                         else "a model trained in one boosting round")

@@ -78,17 +78,15 @@ from smdebug.exceptions import StepUnavailable
 from smdebug.rules.evaluation import looking_for
 from smdebug.rules.generic.input_leak import MAX_ROWS, SavedRows
 from smdebug.rules.generic.ranks import average_ranks, rank_correlation
-from smdebug.rules.generic.selection import select_tensors, value_at
-from smdebug.rules.generic.xgboost_rules import (booster_params, cross_validation, num_parallel_tree,
-                                                  regression_objective)
+from smdebug.rules.generic.selection import members, select_tensors, value_at
+from smdebug.rules.generic.xgboost_rules import (booster_params, continued_rounds, cross_validation,
+                                                  num_parallel_tree, regression_objective)
 from smdebug.rules.params import as_float, as_int, in_range
 from smdebug.rules.rule import Rule
 
 LABELS, PREDICTIONS, INPUTS, LOSS_INPUTS = "labels", "predictions", "inputs", "loss_inputs"
 #: what the rule reads of the first round's trees (the XGBoost hook's ``trees`` collection)
 TREE_COLUMNS = ("trees/Tree", "trees/Feature", "trees/Gain")
-#: the XGBoost hook's record, in ``_meta.xgboost_booster``, of the rounds the model had before this run trained
-INITIAL_ROUNDS_KEY = "initial_rounds"
 #: classes above this many are not scored one by one (a label column of ids, not classes)
 _MAX_CLASSES = 1000
 #: a network's input tensors, and its target tensors, looked at (the first, by name): a model has a few of each
@@ -213,9 +211,9 @@ class LabelLeak(Rule):
         forest = num_parallel_tree(params)
         if forest > 1:
             return f"a random forest (num_parallel_tree={forest}): its first round is the whole model"
-        rounds = params.get(INITIAL_ROUNDS_KEY)
-        if isinstance(rounds, (int, float)) and not isinstance(rounds, bool) and rounds > 0:
-            return (f"the run continues a model trained for {int(rounds)} rounds before: its first round here is "
+        rounds = continued_rounds(trial)
+        if rounds:
+            return (f"the run continues a model trained for {rounds} rounds before: its first round here is "
                     "not the model's first")
         return None
 
@@ -231,12 +229,10 @@ class LabelLeak(Rule):
     def _judge_inputs(self, step: int):
         """A network's run: a column of its 2-D inputs that is the label, judged on the rows saved so far."""
         trial = self.base_trial
-        collections = trial.collections()
-        inputs = sorted(trial.tensor_names(collection=INPUTS)) if INPUTS in collections else []
-        labels = set(trial.tensor_names(collection=LABELS)) if LABELS in collections else set()
-        if LOSS_INPUTS in collections:
-            # (a loss module's target, its second argument: the hooks keep only classification targets as labels)
-            labels.update(n for n in trial.tensor_names(collection=LOSS_INPUTS) if n.endswith("_input_1"))
+        inputs = sorted(members(trial, INPUTS))
+        labels = set(members(trial, LABELS))
+        # (a loss module's target, its second argument: the hooks keep only classification targets as labels)
+        labels.update(n for n in members(trial, LOSS_INPUTS) if n.endswith("_input_1"))
         labels = sorted(labels)
         looking_for("collections 'inputs' and 'labels' or 'loss_inputs' (the model's inputs and its loss's targets, "
                     "saved at the same steps)", inputs + labels)

@@ -28,6 +28,7 @@ from smdebug.exceptions import (
 )
 from smdebug.rules.evaluation import looking_for, note_read
 from smdebug.rules.generic.booster_generalisation import MIN_ROUNDS, BoosterGeneralisation, metric_sets
+from smdebug.rules.generic.xgboost_rules import continued_rounds
 from smdebug.rules.generic.selection import NamePattern, first_finding, worker_named, workers_at
 from smdebug.rules.params import as_bool, as_float, as_int, as_list, in_range
 from smdebug.rules.rule import Rule
@@ -1505,6 +1506,16 @@ class Overfit(Rule):
         :mod:`~smdebug.rules.generic.booster_generalisation`); None for another run."""
         if not self._booster.applies():
             return None
+        rounds = continued_rounds(self.base_trial)
+        if rounds:
+            # what the held-out and training metrics gained is measured from the run's first round, here a model
+            # already trained: both had gained most of what they would before the run began, and what is left
+            # (the training metric still falling, the held-out one at its plateau) read as "no generalisation"
+            # on a healthy continued model (probe 18a F2)
+            self.not_applicable(f"the run continues a model trained for {rounds} rounds before (xgb_model): its "
+                                "first round is not the model's first, so what the held-out metric gained since "
+                                "the model's start is not in the run")
+            return False
         alone = self._booster.held_out_alone()
         if alone is not None:
             return self._judge_held_out_alone(alone, step)

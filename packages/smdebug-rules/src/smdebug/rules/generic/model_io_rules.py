@@ -25,7 +25,7 @@ from smdebug.rules.generic.activation_rules import batches_at
 from smdebug.rules.generic.ignored_targets import class_axes, framework_axis
 from smdebug.rules.generic.input_statistics import InputStatistics, feature_scales, typical_row_norm
 from smdebug.rules.generic.loss_rules import mode_label
-from smdebug.rules.generic.selection import select_tensors, stopped_on_request
+from smdebug.rules.generic.selection import members, select_tensors, stopped_on_request
 from smdebug.rules.generic.xgboost_rules import cross_validation, objective_as_loss
 from smdebug.rules.params import as_float, as_int, as_list
 from smdebug.rules.rule import Rule
@@ -1000,7 +1000,7 @@ class ImproperOutput(Rule):
             return None
         self._padding_saves[loss] = self._padding_saves.get(loss, 0) + 1
         saved = float(values[0].reshape(-1)[0])
-        inputs = trial.tensor_names(collection="inputs") if "inputs" in trial.collections() else []
+        inputs = members(trial, "inputs")
         model_rows = [v.shape[0] for n in inputs if (v := self._single(n, step)) is not None and v.ndim >= 2]
         rows = counted_padding.target_rows(targets, model_rows[0] if len(set(model_rows)) == 1 else None)
         padding = counted_padding.padding_id(rows) if rows is not None else None
@@ -1068,7 +1068,7 @@ class ImproperOutput(Rule):
         (the model was given nothing to tell the rows apart: UnnormalizedInput's finding)."""
         per_row = p.size // p.shape[0]
         trial = self.base_trial
-        names = trial.tensor_names(collection="inputs") if "inputs" in trial.collections() else []
+        names = members(trial, "inputs")
         inputs = [(n, v) for n in names if (v := self._single(n, step)) is not None and v.shape[0] == p.shape[0]]
         if inputs and all(_same_rows(v) for _, v in inputs):
             return None

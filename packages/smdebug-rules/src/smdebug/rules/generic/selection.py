@@ -114,6 +114,15 @@ def every_tensor(trial) -> List[str]:
     return names
 
 
+def members(trial, collection: str) -> List[str]:
+    """The saved tensors of the run's collection ``collection``, [] when the run has none. Quiet: to a rule, a
+    collection a run lacks or holds empty (no ``metrics`` logged, no ``loss_inputs`` of a custom loop) is an
+    answer, while ``trial.tensor_names(collection=...)`` warns of it as of a user's typo (probe 18a W7: a warning
+    on every healthy run that lacked one)."""
+    coll = trial.collections().get(collection)
+    return [] if coll is None else _members(trial, ("collection", collection), coll.matches, trial.tensor_names())
+
+
 def collection_tensors(trial, collection_names: Iterable[str], role: str = "") -> Dict[str, str]:
     """``{tensor name: collection}`` for the saved tensors of ``collection_names`` (collections the run does
     not have hold nothing).

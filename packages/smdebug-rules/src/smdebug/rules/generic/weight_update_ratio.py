@@ -289,7 +289,8 @@ class WeightUpdateRatio(Rule):
     def _weights(self):
         names = select_tensors(self.base_trial, [WEIGHTS], [])
         if not names and not self._warned_no_weights:
-            self.logger.warning("%s: the run has no tensors in the %r collection", self.rule_name, WEIGHTS)
+            # (at debug level: the verdict's detail says what was looked for and found)
+            self.logger.debug("%s: the run has no tensors in the %r collection", self.rule_name, WEIGHTS)
             self._warned_no_weights = True
         return names
 

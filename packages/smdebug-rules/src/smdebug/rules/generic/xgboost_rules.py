@@ -88,6 +88,14 @@ def booster_params(trial) -> Dict[str, object]:
     return found
 
 
+def continued_rounds(trial) -> int:
+    """The rounds the model had before the run trained (``xgb_model=``: the XGBoost hook's record,
+    ``initial_rounds`` of ``_meta.xgboost_booster``); 0 for a model trained from scratch, or when not recorded.
+    Such a run's first round is not its model's first: what the earlier rounds learned is not in the run."""
+    rounds = booster_params(trial).get("initial_rounds")
+    return int(rounds) if isinstance(rounds, (int, float)) and not isinstance(rounds, bool) and rounds > 0 else 0
+
+
 def cross_validation(trial, missing: str) -> Optional[str]:
     """Why a rule has nothing to judge in an ``xgboost.cv`` run, which trains one booster per fold: the hook
     saves the metrics (their mean over the folds) and no single model's ``missing`` (trees, predictions...).
@@ -345,10 +353,9 @@ class TreeDepth(Rule):
         rounds = max([step, *trial.steps()]) + 1  # (the trees' schedule may end before the run's last round)
         if rounds < self.leaf_rounds:
             return False
-        params = booster_params(trial)
-        initial = params.get("initial_rounds")
-        if isinstance(initial, (int, float)) and not isinstance(initial, bool) and initial > 0:
+        if continued_rounds(trial):
             return False  # a continued model: its earlier trees may split, the new ones only add constants
+        params = booster_params(trial)
         saved = self._leaf_steps
         where = f"rounds {saved[0]}-{saved[-1]}" if len(saved) > 1 else f"round {saved[0]}"
         objective = params.get("objective")
