@@ -25,14 +25,20 @@ def data(n: int, seed: int, noise: float):
     return x, y
 
 
-def train(out_dir, train_rows: int, epochs: int, noise: float, width: int):
+def train(out_dir, train_rows: int, epochs: int, noise: float, width: int, scalars=None):
+    """Train with ``CrossEntropyLoss(label_smoothing=0.1)``, validate with a plain ``CrossEntropyLoss()``, both
+    registered; or, with ``scalars`` (a TRAIN-mode and an EVAL-mode name), one loss registered with nothing, its
+    values saved by the loop (``hook.save_scalar``), as a compiled training step must (probe 18a F6:
+    ``train_loss`` and ``val_loss`` left Overfit NotEvaluated)."""
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(10, width), nn.ReLU(), nn.Linear(width, 3))
-    train_loss, validation_loss = nn.CrossEntropyLoss(label_smoothing=0.1), nn.CrossEntropyLoss()
+    train_loss, validation_loss = nn.CrossEntropyLoss(label_smoothing=0.1 if scalars is None else 0.0), \
+        nn.CrossEntropyLoss()
     hook = smd.Hook.recommended(str(out_dir))
     hook.register_module(model)
-    hook.register_loss(train_loss)
-    hook.register_loss(validation_loss)
+    if scalars is None:
+        hook.register_loss(train_loss)
+        hook.register_loss(validation_loss)
     optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
     x, y = data(train_rows, seed=1, noise=noise)
     vx, vy = data(300, seed=2, noise=noise)
@@ -44,10 +50,14 @@ def train(out_dir, train_rows: int, epochs: int, noise: float, width: int):
             loss = train_loss(model(x[start:start + 32]), y[start:start + 32])
             loss.backward()
             optimizer.step()
+            if scalars is not None:
+                hook.save_scalar(scalars[0], loss.item())
         hook.set_mode(smd.modes.EVAL)
         model.eval()
         with torch.no_grad():
-            validation_loss(model(vx), vy)
+            validation = validation_loss(model(vx), vy)
+        if scalars is not None:
+            hook.save_scalar(scalars[1], validation.item())
     hook.close()
 
 
@@ -69,37 +79,11 @@ def test_overfitting_seen_through_two_loss_instances(tmp_path):
     assert reason.startswith("CrossEntropyLoss_output_0 (training) / CrossEntropyLoss_1_output_0 (validation): "), reason
 
 
-def train_with_scalars(out_dir, train_rows: int, epochs: int, noise: float, width: int, names=("train_loss",
-                                                                                               "val_loss")):
-    """A loop that saves its losses itself (``hook.save_scalar``), as a compiled training step must: one name in
-    TRAIN mode, another in EVAL mode (probe 18a F6: ``train_loss`` and ``val_loss`` left Overfit NotEvaluated)."""
-    torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(10, width), nn.ReLU(), nn.Linear(width, 3))
-    loss_fn = nn.CrossEntropyLoss()
-    hook = smd.Hook.recommended(str(out_dir))
-    hook.register_module(model)
-    optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
-    x, y = data(train_rows, seed=1, noise=noise)
-    vx, vy = data(300, seed=2, noise=noise)
-    for _ in range(epochs):
-        hook.set_mode(smd.modes.TRAIN)
-        for start in range(0, train_rows, 32):
-            optimizer.zero_grad()
-            loss = loss_fn(model(x[start:start + 32]), y[start:start + 32])
-            loss.backward()
-            optimizer.step()
-            hook.save_scalar(names[0], loss.item())
-        hook.set_mode(smd.modes.EVAL)
-        with torch.no_grad():
-            hook.save_scalar(names[1], loss_fn(model(vx), vy).item())
-    hook.close()
-
-
 def test_train_loss_and_val_loss_saved_by_the_loop_are_one_loss(tmp_path):
-    train_with_scalars(tmp_path / "run", train_rows=1024, epochs=12, noise=0.0, width=32)
+    train(tmp_path / "run", train_rows=1024, epochs=12, noise=0.0, width=32, scalars=("train_loss", "val_loss"))
     for name, result in judged(tmp_path / "run").items():
         assert result.status == NO_ISSUES, (name, result)
-    train_with_scalars(tmp_path / "over", train_rows=64, epochs=150, noise=0.2, width=256)
+    train(tmp_path / "over", train_rows=64, epochs=150, noise=0.2, width=256, scalars=("train_loss", "val_loss"))
     results = judged(tmp_path / "over")
     assert results["Overfit"].status == ISSUES, results["Overfit"]
     reason = results["Overfit"].findings[0].reason
@@ -108,6 +92,5 @@ def test_train_loss_and_val_loss_saved_by_the_loop_are_one_loss(tmp_path):
 
 def test_names_that_say_other_data_are_not_joined(tmp_path):
     # a TRAIN-mode "val_loss" and an EVAL-mode "train_loss" say the other data: no pair, nothing to compare
-    train_with_scalars(tmp_path / "run", train_rows=256, epochs=8, noise=0.0, width=16,
-                       names=("val_loss", "train_loss"))
+    train(tmp_path / "run", train_rows=256, epochs=8, noise=0.0, width=16, scalars=("val_loss", "train_loss"))
     assert judged(tmp_path / "run")["Overfit"].status == "NotEvaluated"
