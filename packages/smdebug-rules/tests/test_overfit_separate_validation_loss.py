@@ -8,6 +8,7 @@ with both: a healthy run ended NotEvaluated (exit 3). They are now read as one l
 
 from __future__ import annotations
 
+import pytest
 import torch
 from torch import nn
 
@@ -65,29 +66,25 @@ def judged(run):
     return {r.name: r for r in run_rules(str(run), rules=["Overfit", "Overtraining"], ended=True).rules}
 
 
-def test_a_healthy_run_validated_with_another_loss_instance_is_judged(tmp_path):
-    train(tmp_path / "run", train_rows=1024, epochs=12, noise=0.0, width=32)
+#: (how the losses are saved, the name the pair is read under)
+HOW = [(None, "CrossEntropyLoss_output_0 (training) / CrossEntropyLoss_1_output_0 (validation): "),
+       (("train_loss", "val_loss"), "scalar/train_loss (training) / scalar/val_loss (validation): ")]
+
+
+@pytest.mark.parametrize("scalars, pair", HOW)
+def test_a_healthy_run_validated_with_another_loss_tensor_is_judged(tmp_path, scalars, pair):
+    train(tmp_path / "run", train_rows=1024, epochs=12, noise=0.0, width=32, scalars=scalars)
     for name, result in judged(tmp_path / "run").items():
         assert result.status == NO_ISSUES, (name, result)
 
 
-def test_overfitting_seen_through_two_loss_instances(tmp_path):
-    train(tmp_path / "run", train_rows=64, epochs=150, noise=0.2, width=256)
+@pytest.mark.parametrize("scalars, pair", HOW)
+def test_overfitting_seen_through_two_loss_tensors(tmp_path, scalars, pair):
+    train(tmp_path / "run", train_rows=64, epochs=150, noise=0.2, width=256, scalars=scalars)
     results = judged(tmp_path / "run")
     assert results["Overfit"].status == ISSUES, results["Overfit"]
     reason = results["Overfit"].findings[0].reason
-    assert reason.startswith("CrossEntropyLoss_output_0 (training) / CrossEntropyLoss_1_output_0 (validation): "), reason
-
-
-def test_train_loss_and_val_loss_saved_by_the_loop_are_one_loss(tmp_path):
-    train(tmp_path / "run", train_rows=1024, epochs=12, noise=0.0, width=32, scalars=("train_loss", "val_loss"))
-    for name, result in judged(tmp_path / "run").items():
-        assert result.status == NO_ISSUES, (name, result)
-    train(tmp_path / "over", train_rows=64, epochs=150, noise=0.2, width=256, scalars=("train_loss", "val_loss"))
-    results = judged(tmp_path / "over")
-    assert results["Overfit"].status == ISSUES, results["Overfit"]
-    reason = results["Overfit"].findings[0].reason
-    assert reason.startswith("scalar/train_loss (training) / scalar/val_loss (validation): "), reason
+    assert reason.startswith(pair), reason
 
 
 def test_names_that_say_other_data_are_not_joined(tmp_path):
