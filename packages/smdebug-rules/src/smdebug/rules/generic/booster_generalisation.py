@@ -367,8 +367,9 @@ class BoosterGeneralisation:
         return (f"{pair.held_out}: no generalisation: {best_text}, while {pair.training}{which} fell "
                 f"{training_gain:.1%} ({train[0][1]:.4g} at round {train[0][0]}, {t_last:.4g} at round "
                 f"{t_last_step}); {self._share_said(training_gain, held_gain, rows)}: the trees fit the training "
-                "rows, and what they learned did not carry over to held-out rows (training labels shuffled apart "
-                "from their rows? features that say nothing of the label? trees deep enough to memorise noise?)")
+                "rows, and what they learned did not carry over to held-out rows (training or held-out labels "
+                "shuffled apart from their rows? features that say nothing of the label? trees deep enough to "
+                "memorise noise?)")
 
     @staticmethod
     def _share_said(training_gain: float, held_gain: float, rows: Optional[Tuple[bool, float, int, int, int]]
