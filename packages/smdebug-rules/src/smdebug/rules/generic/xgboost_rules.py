@@ -260,7 +260,7 @@ class TreeDepth(Rule):
         self._leaf_steps: Optional[List[int]] = []
         #: the first step whose trees are deeper than ``depth`` in a run with a held-out metric, and its finding
         self._deep: Optional[Tuple[int, str]] = None
-        self._held_out_names: Optional[Tuple[int, List[str]]] = None  # (tensors of the run then, the names)
+        self._held_out_names: Optional[List[str]] = None
 
     def _column(self, column: str, step: int, length: int):
         name = f"trees/{column}"
@@ -354,12 +354,9 @@ class TreeDepth(Rule):
         return self._deep_and_worse(step) or False
 
     def _held_out(self) -> List[str]:
-        """The run's held-out metrics (:func:`.booster_metrics.held_out_metrics`), worked out again only when the
-        run has new tensors (a run followed live: not once per step over every name)."""
-        count = len(self.base_trial.tensor_names())
-        if self._held_out_names is None or self._held_out_names[0] != count:
-            self._held_out_names = (count, held_out_metrics(self.base_trial, labels_from(self.base_trial)))
-        return self._held_out_names[1]
+        if self._held_out_names is None or not self.base_trial.loaded_all_steps:
+            self._held_out_names = held_out_metrics(self.base_trial, labels_from(self.base_trial))
+        return self._held_out_names
 
     def _deep_and_worse(self, step: int) -> Optional[str]:
         """At the last step of a finished run whose trees grew deeper than ``depth`` and which saved a held-out
