@@ -29,6 +29,7 @@ a gain up to ``SHARE_OF_TRAINING_GAIN`` is, on the curves alone.
 from __future__ import annotations
 
 import bisect
+import re
 from statistics import NormalDist
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
@@ -36,9 +37,17 @@ import numpy as np
 
 from smdebug.core.modes import ModeKeys
 from smdebug.rules.evaluation import note_read
-from smdebug.rules.generic.booster_metrics import JUDGED_METRIC, TRAINING_NAME, metric_sets
 from smdebug.rules.generic.selection import MAX_CLASS_ID, value_at
 from smdebug.rules.generic.xgboost_rules import labels_from
+
+#: metrics whose relative gain means something: lower is better, 0 is a perfect fit and a model that learned
+#: nothing sits well above 0 (left out: scores such as auc/ndcg/map, where one tree already ranks well; the
+#: negative log-likelihoods -- poisson-, gamma-, tweedie-, cox-, aft-nloglik -- whose constant offset no model
+#: removes; a custom metric, whose scale is unknown)
+_JUDGED_METRIC = re.compile(r"^(rmse|rmsle|mae|mape|mphe|logloss|mlogloss|error(@[0-9.]+)?|merror|quantile)$")
+
+#: a data set named as the training data (``xgboost.train(evals=[(dtrain, "train"), ...])``)
+_TRAINING_NAME = re.compile(r"(?i)^d?train(ing)?([_-]?(set|data))?$")
 
 #: the least share of its first value the training metric must have lost before the held-out one is judged
 MIN_TRAINING_FALL = 0.1
@@ -62,6 +71,17 @@ class Pair(NamedTuple):
     training: str  # tensor name, ``validation_0-logloss``
     held_out: str  # tensor name, ``validation_1-logloss``
     training_named: bool  # whether the training set was told by its name (else: the set whose metric fell most)
+
+
+def metric_sets(trial) -> Dict[str, List[str]]:
+    """Per metric, the tensors ``<set>-<metric>`` of the run (a run without modes), for metrics in two sets or
+    more."""
+    by_metric: Dict[str, List[str]] = {}
+    for name in trial.tensor_names():
+        if "/" in name or "-" not in name:
+            continue
+        by_metric.setdefault(name.split("-", 1)[1], []).append(name)
+    return {m: sorted(names) for m, names in by_metric.items() if len(names) >= 2}
 
 
 def best_constant_metric(metric: str, labels: np.ndarray) -> Optional[float]:
@@ -202,7 +222,7 @@ class BoosterGeneralisation:
         if source is None or metric_sets(self.trial):
             return None
         names = sorted(n for n in self.trial.tensor_names() if n.startswith(source + "-")
-                       and JUDGED_METRIC.match(n[len(source) + 1:]) and (self._selected is None or self._selected(n)))
+                       and _JUDGED_METRIC.match(n[len(source) + 1:]) and (self._selected is None or self._selected(n)))
         return names[0] if names else None
 
     def judge_alone(self, name: str) -> Tuple[bool, Optional[str]]:
@@ -240,10 +260,10 @@ class BoosterGeneralisation:
         found = []
         source = labels_from(self.trial)
         for metric, names in metric_sets(self.trial).items():
-            if not JUDGED_METRIC.match(metric):
+            if not _JUDGED_METRIC.match(metric):
                 continue
             names = [n for n in names if self._selected is None or self._selected(n)]
-            named = [n for n in names if TRAINING_NAME.match(n.split("-", 1)[0])]
+            named = [n for n in names if _TRAINING_NAME.match(n.split("-", 1)[0])]
             candidates = [n for n in names if source is None or not n.startswith(source + "-")]
             if named:
                 training, by_name = named[0], True

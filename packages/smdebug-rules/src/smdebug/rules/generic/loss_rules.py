@@ -27,8 +27,7 @@ from smdebug.exceptions import (
     TensorUnavailableForStep,
 )
 from smdebug.rules.evaluation import looking_for, note_read
-from smdebug.rules.generic.booster_generalisation import MIN_ROUNDS, BoosterGeneralisation
-from smdebug.rules.generic.booster_metrics import metric_sets
+from smdebug.rules.generic.booster_generalisation import MIN_ROUNDS, BoosterGeneralisation, metric_sets
 from smdebug.rules.generic.xgboost_rules import continued_rounds
 from smdebug.rules.generic.selection import NamePattern, first_finding, worker_named, workers_at
 from smdebug.rules.params import as_bool, as_float, as_int, as_list, in_range

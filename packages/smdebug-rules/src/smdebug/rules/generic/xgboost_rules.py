@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 from collections import defaultdict
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional
 
 import numpy as np
 
@@ -19,7 +19,6 @@ from smdebug.core import loss_inputs
 from smdebug.exceptions import SMDebugValueError
 from smdebug.rules.evaluation import looking_for
 from smdebug.rules.generic.activation_rules import _check_regexes
-from smdebug.rules.generic.booster_metrics import held_out_metrics, rise_past_best
 from smdebug.rules.generic.selection import select_tensors, value_at
 from smdebug.rules.params import as_float, as_int, as_list, in_range
 from smdebug.rules.rule import Rule
@@ -221,12 +220,7 @@ class TreeDepth(Rule):
       ``floor(log2(max(trees/Node) + 1))``, exact when the ids follow the complete-binary-tree layout (root 0,
       children of ``k`` at ``2k+1``, ``2k+2``) and an under-estimate otherwise.
 
-    The condition is met when the deepest tree of the step has ``depth(tree) > depth``. In a run that saved a
-    held-out set's metric (a set of ``evals`` other than the one named as the training data, or the set whose labels
-    the hook saved; lower-is-better metrics: rmse, logloss, error...), a deep tree is a choice the data may bear,
-    so it is judged at the end of the finished run: the rule fires (at the last step) when such a metric rose past
-    its best round beyond its round-to-round noise and by 1% of its best -- the deep trees fit the training rows
-    at the held-out rows' expense -- and otherwise says the depth in the verdict's detail, as no fault.
+    The condition is met when the deepest tree of the step has ``depth(tree) > depth``.
 
     What the run tells of the model (:func:`booster_params`: the XGBoost hook's record of the booster, else
     the ``hyperparameters`` given to the hook) can make the rule NotApplicable:
@@ -258,9 +252,6 @@ class TreeDepth(Rule):
         self._warned = False
         #: the saved rounds whose trees are all single leaves, until one splits (None from then on)
         self._leaf_steps: Optional[List[int]] = []
-        #: the first step whose trees are deeper than ``depth`` in a run with a held-out metric, and its finding
-        self._deep: Optional[Tuple[int, str]] = None
-        self._held_out_names: Optional[List[str]] = None
 
     def _column(self, column: str, step: int, length: int):
         name = f"trees/{column}"
@@ -340,53 +331,12 @@ class TreeDepth(Rule):
             self.not_applicable(reason)
             return False
         depths = self.tree_depths(step)
-        if depths:
-            tree, deepest = max(depths.items(), key=lambda item: (item[1], -item[0]))
-            if deepest <= self.depth:
-                leaves = self._never_split(step, deepest)
-                if leaves:
-                    return leaves
-            else:
-                found = f"tree {tree} has depth {deepest} > depth {self.depth}"
-                if not self._held_out():
-                    return found  # (no held-out metric to tell whether the depth hurt: the risk is said)
-                self._deep = self._deep or (step, found)
-        return self._deep_and_worse(step) or False
-
-    def _held_out(self) -> List[str]:
-        if self._held_out_names is None or not self.base_trial.loaded_all_steps:
-            self._held_out_names = held_out_metrics(self.base_trial, labels_from(self.base_trial))
-        return self._held_out_names
-
-    def _deep_and_worse(self, step: int) -> Optional[str]:
-        """At the last step of a finished run whose trees grew deeper than ``depth`` and which saved a held-out
-        metric: the finding when a held-out metric rose past its best (:func:`.booster_metrics.rise_past_best`):
-        the deep trees fit the training rows at the held-out rows' expense. Otherwise the depth is said in the
-        verdict's detail, as no fault: a deep tree on enough data is a choice (``max_depth=10`` on 30,000 rows bettered
-        depth 4's held-out RMSE and fired "tree 0 has depth 10 > depth 8": probe 18a F3)."""
-        trial = self.base_trial
-        if self._deep is None or not trial.loaded_all_steps or step != trial.last_step():
-            return None
-        first, found = self._deep
-        worse = []
-        for name in self._held_out():
-            steps = trial.tensor(name).steps()
-            values = [value_at(trial, name, s) for s in steps]
-            if any(v is None or v.size != 1 for v in values):
-                continue
-            risen = rise_past_best([float(v.reshape(-1)[0]) for v in values])
-            if risen is not None:
-                best, i, last = risen
-                worse.append(f"{name} {best:.4g} at its best (step {steps[i]}) -> {last:.4g} at the end")
-        self.mark_evaluated(*self._held_out())
-        if worse:
-            return (f"{found} (first at step {first}), and the held-out metric rose past its best: "
-                    f"{'; '.join(worse)}: deep trees fit the training rows at the held-out rows' expense (lower "
-                    f"max_depth, raise min_child_weight or gamma, or stop at the best round)")
-        self.caveat(f"{found} (first at step {first}), no fault: the held-out "
-                    f"{'metric' if len(self._held_out()) == 1 else 'metrics'} ({', '.join(self._held_out())}) "
-                    f"did not rise past {'its' if len(self._held_out()) == 1 else 'their'} best")
-        return None
+        if not depths:
+            return False
+        tree, deepest = max(depths.items(), key=lambda item: (item[1], -item[0]))
+        if deepest > self.depth:
+            return f"tree {tree} has depth {deepest} > depth {self.depth}"
+        return self._never_split(step, deepest)
 
     def _never_split(self, step: int, deepest: int):
         """The finding on a finished run none of whose saved trees split, at its last saved round; False
