@@ -77,7 +77,8 @@ class Divergence(LossCurveRule):
     turn under one hook, each re-initialised) is no give-back: a loss that went back to its start's level, not
     far beyond it, and falls from there as it did the first time (the median of its saves since is no higher than
     that of as many saves at the run's start, give or take a tenth of the progress) is judged again at the next
-    check, and at the last save of a finished run as always. Losses whose definition changes during the run (an annealed weight of a term
+    check, and at the last save of a finished run as always. Losses whose definition changes during the run (an
+    annealed weight of a term
     growing far beyond the rest, a curriculum that moves to harder data, adversarial losses) can meet the
     condition healthily; leave the rule out for those (or give ``give_back_percent=0``).
 
@@ -223,11 +224,10 @@ class Divergence(LossCurveRule):
         tenth of the progress to ``best``), none far above them (half the progress: a fresh initialisation's loss is
         drawn as the first one was, while a learning rate thrown far too high throws the loss beyond its start) --
         and from the first such save after it was last more than half way down (the last restart, when there were
-        several) it falls as it did the first time: the median of those saves is no higher
-        than that of as many saves at the run's start (at most all saves before ``since``), give or take a tenth of
-        the progress. Fewer than
-        :data:`RESTART_SAVES` saves since it went back are too few to tell: True, judged at the next check. A loss
-        that sits at the level it went back to (labels corrupted from some step on, a learning rate too high to
+        several) it falls as it did the first time: the median of those saves is no higher than that of as many
+        saves at the run's start (at most all saves before ``since``), give or take a tenth of the progress. Fewer
+        than :data:`RESTART_SAVES` saves since it went back are too few to tell: True, judged at the next check. A
+        loss that sits at the level it went back to (labels corrupted from some step on, a learning rate too high to
         learn at) or keeps rising (gradients that pile up) has a higher median than the run's first descent."""
         start = values[:self.window]
         level, high = float(np.median(start)), float(np.max(start))

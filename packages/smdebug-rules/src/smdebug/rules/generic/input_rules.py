@@ -151,7 +151,8 @@ class CheckInputImages(Rule):
     ``|mean_c| > threshold_mean`` for some channel. Where the hook recorded that the model rescales the input
     itself (Keras' image idiom: raw 0-255 pixels into ``Rescaling(1/255)`` or an adapted ``Normalization`` as the
     first layer; :mod:`smdebug.core.input_scaling`), ``mean_c`` is taken after that map, ``mean_c * scale_c +
-    offset_c``: what the first layer that learns sees (the verdict's detail says so). At steps where no matching tensor was saved the rule
+    offset_c``: what the first layer that learns sees (the verdict's detail says so). At steps where no matching
+    tensor was saved the rule
     stays quiet (nothing new to judge).
 
     :param threshold_mean: largest allowed ``|mean|`` of a channel (default 2.0; the original's 0.2 fired on
@@ -331,8 +332,10 @@ class CheckInputImages(Rule):
         :mod:`smdebug.core.input_scaling`), and those layers; None when the run records no such rescaling of it
         (or a per-channel one for an input whose channels are not on its last axis)."""
         scaling = recorded_input_scaling(self.base_trial, name)
-        if scaling is None or (len(scaling.scale) > 1 or len(scaling.offset) > 1) and not self._channels_last.get(name):
+        if scaling is None:
             return None
+        if (len(scaling.scale) > 1 or len(scaling.offset) > 1) and not self._channels_last.get(name):
+            return None  # (a per-channel map applies to the last axis only)
         mapped = scaling.channel_means(means)
         return None if mapped is None else (mapped, scaling.describe())
 

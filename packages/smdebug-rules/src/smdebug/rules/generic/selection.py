@@ -159,7 +159,7 @@ def collection_tensors(trial, collection_names: Iterable[str], role: str = "") -
                 what = (f"collection {cname!r} ({role} of its layers: the hook found {len(recorded)} ({shown}) but "
                         f"the run holds none of their {role}: " + _why_unsaved(trial, cname) + ")")
         else:
-            found = _members(trial, ("collection", cname), coll.matches, names)
+            found = members(trial, cname)
             what = f"collection {cname!r}"
         looking_for(what, found, absent_by_design=recorded is not None and not recorded)
         out.update((n, cname) for n in found if n not in out)
