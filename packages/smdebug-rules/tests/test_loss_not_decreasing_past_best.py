@@ -58,3 +58,34 @@ def test_a_metric_that_never_came_down_keeps_the_plain_wording(tmp_path):
     reason = finding(boosted(tmp_path / "run", informative=False))
     assert reason.startswith("validation-logloss did not decrease over the second half"), reason
     assert "rose past its best" not in reason
+
+
+def test_a_booster_that_barely_beat_a_constant_is_not_called_overtrained(tmp_path):
+    """eta=2 overshoots at every round: the validation RMSE dips a few percent below what predicting the mean scores
+    and rises again. "Overtraining ... early stopping would have kept" sent the user to a model no better than a
+    constant (probe 18a W2); the finding says the model barely learned, measured against the constant prediction
+    on the saved validation labels, and names the learning rate."""
+    import smdebug.xgboost as smd
+
+    from sklearn.datasets import make_regression
+
+    from sklearn.model_selection import train_test_split
+
+    x, y = make_regression(3000, 15, n_informative=10, noise=10, random_state=2)
+    x_train, x_valid, y_train, y_valid = train_test_split(x, y, test_size=0.25, random_state=0)
+    train, validation = xgb.DMatrix(x_train, y_train), xgb.DMatrix(x_valid, y_valid)
+    params = {"objective": "reg:squarederror", "max_depth": 4, "eta": 2.0, "nthread": 1, "seed": 0}
+    hook = smd.Hook.recommended(str(tmp_path / "run"), validation_data=validation, hyperparameters=params)
+    booster = xgb.train(params, train, 100, evals=[(train, "train"), (validation, "validation")],
+                        callbacks=[hook], verbose_eval=False)
+    hook.close()
+    rmse = float(np.sqrt(np.mean((booster.predict(validation) - y_valid) ** 2)))
+    assert rmse > 0.9 * float(np.std(y_valid)), rmse  # (the run is as broken as the probe's)
+    (result,) = run_rules(str(tmp_path / "run"), ["LossNotDecreasing"], max_findings=1000).rules
+    assert result.status == ISSUES, (result.status, result.detail)
+    past = [f.reason for f in result.findings if "rose past its best" in f.reason]
+    assert past, [f.reason for f in result.findings[:3]]
+    for reason in past:
+        assert "the model barely learned" in reason and "below the best constant prediction's" in reason, reason
+        assert "learning rate (eta) too high" in reason, reason
+        assert "overtraining" not in reason and "early stopping" not in reason, reason

@@ -22,10 +22,10 @@ import smdebug.pytorch as smd  # noqa: E402
 
 
 class Net(nn.Module):
-    def __init__(self):
+    def __init__(self, width=64):
         super().__init__()
-        self.body = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU())
-        self.head = nn.Linear(64, 3)
+        self.body = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, width), nn.ReLU())
+        self.head = nn.Linear(width, 3)
 
     def forward(self, x):
         return self.head(self.body(x))
@@ -52,10 +52,10 @@ def pretrain(model, steps=300):
     model.head.reset_parameters()
 
 
-def train(out_dir, frozen=True, pretrained=False, unfreeze_at=None, steps=40):
+def train(out_dir, frozen=True, pretrained=False, unfreeze_at=None, steps=40, width=64):
     torch.set_num_threads(1)
     torch.manual_seed(0)
-    model = Net()
+    model = Net(width)
     if pretrained:
         pretrain(model)
     model.body.requires_grad_(not frozen)
@@ -86,6 +86,16 @@ def test_a_body_frozen_at_its_random_initialisation_is_named(tmp_path):
     reason = verdict.findings[0].reason
     assert reason.startswith("frozen before it was trained: 2 weights (Net_body.0.weight, Net_body.2.weight)"), reason
     assert "Net_head.weight" in reason and "PyTorch's default" in reason and "load the pretrained weights" in reason
+
+
+def test_a_frozen_weight_too_small_to_test_is_named_beside_the_others(tmp_path):
+    """A 64x3 kernel (192 values) is too small for the initialisation test; it never changed either, and the
+    finding names it, so that the user unfreezes the whole body (probe 18a W8 named only the tested kernel)."""
+    verdict = judged(train(tmp_path / "run", width=3), "WeightUpdateRatio")
+    assert verdict.status == ISSUES, verdict
+    reason = verdict.findings[0].reason
+    assert reason.startswith("frozen before it was trained: 1 weight (Net_body.0.weight)"), reason
+    assert "also unchanged from the first save to the last: Net_body.2.weight (" in reason, reason
 
 
 @pytest.mark.parametrize("unfreeze_at", [None, 20])

@@ -33,7 +33,7 @@ from smdebug.exceptions import (
 from smdebug.rules.action.builders import StopTraining
 from smdebug.rules.evaluation import UNREADABLE, describe_run
 from smdebug.core.interruption import watch_ctrl_c
-from smdebug.rules.registry import build_rule, find_rule
+from smdebug.rules.registry import build_rule, find_rule, rule_parameters as accepted_parameters
 from smdebug.rules.results import (
     ERROR,
     IN_PROGRESS,
@@ -139,6 +139,8 @@ def run_rules(
         trial.treat_as_ended()
     if rules is None:
         requests, infos = resolve(recommended_rules_for(trial))
+    else:
+        requests = _with_framework_defaults(trial, requests, infos)
     result = RunResult(trial=str(trial.path), rules=[], follow=follow, read_as_ended=ended)
     active: List[_Active] = []
     for (name, params, action_str), info in zip(requests, infos):
@@ -329,6 +331,40 @@ def _conclude(r: RuleResult, rule, trial, complete: bool) -> None:
     else:
         r.status = NOT_EVALUATED if complete else IN_PROGRESS
         r.detail = evaluation.detail(trial) if complete else f"nothing evaluated yet: {evaluation.detail(trial)}"
+
+
+def _is_selection(parameter: str) -> bool:
+    """Whether a rule parameter says which tensors the rule reads (a regex, a collection)."""
+    return parameter.endswith("regex") or "collection" in parameter
+
+
+def _with_framework_defaults(trial, requests, infos) -> list:
+    """Named rules with the parameters the recommended set gives them for the run's framework as defaults.
+
+    ``smdebug rules run RUN --rule CheckInputImages`` on a Keras run must read its images channels-last as the
+    recommended set does (``rule_configs.rule_parameters``); the caller's own parameters win, and a caller who
+    says which tensors the rule reads (a regex or a collection) gets none of the defaults that select tensors.
+    A rule class of the caller's (no registered name) is left as it is.
+    """
+    from smdebug.core.run_info import framework_of
+    from smdebug.rules import rule_configs
+
+    framework = framework_of(trial)
+    if framework not in rule_configs.FRAMEWORKS:
+        framework = None  # (the framework-free defaults still apply)
+    out = []
+    for (name, params, action_str), info in zip(requests, infos):
+        defaults = rule_configs.rule_parameters(info.name, framework) if info is not None else {}
+        if any(_is_selection(k) for k in params):
+            defaults = {k: v for k, v in defaults.items() if not _is_selection(k)}
+        if defaults:
+            try:  # (a third-party rule sharing a built-in name gets only the parameters it accepts)
+                accepted = accepted_parameters(info.load())
+            except ImportError:
+                accepted = {}  # (reported as the rule's Error when it is built)
+            params = {**{k: v for k, v in defaults.items() if k in accepted}, **params}
+        out.append((name, params, action_str))
+    return out
 
 
 def recommended_rules_for(trial) -> List[Tuple[str, dict]]:

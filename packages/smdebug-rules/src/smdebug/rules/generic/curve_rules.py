@@ -26,7 +26,7 @@ from smdebug.rules.generic.curves import (
     training_ended,
 )
 from smdebug.rules.generic.booster_generalisation import held_out_constant
-from smdebug.rules.generic.loss_rules import mode_label
+from smdebug.rules.generic.loss_rules import Evaluations, evaluation_noise, mode_label
 from smdebug.rules.generic.xgboost_rules import booster_params, continued_rounds
 from smdebug.rules.params import as_float, as_int, in_range
 
@@ -210,9 +210,13 @@ class LossNotDecreasing(LossCurveRule):
         #: per evaluation metric of a linear booster: where the model stood before its first round (see
         #: _booster_start; None: not known)
         self._start: Dict[str, Optional[float]] = {}
+        #: per evaluation metric of a booster, once the run has ended: the metric of the best constant prediction
+        #: on the set's saved labels (see held_out_constant; None: not known)
+        self._constants: Dict[str, Optional[float]] = {}
 
     def _met(self, curve: Curve, s: int, label: str, paced: bool, trained_before: bool = False,
-             capped: bool = False, measurable: bool = True, start: Optional[float] = None) -> Optional[_Checked]:
+             capped: bool = False, measurable: bool = True, start: Optional[float] = None,
+             name: Optional[str] = None) -> Optional[_Checked]:
         f = curve.first()
         length = s - f + 1
         span, w = self._widths(curve, s)
@@ -302,7 +306,7 @@ class LossNotDecreasing(LossCurveRule):
         # the words of a rise past its best only for a real give-back, or a metric back at its start: a metric that
         # made little progress and wanders at its plateau did not "rise past its best" (probe 15c F7)
         if met and not paced and best[0] is not None and ((past is not None and past[2]) or now >= first):
-            words = self._past_best(curve, s, w, best, first, then, m, now, change, tol)
+            words = self._past_best(curve, s, w, best, first, then, m, now, change, tol, name)
             if words is not None:
                 detail = words
                 past = (best[0], self._eval_noise(curve, s, w, now), True)
@@ -368,8 +372,18 @@ class LossNotDecreasing(LossCurveRule):
         values = np.asarray([v for t, v in zip(curve.steps, curve.values) if t <= s], dtype=np.float64)
         return max(self._window_noise(curve, s, w), _counting_noise(values, now))
 
+    def _constant(self, name: str) -> Optional[float]:
+        """The metric of the best constant prediction on the labels of ``name``'s evaluation set (a booster's), kept
+        once the run has ended (a run followed live may save its labels later)."""
+        if name in self._constants:
+            return self._constants[name]
+        value = held_out_constant(self.base_trial, name)
+        if training_ended(self.base_trial):
+            self._constants[name] = value
+        return value
+
     def _past_best(self, curve: Curve, s: int, w: int, best_at: Tuple[float, int], first: float, then: float, m: int,
-                   now: float, change: float, tol: float) -> Optional[str]:
+                   now: float, change: float, tol: float, name: Optional[str] = None) -> Optional[str]:
         """For an evaluation-set metric (a validation loss) that came down and then rose again, the finding in
         the user's terms: it rose from its best (the lowest median of ``w`` steps, and the step where that window
         ends) to ``now`` -- training went on past its best model (overtraining; XGBoost: boosting past the best
@@ -383,13 +397,25 @@ class LossNotDecreasing(LossCurveRule):
                 curve, s, w, now)):
             return None
         rise = (now - best) / abs(best) * 100 if best else float("inf")
-        return (f"rose past its best: median {best:.4g} at its best (the {w} steps to step {best_step}) -> {now:.4g} "
+        booster = booster_params(self.base_trial)
+        gained = (first - best) / abs(first)
+        said = (f"rose past its best: median {best:.4g} at its best (the {w} steps to step {best_step}) -> {now:.4g} "
                 f"over the {w} steps to step {s} ({rise:+.3g}%), no lower over the second half of the run so far "
-                f"({then:.4g} to step {m}, {change:+.3g}%; tolerance {tol:g}%): training went on past its best model "
-                f"(overtraining{'; boosting past the best round' if booster_params(self.base_trial) else ''}), "
-                f"which early stopping at step {best_step} would have "
-                f"kept; at its best {(first - best) / abs(first):.1%} below the initial {first:.4g} "
-                f"(min_progress_percent {self.min_progress_percent:g}%)")
+                f"({then:.4g} to step {m}, {change:+.3g}%; tolerance {tol:g}%): ")
+        constant = self._constant(name) if booster and name else None
+        if constant and (constant - best) / abs(constant) * 100 < self.min_progress_percent:
+            # A best barely below what predicting one constant scores on the same rows is no model worth keeping:
+            # the booster hardly learned and then lost even that (eta=2, probe 18a W2), which "overtraining ...
+            # early stopping would have kept" hid. (Against the constant, not the first round: a booster on a
+            # strong prior, base_margin, starts near its floor and may overtrain from there.)
+            beat = (constant - best) / abs(constant)
+            return said + (f"the model barely learned: at its best {beat:.1%} below the best constant prediction's "
+                           f"{constant:.4g} on these rows (min_progress_percent {self.min_progress_percent:g}%), "
+                           f"and it lost even that: a learning rate (eta) too high, or features that do not "
+                           f"predict the label?")
+        return said + (f"training went on past its best model (overtraining{'; boosting past the best round' if booster else ''}), "
+                       f"which early stopping at step {best_step} would have kept; at its best {gained:.1%} below "
+                       f"the initial {first:.4g} (min_progress_percent {self.min_progress_percent:g}%)")
 
     def _trained_before_evaluation(self, curve: Curve, mode: ModeKeys) -> bool:
         """Whether a training loss of the run (TRAIN mode) had already fallen by min_progress_percent of its
@@ -537,7 +563,7 @@ class LossNotDecreasing(LossCurveRule):
         result = self._met(curve, s, label, paced,
                            trained_before=not paced and self._trained_before_evaluation(curve, mode),
                            measurable=paced or not _OFFSET_METRIC.search(name),
-                           start=None if paced or curve.inverted else self._start.get(name))
+                           start=None if paced or curve.inverted else self._start.get(name), name=name)
         if result is None:
             return False, None
         met, detail, now, first, stalled, past = result
@@ -734,6 +760,8 @@ def _block_mean_error(values: List[float], window: int) -> float:
 # ----------------------------------------------------------------------------------------------------------
 #: SlowConvergence: the share of a curve's whole progress its last third must still make to count as falling
 END_SHARE = 0.1
+#: fewest validation passes whose rise changes SlowConvergence's words (see SlowConvergence._validation_rose)
+MIN_EVALUATIONS = 4
 
 
 class SlowConvergence(LossCurveRule):
@@ -923,9 +951,33 @@ class SlowConvergence(LossCurveRule):
                           f"{gone:.0%} {heading}: a loss held near where it started is more often held back (a "
                           f"learning rate far too high or too low, labels that do not match the inputs) than short "
                           f"of training (progress_percent {self.progress_percent:g})")
-        return True, (f"{self.shown(name, curve)} was still falling when training ended: {initial:.4g} (first {w} "
-                      f"saves) -> {early:.4g} -> {late:.4g} -> {final:.4g} (last {w} saves); {why} "
-                      f"(progress_percent {self.progress_percent:g}, deceleration {self.deceleration:g})")
+        said = (f"{self.shown(name, curve)} was still falling when training ended: {initial:.4g} (first {w} "
+                f"saves) -> {early:.4g} -> {late:.4g} -> {final:.4g} (last {w} saves); {why} "
+                f"(progress_percent {self.progress_percent:g}, deceleration {self.deceleration:g})")
+        rose = self._validation_rose(name, mode, curve.worker)
+        return True, said + (f"; but {rose}: the training loss fell on what the model memorised, so training longer "
+                             f"would not help (labels that do not match the inputs? too few rows for the model?)"
+                             if rose else "")
+
+    def _validation_rose(self, name: str, mode: ModeKeys, worker: Optional[str]) -> Optional[str]:
+        """For a TRAIN-mode loss also saved in EVAL mode: how its validation loss rose from its first evaluations to
+        its last, beyond the evaluations' noise, without ever improving on them (its best among the first two);
+        None otherwise. "Still falling when training ended" then invited more epochs on a run whose labels were
+        shuffled: the training loss crept down on memorised rows while the validation loss rose at every pass
+        (probe 18a W3). A rise is asked, never a fall (see _validation_stopped: a few noisy passes cannot confirm
+        one), and it only changes the words: the finding stands."""
+        if mode != ModeKeys.TRAIN or not self._saved.steps(name, ModeKeys.EVAL, worker):
+            return None
+        evaluations = Evaluations(self.base_trial, self._saved, name, worker)
+        evaluations.extend(self.base_trial.last_step())
+        v = evaluations.val
+        if len(v) < MIN_EVALUATIONS or not np.all(np.isfinite(v)):
+            return None
+        best = min(v)
+        if best < min(v[:2]) or v[-1] - best <= max(3 * evaluation_noise(v), 0.01 * abs(best)):
+            return None
+        return (f"its validation loss never improved: it rose from {v[0]:.4g} at the first evaluation to {v[-1]:.4g} "
+                f"at the last ({len(v)} evaluations)")
 
     def _falling(self, values: np.ndarray, thirds, w: int, reference: float) -> Tuple[bool, float]:
         """Whether the curve still falls at its end, beyond its noise and by min_decrease_percent of its scale."""

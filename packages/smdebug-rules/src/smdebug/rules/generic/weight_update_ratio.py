@@ -260,11 +260,16 @@ class WeightUpdateRatio(Rule):
             return None
         names = [name for name, _, _ in at_init]
         name, steps, how = at_init[0]
+        # (the other frozen weights too, so that the user unfreezes all of them: a small kernel beside the one
+        # tested, probe 18a W8, or weights loaded before the run)
+        others = [n for n, _ in unchanged if n not in names]
+        also = (f"; also unchanged from the first save to the last: {listed(others, limit=5)} (not recognisable "
+                f"as a fresh initialisation: too few values to tell, or trained before this run)" if others else "")
         return (f"frozen before it was trained: {len(names)} weight{'s' if len(names) != 1 else ''} "
                 f"({listed(names, limit=5)}) never changed over the run ({len(steps)} saves, steps {steps[0]}-"
                 f"{steps[-1]}) and {'are' if len(names) != 1 else 'is'} still a fresh random initialisation "
                 f"({name}: {how}), while {len(moved)} other weight{'s' if len(moved) != 1 else ''} trained "
-                f"({listed(moved, limit=5)}): the model learns on top of random features. Unfreeze "
+                f"({listed(moved, limit=5)}): the model learns on top of random features{also}. Unfreeze "
                 f"{_them(names)} (requires_grad, trainable, the optimizer's parameters) or load the pretrained "
                 f"weights before freezing")
 
