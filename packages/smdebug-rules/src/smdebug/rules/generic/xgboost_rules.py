@@ -96,6 +96,22 @@ def continued_rounds(trial) -> int:
     return int(rounds) if isinstance(rounds, (int, float)) and not isinstance(rounds, bool) and rounds > 0 else 0
 
 
+def no_booster(trial, what: str) -> Optional[str]:
+    """Why a rule that judges a boosted model's ``what`` has nothing to judge in a run another framework wrote (a
+    network has no trees and no feature importances): the rule named on a PyTorch run ended NotEvaluated, exit 3,
+    as if data were missing. None for an XGBoost run, or a run that does not tell its framework."""
+    from smdebug.core.run_info import framework_of
+
+    framework = framework_of(trial)
+    if framework not in _NETWORKS:
+        return None  # (XGBoost's, or a framework of a third-party hook: it may save trees)
+    return f"the run was written by {_NETWORKS[framework]}, and this rule judges the {what} of an XGBoost model"
+
+
+#: the frameworks whose hooks train networks, by their recorded name
+_NETWORKS = {"pytorch": "PyTorch", "tensorflow": "TensorFlow", "mxnet": "MXNet"}
+
+
 def cross_validation(trial, missing: str) -> Optional[str]:
     """Why a rule has nothing to judge in an ``xgboost.cv`` run, which trains one booster per fold: the hook
     saves the metrics (their mean over the folds) and no single model's ``missing`` (trees, predictions...).
@@ -269,8 +285,9 @@ class TreeDepth(Rule):
         if not has_nodes:
             if not self._warned:
                 self._warned = True
-                self.logger.warning("%s: the run has no trees/Node tensor (save the trees collection)",
-                                    self.rule_name)
+                # (the verdict says it: NotEvaluated, looking for trees/Node)
+                self.logger.debug("%s: the run has no trees/Node tensor (save the trees collection)",
+                                  self.rule_name)
             return None
         node_value = value_at(self.base_trial, "trees/Node", step)
         if node_value is None or node_value.size == 0:
@@ -313,9 +330,9 @@ class TreeDepth(Rule):
     def _not_applicable(self) -> Optional[str]:
         """Why the run's model is not one this rule judges (None when it is, or nothing tells)."""
         if not self.base_trial.has_tensor("trees/Node"):
-            cv = cross_validation(self.base_trial, "trees")
-            if cv is not None:
-                return cv
+            why = cross_validation(self.base_trial, "trees") or no_booster(self.base_trial, "trees")
+            if why is not None:
+                return why
         params = booster_params(self.base_trial)
         if params.get("booster") == "gblinear":
             return "the booster builds no trees: gblinear"
@@ -464,9 +481,12 @@ class FeatureImportanceOverweight(Rule):
 
     def invoke_at_step(self, step):
         values = self.importances(step)
-        cv = cross_validation(self.base_trial, "feature importances") if values is None else None
-        if cv is not None and not select_tensors(self.base_trial, [], self.tensor_regex):
-            self.not_applicable(cv)
+        why = None
+        if values is None and not select_tensors(self.base_trial, [], self.tensor_regex):
+            why = (cross_validation(self.base_trial, "feature importances")
+                   or no_booster(self.base_trial, "feature importances"))
+        if why is not None:
+            self.not_applicable(why)
             return False
         if values is None:
             self.not_evaluated("judges at steps where a non-zero feature importance was saved")
