@@ -56,7 +56,24 @@ def test_raw_features_into_a_model_that_does_not_standardise_them_fire(tmp_path)
     assert "feature 4 has scale" in r.findings[0].reason, r.findings[0].reason
 
 
-def torch_run(path, batchnorm_first: bool) -> str:
+def standardise(names, mean, std):
+    """A module standardising its input with buffers of its own, registered under ``names``, as PyTorch users
+    write it: ``(x - self.mu) / self.sd`` in the forward."""
+    import torch
+
+    class Standardise(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer(names[0], torch.as_tensor(mean))
+            self.register_buffer(names[1], torch.as_tensor(std))
+
+        def forward(self, x):
+            return (x - getattr(self, names[0])) / getattr(self, names[1])
+
+    return Standardise()
+
+
+def torch_run(path, batchnorm_first: bool = False, first=None) -> str:
     torch = pytest.importorskip("torch")
     nn = torch.nn
     import smdebug.pytorch as smd
@@ -65,7 +82,7 @@ def torch_run(path, batchnorm_first: bool) -> str:
     torch.manual_seed(0)
     x, y = raw_table()
     x, y = torch.tensor(x), torch.tensor(y)
-    layers = [nn.BatchNorm1d(6)] if batchnorm_first else []
+    layers = [nn.BatchNorm1d(6)] if batchnorm_first else [first] if first is not None else []
     model, loss_fn = nn.Sequential(*layers, nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 2)), nn.CrossEntropyLoss()
     hook = smd.Hook.recommended(str(path))
     hook.register_module(model)
@@ -92,4 +109,26 @@ def test_torch_batchnorm_first_standardises_raw_features(tmp_path):
 
 def test_torch_raw_features_without_batchnorm_fire(tmp_path):
     r = judged(torch_run(tmp_path / "run", batchnorm_first=False), "UnnormalizedInput")
+    assert r.status == ISSUES, (r.status, r.detail)
+
+
+@pytest.mark.parametrize("names", [("mu", "sd"), ("mean", "std")])
+def test_torch_buffers_of_the_models_own_that_standardise_raw_features(tmp_path, names):
+    """Probe 19a: the statistics registered as buffers of a module of the user's, used in its forward, are saved
+    (normalization_statistics) and recognised by their values; the rule fired "feature 3 has scale 1.049e+05"."""
+    x, _ = raw_table()
+    path = torch_run(tmp_path / "run", first=standardise(names, x.mean(axis=0), x.std(axis=0)))
+    from smdebug.trials import create_trial
+
+    saved = create_trial(path).tensor_names(collection="normalization_statistics")
+    assert f"Sequential_0.{names[0]}" in saved and f"Sequential_0.{names[1]}" in saved, saved
+    r = judged(path, "UnnormalizedInput")
+    assert r.status == NO_ISSUES, (r.status, [f.reason for f in r.findings], r.detail)
+
+
+def test_torch_buffers_that_do_not_standardise_still_fire(tmp_path):
+    """Buffers named like statistics prove nothing by their names: a mean of 0 and a std of 1 leave the raw
+    features as they are."""
+    path = torch_run(tmp_path / "run", first=standardise(("mu", "sd"), np.zeros(6, "float32"), np.ones(6, "float32")))
+    r = judged(path, "UnnormalizedInput")
     assert r.status == ISSUES, (r.status, r.detail)

@@ -548,6 +548,34 @@ def test_a_run_that_saved_no_loss_says_why_at_close(tmp_path, smdebug_warnings, 
         assert not said, said
 
 
+def test_a_models_own_input_statistics_are_saved_with_the_normalisation_statistics(tmp_path):
+    """Buffers a model registers to standardise its input in its forward (``mean``/``std``, ``mu``/``sd``) are
+    saved beside BatchNorm's running statistics; other buffers (a mask, a 2-D table, an integer counter) are not."""
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("mu", torch.full((4,), 100.0))
+            self.register_buffer("sd", torch.full((4,), 50.0))
+            self.register_buffer("mask", torch.ones(4))
+            self.register_buffer("table_mean", torch.zeros(4, 4))
+            self.register_buffer("count_scale", torch.zeros(4, dtype=torch.long))
+            self.fc = nn.Linear(4, 2)
+
+        def forward(self, x):
+            return self.fc((x - self.mu) / self.sd * self.mask)
+
+    model = Net()
+    out = str(tmp_path / "run")
+    hook = make_hook(out, include_collections=["normalization_statistics"], save_config=smd.SaveConfig(save_interval=1))
+    hook.register_module(model)
+    model(torch.randn(8, 4))
+    hook.close()
+    hook.remove()
+    names = set(smd.create_trial(out).tensor_names(collection="normalization_statistics"))
+    assert names == {"Net_mu", "Net_sd"}, names
+
+
 def test_batchnorm_running_statistics_are_saved_only_when_asked(tmp_path):
     torch.manual_seed(0)
     model = nn.Sequential(nn.BatchNorm1d(4), nn.Linear(4, 2))

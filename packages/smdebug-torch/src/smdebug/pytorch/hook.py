@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import re
 import weakref
 from typing import Dict, List, Optional, Tuple
 
@@ -54,6 +55,20 @@ OUTPUT_LOSS = "loss"
 #: the collection of normalisation layers' running statistics (saved when a rule asks for it: UnnormalizedInput)
 NORMALIZATION_STATISTICS = "normalization_statistics"
 _STATISTIC_BUFFERS = ("running_mean", "running_var")
+#: a buffer of the model's own that holds a per-feature statistic of its input, by its name's last part: a model
+#: that standardises raw features in its forward (``(x - self.mean) / self.std``, buffers registered for it)
+_OWN_STATISTIC = re.compile(r"(?i)^(.*_)?(mean|mu|loc|center|centre|shift|offset|std|sd|sigma|scale|var|variance)$")
+#: the largest such buffer saved (one value per input feature)
+_MAX_STATISTIC_VALUES = 1 << 16
+
+
+def _is_statistic(name: str, buffer: torch.Tensor) -> bool:
+    """Whether a buffer named ``name`` (its last part) is a statistic a model keeps of its input: BatchNorm's
+    running ones, or a vector of the model's own named like one (``mean``, ``std``...)."""
+    if name in _STATISTIC_BUFFERS:
+        return True
+    return (bool(_OWN_STATISTIC.match(name)) and buffer.dim() == 1 and buffer.is_floating_point()
+            and 1 < buffer.numel() <= _MAX_STATISTIC_VALUES)
 
 
 def _unwrap(module: torch.nn.Module) -> torch.nn.Module:
@@ -623,7 +638,7 @@ class Hook(BaseHook):
         if self.model is None:
             return []
         return [(f"{self.model_name}_{name}", b) for name, b in self.model.named_buffers()
-                if b is not None and name.rsplit(".", 1)[-1] in _STATISTIC_BUFFERS and not sharded.is_dtensor(b)]
+                if b is not None and _is_statistic(name.rsplit(".", 1)[-1], b) and not sharded.is_dtensor(b)]
 
     def _save_parameters(self) -> None:
         self._refresh_params()

@@ -2,8 +2,9 @@
 
 A model may standardise raw features itself: Keras's ``Normalization`` layer (``adapt`` sets its ``mean`` and
 ``variance``), a ``BatchNormalization`` as the first layer (its ``moving_mean`` and ``moving_variance`` follow the
-batches' statistics), PyTorch's ``BatchNorm1d`` first (its ``running_mean`` and ``running_var`` buffers). The hooks
-save those statistics (Keras's with the weights, PyTorch's in ``normalization_statistics``). An input that looks
+batches' statistics), PyTorch's ``BatchNorm1d`` first (its ``running_mean`` and ``running_var`` buffers), or a
+PyTorch module's own buffers used in its forward (``(x - self.mu) / self.sd``). The hooks save those statistics
+(Keras's with the weights, PyTorch's in ``normalization_statistics``). An input that looks
 unnormalised is then no fault: the first layer that learns sees it standardised. Names differ by framework and
 layer, so a pair is recognised by name only loosely (a ``mean`` and a ``var``/``variance`` of one layer) and proved
 by its values: one number per input feature, which bring the input's saved batches to the scale UnnormalizedInput
@@ -18,9 +19,11 @@ import numpy as np
 
 from smdebug.exceptions import ShapeUnavailableForStep, TensorUnavailableForStep
 
-#: the last part of a saved statistic's name: ``mean``, ``moving_mean``, ``running_mean``; ``variance``, ``var``...
-_MEAN = re.compile(r"^(.*?)(moving_|running_)?mean$")
+#: the last part of a saved statistic's name: ``mean``, ``moving_mean``, ``running_mean``; ``variance``, ``var``...;
+#: and the buffers a PyTorch model registers to standardise its input in its forward (``mu``, ``std``, ``sd``...)
+_MEAN = re.compile(r"^(.*?)(moving_|running_)?(mean|mu|loc|center|centre|shift|offset)$")
 _VARIANCE = re.compile(r"^(.*?)(moving_|running_)?var(iance)?$")
+_STD = re.compile(r"^(.*?)(std|sd|sigma|scale)$")
 #: added to a variance before its square root, as the layers do (Keras's Normalization and BatchNormalization
 #: use 1e-7 and 1e-3): a constant feature's variance of 0 divides nothing by zero
 VARIANCE_EPSILON = 1e-3
@@ -51,20 +54,24 @@ class InputStatistics:
         self._pairs: Optional[Tuple[int, List[Tuple[str, str]]]] = None
         self._values: Dict[str, Optional[np.ndarray]] = {}
 
-    def _candidate_pairs(self) -> List[Tuple[str, str]]:
+    def _candidate_pairs(self) -> List[Tuple[str, str, bool]]:
+        """(mean, spread, whether the spread is a variance rather than a standard deviation) of each layer or
+        module that saved both."""
         names = self.trial.tensor_names()
         if self._pairs is None or self._pairs[0] != len(names):
             means: Dict[str, str] = {}
-            variances: Dict[str, str] = {}
+            spreads: Dict[str, Tuple[str, bool]] = {}
             for name in names:
-                if name.startswith("gradient/"):
+                if name.startswith("gradient"):
                     continue
-                m, v = _MEAN.match(name), _VARIANCE.match(name)
+                m, v, sd = _MEAN.match(name), _VARIANCE.match(name), _STD.match(name)
                 if m:
                     means.setdefault(m.group(1), name)
                 elif v:
-                    variances.setdefault(v.group(1), name)
-            self._pairs = (len(names), [(means[k], variances[k]) for k in sorted(means) if k in variances])
+                    spreads.setdefault(v.group(1), (name, True))
+                elif sd:
+                    spreads.setdefault(sd.group(1), (name, False))
+            self._pairs = (len(names), [(means[k], *spreads[k]) for k in sorted(means) if k in spreads])
         return self._pairs[1]
 
     def _last(self, name: str) -> Optional[np.ndarray]:
@@ -87,14 +94,15 @@ class InputStatistics:
         ``floor``. Statistics that lag (moving ones still on their way from their initial 0 and
         1) pass as long as what the first layer that learns sees is at that scale."""
         features = table.shape[-1]
-        for mean_name, variance_name in self._candidate_pairs():
+        for mean_name, variance_name, is_variance in self._candidate_pairs():
             m, v = self._last(mean_name), self._last(variance_name)
             if m is None or v is None or m.shape != (features,) or v.shape != (features,):
                 continue
             if not (np.all(np.isfinite(m)) and np.all(np.isfinite(v)) and np.all(v >= 0)):
                 continue
             with np.errstate(all="ignore"):
-                z = (table - m) / np.sqrt(v + VARIANCE_EPSILON)
+                spread = np.sqrt(v + VARIANCE_EPSILON) if is_variance else v
+                z = (table - m) / spread
             scale = feature_scales(z)
             if np.all(np.isfinite(scale)) and scale.max() <= threshold and not typical_row_norm(z) < floor:
                 return f"{mean_name} and {variance_name}"
