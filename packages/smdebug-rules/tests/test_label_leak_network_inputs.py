@@ -60,6 +60,34 @@ def test_a_torch_regression_with_its_target_among_the_features(tmp_path, leak):
     assert "MSELoss_input_1" in reason, reason
 
 
+def random_walk_windows(n=1200, seed=1):
+    """The last 8 values of random walks (starting anywhere, steps of 0.1) and, as the target, their next value: a
+    forecast whose every feature follows the target at a correlation near 0.999, as its columns follow each other."""
+    g = np.random.default_rng(seed)
+    walk = g.normal(size=(n, 1)) * 5 + np.cumsum(g.normal(0.02, 0.1, size=(n, 9)), axis=1)
+    return walk[:, :8], walk[:, 8]
+
+
+@pytest.mark.parametrize("leak", ["none", "copy", "two-copies"])
+def test_a_forecasts_window_of_a_series_is_no_leak(tmp_path, leak):
+    """Probe 19a: a random walk's next value from its last values fired "column 4 follows the target (0.9992)". Each
+    of those columns is as near to its neighbours as to the target; a copy of the target among them is nearer to
+    the target than to any of them, and so are two noisy copies (twice as far from each other as from it)."""
+    x, y = random_walk_windows()
+    g = np.random.default_rng(2)
+    copies = {"none": 0, "copy": 1, "two-copies": 2}[leak]
+    for _ in range(copies):
+        x = np.concatenate([x, (y + 0.002 * g.normal(size=y.shape))[:, None]], axis=1)
+    x, y = torch.tensor(x, dtype=torch.float32), torch.tensor(y, dtype=torch.float32)[:, None]
+    train_recommended(tmp_path / "run", regressor(x.shape[1]), x, y, nn.MSELoss(), steps=60, lr=0.001)
+    result = label_leak(tmp_path / "run")
+    if leak == "none":
+        assert result.status == NO_ISSUES, result
+        return
+    assert result.status == ISSUES, result
+    assert result.findings[0].reason.startswith("column 8 of "), result.findings[0].reason
+
+
 def classes_with(kind: str):
     x, y = sklearn_datasets.load_wine(return_X_y=True)
     x = _standardised(x)

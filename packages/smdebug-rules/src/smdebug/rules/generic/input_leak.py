@@ -17,6 +17,10 @@ steps (``Hook.recommended``: the ``inputs`` and ``labels`` collections, row for 
   apart) spreads within each class over much of the distance between them: a point cloud of standard deviation
   s has a 1st-99th percentile range of 4.7 s, so its centres would have to be 47 s apart.
 
+A regression's column that follows the target no more closely than another input column follows it is one of a
+window of a slowly changing series whose next value is the target (a forecast), not a leak (see
+:func:`_one_of_a_series`).
+
 Only 2-D floating-point inputs are looked at: images, token ids and sequences have no columns that are features
 (a token id at a position can rightly decide a label). Classes need ``MIN_CLASS_ROWS`` saved rows each, at least
 two of them (a few rows fall into bands by luck); a regression needs ``MIN_REGRESSION_ROWS``.
@@ -87,9 +91,34 @@ def leaked_column(x: np.ndarray, y: np.ndarray, classes: Optional[bool] = None) 
         if np.ptp(values) == 0:
             continue
         said = judge(values, y)
+        if said and not classes and _one_of_a_series(x, column, y):
+            continue
         if said:
             return Leak(column, said)
     return None
+
+
+def _one_of_a_series(x: np.ndarray, column: int, y: np.ndarray) -> bool:
+    """Whether the target is no nearer to ``column`` than another input column is: a window of a slowly changing
+    series (a forecast's last values, each nearly the next) whose target is the series' next value, so that every
+    column follows the target as closely as its neighbours follow each other (probe 19a: a random walk's next value
+    read as a leak, correlation 0.9992). A column computed from the target is nearer to it than to any real
+    feature; two noisy copies of the target are twice as far from each other as from it. "Near" is one minus the
+    absolute correlation (:func:`_closeness`), and another column counts when it is at most 1.5 times as far from
+    ``column``."""
+    values = x[:, column]
+    to_target = 1 - _closeness(values, y)
+    for other in range(x.shape[1]):
+        if other == column or np.ptp(x[:, other]) == 0:
+            continue
+        if 1 - _closeness(values, x[:, other]) <= 1.5 * to_target:
+            return True
+    return False
+
+
+def _closeness(a: np.ndarray, b: np.ndarray) -> float:
+    """The larger of the absolute Pearson and Spearman correlations of ``a`` and ``b`` (as _follows_target)."""
+    return max(abs(float(np.corrcoef(a, b)[0, 1])), abs(rank_correlation(a, b) or 0.0))
 
 
 def _follows_target(values: np.ndarray, y: np.ndarray) -> Optional[str]:
