@@ -1866,9 +1866,14 @@ class Overtraining(Rule):
         # (a training loss that did not change did not fall: 0 -> 0 passes "<= 0 * (1 - p)" but is no progress)
         if not before or not (last < before[-1] and last <= before[-1] * (1 - self.train_progress_percent / 100)):
             return True, None
-        if plateau.best_index == 0:
-            # best at its first evaluations: the model never generalised, so there was no point to stop early at
-            # (probe 12b W1: "has not improved ... for 17 evaluations" read as overtraining past a best epoch)
+        # (the loss the model started from: its first TRAIN save, or the first median if higher, as Overfit's)
+        start = max(v for v in (passes.first_train, train[4][0][1]) if v is not None)
+        if plateau.best_index == 0 and plateau.best >= start:
+            # best at its first evaluations, and no lower than the loss the model started from: the model never
+            # generalised, so there was no point to stop early at (probe 12b W1: "has not improved ... for 17
+            # evaluations" read as overtraining past a best epoch). A first validation far below that start is a
+            # model that generalised within its first epoch and then overtrained: the plain words below (probe 19a
+            # W1: "never generalised ... check the validation data" of a validation loss at 0.37 from 1.39)
             return True, (f"{self._shown(name, worker)}: validation loss never improved by {self.min_delta_percent:g}% "
                           f"on its first evaluations (median {plateau.best:.6g} at {describe_pass(best, mode=True)}) "
                           f"in {plateau.wait} evaluations while the training loss fell ({before[-1]:.6g} -> "
