@@ -484,7 +484,17 @@ class LossCurveRule(Rule):
         if not self._curves or not training_ended(trial):
             return None
         per_step = per_pass = False  # (what the losses were: said in the text)
-        for (name, mode, _), curve in self._curves.items():
+        complete = [(mode, worker, c) for (_, mode, worker), c in self._curves.items()
+                    if len(c.steps) >= 2 and self._every_step(mode, c)]
+        for (name, mode, worker), curve in self._curves.items():
+            if any(m == mode and w == worker and c is not curve and c.steps[0] <= curve.steps[0]
+                   and c.steps[-1] >= curve.steps[-1] for m, w, c in complete):
+                # a loss saved at some of the steps of one saved at every step (the Hugging Face Trainer's `loss`,
+                # logged every logging_steps, beside the model's own loss; its `test_loss`, once): saved more often
+                # it could never have more saves than that one, which is too short already (probe 19a F5)
+                continue
+            if len(curve.steps) == 1 and complete and self._evaluation_step(mode, curve.steps[0]):
+                continue  # one evaluation's loss (a test set's, once training ended): one value is all it has
             # (one save says nothing of how long the run trained: a booster saved at round 0 only)
             if len(curve.steps) < 2:
                 return None
@@ -498,6 +508,14 @@ class LossCurveRule(Rule):
                               if per_step else [])
                              + (["its validation loss once in every validation pass"] if per_pass else []))
         return f"the run is too short for this rule: {saved}, and the rule needs {self.needs_text()}"
+
+    def _evaluation_step(self, mode: ModeKeys, step: int) -> bool:
+        """Whether ``step`` (of ``mode``) is an EVAL or PREDICT step of the run."""
+        if mode in (ModeKeys.EVAL, ModeKeys.PREDICT):
+            return True
+        if mode != ModeKeys.GLOBAL:
+            return False
+        return self.base_trial.mode(step) in (ModeKeys.EVAL, ModeKeys.PREDICT)  # (None: a step it does not know)
 
     def _every_step(self, mode: ModeKeys, curve: Curve) -> bool:
         """Whether ``curve`` holds a save at every step of ``mode`` from its first to the run's last one there."""
