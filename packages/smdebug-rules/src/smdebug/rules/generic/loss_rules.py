@@ -1277,6 +1277,7 @@ class Overfit(Rule):
         self._previous: Optional[int] = None  # the step invoked before
         #: per loss: its validation loss row by row, where the run saved its inputs
         self._rows: Dict[str, ValidationRows] = {}
+        self._said_in_eval = False  # (see _trained_in_eval: said once)
         patterns = [NamePattern(r, name) for r in self.tensor_regex]
         #: a boosting run's metrics of its training and held-out sets (see :meth:`_judge_booster`)
         self._booster = BoosterGeneralisation(
@@ -1559,6 +1560,26 @@ class Overfit(Rule):
         return (f"the validation loss later came back to a median of {min(later):.4g} "
                 f"({describe_pass(full.passes[j])}), at or below its best of {best:.4g} at the time")
 
+    def _trained_in_eval(self, step: int) -> Optional[str]:
+        """At the first step from the one where the PyTorch hook saw an optimizer step the model while
+        ``model.training`` was False (``_meta.trained_in_eval``): the finding, once. Such a loop called
+        ``model.eval()`` to validate and never ``model.train()`` again: the rest of training ran with Dropout off
+        and BatchNorm on its running statistics, and its steps were saved as EVAL steps, so that the run looks
+        like a short training followed by a long evaluation -- every rule judging training or validation passed
+        it (probe 19a F1: held-out accuracy 0.806 against 0.854)."""
+        if self._said_in_eval:
+            return None
+        at = trained_in_eval(self.base_trial)
+        if at is None or step < at:
+            return None
+        self._said_in_eval = True
+        self.mark_evaluated()
+        return (f"the model trained in eval() mode: an optimizer stepped it at step {at} while model.training was "
+                f"False, and training went on so, saved as EVAL steps ({len(self.base_trial.steps(mode=ModeKeys.EVAL))}"
+                f" of them); Dropout was off and BatchNorm used its running statistics while the model trained, and "
+                f"no step from there is a validation: call model.train() after each validation pass (if training in "
+                f"eval() is deliberate, BatchNorm frozen for fine-tuning, call hook.set_mode(smd.modes.TRAIN))")
+
     def _judge_booster(self, step: int) -> Optional[bool]:
         """A boosting run (metrics of several evaluation sets, no modes): whether a held-out set's metric never
         followed the training set's, judged at every step from the start (see
@@ -1622,6 +1643,9 @@ class Overfit(Rule):
         booster = self._judge_booster(step)
         if booster is not None:
             return booster
+        in_eval = self._trained_in_eval(step)
+        if in_eval:
+            return in_eval
         judged = ended = False
         previous, self._previous = self._previous, step
         losses = paired_losses(self._saved, self._losses.names())  # (once a step: both uses below)
