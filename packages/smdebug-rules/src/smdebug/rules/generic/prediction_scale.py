@@ -35,6 +35,9 @@ PROBABILITIES = "probabilities"
 MARGINS = "raw margins (logits)"
 LOG_PROBABILITIES = "log-probabilities"
 
+#: fewest values of a loss's logits all in [0, 1] that are read as probabilities instead (see scores_to_ids)
+MIN_TO_DOUBT = 20
+
 #: the decision threshold of one score per label, by what the score is (class 1 above it)
 THRESHOLDS = {PROBABILITIES: 0.5, MARGINS: 0.0, LOG_PROBABILITIES: math.log(0.5)}
 
@@ -76,6 +79,13 @@ def scores_to_ids(scores: np.ndarray, told: Optional[Tuple[str, str]]) -> Tuple[
         return scores.astype(np.int64), "class ids"
     kind, source = told if told is not None else (None, "")
     finite = scores[np.isfinite(scores)] if scores.size else scores
+    if (kind == MARGINS and finite.size >= MIN_TO_DOUBT and finite.min() >= 0 and finite.max() <= 1
+            and not np.all(finite == np.round(finite))):
+        # Logits never all land in [0, 1]: these are probabilities given to a loss that takes logits (a sigmoid
+        # before BCEWithLogitsLoss: ImproperOutput's finding). The model as the script uses it thresholds them at
+        # 0.5; at the recorded 0 every row was "class 1" (probe 19a W2, 17a F3: a 93.6% accurate model read as one
+        # that never predicts class 0)
+        kind, source = PROBABILITIES, f"values all in [0, 1], though {source}"
     if kind is None:
         if not finite.size or np.all(finite == np.round(finite)):
             kind, source = IDS, "values without fractions"
