@@ -257,3 +257,70 @@ def test_reader_process_follows_hook_writing_from_threads(tmp_path):
     summary = json.loads(reader_lines[-1])
     assert summary["steps"] == step and summary["checked_live"] >= 25, summary
     assert not hook.disabled
+
+
+def _write_same_keys(root: str, count: int, barrier, errors) -> None:
+    from smdebug.core.storage import get_storage
+
+    storage = get_storage(root)
+    failed = 0
+    for i in range(count):
+        barrier.wait(JOIN_S)
+        try:
+            storage.write_atomic(f"k{i}", b"x" * i)
+        except Exception:  # noqa: BLE001 - counted: the test says how many writes failed
+            failed += 1
+    errors.put(failed)
+
+
+def test_processes_writing_one_file_at_once_both_succeed(tmp_path):
+    """Two processes write the same file at the same moment (the last two workers of a run each writing its
+    end marker): each write completes and the file is there, whole. With one ``.tmp`` name shared by every
+    writer, one process unlinked the other's file half-way and both renames could fail: most such pairs left
+    no file at all, and a two-worker Horovod run was left without its end marker."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    count = 400
+    barrier, errors = ctx.Barrier(2), ctx.Queue()
+    procs = [ctx.Process(target=_write_same_keys, args=(str(tmp_path), count, barrier, errors)) for _ in range(2)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(JOIN_S)
+    assert [p.exitcode for p in procs] == [0, 0]
+    assert [errors.get(timeout=JOIN_S) for _ in procs] == [0, 0]
+    for i in range(count):
+        assert (tmp_path / f"k{i}").read_bytes() == b"x" * i
+    assert not [n for n in os.listdir(tmp_path) if n.endswith(".tmp")]
+
+
+def _worker_closing_with_the_other(runs, rank: int, barrier) -> None:
+    os.environ.update(SMDEBUG_TEST_RANK=str(rank), SMDEBUG_TEST_WORLD_SIZE="2")
+    from _support import train_logistic_regression
+
+    for out in runs:
+        hook = NumpyHook(out_dir=out, save_config=SaveConfig(save_interval=1), include_collections=["losses"],
+                         include_workers="all")
+        train_logistic_regression(hook, steps=1, seed=rank)
+        barrier.wait(JOIN_S)
+        hook.close()
+
+
+def test_two_workers_ending_together_mark_the_run_ended(tmp_path):
+    """The two workers of a run close at the same moment, run after run: every run gets its end marker (the
+    last worker to end writes it; when both see themselves last, both write it)."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    runs = [str(tmp_path / f"run{i}") for i in range(150)]
+    barrier = ctx.Barrier(2)
+    procs = [ctx.Process(target=_worker_closing_with_the_other, args=(runs, rank, barrier)) for rank in (0, 1)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(JOIN_S)
+    assert [p.exitcode for p in procs] == [0, 0]
+    assert [out for out in runs if not os.path.exists(os.path.join(out, "training_job_end.ts"))] == []
+    trial = create_trial(runs[-1])
+    assert trial.workers() == ["worker_0", "worker_1"] and trial.loaded_all_steps

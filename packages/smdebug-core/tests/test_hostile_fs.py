@@ -87,10 +87,32 @@ def test_planted_links_at_every_temporary_and_final_name_are_not_written_through
     assert not hook.disabled
     assert victim.read_bytes() == VICTIM_TEXT
     for rel in planted:
-        assert not (out / rel).is_symlink(), rel
+        # final names are replaced; a plain ``.tmp`` name is not one a writer uses (each writes under its
+        # own private name, below), so the link there is left alone, never written through
+        assert (out / rel).is_symlink() == rel.endswith(".tmp"), rel
     trial = create_trial(str(out))
     assert trial.steps() == [0, 1, 2]
     np.testing.assert_array_equal(trial.tensor("weights/w").value(2), np.full(4, 2, np.float32))
+
+
+def test_links_planted_at_a_writers_private_temporary_name_are_not_written_through(tmp_path, victim):
+    """The temporary name a write goes through (``<name>.<pid>.<thread>.tmp``) can be guessed for a known
+    process and thread; a link (or any file) planted there is removed and the file made anew."""
+    from smdebug.core.storage import get_storage
+    from smdebug.core.storage.safe_fs import private_tmp_name
+
+    out = tmp_path / "run"
+    keys = ["training_job_end.ts", "index/000000000/000000000000_worker_0.json"]
+    for key in keys:
+        (out / key).parent.mkdir(parents=True, exist_ok=True)
+        os.symlink(victim, out / private_tmp_name(key))
+    storage = get_storage(str(out))
+    for key in keys:
+        storage.write_atomic(key, b"ours")
+    assert victim.read_bytes() == VICTIM_TEXT
+    for key in keys:
+        assert (out / key).read_bytes() == b"ours" and not (out / key).is_symlink()
+        assert not os.path.lexists(out / private_tmp_name(key))
 
 
 def test_a_folder_swapped_for_a_link_is_not_written_into(tmp_path):

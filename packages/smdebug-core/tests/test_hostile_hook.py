@@ -197,8 +197,9 @@ def test_stop_signals_planted_before_the_run_neither_stop_nor_block_it(tmp_path,
 
 def test_hard_links_planted_at_the_names_a_hook_writes_are_replaced_not_written(tmp_path):
     """A hard link is the file itself, under another name: writing into it would change the victim. Every
-    file is created under a free name and renamed into place, so a planted hard link (at a final name or
-    at a .tmp name) is replaced by the new file and the victim keeps its content."""
+    file is created under a free name of its writer's own and renamed into place, so a planted hard link at
+    a final name is replaced by the new file, one at a plain .tmp name is left alone, and the victim keeps
+    its content."""
     from smdebug.core.locations import collections_file_name, event_file_name, index_file_name
 
     victim = tmp_path / "victim"
@@ -215,6 +216,8 @@ def test_hard_links_planted_at_the_names_a_hook_writes_are_replaced_not_written(
     train_logistic_regression(hook, steps=4)
     hook.close()
     assert victim.read_bytes() == b"precious\n"
-    assert os.stat(victim).st_nlink == 1  # every planted link was replaced or removed
+    tmp_names = [name + ".tmp" for name in names] + ["training_job_end.ts.tmp"]
+    # every link at a final name was replaced; those at .tmp names were never opened
+    assert os.stat(victim).st_nlink == 1 + len(tmp_names)
     trial = create_trial(str(out))
     assert trial.tensor("loss").steps() == [0, 1, 2, 3]

@@ -431,8 +431,9 @@ class Trial:
     def _every_worker_ended(self) -> bool:
         """Every one of the run's ``num_workers`` workers has said it ended (``workers_ended/<worker>``, written
         after its last file): the run has ended, end marker or not. The last worker to end writes the marker, but
-        two ranks ending together can each list the folder before the other's marker is there, and then neither
-        writes it (a two-process DDP run judged InProgress for ever)."""
+        a run written by an older version may lack it (two workers ending together could each undo the
+        other's write), and a worker killed right after its own marker never writes it; such a run was
+        judged InProgress for ever."""
         seen = self.worker_set | self._index_workers
         if len(seen) < self.num_workers:
             return False

@@ -1,5 +1,5 @@
 """Legacy module (smdebug 1.0.x's ``smdebug.core.access_layer.file``): a local file of a run, written
-under ``<path>.tmp`` and renamed when closed, through the project's LocalStorage. Not part of the
+under a private ``.tmp`` name and renamed when closed, through the project's LocalStorage. Not part of the
 modern API; see smdebug.core.legacy and docs/compatibility.md."""
 
 from __future__ import annotations
@@ -9,14 +9,16 @@ import os
 from smdebug.core.access_layer._access import WRITE_MODES, _TSAccess  # noqa: F401 - WRITE_MODES re-exported
 from smdebug.core.storage.base import as_path_str
 from smdebug.core.storage.local import TMP_SUFFIX, LocalStorage
+from smdebug.core.storage.safe_fs import private_tmp_name
 
 #: the suffix a file carries until it is complete
 SMDEBUG_TEMP_PATH_SUFFIX = TMP_SUFFIX
 
 
 def get_temp_path(file_path) -> str:
-    """Where a file is written before it gets its name."""
-    return as_path_str(file_path) + SMDEBUG_TEMP_PATH_SUFFIX
+    """Where this thread writes a file before it gets its name (1.0.x: ``<path>.tmp``, one name shared by every
+    writer; see :func:`smdebug.core.storage.safe_fs.private_tmp_name`)."""
+    return private_tmp_name(as_path_str(file_path))
 
 
 class TSAccessFile(_TSAccess):

@@ -1,4 +1,5 @@
-"""Local file system storage: files are written as ``<name>.tmp`` and renamed when complete."""
+"""Local file system storage: a file is written under a private ``<name>.<pid>.<thread>.tmp`` name and
+renamed when complete."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from smdebug.core.storage.safe_fs import (
     open_dir,
     open_dir_beneath,
     open_regular,
+    private_tmp_name,
     read_all,
 )
 
@@ -47,8 +49,8 @@ else:  # Windows: a mapped file cannot be deleted while mapped; keep plain reads
 
 
 class LocalWriter(StorageWriter):
-    """A file being written as ``<name>.tmp`` in its folder (an open descriptor: a folder swapped for a
-    link meanwhile changes nothing), renamed to its final name by :meth:`commit`."""
+    """A file being written under its private ``.tmp`` name in its folder (an open descriptor: a folder swapped
+    for a link meanwhile changes nothing), renamed to its final name by :meth:`commit`."""
 
     __slots__ = ("_dir_fd", "_name", "_tmp", "_f", "_pos", "_display")
 
@@ -56,8 +58,9 @@ class LocalWriter(StorageWriter):
         self._dir_fd = dir_fd
         self._name = name
         self._display = display
-        self._tmp = name + TMP_SUFFIX
-        # (a .tmp name left by a crash, or a link planted there, is unlinked and the file made anew)
+        self._tmp = private_tmp_name(name)
+        # (a link planted at that name, or a file left by a crash of a process of the same pid, is unlinked
+        # and the file made anew)
         fd = create_new(self._tmp, dir_fd, replace_own=True)
         self._f = os.fdopen(fd, "wb", buffering=1 << 20)
         self._pos = 0
@@ -453,7 +456,7 @@ class LocalStorage(Storage):
         # file exists, and a reader never sees the file without its content.
         dir_fd, name = self._folder_for_writing(key)
         kw = {"dir_fd": dir_fd} if dir_fd is not None else {}
-        tmp = f"{name}.{os.getpid()}.{threading.get_ident()}{TMP_SUFFIX}"
+        tmp = private_tmp_name(name)
         try:
             with os.fdopen(create_new(tmp, dir_fd, replace_own=True), "wb") as f:
                 f.write(data)

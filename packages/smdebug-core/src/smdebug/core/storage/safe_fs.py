@@ -5,7 +5,7 @@ can plant a symbolic link where smdebug is about to create a file, or a FIFO or 
 to read one. So, everywhere smdebug touches files:
 
 * a file is created only if its name is free (``O_CREAT | O_EXCL | O_NOFOLLOW``): never through a link,
-  never into an existing file; a name smdebug owns (``<name>.tmp``) that is taken is unlinked first
+  never into an existing file; a temporary name smdebug owns (``<name>.<pid>.<thread>.tmp``) that is taken is unlinked first
   (unlinking removes a link itself, not what it points to);
 * below a root, every folder is opened relative to its parent with ``O_NOFOLLOW | O_DIRECTORY``
   (``dir_fd``), so a folder swapped for a link cannot redirect a write or a read elsewhere;
@@ -115,6 +115,15 @@ def read_all(fd: int, size: int, offset: int = 0) -> bytes:
             break
         data += more
     return data
+
+
+def private_tmp_name(name: str) -> str:
+    """The temporary name this process and thread write ``name`` under before renaming it into place
+    (ending ``.tmp``, which readers skip). Private to the writer: two processes writing the same file at
+    once (the last two workers of a run each writing its end marker) each rename their own complete
+    file; with one shared ``name.tmp``, one could unlink the other's file half-way and both renames
+    could fail, leaving no file at all."""
+    return f"{name}.{os.getpid()}.{threading.get_ident()}.tmp"
 
 
 def create_new(name: str, dir_fd: Optional[int] = None, mode: int = 0o666, replace_own: bool = False) -> int:
@@ -229,7 +238,7 @@ def write_file_atomic(path: str, data: bytes, mode: int = 0o666) -> None:
     path = os.path.abspath(path)
     folder, base = os.path.split(path)
     os.makedirs(folder, exist_ok=True)
-    tmp = f"{base}.{os.getpid()}.{threading.get_ident()}.tmp"
+    tmp = private_tmp_name(base)
     dir_fd = os.open(folder, DIR_FLAGS & ~_NOFOLLOW) if HAVE_DIR_FD else None  # (the user's folder: may be a link)
     try:
         tmp_name = tmp if dir_fd is not None else os.path.join(folder, tmp)
