@@ -132,6 +132,47 @@ def trained_in_eval(source) -> Optional[int]:
     return step if is_step(step) else None
 
 
+#: forward passes of the model without gradients while it was in ``train()`` mode, followed by more training
+#: (``_meta.evaluated_in_train_mode``, written by the PyTorch hook): ``{"step": 40, "forwards": 8, "modules":
+#: ["Net.drop", ...]}``. ``step``: the training step that followed them; ``forwards``: how many such forward
+#: passes came before it; ``modules``: the model's modules that behave differently in train() mode (Dropout,
+#: BatchNorm), at most 10. A loop that validates under ``torch.no_grad()`` without ``model.eval()``
+EVALUATED_IN_TRAIN_MODE_KEY = "evaluated_in_train_mode"
+_MAX_MODULES = 10
+
+
+def evaluated_in_train_mode(source) -> Optional[Dict[str, object]]:
+    """The run's record of forward passes without gradients in train() mode between training steps (see
+    :data:`EVALUATED_IN_TRAIN_MODE_KEY`); None when not recorded or not such a record."""
+    cm = getattr(source, "collection_manager", source)
+    recorded = getattr(cm, "meta", {}).get(EVALUATED_IN_TRAIN_MODE_KEY)
+    if not isinstance(recorded, dict) or not (is_step(recorded.get("step")) and is_step(recorded.get("forwards"))):
+        return None
+    modules = recorded.get("modules")
+    modules = [m for m in modules[:_MAX_MODULES] if isinstance(m, str)] if isinstance(modules, list) else []
+    return {"step": recorded["step"], "forwards": recorded["forwards"], "modules": modules}
+
+
+#: a causal language model (its head shifts the labels one token itself) given labels that are its ``input_ids``
+#: already moved one token ahead (``_meta.labels_shifted_twice``, written by the PyTorch hook): ``{"step": 0,
+#: "positions": 512, "share": 1.0}``, the step it was seen at, how many label positions were compared and the
+#: share of them equal to the next input token
+LABELS_SHIFTED_TWICE_KEY = "labels_shifted_twice"
+
+
+def labels_shifted_twice(source) -> Optional[Dict[str, object]]:
+    """The run's record of labels shifted twice (see :data:`LABELS_SHIFTED_TWICE_KEY`); None when not recorded or
+    not such a record."""
+    cm = getattr(source, "collection_manager", source)
+    recorded = getattr(cm, "meta", {}).get(LABELS_SHIFTED_TWICE_KEY)
+    if not isinstance(recorded, dict) or not (is_step(recorded.get("step")) and is_step(recorded.get("positions"))):
+        return None
+    share = recorded.get("share")
+    if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share <= 1:
+        return None
+    return {"step": recorded["step"], "positions": recorded["positions"], "share": float(share)}
+
+
 #: the parts of a custom training loop the hook met only while a ``tf.function`` was traced (``_meta.traced_only``:
 #: ``["wrap_optimizer"]``; written by the TensorFlow hook): the training steps that ran through them saved nothing,
 #: which the rules that found no gradients or weights say

@@ -40,9 +40,11 @@ from smdebug.core.collection import CollectionKeys
 from smdebug.core.hook import BaseHook, _guarded, logger
 from smdebug.core.modes import ModeKeys
 from smdebug.core.names import printable
+from smdebug.core.run_info import LABELS_SHIFTED_TWICE_KEY
 from smdebug.exceptions import SMDebugTypeError, SMDebugValueError, TrainingStopRequested
-from smdebug.pytorch import _dynamo, layers, sharded
+from smdebug.pytorch import _dynamo, layers, model_loss, sharded
 from smdebug.pytorch.collection import Collection
+from smdebug.pytorch.evaluated_in_train_mode import EvaluatedInTrainMode
 from smdebug.pytorch.gradients import GRADIENT_PREFIX, GradientSource
 from smdebug.pytorch.module_io import io_targets, keyword_input_regex, keyword_tensors, tensors, unnamed_modules
 from smdebug.pytorch.reductions import device_reductions
@@ -115,6 +117,7 @@ class Hook(BaseHook):
         self._optimizer = None
         self._grads = GradientSource(self)
         self._trained_in_eval = TrainedInEval(self)
+        self._evaluated_in_train_mode = EvaluatedInTrainMode(self)
         # module name -> (input counter, output counter) of the current step; itertools.count because
         # next() on it is atomic, so two threads running the model never get the same tensor name
         self._io_index: Dict[str, Tuple[itertools.count, itertools.count]] = {}
@@ -136,6 +139,7 @@ class Hook(BaseHook):
         self._modes_by_flag: Optional[Tuple[ModeKeys, ModeKeys]] = (ModeKeys.EVAL, ModeKeys.TRAIN) if alike else None
         self._loss_in_output = False  # save the model output's "loss" (see _record_output_loss)
         self._model_loss = None  # the loss the model's head computes (smdebug.pytorch.model_loss.ModelLoss)
+        self._shift_checks_left = 8  # due calls of a causal LM whose labels are compared (see _check_shifted_twice)
         self._named_saved: Tuple[int, set] = (-1, set())  # (step, names _save_named saved in it)
         self._wired = None  # what the attached torch hooks were chosen for (see _rewire)
         # the attached torch hooks are those of a step with nothing due, and the model's forward calls mark
@@ -553,6 +557,9 @@ class Hook(BaseHook):
             # The core counts it.
             if module is not self.model and module._forward_pre_hooks is not self.model._forward_pre_hooks:
                 return self._on_copy_forward(module)  # (DataParallel's replicas share the model's hooks)
+            watch = self._evaluated_in_train_mode
+            if watch.armed and module.training and (watch.pending or not torch.is_grad_enabled()):
+                watch.on_forward(module)  # (a no-gradient pass in train() mode, or the training after one)
             by_flag = self._modes_by_flag
             if by_flag is not None and by_flag[module.training] is not self.mode:
                 self.mode = by_flag[module.training]  # (ends a quiet stretch; the step below is of this mode)
@@ -976,6 +983,8 @@ class Hook(BaseHook):
         head = self._model_loss
         if head is None or self._disabled or not self._due:
             return
+        if head.shifts and self._shift_checks_left > 0:
+            self._check_shifted_twice(kwargs or {})
         try:
             pair = head.inputs(outputs, kwargs or {})
             if pair is None:
@@ -987,6 +996,32 @@ class Hook(BaseHook):
                         self.record(name, t)
         except Exception as e:  # noqa: BLE001
             self._fail("saving the inputs of the model's own loss", e)
+
+    def _check_shifted_twice(self, kwargs) -> None:
+        """(a causal language model given ``labels``, at its first due calls) Labels that are the ``input_ids``
+        moved one token ahead are shifted a second time by the model's head: it learns the token after next.
+        Said once and recorded (``_meta.labels_shifted_twice``) for ImproperOutput once enough label positions
+        (:data:`model_loss.MIN_SHIFT_POSITIONS`) agree."""
+        try:
+            found = model_loss.shifted_twice(kwargs.get(model_loss.LABELS), kwargs.get("input_ids"))
+            if found is None:
+                return
+            self._shift_checks_left -= 1
+            compared, next_share, same_share = found
+            if compared < model_loss.MIN_SHIFT_POSITIONS:
+                return
+            self._shift_checks_left = 0
+            if next_share < model_loss.SHIFTED_SHARE or same_share > 0.5:
+                return
+            self.collection_manager.meta[LABELS_SHIFTED_TWICE_KEY] = {
+                "step": int(self.step), "positions": compared, "share": round(next_share, 4)}
+            self._warn_once(
+                "labels-shifted-twice", "smdebug: %s shifts its labels by one token itself, and the labels it got "
+                "are its input_ids already moved one token ahead (%.1f%% of %d positions): shifted twice, the model "
+                "learns to predict the token after next. Pass labels = input_ids (padding as -100); the model "
+                "shifts them.", type(self.model).__name__, 100 * next_share, compared)
+        except Exception as e:  # noqa: BLE001
+            self._fail("comparing the labels with the input_ids", e)
 
     def _save_gradients(self, optimizer=None) -> None:
         """Save the model's gradients now (a trainer's "before optimizer step" event, with the optimizer about to

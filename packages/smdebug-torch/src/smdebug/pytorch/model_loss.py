@@ -35,11 +35,14 @@ class ModelLoss:
     """:param type: what the run's record calls the loss (``CrossEntropyLoss``...).
     :param expects: what it expects of the logits, one of :data:`smdebug.core.loss_inputs.EXPECTS`.
     :param squeeze: the head squeezes logits and labels before the loss (a one-output regression head:
-        ``(N, 1)`` logits against ``(N,)`` labels would otherwise read as a broadcast)."""
+        ``(N, 1)`` logits against ``(N,)`` labels would otherwise read as a broadcast).
+    :param shifts: the head shifts the labels by one position itself, to score each position's logits against
+        the next token (a causal language model: ``labels`` are meant to be the ``input_ids``)."""
 
     type: str
     expects: str
     squeeze: bool = False
+    shifts: bool = False
 
     def record(self) -> loss_inputs.LossInputs:
         return loss_inputs.LossInputs(NAME, self.type, self.expects, io_regex(NAME, "input", 0),
@@ -60,6 +63,37 @@ class ModelLoss:
         if self.squeeze:
             return logits.squeeze(), labels.squeeze()
         return logits, labels
+
+
+#: the fewest label positions compared before labels shifted twice are said (see :func:`shifted_twice`)
+MIN_SHIFT_POSITIONS = 64
+#: the share of them that must be the next input token (and at most half the same one)
+SHIFTED_SHARE = 0.95
+
+
+def shifted_twice(labels, input_ids, ignore_index: int = -100) -> Optional[Tuple[int, float, float]]:
+    """For a model whose head shifts its labels itself: (positions compared, the share of them whose label is
+    the next input token, the share whose label is the input token at the same position), comparing each label
+    that is not ``ignore_index`` with the ``input_ids`` of its row; None when the two cannot be compared (not two
+    integer tensors of one shape, rows of fewer than two tokens).
+
+    Labels made as ``labels[:, :-1] = input_ids[:, 1:]`` for such a model are shifted twice: it learns to
+    predict the token after next, and its loss still falls (a language has structure two tokens ahead)."""
+    if not (isinstance(labels, torch.Tensor) and isinstance(input_ids, torch.Tensor)):
+        return None
+    if labels.shape != input_ids.shape or labels.dim() < 1 or labels.shape[-1] < 2:
+        return None
+    if labels.is_floating_point() or input_ids.is_floating_point():
+        return None
+    labels, input_ids = labels.detach(), input_ids.detach()
+    head, ahead = labels[..., :-1], input_ids[..., 1:]
+    kept = head != ignore_index
+    compared = int(kept.sum())
+    if compared == 0:
+        return None
+    next_share = float(((head == ahead) & kept).sum()) / compared
+    same_share = float(((head == input_ids[..., :-1]) & kept).sum()) / compared
+    return compared, next_share, same_share
 
 
 def follow(hook, loss: ModelLoss) -> None:

@@ -57,6 +57,8 @@ def _loop_mode() -> ModeKeys:
 # ignored): transformers' ``loss_type`` names, and the class name endings that imply them for models without it
 _CROSS_ENTROPY_HEADS = ("ForCausalLM", "LMHeadModel", "ForMaskedLM", "ForTokenClassification",
                         "ForMultipleChoice", "ForConditionalGeneration")
+# the heads among them that shift the labels by one position themselves (causal language models)
+_SHIFTING_HEADS = ("ForCausalLM", "LMHeadModel")
 _PROBLEM_TYPES = {
     "single_label_classification": model_loss.ModelLoss("CrossEntropyLoss", loss_inputs.LOGITS),
     "multi_label_classification": model_loss.ModelLoss("BCEWithLogitsLoss", loss_inputs.LOGITS),
@@ -82,7 +84,9 @@ def head_loss(model) -> Optional[model_loss.ModelLoss]:
         return model_loss.ModelLoss("CrossEntropyLoss or BCEWithLogitsLoss (config.problem_type)",
                                     loss_inputs.LOGITS)
     if (isinstance(loss_type, str) and loss_type in _CROSS_ENTROPY_HEADS) or name.endswith(_CROSS_ENTROPY_HEADS):
-        return model_loss.ModelLoss("CrossEntropyLoss", loss_inputs.LOGITS)
+        causal = loss_type in _SHIFTING_HEADS if isinstance(loss_type, str) and loss_type else name.endswith(
+            _SHIFTING_HEADS)
+        return model_loss.ModelLoss("CrossEntropyLoss", loss_inputs.LOGITS, shifts=causal)
     return None
 
 

@@ -16,7 +16,7 @@ from typing import Dict, List, NamedTuple, Optional, Sequence, Set, Tuple
 import numpy as np
 
 from smdebug.core.modes import ModeKeys
-from smdebug.core.run_info import framework_of, modes_set, trained_in_eval
+from smdebug.core.run_info import evaluated_in_train_mode, framework_of, modes_set, trained_in_eval
 from smdebug.exceptions import (
     InvalidWorker,
     MissingEventFile,
@@ -1580,6 +1580,31 @@ class Overfit(Rule):
                 f"no step from there is a validation: call model.train() after each validation pass (if training in "
                 f"eval() is deliberate, BatchNorm frozen for fine-tuning, call hook.set_mode(smd.modes.TRAIN))")
 
+    def _evaluated_in_train_mode(self, step: int) -> Optional[str]:
+        """At the first step from the one where the PyTorch hook saw forward passes of the model without gradients
+        in train() mode followed by more training (``_meta.evaluated_in_train_mode``): the finding, once. Such a
+        loop validates under ``torch.no_grad()`` without ``model.eval()``: Dropout stays on and BatchNorm normalises
+        by the batch and learns the validation data's statistics, and the passes are saved as training steps, so
+        that the run seems to have no validation (probe 19a F3: held-out accuracy 0.798 against 0.867)."""
+        if self._said_in_eval:
+            return None
+        record = evaluated_in_train_mode(self.base_trial)
+        trial = self.base_trial
+        # (at the step training went on, or the run's last if that step was not saved)
+        if record is None or (step < record["step"] and not (trial.loaded_all_steps
+                                                             and step >= trial.last_complete_step)):
+            return None
+        self._said_in_eval = True
+        self.mark_evaluated()
+        modules = record["modules"]
+        named = f" ({', '.join(modules[:3])}{', ...' if len(modules) > 3 else ''})" if modules else ""
+        return (f"the model was evaluated in train() mode: {record['forwards']} forward pass(es) without gradients "
+                f"ran with model.training True before training went on at step {record['step']}; its Dropout/"
+                f"BatchNorm layers{named} behave as in training there (random units dropped, BatchNorm normalising "
+                f"by the batch and learning its statistics), so any score of those passes is not the model's, and "
+                f"the passes were saved as training steps: call model.eval() before validating and model.train() "
+                f"after")
+
     def _judge_booster(self, step: int) -> Optional[bool]:
         """A boosting run (metrics of several evaluation sets, no modes): whether a held-out set's metric never
         followed the training set's, judged at every step from the start (see
@@ -1643,7 +1668,7 @@ class Overfit(Rule):
         booster = self._judge_booster(step)
         if booster is not None:
             return booster
-        in_eval = self._trained_in_eval(step)
+        in_eval = self._trained_in_eval(step) or self._evaluated_in_train_mode(step)
         if in_eval:
             return in_eval
         judged = ended = False

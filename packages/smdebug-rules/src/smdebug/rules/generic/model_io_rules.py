@@ -18,6 +18,7 @@ import numpy as np
 
 from smdebug.core import loss_inputs
 from smdebug.core.modes import ModeKeys
+from smdebug.core.run_info import labels_shifted_twice
 from smdebug.exceptions import SMDebugValueError
 from smdebug.rules.evaluation import looking_for
 from smdebug.rules.generic import counted_padding
@@ -694,6 +695,7 @@ class ImproperOutput(Rule):
         self._late: Dict[str, Optional[Tuple[ModeKeys, List[int]]]] = {}
         #: per-token classification loss -> the saves its padding test has judged (see _counted_padding)
         self._padding_saves: Dict[str, int] = {}
+        self._said_shifted = False  # (see _labels_shifted_twice: said once)
 
     def _losses(self) -> Dict[str, Tuple[str, Optional[str], str, str]]:
         """loss -> (the tensor holding its first input, the tensor of its targets or None, what it expects, its
@@ -832,7 +834,30 @@ class ImproperOutput(Rule):
             return f"its hook recorded no objective of the booster ({remedy})"
         return f"its hook was told of no loss: a loss computed by hand{' ' + how if how else ''} ({remedy})"
 
+    def _labels_shifted_twice(self, step: int) -> Optional[str]:
+        """From the step the PyTorch hook saw a causal language model (its head shifts the labels one token
+        itself) given labels that are its input_ids already moved one token ahead (``_meta.labels_shifted_twice``):
+        the finding, once. The model learns the token after next; its loss still falls, so no curve shows it
+        (probe 19a F2: test loss 6.02 against 1.14)."""
+        if self._said_shifted:
+            return None
+        record = labels_shifted_twice(self.base_trial)
+        trial = self.base_trial
+        if record is None or (step < record["step"] and not (trial.loaded_all_steps
+                                                             and step >= trial.last_complete_step)):
+            return None
+        self._said_shifted = True
+        self.mark_evaluated()
+        return (f"the labels are shifted twice: the model's head shifts its labels one token itself (a causal "
+                f"language model), and {100 * record['share']:.1f}% of the {record['positions']} label positions "
+                f"compared at step {record['step']} already hold the next input token, so each position is trained "
+                f"to predict the token after next; pass labels = input_ids (padding as -100) and let the model "
+                f"shift them")
+
     def invoke_at_step(self, step):
+        shifted = self._labels_shifted_twice(step)
+        if shifted:
+            return shifted
         judged = False
         losses = self._losses()
         for loss, (pname, yname, expects, loss_type) in losses.items():

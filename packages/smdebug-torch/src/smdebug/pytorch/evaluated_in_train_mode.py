@@ -1,0 +1,97 @@
+"""Telling a loop that validates with the model left in ``train()`` mode.
+
+A validation pass written as ``with torch.no_grad(): model(x_val)`` without ``model.eval()`` runs Dropout at
+random and BatchNorm on the batch's own statistics, which it also folds into the running statistics the model
+keeps for inference: the validation scores are noisy and biased, and the validation data leaks into the model.
+The hook reads the mode of a forward call from the model's training flag, so these passes are filed as
+training steps: the run seems to have no validation at all, and every rule that judges one passes it.
+
+The evidence is forward calls of the model without gradients (``torch.no_grad()``, ``torch.inference_mode()``)
+while ``model.training`` is True, followed by a forward that trains (gradients on, the model in train mode).
+A model with nothing that behaves differently in ``train()`` mode (no Dropout, no BatchNorm keeping running
+statistics) is not concerned: evaluating it in either mode gives the same answer. No-gradient forwards at the
+end of training with no training after them (``torch.optim.swa_utils.update_bn`` recomputing BatchNorm's
+statistics) are not this. Said once in the training log and recorded in the run
+(``_meta.evaluated_in_train_mode``) for the rules to report.
+
+Cheap: one look at the model's training flag and the grad mode per forward call, until said or until the model
+is found to have nothing mode-dependent.
+"""
+
+from __future__ import annotations
+
+from typing import List
+
+import torch
+
+from smdebug.core.run_info import EVALUATED_IN_TRAIN_MODE_KEY
+
+#: how many of the model's mode-dependent modules the record names
+_MAX_NAMED = 10
+
+
+def mode_dependent_modules(model: torch.nn.Module) -> List[str]:
+    """The names of ``model``'s modules that compute differently in ``train()`` mode: dropout of a non-zero
+    rate, and normalisation layers that keep running statistics (BatchNorm; InstanceNorm with
+    ``track_running_stats``)."""
+    from torch.nn.modules.batchnorm import _BatchNorm
+    from torch.nn.modules.dropout import _DropoutNd
+    from torch.nn.modules.instancenorm import _InstanceNorm
+
+    found = []
+    for name, module in model.named_modules():
+        if isinstance(module, _DropoutNd):
+            dependent = float(getattr(module, "p", 0.0)) > 0.0
+        elif isinstance(module, (_BatchNorm, _InstanceNorm)):
+            dependent = bool(getattr(module, "track_running_stats", False))
+        else:
+            continue
+        if dependent:
+            found.append(name or type(module).__name__)
+    return found
+
+
+class EvaluatedInTrainMode:
+    def __init__(self, hook):
+        self.hook = hook
+        #: still looking (False once said, or once the model has nothing mode-dependent)
+        self.armed = True
+        #: forward calls without gradients in train() mode since the last training forward
+        self.pending = 0
+        self._modules = None  # (the model's mode-dependent modules, looked up at the first such forward)
+
+    def on_forward(self, module: torch.nn.Module) -> None:
+        """(a forward call of the registered model in train() mode, when ``pending`` or gradients are off)"""
+        if not torch.is_grad_enabled():
+            if self._modules is None:
+                self._modules = mode_dependent_modules(module)
+                if not self._modules:
+                    self.armed = False  # nothing behaves differently in train() mode: nothing to say
+                    return
+            self.pending += 1
+            return
+        if _in_backward():
+            return  # (a checkpointed forward recomputed during backward: part of training itself)
+        forwards, self.pending = self.pending, 0
+        self.armed = False
+        hook = self.hook
+        if hook._disabled:
+            return
+        step = int(hook.step) + 1  # (this forward call begins the next step)
+        hook.collection_manager.meta[EVALUATED_IN_TRAIN_MODE_KEY] = {
+            "step": step, "forwards": forwards, "modules": self._modules[:_MAX_NAMED]}
+        named = ", ".join(self._modules[:3]) + (", ..." if len(self._modules) > 3 else "")
+        hook._warn_once(
+            "evaluated-in-train-mode", "smdebug: the model ran %d forward pass(es) without gradients while in train() "
+            "mode (model.training is True) before training went on at step %d: a validation under torch.no_grad() "
+            "without model.eval()? Its Dropout/BatchNorm layers (%s) then behave as in training (BatchNorm also learns "
+            "the validation data's statistics), and the hook files these passes as training steps. Call "
+            "model.eval() before validating and model.train() after.", forwards, step, named)
+
+
+def _in_backward() -> bool:
+    current = getattr(torch._C, "_current_graph_task_id", None)
+    try:
+        return current is not None and current() != -1
+    except Exception:  # noqa: BLE001 - an internal that may change: assume not
+        return False
