@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import re
 import weakref
 from typing import Dict, List, Optional, Tuple
 
@@ -41,6 +40,7 @@ from smdebug.core.hook import BaseHook, _guarded, logger
 from smdebug.core.modes import ModeKeys
 from smdebug.core.names import printable
 from smdebug.core.run_info import LABELS_SHIFTED_TWICE_KEY
+from smdebug.core.statistic_names import statistic_kind
 from smdebug.exceptions import SMDebugTypeError, SMDebugValueError, TrainingStopRequested
 from smdebug.pytorch import _dynamo, layers, model_loss, sharded
 from smdebug.pytorch.collection import Collection
@@ -57,19 +57,19 @@ OUTPUT_LOSS = "loss"
 #: the collection of normalisation layers' running statistics (saved when a rule asks for it: UnnormalizedInput)
 NORMALIZATION_STATISTICS = "normalization_statistics"
 _STATISTIC_BUFFERS = ("running_mean", "running_var")
-#: a buffer of the model's own that holds a per-feature statistic of its input, by its name's last part: a model
-#: that standardises raw features in its forward (``(x - self.mean) / self.std``, buffers registered for it)
-_OWN_STATISTIC = re.compile(r"(?i)^(.*_)?(mean|mu|loc|center|centre|shift|offset|std|sd|sigma|scale|var|variance)$")
-#: the largest such buffer saved (one value per input feature)
+#: the largest buffer of the model's own saved as a statistic of its input (one value per input feature; see
+#: _is_statistic)
 _MAX_STATISTIC_VALUES = 1 << 16
 
 
 def _is_statistic(name: str, buffer: torch.Tensor) -> bool:
     """Whether a buffer named ``name`` (its last part) is a statistic a model keeps of its input: BatchNorm's
-    running ones, or a vector of the model's own named like one (``mean``, ``std``...)."""
+    running ones, or a vector of the model's own named like one (``mean``, ``std``...: the names of
+    :mod:`smdebug.core.statistic_names`), as a model that standardises raw features in its forward keeps them
+    (``(x - self.mean) / self.std``)."""
     if name in _STATISTIC_BUFFERS:
         return True
-    return (bool(_OWN_STATISTIC.match(name)) and buffer.dim() == 1 and buffer.is_floating_point()
+    return (statistic_kind(name) is not None and buffer.dim() == 1 and buffer.is_floating_point()
             and 1 < buffer.numel() <= _MAX_STATISTIC_VALUES)
 
 

@@ -12,18 +12,13 @@ tolerates."""
 
 from __future__ import annotations
 
-import re
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
+from smdebug.core.statistic_names import MEAN, VARIANCE, statistic_kind
 from smdebug.exceptions import ShapeUnavailableForStep, TensorUnavailableForStep
 
-#: the last part of a saved statistic's name: ``mean``, ``moving_mean``, ``running_mean``; ``variance``, ``var``...;
-#: and the buffers a PyTorch model registers to standardise its input in its forward (``mu``, ``std``, ``sd``...)
-_MEAN = re.compile(r"^(.*?)(moving_|running_)?(mean|mu|loc|center|centre|shift|offset)$")
-_VARIANCE = re.compile(r"^(.*?)(moving_|running_)?var(iance)?$")
-_STD = re.compile(r"^(.*?)(std|sd|sigma|scale)$")
 #: added to a variance before its square root, as the layers do (Keras's Normalization and BatchNormalization
 #: use 1e-7 and 1e-3): a constant feature's variance of 0 divides nothing by zero
 VARIANCE_EPSILON = 1e-3
@@ -64,13 +59,14 @@ class InputStatistics:
             for name in names:
                 if name.startswith("gradient"):
                     continue
-                m, v, sd = _MEAN.match(name), _VARIANCE.match(name), _STD.match(name)
-                if m:
-                    means.setdefault(m.group(1), name)
-                elif v:
-                    spreads.setdefault(v.group(1), (name, True))
-                elif sd:
-                    spreads.setdefault(sd.group(1), (name, False))
+                found = statistic_kind(name)  # (the names of smdebug.core.statistic_names)
+                if found is None:
+                    continue
+                kind, prefix = found
+                if kind == MEAN:
+                    means.setdefault(prefix, name)
+                else:
+                    spreads.setdefault(prefix, (name, kind == VARIANCE))
             self._pairs = (len(names), [(means[k], *spreads[k]) for k in sorted(means) if k in spreads])
         return self._pairs[1]
 
