@@ -95,7 +95,8 @@ def no_gradients(source) -> Optional[Tuple[int, int]]:
 #: were due, as the optimizers stepped (``_meta.untrained_parameters``, written by the PyTorch hook):
 #: ``{"not_stepped": [...], "no_gradient": [...], "steps": 12, "upto": 480}``. ``not_stepped``: had a gradient
 #: but no optimizer of the run holds them (left out of the optimizer's parameters); ``no_gradient``: an optimizer
-#: holds them but they had no gradient while others had one (cut from the loss by ``.detach()``, unused).
+#: holds them but they had no gradient while others had one (cut from the loss by ``.detach()``, unused);
+#: ``frozen`` (absent from older runs): ``requires_grad`` False at every such step, frozen on purpose.
 #: ``steps``: how many such steps the record covers, the last at ``upto``
 UNTRAINED_KEY = "untrained_parameters"
 _MAX_NAMES = 10_000
@@ -109,7 +110,7 @@ def untrained_parameters(source) -> Optional[Dict[str, object]]:
     if not isinstance(recorded, dict) or not (is_step(recorded.get("steps")) and is_step(recorded.get("upto"))):
         return None
     out: Dict[str, object] = {"steps": recorded["steps"], "upto": recorded["upto"]}
-    for kind in ("not_stepped", "no_gradient"):
+    for kind in ("not_stepped", "no_gradient", "frozen"):
         names = recorded.get(kind)
         names = names if isinstance(names, list) else []
         out[kind] = [n for n in names[:_MAX_NAMES] if isinstance(n, str)]

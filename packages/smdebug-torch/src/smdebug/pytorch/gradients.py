@@ -235,9 +235,11 @@ class GradientSource:
         optimizer with no gradient while others of it had one (cut from the loss: ``.detach()``, unused). Each
         list is what was true at every such step (a second optimizer seen later takes its parameters out of the
         first list: a GAN's generator before its optimizer first steps). What a rule needs to tell a layer frozen
-        by mistake from one frozen on purpose (``requires_grad=False``, never listed)."""
+        by mistake from one frozen on purpose (``requires_grad=False``, never listed in those two: a third list,
+        ``frozen``, holds the parameters frozen at every such step, which no update is expected of)."""
         held = {id(p) for cached in self._optimizers.values() for _, p in cached[1]}
         not_stepped = {n for n, p in self.hook._params if p.requires_grad and p.grad is not None and id(p) not in held}
+        frozen = {n for n, p in self.hook._params if not p.requires_grad}
         mine = [(n, p) for n, p in pairs if p.requires_grad]
         no_gradient = {n for n, p in mine if p.grad is None} if any(p.grad is not None for _, p in mine) else set()
         meta = self.hook.collection_manager.meta
@@ -245,9 +247,10 @@ class GradientSource:
         step = int(self.hook.step)
         if not isinstance(record, dict):
             meta[UNTRAINED_KEY] = {"not_stepped": sorted(not_stepped), "no_gradient": sorted(no_gradient),
-                                   "steps": 1, "upto": step}
+                                   "frozen": sorted(frozen), "steps": 1, "upto": step}
             return
         record["not_stepped"] = sorted(set(record["not_stepped"]) & not_stepped)
+        record["frozen"] = sorted(set(record.get("frozen", ())) & frozen)
         if record["upto"] == step:  # (a second optimizer at the same step: the step's parameters are in one list)
             record["no_gradient"] = sorted(set(record["no_gradient"]) | no_gradient)
         else:

@@ -186,6 +186,7 @@ class WeightUpdateRatio(Rule):
         self._convergence = GradientConvergence(base_trial)
         self._warned_no_weights = False
         self._trained = (-1, None)  # (number of tensors of the run when computed, trained_parameters)
+        self._frozen: Optional[frozenset] = None  # (see _frozen_on_purpose)
         self._gradients = GradientsByStep(base_trial)
         #: (weight, worker, mode) -> {mode step: digest of its value}: which saves hold bit-identical weights
         self._identical = IdenticalSaves(base_trial)
@@ -301,11 +302,25 @@ class WeightUpdateRatio(Rule):
 
     def _not_trained(self, name: str, mode: ModeKeys, p: int) -> bool:
         """Whether ``name`` got no gradient at mode step ``p`` while other weights did (frozen on purpose then);
-        when ``p`` saved no gradient, whether it got none in the whole run while others did."""
+        when ``p`` saved no gradient, whether it got none in the whole run while others did, or the PyTorch hook's
+        record says it was frozen (``requires_grad`` False) while other weights were not: a run whose optimizer
+        moved nothing saved no gradient at all, and its headline named a layer frozen on purpose rather than the
+        parameters the optimizer left out (probe 19a W3)."""
         frozen = self._gradients.frozen(name, [g for g in [self.base_trial.global_step(mode, p)] if g is not None])
         if frozen is not None:
             return frozen
-        return self._never_trained(name)
+        return self._never_trained(name) or name in self._frozen_on_purpose()
+
+    def _frozen_on_purpose(self) -> frozenset:
+        """The weights the hook's record (``_meta.untrained_parameters``) says were frozen, when some weights were
+        not: a model frozen whole is judged (its updates are all zero, which is the finding)."""
+        if self._frozen is None:
+            record = untrained_parameters(self.base_trial)
+            if record is None:
+                return frozenset()  # (not recorded yet: a live run's record comes with its collections)
+            frozen = frozenset(record["frozen"])
+            self._frozen = frozen if any(n not in frozen for n in self._weights()) else frozenset()
+        return self._frozen
 
     def _never_trained(self, name: str) -> bool:
         """Whether the run saved no gradient of ``name`` at any step while it saved gradients of other weights: a
