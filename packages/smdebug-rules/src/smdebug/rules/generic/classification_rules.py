@@ -44,6 +44,17 @@ from smdebug.rules.params import as_bool, as_float, as_int, as_list, as_optional
 from smdebug.rules.rule import Rule
 
 
+def _not_ids(labels: np.ndarray) -> str:
+    """What targets with fractions are: class probabilities when each row (the last axis) is a distribution,
+    as soft targets are (mixup, label smoothing done by hand, a teacher's outputs); else a regression's."""
+    if labels.ndim >= 2 and labels.shape[-1] >= 2 and np.all(np.isfinite(labels)) and labels.min() >= 0:
+        sums = labels.reshape(-1, labels.shape[-1]).sum(axis=1, dtype=np.float64)
+        if np.allclose(sums, 1.0, atol=1e-3):
+            return ("class probabilities, not class ids (soft targets: mixup, label smoothing by hand, a "
+                    "teacher's outputs): no class to count")
+    return "values that are not class ids (a regression target)"
+
+
 def _numbered(names) -> List[str]:
     """Names in order of their trailing number (``labels_2`` before ``labels_10``), then by name."""
 
@@ -447,7 +458,7 @@ class _LabelsAndPredictions(Rule):
             if labels.dtype.kind == "f" and not np.all(np.isfinite(labels) & (labels == np.round(labels))):
                 # targets of a regression (or soft labels): not class ids, nothing to count (said by the verdict,
                 # NotApplicable, not as a warning: a regression is a sound run -- probe 18a W7)
-                self._no_classes(lname, f"{lname} holds values that are not class ids (a regression target)")
+                self._no_classes(lname, f"{lname} holds {_not_ids(labels)}")
                 continue
             predictions = _pooled(self.base_trial, prediction_names[i], step) if prediction_names else None
             scored = None  # (how many classes the predictions score along a class axis, when they do)
