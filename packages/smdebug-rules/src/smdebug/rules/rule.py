@@ -63,6 +63,13 @@ class Rule(WarnsOnce, ABC):
             ev = self.__dict__["_evaluation"] = Evaluation()
         return ev
 
+    def reached(self, step: int, at: int) -> bool:
+        """Whether the step being evaluated, ``step``, is at or past ``at`` (the step of a record the hook kept of
+        the run), or is the last step of a finished run: a record dated at a step the run did not save is said
+        there rather than never."""
+        trial = self.base_trial
+        return step >= at or bool(trial.loaded_all_steps and step >= trial.last_complete_step)
+
     def mark_evaluated(self, *tensor_names: str) -> None:
         """Say that the step being evaluated was judged, on data other than tensor values (or on values
         the rule read at an earlier step). Wins over :meth:`not_evaluated` at the same step."""

@@ -1570,7 +1570,7 @@ class Overfit(Rule):
         if self._said_in_eval:
             return None
         at = trained_in_eval(self.base_trial)
-        if at is None or step < at:
+        if at is None or not self.reached(step, at):
             return None
         self._said_in_eval = True
         self.mark_evaluated()
@@ -1589,10 +1589,7 @@ class Overfit(Rule):
         if self._said_in_eval:
             return None
         record = evaluated_in_train_mode(self.base_trial)
-        trial = self.base_trial
-        # (at the step training went on, or the run's last if that step was not saved)
-        if record is None or (step < record["step"] and not (trial.loaded_all_steps
-                                                             and step >= trial.last_complete_step)):
+        if record is None or not self.reached(step, record["step"]):
             return None
         self._said_in_eval = True
         self.mark_evaluated()

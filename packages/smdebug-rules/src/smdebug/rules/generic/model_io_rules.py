@@ -842,9 +842,7 @@ class ImproperOutput(Rule):
         if self._said_shifted:
             return None
         record = labels_shifted_twice(self.base_trial)
-        trial = self.base_trial
-        if record is None or (step < record["step"] and not (trial.loaded_all_steps
-                                                             and step >= trial.last_complete_step)):
+        if record is None or not self.reached(step, record["step"]):
             return None
         self._said_shifted = True
         self.mark_evaluated()
