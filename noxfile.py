@@ -238,7 +238,7 @@ TORCH_TRAINER_TESTS = ["test_lightning.py", "test_lightning_untrained_parameters
                        "test_trainers_zero_code.py", "test_trainers_zero_code_call_before_fit.py",
                        "test_lightning_callback_steps_before_fit.py",
                        "test_trainers_judged.py", "test_trainers_zero_code_preset.py",
-                       "test_transformers_padding_judged.py",
+                       "test_transformers_padding_judged.py", "test_transformers_labels_shifted_twice.py",
                        # (with the trainers installed: importing smdebug.pytorch still loads none of them)
                        "test_torch_plugin.py::test_importing_smdebug_pytorch_imports_no_trainer"]
 
