@@ -23,12 +23,16 @@ from smdebug.trials import create_trial  # noqa: E402
 SAID = "without gradients while in train() mode"
 
 
-def train(out_dir, eval_mode: bool, dropout: bool = True, epochs: int = 6, update_bn: bool = False):
+def train(out_dir, eval_mode: bool, dropout: bool = True, epochs: int = 6, update_bn: bool = False,
+          dry_run: bool = False):
     torch.manual_seed(0)
     layers = [nn.Linear(8, 32), nn.ReLU()] + ([nn.Dropout(0.5)] if dropout else []) + [nn.Linear(32, 3)]
     model = nn.Sequential(*layers)
     hook = smd.Hook.recommended(str(out_dir))
     hook.register_module(model)
+    if dry_run:  # (a dummy batch through the model before training, in train() mode: shapes, a summary)
+        with torch.no_grad():
+            model(torch.zeros(2, 8))
     loss_fn = nn.CrossEntropyLoss()
     hook.register_loss(loss_fn)
     opt = torch.optim.Adam(model.parameters(), 1e-2)
@@ -80,12 +84,15 @@ def test_validating_in_eval_mode_records_nothing(tmp_path, caplog):
     assert "train() mode" not in " ".join(f.reason for f in overfit.findings) + (overfit.detail or "")
 
 
-@pytest.mark.parametrize("how", ["no dropout", "update_bn at the end"])
+@pytest.mark.parametrize("how", ["no dropout", "update_bn at the end", "a dry run before training"])
 def test_no_gradient_passes_in_train_mode_that_change_nothing_or_end_the_run_are_not_reported(tmp_path, how):
     """A model with no Dropout or BatchNorm gives the same answer in either mode; no-gradient passes in train()
-    mode after the last training step (SWA's update_bn recomputing BatchNorm's statistics) are not a validation."""
+    mode after the last training step (SWA's update_bn recomputing BatchNorm's statistics) or before the first
+    (a dummy batch to find shapes) are not a validation."""
     if how == "no dropout":
         run = train(tmp_path / "run", eval_mode=False, dropout=False)
-    else:
+    elif how == "update_bn at the end":
         run = train(tmp_path / "run", eval_mode=True, update_bn=True)
+    else:
+        run = train(tmp_path / "run", eval_mode=True, dry_run=True)
     assert evaluated_in_train_mode(create_trial(run)) is None

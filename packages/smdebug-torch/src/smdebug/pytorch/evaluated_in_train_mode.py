@@ -7,7 +7,8 @@ The hook reads the mode of a forward call from the model's training flag, so the
 training steps: the run seems to have no validation at all, and every rule that judges one passes it.
 
 The evidence is forward calls of the model without gradients (``torch.no_grad()``, ``torch.inference_mode()``)
-while ``model.training`` is True, followed by a forward that trains (gradients on, the model in train mode).
+while ``model.training`` is True, between forwards that train (gradients on, the model in train mode): a dry run
+before training (a dummy batch to find shapes, a model summary) is not a validation.
 A model with nothing that behaves differently in ``train()`` mode (no Dropout, no BatchNorm keeping running
 statistics) is not concerned: evaluating it in either mode gives the same answer. No-gradient forwards at the
 end of training with no training after them (``torch.optim.swa_utils.update_bn`` recomputing BatchNorm's
@@ -15,7 +16,7 @@ statistics) are not this. Said once in the training log and recorded in the run
 (``_meta.evaluated_in_train_mode``) for the rules to report.
 
 Cheap: one look at the model's training flag and the grad mode per forward call, until said or until the model
-is found to have nothing mode-dependent.
+is found to have nothing mode-dependent (and a method call per forward until training begins).
 """
 
 from __future__ import annotations
@@ -58,11 +59,16 @@ class EvaluatedInTrainMode:
         self.armed = True
         #: forward calls without gradients in train() mode since the last training forward
         self.pending = 0
+        #: a training forward (gradients on, train() mode) was seen
+        self.trained = False
         self._modules = None  # (the model's mode-dependent modules, looked up at the first such forward)
 
     def on_forward(self, module: torch.nn.Module) -> None:
-        """(a forward call of the registered model in train() mode, when ``pending`` or gradients are off)"""
+        """(a forward call of the registered model in train() mode, when ``pending``, before the first training
+        forward, or with gradients off)"""
         if not torch.is_grad_enabled():
+            if not self.trained:
+                return  # (a dry run before training: a dummy batch for shapes, a model summary)
             if self._modules is None:
                 self._modules = mode_dependent_modules(module)
                 if not self._modules:
@@ -72,6 +78,9 @@ class EvaluatedInTrainMode:
             return
         if _in_backward():
             return  # (a checkpointed forward recomputed during backward: part of training itself)
+        self.trained = True
+        if not self.pending:
+            return
         forwards, self.pending = self.pending, 0
         self.armed = False
         hook = self.hook
