@@ -7,8 +7,12 @@ The hook reads the mode of a forward call from the model's training flag, so the
 training steps: the run seems to have no validation at all, and every rule that judges one passes it.
 
 The evidence is forward calls of the model without gradients (``torch.no_grad()``, ``torch.inference_mode()``)
-while ``model.training`` is True, between forwards that train (gradients on, the model in train mode): a dry run
-before training (a dummy batch to find shapes, a model summary) is not a validation.
+while ``model.training`` is True, between forwards that train (gradients on, the model in train mode), after a
+stretch of at least :data:`MIN_TRAINING_FORWARDS` training forwards: a validation pass comes after an epoch's
+batches. A dry run before training (a dummy batch to find shapes, a model summary) is no validation, and nor are
+no-gradient forwards that alternate with single training forwards: a GAN's generator making fakes for the
+critic's step (``with torch.no_grad(): fake = G(z)``, BatchNorm meant to be in train mode), pseudo-labels of the
+batch about to be trained on.
 A model with nothing that behaves differently in ``train()`` mode (no Dropout, no BatchNorm keeping running
 statistics) is not concerned: evaluating it in either mode gives the same answer. No-gradient forwards at the
 end of training with no training after them (``torch.optim.swa_utils.update_bn`` recomputing BatchNorm's
@@ -16,7 +20,7 @@ statistics) are not this. Said once in the training log and recorded in the run
 (``_meta.evaluated_in_train_mode``) for the rules to report.
 
 Cheap: one look at the model's training flag and the grad mode per forward call, until said or until the model
-is found to have nothing mode-dependent (and a method call per forward until training begins).
+is found to have nothing mode-dependent (and a method call for the first training forwards after each stretch).
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ from smdebug.core.run_info import EVALUATED_IN_TRAIN_MODE_KEY
 
 #: how many of the model's mode-dependent modules the record names
 _MAX_NAMED = 10
+#: consecutive training forwards that must come before a stretch of no-gradient forwards for it to count
+MIN_TRAINING_FORWARDS = 2
 
 
 def mode_dependent_modules(model: torch.nn.Module) -> List[str]:
@@ -57,31 +63,36 @@ class EvaluatedInTrainMode:
         self.hook = hook
         #: still looking (False once said, or once the model has nothing mode-dependent)
         self.armed = True
-        #: forward calls without gradients in train() mode since the last training forward
-        self.pending = 0
-        #: a training forward (gradients on, train() mode) was seen
-        self.trained = False
+        #: the hook must see the next forward that trains (a stretch of no-gradient forwards is open, or fewer
+        #: than MIN_TRAINING_FORWARDS training forwards followed the last one)
+        self.watching = True
+        self._run = 0  # consecutive training forwards (gradients on, train() mode), up to MIN_TRAINING_FORWARDS
+        self._stretch = 0  # no-gradient forwards in train() mode since the last training forward
+        self._counts = False  # whether the open stretch began after MIN_TRAINING_FORWARDS training forwards
         self._modules = None  # (the model's mode-dependent modules, looked up at the first such forward)
 
     def on_forward(self, module: torch.nn.Module) -> None:
-        """(a forward call of the registered model in train() mode, when ``pending``, before the first training
-        forward, or with gradients off)"""
+        """(a forward call of the registered model in train() mode, when ``watching`` or with gradients off)"""
         if not torch.is_grad_enabled():
-            if not self.trained:
-                return  # (a dry run before training: a dummy batch for shapes, a model summary)
-            if self._modules is None:
+            if self._stretch == 0:
+                # (before any training: a dry run; after a single training forward: a GAN's fakes, pseudo-labels)
+                self._counts = self._run >= MIN_TRAINING_FORWARDS
+                self._run = 0
+            self._stretch += 1
+            self.watching = True
+            if self._counts and self._modules is None:
                 self._modules = mode_dependent_modules(module)
                 if not self._modules:
                     self.armed = False  # nothing behaves differently in train() mode: nothing to say
-                    return
-            self.pending += 1
             return
         if _in_backward():
             return  # (a checkpointed forward recomputed during backward: part of training itself)
-        self.trained = True
-        if not self.pending:
+        forwards, counts = self._stretch, self._counts
+        self._stretch, self._counts = 0, False
+        self._run = min(self._run + 1, MIN_TRAINING_FORWARDS)
+        self.watching = self._run < MIN_TRAINING_FORWARDS
+        if not (forwards and counts):
             return
-        forwards, self.pending = self.pending, 0
         self.armed = False
         hook = self.hook
         if hook._disabled:

@@ -558,7 +558,7 @@ class Hook(BaseHook):
             if module is not self.model and module._forward_pre_hooks is not self.model._forward_pre_hooks:
                 return self._on_copy_forward(module)  # (DataParallel's replicas share the model's hooks)
             watch = self._evaluated_in_train_mode
-            if watch.armed and module.training and (watch.pending or not watch.trained or not torch.is_grad_enabled()):
+            if watch.armed and module.training and (watch.watching or not torch.is_grad_enabled()):
                 watch.on_forward(module)  # (a no-gradient pass in train() mode, or the training around one)
             by_flag = self._modes_by_flag
             if by_flag is not None and by_flag[module.training] is not self.mode:

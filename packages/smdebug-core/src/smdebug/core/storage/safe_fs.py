@@ -5,8 +5,8 @@ can plant a symbolic link where smdebug is about to create a file, or a FIFO or 
 to read one. So, everywhere smdebug touches files:
 
 * a file is created only if its name is free (``O_CREAT | O_EXCL | O_NOFOLLOW``): never through a link,
-  never into an existing file; a temporary name smdebug owns (``<name>.<pid>.<thread>.tmp``) that is taken is unlinked first
-  (unlinking removes a link itself, not what it points to);
+  never into an existing file; a temporary name smdebug owns (``<name>.<pid>.<thread>.tmp``) that is taken is
+  unlinked first (unlinking removes a link itself, not what it points to);
 * below a root, every folder is opened relative to its parent with ``O_NOFOLLOW | O_DIRECTORY``
   (``dir_fd``), so a folder swapped for a link cannot redirect a write or a read elsewhere;
 * only regular files are read: a file is opened with ``O_NONBLOCK`` (opening a FIFO then never blocks)
