@@ -46,7 +46,10 @@ def train(out_dir, eval_mode: bool, dropout: bool = True, epochs: int = 6, updat
                 with torch.no_grad():
                     model(x[i:i + 32])
             opt.zero_grad()
-            loss_fn(model(x[i:i + 32]), y[i:i + 32]).backward()
+            loss = loss_fn(model(x[i:i + 32]), y[i:i + 32])
+            if alternate:  # (and a second training forward in the iteration: the unlabelled batch's)
+                loss = loss + loss_fn(model(x[i + 16:i + 48]), y[i + 16:i + 48])
+            loss.backward()
             opt.step()
         if eval_mode:
             model.eval()
@@ -88,12 +91,12 @@ def test_validating_in_eval_mode_records_nothing(tmp_path, caplog):
 
 
 @pytest.mark.parametrize("how", ["no dropout", "update_bn at the end", "a dry run before training",
-                                 "one before each training forward"])
+                                 "one in each training iteration"])
 def test_no_gradient_passes_in_train_mode_that_are_no_validation_are_not_reported(tmp_path, how):
     """A model with no Dropout or BatchNorm gives the same answer in either mode; no-gradient passes in train()
     mode after the last training step (SWA's update_bn recomputing BatchNorm's statistics), before the first
-    (a dummy batch to find shapes), or one before every training forward (a GAN's generator making fakes for its
-    critic, pseudo-labels) are not a validation."""
+    (a dummy batch to find shapes), or within each training iteration (a GAN's generator making fakes for its
+    critic, pseudo-labels of an unlabelled batch) are not a validation."""
     if how == "no dropout":
         run = train(tmp_path / "run", eval_mode=False, dropout=False)
     elif how == "update_bn at the end":

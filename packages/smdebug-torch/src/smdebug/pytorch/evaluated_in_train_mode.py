@@ -10,9 +10,9 @@ The evidence is forward calls of the model without gradients (``torch.no_grad()`
 while ``model.training`` is True, between forwards that train (gradients on, the model in train mode), after a
 stretch of at least :data:`MIN_TRAINING_FORWARDS` training forwards: a validation pass comes after an epoch's
 batches. A dry run before training (a dummy batch to find shapes, a model summary) is no validation, and nor are
-no-gradient forwards that alternate with single training forwards: a GAN's generator making fakes for the
-critic's step (``with torch.no_grad(): fake = G(z)``, BatchNorm meant to be in train mode), pseudo-labels of the
-batch about to be trained on.
+no-gradient forwards that are part of each training iteration: a GAN's generator making fakes for the critic's
+step (``with torch.no_grad(): fake = G(z)``, BatchNorm meant to be in train mode), pseudo-labels or consistency
+targets of the unlabelled batch about to be trained on.
 A model with nothing that behaves differently in ``train()`` mode (no Dropout, no BatchNorm keeping running
 statistics) is not concerned: evaluating it in either mode gives the same answer. No-gradient forwards at the
 end of training with no training after them (``torch.optim.swa_utils.update_bn`` recomputing BatchNorm's
@@ -33,8 +33,11 @@ from smdebug.core.run_info import EVALUATED_IN_TRAIN_MODE_KEY
 
 #: how many of the model's mode-dependent modules the record names
 _MAX_NAMED = 10
-#: consecutive training forwards that must come before a stretch of no-gradient forwards for it to count
-MIN_TRAINING_FORWARDS = 2
+#: consecutive training forwards that must come before a stretch of no-gradient forwards for it to count: an
+#: epoch's batches come before a validation pass, while a method that runs the model without gradients as part of
+#: each training iteration (a GAN's fakes, pseudo-labels or consistency targets of unlabelled data) has one to
+#: three training forwards between such calls
+MIN_TRAINING_FORWARDS = 4
 
 
 def mode_dependent_modules(model: torch.nn.Module) -> List[str]:
@@ -75,7 +78,7 @@ class EvaluatedInTrainMode:
         """(a forward call of the registered model in train() mode, when ``watching`` or with gradients off)"""
         if not torch.is_grad_enabled():
             if self._stretch == 0:
-                # (before any training: a dry run; after a single training forward: a GAN's fakes, pseudo-labels)
+                # (before any training: a dry run; within a training iteration: a GAN's fakes, pseudo-labels)
                 self._counts = self._run >= MIN_TRAINING_FORWARDS
                 self._run = 0
             self._stretch += 1
