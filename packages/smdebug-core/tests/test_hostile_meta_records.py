@@ -57,3 +57,27 @@ def test_records_within_range_are_kept_as_written(tmp_path):
     meta = create_trial(_run_with_meta(tmp_path, **records)).collection_manager.meta
     assert {k: meta[k] for k in records} == records
     assert modes_set(create_trial(_run_with_meta(tmp_path / "b", **records))) == ["EVAL", "TRAIN"]
+
+
+def test_the_torch_hooks_slip_records_are_read_only_when_well_formed(tmp_path):
+    """The records the PyTorch hook keeps of a loop's slips (validation in train() mode, labels shifted twice,
+    parameters frozen on purpose): a record out of shape reads as no record, never as a finding."""
+    from smdebug.core.run_info import evaluated_in_train_mode, labels_shifted_twice, untrained_parameters
+
+    good = {"evaluated_in_train_mode": {"step": 10, "forwards": 2, "modules": ["drop", 7, "bn"]},
+            "labels_shifted_twice": {"step": 0, "positions": 512, "share": 1.0},
+            "untrained_parameters": {"steps": 3, "upto": 9, "not_stepped": [], "no_gradient": [],
+                                     "frozen": ["body.0.weight", None]}}
+    trial = create_trial(_run_with_meta(tmp_path / "good", **good))
+    assert evaluated_in_train_mode(trial) == {"step": 10, "forwards": 2, "modules": ["drop", "bn"]}
+    assert labels_shifted_twice(trial) == {"step": 0, "positions": 512, "share": 1.0}
+    assert untrained_parameters(trial)["frozen"] == ["body.0.weight"]
+    older = {"untrained_parameters": {"steps": 3, "upto": 9, "not_stepped": [], "no_gradient": []}}
+    assert untrained_parameters(create_trial(_run_with_meta(tmp_path / "older", **older)))["frozen"] == []
+    for i, bad in enumerate([{"evaluated_in_train_mode": {"step": -1, "forwards": 2}},
+                             {"evaluated_in_train_mode": ["step", 10]},
+                             {"labels_shifted_twice": {"step": 0, "positions": 512, "share": 1.5}},
+                             {"labels_shifted_twice": {"step": 0, "positions": 512, "share": True}},
+                             {"labels_shifted_twice": {"step": "0", "positions": 512, "share": 1.0}}]):
+        trial = create_trial(_run_with_meta(tmp_path / f"bad{i}", **bad))
+        assert evaluated_in_train_mode(trial) is None and labels_shifted_twice(trial) is None, bad
