@@ -24,7 +24,7 @@ SAID = "without gradients while in train() mode"
 
 
 def train(out_dir, eval_mode: bool, dropout: bool = True, epochs: int = 6, update_bn: bool = False,
-          dry_run: bool = False, alternate: bool = False):
+          dry_run: bool = False, alternate: bool = False, one_sample: bool = False):
     torch.manual_seed(0)
     layers = [nn.Linear(8, 32), nn.ReLU()] + ([nn.Dropout(0.5)] if dropout else []) + [nn.Linear(32, 3)]
     model = nn.Sequential(*layers)
@@ -54,8 +54,11 @@ def train(out_dir, eval_mode: bool, dropout: bool = True, epochs: int = 6, updat
         if eval_mode:
             model.eval()
         with torch.no_grad():
-            for i in range(256, 384, 64):
-                loss_fn(model(x[i:i + 64]), y[i:i + 64])
+            if one_sample:  # (as a GAN shows its progress: one batch of fixed noise through the generator)
+                model(x[256:320])
+            else:
+                for i in range(256, 384, 64):
+                    loss_fn(model(x[i:i + 64]), y[i:i + 64])
     if update_bn:
         # (as torch.optim.swa_utils.update_bn: forward passes in train() mode without gradients, nothing after)
         model.train()
@@ -91,18 +94,21 @@ def test_validating_in_eval_mode_records_nothing(tmp_path, caplog):
 
 
 @pytest.mark.parametrize("how", ["no dropout", "update_bn at the end", "a dry run before training",
-                                 "one in each training iteration"])
+                                 "one in each training iteration", "one batch of samples now and then"])
 def test_no_gradient_passes_in_train_mode_that_are_no_validation_are_not_reported(tmp_path, how):
     """A model with no Dropout or BatchNorm gives the same answer in either mode; no-gradient passes in train()
     mode after the last training step (SWA's update_bn recomputing BatchNorm's statistics), before the first
-    (a dummy batch to find shapes), or within each training iteration (a GAN's generator making fakes for its
-    critic, pseudo-labels of an unlabelled batch) are not a validation."""
+    (a dummy batch to find shapes), within each training iteration (a GAN's generator making fakes for its
+    critic, pseudo-labels of an unlabelled batch), or one batch now and then (a GAN's generator showing its
+    progress on fixed noise, as PyTorch's DCGAN tutorial does) are not a validation."""
     if how == "no dropout":
         run = train(tmp_path / "run", eval_mode=False, dropout=False)
     elif how == "update_bn at the end":
         run = train(tmp_path / "run", eval_mode=True, update_bn=True)
     elif how == "a dry run before training":
         run = train(tmp_path / "run", eval_mode=True, dry_run=True)
-    else:
+    elif how == "one in each training iteration":
         run = train(tmp_path / "run", eval_mode=True, alternate=True)
+    else:
+        run = train(tmp_path / "run", eval_mode=False, one_sample=True)
     assert evaluated_in_train_mode(create_trial(run)) is None

@@ -9,7 +9,9 @@ training steps: the run seems to have no validation at all, and every rule that 
 The evidence is forward calls of the model without gradients (``torch.no_grad()``, ``torch.inference_mode()``)
 while ``model.training`` is True, between forwards that train (gradients on, the model in train mode), after a
 stretch of at least :data:`MIN_TRAINING_FORWARDS` training forwards: a validation pass comes after an epoch's
-batches. A dry run before training (a dummy batch to find shapes, a model summary) is no validation, and nor are
+batches, and runs :data:`MIN_NO_GRADIENT_FORWARDS` batches at least (a GAN's generator showing its progress on
+one batch of fixed noise is no validation). A dry run before training (a dummy batch to find shapes, a model
+summary) is no validation, and nor are
 no-gradient forwards that are part of each training iteration: a GAN's generator making fakes for the critic's
 step (``with torch.no_grad(): fake = G(z)``, BatchNorm meant to be in train mode), pseudo-labels or consistency
 targets of the unlabelled batch about to be trained on.
@@ -33,6 +35,10 @@ from smdebug.core.run_info import EVALUATED_IN_TRAIN_MODE_KEY
 
 #: how many of the model's mode-dependent modules the record names
 _MAX_NAMED = 10
+#: no-gradient forwards a stretch needs to count: a validation pass runs several batches, while a GAN that shows
+#: its progress (``with torch.no_grad(): netG(fixed_noise)`` every few hundred iterations, in train() mode as
+#: PyTorch's DCGAN tutorial does) runs one
+MIN_NO_GRADIENT_FORWARDS = 2
 #: consecutive training forwards that must come before a stretch of no-gradient forwards for it to count: an
 #: epoch's batches come before a validation pass, while a method that runs the model without gradients as part of
 #: each training iteration (a GAN's fakes, pseudo-labels or consistency targets of unlabelled data) has one to
@@ -94,7 +100,7 @@ class EvaluatedInTrainMode:
         self._stretch, self._counts = 0, False
         self._run = min(self._run + 1, MIN_TRAINING_FORWARDS)
         self.watching = self._run < MIN_TRAINING_FORWARDS
-        if not (forwards and counts):
+        if not (forwards >= MIN_NO_GRADIENT_FORWARDS and counts):
             return
         self.armed = False
         hook = self.hook
